@@ -1,0 +1,108 @@
+//! Removes secrets from command output before it leaves the Warden.
+//!
+//! Every result the Warden returns — to the Worker, and from there to a
+//! model, a log or Telegram — passes through [`redact`] first, and the
+//! journal records the same redacted bytes with the per-class [`Counts`].
+//! The crate does no IO and has no `unsafe`.
+//!
+//! ```
+//! let out = aromba_redact::redact(b"DATABASE_URL=postgres://app:s3cr3tpw@db/app\n");
+//! assert_eq!(out.text, b"DATABASE_URL=postgres://app:[redacted:url-password]@db/app\n");
+//! assert_eq!(out.counts.get(aromba_redact::Class::UrlPassword), 1);
+//! ```
+//!
+//! # What is removed
+//!
+//! Private-key blocks (PEM, OpenSSH, PGP, SSH2) whole, also when cut off;
+//! OpenAI, Anthropic, OpenRouter, Stripe, GitHub, AWS, Slack, Google and
+//! Telegram bot tokens (also inside Bot API URLs); JWTs; passwords in URLs of
+//! any scheme; `Basic`/`Bearer` credentials; and values of assignments whose
+//! name contains `key`, `token`, `secret`, `password`, `passwd`, `pwd`,
+//! `credential`, `bearer` or `auth` when 12 bytes or longer and not a path.
+//! Each removal becomes `[redacted:CLASS]`.
+//!
+//! # Whole buffers, not a stream
+//!
+//! The Warden collects a command's output up to its byte cap and answers only
+//! when the command has ended, so the redactor is given the whole buffer and
+//! a secret can never straddle two reads. When the Warden had to cut the
+//! output at the cap, it calls [`redact_cut`]: the last, unfinished line is
+//! dropped whole, because whatever secret it held may now be too short for
+//! its rule to recognise.
+
+#![forbid(unsafe_code)]
+
+mod assign;
+mod bytes;
+mod class;
+mod pem;
+mod scan;
+mod tokens;
+mod url;
+
+pub use class::{Class, Counts};
+
+use std::sync::OnceLock;
+
+/// A redacted text and what was removed from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redacted {
+    pub text: Vec<u8>,
+    pub counts: Counts,
+}
+
+/// The redactor: a compiled set of triggers. Build once and share; it is
+/// immutable and cheap to call. [`redact`] uses a process-wide one.
+pub struct Redactor {
+    triggers: scan::Triggers,
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        Redactor::new()
+    }
+}
+
+impl Redactor {
+    pub fn new() -> Redactor {
+        Redactor {
+            triggers: scan::Triggers::new(),
+        }
+    }
+
+    /// Redacts a complete output.
+    pub fn redact(&self, input: &[u8]) -> Redacted {
+        let out = scan::scan(&self.triggers, input);
+        Redacted {
+            text: out.text,
+            counts: out.counts,
+        }
+    }
+
+    /// Redacts an output that was cut at an arbitrary byte: everything after
+    /// the last line break is replaced by one `[redacted:cut-line]`.
+    pub fn redact_cut(&self, input: &[u8]) -> Redacted {
+        let whole_lines = memchr::memrchr(b'\n', input).map_or(0, |i| i + 1);
+        let mut out = self.redact(&input[..whole_lines]);
+        if whole_lines < input.len() {
+            scan::push_marker(&mut out.text, Class::CutLine);
+            out.counts.add(Class::CutLine);
+        }
+        out
+    }
+}
+
+fn shared() -> &'static Redactor {
+    static REDACTOR: OnceLock<Redactor> = OnceLock::new();
+    REDACTOR.get_or_init(Redactor::new)
+}
+
+/// Redacts a complete output with the process-wide [`Redactor`].
+pub fn redact(input: &[u8]) -> Redacted {
+    shared().redact(input)
+}
+
+/// Redacts an output cut at an arbitrary byte; see [`Redactor::redact_cut`].
+pub fn redact_cut(input: &[u8]) -> Redacted {
+    shared().redact_cut(input)
+}

@@ -1,0 +1,253 @@
+//! Two passes over the bytes. First a `memmem` search for `BEGIN` finds the
+//! private-key blocks: they come first because they reach past their line,
+//! and no other rule may swallow a block's BEGIN line into a value and so
+//! hide the block. Then, between blocks, one Aho-Corasick automaton over
+//! every literal that can start a secret (keywords, token prefixes, `://`),
+//! run on a lower-cased copy of the input, and a `memchr` walk over colons
+//! for Telegram tokens, which have no literal. Only at those candidates does
+//! any rule look at the bytes around them, so the cost on ordinary output is
+//! the vectorised searches. Rules see the bytes only up to the next block,
+//! so nothing they find overlaps one.
+
+use crate::Class;
+use crate::assign::assignment_at;
+use crate::class::Counts;
+use crate::pem::{pem_at, ssh2_at};
+use crate::tokens::{Found, Prefix, telegram_at_colon, token_at};
+use crate::url::url_password_at;
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
+
+#[derive(Clone, Copy, Debug)]
+enum Trigger {
+    Keyword,
+    Token(Prefix),
+    SchemeSeparator,
+}
+
+const TRIGGERS: &[(&str, Trigger)] = &[
+    ("://", Trigger::SchemeSeparator),
+    (
+        "hooks.slack.com/services/",
+        Trigger::Token(Prefix::SlackWebhook),
+    ),
+    ("github_pat_", Trigger::Token(Prefix::GitHubFineGrained)),
+    ("sk-", Trigger::Token(Prefix::SkDash)),
+    ("sk_", Trigger::Token(Prefix::StripeKey)),
+    ("rk_", Trigger::Token(Prefix::StripeKey)),
+    ("whsec_", Trigger::Token(Prefix::StripeWebhook)),
+    ("ghp_", Trigger::Token(Prefix::GitHubClassic)),
+    ("gho_", Trigger::Token(Prefix::GitHubClassic)),
+    ("ghu_", Trigger::Token(Prefix::GitHubClassic)),
+    ("ghs_", Trigger::Token(Prefix::GitHubClassic)),
+    ("ghr_", Trigger::Token(Prefix::GitHubClassic)),
+    ("akia", Trigger::Token(Prefix::AwsAccessKeyId)),
+    ("asia", Trigger::Token(Prefix::AwsAccessKeyId)),
+    ("xox", Trigger::Token(Prefix::SlackXox)),
+    ("xapp-", Trigger::Token(Prefix::SlackApp)),
+    ("aiza", Trigger::Token(Prefix::GoogleApiKey)),
+    ("gocspx-", Trigger::Token(Prefix::GoogleClientSecret)),
+    ("ya29.", Trigger::Token(Prefix::GoogleAccessToken)),
+    ("1//0", Trigger::Token(Prefix::GoogleRefreshToken)),
+    ("eyj", Trigger::Token(Prefix::Jwt)),
+    ("credential", Trigger::Keyword),
+    ("password", Trigger::Keyword),
+    ("passwd", Trigger::Keyword),
+    ("secret", Trigger::Keyword),
+    ("bearer", Trigger::Keyword),
+    ("basic", Trigger::Keyword),
+    ("token", Trigger::Keyword),
+    ("auth", Trigger::Keyword),
+    ("key", Trigger::Keyword),
+    ("pwd", Trigger::Keyword),
+];
+
+pub(crate) struct Triggers {
+    automaton: AhoCorasick,
+}
+
+impl Triggers {
+    pub(crate) fn new() -> Triggers {
+        let automaton = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(TRIGGERS.iter().map(|(literal, _)| literal))
+            // A fixed, small set of literals: building cannot fail.
+            .expect("the trigger literals build an automaton");
+        Triggers { automaton }
+    }
+}
+
+/// What the pass produced.
+pub(crate) struct Output {
+    pub text: Vec<u8>,
+    pub counts: Counts,
+}
+
+struct Writer<'h> {
+    hay: &'h [u8],
+    out: Vec<u8>,
+    copied: usize,
+    counts: Counts,
+}
+
+impl Writer<'_> {
+    fn replace(&mut self, found: Found) {
+        // A secret overlapping one already removed: remove what is left of it.
+        let start = found.start.max(self.copied);
+        let end = found.end.max(start);
+        self.out.extend_from_slice(&self.hay[self.copied..start]);
+        push_marker(&mut self.out, found.class);
+        self.copied = end;
+        self.counts.add(found.class);
+    }
+}
+
+pub(crate) fn push_marker(out: &mut Vec<u8>, class: Class) {
+    out.extend_from_slice(crate::bytes::MARKER_PREFIX);
+    out.extend_from_slice(class.name().as_bytes());
+    out.push(b']');
+}
+
+/// The input and its lower-cased copy (same length, same offsets), both cut
+/// at the end of the current segment.
+#[derive(Clone, Copy)]
+struct View<'h> {
+    hay: &'h [u8],
+    lower: &'h [u8],
+}
+
+impl<'h> View<'h> {
+    fn until(self, end: usize) -> View<'h> {
+        View {
+            hay: &self.hay[..end],
+            lower: &self.lower[..end],
+        }
+    }
+}
+
+pub(crate) fn scan(triggers: &Triggers, hay: &[u8]) -> Output {
+    let lower: Vec<u8> = hay.iter().map(u8::to_ascii_lowercase).collect();
+    let whole = View { hay, lower: &lower };
+    let mut w = Writer {
+        hay,
+        out: Vec::with_capacity(hay.len()),
+        copied: 0,
+        counts: Counts::default(),
+    };
+    let mut segment_start = 0;
+    let mut search_from = 0;
+    let finder = memchr::memmem::Finder::new(b"BEGIN");
+    while let Some(rel) = finder.find(&hay[search_from..]) {
+        let begin = search_from + rel;
+        let block = begin
+            .checked_sub(5)
+            .and_then(|dashes| pem_at(hay, dashes).or_else(|| ssh2_at(hay, dashes)));
+        match block {
+            Some(block) => {
+                scan_segment(triggers, whole.until(block.start), segment_start, &mut w);
+                w.replace(block);
+                segment_start = block.end;
+                search_from = block.end;
+            }
+            None => search_from = begin + 5,
+        }
+    }
+    scan_segment(triggers, whole, segment_start, &mut w);
+    w.out.extend_from_slice(&hay[w.copied..]);
+    Output {
+        text: w.out,
+        counts: w.counts,
+    }
+}
+
+/// Removes tokens that sit in an assignment's name after its keyword
+/// (`api_key-ghp_…=value`): the scan resumes after the value, so it would
+/// never come back to them. `view` ends where the value starts.
+fn tokens_between(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Writer<'_>) {
+    let input = Input::new(view.lower).span(from..view.lower.len());
+    for m in triggers.automaton.find_iter(input) {
+        if let Trigger::Token(prefix) = TRIGGERS[m.pattern().as_usize()].1
+            && m.start() >= w.copied
+            && let Some(token) = token_at(view.hay, m.start(), prefix, w.copied)
+        {
+            w.replace(token);
+        }
+    }
+}
+
+/// Colons that may end a Telegram bot id: six digits before, a token byte
+/// after. Cheap enough to run over every colon (clock times fail at the
+/// third byte); the full rule runs on these few.
+fn telegram_candidates(hay: &[u8], from: usize) -> Vec<usize> {
+    let digit = |i: usize| hay[i].is_ascii_digit();
+    memchr::memchr_iter(b':', &hay[from..])
+        .map(|i| from + i)
+        .filter(|&c| {
+            c >= from + 6
+                && digit(c - 3)
+                && digit(c - 1)
+                && digit(c - 2)
+                && digit(c - 4)
+                && digit(c - 5)
+                && digit(c - 6)
+                && hay
+                    .get(c + 1)
+                    .is_some_and(|&b| crate::bytes::is_token_byte(b))
+        })
+        .collect()
+}
+
+/// Runs the rules over `view[from..]`; the view ends where the next key block
+/// starts (or is the whole input).
+fn scan_segment(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Writer<'_>) {
+    let hay = view.hay;
+    let find_trigger = |from: usize| {
+        triggers
+            .automaton
+            .find(Input::new(view.lower).span(from..hay.len()))
+    };
+    let colons = telegram_candidates(hay, from);
+    let mut colon_index = 0;
+
+    let mut at = from;
+    let mut next_trigger = find_trigger(from);
+    while at < hay.len() {
+        if next_trigger.is_some_and(|m| m.start() < at) {
+            next_trigger = find_trigger(at);
+        }
+        while colons.get(colon_index).is_some_and(|&c| c < at) {
+            colon_index += 1;
+        }
+        let next_colon = colons.get(colon_index).copied();
+        let colon_first = match (next_trigger, next_colon) {
+            (None, None) => break,
+            (Some(m), Some(c)) => c < m.start(),
+            (None, Some(_)) => true,
+            (Some(_), None) => false,
+        };
+        let (found, resume) = if colon_first {
+            let c = next_colon.unwrap_or(at);
+            (telegram_at_colon(hay, c, w.copied), c + 1)
+        } else {
+            let Some(m) = next_trigger else { break };
+            let found = match TRIGGERS[m.pattern().as_usize()].1 {
+                Trigger::Keyword => {
+                    let found = assignment_at(hay, m.start(), m.end(), w.copied);
+                    if let Some(value) = found {
+                        tokens_between(triggers, view.until(value.start), m.end(), w);
+                    }
+                    found
+                }
+                Trigger::Token(prefix) => token_at(hay, m.start(), prefix, w.copied),
+                Trigger::SchemeSeparator => url_password_at(hay, m.start(), w.copied),
+            };
+            (found, m.end())
+        };
+        match found {
+            Some(found) if found.end > w.copied => {
+                at = found.end;
+                w.replace(found);
+            }
+            _ => at = resume,
+        }
+    }
+}

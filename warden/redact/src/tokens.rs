@@ -1,0 +1,328 @@
+//! Provider and platform tokens: fixed prefixes, then a body of a known
+//! alphabet and length. Each rule is tried only where the trigger automaton
+//! saw its prefix.
+
+use crate::Class;
+use crate::bytes::{is_token_byte, run_end};
+
+/// Which token family a trigger prefix starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Prefix {
+    /// `sk-`: OpenAI, or Anthropic (`sk-ant-`) or OpenRouter (`sk-or-`).
+    SkDash,
+    /// `sk_` / `rk_`: Stripe secret and restricted keys.
+    StripeKey,
+    /// `whsec_`: Stripe webhook signing secret.
+    StripeWebhook,
+    /// `ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`.
+    GitHubClassic,
+    /// `github_pat_`.
+    GitHubFineGrained,
+    /// `AKIA`, `ASIA`.
+    AwsAccessKeyId,
+    /// `xox?-`.
+    SlackXox,
+    /// `xapp-`.
+    SlackApp,
+    /// `hooks.slack.com/services/`.
+    SlackWebhook,
+    /// `AIza`.
+    GoogleApiKey,
+    /// `GOCSPX-`.
+    GoogleClientSecret,
+    /// `ya29.`.
+    GoogleAccessToken,
+    /// `1//0`.
+    GoogleRefreshToken,
+    /// `eyJ`.
+    Jwt,
+}
+
+/// A token found at a position: its span and class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub start: usize,
+    pub end: usize,
+    pub class: Class,
+}
+
+fn is_alnum(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+}
+
+/// A token must not be the tail of a longer word: `desk-…` is not `sk-…`.
+/// Bytes before `floor` were already replaced by a marker, which ends in `]`.
+fn left_boundary_ok(hay: &[u8], start: usize, floor: usize) -> bool {
+    start <= floor || !is_alnum(hay[start - 1])
+}
+
+/// The body `[start, end)` of bytes in `alphabet`, if its length is within
+/// `min..=max` and no byte of the same alphabet follows it.
+fn body(
+    hay: &[u8],
+    start: usize,
+    min: usize,
+    max: usize,
+    alphabet: impl Fn(u8) -> bool + Copy,
+) -> Option<usize> {
+    let end = run_end(hay, start, alphabet);
+    let len = end - start;
+    (min..=max).contains(&len).then_some(end)
+}
+
+/// Tries the token family `prefix` whose literal starts at `at`.
+/// Prefix literals are matched case-insensitively by the trigger automaton;
+/// the case is checked here. No rule looks before `floor`: those bytes were
+/// already replaced, and a judgement must not depend on what a second pass
+/// over the output would no longer see.
+pub(crate) fn token_at(hay: &[u8], at: usize, prefix: Prefix, floor: usize) -> Option<Found> {
+    if !left_boundary_ok(hay, at, floor) && prefix != Prefix::SlackWebhook {
+        return None;
+    }
+    let rest = &hay[at..];
+    let found = |end: usize, class: Class| Found {
+        start: at,
+        end,
+        class,
+    };
+    match prefix {
+        Prefix::SkDash => {
+            let (class, head) = if rest.starts_with(b"sk-ant-") {
+                (Class::AnthropicKey, 7)
+            } else if rest.starts_with(b"sk-or-") {
+                (Class::OpenRouterKey, 6)
+            } else if rest.starts_with(b"sk-") {
+                (Class::OpenAiKey, 3)
+            } else {
+                return None;
+            };
+            let end = body(hay, at + head, 20, 512, is_token_byte)?;
+            Some(found(end, class))
+        }
+        Prefix::StripeKey => {
+            let head = [
+                b"sk_live_".as_slice(),
+                b"sk_test_",
+                b"rk_live_",
+                b"rk_test_",
+            ]
+            .into_iter()
+            .find(|h| rest.starts_with(h))?
+            .len();
+            let end = body(hay, at + head, 16, 256, is_alnum)?;
+            Some(found(end, Class::StripeKey))
+        }
+        Prefix::StripeWebhook => {
+            if !rest.starts_with(b"whsec_") {
+                return None;
+            }
+            let end = body(hay, at + 6, 24, 256, is_alnum)?;
+            Some(found(end, Class::StripeKey))
+        }
+        Prefix::GitHubClassic => {
+            let ok = matches!(
+                rest.get(..4),
+                Some([b'g', b'h', b'p' | b'o' | b'u' | b's' | b'r', b'_'])
+            );
+            if !ok {
+                return None;
+            }
+            let end = body(hay, at + 4, 30, 255, is_alnum)?;
+            Some(found(end, Class::GitHubToken))
+        }
+        Prefix::GitHubFineGrained => {
+            if !rest.starts_with(b"github_pat_") {
+                return None;
+            }
+            let end = body(hay, at + 11, 40, 255, |b| is_alnum(b) || b == b'_')?;
+            Some(found(end, Class::GitHubToken))
+        }
+        Prefix::AwsAccessKeyId => {
+            if !(rest.starts_with(b"AKIA") || rest.starts_with(b"ASIA")) {
+                return None;
+            }
+            let upper_or_digit = |b: u8| b.is_ascii_uppercase() || b.is_ascii_digit();
+            let end = run_end(hay, at + 4, upper_or_digit);
+            // Exactly 16 after the prefix, and not followed by more of a word.
+            let exact = end - (at + 4) == 16 && hay.get(end).is_none_or(|&b| !is_alnum(b));
+            exact.then(|| found(end, Class::AwsKey))
+        }
+        Prefix::SlackXox => {
+            let ok = matches!(
+                rest.get(..5),
+                Some([
+                    b'x',
+                    b'o',
+                    b'x',
+                    b'a' | b'b' | b'p' | b'r' | b's' | b'e',
+                    b'-' | b'.'
+                ])
+            );
+            if !ok {
+                return None;
+            }
+            let alphabet = |b: u8| is_alnum(b) || b == b'-' || b == b'.';
+            let end = body(hay, at + 5, 10, 512, alphabet)?;
+            Some(found(end, Class::SlackToken))
+        }
+        Prefix::SlackApp => {
+            if !rest.starts_with(b"xapp-") {
+                return None;
+            }
+            let end = body(hay, at + 5, 10, 512, |b| is_alnum(b) || b == b'-')?;
+            Some(found(end, Class::SlackToken))
+        }
+        Prefix::SlackWebhook => {
+            const HEAD: &[u8] = b"hooks.slack.com/services/";
+            if !rest.starts_with(HEAD) {
+                return None;
+            }
+            // The secret is the path after /services/: T…/B…/secret.
+            let start = at + HEAD.len();
+            let end = body(hay, start, 20, 256, |b| is_token_byte(b) || b == b'/')?;
+            Some(Found {
+                start,
+                end,
+                class: Class::SlackToken,
+            })
+        }
+        Prefix::GoogleApiKey => {
+            if !rest.starts_with(b"AIza") {
+                return None;
+            }
+            let end = body(hay, at + 4, 30, 64, is_token_byte)?;
+            Some(found(end, Class::GoogleKey))
+        }
+        Prefix::GoogleClientSecret => {
+            if !rest.starts_with(b"GOCSPX-") {
+                return None;
+            }
+            let end = body(hay, at + 7, 20, 128, is_token_byte)?;
+            Some(found(end, Class::GoogleKey))
+        }
+        Prefix::GoogleAccessToken => {
+            if !rest.starts_with(b"ya29.") {
+                return None;
+            }
+            let end = body(hay, at + 5, 20, 4096, |b| is_token_byte(b) || b == b'.')?;
+            Some(found(end, Class::GoogleKey))
+        }
+        Prefix::GoogleRefreshToken => {
+            if !rest.starts_with(b"1//0") {
+                return None;
+            }
+            let end = body(hay, at + 4, 30, 1024, is_token_byte)?;
+            Some(found(end, Class::GoogleKey))
+        }
+        Prefix::Jwt => jwt_at(hay, at),
+    }
+}
+
+/// `eyJ…` `.` `eyJ…`-ish `.` signature: header and payload are base64url
+/// JSON, the signature may be empty (`alg: none`).
+fn jwt_at(hay: &[u8], at: usize) -> Option<Found> {
+    if !hay[at..].starts_with(b"eyJ") {
+        return None;
+    }
+    let header_end = body(hay, at, 10, 8192, is_token_byte)?;
+    if hay.get(header_end) != Some(&b'.') {
+        return None;
+    }
+    let payload_end = body(hay, header_end + 1, 10, 65536, is_token_byte)?;
+    if hay.get(payload_end) != Some(&b'.') {
+        return None;
+    }
+    let end = run_end(hay, payload_end + 1, is_token_byte);
+    Some(Found {
+        start: at,
+        end,
+        class: Class::Jwt,
+    })
+}
+
+/// A Telegram bot token `123456789:AA…` (6–12 digits, a colon, 35 base64url
+/// bytes), found from its colon. It has no literal prefix, so the scanner
+/// offers every colon; the check fails within a byte or two on timestamps.
+pub(crate) fn telegram_at_colon(hay: &[u8], colon: usize, floor: usize) -> Option<Found> {
+    let mut start = colon;
+    while start > floor && colon - start < 13 && hay[start - 1].is_ascii_digit() {
+        start -= 1;
+    }
+    let digits = colon - start;
+    if !(6..=12).contains(&digits) {
+        return None;
+    }
+    // Left of the digits: a word boundary, or `bot` as in a Bot API URL path.
+    let boundary = start <= floor
+        || !is_token_byte(hay[start - 1])
+        || (start >= floor + 3 && &hay[start - 3..start] == b"bot");
+    if !boundary {
+        return None;
+    }
+    let end = body(hay, colon + 1, 35, 35, is_token_byte)?;
+    Some(Found {
+        start,
+        end,
+        class: Class::TelegramBotToken,
+    })
+}
+
+/// When a whole value is a known token, its class (more telling than
+/// "secret-assignment").
+pub(crate) fn class_of_value(value: &[u8]) -> Option<Class> {
+    const FAMILIES: [(&[u8], Prefix); 14] = [
+        (b"sk-", Prefix::SkDash),
+        (b"sk_", Prefix::StripeKey),
+        (b"rk_", Prefix::StripeKey),
+        (b"whsec_", Prefix::StripeWebhook),
+        (b"gh", Prefix::GitHubClassic),
+        (b"github_pat_", Prefix::GitHubFineGrained),
+        (b"A", Prefix::AwsAccessKeyId),
+        (b"xox", Prefix::SlackXox),
+        (b"xapp-", Prefix::SlackApp),
+        (b"AIza", Prefix::GoogleApiKey),
+        (b"GOCSPX-", Prefix::GoogleClientSecret),
+        (b"ya29.", Prefix::GoogleAccessToken),
+        (b"1//0", Prefix::GoogleRefreshToken),
+        (b"eyJ", Prefix::Jwt),
+    ];
+    for (head, prefix) in FAMILIES {
+        if value.starts_with(head)
+            && let Some(found) = token_at(value, 0, prefix, 0)
+        {
+            return Some(found.class);
+        }
+    }
+    if let Some(colon) = memchr::memchr(b':', value)
+        && let Some(found) = telegram_at_colon(value, colon, 0)
+        && found.start == 0
+    {
+        return Some(found.class);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_a_prefix_inside_a_longer_word() {
+        let hay = b"desk-abcdefghijklmnopqrstuvwxyz0123";
+        assert_eq!(token_at(hay, 2, Prefix::SkDash, 0), None);
+    }
+
+    #[test]
+    fn finds_a_telegram_token_in_a_bot_api_path() {
+        let hay = b"GET /bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1/getMe";
+        let colon = hay.iter().position(|&b| b == b':').unwrap();
+        let found = telegram_at_colon(hay, colon, 0).unwrap();
+        assert_eq!(&hay[found.start..found.start + 9], b"123456789");
+    }
+
+    #[test]
+    fn leaves_a_clock_time_alone() {
+        let hay = b"Dec 02 04:14:53 host";
+        assert_eq!(telegram_at_colon(hay, 9, 0), None);
+    }
+}

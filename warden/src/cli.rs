@@ -1,0 +1,131 @@
+//! The Warden's command line, parsed by hand: the Warden links no argument
+//! parser. Every token must be one this module knows; anything else is an
+//! error that names it.
+
+use std::fmt;
+
+pub const HELP: &str = "\
+aromba-warden — the root process of Aromba, and the only one that executes.
+
+USAGE:
+    aromba-warden <COMMAND>
+
+COMMANDS:
+    redact       Read stdin, write it redacted to stdout, and the number of
+                 removals per class to stderr (one `CLASS N` line each, then
+                 `total N`). --cut treats the input as cut at a byte cap: its
+                 unfinished last line is removed too.
+    help         Print this help.
+
+OPTIONS:
+    -h, --help       Print this help.
+    -V, --version    Print the version.
+";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    Help,
+    Version,
+    Redact,
+    RedactCut,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CliError {
+    NoCommand,
+    NotUnicode(String),
+    UnknownCommand(String),
+    UnexpectedArgument { command: &'static str, arg: String },
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::NoCommand => write!(f, "no command given; try `aromba-warden --help`"),
+            CliError::NotUnicode(lossy) => write!(f, "argument {lossy:?} is not valid UTF-8"),
+            CliError::UnknownCommand(c) => {
+                write!(f, "unknown command {c:?}; try `aromba-warden --help`")
+            }
+            CliError::UnexpectedArgument { command, arg } => {
+                write!(
+                    f,
+                    "`{command}` does not take {arg:?}; try `aromba-warden --help`"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// Parses the arguments after the program name, as the OS gave them.
+pub fn parse_os(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Command, CliError> {
+    let args = args
+        .into_iter()
+        .map(|a| {
+            a.into_string()
+                .map_err(|bad| CliError::NotUnicode(bad.to_string_lossy().into_owned()))
+        })
+        .collect::<Result<Vec<String>, CliError>>()?;
+    parse(args)
+}
+
+/// Parses the arguments after the program name.
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError> {
+    let mut args = args.into_iter();
+    let Some(first) = args.next() else {
+        return Err(CliError::NoCommand);
+    };
+    let rest: Vec<String> = args.collect();
+    let no_more = |command: &'static str, cmd: Command| match rest.first() {
+        None => Ok(cmd),
+        Some(arg) => Err(CliError::UnexpectedArgument {
+            command,
+            arg: arg.clone(),
+        }),
+    };
+    match first.as_str() {
+        "-h" | "--help" | "help" => no_more("help", Command::Help),
+        "-V" | "--version" => no_more("--version", Command::Version),
+        "redact" => match rest.as_slice() {
+            [] => Ok(Command::Redact),
+            [cut] if cut == "--cut" => Ok(Command::RedactCut),
+            [arg, ..] => Err(CliError::UnexpectedArgument {
+                command: "redact",
+                arg: arg.clone(),
+            }),
+        },
+        other => Err(CliError::UnknownCommand(other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn refuses_an_abbreviated_command() {
+        assert_eq!(
+            parse(args(&["red"])),
+            Err(CliError::UnknownCommand("red".into()))
+        );
+    }
+
+    #[test]
+    fn refuses_an_unknown_option_to_redact() {
+        assert!(matches!(
+            parse(args(&["redact", "--cu"])),
+            Err(CliError::UnexpectedArgument { .. })
+        ));
+    }
+
+    #[test]
+    fn parses_redact_with_and_without_cut() {
+        assert_eq!(parse(args(&["redact"])), Ok(Command::Redact));
+        assert_eq!(parse(args(&["redact", "--cut"])), Ok(Command::RedactCut));
+    }
+}

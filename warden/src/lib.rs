@@ -1,0 +1,18 @@
+//! The Warden: the one root process of Aromba, and the only one that
+//! executes anything.
+//!
+//! It links little on purpose (see `warden/DEPENDENCIES.md`): no async
+//! runtime, no HTTP, no database, no configuration parser. Today it holds the
+//! command line and the redactor front end; the policy, the exec path, the
+//! sockets and the journal arrive with their issues.
+//!
+//! ```
+//! use aromba_warden::cli::{Command, parse};
+//! let cmd = parse(["redact"].iter().map(|s| s.to_string())).unwrap();
+//! assert_eq!(cmd, Command::Redact);
+//! ```
+
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod redact_cmd;

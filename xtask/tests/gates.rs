@@ -1,0 +1,72 @@
+//! Gates that keep the architecture's invariants true: each fails CI when the
+//! invariant is broken.
+
+use std::collections::BTreeSet;
+use xtask::{allowlist, metadata, normal_dependency_names, workspace_root};
+
+#[test]
+fn warden_dependency_tree_equals_the_allowlist() {
+    let meta = metadata().expect("cargo metadata");
+    let tree = normal_dependency_names(&meta, "aromba-warden").expect("warden tree");
+    let allowed = allowlist(&workspace_root().join("warden/DEPENDENCIES.md")).expect("allowlist");
+    let unlisted: BTreeSet<_> = tree.difference(&allowed).collect();
+    let stale: BTreeSet<_> = allowed.difference(&tree).collect();
+    assert!(
+        unlisted.is_empty() && stale.is_empty(),
+        "the Warden's normal dependency tree and warden/DEPENDENCIES.md differ:\n  \
+         in the tree but not allowed: {unlisted:?}\n  allowed but not in the tree: {stale:?}\n\
+         A new crate needs a line of justification in warden/DEPENDENCIES.md in the same commit."
+    );
+}
+
+#[test]
+fn the_worker_links_no_warden_code() {
+    let meta = metadata().expect("cargo metadata");
+    let tree = normal_dependency_names(&meta, "aromba").expect("worker tree");
+    for forbidden in ["aromba-warden", "aromba-relay"] {
+        assert!(!tree.contains(forbidden), "the Worker links {forbidden}");
+    }
+}
+
+#[test]
+fn every_crate_forbids_unsafe_code() {
+    let root = workspace_root();
+    let top = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    assert!(
+        top.contains("[workspace.lints.rust]\nunsafe_code = \"forbid\""),
+        "the workspace must forbid unsafe_code"
+    );
+    let meta = metadata().expect("cargo metadata");
+    for package in meta.workspace_packages() {
+        let manifest = std::fs::read_to_string(&package.manifest_path).expect("manifest");
+        assert!(
+            manifest.contains("[lints]\nworkspace = true"),
+            "{} does not inherit the workspace lints",
+            package.name
+        );
+        for target in &package.targets {
+            let is_root = target.is_lib() || target.is_bin();
+            if !is_root {
+                continue;
+            }
+            let source = std::fs::read_to_string(&target.src_path).expect("target source");
+            assert!(
+                source.contains("#![forbid(unsafe_code)]"),
+                "{} does not say #![forbid(unsafe_code)]",
+                target.src_path
+            );
+        }
+    }
+}
+
+#[test]
+fn clippy_disallows_spawning_processes() {
+    let clippy =
+        std::fs::read_to_string(workspace_root().join("clippy.toml")).expect("clippy.toml");
+    for path in ["std::process::Command::new", "tokio::process::Command::new"] {
+        assert!(
+            clippy.contains(&format!("path = \"{path}\"")),
+            "clippy.toml must disallow {path}"
+        );
+    }
+}
