@@ -124,9 +124,31 @@ impl<'h> View<'h> {
     }
 }
 
+/// The Warden's output cap is 1 MiB; keep a few of those.
+const KEEP_LOWER: usize = 8 << 20;
+
+thread_local! {
+    /// The lower-cased copy, kept per thread so that redacting many outputs
+    /// does not map and fault in a fresh buffer each time.
+    static LOWER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 pub(crate) fn scan(triggers: &Triggers, hay: &[u8]) -> Output {
-    let lower: Vec<u8> = hay.iter().map(u8::to_ascii_lowercase).collect();
-    let whole = View { hay, lower: &lower };
+    LOWER.with_borrow_mut(|lower| {
+        lower.clear();
+        lower.extend(hay.iter().map(u8::to_ascii_lowercase));
+        let out = scan_with(triggers, hay, lower);
+        if lower.capacity() > KEEP_LOWER {
+            // A one-off huge input (the CLI on a large file) does not pin
+            // its copy for the life of the thread.
+            *lower = Vec::new();
+        }
+        out
+    })
+}
+
+fn scan_with(triggers: &Triggers, hay: &[u8], lower: &[u8]) -> Output {
+    let whole = View { hay, lower };
     let mut w = Writer {
         hay,
         out: Vec::with_capacity(hay.len()),

@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 mod fill;
+pub mod invariants;
 mod secrets;
 
 use rand::{Rng, SeedableRng};
