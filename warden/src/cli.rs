@@ -11,10 +11,18 @@ USAGE:
     aromba-warden <COMMAND>
 
 COMMANDS:
-    redact       Read stdin, write it redacted to stdout, and the number of
+    redact [--cut]
+                 Read stdin, write it redacted to stdout, and the number of
                  removals per class to stderr (one `CLASS N` line each, then
                  `total N`). --cut treats the input as cut at a byte cap: its
                  unfinished last line is removed too.
+    policy render
+                 Print the compiled-in policy, as installed to
+                 /etc/aromba/warden/policy.toml (never read back).
+    policy check -- CMD [ARG...]
+                 Judge a read request against the policy and print the
+                 verdict and the rule or reason. Runs nothing. Exit 0 when
+                 allowed, 1 when refused.
     help         Print this help.
 
 OPTIONS:
@@ -28,6 +36,8 @@ pub enum Command {
     Version,
     Redact,
     RedactCut,
+    PolicyRender,
+    PolicyCheck { cmd: String, args: Vec<String> },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +46,7 @@ pub enum CliError {
     NotUnicode(String),
     UnknownCommand(String),
     UnexpectedArgument { command: &'static str, arg: String },
+    Usage(&'static str),
 }
 
 impl fmt::Display for CliError {
@@ -46,6 +57,7 @@ impl fmt::Display for CliError {
             CliError::UnknownCommand(c) => {
                 write!(f, "unknown command {c:?}; try `aromba-warden --help`")
             }
+            CliError::Usage(usage) => f.write_str(usage),
             CliError::UnexpectedArgument { command, arg } => {
                 write!(
                     f,
@@ -95,6 +107,21 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
                 arg: arg.clone(),
             }),
         },
+        "policy" => match rest.as_slice() {
+            [render] if render == "render" => Ok(Command::PolicyRender),
+            [check, dashes, cmd, args @ ..] if check == "check" && dashes == "--" => {
+                Ok(Command::PolicyCheck {
+                    cmd: cmd.clone(),
+                    args: args.to_vec(),
+                })
+            }
+            [check, ..] if check == "check" => Err(CliError::Usage(
+                "usage: aromba-warden policy check -- CMD [ARG...]",
+            )),
+            _ => Err(CliError::Usage(
+                "usage: aromba-warden policy render | policy check -- CMD [ARG...]",
+            )),
+        },
         other => Err(CliError::UnknownCommand(other.to_string())),
     }
 }
@@ -121,6 +148,21 @@ mod tests {
             parse(args(&["redact", "--cu"])),
             Err(CliError::UnexpectedArgument { .. })
         ));
+    }
+
+    #[test]
+    fn policy_check_requires_the_double_dash() {
+        assert!(matches!(
+            parse(args(&["policy", "check", "df", "-h"])),
+            Err(CliError::Usage(_))
+        ));
+        assert_eq!(
+            parse(args(&["policy", "check", "--", "df", "-h"])),
+            Ok(Command::PolicyCheck {
+                cmd: "df".into(),
+                args: vec!["-h".into()]
+            })
+        );
     }
 
     #[test]

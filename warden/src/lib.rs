@@ -15,4 +15,6 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod policy;
 pub mod redact_cmd;
+pub mod signal;

@@ -20,6 +20,29 @@ fn main() -> ExitCode {
             println!("aromba-warden {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
         }
+        Command::PolicyRender => {
+            print!("{}", aromba_warden::policy::render());
+            ExitCode::SUCCESS
+        }
+        Command::PolicyCheck { cmd, args } => {
+            match aromba_warden::policy::check(aromba_warden::policy::Table::Allow, &cmd, &args) {
+                Ok(allowed) => {
+                    println!(
+                        "allowed by {}: {cmd} {}",
+                        allowed.rule_name(),
+                        allowed.args.join(" ")
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(refused) => {
+                    println!("refused: {}", refused.reason);
+                    if let Some(signal) = refused.signal {
+                        println!("ladder signal: {signal}");
+                    }
+                    ExitCode::from(1)
+                }
+            }
+        }
         Command::Redact | Command::RedactCut => {
             let cut = command == Command::RedactCut;
             let result = aromba_warden::redact_cmd::run(

@@ -1,0 +1,362 @@
+//! The Warden's policy: compiled in, rendered for people, and the one
+//! matcher every request goes through.
+//!
+//! Allowlist-only on exact tokens: GNU tools accept abbreviated long options
+//! (`du --files0-fr=F` is `--files0-from=F`), so any argument starting with
+//! `-` that the rule does not list is refused, as are bundles with one
+//! unlisted letter. The order of checks for a request:
+//!
+//! 1. no NUL or other control byte in the command or any argument;
+//! 2. the `[deny]` patterns against the whole request (`cmd arg arg…`): a
+//!    hit refuses it and is a ladder signal;
+//! 3. the command must have a rule;
+//! 4. the argument count, then each argument by the rule's grammar (see
+//!    [`types::Rule`]);
+//! 5. path arguments are resolved and checked against `[paths]`: a secret
+//!    or fenced path refuses the request and is a ladder signal.
+
+mod data;
+mod paths;
+mod render;
+pub mod types;
+mod values;
+
+pub use data::{ALLOW, CAT_FILES, CHORE_ACTION_RULES, CHORE_ACTIONS, DENY, LIMITS, PATHS};
+pub use paths::{PathRefusal, check_path, glob, secret_rule};
+pub use render::render;
+pub use types::{Positional, Rule, ValueType};
+pub use values::{describe, positional_matches, value_matches};
+
+use crate::signal::Signal;
+use regex::Regex;
+use std::fmt;
+use std::sync::OnceLock;
+
+/// Which list a request is judged against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Table {
+    /// `[[allow]]`: reads the Worker may ask for.
+    Allow,
+    /// `[[chore_action]]`: what a chore may have run after a clean real run.
+    ChoreAction,
+}
+
+impl Table {
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Allow => "allow",
+            Table::ChoreAction => "chore_action",
+        }
+    }
+
+    fn rules(self) -> &'static [Rule] {
+        match self {
+            Table::Allow => ALLOW,
+            Table::ChoreAction => CHORE_ACTIONS,
+        }
+    }
+}
+
+/// A request the policy allows, with its path arguments resolved.
+#[derive(Debug)]
+pub struct Allowed {
+    pub table: Table,
+    pub rule: &'static Rule,
+    pub args: Vec<String>,
+}
+
+impl Allowed {
+    /// `[[allow]] "df"`.
+    pub fn rule_name(&self) -> String {
+        format!("[[{}]] {:?}", self.table.name(), self.rule.cmd)
+    }
+}
+
+/// A refused request: why, and the ladder signal it raises, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub reason: String,
+    pub signal: Option<Signal>,
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+fn refuse(reason: impl Into<String>) -> Refused {
+    Refused {
+        reason: reason.into(),
+        signal: None,
+    }
+}
+
+pub const MAX_ARG: usize = 4096;
+
+fn deny_patterns() -> &'static [(&'static str, Regex)] {
+    static DENY_RE: OnceLock<Vec<(&'static str, Regex)>> = OnceLock::new();
+    DENY_RE.get_or_init(|| {
+        DENY.iter()
+            .map(|(name, pattern)| {
+                // Compiled-in patterns: a typo fails every test at once.
+                (*name, Regex::new(pattern).expect("deny pattern compiles"))
+            })
+            .collect()
+    })
+}
+
+fn never_restart() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(CHORE_ACTION_RULES.never_restart).expect("never_restart compiles"))
+}
+
+fn package_name() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(CHORE_ACTION_RULES.package_name).expect("package_name compiles"))
+}
+
+/// The `[deny]` pattern that matches the whole request, if any.
+pub fn deny_hit(cmd: &str, args: &[String]) -> Option<&'static str> {
+    let mut whole = String::from(cmd);
+    for a in args {
+        whole.push(' ');
+        whole.push_str(a);
+    }
+    deny_patterns()
+        .iter()
+        .find(|(_, re)| re.is_match(&whole))
+        .map(|(name, _)| *name)
+}
+
+fn control_byte(s: &str) -> Option<u8> {
+    s.bytes().find(|&b| b < 0x20 || b == 0x7f)
+}
+
+/// Judges `cmd args…` against `table`.
+pub fn check(table: Table, cmd: &str, args: &[String]) -> Result<Allowed, Refused> {
+    if cmd.is_empty() || cmd.len() > 64 {
+        return Err(refuse("the command name must be 1 to 64 bytes"));
+    }
+    for s in std::iter::once(cmd).chain(args.iter().map(String::as_str)) {
+        if let Some(b) = control_byte(s) {
+            let what = if b == 0 {
+                "a NUL byte".to_string()
+            } else {
+                format!("control byte 0x{b:02x}")
+            };
+            return Err(refuse(format!("{what} in {s:?} is refused")));
+        }
+        if s.len() > MAX_ARG {
+            return Err(refuse(format!(
+                "an argument is longer than {MAX_ARG} bytes"
+            )));
+        }
+    }
+    if let Some(pattern) = deny_hit(cmd, args) {
+        return Err(Refused {
+            reason: format!("the request matches the deny pattern {pattern:?}"),
+            signal: Some(Signal::DenyListHit { pattern }),
+        });
+    }
+    let Some(rule) = table.rules().iter().find(|r| r.cmd == cmd) else {
+        return Err(refuse(format!(
+            "{cmd:?} is not in the policy's [[{}]] list",
+            table.name()
+        )));
+    };
+    let min = rule.min_args.unwrap_or(0);
+    if args.len() > rule.max_args {
+        return Err(refuse(format!(
+            "{cmd} takes at most {} arguments",
+            rule.max_args
+        )));
+    }
+    if args.len() < min {
+        return Err(refuse(format!("{cmd} takes at least {min} arguments")));
+    }
+    let args = Grammar { rule }.check(args)?;
+    Ok(Allowed { table, rule, args })
+}
+
+struct Grammar {
+    rule: &'static Rule,
+}
+
+impl Grammar {
+    fn check(&self, args: &[String]) -> Result<Vec<String>, Refused> {
+        let rule = self.rule;
+        let cmd = rule.cmd;
+        let mut out = Vec::with_capacity(args.len());
+        let mut i = 0;
+        if !rule.first.is_empty() {
+            let Some(first) = args.first() else {
+                return Err(refuse(format!("{cmd} needs one of {:?} first", rule.first)));
+            };
+            if !rule.first.contains(&first.as_str()) {
+                return Err(refuse(format!(
+                    "{cmd}: {first:?} is not one of the allowed first arguments {:?}",
+                    rule.first
+                )));
+            }
+            out.push(first.clone());
+            i = 1;
+        }
+        while i < args.len() {
+            let a = args[i].as_str();
+            if a == "--" {
+                return Err(refuse(format!("{cmd}: \"--\" is refused")));
+            }
+            if rule.first.contains(&a) && !rule.tokens.contains(&a) {
+                return Err(refuse(format!(
+                    "{cmd}: a second subcommand {a:?} is refused"
+                )));
+            }
+            if let Some(v) = rule.valued.iter().find(|v| v.option == a) {
+                let Some(value) = args.get(i + 1) else {
+                    return Err(refuse(format!(
+                        "{cmd}: {a} needs a <{}> value",
+                        v.value.name()
+                    )));
+                };
+                check_value(cmd, a, v.value, value)?;
+                out.push(a.to_string());
+                out.push(value.clone());
+                i += 2;
+                continue;
+            }
+            if rule.tokens.contains(&a) {
+                out.push(a.to_string());
+                i += 1;
+                continue;
+            }
+            if let Some(v) = rule.prefixed.iter().find(|v| a.starts_with(v.option)) {
+                check_value(cmd, v.option, v.value, &a[v.option.len()..])?;
+                out.push(a.to_string());
+                i += 1;
+                continue;
+            }
+            if is_bundle(a, rule.flag_letters) {
+                out.push(a.to_string());
+                i += 1;
+                continue;
+            }
+            if a.starts_with('-') {
+                return Err(refuse(format!(
+                    "{cmd}: the option {a:?} is not in the policy"
+                )));
+            }
+            out.push(positional(rule, a)?);
+            i += 1;
+        }
+        Ok(out)
+    }
+}
+
+/// `-xyz` made only of listed letters (one or more).
+fn is_bundle(a: &str, letters: &str) -> bool {
+    let Some(rest) = a.strip_prefix('-') else {
+        return false;
+    };
+    !letters.is_empty()
+        && !rest.is_empty()
+        && !rest.starts_with('-')
+        && rest.chars().all(|c| letters.contains(c))
+}
+
+fn check_value(cmd: &str, option: &str, t: ValueType, value: &str) -> Result<(), Refused> {
+    if value.starts_with('-') {
+        return Err(refuse(format!(
+            "{cmd}: the value of {option} must not start with \"-\""
+        )));
+    }
+    if !value_matches(t, value) {
+        return Err(refuse(format!(
+            "{cmd}: {value:?} is not a valid <{}> for {option}",
+            t.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Judges one positional argument; returns what to run with (a resolved
+/// path for `path`, the argument itself otherwise).
+fn positional(rule: &Rule, a: &str) -> Result<String, Refused> {
+    let cmd = rule.cmd;
+    let kind = rule.positional;
+    match kind {
+        Positional::None => Err(refuse(format!(
+            "{cmd} takes no positional arguments, got {a:?}"
+        ))),
+        Positional::Path => check_path(a).map_err(|e| match e {
+            PathRefusal::Secret { path, rule } => Refused {
+                reason: format!("{cmd}: {path} is a secret or fenced path ({rule})"),
+                signal: Some(Signal::SecretPathRead { path, rule }),
+            },
+            other => refuse(format!("{cmd}: {a:?}: {other}")),
+        }),
+        Positional::File => {
+            if !CAT_FILES.contains(&a) {
+                let reason = format!("{cmd} reads only the files listed in [cat], not {a:?}");
+                // An unlisted secret path is still a read of a secret path.
+                let signal = match secret_rule(a) {
+                    Err(PathRefusal::Secret { path, rule }) => {
+                        Some(Signal::SecretPathRead { path, rule })
+                    }
+                    _ => None,
+                };
+                return Err(Refused { reason, signal });
+            }
+            // Listed files are root's; a listed file that resolves elsewhere
+            // must resolve to another listed file or to the kernel's /proc.
+            let resolved = std::fs::canonicalize(a)
+                .map_err(|e| refuse(format!("{cmd}: {a:?} cannot be resolved: {e}")))?;
+            let resolved = resolved.to_string_lossy();
+            let fine = resolved == a
+                || CAT_FILES.contains(&resolved.as_ref())
+                || resolved.starts_with("/proc/");
+            if !fine {
+                return Err(Refused {
+                    reason: format!("{cmd}: {a} resolves to {resolved}, which is not listed"),
+                    signal: Some(Signal::SecretPathRead {
+                        path: resolved.to_string(),
+                        rule: "[cat] files".to_string(),
+                    }),
+                });
+            }
+            Ok(a.to_string())
+        }
+        Positional::Service => {
+            if !positional_matches(kind, a) {
+                return Err(refuse(format!("{cmd}: {a:?} is not a valid service name")));
+            }
+            let unit = if a.ends_with(".service") {
+                a.to_string()
+            } else {
+                format!("{a}.service")
+            };
+            if !a.ends_with(".service") && a.contains('.') && !a.contains('@') {
+                return Err(refuse(format!("{cmd}: {a:?} is not a service unit")));
+            }
+            if never_restart().is_match(&unit) {
+                return Err(refuse(format!("{cmd}: {unit} matches never_restart")));
+            }
+            Ok(a.to_string())
+        }
+        Positional::Package => {
+            if !package_name().is_match(a) {
+                return Err(refuse(format!("{cmd}: {a:?} is not a valid package name")));
+            }
+            Ok(a.to_string())
+        }
+        Positional::Container | Positional::Unit | Positional::Match | Positional::Jail => {
+            if !positional_matches(kind, a) {
+                return Err(refuse(format!(
+                    "{cmd}: {a:?} is not a valid <{}>",
+                    kind.name()
+                )));
+            }
+            Ok(a.to_string())
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! The value types of options and the kinds of positional arguments, each a
+//! strict pattern with a length cap. Every value and argument is also
+//! refused when it starts with `-` or holds a control character (checked
+//! before these patterns run).
+
+use super::types::{Positional, ValueType};
+use regex::Regex;
+use std::sync::OnceLock;
+
+/// A pattern and its cap in bytes.
+struct Pattern {
+    cap: usize,
+    regex: &'static str,
+}
+
+const fn p(cap: usize, regex: &'static str) -> Pattern {
+    Pattern { cap, regex }
+}
+
+const UNIT: Pattern = p(128, r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$");
+
+fn value_pattern(t: ValueType) -> Pattern {
+    match t {
+        ValueType::Number => p(7, r"^[0-9]+$"),
+        ValueType::Since => p(
+            32,
+            r"^(?:today|yesterday|now|tomorrow|@[0-9]{1,12}|[0-9]{1,12}|[0-9]{1,6} ?(?:s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hour|hours|d|day|days|w|week|weeks)(?: ago)?|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[ T][0-9]{2}:[0-9]{2}(?::[0-9]{2})?Z?)?)$",
+        ),
+        ValueType::Pattern => p(128, r#"^[A-Za-z0-9 _.,:;@/=+*?|^$()\[\]{}#%!~<>'"-]+$"#),
+        ValueType::Unit => UNIT,
+        ValueType::Output => p(
+            20,
+            r"^(?:short|short-full|short-iso|short-iso-precise|short-precise|short-monotonic|short-delta|short-unix|verbose|json|json-pretty|json-sse|json-seq|cat|with-unit)$",
+        ),
+        ValueType::Priority => p(
+            32,
+            r"^(?:[0-7]|emerg|alert|crit|err|warning|notice|info|debug)(?:\.\.(?:[0-7]|emerg|alert|crit|err|warning|notice|info|debug))?$",
+        ),
+        ValueType::FsType => p(32, r"^[a-z0-9][a-z0-9._]*$"),
+        ValueType::Filter => p(160, r"^[a-z][a-z_.-]{0,31}=[A-Za-z0-9_.:/@+=-]*$"),
+        ValueType::Template => p(256, r#"^[A-Za-z0-9 _.,:;|{}()\[\]"'\\/$+=-]+$"#),
+    }
+}
+
+/// Positional kinds checked by pattern; `Path`, `File`, `Service`,
+/// `Package` and `None` have rules of their own in the matcher.
+fn positional_pattern(k: Positional) -> Option<Pattern> {
+    match k {
+        Positional::Container => Some(p(128, r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")),
+        Positional::Unit => Some(UNIT),
+        Positional::Match => Some(p(
+            192,
+            r"^(?:\+|_{0,2}[A-Z0-9][A-Z0-9_]{0,63}=[A-Za-z0-9 _.,:;@/+=-]{0,128})$",
+        )),
+        Positional::Jail => Some(p(64, r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")),
+        Positional::Service => Some(p(128, r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")),
+        Positional::Path | Positional::File | Positional::Package | Positional::None => None,
+    }
+}
+
+const VALUE_TYPES: [ValueType; 9] = [
+    ValueType::Number,
+    ValueType::Since,
+    ValueType::Pattern,
+    ValueType::Unit,
+    ValueType::Output,
+    ValueType::Priority,
+    ValueType::FsType,
+    ValueType::Filter,
+    ValueType::Template,
+];
+
+const POSITIONAL_KINDS: [Positional; 5] = [
+    Positional::Container,
+    Positional::Unit,
+    Positional::Match,
+    Positional::Jail,
+    Positional::Service,
+];
+
+struct Compiled {
+    values: Vec<(ValueType, usize, Regex)>,
+    positionals: Vec<(Positional, usize, Regex)>,
+}
+
+fn compiled() -> &'static Compiled {
+    static COMPILED: OnceLock<Compiled> = OnceLock::new();
+    COMPILED.get_or_init(|| {
+        // Fixed patterns, compiled once; a typo fails every test at once.
+        let build = |pat: &Pattern| Regex::new(pat.regex).expect("policy value pattern compiles");
+        Compiled {
+            values: VALUE_TYPES
+                .iter()
+                .map(|&t| {
+                    let pat = value_pattern(t);
+                    (t, pat.cap, build(&pat))
+                })
+                .collect(),
+            positionals: POSITIONAL_KINDS
+                .iter()
+                .filter_map(|&k| positional_pattern(k).map(|pat| (k, pat.cap, build(&pat))))
+                .collect(),
+        }
+    })
+}
+
+/// Whether `value` is a valid value of type `t`.
+pub fn value_matches(t: ValueType, value: &str) -> bool {
+    compiled()
+        .values
+        .iter()
+        .find(|(vt, _, _)| *vt == t)
+        .is_some_and(|(_, cap, re)| value.len() <= *cap && re.is_match(value))
+}
+
+/// Whether `arg` is a valid positional argument of pattern-checked kind `k`.
+pub fn positional_matches(k: Positional, arg: &str) -> bool {
+    compiled()
+        .positionals
+        .iter()
+        .find(|(pk, _, _)| *pk == k)
+        .is_some_and(|(_, cap, re)| arg.len() <= *cap && re.is_match(arg))
+}
+
+/// The documented pattern of a value type, for messages and SECURITY.md.
+pub fn describe(t: ValueType) -> String {
+    let pat = value_pattern(t);
+    format!("{} (at most {} bytes)", pat.regex, pat.cap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pattern_compiles() {
+        assert_eq!(compiled().values.len(), VALUE_TYPES.len());
+        assert_eq!(compiled().positionals.len(), POSITIONAL_KINDS.len());
+    }
+
+    #[test]
+    fn since_takes_journal_and_docker_forms() {
+        for ok in [
+            "today",
+            "1 hour ago",
+            "2h",
+            "10m",
+            "2026-12-01",
+            "2026-12-01 10:00",
+            "2026-12-01T10:00:00Z",
+            "@1700000000",
+        ] {
+            assert!(value_matches(ValueType::Since, ok), "{ok}");
+        }
+        for bad in ["-1h", "1h; rm", "2026-12-01\n", "yesterday at noon"] {
+            assert!(!value_matches(ValueType::Since, bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn number_is_capped() {
+        assert!(value_matches(ValueType::Number, "5000000"));
+        assert!(!value_matches(ValueType::Number, "50000000"));
+        assert!(!value_matches(ValueType::Number, "5e3"));
+    }
+}

@@ -1,0 +1,78 @@
+//! The rendering of the compiled-in policy is, byte for byte, the block in
+//! the specification and in SECURITY.md.
+
+use aromba_warden::policy::render;
+use std::path::PathBuf;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The specification's policy block: from its first comment line to the end.
+fn specification_block() -> String {
+    let path = repo().join("../shared/seeds/000_00dac11962c139a6.txt");
+    let spec = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "the specification is beside the repository at {}: {e}",
+            path.display()
+        )
+    });
+    let start = spec
+        .find("# Aromba Warden policy")
+        .expect("the specification carries the policy block");
+    let mut block = spec[start..].to_string();
+    if !block.ends_with('\n') {
+        block.push('\n');
+    }
+    block
+}
+
+/// SECURITY.md's block: the ```toml fence under "## The policy, verbatim".
+fn security_md_block() -> String {
+    let text = std::fs::read_to_string(repo().join("SECURITY.md")).expect("SECURITY.md");
+    let section = text
+        .find("## The policy, verbatim")
+        .expect("SECURITY.md has a section \"## The policy, verbatim\"");
+    let rest = &text[section..];
+    let open = rest
+        .find("```toml\n")
+        .expect("the section holds a ```toml block")
+        + "```toml\n".len();
+    let close = rest[open..]
+        .find("\n```")
+        .expect("the ```toml block is closed")
+        + open
+        + 1;
+    rest[open..close].to_string()
+}
+
+fn first_difference(a: &str, b: &str) -> String {
+    for (n, (la, lb)) in a.lines().zip(b.lines()).enumerate() {
+        if la != lb {
+            return format!("line {}:\n  rendered: {la}\n  expected: {lb}", n + 1);
+        }
+    }
+    format!(
+        "lengths differ: {} vs {} lines",
+        a.lines().count(),
+        b.lines().count()
+    )
+}
+
+#[test]
+fn render_equals_the_specification_block() {
+    let rendered = render();
+    let expected = specification_block();
+    assert!(
+        rendered == expected,
+        "{}",
+        first_difference(&rendered, &expected)
+    );
+}
+
+#[test]
+fn security_md_carries_the_policy_verbatim() {
+    let rendered = render();
+    let block = security_md_block();
+    assert!(rendered == block, "{}", first_difference(&rendered, &block));
+}
