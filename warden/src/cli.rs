@@ -3,6 +3,7 @@
 //! error that names it.
 
 use std::fmt;
+use std::path::PathBuf;
 
 pub const HELP: &str = "\
 aromba-warden — the root process of Aromba, and the only one that executes.
@@ -23,6 +24,12 @@ COMMANDS:
                  Judge a read request against the policy and print the
                  verdict and the rule or reason. Runs nothing. Exit 0 when
                  allowed, 1 when refused.
+    journal verify [PATH] [--key FILE] [--root DIR]
+                 Recompute the journal's hash chain (and HMACs, with the
+                 audit key) across its rotated files. PATH defaults to
+                 /var/log/aromba/journal.jsonl, or DIR/journal/journal.jsonl
+                 with --root. Exit 0 when whole, 1 at the first break, which
+                 it names.
     help         Print this help.
 
 OPTIONS:
@@ -37,7 +44,15 @@ pub enum Command {
     Redact,
     RedactCut,
     PolicyRender,
-    PolicyCheck { cmd: String, args: Vec<String> },
+    PolicyCheck {
+        cmd: String,
+        args: Vec<String>,
+    },
+    JournalVerify {
+        path: Option<PathBuf>,
+        key: Option<PathBuf>,
+        root: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -122,8 +137,45 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
                 "usage: aromba-warden policy render | policy check -- CMD [ARG...]",
             )),
         },
+        "journal" => match rest.split_first() {
+            Some((verify, opts)) if verify == "verify" => parse_journal_verify(opts),
+            _ => Err(CliError::Usage(
+                "usage: aromba-warden journal verify [PATH] [--key FILE] [--root DIR]",
+            )),
+        },
         other => Err(CliError::UnknownCommand(other.to_string())),
     }
+}
+
+fn parse_journal_verify(opts: &[String]) -> Result<Command, CliError> {
+    const USAGE: &str = "usage: aromba-warden journal verify [PATH] [--key FILE] [--root DIR]";
+    let (mut path, mut key, mut root) = (None, None, None);
+    let mut it = opts.iter();
+    while let Some(a) = it.next() {
+        let slot = match a.as_str() {
+            "--key" => &mut key,
+            "--root" => &mut root,
+            s if s.starts_with('-') => {
+                return Err(CliError::UnexpectedArgument {
+                    command: "journal verify",
+                    arg: a.clone(),
+                });
+            }
+            _ => {
+                if path.is_some() {
+                    return Err(CliError::Usage(USAGE));
+                }
+                path = Some(PathBuf::from(a));
+                continue;
+            }
+        };
+        let value = it.next().ok_or(CliError::Usage(USAGE))?;
+        if slot.is_some() {
+            return Err(CliError::Usage(USAGE));
+        }
+        *slot = Some(PathBuf::from(value));
+    }
+    Ok(Command::JournalVerify { path, key, root })
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod journal;
+pub mod layout;
 pub mod policy;
 pub mod redact_cmd;
 pub mod signal;

@@ -43,6 +43,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::JournalVerify { path, key, root } => journal_verify(path, key, root),
         Command::Redact | Command::RedactCut => {
             let cut = command == Command::RedactCut;
             let result = aromba_warden::redact_cmd::run(
@@ -58,6 +59,43 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+fn journal_verify(
+    path: Option<std::path::PathBuf>,
+    key: Option<std::path::PathBuf>,
+    root: Option<std::path::PathBuf>,
+) -> ExitCode {
+    use aromba_warden::journal::{AuditKey, verify};
+    use aromba_warden::layout::Layout;
+    let layout = Layout::from_root(root.as_deref());
+    let path = path.unwrap_or_else(|| layout.journal_file());
+    let key = match key.map(|k| AuditKey::load(&k, path.parent())) {
+        None => None,
+        Some(Ok(k)) => Some(k),
+        Some(Err(e)) => {
+            eprintln!("aromba-warden: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match verify(&path, key.as_ref()) {
+        Ok(report) => {
+            println!(
+                "journal whole: {} lines in {} files, seq {}..{}, head {}{}",
+                report.lines,
+                report.files,
+                report.first_seq,
+                report.last_seq,
+                report.head_hash,
+                if report.macs { ", HMACs verified" } else { "" }
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("journal broken: {e}");
+            ExitCode::from(1)
         }
     }
 }

@@ -1,0 +1,59 @@
+//! Where the Warden keeps its sockets, state and journal: the system's
+//! paths, or everything under one directory (`--root DIR`) so tests and the
+//! local demo run a real Warden without touching the system.
+
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The two sockets.
+    pub run_dir: PathBuf,
+    /// The Warden's own state records.
+    pub state_dir: PathBuf,
+    /// The journal (`journal.jsonl` and its rotated files).
+    pub journal_dir: PathBuf,
+    /// Configuration the install step writes (the policy rendering, the
+    /// audit key).
+    pub config_dir: PathBuf,
+}
+
+impl Layout {
+    pub fn system() -> Layout {
+        Layout {
+            run_dir: PathBuf::from("/run/aromba"),
+            state_dir: PathBuf::from("/var/lib/aromba/warden"),
+            journal_dir: PathBuf::from("/var/log/aromba"),
+            config_dir: PathBuf::from("/etc/aromba/warden"),
+        }
+    }
+
+    pub fn rooted(root: &Path) -> Layout {
+        Layout {
+            run_dir: root.join("run"),
+            state_dir: root.join("state"),
+            journal_dir: root.join("journal"),
+            config_dir: root.join("etc"),
+        }
+    }
+
+    pub fn from_root(root: Option<&Path>) -> Layout {
+        root.map_or_else(Layout::system, Layout::rooted)
+    }
+
+    pub fn worker_socket(&self) -> PathBuf {
+        self.run_dir.join("worker.sock")
+    }
+
+    pub fn control_socket(&self) -> PathBuf {
+        self.run_dir.join("control.sock")
+    }
+
+    pub fn journal_file(&self) -> PathBuf {
+        self.journal_dir.join(crate::journal::FILE_NAME)
+    }
+
+    /// The audit key the Warden uses when the file exists.
+    pub fn audit_key(&self) -> PathBuf {
+        self.config_dir.join("audit.key")
+    }
+}
