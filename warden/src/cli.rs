@@ -2,6 +2,8 @@
 //! parser. Every token must be one this module knows; anything else is an
 //! error that names it.
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 use std::path::PathBuf;
 

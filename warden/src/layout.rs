@@ -2,6 +2,8 @@
 //! paths, or everything under one directory (`--root DIR`) so tests and the
 //! local demo run a real Warden without touching the system.
 
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,5 +1,7 @@
 //! `aromba-warden redact`: the redactor as a filter, for operators and tests.
 
+#![forbid(unsafe_code)]
+
 use aromba_redact::Redacted;
 use std::io::{self, Read, Write};
 

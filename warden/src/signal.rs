@@ -2,6 +2,8 @@
 //! ladder that acts on them is its own module (a later capability); every
 //! part of the Warden reports through this one type so nothing is lost.
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 
 #[derive(Clone, Debug, PartialEq, Eq)]

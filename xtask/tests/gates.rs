@@ -39,6 +39,10 @@ fn every_crate_forbids_unsafe_code() {
     let meta = metadata().expect("cargo metadata");
     for package in meta.workspace_packages() {
         let manifest = std::fs::read_to_string(&package.manifest_path).expect("manifest");
+        if package.name.as_str() == "aromba-warden" {
+            warden_confines_unsafe_to_its_system_module(&manifest);
+            continue;
+        }
         assert!(
             manifest.contains("[lints]\nworkspace = true"),
             "{} does not inherit the workspace lints",
@@ -68,5 +72,53 @@ fn clippy_disallows_spawning_processes() {
             clippy.contains(&format!("path = \"{path}\"")),
             "clippy.toml must disallow {path}"
         );
+    }
+}
+
+/// The Warden denies `unsafe` crate-wide, allows it in `src/system.rs`
+/// alone, and every other source file forbids it; each `unsafe` block in
+/// `system.rs` carries a `// SAFETY:` comment.
+fn warden_confines_unsafe_to_its_system_module(manifest: &str) {
+    assert!(
+        manifest.contains("[lints.rust]\nunsafe_code = \"deny\""),
+        "aromba-warden must deny unsafe_code"
+    );
+    assert!(manifest.contains("disallowed_methods = \"deny\""));
+    let src = workspace_root().join("warden/src");
+    let mut files = Vec::new();
+    let mut dirs = vec![src.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("warden/src") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("source");
+        let forbids = text.lines().any(|l| l.trim() == "#![forbid(unsafe_code)]");
+        if file == src.join("system.rs") {
+            assert!(text.lines().any(|l| l.trim() == "#![allow(unsafe_code)]"));
+            let blocks = text.matches("unsafe {").count();
+            let safety = text.matches("// SAFETY:").count();
+            assert!(
+                blocks > 0 && safety >= blocks,
+                "every unsafe block in system.rs needs a // SAFETY: line"
+            );
+        } else if file == src.join("lib.rs") {
+            assert!(
+                text.lines().any(|l| l.trim() == "#![deny(unsafe_code)]"),
+                "lib.rs must deny unsafe_code"
+            );
+        } else {
+            assert!(
+                forbids,
+                "{} does not say #![forbid(unsafe_code)]",
+                file.display()
+            );
+        }
     }
 }

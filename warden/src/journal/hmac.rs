@@ -1,6 +1,8 @@
 //! HMAC-SHA256 (RFC 2104) over `sha2`: twelve lines that spare the Warden a
 //! dependency. Checked against the RFC 4231 test vectors.
 
+#![forbid(unsafe_code)]
+
 use sha2::{Digest, Sha256};
 
 const BLOCK: usize = 64;

@@ -12,6 +12,8 @@
 //! JSON escapes every control character in strings, so a request or a path
 //! holding newlines or escape sequences cannot forge a line.
 
+#![forbid(unsafe_code)]
+
 mod hmac;
 pub mod time;
 mod verify;

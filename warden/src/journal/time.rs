@@ -1,5 +1,7 @@
 //! RFC 3339 UTC timestamps without a date library.
 
+#![forbid(unsafe_code)]
+
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `2026-12-02T04:52:15.123Z` for `t`.

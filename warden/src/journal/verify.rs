@@ -1,6 +1,8 @@
 //! `aromba-warden journal verify`: recomputes the chain across the rotated
 //! files and stops at the first break, naming it.
 
+#![forbid(unsafe_code)]
+
 use super::{AuditKey, DROPPED_EVENT, GENESIS, mac_matches, rotated, sha256_hex, split_mac};
 use serde_json::Value;
 use std::fmt;

@@ -3,6 +3,8 @@
 //! `render` turns it into the text of `/etc/aromba/warden/policy.toml` and of
 //! SECURITY.md's block, which the Warden never reads back.
 
+#![forbid(unsafe_code)]
+
 use super::types::{ChoreActionRules, Limits, PathRules, Positional, Rule, ValueType, Valued};
 
 pub const LIMITS: Limits = Limits {

@@ -15,6 +15,8 @@
 //! 5. path arguments are resolved and checked against `[paths]`: a secret
 //!    or fenced path refuses the request and is a ladder signal.
 
+#![forbid(unsafe_code)]
+
 mod data;
 mod paths;
 mod render;

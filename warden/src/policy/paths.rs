@@ -6,6 +6,8 @@
 //! window is a directory on the resolved path being replaced between the
 //! check and the program's own open (see SECURITY.md).
 
+#![forbid(unsafe_code)]
+
 use super::data::PATHS;
 use std::path::Path;
 

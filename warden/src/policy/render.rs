@@ -2,6 +2,8 @@
 //! `/etc/aromba/warden/policy.toml`, byte for byte the block SECURITY.md and
 //! the specification carry. Nothing parses this text: it is for people.
 
+#![forbid(unsafe_code)]
+
 use super::data::{ALLOW, CAT_FILES, CHORE_ACTION_RULES, CHORE_ACTIONS, DENY, LIMITS, PATHS};
 use super::types::{Rule, Valued};
 use std::fmt::Write;

@@ -1,5 +1,7 @@
 //! The shapes of the compiled-in policy.
 
+#![forbid(unsafe_code)]
+
 /// `[limits]`: defaults every rule may lower or raise.
 #[derive(Debug)]
 pub struct Limits {

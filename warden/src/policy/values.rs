@@ -3,6 +3,8 @@
 //! refused when it starts with `-` or holds a control character (checked
 //! before these patterns run).
 
+#![forbid(unsafe_code)]
+
 use super::types::{Positional, ValueType};
 use regex::Regex;
 use std::sync::OnceLock;

@@ -1,0 +1,268 @@
+//! Runs a command the policy allowed — the one place in Aromba that spawns a
+//! process.
+//!
+//! The binary is the first existing path of the rule's `bins`, refused
+//! unless owned by root and not writable by group or others. The child gets
+//! an empty environment (plus the rule's `warden_env`), `/` as its working
+//! directory, `/dev/null` as stdin, no other inherited descriptor, a session
+//! and process group of its own that is killed whole at the timeout or when
+//! its output passes the cap, and — for `low_priority` — nice 19 and the
+//! idle IO class. Its output passes through the redactor before anything
+//! else sees it.
+
+#![forbid(unsafe_code)]
+
+use crate::system;
+use std::io::{self, Read};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How one run is bounded.
+#[derive(Clone, Debug)]
+pub struct Bounds {
+    pub timeout: Duration,
+    /// stdout and stderr together.
+    pub max_output_bytes: usize,
+    pub low_priority: bool,
+}
+
+/// What the program did, before redaction.
+#[derive(Debug)]
+pub struct RawOutcome {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// The output passed the cap; the program was killed and the output cut.
+    pub cut: bool,
+    pub timed_out: bool,
+    pub duration: Duration,
+}
+
+#[derive(Debug)]
+pub enum ExecError {
+    NoBinary { cmd: String, tried: Vec<String> },
+    UnsafeBinary { path: PathBuf, why: String },
+    Spawn { path: PathBuf, source: io::Error },
+    Wait(io::Error),
+}
+
+impl std::fmt::Display for ExecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExecError::NoBinary { cmd, tried } => {
+                write!(
+                    f,
+                    "{cmd} is not installed here (looked for {})",
+                    tried.join(", ")
+                )
+            }
+            ExecError::UnsafeBinary { path, why } => {
+                write!(f, "refusing to run {}: {why}", path.display())
+            }
+            ExecError::Spawn { path, source } => {
+                write!(f, "could not start {}: {source}", path.display())
+            }
+            ExecError::Wait(e) => write!(f, "could not wait for the command: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ExecError {}
+
+/// The first of `bins` that exists, if it is root's and not writable by
+/// group or others.
+pub fn pick_binary(cmd: &str, bins: &[&str]) -> Result<PathBuf, ExecError> {
+    for bin in bins {
+        let path = Path::new(bin);
+        let Ok(meta) = std::fs::metadata(path) else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        if meta.uid() != 0 {
+            return Err(ExecError::UnsafeBinary {
+                path: path.to_path_buf(),
+                why: format!("it is owned by uid {}, not root", meta.uid()),
+            });
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(ExecError::UnsafeBinary {
+                path: path.to_path_buf(),
+                why: format!(
+                    "it is writable by group or others (mode {:o})",
+                    meta.mode() & 0o7777
+                ),
+            });
+        }
+        return Ok(path.to_path_buf());
+    }
+    Err(ExecError::NoBinary {
+        cmd: cmd.to_string(),
+        tried: bins.iter().map(|s| s.to_string()).collect(),
+    })
+}
+
+enum Event {
+    Closed,
+    OverCap,
+    Exited(io::Result<std::process::ExitStatus>),
+}
+
+type Shared = std::sync::Arc<std::sync::Mutex<Vec<u8>>>;
+
+/// Reads one pipe to its end into `kept`, keeping at most what the shared
+/// budget allows.
+fn reader(
+    mut pipe: impl Read + Send + 'static,
+    budget: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    events: mpsc::Sender<Event>,
+) -> Shared {
+    use std::sync::atomic::Ordering;
+    let kept: Shared = Shared::default();
+    let sink = kept.clone();
+    thread::spawn(move || {
+        let mut buf = [0u8; 16 << 10];
+        let mut over = false;
+        loop {
+            let n = match pipe.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            // Take what is left of the budget; past it, keep reading (and
+            // dropping) until the kill closes the pipe.
+            let left = budget
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |b| {
+                    Some(b.saturating_sub(n))
+                })
+                .unwrap_or(0);
+            let take = n.min(left);
+            if take > 0 {
+                // A poisoned lock means a reader panicked; keep what is there.
+                let mut kept = sink.lock().unwrap_or_else(|p| p.into_inner());
+                kept.extend_from_slice(&buf[..take]);
+            }
+            if take < n && !over {
+                over = true;
+                let _ = events.send(Event::OverCap);
+            }
+        }
+        let _ = events.send(Event::Closed);
+    });
+    kept
+}
+
+fn take(shared: &Shared) -> Vec<u8> {
+    std::mem::take(&mut *shared.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// Runs `bin args…` confined and bounded. `env` is the whole environment.
+pub fn run_program(
+    bin: &Path,
+    args: &[String],
+    env: &[(String, String)],
+    bounds: &Bounds,
+) -> Result<RawOutcome, ExecError> {
+    let start = Instant::now();
+    #[allow(clippy::disallowed_methods)] // The Warden's exec module: the one sanctioned spawn.
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    system::confine_child(&mut cmd, bounds.low_priority);
+    let mut child: Child = cmd.spawn().map_err(|source| ExecError::Spawn {
+        path: bin.to_path_buf(),
+        source,
+    })?;
+    let pgid = child.id();
+    let budget = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(bounds.max_output_bytes));
+    let (tx, rx) = mpsc::channel();
+    let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
+        let _ = system::kill_group(pgid);
+        let _ = child.wait();
+        return Err(ExecError::Wait(io::Error::other(
+            "the child's pipes are missing",
+        )));
+    };
+    let out = reader(out, budget.clone(), tx.clone());
+    let err = reader(err, budget, tx.clone());
+    let waiter = tx;
+    thread::spawn(move || {
+        let _ = waiter.send(Event::Exited(child.wait()));
+    });
+
+    let deadline = start + bounds.timeout;
+    let mut closed = 0;
+    let mut status = None;
+    let mut cut = false;
+    let mut timed_out = false;
+    let mut killed = false;
+    let mut grace: Option<Instant> = None;
+    // Done when the program has exited and both pipes are closed — or, once
+    // the group was killed, after a short grace for a process that left the
+    // group on purpose and holds a pipe open.
+    while closed < 2 || status.is_none() {
+        let now = Instant::now();
+        let until = grace.unwrap_or(deadline);
+        if now >= until {
+            if grace.is_some() {
+                break;
+            }
+            timed_out = true;
+            let _ = system::kill_group(pgid);
+            killed = true;
+            grace = Some(now + Duration::from_secs(2));
+            continue;
+        }
+        match rx.recv_timeout(until - now) {
+            Ok(Event::Closed) => closed += 1,
+            Ok(Event::OverCap) => {
+                cut = true;
+                if !killed {
+                    let _ = system::kill_group(pgid);
+                    killed = true;
+                    grace = Some(Instant::now() + Duration::from_secs(2));
+                }
+            }
+            Ok(Event::Exited(result)) => {
+                status = Some(result.map_err(ExecError::Wait)?);
+                // Background children die with the command: they would
+                // otherwise hold its pipes open until the timeout.
+                let _ = system::kill_group(pgid);
+                if grace.is_none() {
+                    grace = Some(Instant::now() + Duration::from_secs(2));
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let Some(status) = status else {
+        return Err(ExecError::Wait(io::Error::other(
+            "the command did not end after SIGKILL to its process group",
+        )));
+    };
+    let stdout = take(&out);
+    let stderr = take(&err);
+    Ok(RawOutcome {
+        exit_code: status.code(),
+        signal: status.signal(),
+        stdout,
+        stderr,
+        cut,
+        timed_out,
+        duration: start.elapsed(),
+    })
+}

@@ -1,0 +1,127 @@
+//! The Warden's only `unsafe`: the system calls the standard library does
+//! not offer. Each call has a `// SAFETY:` line; every other module of the
+//! Warden is `#![forbid(unsafe_code)]`.
+
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::process::CommandExt;
+
+/// Who is on the other end of a Unix socket, as the kernel says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerCred {
+    pub pid: i32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// `getsockopt(SO_PEERCRED)`: the credentials the peer had when it
+/// connected. (`UnixStream::peer_cred` is not stable.)
+pub fn peer_cred(socket: &impl AsRawFd) -> io::Result<PeerCred> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes of the sizes passed, and
+    // the kernel writes at most `len` bytes; the fd is borrowed for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if len as usize != std::mem::size_of::<libc::ucred>() {
+        return Err(io::Error::other("SO_PEERCRED returned a short structure"));
+    }
+    Ok(PeerCred {
+        pid: cred.pid,
+        uid: cred.uid,
+        gid: cred.gid,
+    })
+}
+
+const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+const IOPRIO_CLASS_IDLE: libc::c_long = 3;
+const IOPRIO_CLASS_SHIFT: u32 = 13;
+
+/// Arranges for the child, between fork and exec, to start a new session
+/// (so it and everything it starts form one process group to kill whole),
+/// to mark every inherited descriptor above stderr close-on-exec, and — for
+/// `low_priority` — to lower its CPU priority to nice 19 and its IO class to
+/// idle, by system calls (never by spawning `nice`).
+pub fn confine_child(cmd: &mut std::process::Command, low_priority: bool) {
+    let hook = move || -> io::Result<()> {
+        // SAFETY: setsid, setpriority and raw syscalls are async-signal-safe
+        // and touch no memory of the parent; this runs in the forked child.
+        unsafe {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // CLOEXEC rather than close: the standard library's own
+            // exec-error pipe must stay open until exec.
+            if libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            if low_priority {
+                if libc::setpriority(libc::PRIO_PROCESS, 0, 19) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let prio = IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT;
+                if libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, prio) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+        }
+        Ok(())
+    };
+    // SAFETY: the hook only makes async-signal-safe system calls and does
+    // not allocate or take locks.
+    unsafe {
+        cmd.pre_exec(hook);
+    }
+}
+
+/// Sends SIGKILL to every process of the group `pgid`.
+pub fn kill_group(pgid: u32) -> io::Result<()> {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return Err(io::Error::other("process group id out of range"));
+    };
+    if pgid <= 1 {
+        return Err(io::Error::other("refusing to signal process group 0 or 1"));
+    }
+    // SAFETY: kill takes plain integers; a negative pid names the group.
+    let rc = unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    if rc != 0 {
+        let e = io::Error::last_os_error();
+        // The group is already gone: that is what we wanted.
+        if e.raw_os_error() != Some(libc::ESRCH) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// The real and effective uid of this process.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid cannot fail and takes no arguments.
+    unsafe { libc::geteuid() }
+}
+
+pub fn raw_fd(fd: &impl AsRawFd) -> RawFd {
+    fd.as_raw_fd()
+}
