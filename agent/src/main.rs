@@ -4,18 +4,143 @@
 
 #![forbid(unsafe_code)]
 
-use clap::Parser;
+mod warden_client;
+
+use aromba_warden_proto::{Request, Response, printable, socket_paths};
+use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 /// Aromba on your server: the Worker that keeps the schedule, talks to the
 /// chat and asks the Warden for everything.
 #[derive(Parser, Debug)]
 #[command(name = "aromba", version, about, long_about = None)]
-struct Cli {}
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-fn main() {
-    let _cli = Cli::parse();
-    println!(
-        "aromba {}: no verbs are built into this release yet; see `aromba --help`.",
-        env!("CARGO_PKG_VERSION")
-    );
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Ask the Warden for a read from its policy and print the redacted
+    /// result (run as the aromba user). Refusals print the reason and exit 1.
+    Ask {
+        /// The directory a Warden started with `aromba-warden serve --root DIR`
+        /// keeps its sockets under (default: the system's, /run/aromba).
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+        /// The command and its arguments, after `--`: `aromba ask -- df -h`.
+        #[arg(last = true, required = true, value_name = "CMD ARG")]
+        command: Vec<String>,
+    },
+    /// Show the Warden's state from its root-only control socket (run as
+    /// root): the journal's head and the policy's fingerprint.
+    Status {
+        /// As for `ask`.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Ask { root, command } => ask(root, command),
+        Command::Status { root } => status(root),
+    }
+}
+
+fn status(root: Option<PathBuf>) -> ExitCode {
+    let (_, socket) = socket_paths(root.as_deref());
+    match warden_client::ask(&socket, &Request::Status) {
+        Ok(Response::Status {
+            journal_seq,
+            journal_head,
+            policy_sha256,
+        }) => {
+            println!("warden: running");
+            println!("journal: seq {journal_seq}, head {journal_head}");
+            println!("policy: sha256 {policy_sha256}");
+            ExitCode::SUCCESS
+        }
+        Ok(Response::Error { message }) => {
+            eprintln!("aromba: the Warden refused: {message}");
+            ExitCode::from(1)
+        }
+        Ok(other) => {
+            eprintln!("aromba: unexpected answer from the Warden: {other:?}");
+            ExitCode::from(2)
+        }
+        Err(warden_client::ClientError::PermissionDenied(p)) => {
+            eprintln!(
+                "aromba: permission denied on {}: status needs a root terminal",
+                p.display()
+            );
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("aromba: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn ask(root: Option<PathBuf>, mut command: Vec<String>) -> ExitCode {
+    let (socket, _) = socket_paths(root.as_deref());
+    let cmd = command.remove(0);
+    let request = Request::Read { cmd, args: command };
+    let response = match warden_client::ask(&socket, &request) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("aromba: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match response {
+        Response::Result(result) => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(printable(&result.stdout).as_bytes());
+            let _ = out.flush();
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(printable(&result.stderr).as_bytes());
+            if result.cut {
+                let _ = writeln!(
+                    err,
+                    "aromba: the output passed the byte cap; the command was stopped and its output cut"
+                );
+            }
+            if result.timed_out {
+                let _ = writeln!(
+                    err,
+                    "aromba: the command ran past its time limit and was stopped"
+                );
+            }
+            if !result.redactions.is_empty() {
+                let list: Vec<String> = result
+                    .redactions
+                    .iter()
+                    .map(|(c, n)| format!("{c} {n}"))
+                    .collect();
+                let _ = writeln!(err, "aromba: redacted: {}", list.join(", "));
+            }
+            match (result.exit_code, result.signal) {
+                (Some(0), _) => ExitCode::SUCCESS,
+                (Some(code), _) => ExitCode::from(u8::try_from(code.clamp(1, 125)).unwrap_or(1)),
+                _ => ExitCode::FAILURE,
+            }
+        }
+        Response::Refused { reason, .. } => {
+            eprintln!("aromba: refused: {reason}");
+            ExitCode::from(1)
+        }
+        Response::Error { message } => {
+            eprintln!("aromba: the Warden could not serve this: {message}");
+            ExitCode::from(2)
+        }
+        other => {
+            eprintln!("aromba: unexpected answer from the Warden: {other:?}");
+            ExitCode::from(2)
+        }
+    }
 }

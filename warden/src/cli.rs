@@ -14,6 +14,17 @@ USAGE:
     aromba-warden <COMMAND>
 
 COMMANDS:
+    serve [--root DIR] [--worker-user NAME]
+                 Run the Warden: the Worker socket (only the Worker's uid)
+                 and the control socket (only root), the policy, exec,
+                 redaction and the journal. Must run as root. Without
+                 --root: sockets in /run/aromba/, state in
+                 /var/lib/aromba/warden/, journal in /var/log/aromba/, audit
+                 key /etc/aromba/warden/audit.key if present. With --root DIR
+                 everything is under DIR (DIR/run, DIR/state, DIR/journal,
+                 DIR/etc) — for tests and the local demo; the Worker's
+                 `aromba ask --root DIR` finds the socket there.
+                 --worker-user names the Worker's account (default aromba).
     redact [--cut]
                  Read stdin, write it redacted to stdout, and the number of
                  removals per class to stderr (one `CLASS N` line each, then
@@ -49,6 +60,10 @@ pub enum Command {
     PolicyCheck {
         cmd: String,
         args: Vec<String>,
+    },
+    Serve {
+        root: Option<PathBuf>,
+        worker_user: String,
     },
     JournalVerify {
         path: Option<PathBuf>,
@@ -139,6 +154,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
                 "usage: aromba-warden policy render | policy check -- CMD [ARG...]",
             )),
         },
+        "serve" => parse_serve(&rest),
         "journal" => match rest.split_first() {
             Some((verify, opts)) if verify == "verify" => parse_journal_verify(opts),
             _ => Err(CliError::Usage(
@@ -147,6 +163,33 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
         },
         other => Err(CliError::UnknownCommand(other.to_string())),
     }
+}
+
+fn parse_serve(opts: &[String]) -> Result<Command, CliError> {
+    const USAGE: &str = "usage: aromba-warden serve [--root DIR] [--worker-user NAME]";
+    let (mut root, mut user) = (None, None);
+    let mut it = opts.iter();
+    while let Some(a) = it.next() {
+        let slot = match a.as_str() {
+            "--root" => &mut root,
+            "--worker-user" => &mut user,
+            _ => {
+                return Err(CliError::UnexpectedArgument {
+                    command: "serve",
+                    arg: a.clone(),
+                });
+            }
+        };
+        let value = it.next().ok_or(CliError::Usage(USAGE))?;
+        if slot.is_some() {
+            return Err(CliError::Usage(USAGE));
+        }
+        *slot = Some(value.clone());
+    }
+    Ok(Command::Serve {
+        root: root.map(PathBuf::from),
+        worker_user: user.unwrap_or_else(|| "aromba".to_string()),
+    })
 }
 
 fn parse_journal_verify(opts: &[String]) -> Result<Command, CliError> {

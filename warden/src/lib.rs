@@ -22,5 +22,7 @@ pub mod journal;
 pub mod layout;
 pub mod policy;
 pub mod redact_cmd;
+pub mod server;
 pub mod signal;
 pub mod system;
+pub mod users;

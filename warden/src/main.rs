@@ -44,6 +44,7 @@ fn main() -> ExitCode {
             }
         }
         Command::JournalVerify { path, key, root } => journal_verify(path, key, root),
+        Command::Serve { root, worker_user } => serve(root, &worker_user),
         Command::Redact | Command::RedactCut => {
             let cut = command == Command::RedactCut;
             let result = aromba_warden::redact_cmd::run(
@@ -98,4 +99,46 @@ fn journal_verify(
             ExitCode::from(1)
         }
     }
+}
+
+fn serve(root: Option<std::path::PathBuf>, worker_user: &str) -> ExitCode {
+    use aromba_warden::layout::Layout;
+    use aromba_warden::server::{ServeOptions, Server};
+    if aromba_warden::system::euid() != 0 {
+        eprintln!("aromba-warden: serve must run as root");
+        return ExitCode::FAILURE;
+    }
+    let account = match aromba_warden::users::lookup(
+        std::path::Path::new("/etc/passwd"),
+        worker_user,
+    ) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            eprintln!(
+                "aromba-warden: the Worker's account {worker_user:?} does not exist; the installer creates it"
+            );
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("aromba-warden: cannot read /etc/passwd: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let layout = Layout::from_root(root.as_deref());
+    let options = ServeOptions::new(layout.clone(), account.uid, account.gid);
+    let server = match Server::bind(options) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("aromba-warden: cannot start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    eprintln!(
+        "aromba-warden: serving the Worker (uid {}) on {} and root on {}",
+        account.uid,
+        layout.worker_socket().display(),
+        layout.control_socket().display()
+    );
+    server.run();
+    ExitCode::SUCCESS
 }

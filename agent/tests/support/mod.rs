@@ -1,0 +1,110 @@
+//! A real Warden on real sockets in a temporary root, and the `aromba`
+//! binary run under real uids (`runuser`). These tests need root, as the
+//! Warden does; they fail, never skip, without it.
+
+#![allow(dead_code)]
+
+use aromba_warden::layout::Layout;
+use aromba_warden::server::{ServeOptions, Server, ShutdownHandle};
+use aromba_warden::users::{Account, lookup};
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+static USERS: Mutex<()> = Mutex::new(());
+
+/// The account `name`, created (system, no home, no shell) when missing.
+pub fn account(name: &str) -> Account {
+    let _guard = USERS.lock().unwrap_or_else(|p| p.into_inner());
+    let passwd = Path::new("/etc/passwd");
+    if let Some(a) = lookup(passwd, name).expect("read /etc/passwd") {
+        return a;
+    }
+    let out = Command::new("useradd")
+        .args([
+            "--system",
+            "--no-create-home",
+            "--shell",
+            "/usr/sbin/nologin",
+            name,
+        ])
+        .output()
+        .expect("useradd runs (the tests need root)");
+    assert!(
+        out.status.success(),
+        "useradd {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lookup(passwd, name)
+        .expect("read /etc/passwd")
+        .expect("the account exists now")
+}
+
+pub struct TestWarden {
+    pub root: PathBuf,
+    handle: ShutdownHandle,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TestWarden {
+    /// A Warden whose Worker socket serves `worker`.
+    pub fn start(name: &str, worker: Account, max_running: usize) -> TestWarden {
+        let root = std::env::temp_dir().join(format!("aromba-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        // The Worker must be able to reach its socket: the root directory
+        // is traversable.
+        std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let mut options = ServeOptions::new(Layout::rooted(&root), worker.uid, worker.gid);
+        options.max_running = max_running;
+        let server = Server::bind(options).expect("the Warden binds");
+        let handle = server.shutdown_handle();
+        let thread = std::thread::spawn(move || server.run());
+        TestWarden {
+            root,
+            handle,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn layout(&self) -> Layout {
+        Layout::rooted(&self.root)
+    }
+
+    pub fn journal(&self) -> String {
+        std::fs::read_to_string(self.layout().journal_file()).unwrap_or_default()
+    }
+
+    /// `aromba ARGS…` as `user`, against this Warden.
+    pub fn aromba_as(&self, user: &str, args: &[&str]) -> std::process::Output {
+        let mut cmd = Command::new("runuser");
+        cmd.args(["-u", user, "--"])
+            .arg(assert_cmd::cargo::cargo_bin("aromba"));
+        let (verb, rest) = args.split_first().expect("a verb");
+        cmd.arg(verb).arg("--root").arg(&self.root).args(rest);
+        cmd.output().expect("runuser runs")
+    }
+
+    /// `aromba ask -- CMD ARGS…` as the aromba user.
+    pub fn ask(&self, command: &[&str]) -> std::process::Output {
+        let mut args = vec!["ask", "--"];
+        args.extend_from_slice(command);
+        self.aromba_as("aromba", &args)
+    }
+}
+
+impl Drop for TestWarden {
+    fn drop(&mut self) {
+        self.handle.shutdown();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}

@@ -1,0 +1,40 @@
+//! The protocol between the Worker and the Warden, shared by both so the
+//! Worker never links Warden code.
+//!
+//! A message is a frame: a 4-byte big-endian length, then that many bytes
+//! of JSON. Requests are capped at [`MAX_REQUEST`] bytes, responses at
+//! [`MAX_RESPONSE`]. Decoding is strict: an unknown `type`, an unknown or
+//! missing field, or a field of the wrong type is an error, never a guess.
+//! Command output travels as hex, so any bytes — names with newlines,
+//! escape sequences, invalid UTF-8 — arrive exactly as the Warden sent them;
+//! whoever prints them escapes them ([`printable`]).
+//!
+//! ```
+//! use aromba_warden_proto::{Request, decode_request, encode_request};
+//! let req = Request::Read { cmd: "df".into(), args: vec!["-h".into()] };
+//! let bytes = encode_request(&req);
+//! assert_eq!(decode_request(&bytes).unwrap(), req);
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod frame;
+mod hex;
+mod message;
+
+pub use frame::{FrameError, MAX_REQUEST, MAX_RESPONSE, read_frame, write_frame};
+pub use hex::{decode_hex, encode_hex};
+pub use message::{
+    ProtoError, ReadResult, Request, Response, decode_request, decode_response, encode_request,
+    encode_response, printable,
+};
+
+use std::path::{Path, PathBuf};
+
+/// The Worker's socket and the root-only control socket: under
+/// `/run/aromba/`, or under `ROOT/run/` when the Warden runs with
+/// `--root ROOT`.
+pub fn socket_paths(root: Option<&Path>) -> (PathBuf, PathBuf) {
+    let run = root.map_or_else(|| PathBuf::from("/run/aromba"), |r| r.join("run"));
+    (run.join("worker.sock"), run.join("control.sock"))
+}

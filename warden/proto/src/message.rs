@@ -1,0 +1,405 @@
+//! Typed messages and their strict JSON form.
+
+use crate::hex::{decode_hex, encode_hex};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// The most arguments a read request may carry (the policy's own limits are
+/// lower; this bounds what the Warden has to look at).
+pub const MAX_ARGS: usize = 64;
+/// A journal note from the Worker.
+pub const MAX_NOTE: usize = 2048;
+
+/// What a peer asks the Warden.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// Worker socket: run a read from the policy's `[[allow]]` list.
+    Read { cmd: String, args: Vec<String> },
+    /// Worker socket: add a line to the journal.
+    Note { text: String },
+    /// Either socket: is the Warden there?
+    Ping,
+    /// Control socket: the Warden's state.
+    Status,
+    /// Control socket: verify the journal's chain.
+    JournalVerify,
+}
+
+/// The outcome of a read, redacted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadResult {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// The output passed the byte cap: the command was killed and the output cut.
+    pub cut: bool,
+    pub timed_out: bool,
+    /// Removals per redaction class.
+    pub redactions: Vec<(String, u64)>,
+    pub journal_seq: u64,
+    pub duration_ms: u64,
+}
+
+/// What the Warden answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Response {
+    Result(ReadResult),
+    /// The policy (or the Warden's state) refused the request.
+    Refused {
+        reason: String,
+        journal_seq: Option<u64>,
+    },
+    /// The request could not be understood or served.
+    Error {
+        message: String,
+    },
+    Noted {
+        journal_seq: u64,
+    },
+    Pong,
+    Status {
+        journal_seq: u64,
+        journal_head: String,
+        policy_sha256: String,
+    },
+    Verified {
+        ok: bool,
+        report: String,
+    },
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct ProtoError(pub String);
+
+impl fmt::Display for ProtoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ProtoError {}
+
+fn err(s: impl Into<String>) -> ProtoError {
+    ProtoError(s.into())
+}
+
+/// A JSON object whose fields are taken one by one; leftovers are an error.
+struct Fields(Map<String, Value>);
+
+impl Fields {
+    fn parse(bytes: &[u8]) -> Result<(String, Fields), ProtoError> {
+        let value: Value =
+            serde_json::from_slice(bytes).map_err(|e| err(format!("not JSON: {e}")))?;
+        let Value::Object(map) = value else {
+            return Err(err("a message must be a JSON object"));
+        };
+        let mut fields = Fields(map);
+        let kind = fields.string("type")?;
+        Ok((kind, fields))
+    }
+
+    fn take(&mut self, name: &str) -> Result<Value, ProtoError> {
+        self.0
+            .remove(name)
+            .ok_or_else(|| err(format!("missing field {name:?}")))
+    }
+
+    fn string(&mut self, name: &str) -> Result<String, ProtoError> {
+        match self.take(name)? {
+            Value::String(s) => Ok(s),
+            _ => Err(err(format!("{name:?} must be a string"))),
+        }
+    }
+
+    fn bool(&mut self, name: &str) -> Result<bool, ProtoError> {
+        self.take(name)?
+            .as_bool()
+            .ok_or_else(|| err(format!("{name:?} must be true or false")))
+    }
+
+    fn u64(&mut self, name: &str) -> Result<u64, ProtoError> {
+        self.take(name)?
+            .as_u64()
+            .ok_or_else(|| err(format!("{name:?} must be a whole number")))
+    }
+
+    fn opt_i32(&mut self, name: &str) -> Result<Option<i32>, ProtoError> {
+        match self.take(name)? {
+            Value::Null => Ok(None),
+            v => v
+                .as_i64()
+                .and_then(|n| i32::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| err(format!("{name:?} must be a number or null"))),
+        }
+    }
+
+    fn opt_u64(&mut self, name: &str) -> Result<Option<u64>, ProtoError> {
+        match self.take(name)? {
+            Value::Null => Ok(None),
+            v => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| err(format!("{name:?} must be a number or null"))),
+        }
+    }
+
+    fn hex(&mut self, name: &str) -> Result<Vec<u8>, ProtoError> {
+        let s = self.string(name)?;
+        decode_hex(&s).ok_or_else(|| err(format!("{name:?} must be lower-case hex")))
+    }
+
+    fn strings(&mut self, name: &str, max: usize) -> Result<Vec<String>, ProtoError> {
+        let Value::Array(items) = self.take(name)? else {
+            return Err(err(format!("{name:?} must be an array of strings")));
+        };
+        if items.len() > max {
+            return Err(err(format!("{name:?} has more than {max} items")));
+        }
+        items
+            .into_iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s),
+                _ => Err(err(format!("{name:?} must be an array of strings"))),
+            })
+            .collect()
+    }
+
+    fn done(self, kind: &str) -> Result<(), ProtoError> {
+        match self.0.keys().next() {
+            None => Ok(()),
+            Some(extra) => Err(err(format!(
+                "unknown field {extra:?} in a {kind:?} message"
+            ))),
+        }
+    }
+}
+
+fn object(kind: &str, fields: Vec<(&str, Value)>) -> Vec<u8> {
+    let mut map = Map::new();
+    map.insert("type".into(), Value::from(kind));
+    for (k, v) in fields {
+        map.insert(k.into(), v);
+    }
+    // Serialising a map of JSON values cannot fail.
+    serde_json::to_vec(&Value::Object(map)).unwrap_or_default()
+}
+
+pub fn encode_request(r: &Request) -> Vec<u8> {
+    match r {
+        Request::Read { cmd, args } => object(
+            "read",
+            vec![
+                ("cmd", Value::from(cmd.as_str())),
+                ("args", Value::from(args.clone())),
+            ],
+        ),
+        Request::Note { text } => object("note", vec![("text", Value::from(text.as_str()))]),
+        Request::Ping => object("ping", vec![]),
+        Request::Status => object("status", vec![]),
+        Request::JournalVerify => object("journal_verify", vec![]),
+    }
+}
+
+pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
+    let (kind, mut f) = Fields::parse(bytes)?;
+    let req = match kind.as_str() {
+        "read" => Request::Read {
+            cmd: f.string("cmd")?,
+            args: f.strings("args", MAX_ARGS)?,
+        },
+        "note" => {
+            let text = f.string("text")?;
+            if text.len() > MAX_NOTE {
+                return Err(err(format!("a note is at most {MAX_NOTE} bytes")));
+            }
+            Request::Note { text }
+        }
+        "ping" => Request::Ping,
+        "status" => Request::Status,
+        "journal_verify" => Request::JournalVerify,
+        other => return Err(err(format!("unknown request type {other:?}"))),
+    };
+    f.done(&kind)?;
+    Ok(req)
+}
+
+pub fn encode_response(r: &Response) -> Vec<u8> {
+    match r {
+        Response::Result(res) => {
+            let redactions: Map<String, Value> = res
+                .redactions
+                .iter()
+                .map(|(k, n)| (k.clone(), Value::from(*n)))
+                .collect();
+            object(
+                "result",
+                vec![
+                    ("exit_code", res.exit_code.map_or(Value::Null, Value::from)),
+                    ("signal", res.signal.map_or(Value::Null, Value::from)),
+                    ("stdout_hex", Value::from(encode_hex(&res.stdout))),
+                    ("stderr_hex", Value::from(encode_hex(&res.stderr))),
+                    ("cut", Value::from(res.cut)),
+                    ("timed_out", Value::from(res.timed_out)),
+                    ("redactions", Value::Object(redactions)),
+                    ("journal_seq", Value::from(res.journal_seq)),
+                    ("duration_ms", Value::from(res.duration_ms)),
+                ],
+            )
+        }
+        Response::Refused {
+            reason,
+            journal_seq,
+        } => object(
+            "refused",
+            vec![
+                ("reason", Value::from(reason.as_str())),
+                ("journal_seq", journal_seq.map_or(Value::Null, Value::from)),
+            ],
+        ),
+        Response::Error { message } => {
+            object("error", vec![("message", Value::from(message.as_str()))])
+        }
+        Response::Noted { journal_seq } => {
+            object("noted", vec![("journal_seq", Value::from(*journal_seq))])
+        }
+        Response::Pong => object("pong", vec![]),
+        Response::Status {
+            journal_seq,
+            journal_head,
+            policy_sha256,
+        } => object(
+            "status",
+            vec![
+                ("journal_seq", Value::from(*journal_seq)),
+                ("journal_head", Value::from(journal_head.as_str())),
+                ("policy_sha256", Value::from(policy_sha256.as_str())),
+            ],
+        ),
+        Response::Verified { ok, report } => object(
+            "verified",
+            vec![
+                ("ok", Value::from(*ok)),
+                ("report", Value::from(report.as_str())),
+            ],
+        ),
+    }
+}
+
+pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
+    let (kind, mut f) = Fields::parse(bytes)?;
+    let resp = match kind.as_str() {
+        "result" => {
+            let Value::Object(red) = f.take("redactions")? else {
+                return Err(err("\"redactions\" must be an object"));
+            };
+            let redactions = red
+                .into_iter()
+                .map(|(k, v)| {
+                    v.as_u64()
+                        .map(|n| (k, n))
+                        .ok_or_else(|| err("redaction counts are numbers"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Response::Result(ReadResult {
+                exit_code: f.opt_i32("exit_code")?,
+                signal: f.opt_i32("signal")?,
+                stdout: f.hex("stdout_hex")?,
+                stderr: f.hex("stderr_hex")?,
+                cut: f.bool("cut")?,
+                timed_out: f.bool("timed_out")?,
+                redactions,
+                journal_seq: f.u64("journal_seq")?,
+                duration_ms: f.u64("duration_ms")?,
+            })
+        }
+        "refused" => Response::Refused {
+            reason: f.string("reason")?,
+            journal_seq: f.opt_u64("journal_seq")?,
+        },
+        "error" => Response::Error {
+            message: f.string("message")?,
+        },
+        "noted" => Response::Noted {
+            journal_seq: f.u64("journal_seq")?,
+        },
+        "pong" => Response::Pong,
+        "status" => Response::Status {
+            journal_seq: f.u64("journal_seq")?,
+            journal_head: f.string("journal_head")?,
+            policy_sha256: f.string("policy_sha256")?,
+        },
+        "verified" => Response::Verified {
+            ok: f.bool("ok")?,
+            report: f.string("report")?,
+        },
+        other => return Err(err(format!("unknown response type {other:?}"))),
+    };
+    f.done(&kind)?;
+    Ok(resp)
+}
+
+/// Bytes made safe for a terminal: line breaks and tabs kept, every other
+/// control byte, DEL and invalid UTF-8 shown as `\xNN`, so output cannot
+/// move the cursor, change colours or retitle the window.
+pub fn printable(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\n' | '\t' => out.push(c),
+                c if (c as u32) < 0x20 || c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c) => {
+                    out.push_str(&format!("\\x{:02x}", c as u32));
+                }
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_unknown_fields_and_types() {
+        assert!(
+            decode_request(br#"{"type":"read","cmd":"df","args":[],"env":{"LD_PRELOAD":"x"}}"#)
+                .is_err()
+        );
+        assert!(decode_request(br#"{"type":"exec","cmd":"sh"}"#).is_err());
+        assert!(decode_request(br#"{"type":"read","cmd":"df","args":"-h"}"#).is_err());
+        assert!(decode_request(br#"{"type":"read","cmd":"df"}"#).is_err());
+        assert!(decode_request(br#"["read"]"#).is_err());
+        assert!(decode_request(b"\xff").is_err());
+    }
+
+    #[test]
+    fn round_trips_a_result_with_arbitrary_bytes() {
+        let r = Response::Result(ReadResult {
+            exit_code: Some(0),
+            signal: None,
+            stdout: b"a\nb\x1b[2J\xff\x00".to_vec(),
+            stderr: vec![],
+            cut: false,
+            timed_out: false,
+            redactions: vec![("jwt".into(), 2)],
+            journal_seq: 7,
+            duration_ms: 3,
+        });
+        assert_eq!(decode_response(&encode_response(&r)).unwrap(), r);
+    }
+
+    #[test]
+    fn printable_escapes_terminal_controls() {
+        assert_eq!(
+            printable(b"a\nb\x1b[2J\r\xff\t"),
+            "a\nb\\x1b[2J\\x0d\\xff\t"
+        );
+    }
+}

@@ -1,0 +1,235 @@
+//! The Worker socket's protocol under a raw client: malformed and oversize
+//! requests, the wrong socket, notes, and commands running side by side.
+//! The Warden here serves the test's own uid (root) as its Worker.
+
+use aromba_warden::layout::Layout;
+use aromba_warden::server::{ServeOptions, Server, ShutdownHandle};
+use aromba_warden_proto::{
+    FrameError, MAX_RESPONSE, Request, Response, decode_response, encode_request, read_frame,
+    write_frame,
+};
+use assert_cmd::Command;
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+struct Warden {
+    root: PathBuf,
+    handle: ShutdownHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Warden {
+    fn start(name: &str, max_running: usize) -> Warden {
+        let root = std::env::temp_dir().join(format!("aromba-proto-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let mut options = ServeOptions::new(Layout::rooted(&root), 0, 0);
+        options.max_running = max_running;
+        let server = Server::bind(options).expect("binds");
+        let handle = server.shutdown_handle();
+        let thread = Some(std::thread::spawn(move || server.run()));
+        Warden {
+            root,
+            handle,
+            thread,
+        }
+    }
+
+    fn connect(&self) -> UnixStream {
+        UnixStream::connect(Layout::rooted(&self.root).worker_socket()).expect("connects")
+    }
+
+    fn journal(&self) -> String {
+        std::fs::read_to_string(Layout::rooted(&self.root).journal_file()).unwrap_or_default()
+    }
+}
+
+impl Drop for Warden {
+    fn drop(&mut self) {
+        self.handle.shutdown();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn send(s: &mut UnixStream, r: &Request) {
+    write_frame(s, &encode_request(r), 1 << 20).unwrap();
+}
+
+fn recv(s: &mut UnixStream) -> Response {
+    decode_response(&read_frame(s, MAX_RESPONSE).unwrap()).unwrap()
+}
+
+fn read(cmd: &str, args: &[&str]) -> Request {
+    Request::Read {
+        cmd: cmd.into(),
+        args: args.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn assert_closed(s: &mut UnixStream) {
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert!(
+        matches!(read_frame(s, MAX_RESPONSE), Err(FrameError::Closed)),
+        "the connection stayed open"
+    );
+}
+
+#[test]
+fn malformed_json_is_refused_journaled_and_the_connection_closed() {
+    let w = Warden::start("malformed", 2);
+    let mut s = w.connect();
+    write_frame(&mut s, b"{\"type\":\"read\",", 1 << 20).unwrap();
+    let Response::Error { message } = recv(&mut s) else {
+        panic!("not an error")
+    };
+    assert!(message.contains("malformed"), "{message}");
+    assert_closed(&mut s);
+    assert!(w.journal().contains("\"kind\":\"malformed\""));
+}
+
+#[test]
+fn an_oversize_request_is_refused_before_it_is_read() {
+    let w = Warden::start("oversize", 2);
+    let mut s = w.connect();
+    s.write_all(&(10u32 << 20).to_be_bytes()).unwrap();
+    let Response::Error { message } = recv(&mut s) else {
+        panic!("not an error")
+    };
+    assert!(message.contains("over the limit"), "{message}");
+    assert_closed(&mut s);
+    assert!(w.journal().contains("over the limit"));
+}
+
+#[test]
+fn a_request_carrying_an_environment_is_refused() {
+    let w = Warden::start("env", 2);
+    let mut s = w.connect();
+    let body = br#"{"type":"read","cmd":"systemctl","args":["status"],"env":{"PAGER":"/bin/sh","LD_PRELOAD":"/tmp/x.so","PATH":"/tmp"}}"#;
+    write_frame(&mut s, body, 1 << 20).unwrap();
+    let Response::Error { message } = recv(&mut s) else {
+        panic!("not an error")
+    };
+    assert!(message.contains("unknown field \"env\""), "{message}");
+}
+
+#[test]
+fn a_control_request_on_the_worker_socket_is_refused() {
+    let w = Warden::start("wrong-socket", 2);
+    let mut s = w.connect();
+    send(&mut s, &Request::Status);
+    assert!(matches!(recv(&mut s), Response::Error { .. }));
+    assert!(w.journal().contains("wrong-socket"));
+}
+
+#[test]
+fn the_worker_adds_journal_lines_through_the_warden() {
+    let w = Warden::start("note", 2);
+    let mut s = w.connect();
+    send(
+        &mut s,
+        &Request::Note {
+            text: "digest sent\nforged line".into(),
+        },
+    );
+    let Response::Noted { journal_seq } = recv(&mut s) else {
+        panic!("not noted")
+    };
+    assert!(journal_seq >= 2);
+    let journal = w.journal();
+    assert!(journal.contains("\"kind\":\"worker-note\""));
+    assert!(
+        journal.contains("digest sent\\nforged line"),
+        "the line break was escaped"
+    );
+    // One connection, several requests.
+    send(&mut s, &Request::Ping);
+    assert_eq!(recv(&mut s), Response::Pong);
+}
+
+/// A listed `cat` file that does not exist here, made a FIFO so that `cat`
+/// blocks until the test writes to it: a command as slow as the test wants.
+struct Fifo(PathBuf);
+
+impl Fifo {
+    fn make() -> Fifo {
+        let candidates = [
+            "/run/reboot-required.pkgs",
+            "/etc/lsb-release",
+            "/run/reboot-required",
+        ];
+        let path = candidates
+            .iter()
+            .map(Path::new)
+            .find(|p| !p.exists())
+            .expect("one of the listed cat files is absent here to stand in as a FIFO");
+        let out = Command::new("mkfifo")
+            .arg(path)
+            .output()
+            .expect("mkfifo runs");
+        assert!(
+            out.status.success(),
+            "mkfifo: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Fifo(path.to_path_buf())
+    }
+
+    /// Lets the blocked `cat`s finish: they read what is written, and end
+    /// when the writer closes.
+    fn release(&self, line: &str) {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.0)
+            .unwrap();
+        f.write_all(line.as_bytes()).unwrap();
+    }
+}
+
+impl Drop for Fifo {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn a_slow_command_blocks_no_other_connection_and_running_commands_are_bounded() {
+    let fifo = Fifo::make();
+    let path = fifo.0.to_str().unwrap().to_string();
+    let w = Warden::start("concurrency", 2);
+    // Two slow commands take both slots.
+    let mut a = w.connect();
+    send(&mut a, &read("cat", &[&path]));
+    let mut b = w.connect();
+    send(&mut b, &read("cat", &[&path]));
+    std::thread::sleep(Duration::from_millis(300));
+    // Another connection is still answered…
+    let mut c = w.connect();
+    send(&mut c, &Request::Ping);
+    assert_eq!(recv(&mut c), Response::Pong);
+    // …but a third command waits for a slot.
+    send(&mut c, &read("uptime", &[]));
+    c.set_read_timeout(Some(Duration::from_millis(700)))
+        .unwrap();
+    assert!(
+        read_frame(&mut c, MAX_RESPONSE).is_err(),
+        "a third command ran with both slots taken"
+    );
+    // Free the slots: the cats finish, and the waiting uptime runs.
+    fifo.release("first\n");
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let Response::Result(up) = recv(&mut c) else {
+        panic!("uptime did not run")
+    };
+    assert_eq!(up.exit_code, Some(0));
+    for s in [&mut a, &mut b] {
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let Response::Result(r) = recv(s) else {
+            panic!("cat did not finish")
+        };
+        assert_eq!(r.exit_code, Some(0));
+    }
+}
