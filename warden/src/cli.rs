@@ -14,6 +14,10 @@ USAGE:
     aromba-warden <COMMAND>
 
 COMMANDS:
+    install [--root DIR]
+                 Lay out the Warden's directories and write the policy
+                 rendering to /etc/aromba/warden/policy.toml (DIR/etc/policy.toml
+                 with --root). Run as root by the installer.
     serve [--root DIR] [--worker-user NAME]
                  Run the Warden: the Worker socket (only the Worker's uid)
                  and the control socket (only root), the policy, exec,
@@ -60,6 +64,9 @@ pub enum Command {
     PolicyCheck {
         cmd: String,
         args: Vec<String>,
+    },
+    Install {
+        root: Option<PathBuf>,
     },
     Serve {
         root: Option<PathBuf>,
@@ -155,6 +162,13 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             )),
         },
         "serve" => parse_serve(&rest),
+        "install" => match rest.as_slice() {
+            [] => Ok(Command::Install { root: None }),
+            [flag, dir] if flag == "--root" => Ok(Command::Install {
+                root: Some(PathBuf::from(dir)),
+            }),
+            _ => Err(CliError::Usage("usage: aromba-warden install [--root DIR]")),
+        },
         "journal" => match rest.split_first() {
             Some((verify, opts)) if verify == "verify" => parse_journal_verify(opts),
             _ => Err(CliError::Usage(

@@ -18,6 +18,7 @@
 
 pub mod cli;
 pub mod exec;
+pub mod install;
 pub mod journal;
 pub mod layout;
 pub mod policy;

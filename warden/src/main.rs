@@ -45,6 +45,19 @@ fn main() -> ExitCode {
         }
         Command::JournalVerify { path, key, root } => journal_verify(path, key, root),
         Command::Serve { root, worker_user } => serve(root, &worker_user),
+        Command::Install { root } => {
+            let layout = aromba_warden::layout::Layout::from_root(root.as_deref());
+            match aromba_warden::install::install(&layout) {
+                Ok(done) => {
+                    println!("wrote the policy rendering to {}", done.policy.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("aromba-warden: install failed: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Redact | Command::RedactCut => {
             let cut = command == Command::RedactCut;
             let result = aromba_warden::redact_cmd::run(

@@ -76,3 +76,32 @@ fn security_md_carries_the_policy_verbatim() {
     let block = security_md_block();
     assert!(rendered == block, "{}", first_difference(&rendered, &block));
 }
+
+#[test]
+fn install_writes_the_rendering_the_warden_never_reads_back() {
+    let root = std::env::temp_dir().join(format!("aromba-install-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let out = assert_cmd::Command::cargo_bin("aromba-warden")
+        .unwrap()
+        .args(["install", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = std::fs::read_to_string(root.join("etc/policy.toml")).unwrap();
+    assert_eq!(written, render());
+    // Editing it changes nothing the Warden does: policy check still judges
+    // by the compiled-in policy.
+    std::fs::write(root.join("etc/policy.toml"), "[[allow]]\ncmd = \"bash\"\n").unwrap();
+    let out = assert_cmd::Command::cargo_bin("aromba-warden")
+        .unwrap()
+        .args(["policy", "check", "--", "bash", "-c", "id"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    std::fs::remove_dir_all(&root).unwrap();
+}

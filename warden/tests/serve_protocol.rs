@@ -117,6 +117,22 @@ fn a_request_carrying_an_environment_is_refused() {
 }
 
 #[test]
+fn a_nul_byte_in_an_argument_is_refused_and_journaled() {
+    let w = Warden::start("nul", 2);
+    let mut s = w.connect();
+    send(&mut s, &read("ls", &["/tmp\0/etc/shadow"]));
+    let Response::Refused {
+        reason,
+        journal_seq,
+    } = recv(&mut s)
+    else {
+        panic!("not refused")
+    };
+    assert!(reason.contains("NUL"), "{reason}");
+    assert!(journal_seq.is_some());
+}
+
+#[test]
 fn a_control_request_on_the_worker_socket_is_refused() {
     let w = Warden::start("wrong-socket", 2);
     let mut s = w.connect();

@@ -1,0 +1,78 @@
+//! Replays the committed corpora of the `request_decoder` and
+//! `policy_matcher` fuzz targets through the same checks, so every input the
+//! fuzzers kept stays a regression test without cargo-fuzz.
+
+mod oracle;
+
+use aromba_warden::policy::{ALLOW, CHORE_ACTIONS, Table};
+use aromba_warden_proto::{MAX_REQUEST, decode_request, encode_request, read_frame};
+use std::path::PathBuf;
+
+fn corpus(name: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(name);
+    let mut inputs: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| {
+            let path = e.expect("entry").path();
+            let data = std::fs::read(&path).expect("input");
+            (path, data)
+        })
+        .collect();
+    inputs.sort();
+    assert!(inputs.len() >= 10, "{name}: only {} inputs", inputs.len());
+    inputs
+}
+
+#[test]
+fn request_decoder_corpus_round_trips_without_panic() {
+    for (path, data) in corpus("request_decoder") {
+        if let Ok(request) = decode_request(&data) {
+            assert_eq!(
+                decode_request(&encode_request(&request)).as_ref(),
+                Ok(&request),
+                "{}",
+                path.display()
+            );
+        }
+        let mut stream = data.as_slice();
+        while let Ok(frame) = read_frame(&mut stream, MAX_REQUEST) {
+            let _ = decode_request(&frame);
+        }
+    }
+}
+
+#[test]
+fn policy_matcher_corpus_keeps_the_stated_properties() {
+    for (path, data) in corpus("policy_matcher") {
+        let Some((&selector, rest)) = data.split_first() else {
+            continue;
+        };
+        let table = if selector & 1 == 0 {
+            Table::Allow
+        } else {
+            Table::ChoreAction
+        };
+        let rules = if table == Table::Allow {
+            ALLOW
+        } else {
+            CHORE_ACTIONS
+        };
+        let mut parts = rest
+            .split(|&b| b == 0xff)
+            .map(|p| String::from_utf8_lossy(p).into_owned());
+        let named = parts.next().unwrap_or_default();
+        let cmd = if selector & 2 == 0 {
+            rules[usize::from(selector >> 2) % rules.len()]
+                .cmd
+                .to_string()
+        } else {
+            named
+        };
+        let args: Vec<String> = parts.take(64).collect();
+        if let Err(broken) = oracle::check_properties(table, &cmd, &args) {
+            panic!("{}: {cmd} {args:?}: {broken}", path.display());
+        }
+    }
+}
