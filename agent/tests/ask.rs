@@ -168,3 +168,33 @@ fn the_warden_redacts_what_a_read_returns() {
     assert!(text(&out.stderr).contains("github-token 1"));
     assert!(warden.journal().contains("\"github-token\":1"));
 }
+
+#[test]
+fn the_worker_can_read_the_journal_but_not_write_it() {
+    let warden = TestWarden::start("journal-mode", account("aromba"), 4);
+    let out = warden.ask(&["uptime"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let journal = warden.layout().journal_file();
+    let read = assert_cmd::Command::new("runuser")
+        .args(["-u", "aromba", "--", "cat"])
+        .arg(&journal)
+        .output()
+        .unwrap();
+    assert!(read.status.success(), "{}", text(&read.stderr));
+    assert!(text(&read.stdout).contains("\"cmd\":\"uptime\""));
+    let write = assert_cmd::Command::new("runuser")
+        .args(["-u", "aromba", "--", "sh", "-c", "echo forged >> \"$0\""])
+        .arg(&journal)
+        .output()
+        .unwrap();
+    assert!(
+        !write.status.success(),
+        "the Worker appended to the journal"
+    );
+    assert!(
+        text(&write.stderr).contains("Permission denied"),
+        "{}",
+        text(&write.stderr)
+    );
+    assert!(verify(&journal, None).is_ok());
+}

@@ -211,6 +211,29 @@ impl Drop for Fifo {
     }
 }
 
+/// Waits until `n` processes are running `cat PATH`.
+fn wait_for_readers(path: &str, n: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let running = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+            .filter(|cmdline| {
+                let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+                args.len() >= 2 && args[0].ends_with(b"/cat") && args[1] == path.as_bytes()
+            })
+            .count();
+        if running >= n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{running} of {n} cat commands started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_slow_command_blocks_no_other_connection_and_running_commands_are_bounded() {
     let fifo = Fifo::make();
@@ -221,7 +244,7 @@ fn a_slow_command_blocks_no_other_connection_and_running_commands_are_bounded() 
     send(&mut a, &read("cat", &[&path]));
     let mut b = w.connect();
     send(&mut b, &read("cat", &[&path]));
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for_readers(&path, 2);
     // Another connection is still answered…
     let mut c = w.connect();
     send(&mut c, &Request::Ping);
