@@ -445,6 +445,18 @@ fn signal_line(shared: &Shared, peer: &PeerCred, signal: &Signal) {
     journal(shared, "ladder-signal", m);
 }
 
+/// An allowed read that could not run: journaled, then answered as an error.
+fn failed(shared: &Shared, mut m: Map<String, Value>, e: &exec::ExecError) -> Response {
+    m.insert("verdict".into(), Value::from("failed"));
+    m.insert("error".into(), Value::from(e.to_string()));
+    match journal(shared, "read", m) {
+        Some(_) => Response::Error {
+            message: e.to_string(),
+        },
+        None => unjournaled(),
+    }
+}
+
 fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<String>) -> Response {
     let allowed = match policy::check(Table::Allow, &cmd, &args) {
         Ok(a) => a,
@@ -470,16 +482,7 @@ fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<String>) -> Res
     m.insert("rule".into(), Value::from(allowed.rule_name()));
     let bin = match exec::pick_binary(rule.cmd, rule.bins) {
         Ok(b) => b,
-        Err(e) => {
-            m.insert("verdict".into(), Value::from("failed"));
-            m.insert("error".into(), Value::from(e.to_string()));
-            return match journal(shared, "read", m) {
-                Some(_) => Response::Error {
-                    message: e.to_string(),
-                },
-                None => unjournaled(),
-            };
-        }
+        Err(e) => return failed(shared, m, &e),
     };
     let bounds = Bounds {
         timeout: Duration::from_secs(rule.timeout_s),
@@ -499,16 +502,7 @@ fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<String>) -> Res
     shared.running.give();
     let outcome = match outcome {
         Ok(o) => o,
-        Err(e) => {
-            m.insert("verdict".into(), Value::from("failed"));
-            m.insert("error".into(), Value::from(e.to_string()));
-            return match journal(shared, "read", m) {
-                Some(_) => Response::Error {
-                    message: e.to_string(),
-                },
-                None => unjournaled(),
-            };
-        }
+        Err(e) => return failed(shared, m, &e),
     };
     // Killed mid-write (cap or timeout): the last line of each stream may
     // hold the start of a secret.

@@ -32,9 +32,7 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    fn hex(b: &[u8]) -> String {
-        b.iter().map(|x| format!("{x:02x}")).collect()
-    }
+    use aromba_warden_proto::encode_hex as hex;
 
     #[test]
     fn matches_rfc4231_test_cases() {

@@ -21,6 +21,7 @@ mod verify;
 pub use hmac::{constant_time_eq, hmac_sha256};
 pub use verify::{VerifyError, VerifyReport, verify};
 
+use aromba_warden_proto::encode_hex as hex;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::fmt;
@@ -175,16 +176,6 @@ impl AuditKey {
     fn mac(&self, body: &[u8]) -> String {
         hex(&hmac_sha256(&self.0, body))
     }
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    s
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
