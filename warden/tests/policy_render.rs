@@ -9,14 +9,24 @@ fn repo() -> PathBuf {
 }
 
 /// The specification's policy block: from its first comment line to the end.
+/// The specification lives in `shared/seeds/` beside the repository (the
+/// nearest such folder up from it).
 fn specification_block() -> String {
-    let path = repo().join("../shared/seeds/000_00dac11962c139a6.txt");
-    let spec = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "the specification is beside the repository at {}: {e}",
-            path.display()
-        )
-    });
+    const SPEC: &str = "shared/seeds/000_00dac11962c139a6.txt";
+    let root = repo().canonicalize().expect("the repository");
+    let path = root
+        .ancestors()
+        .skip(1)
+        .map(|dir| dir.join(SPEC))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "the specification {SPEC} is not beside the repository {}",
+                root.display()
+            )
+        });
+    let spec = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read the specification at {}: {e}", path.display()));
     let start = spec
         .find("# Aromba Warden policy")
         .expect("the specification carries the policy block");
