@@ -35,8 +35,21 @@ enum Command {
         command: Vec<String>,
     },
     /// Show the Warden's state from its root-only control socket (run as
-    /// root): the journal's head and the policy's fingerprint.
+    /// root): the ladder, the phase, isolation, integrity, the journal's head.
     Status {
+        /// As for `ask`.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+    /// Disarm: the Warden stops itself and will not start again until
+    /// Aromba is reinstalled (run as root).
+    Panic {
+        /// As for `ask`.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+    /// Bring the ladder back to normal after it stepped up (run as root).
+    Resume {
         /// As for `ask`.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
@@ -48,41 +61,82 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Ask { root, command } => ask(root, command),
         Command::Status { root } => status(root),
+        Command::Panic { root } => ladder_verb(root, Request::Panic, "panic"),
+        Command::Resume { root } => ladder_verb(root, Request::Resume, "resume"),
     }
 }
 
-fn status(root: Option<PathBuf>) -> ExitCode {
+/// Sends a root verb to the control socket; one clear sentence on failure.
+fn control(root: Option<PathBuf>, request: &Request, verb: &str) -> Result<Response, ExitCode> {
     let (_, socket) = socket_paths(root.as_deref());
-    match warden_client::ask(&socket, &Request::Status) {
-        Ok(Response::Status {
-            journal_seq,
-            journal_head,
-            policy_sha256,
-        }) => {
-            println!("warden: running");
-            println!("journal: seq {journal_seq}, head {journal_head}");
-            println!("policy: sha256 {policy_sha256}");
-            ExitCode::SUCCESS
-        }
+    match warden_client::ask(&socket, request) {
         Ok(Response::Error { message }) => {
-            eprintln!("aromba: the Warden refused: {message}");
-            ExitCode::from(1)
+            eprintln!("aromba: the Warden refused {verb}: {message}");
+            Err(ExitCode::from(1))
+        }
+        Ok(r) => Ok(r),
+        Err(warden_client::ClientError::PermissionDenied(p)) => {
+            eprintln!(
+                "aromba: {verb} needs a root terminal (permission denied on {})",
+                p.display()
+            );
+            Err(ExitCode::from(1))
+        }
+        Err(warden_client::ClientError::NotRunning(p)) => {
+            eprintln!(
+                "aromba: the Warden is not running (no socket at {}); nothing to {verb}",
+                p.display()
+            );
+            Err(ExitCode::from(2))
+        }
+        Err(e) => {
+            eprintln!("aromba: {e}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+fn ladder_verb(root: Option<PathBuf>, request: Request, verb: &str) -> ExitCode {
+    match control(root, &request, verb) {
+        Ok(Response::Ladder { name, message, .. }) => {
+            println!("ladder: {name}");
+            println!("{message}");
+            ExitCode::SUCCESS
         }
         Ok(other) => {
             eprintln!("aromba: unexpected answer from the Warden: {other:?}");
             ExitCode::from(2)
         }
-        Err(warden_client::ClientError::PermissionDenied(p)) => {
-            eprintln!(
-                "aromba: permission denied on {}: status needs a root terminal",
-                p.display()
+        Err(code) => code,
+    }
+}
+
+fn status(root: Option<PathBuf>) -> ExitCode {
+    match control(root, &Request::Status, "status") {
+        Ok(Response::Status(st)) => {
+            println!("warden: running");
+            println!(
+                "ladder: {} (step {}){}",
+                st.ladder_name,
+                st.ladder_step,
+                if st.ladder_reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — {}", st.ladder_reason)
+                }
             );
-            ExitCode::from(1)
+            println!("phase: {}", st.phase);
+            println!("isolation: {}", st.isolation);
+            println!("integrity: {}", st.integrity);
+            println!("journal: seq {}, head {}", st.journal_seq, st.journal_head);
+            println!("policy: sha256 {}", st.policy_sha256);
+            ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("aromba: {e}");
+        Ok(other) => {
+            eprintln!("aromba: unexpected answer from the Warden: {other:?}");
             ExitCode::from(2)
         }
+        Err(code) => code,
     }
 }
 

@@ -26,6 +26,10 @@ fn warden_round_trips(n: usize, fsync: bool) -> (Duration, Duration) {
     let root = std::env::temp_dir().join(format!("aromba-bench-{}-{fsync}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let mut options = ServeOptions::new(Layout::rooted(&root), 0, 0);
+    // Root stands in for the Worker: its connections are the machine's.
+    options.watch_network = false;
+    // A benchmark is a burst by design: keep the ladder out of it.
+    options.command_threshold = usize::MAX;
     options.fsync = fsync;
     let server = Server::bind(options).expect("the Warden binds (run as root)");
     let handle = server.shutdown_handle();

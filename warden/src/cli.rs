@@ -14,10 +14,14 @@ USAGE:
     aromba-warden <COMMAND>
 
 COMMANDS:
-    install [--root DIR]
-                 Lay out the Warden's directories and write the policy
-                 rendering to /etc/aromba/warden/policy.toml (DIR/etc/policy.toml
-                 with --root). Run as root by the installer.
+    install [--root DIR] [--worker-bin PATH] [--worker-user NAME]
+                 Lay out the Warden's directories, write the policy rendering
+                 to /etc/aromba/warden/policy.toml (DIR/etc/policy.toml with
+                 --root), plant the honeypots, reset the ladder and record
+                 the integrity baseline of this binary and the Worker's
+                 (default /usr/local/bin/aromba). Run as root by the
+                 installer; running it again is how a disarmed Warden is
+                 recovered.
     serve [--root DIR] [--worker-user NAME]
                  Run the Warden: the Worker socket (only the Worker's uid)
                  and the control socket (only root), the policy, exec,
@@ -67,6 +71,8 @@ pub enum Command {
     },
     Install {
         root: Option<PathBuf>,
+        worker_bin: PathBuf,
+        worker_user: String,
     },
     Serve {
         root: Option<PathBuf>,
@@ -162,13 +168,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             )),
         },
         "serve" => parse_serve(&rest),
-        "install" => match rest.as_slice() {
-            [] => Ok(Command::Install { root: None }),
-            [flag, dir] if flag == "--root" => Ok(Command::Install {
-                root: Some(PathBuf::from(dir)),
-            }),
-            _ => Err(CliError::Usage("usage: aromba-warden install [--root DIR]")),
-        },
+        "install" => parse_install(&rest),
         "journal" => match rest.split_first() {
             Some((verify, opts)) if verify == "verify" => parse_journal_verify(opts),
             _ => Err(CliError::Usage(
@@ -177,6 +177,36 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
         },
         other => Err(CliError::UnknownCommand(other.to_string())),
     }
+}
+
+fn parse_install(opts: &[String]) -> Result<Command, CliError> {
+    const USAGE: &str =
+        "usage: aromba-warden install [--root DIR] [--worker-bin PATH] [--worker-user NAME]";
+    let (mut root, mut bin, mut user) = (None, None, None);
+    let mut it = opts.iter();
+    while let Some(a) = it.next() {
+        let slot = match a.as_str() {
+            "--root" => &mut root,
+            "--worker-bin" => &mut bin,
+            "--worker-user" => &mut user,
+            _ => {
+                return Err(CliError::UnexpectedArgument {
+                    command: "install",
+                    arg: a.clone(),
+                });
+            }
+        };
+        let value = it.next().ok_or(CliError::Usage(USAGE))?;
+        if slot.is_some() {
+            return Err(CliError::Usage(USAGE));
+        }
+        *slot = Some(value.clone());
+    }
+    Ok(Command::Install {
+        root: root.map(PathBuf::from),
+        worker_bin: PathBuf::from(bin.unwrap_or_else(|| "/usr/local/bin/aromba".to_string())),
+        worker_user: user.unwrap_or_else(|| "aromba".to_string()),
+    })
 }
 
 fn parse_serve(opts: &[String]) -> Result<Command, CliError> {

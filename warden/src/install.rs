@@ -1,26 +1,86 @@
-//! `aromba-warden install`: lays out the Warden's directories and writes the
-//! policy rendering to `etc/policy.toml` (`/etc/aromba/warden/policy.toml`),
-//! for people to read. The Warden never reads it back.
+//! `aromba-warden install`: lays out the Warden's directories, writes the
+//! policy rendering to `etc/policy.toml` (`/etc/aromba/warden/policy.toml`)
+//! for people to read (the Warden never reads it back), plants the honeypots,
+//! resets the ladder and records the integrity baseline — last, over
+//! everything written before it.
 
 #![forbid(unsafe_code)]
 
+use crate::integrity::Baseline;
+use crate::ladder::{Clock, Ladder};
 use crate::layout::Layout;
 use crate::policy;
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::Path;
 use std::path::PathBuf;
 
 /// What install wrote.
 #[derive(Debug)]
 pub struct Installed {
     pub policy: PathBuf,
+    pub honeypots: Vec<PathBuf>,
+    pub baseline: PathBuf,
 }
 
-/// Creates the directories and writes the policy rendering atomically
-/// (a temporary file, `fsync`, then `rename`).
-pub fn install(layout: &Layout) -> std::io::Result<Installed> {
-    for dir in [&layout.config_dir, &layout.state_dir, &layout.journal_dir] {
+/// Who and what install records.
+pub struct InstallOptions<'a> {
+    pub layout: &'a Layout,
+    /// The Warden's binary (`/proc/self/exe` when installing for real).
+    pub warden_bin: &'a Path,
+    pub worker_bin: &'a Path,
+    /// The Worker's group, which may read the honeypots (they must look
+    /// readable to a compromised Worker).
+    pub worker_gid: u32,
+    pub clock: std::sync::Arc<dyn Clock>,
+}
+
+/// Decoy secrets: realistic in shape, random, never valid anywhere.
+fn decoy(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut random = [0u8; 48];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut random)?;
+    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let text: String = random
+        .iter()
+        .map(|b| char::from(A[usize::from(b & 63)]))
+        .collect();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(match name.as_str() {
+        "credentials" => format!(
+            "[default]\naws_access_key_id = AKIA{}\naws_secret_access_key = {}\n",
+            text[..16].to_uppercase().replace(['+', '/'], "Q"),
+            &text[..40]
+        ),
+        "id_ed25519" => format!(
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n{text}\n-----END OPENSSH PRIVATE KEY-----\n"
+        ),
+        _ => format!(
+            "[assistant]\napi_key = \"sk-proj-{}\"\n",
+            text.replace(['+', '/'], "x")
+        ),
+    })
+}
+
+/// Creates the directories, writes the policy rendering atomically (a
+/// temporary file, `fsync`, then `rename`), plants the honeypots, resets
+/// the ladder and records the baseline.
+pub fn install(o: &InstallOptions<'_>) -> std::io::Result<Installed> {
+    let layout = o.layout;
+    for dir in [
+        &layout.config_dir,
+        &layout.state_dir,
+        &layout.journal_dir,
+        &layout.worker_config_dir,
+        &layout.worker_home,
+    ] {
         std::fs::create_dir_all(dir)?;
+    }
+    for dir in [&layout.worker_config_dir, &layout.worker_home] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
     }
     std::fs::set_permissions(&layout.config_dir, std::fs::Permissions::from_mode(0o755))?;
     std::fs::set_permissions(&layout.state_dir, std::fs::Permissions::from_mode(0o700))?;
@@ -36,5 +96,26 @@ pub fn install(layout: &Layout) -> std::io::Result<Installed> {
     f.sync_all()?;
     std::fs::rename(&tmp, &path)?;
     std::fs::File::open(&layout.config_dir)?.sync_all()?;
-    Ok(Installed { policy: path })
+    let fences = layout.fences_file();
+    if !fences.exists() {
+        std::fs::write(&fences, "")?;
+    }
+    let mut honeypots = Vec::new();
+    for pot in layout.honeypots() {
+        if let Some(dir) = pot.parent() {
+            std::fs::create_dir_all(dir)?;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
+        }
+        std::fs::write(&pot, decoy(&pot)?)?;
+        std::os::unix::fs::chown(&pot, Some(0), Some(o.worker_gid))?;
+        std::fs::set_permissions(&pot, std::fs::Permissions::from_mode(0o640))?;
+        honeypots.push(pot);
+    }
+    Ladder::reset(layout.ladder_file(), o.clock.clone()).map_err(std::io::Error::other)?;
+    Baseline::take(layout, o.warden_bin, o.worker_bin, o.clock.now())?.write(layout)?;
+    Ok(Installed {
+        policy: path,
+        honeypots,
+        baseline: layout.baseline_file(),
+    })
 }

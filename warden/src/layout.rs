@@ -17,6 +17,10 @@ pub struct Layout {
     /// Configuration the install step writes (the policy rendering, the
     /// audit key).
     pub config_dir: PathBuf,
+    /// The Worker's configuration (`network.toml`, the AI key's file).
+    pub worker_config_dir: PathBuf,
+    /// The Worker's home, where honeypots are planted.
+    pub worker_home: PathBuf,
 }
 
 impl Layout {
@@ -26,6 +30,8 @@ impl Layout {
             state_dir: PathBuf::from("/var/lib/aromba/warden"),
             journal_dir: PathBuf::from("/var/log/aromba"),
             config_dir: PathBuf::from("/etc/aromba/warden"),
+            worker_config_dir: PathBuf::from("/etc/aromba/worker"),
+            worker_home: PathBuf::from("/var/lib/aromba"),
         }
     }
 
@@ -35,6 +41,8 @@ impl Layout {
             state_dir: root.join("state"),
             journal_dir: root.join("journal"),
             config_dir: root.join("etc"),
+            worker_config_dir: root.join("worker"),
+            worker_home: root.join("home"),
         }
     }
 
@@ -52,6 +60,40 @@ impl Layout {
 
     pub fn journal_file(&self) -> PathBuf {
         self.journal_dir.join(crate::journal::FILE_NAME)
+    }
+
+    /// The ladder's state: root's, 0600, not in the integrity baseline.
+    pub fn ladder_file(&self) -> PathBuf {
+        self.state_dir.join("ladder.json")
+    }
+
+    /// The integrity baseline `install` records.
+    pub fn baseline_file(&self) -> PathBuf {
+        self.state_dir.join("baseline.json")
+    }
+
+    /// The Worker's secrets (its AI key): wiped at Cut.
+    pub fn ai_key_file(&self) -> PathBuf {
+        self.worker_config_dir.join("secrets.toml")
+    }
+
+    /// The hosts the Worker may connect to.
+    pub fn network_file(&self) -> PathBuf {
+        self.worker_config_dir.join("network.toml")
+    }
+
+    /// The fence list (data folders no chore may touch), one path a line.
+    pub fn fences_file(&self) -> PathBuf {
+        self.config_dir.join("fences")
+    }
+
+    /// Decoy secrets where a compromised Worker would look.
+    pub fn honeypots(&self) -> Vec<PathBuf> {
+        vec![
+            self.worker_home.join(".aws/credentials"),
+            self.worker_home.join(".ssh/id_ed25519"),
+            self.worker_config_dir.join("secrets.toml.bak"),
+        ]
     }
 
     /// The audit key the Warden uses when the file exists.

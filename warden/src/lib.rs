@@ -19,8 +19,11 @@
 pub mod cli;
 pub mod exec;
 pub mod install;
+pub mod integrity;
 pub mod journal;
+pub mod ladder;
 pub mod layout;
+pub mod netwatch;
 pub mod policy;
 pub mod redact_cmd;
 pub mod server;

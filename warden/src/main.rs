@@ -45,19 +45,11 @@ fn main() -> ExitCode {
         }
         Command::JournalVerify { path, key, root } => journal_verify(path, key, root),
         Command::Serve { root, worker_user } => serve(root, &worker_user),
-        Command::Install { root } => {
-            let layout = aromba_warden::layout::Layout::from_root(root.as_deref());
-            match aromba_warden::install::install(&layout) {
-                Ok(done) => {
-                    println!("wrote the policy rendering to {}", done.policy.display());
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("aromba-warden: install failed: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
+        Command::Install {
+            root,
+            worker_bin,
+            worker_user,
+        } => install(root, &worker_bin, &worker_user),
         Command::Redact | Command::RedactCut => {
             let cut = command == Command::RedactCut;
             let result = aromba_warden::redact_cmd::run(
@@ -137,6 +129,10 @@ fn serve(root: Option<std::path::PathBuf>, worker_user: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if account.uid == 0 {
+        eprintln!("aromba-warden: the Worker's account must not be root");
+        return ExitCode::FAILURE;
+    }
     let layout = Layout::from_root(root.as_deref());
     let options = ServeOptions::new(layout.clone(), account.uid, account.gid);
     let server = match Server::bind(options) {
@@ -154,4 +150,64 @@ fn serve(root: Option<std::path::PathBuf>, worker_user: &str) -> ExitCode {
     );
     server.run();
     ExitCode::SUCCESS
+}
+
+fn install(
+    root: Option<std::path::PathBuf>,
+    worker_bin: &std::path::Path,
+    worker_user: &str,
+) -> ExitCode {
+    use aromba_warden::install::{InstallOptions, install};
+    if aromba_warden::system::euid() != 0 {
+        eprintln!("aromba-warden: install must run as root");
+        return ExitCode::FAILURE;
+    }
+    let account = match aromba_warden::users::lookup(
+        std::path::Path::new("/etc/passwd"),
+        worker_user,
+    ) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            eprintln!(
+                "aromba-warden: the Worker's account {worker_user:?} does not exist; create it first"
+            );
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("aromba-warden: cannot read /etc/passwd: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if !worker_bin.is_file() {
+        eprintln!(
+            "aromba-warden: the Worker's binary {} does not exist; name it with --worker-bin",
+            worker_bin.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    let layout = aromba_warden::layout::Layout::from_root(root.as_deref());
+    let options = InstallOptions {
+        layout: &layout,
+        warden_bin: std::path::Path::new("/proc/self/exe"),
+        worker_bin,
+        worker_gid: account.gid,
+        clock: std::sync::Arc::new(aromba_warden::ladder::SystemClock),
+    };
+    match install(&options) {
+        Ok(done) => {
+            println!("wrote the policy rendering to {}", done.policy.display());
+            for pot in &done.honeypots {
+                println!("planted a honeypot at {}", pot.display());
+            }
+            println!(
+                "recorded the integrity baseline in {}",
+                done.baseline.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("aromba-warden: install failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -11,16 +11,19 @@
 #![forbid(unsafe_code)]
 
 use crate::exec::{self, Bounds};
+use crate::integrity::Baseline;
 use crate::journal::{AuditKey, Journal, JournalConfig, sha256_hex, verify};
+use crate::ladder::{Clock, Event, Ladder, LadderError, Step, SystemClock};
 use crate::layout::Layout;
 use crate::policy::{self, Table};
 use crate::signal::Signal;
 use crate::system::{self, PeerCred};
 use aromba_warden_proto::{
-    FrameError, MAX_REQUEST, MAX_RESPONSE, ReadResult, Request, Response, decode_request,
-    encode_response, read_frame, write_frame,
+    FrameError, LadderEvent, MAX_REQUEST, MAX_RESPONSE, ReadResult, Request, Response, Status,
+    decode_request, encode_response, read_frame, write_frame,
 };
 use serde_json::{Map, Value};
+use std::collections::VecDeque;
 use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -29,6 +32,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
+
+/// Reads in ten minutes above which the ladder climbs a step. The Worker's
+/// own schedule asks for a handful of health numbers every few minutes; a
+/// person in the chat, a few more.
+pub const COMMAND_THRESHOLD: usize = 60;
+/// At Slow and above: one command a minute.
+pub const SLOW_INTERVAL_S: u64 = 60;
 
 #[derive(Debug)]
 pub struct ServeOptions {
@@ -43,6 +53,24 @@ pub struct ServeOptions {
     /// How long a connection may sit idle between requests.
     pub idle: Duration,
     pub fsync: bool,
+    /// The ladder's clock (tests move it by hand).
+    pub clock: Arc<dyn Clock>,
+    /// How often the network tables are read and the ladder's decay checked.
+    pub watch_interval: Duration,
+    /// How often the integrity baseline is checked after start.
+    pub integrity_interval: Duration,
+    /// More reads than this in `command_window_s` is a ladder signal.
+    pub command_threshold: usize,
+    pub command_window_s: u64,
+    /// Read the Worker's TCP connections. Off only where the test's own uid
+    /// stands in for the Worker, whose connections are the test machine's.
+    pub watch_network: bool,
+}
+
+impl std::fmt::Debug for dyn Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Clock")
+    }
 }
 
 impl ServeOptions {
@@ -55,16 +83,28 @@ impl ServeOptions {
             max_connections: 64,
             idle: Duration::from_secs(60),
             fsync: true,
+            clock: Arc::new(SystemClock),
+            watch_interval: Duration::from_secs(2),
+            integrity_interval: Duration::from_secs(3600),
+            command_threshold: COMMAND_THRESHOLD,
+            command_window_s: 600,
+            watch_network: true,
         }
     }
 }
 
 #[derive(Debug)]
 pub enum ServeError {
-    Io { what: String, source: io::Error },
+    Io {
+        what: String,
+        source: io::Error,
+    },
     Journal(crate::journal::JournalError),
     Key(crate::journal::KeyError),
     NotASocket(std::path::PathBuf),
+    Ladder(LadderError),
+    /// `aromba panic` stopped the Warden; it does not start again.
+    Disarmed,
 }
 
 impl std::fmt::Display for ServeError {
@@ -73,6 +113,11 @@ impl std::fmt::Display for ServeError {
             ServeError::Io { what, source } => write!(f, "{what}: {source}"),
             ServeError::Journal(e) => write!(f, "{e}"),
             ServeError::Key(e) => write!(f, "{e}"),
+            ServeError::Ladder(e) => write!(f, "{e}"),
+            ServeError::Disarmed => write!(
+                f,
+                "the Warden was disarmed (aromba panic) and will not start again; reinstall Aromba to recover"
+            ),
             ServeError::NotASocket(p) => write!(
                 f,
                 "{} exists and is not a socket; refusing to replace it",
@@ -147,6 +192,21 @@ struct Shared {
     connections: Slots,
     policy_sha256: String,
     shutdown: AtomicBool,
+    ladder: Mutex<Ladder>,
+    /// When reads were served, for the too-many-commands signal and Slow.
+    recent: Mutex<VecDeque<u64>>,
+    baseline: Option<Baseline>,
+    integrity: Mutex<String>,
+    isolation: String,
+}
+
+impl Shared {
+    fn wake(&self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        let layout = &self.options.layout;
+        let _ = UnixStream::connect(layout.worker_socket());
+        let _ = UnixStream::connect(layout.control_socket());
+    }
 }
 
 /// A bound Warden, ready to serve.
@@ -164,11 +224,7 @@ pub struct ShutdownHandle {
 
 impl ShutdownHandle {
     pub fn shutdown(&self) {
-        self.shared.shutdown.store(true, Ordering::SeqCst);
-        // Wake both accept loops.
-        let layout = &self.shared.options.layout;
-        let _ = UnixStream::connect(layout.worker_socket());
-        let _ = UnixStream::connect(layout.control_socket());
+        self.shared.wake();
     }
 }
 
@@ -214,6 +270,14 @@ impl Server {
         config.fsync = options.fsync;
         config.reader_gid = Some(options.worker_gid);
         let journal = Journal::open(config).map_err(ServeError::Journal)?;
+        let baseline = Baseline::read(layout);
+        let installed = !matches!(baseline, Ok(None));
+        let ladder = Ladder::load(layout.ladder_file(), options.clock.clone(), installed)
+            .map_err(ServeError::Ladder)?;
+        if ladder.step() == Step::Disarm {
+            return Err(ServeError::Disarmed);
+        }
+        let isolation = isolation();
         let worker = bind(&layout.worker_socket(), 0o660, Some(options.worker_gid))?;
         let control = bind(&layout.control_socket(), 0o600, None)?;
         let shared = Arc::new(Shared {
@@ -222,6 +286,11 @@ impl Server {
             policy_sha256: sha256_hex(policy::render().as_bytes()),
             journal: Mutex::new(journal),
             shutdown: AtomicBool::new(false),
+            ladder: Mutex::new(ladder),
+            recent: Mutex::new(VecDeque::new()),
+            integrity: Mutex::new(String::from("not checked yet")),
+            baseline: baseline.as_ref().ok().cloned().flatten(),
+            isolation,
             options,
         });
         let server = Server {
@@ -230,6 +299,10 @@ impl Server {
             control,
         };
         server.journal_event("warden-started", Map::new());
+        if let Err(e) = baseline {
+            raise(&server.shared, None, Signal::IntegrityMismatch { what: e });
+        }
+        check_integrity(&server.shared);
         Ok(server)
     }
 
@@ -245,6 +318,10 @@ impl Server {
 
     /// Serves until the shutdown handle is used.
     pub fn run(self) {
+        let watcher = self.shared.clone();
+        thread::spawn(move || watch(&watcher));
+        let honeypots = self.shared.clone();
+        thread::spawn(move || watch_honeypots(&honeypots));
         let control_shared = self.shared.clone();
         let control = self.control;
         let control_loop =
@@ -388,12 +465,68 @@ fn serve(shared: &Shared, peer: &PeerCred, socket: Socket, request: Request) -> 
                 None => unjournaled(),
             }
         }
-        (Socket::Control, Request::Status) => {
-            let j = shared.journal.lock().unwrap_or_else(|p| p.into_inner());
-            Response::Status {
-                journal_seq: j.head().seq,
-                journal_head: j.head().hash.clone(),
-                policy_sha256: shared.policy_sha256.clone(),
+        (Socket::Control, Request::Status) => status(shared),
+        (Socket::Worker, Request::Panic) => {
+            let moved = shared
+                .ladder
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .panic_from_chat();
+            after_move(shared, moved);
+            ladder_response(shared)
+        }
+        (Socket::Control, Request::Panic) => {
+            let moved = shared
+                .ladder
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .disarm();
+            after_move(shared, moved);
+            ladder_response(shared)
+        }
+        (Socket::Control, Request::Resume) => {
+            let moved = shared
+                .ladder
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .resume();
+            after_move(shared, moved);
+            ladder_response(shared)
+        }
+        (Socket::Worker, Request::Events { after }) => {
+            let ladder = shared.ladder.lock().unwrap_or_else(|p| p.into_inner());
+            Response::Events {
+                events: ladder
+                    .events_after(after)
+                    .into_iter()
+                    .map(|e| LadderEvent {
+                        id: e.id,
+                        time: e.time,
+                        from: e.from as u64,
+                        to: e.to as u64,
+                        reason: e.reason,
+                        message: e.message,
+                    })
+                    .collect(),
+            }
+        }
+        (Socket::Worker, Request::RedAction { action, approval }) => {
+            let mut m = peer_fields(peer, socket);
+            m.insert("action".into(), Value::from(action.as_str()));
+            m.insert("approval".into(), Value::from(approval.is_some()));
+            m.insert("verdict".into(), Value::from("refused"));
+            let seq = journal(shared, "red-action", m);
+            // No relay key is pinned yet (pairing arrives with the relay), so
+            // no approval can be verified: every red action is refused, and
+            // asking for one is a signal.
+            raise(
+                shared,
+                Some(peer),
+                Signal::RedActionWithoutApproval { action },
+            );
+            Response::Refused {
+                reason: "a red action needs an approval the Warden can verify, and none can be verified here".into(),
+                journal_seq: seq,
             }
         }
         (Socket::Control, Request::JournalVerify) => {
@@ -431,6 +564,104 @@ fn serve(shared: &Shared, peer: &PeerCred, socket: Socket, request: Request) -> 
     }
 }
 
+fn ladder_response(shared: &Shared) -> Response {
+    let step = shared
+        .ladder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .step();
+    Response::Ladder {
+        step: step as u64,
+        name: step.name().into(),
+        message: step.message().into(),
+    }
+}
+
+fn status(shared: &Shared) -> Response {
+    let (step, reason) = {
+        let l = shared.ladder.lock().unwrap_or_else(|p| p.into_inner());
+        (l.step(), l.reason().to_string())
+    };
+    let now = shared.options.clock.now();
+    let phase = match &shared.baseline {
+        None => "not installed".to_string(),
+        Some(b) => {
+            let day = now.saturating_sub(b.installed_at) / 86_400 + 1;
+            if day <= 7 {
+                format!("day {day}: green chores only until day 8")
+            } else {
+                format!("day {day}: yellow and red chores with approval")
+            }
+        }
+    };
+    let (journal_seq, journal_head) = {
+        let j = shared.journal.lock().unwrap_or_else(|p| p.into_inner());
+        (j.head().seq, j.head().hash.clone())
+    };
+    Response::Status(Status {
+        ladder_step: step as u64,
+        ladder_name: step.name().into(),
+        ladder_reason: reason,
+        phase,
+        isolation: shared.isolation.clone(),
+        integrity: shared
+            .integrity
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone(),
+        journal_seq,
+        journal_head,
+        policy_sha256: shared.policy_sha256.clone(),
+    })
+}
+
+/// At Slow and above, one command a minute; and too many commands in the
+/// window is a signal. Returns a refusal when the read must wait.
+fn pace(shared: &Shared, peer: &PeerCred) -> Option<String> {
+    let now = shared.options.clock.now();
+    let step = shared
+        .ladder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .step();
+    let mut recent = shared.recent.lock().unwrap_or_else(|p| p.into_inner());
+    if step >= Step::Slow
+        && let Some(&last) = recent.back()
+        && now.saturating_sub(last) < SLOW_INTERVAL_S
+    {
+        return Some(format!(
+            "I'm slowed down (ladder step {}): one command a minute; try again in {} s",
+            step.name(),
+            SLOW_INTERVAL_S - now.saturating_sub(last)
+        ));
+    }
+    recent.push_back(now);
+    let window = shared.options.command_window_s;
+    while recent
+        .front()
+        .is_some_and(|&t| now.saturating_sub(t) >= window)
+    {
+        recent.pop_front();
+    }
+    if recent.len() > shared.options.command_threshold {
+        let count = recent.len();
+        // Start a new window: one signal per burst, not one per command.
+        let last = recent.back().copied();
+        recent.clear();
+        recent.extend(last);
+        drop(recent);
+        raise(
+            shared,
+            Some(peer),
+            Signal::TooManyCommands {
+                count,
+                window_s: window,
+            },
+        );
+    }
+    None
+}
+
 fn request_fields(peer: &PeerCred, cmd: &str, args: &[String]) -> Map<String, Value> {
     let mut m = peer_fields(peer, Socket::Worker);
     m.insert("cmd".into(), Value::from(cmd));
@@ -438,11 +669,199 @@ fn request_fields(peer: &PeerCred, cmd: &str, args: &[String]) -> Map<String, Va
     m
 }
 
-fn signal_line(shared: &Shared, peer: &PeerCred, signal: &Signal) {
-    let mut m = peer_fields(peer, Socket::Worker);
+/// Journals a ladder signal and moves the ladder.
+fn raise(shared: &Shared, peer: Option<&PeerCred>, signal: Signal) {
+    let mut m = match peer {
+        Some(p) => peer_fields(p, Socket::Worker),
+        None => Map::new(),
+    };
     m.insert("signal".into(), Value::from(signal.kind()));
     m.insert("detail".into(), Value::from(signal.to_string()));
     journal(shared, "ladder-signal", m);
+    let moved = shared
+        .ladder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .signal(&signal);
+    after_move(shared, moved);
+}
+
+/// Journals a move of the ladder and carries out what the new step means.
+fn after_move(shared: &Shared, moved: Result<Option<Event>, LadderError>) {
+    let event = match moved {
+        Ok(Some(e)) => e,
+        Ok(None) => return,
+        Err(e) => {
+            // The ladder's file could not be written: stop serving rather
+            // than run on with a state that would not survive a restart.
+            let mut m = Map::new();
+            m.insert("error".into(), Value::from(e.to_string()));
+            journal(shared, "ladder-unwritable", m);
+            shared.wake();
+            return;
+        }
+    };
+    let mut m = Map::new();
+    m.insert("event_id".into(), Value::from(event.id));
+    m.insert("from".into(), Value::from(event.from.name()));
+    m.insert("to".into(), Value::from(event.to.name()));
+    m.insert("reason".into(), Value::from(event.reason.as_str()));
+    m.insert("message".into(), Value::from(event.message.as_str()));
+    journal(shared, "ladder-move", m);
+    if event.to >= Step::Cut {
+        wipe_ai_key(shared);
+    }
+    if event.to == Step::Disarm {
+        shared.wake();
+    }
+}
+
+/// At Cut the Worker's AI key goes: overwritten, synced, removed. The
+/// Worker is told to drop its copy by the ladder event it fetches.
+fn wipe_ai_key(shared: &Shared) {
+    let path = shared.options.layout.ai_key_file();
+    let Ok(meta) = std::fs::metadata(&path) else {
+        return;
+    };
+    let result = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|mut f| {
+            use std::io::Write;
+            f.write_all(&vec![0u8; usize::try_from(meta.len()).unwrap_or(0)])?;
+            f.sync_all()?;
+            std::fs::remove_file(&path)
+        });
+    let mut m = Map::new();
+    m.insert("path".into(), Value::from(path.to_string_lossy().as_ref()));
+    if let Err(e) = &result {
+        m.insert("error".into(), Value::from(e.to_string()));
+    }
+    journal(shared, "ai-key-wiped", m);
+}
+
+/// Whether the cage can be built here: one real bubblewrap sandbox.
+fn isolation() -> String {
+    let bin = match exec::pick_binary("bwrap", &["/usr/bin/bwrap", "/bin/bwrap"]) {
+        Ok(b) => b,
+        Err(e) => return format!("none ({e})"),
+    };
+    let args: Vec<String> = [
+        "--unshare-all",
+        "--die-with-parent",
+        "--ro-bind",
+        "/",
+        "/",
+        "--",
+        "/bin/true",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let bounds = Bounds {
+        timeout: Duration::from_secs(10),
+        max_output_bytes: 4096,
+        low_priority: false,
+    };
+    match exec::run_program(&bin, &args, &[], &bounds) {
+        Ok(o) if o.exit_code == Some(0) => "available".into(),
+        Ok(o) => format!(
+            "none (bubblewrap could not create namespaces: {})",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ),
+        Err(e) => format!("none ({e})"),
+    }
+}
+
+/// Compares the baseline with what is on disk; a mismatch is a signal.
+fn check_integrity(shared: &Shared) {
+    let Some(baseline) = &shared.baseline else {
+        *shared.integrity.lock().unwrap_or_else(|p| p.into_inner()) =
+            "no baseline (not installed)".into();
+        return;
+    };
+    let bad = baseline.check(&shared.options.layout);
+    let now = shared.options.clock.now();
+    let state = if bad.is_empty() {
+        format!(
+            "ok (checked at {})",
+            crate::journal::time::rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(now))
+        )
+    } else {
+        format!("MISMATCH: {}", bad.join("; "))
+    };
+    *shared.integrity.lock().unwrap_or_else(|p| p.into_inner()) = state;
+    if !bad.is_empty() {
+        raise(
+            shared,
+            None,
+            Signal::IntegrityMismatch {
+                what: bad.join("; "),
+            },
+        );
+    }
+}
+
+/// The watcher: the ladder's decay, the Worker's connections, and the
+/// integrity check every `integrity_interval`.
+fn watch(shared: &Shared) {
+    let mut last_integrity = std::time::Instant::now();
+    while !shared.shutdown.load(Ordering::SeqCst) {
+        thread::sleep(shared.options.watch_interval);
+        let decayed = shared
+            .ladder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .decay();
+        after_move(shared, decayed);
+        let allowed = crate::netwatch::Allowed::read(&shared.options.layout.network_file());
+        for remote in crate::netwatch::connections_of(shared.options.worker_uid) {
+            if !allowed.permits(remote) {
+                raise(
+                    shared,
+                    None,
+                    Signal::UnknownHost {
+                        remote: remote.to_string(),
+                    },
+                );
+            }
+        }
+        if last_integrity.elapsed() >= shared.options.integrity_interval {
+            last_integrity = std::time::Instant::now();
+            check_integrity(shared);
+        }
+    }
+}
+
+/// Waits for opens of the honeypot files; each is a signal.
+fn watch_honeypots(shared: &Shared) {
+    let Ok(mut inotify) = crate::system::Inotify::new() else {
+        journal(shared, "honeypots-unwatched", Map::new());
+        return;
+    };
+    let mut watched = Vec::new();
+    for path in shared.options.layout.honeypots() {
+        if let Ok(wd) = inotify.watch_opens(&path) {
+            watched.push((wd, path));
+        }
+    }
+    if watched.is_empty() {
+        return;
+    }
+    while !shared.shutdown.load(Ordering::SeqCst) {
+        let Ok(wds) = inotify.wait() else { return };
+        for wd in wds {
+            if let Some((_, path)) = watched.iter().find(|(w, _)| *w == wd) {
+                raise(
+                    shared,
+                    None,
+                    Signal::HoneypotRead {
+                        path: path.to_string_lossy().into_owned(),
+                    },
+                );
+            }
+        }
+    }
 }
 
 /// An allowed read that could not run: journaled, then answered as an error.
@@ -458,6 +877,18 @@ fn failed(shared: &Shared, mut m: Map<String, Value>, e: &exec::ExecError) -> Re
 }
 
 fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<String>) -> Response {
+    if let Some(reason) = pace(shared, peer) {
+        let mut m = request_fields(peer, &cmd, &args);
+        m.insert("verdict".into(), Value::from("refused"));
+        m.insert("reason".into(), Value::from(reason.as_str()));
+        return match journal(shared, "read", m) {
+            Some(seq) => Response::Refused {
+                reason,
+                journal_seq: Some(seq),
+            },
+            None => unjournaled(),
+        };
+    }
     let allowed = match policy::check(Table::Allow, &cmd, &args) {
         Ok(a) => a,
         Err(refused) => {
@@ -465,8 +896,8 @@ fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<String>) -> Res
             m.insert("verdict".into(), Value::from("refused"));
             m.insert("reason".into(), Value::from(refused.reason.as_str()));
             let seq = journal(shared, "read", m);
-            if let Some(signal) = &refused.signal {
-                signal_line(shared, peer, signal);
+            if let Some(signal) = refused.signal.clone() {
+                raise(shared, Some(peer), signal);
             }
             return match seq {
                 Some(seq) => Response::Refused {

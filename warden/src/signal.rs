@@ -12,6 +12,20 @@ pub enum Signal {
     DenyListHit { pattern: &'static str },
     /// A request named a secret or fenced path.
     SecretPathRead { path: String, rule: String },
+    /// More commands in ten minutes than the documented threshold.
+    TooManyCommands { count: usize, window_s: u64 },
+    /// A process of the Worker's uid holds a TCP connection to an address
+    /// the Worker's `network.toml` does not list.
+    UnknownHost { remote: String },
+    /// The cage saw a chore change files outside its `touches`.
+    FilesOutsideTouches { chore: String, paths: Vec<String> },
+    /// A baselined file (a binary, the policy, the fence list, a state
+    /// record) no longer matches its baseline.
+    IntegrityMismatch { what: String },
+    /// A red action asked for without an approval the Warden could verify.
+    RedActionWithoutApproval { action: String },
+    /// A honeypot file was opened.
+    HoneypotRead { path: String },
 }
 
 impl Signal {
@@ -20,7 +34,24 @@ impl Signal {
         match self {
             Signal::DenyListHit { .. } => "deny-list-hit",
             Signal::SecretPathRead { .. } => "secret-path-read",
+            Signal::TooManyCommands { .. } => "too-many-commands",
+            Signal::UnknownHost { .. } => "unknown-host",
+            Signal::FilesOutsideTouches { .. } => "files-outside-touches",
+            Signal::IntegrityMismatch { .. } => "integrity-mismatch",
+            Signal::RedActionWithoutApproval { .. } => "red-action-without-approval",
+            Signal::HoneypotRead { .. } => "honeypot-read",
         }
+    }
+
+    /// Honeypot reads, integrity failures and unknown hosts go straight to
+    /// Cut; every other signal climbs one step.
+    pub fn jumps_to_cut(&self) -> bool {
+        matches!(
+            self,
+            Signal::HoneypotRead { .. }
+                | Signal::IntegrityMismatch { .. }
+                | Signal::UnknownHost { .. }
+        )
     }
 }
 
@@ -31,6 +62,25 @@ impl fmt::Display for Signal {
             Signal::SecretPathRead { path, rule } => {
                 write!(f, "read of a secret or fenced path {path} ({rule})")
             }
+            Signal::TooManyCommands { count, window_s } => {
+                write!(f, "{count} commands in {} minutes", window_s / 60)
+            }
+            Signal::UnknownHost { remote } => write!(
+                f,
+                "outbound connection to {remote}, which network.toml does not list"
+            ),
+            Signal::FilesOutsideTouches { chore, paths } => {
+                write!(
+                    f,
+                    "chore {chore} changed files outside its touches: {}",
+                    paths.join(", ")
+                )
+            }
+            Signal::IntegrityMismatch { what } => write!(f, "integrity: {what}"),
+            Signal::RedActionWithoutApproval { action } => {
+                write!(f, "red action {action} asked for without a fresh approval")
+            }
+            Signal::HoneypotRead { path } => write!(f, "honeypot {path} was opened"),
         }
     }
 }

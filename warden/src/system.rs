@@ -125,3 +125,56 @@ pub fn euid() -> u32 {
 pub fn raw_fd(fd: &impl AsRawFd) -> RawFd {
     fd.as_raw_fd()
 }
+
+/// An inotify instance watching files for opens (honeypots).
+pub struct Inotify {
+    file: std::fs::File,
+}
+
+impl Inotify {
+    pub fn new() -> io::Result<Inotify> {
+        // SAFETY: inotify_init1 takes a flag and returns a new descriptor or -1.
+        let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor nothing else owns.
+        let owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        Ok(Inotify {
+            file: std::fs::File::from(owned),
+        })
+    }
+
+    /// Watches `path` for opens and reads; returns the watch descriptor.
+    pub fn watch_opens(&self, path: &std::path::Path) -> io::Result<i32> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::other("a path with a NUL byte"))?;
+        let mask = libc::IN_OPEN | libc::IN_ACCESS;
+        // SAFETY: `c` is a valid NUL-terminated string for the call's
+        // duration; the descriptor is ours.
+        let wd = unsafe { libc::inotify_add_watch(self.file.as_raw_fd(), c.as_ptr(), mask) };
+        if wd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(wd)
+    }
+
+    /// Blocks until events arrive; returns the watch descriptors they name.
+    pub fn wait(&mut self) -> io::Result<Vec<i32>> {
+        use std::io::Read;
+        let mut buf = [0u8; 4096];
+        let n = self.file.read(&mut buf)?;
+        let mut wds = Vec::new();
+        let mut at = 0;
+        // struct inotify_event { int wd; u32 mask, cookie, len; char name[len]; }
+        while at + 16 <= n {
+            let wd = i32::from_ne_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
+            let len = u32::from_ne_bytes([buf[at + 12], buf[at + 13], buf[at + 14], buf[at + 15]])
+                as usize;
+            wds.push(wd);
+            at += 16 + len;
+        }
+        Ok(wds)
+    }
+}

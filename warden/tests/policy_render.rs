@@ -93,7 +93,14 @@ fn install_writes_the_rendering_the_warden_never_reads_back() {
     let _ = std::fs::remove_dir_all(&root);
     let out = assert_cmd::Command::cargo_bin("aromba-warden")
         .unwrap()
-        .args(["install", "--root"])
+        .args([
+            "install",
+            "--worker-bin",
+            "/bin/true",
+            "--worker-user",
+            "root",
+            "--root",
+        ])
         .arg(&root)
         .output()
         .unwrap();

@@ -25,6 +25,8 @@ impl Warden {
         let root = std::env::temp_dir().join(format!("aromba-proto-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let mut options = ServeOptions::new(Layout::rooted(&root), 0, 0);
+        // Root stands in for the Worker: its connections are the machine's.
+        options.watch_network = false;
         options.max_running = max_running;
         let server = Server::bind(options).expect("binds");
         let handle = server.shutdown_handle();

@@ -23,6 +23,43 @@ pub enum Request {
     Status,
     /// Control socket: verify the journal's chain.
     JournalVerify,
+    /// Worker socket: `/panic` from the chat (the ladder to Cut). Control
+    /// socket: `aromba panic` (the ladder to Disarm).
+    Panic,
+    /// Control socket: `aromba resume`, back to normal.
+    Resume,
+    /// Worker socket: the ladder's moves after event `after`, for the chat.
+    Events { after: u64 },
+    /// Worker socket: a red action. Refused unless its approval verifies.
+    RedAction {
+        action: String,
+        approval: Option<String>,
+    },
+}
+
+/// A move of the ladder, as the Worker turns it into a chat message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LadderEvent {
+    pub id: u64,
+    pub time: u64,
+    pub from: u64,
+    pub to: u64,
+    pub reason: String,
+    pub message: String,
+}
+
+/// What `aromba status` shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    pub ladder_step: u64,
+    pub ladder_name: String,
+    pub ladder_reason: String,
+    pub phase: String,
+    pub isolation: String,
+    pub integrity: String,
+    pub journal_seq: u64,
+    pub journal_head: String,
+    pub policy_sha256: String,
 }
 
 /// The outcome of a read, redacted.
@@ -58,14 +95,19 @@ pub enum Response {
         journal_seq: u64,
     },
     Pong,
-    Status {
-        journal_seq: u64,
-        journal_head: String,
-        policy_sha256: String,
-    },
+    Status(Status),
     Verified {
         ok: bool,
         report: String,
+    },
+    /// Where the ladder is after a panic or resume.
+    Ladder {
+        step: u64,
+        name: String,
+        message: String,
+    },
+    Events {
+        events: Vec<LadderEvent>,
     },
 }
 
@@ -199,7 +241,48 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
         Request::Ping => object("ping", vec![]),
         Request::Status => object("status", vec![]),
         Request::JournalVerify => object("journal_verify", vec![]),
+        Request::Panic => object("panic", vec![]),
+        Request::Resume => object("resume", vec![]),
+        Request::Events { after } => object("events", vec![("after", Value::from(*after))]),
+        Request::RedAction { action, approval } => object(
+            "red_action",
+            vec![
+                ("action", Value::from(action.as_str())),
+                (
+                    "approval",
+                    approval.as_deref().map_or(Value::Null, Value::from),
+                ),
+            ],
+        ),
     }
+}
+
+fn event_value(e: &LadderEvent) -> Value {
+    let mut m = Map::new();
+    m.insert("id".into(), Value::from(e.id));
+    m.insert("time".into(), Value::from(e.time));
+    m.insert("from".into(), Value::from(e.from));
+    m.insert("to".into(), Value::from(e.to));
+    m.insert("reason".into(), Value::from(e.reason.as_str()));
+    m.insert("message".into(), Value::from(e.message.as_str()));
+    Value::Object(m)
+}
+
+fn event_from(v: Value) -> Result<LadderEvent, ProtoError> {
+    let Value::Object(map) = v else {
+        return Err(err("an event must be an object"));
+    };
+    let mut f = Fields(map);
+    let e = LadderEvent {
+        id: f.u64("id")?,
+        time: f.u64("time")?,
+        from: f.u64("from")?,
+        to: f.u64("to")?,
+        reason: f.string("reason")?,
+        message: f.string("message")?,
+    };
+    f.done("event")?;
+    Ok(e)
 }
 
 pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
@@ -219,6 +302,20 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
         "ping" => Request::Ping,
         "status" => Request::Status,
         "journal_verify" => Request::JournalVerify,
+        "panic" => Request::Panic,
+        "resume" => Request::Resume,
+        "events" => Request::Events {
+            after: f.u64("after")?,
+        },
+        "red_action" => {
+            let action = f.string("action")?;
+            let approval = match f.take("approval")? {
+                Value::Null => None,
+                Value::String(s) => Some(s),
+                _ => return Err(err("\"approval\" must be a string or null")),
+            };
+            Request::RedAction { action, approval }
+        }
         other => return Err(err(format!("unknown request type {other:?}"))),
     };
     f.done(&kind)?;
@@ -265,16 +362,18 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
             object("noted", vec![("journal_seq", Value::from(*journal_seq))])
         }
         Response::Pong => object("pong", vec![]),
-        Response::Status {
-            journal_seq,
-            journal_head,
-            policy_sha256,
-        } => object(
+        Response::Status(st) => object(
             "status",
             vec![
-                ("journal_seq", Value::from(*journal_seq)),
-                ("journal_head", Value::from(journal_head.as_str())),
-                ("policy_sha256", Value::from(policy_sha256.as_str())),
+                ("ladder_step", Value::from(st.ladder_step)),
+                ("ladder_name", Value::from(st.ladder_name.as_str())),
+                ("ladder_reason", Value::from(st.ladder_reason.as_str())),
+                ("phase", Value::from(st.phase.as_str())),
+                ("isolation", Value::from(st.isolation.as_str())),
+                ("integrity", Value::from(st.integrity.as_str())),
+                ("journal_seq", Value::from(st.journal_seq)),
+                ("journal_head", Value::from(st.journal_head.as_str())),
+                ("policy_sha256", Value::from(st.policy_sha256.as_str())),
             ],
         ),
         Response::Verified { ok, report } => object(
@@ -283,6 +382,25 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                 ("ok", Value::from(*ok)),
                 ("report", Value::from(report.as_str())),
             ],
+        ),
+        Response::Ladder {
+            step,
+            name,
+            message,
+        } => object(
+            "ladder",
+            vec![
+                ("step", Value::from(*step)),
+                ("name", Value::from(name.as_str())),
+                ("message", Value::from(message.as_str())),
+            ],
+        ),
+        Response::Events { events } => object(
+            "events",
+            vec![(
+                "events",
+                Value::Array(events.iter().map(event_value).collect()),
+            )],
         ),
     }
 }
@@ -325,11 +443,33 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
             journal_seq: f.u64("journal_seq")?,
         },
         "pong" => Response::Pong,
-        "status" => Response::Status {
+        "status" => Response::Status(Status {
+            ladder_step: f.u64("ladder_step")?,
+            ladder_name: f.string("ladder_name")?,
+            ladder_reason: f.string("ladder_reason")?,
+            phase: f.string("phase")?,
+            isolation: f.string("isolation")?,
+            integrity: f.string("integrity")?,
             journal_seq: f.u64("journal_seq")?,
             journal_head: f.string("journal_head")?,
             policy_sha256: f.string("policy_sha256")?,
+        }),
+        "ladder" => Response::Ladder {
+            step: f.u64("step")?,
+            name: f.string("name")?,
+            message: f.string("message")?,
         },
+        "events" => {
+            let Value::Array(items) = f.take("events")? else {
+                return Err(err("\"events\" must be an array"));
+            };
+            Response::Events {
+                events: items
+                    .into_iter()
+                    .map(event_from)
+                    .collect::<Result<_, _>>()?,
+            }
+        }
         "verified" => Response::Verified {
             ok: f.bool("ok")?,
             report: f.string("report")?,
