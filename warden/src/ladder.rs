@@ -478,6 +478,32 @@ mod tests {
     }
 
     #[test]
+    fn every_ordinary_signal_climbs_exactly_one_step() {
+        for s in [
+            Signal::DenyListHit { pattern: "mkfs" },
+            Signal::SecretPathRead {
+                path: "/etc/shadow".into(),
+                rule: "secret_prefixes".into(),
+            },
+            Signal::TooManyCommands {
+                count: 61,
+                window_s: 600,
+            },
+            Signal::FilesOutsideTouches {
+                chore: "docker-cache".into(),
+                paths: vec!["/home/u/x".into()],
+            },
+            Signal::RedActionWithoutApproval {
+                action: "restart nginx".into(),
+            },
+        ] {
+            let (mut l, _) = ladder(s.kind());
+            let e = l.signal(&s).unwrap().expect("moved");
+            assert_eq!((e.from, e.to), (Step::Normal, Step::Slow), "{}", s.kind());
+        }
+    }
+
+    #[test]
     fn grave_signals_jump_to_cut() {
         for s in [
             Signal::HoneypotRead { path: "/x".into() },

@@ -519,13 +519,24 @@ fn serve(shared: &Shared, peer: &PeerCred, socket: Socket, request: Request) -> 
             // No relay key is pinned yet (pairing arrives with the relay), so
             // no approval can be verified: every red action is refused, and
             // asking for one is a signal.
+            let frozen = shared
+                .ladder
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .step()
+                >= Step::Freeze;
             raise(
                 shared,
                 Some(peer),
                 Signal::RedActionWithoutApproval { action },
             );
+            let reason = if frozen {
+                "the ladder is at Freeze or above: no chore or action runs until it comes down"
+            } else {
+                "a red action needs an approval the Warden can verify, and none can be verified here"
+            };
             Response::Refused {
-                reason: "a red action needs an approval the Warden can verify, and none can be verified here".into(),
+                reason: reason.into(),
                 journal_seq: seq,
             }
         }

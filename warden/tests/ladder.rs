@@ -380,3 +380,15 @@ fn a_damaged_ladder_file_is_taken_as_tampering() {
     );
     w.stop();
 }
+
+#[test]
+fn the_control_socket_verifies_the_journal() {
+    let root = root_for("verify");
+    let w = Warden::start(options(&root, None)).unwrap();
+    w.ask(&read("uptime", &[]));
+    let Response::Verified { ok, report } = w.control(&Request::JournalVerify) else {
+        panic!("no report")
+    };
+    assert!(ok, "{report}");
+    w.stop();
+}

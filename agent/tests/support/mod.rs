@@ -50,6 +50,17 @@ pub struct TestWarden {
 impl TestWarden {
     /// A Warden whose Worker socket serves `worker`.
     pub fn start(name: &str, worker: Account, max_running: usize) -> TestWarden {
+        TestWarden::start_with(name, worker, false, |o| o.max_running = max_running)
+    }
+
+    /// A Warden installed first (`install`: policy, honeypots, ladder,
+    /// baseline) when `installed`, with options adjusted by `adjust`.
+    pub fn start_with(
+        name: &str,
+        worker: Account,
+        installed: bool,
+        adjust: impl FnOnce(&mut ServeOptions),
+    ) -> TestWarden {
         let root = std::env::temp_dir().join(format!("aromba-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
@@ -57,8 +68,23 @@ impl TestWarden {
         // is traversable.
         std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
+        if installed {
+            let layout = Layout::rooted(&root);
+            std::fs::create_dir_all(root.join("bin")).unwrap();
+            let worker_bin = root.join("bin/aromba");
+            std::fs::copy(assert_cmd::cargo::cargo_bin("aromba"), &worker_bin).unwrap();
+            aromba_warden::install::install(&aromba_warden::install::InstallOptions {
+                layout: &layout,
+                warden_bin: Path::new("/proc/self/exe"),
+                worker_bin: &worker_bin,
+                worker_gid: worker.gid,
+                clock: std::sync::Arc::new(aromba_warden::ladder::SystemClock),
+            })
+            .expect("install");
+        }
         let mut options = ServeOptions::new(Layout::rooted(&root), worker.uid, worker.gid);
-        options.max_running = max_running;
+        options.watch_interval = std::time::Duration::from_millis(100);
+        adjust(&mut options);
         let server = Server::bind(options).expect("the Warden binds");
         let handle = server.shutdown_handle();
         let thread = std::thread::spawn(move || server.run());
@@ -71,6 +97,21 @@ impl TestWarden {
 
     pub fn layout(&self) -> Layout {
         Layout::rooted(&self.root)
+    }
+
+    /// `aromba status` as root, until its ladder line says `name`.
+    pub fn wait_for_ladder(&self, name: &str) -> String {
+        let want = format!("ladder: {name} ");
+        let mut last = String::new();
+        for _ in 0..100 {
+            let out = self.aromba_as("root", &["status"]);
+            last = text(&out.stdout);
+            if last.contains(&want) {
+                return last;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("the ladder never reached {name}:\n{last}");
     }
 
     pub fn journal(&self) -> String {
