@@ -64,6 +64,7 @@ fn bare_exec(n: usize) -> (Duration, Duration) {
         timeout: Duration::from_secs(30),
         max_output_bytes: 1 << 20,
         low_priority: false,
+        keep_fd: None,
     };
     let samples = (0..n)
         .map(|_| {

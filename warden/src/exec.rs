@@ -29,6 +29,8 @@ pub struct Bounds {
     /// stdout and stderr together.
     pub max_output_bytes: usize,
     pub low_priority: bool,
+    /// A descriptor the child keeps across exec (the cage's seccomp filter).
+    pub keep_fd: Option<std::os::fd::RawFd>,
 }
 
 /// What the program did, before redaction.
@@ -181,7 +183,7 @@ pub fn run_program(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    system::confine_child(&mut cmd, bounds.low_priority);
+    system::confine_child(&mut cmd, bounds.low_priority, bounds.keep_fd);
     let mut child: Child = cmd.spawn().map_err(|source| ExecError::Spawn {
         path: bin.to_path_buf(),
         source,

@@ -16,6 +16,7 @@
 // module says #![forbid(unsafe_code)] itself (a test checks).
 #![deny(unsafe_code)]
 
+pub mod cage;
 pub mod cli;
 pub mod exec;
 pub mod install;

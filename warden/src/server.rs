@@ -751,33 +751,20 @@ fn wipe_ai_key(shared: &Shared) {
     journal(shared, "ai-key-wiped", m);
 }
 
-/// Whether the cage can be built here: one real bubblewrap sandbox.
+/// Whether the cage can be built here: one real caged `/bin/true`, with the
+/// same bubblewrap flags and seccomp filter chores get.
 fn isolation() -> String {
-    let bin = match exec::pick_binary("bwrap", &["/usr/bin/bwrap", "/bin/bwrap"]) {
-        Ok(b) => b,
-        Err(e) => return format!("none ({e})"),
-    };
-    let args: Vec<String> = [
-        "--unshare-all",
-        "--die-with-parent",
-        "--ro-bind",
-        "/",
-        "/",
-        "--",
-        "/bin/true",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
     let bounds = Bounds {
         timeout: Duration::from_secs(10),
         max_output_bytes: 4096,
         low_priority: false,
+        keep_fd: None,
     };
-    match exec::run_program(&bin, &args, &[], &bounds) {
+    let spec = crate::cage::CageSpec::default();
+    match crate::cage::run_caged(&spec, std::path::Path::new("/bin/true"), &[], &bounds) {
         Ok(o) if o.exit_code == Some(0) => "available".into(),
         Ok(o) => format!(
-            "none (bubblewrap could not create namespaces: {})",
+            "none (bubblewrap could not build the cage: {})",
             String::from_utf8_lossy(&o.stderr).trim()
         ),
         Err(e) => format!("none ({e})"),
@@ -930,6 +917,7 @@ fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<String>) -> Res
         timeout: Duration::from_secs(rule.timeout_s),
         max_output_bytes: usize::try_from(policy::LIMITS.max_output_bytes).unwrap_or(usize::MAX),
         low_priority: rule.low_priority,
+        keep_fd: None,
     };
     let env: Vec<(String, String)> = rule
         .warden_env

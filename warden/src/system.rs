@@ -58,7 +58,10 @@ const IOPRIO_CLASS_SHIFT: u32 = 13;
 /// to mark every inherited descriptor above stderr close-on-exec, and — for
 /// `low_priority` — to lower its CPU priority to nice 19 and its IO class to
 /// idle, by system calls (never by spawning `nice`).
-pub fn confine_child(cmd: &mut std::process::Command, low_priority: bool) {
+///
+/// `keep` is one descriptor to hand down across exec (the cage's seccomp
+/// filter for bubblewrap); it keeps its number.
+pub fn confine_child(cmd: &mut std::process::Command, low_priority: bool, keep: Option<RawFd>) {
     let hook = move || -> io::Result<()> {
         // SAFETY: setsid, setpriority and raw syscalls are async-signal-safe
         // and touch no memory of the parent; this runs in the forked child.
@@ -74,6 +77,11 @@ pub fn confine_child(cmd: &mut std::process::Command, low_priority: bool) {
                 u32::MAX,
                 libc::CLOSE_RANGE_CLOEXEC,
             ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            if let Some(fd) = keep
+                && libc::fcntl(fd, libc::F_SETFD, 0) != 0
             {
                 return Err(io::Error::last_os_error());
             }
@@ -177,4 +185,26 @@ impl Inotify {
         }
         Ok(wds)
     }
+}
+
+/// `socket(2)` with the family passed as a full 64-bit register, as a caller
+/// bent on slipping past a filter that compares only part of it would. The
+/// cage's probe uses it to show the filter sees what the kernel sees.
+pub fn socket_raw(family: u64, kind: i32) -> io::Result<std::os::fd::OwnedFd> {
+    // SAFETY: socket takes plain integers; the result is a new descriptor
+    // or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_socket,
+            family,
+            kind as libc::c_long,
+            0 as libc::c_long,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = RawFd::try_from(fd).map_err(|_| io::Error::other("descriptor out of range"))?;
+    // SAFETY: `fd` is a fresh descriptor nothing else owns.
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
 }

@@ -11,6 +11,7 @@ fn bounds(timeout_ms: u64, cap: usize, low: bool) -> Bounds {
         timeout: Duration::from_millis(timeout_ms),
         max_output_bytes: cap,
         low_priority: low,
+        keep_fd: None,
     }
 }
 

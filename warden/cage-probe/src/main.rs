@@ -1,0 +1,86 @@
+//! `aromba-cage-probe CHECK`: tries one thing from inside the cage and
+//! prints what happened, for the cage's tests. Never shipped.
+
+#![forbid(unsafe_code)]
+
+use std::os::unix::net::UnixDatagram;
+use std::process::ExitCode;
+
+const SOCK_STREAM: i32 = 1;
+
+fn outcome<T>(r: std::io::Result<T>) -> String {
+    match r {
+        Ok(_) => "allowed".into(),
+        Err(e) => format!("refused: {e}"),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let line = match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["socket-unix-high-bits"] => outcome(aromba_warden::system::socket_raw(
+            0x1_0000_0001,
+            SOCK_STREAM,
+        )),
+        ["socket-unix"] => outcome(aromba_warden::system::socket_raw(1, SOCK_STREAM)),
+        ["socket-inet"] => outcome(aromba_warden::system::socket_raw(2, SOCK_STREAM)),
+        ["socketpair-unix"] => outcome(UnixDatagram::pair()),
+        ["status"] => std::fs::read_to_string("/proc/self/status")
+            .map(|s| {
+                s.lines()
+                    .filter(|l| {
+                        l.starts_with("CapEff")
+                            || l.starts_with("CapBnd")
+                            || l.starts_with("NoNewPrivs")
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_else(|e| format!("refused: {e}")),
+        ["write", path] => outcome(std::fs::write(path, b"x")),
+        ["read", path] => match std::fs::read(path) {
+            Ok(b) => format!("read {} bytes", b.len()),
+            Err(e) => format!("refused: {e}"),
+        },
+        ["processes"] => {
+            let mut names: Vec<String> = std::fs::read_dir("/proc")
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .filter(|e| {
+                            e.file_name()
+                                .to_string_lossy()
+                                .chars()
+                                .all(|c| c.is_ascii_digit())
+                        })
+                        .map(|e| {
+                            let comm =
+                                std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+                            format!("{} {}", e.file_name().to_string_lossy(), comm.trim())
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            names.sort();
+            names.join("\n")
+        }
+        ["tty"] => outcome(
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/tty"),
+        ),
+        _ => {
+            eprintln!(
+                "usage: aromba-cage-probe socket-unix-high-bits|socket-unix|socket-inet|socketpair-unix|status|write PATH|read PATH|processes|tty"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    println!("{line}");
+    ExitCode::SUCCESS
+}

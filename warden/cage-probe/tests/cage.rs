@@ -1,0 +1,250 @@
+//! The cage from inside, with real bubblewrap as root: the probe tries what
+//! a chore must not be able to do. These need root and bubblewrap; they
+//! fail, never skip, without them.
+
+use aromba_warden::cage::{CageSpec, Hidden, bwrap_args, run_caged, secret_paths};
+use aromba_warden::exec::Bounds;
+use aromba_warden::layout::Layout;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const PROBE: &str = env!("CARGO_BIN_EXE_aromba-cage-probe");
+
+fn bounds() -> Bounds {
+    Bounds {
+        timeout: Duration::from_secs(30),
+        max_output_bytes: 1 << 20,
+        low_priority: false,
+        keep_fd: None,
+    }
+}
+
+fn caged(spec: &CageSpec, program: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let o = run_caged(spec, Path::new(program), &args, &bounds())
+        .expect("the cage runs (root and bubblewrap needed)");
+    (
+        o.exit_code,
+        String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn probe(spec: &CageSpec, args: &[&str]) -> String {
+    let (code, out, err) = caged(spec, PROBE, args);
+    assert_eq!(code, Some(0), "probe {args:?}: {err}");
+    out
+}
+
+fn temp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("aromba-cage-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn a_unix_socket_is_refused_even_with_high_bits_in_the_family() {
+    let spec = CageSpec::default();
+    assert!(probe(&spec, &["socket-unix-high-bits"]).starts_with("refused"));
+    assert!(probe(&spec, &["socket-unix"]).starts_with("refused"));
+    assert!(probe(&spec, &["socketpair-unix"]).starts_with("refused"));
+    // The filter is not simply refusing sockets: an inet socket is made
+    // (in a network namespace with nothing in it).
+    assert_eq!(probe(&spec, &["socket-inet"]), "allowed");
+}
+
+#[test]
+fn remounting_the_root_writable_fails() {
+    let (code, _, err) = caged(
+        &CageSpec::default(),
+        "/bin/mount",
+        &["-o", "remount,rw", "/"],
+    );
+    assert_ne!(code, Some(0), "remount succeeded: {err}");
+}
+
+#[test]
+fn the_cage_has_no_capabilities_and_no_new_privileges() {
+    let out = probe(&CageSpec::default(), &["status"]);
+    assert!(out.contains("CapEff:\t0000000000000000"), "{out}");
+    assert!(out.contains("CapBnd:\t0000000000000000"), "{out}");
+    assert!(out.contains("NoNewPrivs:\t1"), "{out}");
+}
+
+#[test]
+fn a_copied_setuid_binary_does_not_elevate() {
+    let script =
+        format!("cp {PROBE} /tmp/p && chmod u+s /tmp/p && ls -l /tmp/p >&2 && /tmp/p status");
+    let (code, out, err) = caged(&CageSpec::default(), "/bin/sh", &["-c", &script]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("rws"), "the copy is setuid: {err}");
+    assert!(out.contains("CapEff:\t0000000000000000"), "{out}");
+}
+
+#[test]
+fn only_the_touches_are_writable() {
+    let touched = temp("touched");
+    // Outside /tmp, which the cage replaces with an empty tmpfs: this one is
+    // visible, read-only.
+    let untouched = PathBuf::from(format!(
+        "/var/tmp/aromba-cage-untouched-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&untouched).unwrap();
+    let spec = CageSpec {
+        touches: vec![touched.clone()],
+        ..CageSpec::default()
+    };
+    assert_eq!(
+        probe(&spec, &["write", touched.join("x").to_str().unwrap()]),
+        "allowed"
+    );
+    let refused = probe(&spec, &["write", untouched.join("x").to_str().unwrap()]);
+    assert!(refused.contains("Read-only file system"), "{refused}");
+    assert!(!untouched.join("x").exists());
+    std::fs::remove_dir_all(&untouched).unwrap();
+    assert!(probe(&spec, &["write", "/etc/aromba-cage-test"]).starts_with("refused"));
+}
+
+#[test]
+fn secret_paths_are_not_visible() {
+    let root = temp("secrets");
+    let layout = Layout::rooted(&root);
+    std::fs::create_dir_all(&layout.config_dir).unwrap();
+    std::fs::write(layout.config_dir.join("audit.key"), [7u8; 32]).unwrap();
+    std::fs::create_dir_all(layout.worker_home.join(".ssh")).unwrap();
+    std::fs::write(layout.worker_home.join(".ssh/id_ed25519"), "key").unwrap();
+    let spec = CageSpec {
+        hide: secret_paths(&layout),
+        ..CageSpec::default()
+    };
+    let key = layout.config_dir.join("audit.key");
+    assert!(probe(&spec, &["read", key.to_str().unwrap()]).starts_with("refused"));
+    let ssh = layout.worker_home.join(".ssh/id_ed25519");
+    assert!(probe(&spec, &["read", ssh.to_str().unwrap()]).starts_with("refused"));
+    // /etc/shadow is there, covered by /dev/null: nothing of it can be read.
+    let shadow = probe(&spec, &["read", "/etc/shadow"]);
+    assert!(
+        shadow == "read 0 bytes" || shadow.starts_with("refused"),
+        "{shadow}"
+    );
+}
+
+#[test]
+fn the_cage_sees_no_warden_process() {
+    // A new PID namespace: bubblewrap's init and the probe, nothing of the
+    // host (this test process, which stands in for the Warden, included).
+    let out = probe(&CageSpec::default(), &["processes"]);
+    let pids: Vec<u32> = out
+        .lines()
+        .filter_map(|l| l.split(' ').next().and_then(|p| p.parse().ok()))
+        .collect();
+    assert!(
+        !pids.is_empty() && pids.len() <= 3,
+        "processes visible in the cage: {out}"
+    );
+    assert!(pids.iter().all(|&p| p < 10), "{out}");
+}
+
+#[test]
+fn the_terminal_cannot_be_reached() {
+    assert!(probe(&CageSpec::default(), &["tty"]).starts_with("refused"));
+}
+
+#[test]
+fn the_environment_is_the_fixed_path_and_what_the_chore_declares() {
+    let spec = CageSpec {
+        env: vec![("KEEP_DAYS".into(), "7".into())],
+        ..CageSpec::default()
+    };
+    let (code, out, _) = caged(&spec, "/usr/bin/env", &[]);
+    assert_eq!(code, Some(0));
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "KEEP_DAYS=7".to_string(),
+            format!("PATH={}", aromba_warden::cage::CAGE_PATH),
+            // bubblewrap adds PWD for --chdir.
+            "PWD=/".to_string(),
+        ]
+    );
+}
+
+#[test]
+fn bwrap_argument_vector_is_exactly_this() {
+    let spec = CageSpec {
+        touches: vec![PathBuf::from("/var/cache/apt")],
+        network: false,
+        env: vec![("LANG".into(), "C.UTF-8".into())],
+        hide: vec![
+            Hidden::Dir("/root/.ssh".into()),
+            Hidden::File("/etc/shadow".into()),
+        ],
+    };
+    let got = bwrap_args(
+        &spec,
+        7,
+        "/usr/lib/aromba/chores/apt-clean",
+        &["--dry-run".into()],
+    );
+    let want = [
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-all",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+        "--setenv",
+        "PATH",
+        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--bind",
+        "/var/cache/apt",
+        "/var/cache/apt",
+        "--tmpfs",
+        "/root/.ssh",
+        "--ro-bind",
+        "/dev/null",
+        "/etc/shadow",
+        "--chdir",
+        "/",
+        "--seccomp",
+        "7",
+        "--",
+        "/usr/lib/aromba/chores/apt-clean",
+        "--dry-run",
+    ];
+    assert_eq!(got, want);
+    let with_net = bwrap_args(
+        &CageSpec {
+            network: true,
+            ..CageSpec::default()
+        },
+        3,
+        "/bin/true",
+        &[],
+    );
+    assert_eq!(
+        &with_net[..4],
+        [
+            "--die-with-parent",
+            "--new-session",
+            "--unshare-all",
+            "--share-net"
+        ]
+    );
+}

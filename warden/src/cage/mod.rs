@@ -1,0 +1,213 @@
+//! The cage: bubblewrap with only a chore's `touches` writable, secrets not
+//! visible at all, no capabilities, a fixed `PATH`, an empty environment
+//! but what the chore declares, no network unless asked, and a seccomp
+//! filter the Warden builds itself (`seccomp.rs`).
+//!
+//! Real root inside bubblewrap keeps every capability unless dropped (seen
+//! here: `mount -o remount,rw /` succeeded without `--cap-drop ALL`), so the
+//! argument vector below always drops them, and bubblewrap sets
+//! `no_new_privs` before running the chore.
+
+#![forbid(unsafe_code)]
+
+pub mod seccomp;
+
+use crate::exec::{self, Bounds, ExecError, RawOutcome};
+use crate::layout::Layout;
+use crate::policy::PATHS;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// The only `PATH` a caged program sees.
+pub const CAGE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// What one caged run may do.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CageSpec {
+    /// Paths bound writable (they must exist).
+    pub touches: Vec<PathBuf>,
+    /// Keep the host's network (only when the chore's header asks).
+    pub network: bool,
+    /// The environment, beyond `PATH`.
+    pub env: Vec<(String, String)>,
+    /// Secret paths to make invisible: directories get an empty tmpfs,
+    /// files `/dev/null`.
+    pub hide: Vec<Hidden>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Hidden {
+    Dir(PathBuf),
+    File(PathBuf),
+}
+
+/// The secret paths present on this host: the policy's secret prefixes
+/// that are plain paths, the host keys, the secret directories of every
+/// home, and the Warden's and the Worker's own directories.
+pub fn secret_paths(layout: &Layout) -> Vec<Hidden> {
+    let mut candidates: Vec<PathBuf> = PATHS
+        .secret_prefixes
+        .iter()
+        .filter(|p| {
+            ![
+                "/proc/self",
+                "/proc/thread-self",
+                "/dev",
+                "/sys/firmware",
+                "/etc/ssh/ssh_host_",
+            ]
+            .contains(p)
+        })
+        .map(PathBuf::from)
+        .collect();
+    if let Ok(entries) = std::fs::read_dir("/etc/ssh") {
+        candidates.extend(
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("ssh_host_"))
+                }),
+        );
+    }
+    let mut homes = vec![PathBuf::from("/root")];
+    if let Ok(entries) = std::fs::read_dir("/home") {
+        homes.extend(entries.filter_map(|e| e.ok().map(|e| e.path())));
+    }
+    homes.push(layout.worker_home.clone());
+    for home in &homes {
+        candidates.extend(PATHS.secret_dirs.iter().map(|d| home.join(d)));
+    }
+    candidates.extend([
+        layout.config_dir.clone(),
+        layout.state_dir.clone(),
+        layout.journal_dir.clone(),
+        layout.run_dir.clone(),
+        layout.worker_config_dir.clone(),
+    ]);
+    let mut hidden = Vec::new();
+    for path in candidates {
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => hidden.push(Hidden::Dir(path)),
+            Ok(m) if m.is_file() => hidden.push(Hidden::File(path)),
+            _ => {}
+        }
+    }
+    hidden.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+    hidden.dedup();
+    hidden
+}
+
+/// The bubblewrap argument vector. The order matters: bubblewrap applies
+/// mounts in order, so the writable touches come after the read-only root
+/// and the hidden secrets after both.
+pub fn bwrap_args(spec: &CageSpec, seccomp_fd: i32, program: &str, args: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = ["--die-with-parent", "--new-session", "--unshare-all"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    if spec.network {
+        v.push("--share-net".into());
+    }
+    v.extend(
+        [
+            "--cap-drop",
+            "ALL",
+            "--clearenv",
+            "--setenv",
+            "PATH",
+            CAGE_PATH,
+        ]
+        .map(String::from),
+    );
+    for (k, val) in &spec.env {
+        v.extend(["--setenv".to_string(), k.clone(), val.clone()]);
+    }
+    v.extend(
+        [
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+        ]
+        .map(String::from),
+    );
+    for t in &spec.touches {
+        let t = t.to_string_lossy().into_owned();
+        v.extend(["--bind".to_string(), t.clone(), t]);
+    }
+    for h in &spec.hide {
+        match h {
+            Hidden::Dir(d) => v.extend(["--tmpfs".to_string(), d.to_string_lossy().into_owned()]),
+            Hidden::File(f) => v.extend([
+                "--ro-bind".to_string(),
+                "/dev/null".to_string(),
+                f.to_string_lossy().into_owned(),
+            ]),
+        }
+    }
+    v.extend([
+        "--chdir".to_string(),
+        "/".to_string(),
+        "--seccomp".to_string(),
+        seccomp_fd.to_string(),
+        "--".to_string(),
+    ]);
+    v.push(program.to_string());
+    v.extend(args.iter().cloned());
+    v
+}
+
+#[derive(Debug)]
+pub enum CageError {
+    /// bubblewrap is missing or not root's.
+    NoBubblewrap(ExecError),
+    Filter(std::io::Error),
+    Run(ExecError),
+}
+
+impl std::fmt::Display for CageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CageError::NoBubblewrap(e) => write!(f, "no cage here: {e}"),
+            CageError::Filter(e) => write!(f, "cannot hand the seccomp filter to bubblewrap: {e}"),
+            CageError::Run(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for CageError {}
+
+/// Runs `program args…` in the cage. The filter goes to bubblewrap through
+/// a pipe the child keeps across exec.
+pub fn run_caged(
+    spec: &CageSpec,
+    program: &Path,
+    args: &[String],
+    bounds: &Bounds,
+) -> Result<RawOutcome, CageError> {
+    let bwrap = exec::pick_binary("bwrap", &["/usr/bin/bwrap", "/bin/bwrap"])
+        .map_err(CageError::NoBubblewrap)?;
+    let (reader, mut writer) = std::io::pipe().map_err(CageError::Filter)?;
+    // The filter is a few hundred bytes: it fits in the pipe's buffer, so
+    // writing it all before bubblewrap starts cannot block.
+    writer
+        .write_all(&seccomp::bytes())
+        .map_err(CageError::Filter)?;
+    drop(writer);
+    let fd = reader.as_raw_fd();
+    let argv = bwrap_args(spec, fd, &program.to_string_lossy(), args);
+    let bounds = Bounds {
+        keep_fd: Some(fd),
+        ..bounds.clone()
+    };
+    let outcome = exec::run_program(&bwrap, &argv, &[], &bounds).map_err(CageError::Run);
+    drop(reader);
+    outcome
+}
