@@ -17,6 +17,7 @@
 #![deny(unsafe_code)]
 
 pub mod cage;
+pub mod chores;
 pub mod cli;
 pub mod exec;
 pub mod install;

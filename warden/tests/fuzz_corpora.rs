@@ -4,6 +4,7 @@
 
 mod oracle;
 
+use aromba_warden::chores::header::Header;
 use aromba_warden::policy::{ALLOW, CHORE_ACTIONS, Table};
 use aromba_warden_proto::{MAX_REQUEST, decode_request, encode_request, read_frame};
 use std::path::PathBuf;
@@ -73,6 +74,23 @@ fn policy_matcher_corpus_keeps_the_stated_properties() {
         let args: Vec<String> = parts.take(64).collect();
         if let Err(broken) = oracle::check_properties(table, &cmd, &args) {
             panic!("{}: {cmd} {args:?}: {broken}", path.display());
+        }
+    }
+}
+
+#[test]
+fn chore_header_corpus_renders_back_to_the_same_meaning() {
+    for (path, data) in corpus("chore_header") {
+        let Ok(text) = std::str::from_utf8(&data) else {
+            continue;
+        };
+        if let Ok(header) = Header::parse(text) {
+            assert_eq!(
+                Header::parse(&header.render()).as_ref(),
+                Ok(&header),
+                "{}",
+                path.display()
+            );
         }
     }
 }
