@@ -30,6 +30,7 @@ fn main() {
         max_output_bytes: 1 << 20,
         low_priority: false,
         keep_fd: None,
+        stop: None,
     };
     let bwrap =
         pick_binary("bwrap", &["/usr/bin/bwrap", "/bin/bwrap"]).expect("bubblewrap is installed");

@@ -65,6 +65,7 @@ fn bare_exec(n: usize) -> (Duration, Duration) {
         max_output_bytes: 1 << 20,
         low_priority: false,
         keep_fd: None,
+        stop: None,
     };
     let samples = (0..n)
         .map(|_| {

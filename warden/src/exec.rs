@@ -31,6 +31,9 @@ pub struct Bounds {
     pub low_priority: bool,
     /// A descriptor the child keeps across exec (the cage's seccomp filter).
     pub keep_fd: Option<std::os::fd::RawFd>,
+    /// Set from another thread to kill the run (the chore runner's damage
+    /// cap); checked every 50 ms.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// What the program did, before redaction.
@@ -43,6 +46,8 @@ pub struct RawOutcome {
     /// The output passed the cap; the program was killed and the output cut.
     pub cut: bool,
     pub timed_out: bool,
+    /// Killed because `Bounds::stop` was set.
+    pub stopped: bool,
     pub duration: Duration,
 }
 
@@ -211,6 +216,7 @@ pub fn run_program(
     let mut cut = false;
     let mut timed_out = false;
     let mut killed = false;
+    let mut stopped = false;
     let mut grace: Option<Instant> = None;
     // Done when the program has exited and both pipes are closed — or, once
     // the group was killed, after a short grace for a process that left the
@@ -228,7 +234,22 @@ pub fn run_program(
             grace = Some(now + Duration::from_secs(2));
             continue;
         }
-        match rx.recv_timeout(until - now) {
+        if !killed
+            && let Some(stop) = &bounds.stop
+            && stop.load(std::sync::atomic::Ordering::SeqCst)
+        {
+            stopped = true;
+            let _ = system::kill_group(pgid);
+            killed = true;
+            grace = Some(now + Duration::from_secs(2));
+            continue;
+        }
+        let wait = if bounds.stop.is_some() {
+            (until - now).min(Duration::from_millis(50))
+        } else {
+            until - now
+        };
+        match rx.recv_timeout(wait) {
             Ok(Event::Closed) => closed += 1,
             Ok(Event::OverCap) => {
                 cut = true;
@@ -265,6 +286,7 @@ pub fn run_program(
         stderr,
         cut,
         timed_out,
+        stopped,
         duration: start.elapsed(),
     })
 }

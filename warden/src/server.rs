@@ -754,20 +754,12 @@ fn wipe_ai_key(shared: &Shared) {
 /// Whether the cage can be built here: one real caged `/bin/true`, with the
 /// same bubblewrap flags and seccomp filter chores get.
 fn isolation() -> String {
-    let bounds = Bounds {
-        timeout: Duration::from_secs(10),
-        max_output_bytes: 4096,
-        low_priority: false,
-        keep_fd: None,
-    };
-    let spec = crate::cage::CageSpec::default();
-    match crate::cage::run_caged(&spec, std::path::Path::new("/bin/true"), &[], &bounds) {
-        Ok(o) if o.exit_code == Some(0) => "available".into(),
-        Ok(o) => format!(
-            "none (bubblewrap could not build the cage: {})",
-            String::from_utf8_lossy(&o.stderr).trim()
-        ),
-        Err(e) => format!("none ({e})"),
+    let probe = exec::pick_binary("bwrap", &["/usr/bin/bwrap", "/bin/bwrap"])
+        .map_err(|e| e.to_string())
+        .and_then(|bwrap| crate::cage::probe(&bwrap));
+    match probe {
+        Ok(()) => "available".into(),
+        Err(why) => format!("none ({why})"),
     }
 }
 
@@ -918,6 +910,7 @@ fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<String>) -> Res
         max_output_bytes: usize::try_from(policy::LIMITS.max_output_bytes).unwrap_or(usize::MAX),
         low_priority: rule.low_priority,
         keep_fd: None,
+        stop: None,
     };
     let env: Vec<(String, String)> = rule
         .warden_env

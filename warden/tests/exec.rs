@@ -12,6 +12,7 @@ fn bounds(timeout_ms: u64, cap: usize, low: bool) -> Bounds {
         max_output_bytes: cap,
         low_priority: low,
         keep_fd: None,
+        stop: None,
     }
 }
 
@@ -160,4 +161,21 @@ fn a_binary_writable_by_others_or_not_roots_is_refused() {
         Path::new("/bin/true")
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn setting_stop_kills_the_run() {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let b = Bounds {
+        stop: Some(stop.clone()),
+        ..bounds(20_000, 1 << 20, false)
+    };
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let o = run_program(Path::new("/bin/sleep"), &["1000".into()], &[], &b).unwrap();
+    setter.join().unwrap();
+    assert!(o.stopped && !o.timed_out);
+    assert_eq!(o.signal, Some(9));
 }

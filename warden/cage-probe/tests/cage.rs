@@ -16,6 +16,7 @@ fn bounds() -> Bounds {
         max_output_bytes: 1 << 20,
         low_priority: false,
         keep_fd: None,
+        stop: None,
     }
 }
 

@@ -194,6 +194,17 @@ pub fn run_caged(
 ) -> Result<RawOutcome, CageError> {
     let bwrap = exec::pick_binary("bwrap", &["/usr/bin/bwrap", "/bin/bwrap"])
         .map_err(CageError::NoBubblewrap)?;
+    run_caged_with(&bwrap, spec, program, args, bounds)
+}
+
+/// As [`run_caged`], with the bubblewrap binary named (tests make it fail).
+pub fn run_caged_with(
+    bwrap: &Path,
+    spec: &CageSpec,
+    program: &Path,
+    args: &[String],
+    bounds: &Bounds,
+) -> Result<RawOutcome, CageError> {
     let (reader, mut writer) = std::io::pipe().map_err(CageError::Filter)?;
     // The filter is a few hundred bytes: it fits in the pipe's buffer, so
     // writing it all before bubblewrap starts cannot block.
@@ -207,7 +218,34 @@ pub fn run_caged(
         keep_fd: Some(fd),
         ..bounds.clone()
     };
-    let outcome = exec::run_program(&bwrap, &argv, &[], &bounds).map_err(CageError::Run);
+    let outcome = exec::run_program(bwrap, &argv, &[], &bounds).map_err(CageError::Run);
     drop(reader);
     outcome
+}
+
+/// Whether a real cage can be built with `bwrap`: a caged `/bin/true`, with
+/// every flag and the filter chores get. `Err` says why not.
+pub fn probe(bwrap: &Path) -> Result<(), String> {
+    let bounds = Bounds {
+        timeout: std::time::Duration::from_secs(10),
+        max_output_bytes: 4096,
+        low_priority: false,
+        keep_fd: None,
+        stop: None,
+    };
+    match run_caged_with(
+        bwrap,
+        &CageSpec::default(),
+        Path::new("/bin/true"),
+        &[],
+        &bounds,
+    ) {
+        Ok(o) if o.exit_code == Some(0) => Ok(()),
+        Ok(o) => Err(format!(
+            "bubblewrap could not build the cage (exit {:?}): {}",
+            o.exit_code,
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Err(e.to_string()),
+    }
 }

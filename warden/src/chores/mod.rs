@@ -1,6 +1,8 @@
-//! Chores: scripts with a strict header, run in the cage. Today: the header
-//! parser; the runner, the embedded system chores and approvals follow.
+//! Chores: scripts with a strict header (`header.rs`), run in the cage by
+//! `run.rs` under the rules of the specification. The embedded system
+//! chores, approvals, receipts and undo are in progress.
 
 #![forbid(unsafe_code)]
 
 pub mod header;
+pub mod run;

@@ -1,0 +1,232 @@
+//! Runs one chore: the rules that decide whether it may run at all, then
+//! the script in the cage with only its touches writable (none for a dry
+//! run), the damage cap checked while it runs and counted exactly after.
+
+#![forbid(unsafe_code)]
+
+use super::header::{Color, DEFAULT_MAX_FILES, DEFAULT_MAX_GB, Header};
+use crate::cage::{self, CageSpec};
+use crate::exec::{self, Bounds, RawOutcome};
+use crate::layout::Layout;
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The specification's sentence for hosts without namespaces.
+pub const NO_ISOLATION: &str = "This server has no isolation. I only run green system chores here.";
+pub const FIRST_WEEK: &str = "For the first 7 days after install only green chores run.";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Embedded in the Warden binary.
+    System,
+    /// The owner's, from `mine/` under the Warden's configuration directory.
+    Mine,
+}
+
+#[derive(Clone, Debug)]
+pub struct Chore {
+    pub header: Header,
+    pub script: String,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Reports what it would change; nothing is writable.
+    DryRun,
+    Real,
+}
+
+/// What the caller knows that the runner needs.
+pub struct Context<'a> {
+    pub layout: &'a Layout,
+    /// A real cage can be built here.
+    pub isolation: bool,
+    /// Whole days since install.
+    pub days_installed: u64,
+    /// The owner confirmed a damage cap above the default.
+    pub cap_confirmed: bool,
+    /// How often the damage cap is checked during the run (5 s).
+    pub cap_interval: Duration,
+    pub timeout: Duration,
+}
+
+#[derive(Debug)]
+pub struct Report {
+    pub outcome: RawOutcome,
+    /// Files added, removed or changed under the touches.
+    pub files_changed: u64,
+    pub bytes_changed: u64,
+    /// Killed at the damage cap.
+    pub over_cap: bool,
+    /// It tried to write outside its touches (the cage refused the write).
+    pub outside_touches: bool,
+}
+
+#[derive(Debug)]
+pub enum RunError {
+    /// The rules forbid this run; the reason is for the user.
+    Refused(String),
+    Cage(cage::CageError),
+    Exec(exec::ExecError),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Refused(r) => f.write_str(r),
+            RunError::Cage(e) => write!(f, "{e}"),
+            RunError::Exec(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// Whether the rules let `chore` run in `mode` here (approvals aside).
+pub fn admissible(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<(), String> {
+    let h = &chore.header;
+    if !ctx.isolation && !(chore.origin == Origin::System && h.color == Color::Green) {
+        return Err(NO_ISOLATION.into());
+    }
+    if mode == Mode::Real && h.color != Color::Green && ctx.days_installed < 7 {
+        return Err(FIRST_WEEK.into());
+    }
+    if (h.max_files > DEFAULT_MAX_FILES || h.max_gb > DEFAULT_MAX_GB) && !ctx.cap_confirmed {
+        return Err(format!(
+            "{} declares a damage cap of {} files, {} GB, above the default; it runs only once you confirm it",
+            h.name, h.max_files, h.max_gb
+        ));
+    }
+    Ok(())
+}
+
+type Tree = HashMap<PathBuf, (u64, i64, i64, u64)>;
+
+/// Every file under the touches, by size, mtime and inode (symlinks not
+/// followed).
+fn snapshot(touches: &[PathBuf]) -> Tree {
+    let mut tree = Tree::new();
+    let mut stack: Vec<PathBuf> = touches.to_vec();
+    while let Some(p) = stack.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        if meta.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(&p) {
+                stack.extend(entries.filter_map(|e| e.ok().map(|e| e.path())));
+            }
+        } else {
+            tree.insert(p, (meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ino()));
+        }
+    }
+    tree
+}
+
+/// Files added, removed or changed, and the bytes that moved.
+fn changes(before: &Tree, after: &Tree) -> (u64, u64) {
+    let mut files = 0u64;
+    let mut bytes = 0u64;
+    for (path, old) in before {
+        match after.get(path) {
+            None => {
+                files += 1;
+                bytes += old.0;
+            }
+            Some(new) if new != old => {
+                files += 1;
+                bytes += new.0.abs_diff(old.0).max(1);
+            }
+            Some(_) => {}
+        }
+    }
+    for (path, new) in after {
+        if !before.contains_key(path) {
+            files += 1;
+            bytes += new.0;
+        }
+    }
+    (files, bytes)
+}
+
+/// Runs `chore` in `mode`. The caller journals the report, raises the
+/// ladder signal for `outside_touches`, and writes the receipt.
+pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunError> {
+    admissible(chore, mode, ctx).map_err(RunError::Refused)?;
+    let h = &chore.header;
+    let mut env = h.env.clone();
+    let mut args = vec!["-c".to_string(), chore.script.clone(), h.name.clone()];
+    if mode == Mode::DryRun {
+        env.push(("AROMBA_DRY_RUN".into(), "1".into()));
+        args.push("--dry-run".into());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let bounds = Bounds {
+        timeout: ctx.timeout,
+        max_output_bytes: 1 << 20,
+        low_priority: true,
+        keep_fd: None,
+        stop: Some(stop.clone()),
+    };
+    // A dry run gets no writable path at all.
+    let touches = if mode == Mode::Real {
+        h.touches.clone()
+    } else {
+        Vec::new()
+    };
+    let before = snapshot(&h.touches);
+    let max_bytes = h.max_gb.saturating_mul(1 << 30);
+    let over_cap = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (stop, over, done) = (stop.clone(), over_cap.clone(), done.clone());
+        let (before, watched, interval, max_files) = (
+            before.clone(),
+            h.touches.clone(),
+            ctx.cap_interval,
+            h.max_files,
+        );
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                std::thread::sleep(interval);
+                let (files, bytes) = changes(&before, &snapshot(&watched));
+                if files > max_files || bytes > max_bytes {
+                    over.store(true, Ordering::SeqCst);
+                    stop.store(true, Ordering::SeqCst);
+                    return;
+                }
+            }
+        })
+    };
+    let outcome = if ctx.isolation {
+        let spec = CageSpec {
+            touches,
+            network: h.network,
+            env,
+            hide: cage::secret_paths(ctx.layout),
+        };
+        cage::run_caged(&spec, Path::new("/bin/sh"), &args, &bounds).map_err(RunError::Cage)
+    } else {
+        // No namespaces here: only green system chores get this far.
+        exec::run_program(Path::new("/bin/sh"), &args, &env, &bounds).map_err(RunError::Exec)
+    };
+    done.store(true, Ordering::SeqCst);
+    let _ = watcher.join();
+    let outcome = outcome?;
+    let (files_changed, bytes_changed) = changes(&before, &snapshot(&h.touches));
+    let stderr = String::from_utf8_lossy(&outcome.stderr);
+    let outside_touches = stderr.contains("Read-only file system");
+    Ok(Report {
+        over_cap: over_cap.load(Ordering::SeqCst)
+            || files_changed > h.max_files
+            || bytes_changed > max_bytes,
+        outside_touches,
+        files_changed,
+        bytes_changed,
+        outcome,
+    })
+}

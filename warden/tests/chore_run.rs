@@ -1,0 +1,183 @@
+//! Running chores: the rules first (isolation, the first week, the damage
+//! cap's confirmation), then the script in the real cage — only its
+//! touches writable, nothing for a dry run, killed at the damage cap.
+//! These need root and bubblewrap; they fail, never skip, without them.
+
+use aromba_warden::cage;
+use aromba_warden::chores::header::Header;
+use aromba_warden::chores::run::{
+    Chore, Context, FIRST_WEEK, Mode, NO_ISOLATION, Origin, RunError, run,
+};
+use aromba_warden::layout::Layout;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+struct Dirs {
+    root: PathBuf,
+    touched: PathBuf,
+    untouched: PathBuf,
+}
+
+impl Dirs {
+    /// Outside /tmp: the cage's /tmp is its own.
+    fn new(name: &str) -> Dirs {
+        let root = PathBuf::from(format!(
+            "/var/tmp/aromba-chore-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        let touched = root.join("touched");
+        let untouched = root.join("untouched");
+        std::fs::create_dir_all(&touched).unwrap();
+        std::fs::create_dir_all(&untouched).unwrap();
+        Dirs {
+            root,
+            touched,
+            untouched,
+        }
+    }
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn chore(color: &str, touches: &Path, extra: &str, body: &str, origin: Origin) -> Chore {
+    let script = format!(
+        "#!/bin/sh\n# aromba-chore: 1\n# name: test-chore\n# description: A chore of the tests\n# color: {color}\n# touches: {}\n{extra}# network: no\n# schedule: manual\n# end\n{body}\n",
+        touches.display()
+    );
+    Chore {
+        header: Header::parse(&script).expect("the test header parses"),
+        script,
+        origin,
+    }
+}
+
+fn ctx(layout: &Layout, isolation: bool, days: u64) -> Context<'_> {
+    Context {
+        layout,
+        isolation,
+        days_installed: days,
+        cap_confirmed: false,
+        cap_interval: Duration::from_millis(100),
+        timeout: Duration::from_secs(60),
+    }
+}
+
+fn stdout(r: &aromba_warden::chores::run::Report) -> String {
+    String::from_utf8_lossy(&r.outcome.stdout).into_owned()
+}
+
+#[test]
+fn a_real_run_writes_its_touches_and_nothing_else() {
+    let d = Dirs::new("real");
+    let layout = Layout::rooted(&d.root.join("aromba"));
+    let body = format!(
+        "echo kept > {t}/a\necho escaped > {u}/b || echo refused\n",
+        t = d.touched.display(),
+        u = d.untouched.display()
+    );
+    let c = chore("green", &d.touched, "", &body, Origin::Mine);
+    let r = run(&c, Mode::Real, &ctx(&layout, true, 30)).expect("runs");
+    assert!(stdout(&r).contains("refused"), "{}", stdout(&r));
+    assert!(d.touched.join("a").exists());
+    assert!(!d.untouched.join("b").exists());
+    assert_eq!(r.files_changed, 1);
+    assert!(r.outside_touches, "the write outside the touches was seen");
+}
+
+#[test]
+fn a_dry_run_is_told_so_and_changes_nothing() {
+    let d = Dirs::new("dry");
+    let layout = Layout::rooted(&d.root.join("aromba"));
+    let body = format!(
+        "if [ \"$AROMBA_DRY_RUN\" = 1 ] && [ \"$1\" = --dry-run ]; then echo would-write; fi\necho x > {}/a 2>/dev/null || echo not-written",
+        d.touched.display()
+    );
+    let c = chore("green", &d.touched, "", &body, Origin::Mine);
+    let r = run(&c, Mode::DryRun, &ctx(&layout, true, 30)).expect("runs");
+    assert_eq!(stdout(&r), "would-write\nnot-written\n");
+    assert_eq!(r.files_changed, 0);
+    assert!(!d.touched.join("a").exists());
+}
+
+#[test]
+fn the_damage_cap_kills_a_run_that_changes_too_many_files() {
+    let d = Dirs::new("cap");
+    let layout = Layout::rooted(&d.root.join("aromba"));
+    let body = format!(
+        "i=0; while [ $i -lt 1500 ]; do : > {}/f$i; i=$((i+1)); done; sleep 30",
+        d.touched.display()
+    );
+    let c = chore("green", &d.touched, "", &body, Origin::Mine);
+    let r = run(&c, Mode::Real, &ctx(&layout, true, 30)).expect("runs");
+    assert!(r.over_cap && r.outcome.stopped, "{r:?}");
+    assert!(!r.outcome.timed_out);
+    assert_eq!(r.files_changed, 1500, "the exact count after the run");
+}
+
+#[test]
+fn a_higher_damage_cap_needs_the_owners_confirmation() {
+    let d = Dirs::new("confirm");
+    let layout = Layout::rooted(&d.root.join("aromba"));
+    let c = chore(
+        "green",
+        &d.touched,
+        "# max_changes: 5000 files, 20 GB\n",
+        "true",
+        Origin::Mine,
+    );
+    let Err(RunError::Refused(why)) = run(&c, Mode::Real, &ctx(&layout, true, 30)) else {
+        panic!("ran unconfirmed")
+    };
+    assert!(why.contains("confirm"), "{why}");
+    let confirmed = Context {
+        cap_confirmed: true,
+        ..ctx(&layout, true, 30)
+    };
+    assert!(run(&c, Mode::Real, &confirmed).is_ok());
+}
+
+#[test]
+fn the_first_week_allows_only_green_real_runs() {
+    let d = Dirs::new("week");
+    let layout = Layout::rooted(&d.root.join("aromba"));
+    let yellow = chore("yellow", &d.touched, "", "true", Origin::System);
+    let Err(RunError::Refused(why)) = run(&yellow, Mode::Real, &ctx(&layout, true, 3)) else {
+        panic!("ran in week one")
+    };
+    assert_eq!(why, FIRST_WEEK);
+    assert!(
+        run(&yellow, Mode::DryRun, &ctx(&layout, true, 3)).is_ok(),
+        "a dry run is fine"
+    );
+    assert!(run(&yellow, Mode::Real, &ctx(&layout, true, 8)).is_ok());
+}
+
+#[test]
+fn without_isolation_only_green_system_chores_run() {
+    let d = Dirs::new("noiso");
+    let layout = Layout::rooted(&d.root.join("aromba"));
+    // bubblewrap that cannot build the cage: the host has no isolation.
+    let probe = cage::probe(Path::new("/bin/false"));
+    assert!(probe.is_err());
+    let isolation = probe.is_ok();
+    for (color, origin) in [
+        ("yellow", Origin::System),
+        ("red", Origin::System),
+        ("green", Origin::Mine),
+    ] {
+        let c = chore(color, &d.touched, "", "true", origin);
+        let Err(RunError::Refused(why)) = run(&c, Mode::Real, &ctx(&layout, isolation, 30)) else {
+            panic!("{color} {origin:?} ran without isolation")
+        };
+        assert_eq!(why, NO_ISOLATION);
+    }
+    let green = chore("green", &d.touched, "", "echo ran", Origin::System);
+    let r =
+        run(&green, Mode::Real, &ctx(&layout, isolation, 30)).expect("a green system chore runs");
+    assert_eq!(stdout(&r), "ran\n");
+}
