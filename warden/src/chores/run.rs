@@ -90,7 +90,8 @@ impl std::error::Error for RunError {}
 /// Whether the rules let `chore` run in `mode` here (approvals aside).
 pub fn admissible(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<(), String> {
     let h = &chore.header;
-    if !ctx.isolation && !(chore.origin == Origin::System && h.color == Color::Green) {
+    let green_system = chore.origin == Origin::System && h.color == Color::Green;
+    if !ctx.isolation && !green_system {
         return Err(NO_ISOLATION.into());
     }
     if mode == Mode::Real && h.color != Color::Green && ctx.days_installed < 7 {
