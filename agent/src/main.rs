@@ -54,6 +54,32 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },
+    /// List every chore with its color, schedule and last receipt (run as root).
+    Chores {
+        /// As for `ask`.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+    /// Run one chore now, as the schedule would; from a root terminal this
+    /// counts as your approval.
+    Chore {
+        #[command(subcommand)]
+        verb: ChoreVerb,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ChoreVerb {
+    /// `aromba chore run NAME [--dry-run]`.
+    Run {
+        name: String,
+        /// Report what it would change, and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// As for `ask`.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -63,6 +89,63 @@ fn main() -> ExitCode {
         Command::Status { root } => status(root),
         Command::Panic { root } => ladder_verb(root, Request::Panic, "panic"),
         Command::Resume { root } => ladder_verb(root, Request::Resume, "resume"),
+        Command::Chores { root } => chores(root),
+        Command::Chore {
+            verb:
+                ChoreVerb::Run {
+                    name,
+                    dry_run,
+                    root,
+                },
+        } => chore_run(root, name, dry_run),
+    }
+}
+
+fn chores(root: Option<PathBuf>) -> ExitCode {
+    match control(root, &Request::Chores, "chores") {
+        Ok(Response::Chores { chores }) => {
+            for c in chores {
+                println!(
+                    "{:<20} {:<7} {:<22} {:<7} {}",
+                    c.name, c.color, c.schedule, c.origin, c.last_receipt
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(other) => {
+            eprintln!("aromba: unexpected answer from the Warden: {other:?}");
+            ExitCode::from(2)
+        }
+        Err(code) => code,
+    }
+}
+
+fn chore_run(root: Option<PathBuf>, name: String, dry_run: bool) -> ExitCode {
+    match control(root, &Request::ChoreRun { name, dry_run }, "chore run") {
+        Ok(Response::Receipt {
+            receipt,
+            stdout,
+            stderr,
+            ok,
+        }) => {
+            let _ = std::io::stdout().write_all(printable(&stdout).as_bytes());
+            let _ = std::io::stderr().write_all(printable(&stderr).as_bytes());
+            println!("receipt: {receipt}");
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Ok(Response::Refused { reason, .. }) => {
+            eprintln!("aromba: refused: {reason}");
+            ExitCode::from(1)
+        }
+        Ok(other) => {
+            eprintln!("aromba: unexpected answer from the Warden: {other:?}");
+            ExitCode::from(2)
+        }
+        Err(code) => code,
     }
 }
 

@@ -96,6 +96,10 @@ pub fn install(o: &InstallOptions<'_>) -> std::io::Result<Installed> {
     f.sync_all()?;
     std::fs::rename(&tmp, &path)?;
     std::fs::File::open(&layout.config_dir)?.sync_all()?;
+    // Where chores of ours move what they take away (never deleted outright).
+    let quarantine = layout.worker_home.join("quarantine");
+    std::fs::create_dir_all(&quarantine)?;
+    std::fs::set_permissions(&quarantine, std::fs::Permissions::from_mode(0o700))?;
     let fences = layout.fences_file();
     if !fences.exists() {
         std::fs::write(&fences, "")?;

@@ -540,6 +540,8 @@ fn serve(shared: &Shared, peer: &PeerCred, socket: Socket, request: Request) -> 
                 journal_seq: seq,
             }
         }
+        (Socket::Control, Request::Chores) => chores_list(shared),
+        (Socket::Control, Request::ChoreRun { name, dry_run }) => chore_run(shared, &name, dry_run),
         (Socket::Control, Request::JournalVerify) => {
             let path = shared.options.layout.journal_file();
             let key = match shared.options.layout.audit_key() {
@@ -572,6 +574,266 @@ fn serve(shared: &Shared, peer: &PeerCred, socket: Socket, request: Request) -> 
                 message: format!("that request is not served on the {} socket", socket.name()),
             }
         }
+    }
+}
+
+fn runs_dir(shared: &Shared) -> std::path::PathBuf {
+    shared.options.layout.state_dir.join("runs")
+}
+
+fn chores_list(shared: &Shared) -> Response {
+    let (chores, _refused) = crate::chores::catalog::all(&shared.options.layout);
+    let runs = runs_dir(shared);
+    Response::Chores {
+        chores: chores
+            .iter()
+            .map(|c| aromba_warden_proto::ChoreInfo {
+                name: c.header.name.clone(),
+                color: c.header.color.name().into(),
+                schedule: c.header.schedule.to_string(),
+                origin: match c.origin {
+                    crate::chores::run::Origin::System => "system".into(),
+                    crate::chores::run::Origin::Mine => "mine".into(),
+                },
+                last_receipt: std::fs::read_to_string(runs.join(format!("{}.last", c.header.name)))
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_else(|_| "never run".into()),
+            })
+            .collect(),
+    }
+}
+
+/// Time-sync units: the only restart a green chore may ask for.
+const TIME_SYNC_UNITS: &[&str] = &[
+    "systemd-timesyncd.service",
+    "chrony.service",
+    "chronyd.service",
+    "ntp.service",
+    "ntpsec.service",
+];
+
+fn green_may_request(action: &[String]) -> bool {
+    match action {
+        [cmd, a, b] if cmd == "timedatectl" => a == "set-ntp" && b == "true",
+        [cmd, a, unit] if cmd == "systemctl" => {
+            a == "restart" && TIME_SYNC_UNITS.contains(&unit.as_str())
+        }
+        _ => false,
+    }
+}
+
+/// Runs one chore action outside the cage, after a clean real run.
+fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) -> String {
+    let shown = action.join(" ");
+    let Some((cmd, args)) = action.split_first() else {
+        return format!("{shown}: empty");
+    };
+    let verdict = if green && !green_may_request(action) {
+        Err("a green chore may request only time sync's two actions".to_string())
+    } else {
+        policy::check(Table::ChoreAction, cmd, args).map_err(|r| r.reason)
+    };
+    let mut m = Map::new();
+    m.insert("chore".into(), Value::from(chore));
+    m.insert("action".into(), Value::from(shown.as_str()));
+    let line = match verdict {
+        Err(reason) => {
+            m.insert("verdict".into(), Value::from("refused"));
+            m.insert("reason".into(), Value::from(reason.as_str()));
+            format!("{shown}: refused ({reason})")
+        }
+        Ok(allowed) => {
+            let rule = allowed.rule;
+            let mut run_args = allowed.args.clone();
+            if let Some((first, rest)) = run_args.split_first() {
+                // The policy's own additions go right after the subcommand.
+                let mut with = vec![first.clone()];
+                with.extend(rule.warden_adds.iter().map(|s| s.to_string()));
+                with.extend(rest.iter().cloned());
+                run_args = with;
+            }
+            let env: Vec<(String, String)> = rule
+                .warden_env
+                .iter()
+                .filter_map(|kv| {
+                    kv.split_once('=')
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                })
+                .collect();
+            let bounds = Bounds {
+                timeout: Duration::from_secs(rule.timeout_s),
+                max_output_bytes: 1 << 20,
+                low_priority: rule.low_priority,
+                keep_fd: None,
+                stop: None,
+            };
+            let result = exec::pick_binary(rule.cmd, rule.bins)
+                .and_then(|bin| exec::run_program(&bin, &run_args, &env, &bounds));
+            match result {
+                Ok(o) => {
+                    m.insert("verdict".into(), Value::from("ran"));
+                    m.insert(
+                        "exit_code".into(),
+                        o.exit_code.map_or(Value::Null, Value::from),
+                    );
+                    format!(
+                        "{shown}: exit {}",
+                        o.exit_code.map_or("killed".into(), |c| c.to_string())
+                    )
+                }
+                Err(e) => {
+                    m.insert("verdict".into(), Value::from("failed"));
+                    m.insert("error".into(), Value::from(e.to_string()));
+                    format!("{shown}: failed ({e})")
+                }
+            }
+        }
+    };
+    journal(shared, "chore-action", m);
+    line
+}
+
+fn chore_run(shared: &Shared, name: &str, dry_run: bool) -> Response {
+    use crate::chores::run::{self as run, Mode};
+    let refuse = |reason: String| Response::Refused {
+        reason,
+        journal_seq: None,
+    };
+    if shared
+        .ladder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .step()
+        >= Step::Freeze
+    {
+        return refuse(
+            "the ladder is at Freeze or above: no chore runs until it comes down".into(),
+        );
+    }
+    let (chores, _) = crate::chores::catalog::all(&shared.options.layout);
+    let Some(chore) = chores.into_iter().find(|c| c.header.name == name) else {
+        return refuse(format!(
+            "there is no chore named {name:?}; `aromba chores` lists them"
+        ));
+    };
+    let mode = if dry_run { Mode::DryRun } else { Mode::Real };
+    let runs = runs_dir(shared);
+    let _ = std::fs::create_dir_all(&runs);
+    let seen = runs.join(format!("{name}.dry-run-seen"));
+    if mode == Mode::Real && !seen.exists() {
+        return refuse(format!(
+            "{name}'s first real run needs a dry run you saw first: `aromba chore run {name} --dry-run`"
+        ));
+    }
+    let now = shared.options.clock.now();
+    let days_installed = shared
+        .baseline
+        .as_ref()
+        .map_or(0, |b| now.saturating_sub(b.installed_at) / 86_400);
+    let ctx = run::Context {
+        layout: &shared.options.layout,
+        isolation: shared.isolation == "available",
+        days_installed,
+        cap_confirmed: false,
+        cap_interval: Duration::from_secs(5),
+        timeout: Duration::from_secs(900),
+    };
+    let mut m = Map::new();
+    m.insert("chore".into(), Value::from(name));
+    m.insert(
+        "mode".into(),
+        Value::from(if dry_run { "dry-run" } else { "real" }),
+    );
+    m.insert("approval".into(), Value::from("root terminal"));
+    let report = match run::run(&chore, mode, &ctx) {
+        Ok(r) => r,
+        Err(e) => {
+            m.insert("verdict".into(), Value::from("refused"));
+            m.insert("reason".into(), Value::from(e.to_string()));
+            let seq = journal(shared, "chore-run", m);
+            return Response::Refused {
+                reason: e.to_string(),
+                journal_seq: seq,
+            };
+        }
+    };
+    let killed = report.outcome.cut || report.outcome.timed_out || report.outcome.stopped;
+    let redact = |b: &[u8]| {
+        if killed {
+            aromba_redact::redact_cut(b)
+        } else {
+            aromba_redact::redact(b)
+        }
+    };
+    let (stdout, stderr) = (
+        redact(&report.outcome.stdout),
+        redact(&report.outcome.stderr),
+    );
+    let clean = report.outcome.exit_code == Some(0)
+        && !report.over_cap
+        && !report.outside_touches
+        && !killed;
+    m.insert(
+        "exit_code".into(),
+        report.outcome.exit_code.map_or(Value::Null, Value::from),
+    );
+    m.insert("files_changed".into(), Value::from(report.files_changed));
+    m.insert("bytes_changed".into(), Value::from(report.bytes_changed));
+    m.insert("over_cap".into(), Value::from(report.over_cap));
+    m.insert(
+        "outside_touches".into(),
+        Value::from(report.outside_touches),
+    );
+    m.insert(
+        "verdict".into(),
+        Value::from(if clean { "clean" } else { "failed" }),
+    );
+    journal(shared, "chore-run", m);
+    if report.outside_touches {
+        raise(
+            shared,
+            None,
+            Signal::FilesOutsideTouches {
+                chore: name.to_string(),
+                paths: vec!["(a write the cage refused; see the run's output)".into()],
+            },
+        );
+    }
+    let mut receipt = format!(
+        "{name}: {} run, {}, {} files changed ({} bytes)",
+        if dry_run { "dry" } else { "real" },
+        match report.outcome.exit_code {
+            Some(0) => "exit 0".to_string(),
+            Some(c) => format!("exit {c}"),
+            None => "killed".to_string(),
+        },
+        report.files_changed,
+        report.bytes_changed
+    );
+    if report.over_cap {
+        receipt.push_str("; killed at the damage cap");
+    }
+    if mode == Mode::Real && clean {
+        let green = chore.header.color == crate::chores::header::Color::Green;
+        for action in &chore.header.actions {
+            receipt.push_str("; ");
+            receipt.push_str(&chore_action(shared, name, green, action));
+        }
+    }
+    if mode == Mode::DryRun && report.outcome.exit_code == Some(0) {
+        // From the root terminal the owner saw this dry run.
+        let _ = std::fs::write(&seen, receipt.as_bytes());
+    }
+    let _ = std::fs::write(runs.join(format!("{name}.last")), receipt.as_bytes());
+    let mut r = Map::new();
+    r.insert("chore".into(), Value::from(name));
+    r.insert("receipt".into(), Value::from(receipt.as_str()));
+    journal(shared, "receipt", r);
+    Response::Receipt {
+        receipt,
+        stdout: stdout.text,
+        stderr: stderr.text,
+        ok: clean,
     }
 }
 

@@ -123,8 +123,12 @@ impl TestWarden {
         let mut cmd = Command::new("runuser");
         cmd.args(["-u", user, "--"])
             .arg(assert_cmd::cargo::cargo_bin("aromba"));
-        let (verb, rest) = args.split_first().expect("a verb");
-        cmd.arg(verb).arg("--root").arg(&self.root).args(rest);
+        // `--root DIR` goes before a `--`, or at the end.
+        let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+        cmd.args(&args[..split])
+            .arg("--root")
+            .arg(&self.root)
+            .args(&args[split..]);
         cmd.output().expect("runuser runs")
     }
 

@@ -35,6 +35,21 @@ pub enum Request {
         action: String,
         approval: Option<String>,
     },
+    /// Control socket: every chore, its color, schedule and last receipt.
+    Chores,
+    /// Control socket: run one chore now, from a root terminal (the owner's
+    /// approval).
+    ChoreRun { name: String, dry_run: bool },
+}
+
+/// One line of `aromba chores`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChoreInfo {
+    pub name: String,
+    pub color: String,
+    pub schedule: String,
+    pub origin: String,
+    pub last_receipt: String,
 }
 
 /// A move of the ladder, as the Worker turns it into a chat message.
@@ -108,6 +123,16 @@ pub enum Response {
     },
     Events {
         events: Vec<LadderEvent>,
+    },
+    Chores {
+        chores: Vec<ChoreInfo>,
+    },
+    /// What one chore run did: the receipt, and its redacted output.
+    Receipt {
+        receipt: String,
+        stdout: Vec<u8>,
+        stderr: Vec<u8>,
+        ok: bool,
     },
 }
 
@@ -242,6 +267,14 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
         Request::Status => object("status", vec![]),
         Request::JournalVerify => object("journal_verify", vec![]),
         Request::Panic => object("panic", vec![]),
+        Request::Chores => object("chores", vec![]),
+        Request::ChoreRun { name, dry_run } => object(
+            "chore_run",
+            vec![
+                ("name", Value::from(name.as_str())),
+                ("dry_run", Value::from(*dry_run)),
+            ],
+        ),
         Request::Resume => object("resume", vec![]),
         Request::Events { after } => object("events", vec![("after", Value::from(*after))]),
         Request::RedAction { action, approval } => object(
@@ -303,6 +336,11 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
         "status" => Request::Status,
         "journal_verify" => Request::JournalVerify,
         "panic" => Request::Panic,
+        "chores" => Request::Chores,
+        "chore_run" => Request::ChoreRun {
+            name: f.string("name")?,
+            dry_run: f.bool("dry_run")?,
+        },
         "resume" => Request::Resume,
         "events" => Request::Events {
             after: f.u64("after")?,
@@ -402,7 +440,38 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                 Value::Array(events.iter().map(event_value).collect()),
             )],
         ),
+        Response::Chores { chores } => object(
+            "chores",
+            vec![(
+                "chores",
+                Value::Array(chores.iter().map(chore_value).collect()),
+            )],
+        ),
+        Response::Receipt {
+            receipt,
+            stdout,
+            stderr,
+            ok,
+        } => object(
+            "receipt",
+            vec![
+                ("receipt", Value::from(receipt.as_str())),
+                ("stdout_hex", Value::from(encode_hex(stdout))),
+                ("stderr_hex", Value::from(encode_hex(stderr))),
+                ("ok", Value::from(*ok)),
+            ],
+        ),
     }
+}
+
+fn chore_value(c: &ChoreInfo) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), Value::from(c.name.as_str()));
+    m.insert("color".into(), Value::from(c.color.as_str()));
+    m.insert("schedule".into(), Value::from(c.schedule.as_str()));
+    m.insert("origin".into(), Value::from(c.origin.as_str()));
+    m.insert("last_receipt".into(), Value::from(c.last_receipt.as_str()));
+    Value::Object(m)
 }
 
 pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
@@ -458,6 +527,36 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
             step: f.u64("step")?,
             name: f.string("name")?,
             message: f.string("message")?,
+        },
+        "chores" => {
+            let Value::Array(items) = f.take("chores")? else {
+                return Err(err("\"chores\" must be an array"));
+            };
+            let chores = items
+                .into_iter()
+                .map(|v| {
+                    let Value::Object(map) = v else {
+                        return Err(err("a chore must be an object"));
+                    };
+                    let mut c = Fields(map);
+                    let info = ChoreInfo {
+                        name: c.string("name")?,
+                        color: c.string("color")?,
+                        schedule: c.string("schedule")?,
+                        origin: c.string("origin")?,
+                        last_receipt: c.string("last_receipt")?,
+                    };
+                    c.done("chore")?;
+                    Ok(info)
+                })
+                .collect::<Result<_, _>>()?;
+            Response::Chores { chores }
+        }
+        "receipt" => Response::Receipt {
+            receipt: f.string("receipt")?,
+            stdout: f.hex("stdout_hex")?,
+            stderr: f.hex("stderr_hex")?,
+            ok: f.bool("ok")?,
         },
         "events" => {
             let Value::Array(items) = f.take("events")? else {

@@ -4,5 +4,6 @@
 
 #![forbid(unsafe_code)]
 
+pub mod catalog;
 pub mod header;
 pub mod run;

@@ -1,0 +1,135 @@
+//! `aromba chores` and `aromba chore run` from a root terminal, against a
+//! real Warden: the embedded system chores, the owner's `mine/`, the
+//! dry-run-first rule, receipts.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use support::{TestWarden, account, text};
+
+#[test]
+fn chores_lists_the_system_chores() {
+    let warden = TestWarden::start_with("chores-list", account("aromba"), true, |_| {});
+    let out = warden.aromba_as("root", &["chores"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    for name in ["time-sync", "journal-vacuum", "apt-clean"] {
+        assert!(s.contains(name), "{name} missing:\n{s}");
+    }
+    assert!(s.contains("never run"));
+}
+
+#[test]
+fn a_first_real_run_needs_a_dry_run_first_and_both_leave_receipts() {
+    let warden = TestWarden::start_with("chores-dry", account("aromba"), true, |_| {});
+    let out = warden.aromba_as("root", &["chore", "run", "time-sync"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("needs a dry run"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = warden.aromba_as("root", &["chore", "run", "time-sync", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("would turn network time sync on"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(text(&out.stdout).contains("receipt: time-sync: dry run, exit 0"));
+    let out = warden.aromba_as("root", &["chore", "run", "time-sync"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    assert!(s.contains("receipt: time-sync: real run, exit 0"), "{s}");
+    // Its two chore actions ran (or were tried) outside the cage afterwards.
+    assert!(
+        s.contains("timedatectl set-ntp true:")
+            && s.contains("systemctl restart systemd-timesyncd.service:"),
+        "{s}"
+    );
+    let journal = warden.journal();
+    assert!(
+        journal.contains("\"kind\":\"chore-action\"") && journal.contains("\"kind\":\"receipt\"")
+    );
+    let out = warden.aromba_as("root", &["chores"]);
+    assert!(
+        text(&out.stdout).contains("time-sync: real run"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn the_owners_chores_run_under_the_same_rules() {
+    let warden = TestWarden::start_with("chores-mine", account("aromba"), true, |_| {});
+    let mine = warden.layout().config_dir.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let touched = std::path::PathBuf::from(format!("/var/tmp/aromba-mine-{}", std::process::id()));
+    std::fs::create_dir_all(&touched).unwrap();
+    let script = format!(
+        "#!/bin/sh\n# aromba-chore: 1\n# name: hello\n# description: Say hello\n# color: yellow\n# touches: {}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would-say-hello; exit 0; fi\necho hello > {}/hello\n",
+        touched.display(),
+        touched.display()
+    );
+    std::fs::write(mine.join("hello.sh"), &script).unwrap();
+    std::fs::set_permissions(
+        mine.join("hello.sh"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let out = warden.aromba_as("root", &["chore", "run", "hello", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("would-say-hello"));
+    // A yellow chore's real run waits out the first week.
+    let out = warden.aromba_as("root", &["chore", "run", "hello"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("first 7 days"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!touched.join("hello").exists());
+    // A script anyone could have edited is not a chore.
+    std::fs::set_permissions(
+        mine.join("hello.sh"),
+        std::fs::Permissions::from_mode(0o666),
+    )
+    .unwrap();
+    let out = warden.aromba_as("root", &["chores"]);
+    assert!(
+        !text(&out.stdout).contains("hello"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = warden.aromba_as("root", &["chore", "run", "hello", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(1));
+    let _ = std::fs::remove_dir_all(&touched);
+}
+
+#[test]
+fn chores_are_refused_at_freeze_and_to_non_root() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let clock = aromba_warden::ladder::ManualClock::new(now);
+    let c = clock.clone();
+    let warden = TestWarden::start_with("chores-freeze", account("aromba"), true, move |o| {
+        o.clock = c
+    });
+    let out = warden.aromba_as("aromba", &["chores"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // Two deny-list hits a minute apart (Slow paces the second otherwise).
+    warden.ask(&["rm", "-rf", "/"]);
+    clock.advance(61);
+    warden.ask(&["mkfs.ext4", "/dev/sda"]);
+    warden.wait_for_ladder("freeze");
+    let out = warden.aromba_as("root", &["chore", "run", "time-sync", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("Freeze"),
+        "{}",
+        text(&out.stderr)
+    );
+}
