@@ -115,6 +115,7 @@ pub fn install(o: &InstallOptions<'_>) -> std::io::Result<Installed> {
         std::fs::set_permissions(&pot, std::fs::Permissions::from_mode(0o640))?;
         honeypots.push(pot);
     }
+    crate::approvals::server_id(layout)?;
     Ladder::reset(layout.ladder_file(), o.clock.clone()).map_err(std::io::Error::other)?;
     Baseline::take(layout, o.warden_bin, o.worker_bin, o.clock.now())?.write(layout)?;
     Ok(Installed {

@@ -16,6 +16,7 @@
 // module says #![forbid(unsafe_code)] itself (a test checks).
 #![deny(unsafe_code)]
 
+pub mod approvals;
 pub mod cage;
 pub mod chores;
 pub mod cli;

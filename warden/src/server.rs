@@ -541,7 +541,34 @@ fn serve(shared: &Shared, peer: &PeerCred, socket: Socket, request: Request) -> 
             }
         }
         (Socket::Control, Request::Chores) => chores_list(shared),
-        (Socket::Control, Request::ChoreRun { name, dry_run }) => chore_run(shared, &name, dry_run),
+        (Socket::Control, Request::ChoreRun { name, dry_run }) => {
+            chore_run(shared, &name, dry_run, RunSource::RootTerminal)
+        }
+        (Socket::Worker, Request::DryRun { chore }) => {
+            chore_run(shared, &chore, true, RunSource::Worker)
+        }
+        (Socket::Worker, Request::DryRunShown { chore }) => dry_run_shown(shared, peer, &chore),
+        (Socket::Worker, Request::Propose { chore }) => propose(shared, peer, &chore),
+        (
+            Socket::Worker,
+            Request::Approve {
+                action_id,
+                button,
+                chat,
+                time,
+                signature,
+            },
+        ) => approve(
+            shared,
+            peer,
+            crate::approvals::Approval {
+                action_id,
+                button,
+                chat,
+                time,
+                signature,
+            },
+        ),
         (Socket::Control, Request::JournalVerify) => {
             let path = shared.options.layout.journal_file();
             let key = match shared.options.layout.audit_key() {
@@ -693,7 +720,120 @@ fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) ->
     line
 }
 
-fn chore_run(shared: &Shared, name: &str, dry_run: bool) -> Response {
+/// Who asked for a chore run, which is what stands for its approval.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RunSource {
+    /// `aromba chore run` in a root terminal: the owner's approval, and the
+    /// owner saw any dry run there.
+    RootTerminal,
+    /// The Worker: dry runs only.
+    Worker,
+    /// A relay-signed tap the Warden verified.
+    Approved,
+}
+
+impl RunSource {
+    fn name(self) -> &'static str {
+        match self {
+            RunSource::RootTerminal => "root terminal",
+            RunSource::Worker => "worker (dry run)",
+            RunSource::Approved => "relay-signed tap",
+        }
+    }
+}
+
+fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Response {
+    let runs = runs_dir(shared);
+    let ran = runs.join(format!("{chore}.dry-ran"));
+    let mut m = peer_fields(peer, Socket::Worker);
+    m.insert("chore".into(), Value::from(chore));
+    if !ran.exists() {
+        m.insert("verdict".into(), Value::from("refused"));
+        let seq = journal(shared, "dry-run-shown", m);
+        return Response::Refused {
+            reason: format!("no dry run of {chore:?} was made to show"),
+            journal_seq: seq,
+        };
+    }
+    let _ = std::fs::rename(&ran, runs.join(format!("{chore}.dry-run-seen")));
+    m.insert("verdict".into(), Value::from("recorded"));
+    match journal(shared, "dry-run-shown", m) {
+        Some(journal_seq) => Response::Noted { journal_seq },
+        None => unjournaled(),
+    }
+}
+
+fn propose(shared: &Shared, peer: &PeerCred, chore: &str) -> Response {
+    let refuse = |reason: String| Response::Refused {
+        reason,
+        journal_seq: None,
+    };
+    let (chores, _) = crate::chores::catalog::all(&shared.options.layout);
+    let Some(c) = chores.iter().find(|c| c.header.name == chore) else {
+        return refuse(format!("there is no chore named {chore:?}"));
+    };
+    if c.header.color == crate::chores::header::Color::Green {
+        return refuse(format!("{chore} is green: it needs no approval"));
+    }
+    let layout = &shared.options.layout;
+    let issued = crate::approvals::issue(layout, chore, shared.options.clock.now())
+        .and_then(|id| crate::approvals::server_id(layout).map(|server| (id, server)));
+    let (action_id, server_id) = match issued {
+        Ok(x) => x,
+        Err(e) => return refuse(format!("cannot issue an action id: {e}")),
+    };
+    let mut m = peer_fields(peer, Socket::Worker);
+    m.insert("chore".into(), Value::from(chore));
+    m.insert("action_id".into(), Value::from(action_id.as_str()));
+    if journal(shared, "action-issued", m).is_none() {
+        return unjournaled();
+    }
+    Response::Proposed {
+        action_id,
+        server_id,
+    }
+}
+
+fn approve(shared: &Shared, peer: &PeerCred, a: crate::approvals::Approval) -> Response {
+    let mut m = peer_fields(peer, Socket::Worker);
+    m.insert("action_id".into(), Value::from(a.action_id.as_str()));
+    m.insert("button".into(), Value::from(a.button.as_str()));
+    let now = shared.options.clock.now();
+    let chore = match crate::approvals::verify_and_spend(&shared.options.layout, &a, now) {
+        Ok(c) => c,
+        Err(why) => {
+            m.insert("verdict".into(), Value::from("refused"));
+            m.insert("reason".into(), Value::from(why.as_str()));
+            let seq = journal(shared, "approval", m);
+            // An approval that does not verify is an action without one.
+            raise(
+                shared,
+                Some(peer),
+                Signal::RedActionWithoutApproval {
+                    action: format!("action {}", a.action_id),
+                },
+            );
+            return Response::Refused {
+                reason: why,
+                journal_seq: seq,
+            };
+        }
+    };
+    m.insert("chore".into(), Value::from(chore.as_str()));
+    if a.button != "approve" {
+        m.insert("verdict".into(), Value::from("declined"));
+        let seq = journal(shared, "approval", m);
+        return Response::Refused {
+            reason: format!("the user chose {:?}, not to run {chore}", a.button),
+            journal_seq: seq,
+        };
+    }
+    m.insert("verdict".into(), Value::from("verified"));
+    journal(shared, "approval", m);
+    chore_run(shared, &chore, false, RunSource::Approved)
+}
+
+fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunSource) -> Response {
     use crate::chores::run::{self as run, Mode};
     let refuse = |reason: String| Response::Refused {
         reason,
@@ -744,7 +884,7 @@ fn chore_run(shared: &Shared, name: &str, dry_run: bool) -> Response {
         "mode".into(),
         Value::from(if dry_run { "dry-run" } else { "real" }),
     );
-    m.insert("approval".into(), Value::from("root terminal"));
+    m.insert("approval".into(), Value::from(source.name()));
     let report = match run::run(&chore, mode, &ctx) {
         Ok(r) => r,
         Err(e) => {
@@ -821,8 +961,14 @@ fn chore_run(shared: &Shared, name: &str, dry_run: bool) -> Response {
         }
     }
     if mode == Mode::DryRun && report.outcome.exit_code == Some(0) {
-        // From the root terminal the owner saw this dry run.
-        let _ = std::fs::write(&seen, receipt.as_bytes());
+        // From the root terminal the owner saw this dry run; the Worker
+        // must still show it and say so.
+        let record = if source == RunSource::RootTerminal {
+            seen.clone()
+        } else {
+            runs.join(format!("{name}.dry-ran"))
+        };
+        let _ = std::fs::write(&record, receipt.as_bytes());
     }
     let _ = std::fs::write(runs.join(format!("{name}.last")), receipt.as_bytes());
     let mut r = Map::new();

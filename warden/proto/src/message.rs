@@ -40,6 +40,20 @@ pub enum Request {
     /// Control socket: run one chore now, from a root terminal (the owner's
     /// approval).
     ChoreRun { name: String, dry_run: bool },
+    /// Worker socket: a dry run of a chore, to show in the chat.
+    DryRun { chore: String },
+    /// Worker socket: the dry run was shown to the user.
+    DryRunShown { chore: String },
+    /// Worker socket: propose a real run; the Warden issues an action id.
+    Propose { chore: String },
+    /// Worker socket: a relay-signed button tap approving an action.
+    Approve {
+        action_id: String,
+        button: String,
+        chat: String,
+        time: u64,
+        signature: String,
+    },
 }
 
 /// One line of `aromba chores`.
@@ -126,6 +140,11 @@ pub enum Response {
     },
     Chores {
         chores: Vec<ChoreInfo>,
+    },
+    /// An action id for a proposed run, and the server id the relay signs.
+    Proposed {
+        action_id: String,
+        server_id: String,
     },
     /// What one chore run did: the receipt, and its redacted output.
     Receipt {
@@ -268,6 +287,32 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
         Request::JournalVerify => object("journal_verify", vec![]),
         Request::Panic => object("panic", vec![]),
         Request::Chores => object("chores", vec![]),
+        Request::DryRun { chore } => {
+            object("dry_run", vec![("chore", Value::from(chore.as_str()))])
+        }
+        Request::DryRunShown { chore } => object(
+            "dry_run_shown",
+            vec![("chore", Value::from(chore.as_str()))],
+        ),
+        Request::Propose { chore } => {
+            object("propose", vec![("chore", Value::from(chore.as_str()))])
+        }
+        Request::Approve {
+            action_id,
+            button,
+            chat,
+            time,
+            signature,
+        } => object(
+            "approve",
+            vec![
+                ("action_id", Value::from(action_id.as_str())),
+                ("button", Value::from(button.as_str())),
+                ("chat", Value::from(chat.as_str())),
+                ("time", Value::from(*time)),
+                ("signature", Value::from(signature.as_str())),
+            ],
+        ),
         Request::ChoreRun { name, dry_run } => object(
             "chore_run",
             vec![
@@ -337,6 +382,22 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
         "journal_verify" => Request::JournalVerify,
         "panic" => Request::Panic,
         "chores" => Request::Chores,
+        "dry_run" => Request::DryRun {
+            chore: f.string("chore")?,
+        },
+        "dry_run_shown" => Request::DryRunShown {
+            chore: f.string("chore")?,
+        },
+        "propose" => Request::Propose {
+            chore: f.string("chore")?,
+        },
+        "approve" => Request::Approve {
+            action_id: f.string("action_id")?,
+            button: f.string("button")?,
+            chat: f.string("chat")?,
+            time: f.u64("time")?,
+            signature: f.string("signature")?,
+        },
         "chore_run" => Request::ChoreRun {
             name: f.string("name")?,
             dry_run: f.bool("dry_run")?,
@@ -439,6 +500,16 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                 "events",
                 Value::Array(events.iter().map(event_value).collect()),
             )],
+        ),
+        Response::Proposed {
+            action_id,
+            server_id,
+        } => object(
+            "proposed",
+            vec![
+                ("action_id", Value::from(action_id.as_str())),
+                ("server_id", Value::from(server_id.as_str())),
+            ],
         ),
         Response::Chores { chores } => object(
             "chores",
@@ -552,6 +623,10 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
                 .collect::<Result<_, _>>()?;
             Response::Chores { chores }
         }
+        "proposed" => Response::Proposed {
+            action_id: f.string("action_id")?,
+            server_id: f.string("server_id")?,
+        },
         "receipt" => Response::Receipt {
             receipt: f.string("receipt")?,
             stdout: f.hex("stdout_hex")?,

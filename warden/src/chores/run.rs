@@ -192,8 +192,14 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
             h.max_files,
         );
         std::thread::spawn(move || {
+            let mut next = std::time::Instant::now() + interval;
             while !done.load(Ordering::SeqCst) {
-                std::thread::sleep(interval);
+                // Short naps, so the run's end is noticed at once.
+                std::thread::sleep(Duration::from_millis(20));
+                if std::time::Instant::now() < next {
+                    continue;
+                }
+                next += interval;
                 let (files, bytes) = changes(&before, &snapshot(&watched));
                 if files > max_files || bytes > max_bytes {
                     over.store(true, Ordering::SeqCst);
