@@ -8,7 +8,18 @@ use aromba_warden::layout::Layout;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const PROBE: &str = env!("CARGO_BIN_EXE_aromba-cage-probe");
+/// The probe, copied out of the build directory: the cage replaces /tmp,
+/// and a checkout (CI's among them) may live there.
+fn probe_bin() -> &'static str {
+    static COPY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    COPY.get_or_init(|| {
+        let dir = PathBuf::from(format!("/var/tmp/aromba-cage-probe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join("aromba-cage-probe");
+        std::fs::copy(env!("CARGO_BIN_EXE_aromba-cage-probe"), &copy).unwrap();
+        copy.to_string_lossy().into_owned()
+    })
+}
 
 fn bounds() -> Bounds {
     Bounds {
@@ -32,7 +43,7 @@ fn caged(spec: &CageSpec, program: &str, args: &[&str]) -> (Option<i32>, String,
 }
 
 fn probe(spec: &CageSpec, args: &[&str]) -> String {
-    let (code, out, err) = caged(spec, PROBE, args);
+    let (code, out, err) = caged(spec, probe_bin(), args);
     assert_eq!(code, Some(0), "probe {args:?}: {err}");
     out
 }
