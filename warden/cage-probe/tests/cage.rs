@@ -86,8 +86,10 @@ fn the_cage_has_no_capabilities_and_no_new_privileges() {
 
 #[test]
 fn a_copied_setuid_binary_does_not_elevate() {
-    let script =
-        format!("cp {PROBE} /tmp/p && chmod u+s /tmp/p && ls -l /tmp/p >&2 && /tmp/p status");
+    let script = format!(
+        "cp {} /tmp/p && chmod u+s /tmp/p && ls -l /tmp/p >&2 && /tmp/p status",
+        probe_bin()
+    );
     let (code, out, err) = caged(&CageSpec::default(), "/bin/sh", &["-c", &script]);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("rws"), "the copy is setuid: {err}");
