@@ -14,6 +14,22 @@ use std::thread::JoinHandle;
 
 static USERS: Mutex<()> = Mutex::new(());
 
+/// The `aromba` binary where any user can run it: the checkout (CI's among
+/// them) may sit in a directory other users cannot enter.
+pub fn aromba_bin() -> &'static Path {
+    static COPY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    COPY.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = PathBuf::from(format!("/var/tmp/aromba-test-bin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let copy = dir.join("aromba");
+        std::fs::copy(assert_cmd::cargo::cargo_bin("aromba"), &copy).unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+        copy
+    })
+}
+
 /// The account `name`, created (system, no home, no shell) when missing.
 pub fn account(name: &str) -> Account {
     let _guard = USERS.lock().unwrap_or_else(|p| p.into_inner());
@@ -72,7 +88,7 @@ impl TestWarden {
             let layout = Layout::rooted(&root);
             std::fs::create_dir_all(root.join("bin")).unwrap();
             let worker_bin = root.join("bin/aromba");
-            std::fs::copy(assert_cmd::cargo::cargo_bin("aromba"), &worker_bin).unwrap();
+            std::fs::copy(aromba_bin(), &worker_bin).unwrap();
             aromba_warden::install::install(&aromba_warden::install::InstallOptions {
                 layout: &layout,
                 warden_bin: Path::new("/proc/self/exe"),
@@ -121,8 +137,7 @@ impl TestWarden {
     /// `aromba ARGS…` as `user`, against this Warden.
     pub fn aromba_as(&self, user: &str, args: &[&str]) -> std::process::Output {
         let mut cmd = Command::new("runuser");
-        cmd.args(["-u", user, "--"])
-            .arg(assert_cmd::cargo::cargo_bin("aromba"));
+        cmd.args(["-u", user, "--"]).arg(aromba_bin());
         // `--root DIR` goes before a `--`, or at the end.
         let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
         cmd.args(&args[..split])
