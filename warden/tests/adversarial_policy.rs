@@ -225,6 +225,16 @@ fn chore_actions_refuse_what_the_rules_forbid() {
     no("docker", &["image", "prune", "-a"]);
     no("docker", &["system", "prune", "-f"]);
     no("apt-get", &["install", "-y", "openssl;rm"]);
+    no("apt-get", &["install", "-y", "aromba-not-a-real-package"]);
+    no(
+        "apt-get",
+        &[
+            "install",
+            "-y",
+            "--only-upgrade",
+            "nginx-extras-never-installed",
+        ],
+    );
     no(
         "apt-get",
         &["install", "-y", "--allow-downgrades", "openssl"],

@@ -181,3 +181,31 @@ fn without_isolation_only_green_system_chores_run() {
         run(&green, Mode::Real, &ctx(&layout, isolation, 30)).expect("a green system chore runs");
     assert_eq!(stdout(&r), "ran\n");
 }
+
+#[test]
+fn every_system_chore_reports_what_it_would_change_in_a_dry_run() {
+    let d = Dirs::new("system-dry");
+    let layout = Layout::rooted(&d.root.join("aromba"));
+    let chores = aromba_warden::chores::catalog::system();
+    assert_eq!(chores.len(), 6);
+    for c in chores {
+        let r = run(&c, Mode::DryRun, &ctx(&layout, true, 30)).expect("a dry run runs");
+        let out = stdout(&r);
+        let err = String::from_utf8_lossy(&r.outcome.stderr).into_owned();
+        // 0: here is what I would do; 3: nothing to do on this host.
+        match r.outcome.exit_code {
+            Some(0) => assert!(
+                out.starts_with("would ") || out.contains("nothing to do"),
+                "{}: {out}",
+                c.header.name
+            ),
+            Some(3) => assert!(err.contains("nothing to do"), "{}: {err}", c.header.name),
+            other => panic!("{} dry run: exit {other:?}\n{out}\n{err}", c.header.name),
+        }
+        assert_eq!(
+            r.files_changed, 0,
+            "{} changed files in a dry run",
+            c.header.name
+        );
+    }
+}

@@ -14,6 +14,9 @@ const SYSTEM: &[&str] = &[
     include_str!("../../chores/time-sync.sh"),
     include_str!("../../chores/journal-vacuum.sh"),
     include_str!("../../chores/apt-clean.sh"),
+    include_str!("../../chores/old-logs.sh"),
+    include_str!("../../chores/docker-prune.sh"),
+    include_str!("../../chores/install-fail2ban.sh"),
 ];
 
 pub fn system() -> Vec<Chore> {

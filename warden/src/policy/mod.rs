@@ -255,6 +255,25 @@ impl Grammar {
     }
 }
 
+/// Whether dpkg lists `package` as installed (`/var/lib/dpkg/status`).
+pub fn dpkg_installed(package: &str) -> bool {
+    let Ok(status) = std::fs::read_to_string("/var/lib/dpkg/status") else {
+        return false;
+    };
+    status.split("\n\n").any(|stanza| {
+        let mut name = false;
+        let mut installed = false;
+        for line in stanza.lines() {
+            if let Some(p) = line.strip_prefix("Package: ") {
+                name = p == package;
+            } else if let Some(s) = line.strip_prefix("Status: ") {
+                installed = s == "install ok installed";
+            }
+        }
+        name && installed
+    })
+}
+
 /// `-xyz` made only of listed letters (one or more).
 fn is_bundle(a: &str, letters: &str) -> bool {
     let Some(rest) = a.strip_prefix('-') else {
@@ -348,6 +367,12 @@ fn positional(rule: &Rule, a: &str) -> Result<String, Refused> {
         Positional::Package => {
             if !package_name().is_match(a) {
                 return Err(refuse(format!("{cmd}: {a:?} is not a valid package name")));
+            }
+            if !CHORE_ACTION_RULES.new_packages.contains(&a) && !dpkg_installed(a) {
+                return Err(refuse(format!(
+                    "{cmd}: {a} is neither installed here nor one of {:?}",
+                    CHORE_ACTION_RULES.new_packages
+                )));
             }
             Ok(a.to_string())
         }
