@@ -1227,6 +1227,20 @@ fn watch(shared: &Shared) {
         if last_integrity.elapsed() >= shared.options.integrity_interval {
             last_integrity = std::time::Instant::now();
             check_integrity(shared);
+            // Hourly too: quarantined folders past their 7 days.
+            if let Ok(purged) = crate::chores::quarantine::purge(
+                &shared.options.layout,
+                std::time::SystemTime::now(),
+            ) && !purged.is_empty()
+            {
+                let mut m = Map::new();
+                let names: Vec<String> = purged
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect();
+                m.insert("purged".into(), Value::from(names));
+                journal(shared, "quarantine-purged", m);
+            }
         }
     }
 }

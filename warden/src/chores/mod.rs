@@ -6,4 +6,5 @@
 
 pub mod catalog;
 pub mod header;
+pub mod quarantine;
 pub mod run;
