@@ -133,3 +133,20 @@ fn chores_are_refused_at_freeze_and_to_non_root() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn a_dry_run_receipt_lists_the_actions_the_warden_would_fill_in() {
+    let warden = TestWarden::start_with("chores-fill", account("aromba"), true, |_| {});
+    let out = warden.aromba_as("root", &["chore", "run", "security-updates", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    // What the machine's apt lists hold decides which; each says so plainly.
+    let listed = s.contains("would ask for: apt-get install -y --only-upgrade ")
+        || s.contains("apt-get install -y --only-upgrade @security-upgrades: nothing to do")
+        || s.contains("apt-get install -y --only-upgrade @security-upgrades: could not fill in");
+    assert!(listed, "{s}");
+    assert!(
+        !s.contains("would ask for: apt-get install -y --only-upgrade @"),
+        "{s}"
+    );
+}

@@ -833,6 +833,72 @@ fn approve(shared: &Shared, peer: &PeerCred, a: crate::approvals::Approval) -> R
     chore_run(shared, &chore, false, RunSource::Approved)
 }
 
+/// Runs one of the policy's reads for the Warden's own use (filling in a
+/// chore action's placeholder) and returns its output.
+fn own_read(cmd: &str, args: &[&str]) -> Result<String, String> {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let allowed = policy::check(Table::Allow, cmd, &args).map_err(|r| r.reason)?;
+    let bin = exec::pick_binary(allowed.rule.cmd, allowed.rule.bins).map_err(|e| e.to_string())?;
+    let bounds = Bounds {
+        timeout: Duration::from_secs(allowed.rule.timeout_s),
+        max_output_bytes: usize::try_from(policy::LIMITS.max_output_bytes).unwrap_or(usize::MAX),
+        low_priority: allowed.rule.low_priority,
+        keep_fd: None,
+        stop: None,
+    };
+    let o = exec::run_program(&bin, &allowed.args, &[], &bounds).map_err(|e| e.to_string())?;
+    if o.exit_code != Some(0) || o.cut {
+        return Err(format!(
+            "{cmd} failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+fn security_upgrades() -> Result<Vec<String>, String> {
+    own_read("apt", &["list", "--upgradable"])
+        .map(|out| crate::chores::placeholders::security_upgrades(&out))
+}
+
+fn failed_services() -> Result<Vec<String>, String> {
+    own_read(
+        "systemctl",
+        &[
+            "list-units",
+            "--state=failed",
+            "--type=service",
+            "--plain",
+            "--no-legend",
+        ],
+    )
+    .map(|out| crate::chores::placeholders::failed_services(&out))
+}
+
+/// A chore action with its placeholder filled in: none, one or several
+/// concrete actions.
+fn expand_action(action: &[String]) -> Result<Vec<Vec<String>>, String> {
+    let Some((last, head)) = action.split_last() else {
+        return Ok(Vec::new());
+    };
+    let with = |items: Vec<String>, per: usize| -> Vec<Vec<String>> {
+        items
+            .chunks(per.max(1))
+            .map(|c| head.iter().cloned().chain(c.iter().cloned()).collect())
+            .collect()
+    };
+    match last.as_str() {
+        // The policy allows apt-get 24 arguments after its name: the fixed
+        // ones of the action, and as many packages as fit.
+        "@security-upgrades" => Ok(with(
+            security_upgrades()?,
+            25usize.saturating_sub(head.len()),
+        )),
+        "@failed-services" => Ok(with(failed_services()?, 1)),
+        _ => Ok(vec![action.to_vec()]),
+    }
+}
+
 fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunSource) -> Response {
     use crate::chores::run::{self as run, Mode};
     let refuse = |reason: String| Response::Refused {
@@ -953,11 +1019,27 @@ fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunSource) -> R
     if report.over_cap {
         receipt.push_str("; killed at the damage cap");
     }
-    if mode == Mode::Real && clean {
+    if report.outcome.exit_code == Some(0) && (mode == Mode::DryRun || clean) {
         let green = chore.header.color == crate::chores::header::Color::Green;
         for action in &chore.header.actions {
-            receipt.push_str("; ");
-            receipt.push_str(&chore_action(shared, name, green, action));
+            let concrete = match expand_action(action) {
+                Ok(c) => c,
+                Err(e) => {
+                    receipt.push_str(&format!("; {}: could not fill in ({e})", action.join(" ")));
+                    continue;
+                }
+            };
+            if concrete.is_empty() {
+                receipt.push_str(&format!("; {}: nothing to do", action.join(" ")));
+            }
+            for a in concrete {
+                receipt.push_str("; ");
+                if mode == Mode::DryRun {
+                    receipt.push_str(&format!("would ask for: {}", a.join(" ")));
+                } else {
+                    receipt.push_str(&chore_action(shared, name, green, &a));
+                }
+            }
         }
     }
     if mode == Mode::DryRun && report.outcome.exit_code == Some(0) {

@@ -187,7 +187,7 @@ fn every_system_chore_reports_what_it_would_change_in_a_dry_run() {
     let d = Dirs::new("system-dry");
     let layout = Layout::rooted(&d.root.join("aromba"));
     let chores = aromba_warden::chores::catalog::system();
-    assert_eq!(chores.len(), 6);
+    assert_eq!(chores.len(), 8);
     for c in chores {
         let r = run(&c, Mode::DryRun, &ctx(&layout, true, 30)).expect("a dry run runs");
         let out = stdout(&r);

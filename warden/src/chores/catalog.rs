@@ -17,6 +17,8 @@ const SYSTEM: &[&str] = &[
     include_str!("../../chores/old-logs.sh"),
     include_str!("../../chores/docker-prune.sh"),
     include_str!("../../chores/install-fail2ban.sh"),
+    include_str!("../../chores/security-updates.sh"),
+    include_str!("../../chores/restart-failed.sh"),
 ];
 
 pub fn system() -> Vec<Chore> {

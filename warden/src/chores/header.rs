@@ -210,6 +210,10 @@ fn parse_env(v: &str) -> Option<(String, String)> {
     (key_ok && val_ok).then(|| (k.to_string(), val.to_string()))
 }
 
+/// Lists the Warden fills in when a chore runs, from reads of its own: an
+/// action may end in one of these.
+pub const PLACEHOLDERS: [&str; 2] = ["@security-upgrades", "@failed-services"];
+
 fn parse_action(v: &str) -> Option<Vec<String>> {
     let words: Vec<String> = v.split(' ').map(String::from).collect();
     let ok = !words.is_empty()
@@ -217,7 +221,11 @@ fn parse_action(v: &str) -> Option<Vec<String>> {
         && words
             .iter()
             .all(|w| !w.is_empty() && w.len() <= 128 && w.bytes().all(|b| b.is_ascii_graphic()));
-    ok.then_some(words)
+    // A placeholder is known and comes last; no other word starts with `@`.
+    let placeholders_ok = words.iter().enumerate().all(|(i, w)| {
+        !w.starts_with('@') || (i == words.len() - 1 && PLACEHOLDERS.contains(&w.as_str()))
+    });
+    (ok && placeholders_ok).then_some(words)
 }
 
 impl Header {
@@ -477,6 +485,14 @@ mod tests {
             APT.replace("# network: no", "# env: PATH=/tmp"),
             APT.replace("# aromba-chore: 1", "# aromba-chore: 2"),
             APT.replace("# network: no", "#network: no"),
+            APT.replace(
+                "# network: no",
+                "# network: no\n# action: apt-get install -y @everything",
+            ),
+            APT.replace(
+                "# network: no",
+                "# network: no\n# action: systemctl restart @failed-services now",
+            ),
         ];
         for script in bad {
             assert!(Header::parse(&script).is_err(), "accepted:\n{script}");

@@ -6,5 +6,6 @@
 
 pub mod catalog;
 pub mod header;
+pub mod placeholders;
 pub mod quarantine;
 pub mod run;
