@@ -113,21 +113,8 @@ fn serve(root: Option<std::path::PathBuf>, worker_user: &str) -> ExitCode {
         eprintln!("aromba-warden: serve must run as root");
         return ExitCode::FAILURE;
     }
-    let account = match aromba_warden::users::lookup(
-        std::path::Path::new("/etc/passwd"),
-        worker_user,
-    ) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            eprintln!(
-                "aromba-warden: the Worker's account {worker_user:?} does not exist; the installer creates it"
-            );
-            return ExitCode::FAILURE;
-        }
-        Err(e) => {
-            eprintln!("aromba-warden: cannot read /etc/passwd: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(account) = worker_account(worker_user) else {
+        return ExitCode::FAILURE;
     };
     if account.uid == 0 {
         eprintln!("aromba-warden: the Worker's account must not be root");
@@ -162,21 +149,8 @@ fn install(
         eprintln!("aromba-warden: install must run as root");
         return ExitCode::FAILURE;
     }
-    let account = match aromba_warden::users::lookup(
-        std::path::Path::new("/etc/passwd"),
-        worker_user,
-    ) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            eprintln!(
-                "aromba-warden: the Worker's account {worker_user:?} does not exist; create it first"
-            );
-            return ExitCode::FAILURE;
-        }
-        Err(e) => {
-            eprintln!("aromba-warden: cannot read /etc/passwd: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(account) = worker_account(worker_user) else {
+        return ExitCode::FAILURE;
     };
     if !worker_bin.is_file() {
         eprintln!(
@@ -208,6 +182,23 @@ fn install(
         Err(e) => {
             eprintln!("aromba-warden: install failed: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// The Worker's account, or one sentence on stderr saying why not.
+fn worker_account(name: &str) -> Option<aromba_warden::users::Account> {
+    match aromba_warden::users::lookup(std::path::Path::new("/etc/passwd"), name) {
+        Ok(Some(a)) => Some(a),
+        Ok(None) => {
+            eprintln!(
+                "aromba-warden: the Worker's account {name:?} does not exist; the installer creates it"
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("aromba-warden: cannot read /etc/passwd: {e}");
+            None
         }
     }
 }

@@ -466,33 +466,9 @@ fn serve(shared: &Shared, peer: &PeerCred, socket: Socket, request: Request) -> 
             }
         }
         (Socket::Control, Request::Status) => status(shared),
-        (Socket::Worker, Request::Panic) => {
-            let moved = shared
-                .ladder
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .panic_from_chat();
-            after_move(shared, moved);
-            ladder_response(shared)
-        }
-        (Socket::Control, Request::Panic) => {
-            let moved = shared
-                .ladder
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .disarm();
-            after_move(shared, moved);
-            ladder_response(shared)
-        }
-        (Socket::Control, Request::Resume) => {
-            let moved = shared
-                .ladder
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .resume();
-            after_move(shared, moved);
-            ladder_response(shared)
-        }
+        (Socket::Worker, Request::Panic) => move_ladder(shared, Ladder::panic_from_chat),
+        (Socket::Control, Request::Panic) => move_ladder(shared, Ladder::disarm),
+        (Socket::Control, Request::Resume) => move_ladder(shared, Ladder::resume),
         (Socket::Worker, Request::Events { after }) => {
             let ladder = shared.ladder.lock().unwrap_or_else(|p| p.into_inner());
             Response::Events {
@@ -1063,6 +1039,16 @@ fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunSource) -> R
         stderr: stderr.text,
         ok: clean,
     }
+}
+
+/// Moves the ladder by `how`, carries out the move, and answers with the step.
+fn move_ladder(
+    shared: &Shared,
+    how: fn(&mut Ladder) -> Result<Option<Event>, LadderError>,
+) -> Response {
+    let moved = how(&mut shared.ladder.lock().unwrap_or_else(|p| p.into_inner()));
+    after_move(shared, moved);
+    ladder_response(shared)
 }
 
 fn ladder_response(shared: &Shared) -> Response {
