@@ -36,6 +36,33 @@ pub struct Bounds {
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
+impl Bounds {
+    /// The bounds a policy rule sets: its timeout, the policy's output cap,
+    /// its priority.
+    pub fn for_rule(rule: &crate::policy::Rule) -> Bounds {
+        Bounds {
+            timeout: Duration::from_secs(rule.timeout_s),
+            max_output_bytes: usize::try_from(crate::policy::LIMITS.max_output_bytes)
+                .unwrap_or(usize::MAX),
+            low_priority: rule.low_priority,
+            keep_fd: None,
+            stop: None,
+        }
+    }
+}
+
+/// The environment a policy rule gives its command: its `warden_env`, and
+/// nothing else.
+pub fn rule_env(rule: &crate::policy::Rule) -> Vec<(String, String)> {
+    rule.warden_env
+        .iter()
+        .filter_map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
 /// What the program did, before redaction.
 #[derive(Debug)]
 pub struct RawOutcome {

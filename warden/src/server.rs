@@ -655,21 +655,8 @@ fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) ->
                 with.extend(rest.iter().cloned());
                 run_args = with;
             }
-            let env: Vec<(String, String)> = rule
-                .warden_env
-                .iter()
-                .filter_map(|kv| {
-                    kv.split_once('=')
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                })
-                .collect();
-            let bounds = Bounds {
-                timeout: Duration::from_secs(rule.timeout_s),
-                max_output_bytes: 1 << 20,
-                low_priority: rule.low_priority,
-                keep_fd: None,
-                stop: None,
-            };
+            let env = exec::rule_env(rule);
+            let bounds = Bounds::for_rule(rule);
             let result = exec::pick_binary(rule.cmd, rule.bins)
                 .and_then(|bin| exec::run_program(&bin, &run_args, &env, &bounds));
             match result {
@@ -815,13 +802,7 @@ fn own_read(cmd: &str, args: &[&str]) -> Result<String, String> {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let allowed = policy::check(Table::Allow, cmd, &args).map_err(|r| r.reason)?;
     let bin = exec::pick_binary(allowed.rule.cmd, allowed.rule.bins).map_err(|e| e.to_string())?;
-    let bounds = Bounds {
-        timeout: Duration::from_secs(allowed.rule.timeout_s),
-        max_output_bytes: usize::try_from(policy::LIMITS.max_output_bytes).unwrap_or(usize::MAX),
-        low_priority: allowed.rule.low_priority,
-        keep_fd: None,
-        stop: None,
-    };
+    let bounds = Bounds::for_rule(allowed.rule);
     let o = exec::run_program(&bin, &allowed.args, &[], &bounds).map_err(|e| e.to_string())?;
     if o.exit_code != Some(0) || o.cut {
         return Err(format!(
@@ -1395,21 +1376,8 @@ fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<String>) -> Res
         Ok(b) => b,
         Err(e) => return failed(shared, m, &e),
     };
-    let bounds = Bounds {
-        timeout: Duration::from_secs(rule.timeout_s),
-        max_output_bytes: usize::try_from(policy::LIMITS.max_output_bytes).unwrap_or(usize::MAX),
-        low_priority: rule.low_priority,
-        keep_fd: None,
-        stop: None,
-    };
-    let env: Vec<(String, String)> = rule
-        .warden_env
-        .iter()
-        .filter_map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-        })
-        .collect();
+    let bounds = Bounds::for_rule(rule);
+    let env = exec::rule_env(rule);
     shared.running.take();
     let outcome = exec::run_program(&bin, &allowed.args, &env, &bounds);
     shared.running.give();
