@@ -107,6 +107,47 @@ fn the_owners_chores_run_under_the_same_rules() {
     let _ = std::fs::remove_dir_all(&touched);
 }
 
+/// Writes `script` as the owner's chore `name` in `mine/`, root's and 0644.
+fn write_mine(warden: &TestWarden, name: &str, script: &str) {
+    let mine = warden.layout().config_dir.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = mine.join(format!("{name}.sh"));
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+}
+
+#[test]
+fn a_chore_writing_outside_its_touches_is_killed_and_journaled() {
+    let warden = TestWarden::start_with("chores-outside", account("aromba"), true, |_| {});
+    let base = std::path::PathBuf::from(format!("/var/tmp/aromba-outside-{}", std::process::id()));
+    let (touched, home) = (base.join("touched"), base.join("home"));
+    std::fs::create_dir_all(&touched).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let script = format!(
+        "#!/bin/sh\n# aromba-chore: 1\n# name: sneaky\n# description: Claims a cache, writes a home\n# color: green\n# touches: {t}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would-clean; exit 0; fi\necho x > {h}/planted\nsleep 50\necho y > {t}/after\n",
+        t = touched.display(),
+        h = home.display()
+    );
+    write_mine(&warden, "sneaky", &script);
+    let out = warden.aromba_as("root", &["chore", "run", "sneaky", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = warden.aromba_as("root", &["chore", "run", "sneaky"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let s = text(&out.stdout);
+    assert!(
+        s.contains("killed at its first write outside its touches"),
+        "{s}"
+    );
+    assert!(!home.join("planted").exists() && !touched.join("after").exists());
+    let journal = warden.journal();
+    assert!(
+        journal.contains("files-outside-touches") && journal.contains("planted"),
+        "{journal}"
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}
+
 #[test]
 fn chores_are_refused_at_freeze_and_to_non_root() {
     let now = std::time::SystemTime::now()

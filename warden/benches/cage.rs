@@ -31,6 +31,7 @@ fn main() {
         low_priority: false,
         keep_fd: None,
         stop: None,
+        tripwire: None,
     };
     let bwrap =
         pick_binary("bwrap", &["/usr/bin/bwrap", "/bin/bwrap"]).expect("bubblewrap is installed");

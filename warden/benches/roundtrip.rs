@@ -66,6 +66,7 @@ fn bare_exec(n: usize) -> (Duration, Duration) {
         low_priority: false,
         keep_fd: None,
         stop: None,
+        tripwire: None,
     };
     let samples = (0..n)
         .map(|_| {

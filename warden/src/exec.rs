@@ -34,6 +34,31 @@ pub struct Bounds {
     /// Set from another thread to kill the run (the chore runner's damage
     /// cap); checked every 50 ms.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Output that kills the command the moment it appears on either pipe.
+    pub tripwire: Option<Tripwire>,
+}
+
+/// A byte string whose appearance in a command's output ends it at once:
+/// the cage refuses a write outside a chore's touches with `EROFS`, and the
+/// tool that tried prints the error as it happens.
+#[derive(Clone, Debug)]
+pub struct Tripwire {
+    pub needle: &'static [u8],
+    /// Set when the needle was seen.
+    pub hit: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Tripwire {
+    pub fn new(needle: &'static [u8]) -> Tripwire {
+        Tripwire {
+            needle,
+            hit: Default::default(),
+        }
+    }
+
+    pub fn was_hit(&self) -> bool {
+        self.hit.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 impl Bounds {
@@ -47,6 +72,7 @@ impl Bounds {
             low_priority: rule.low_priority,
             keep_fd: None,
             stop: None,
+            tripwire: None,
         }
     }
 }
@@ -73,7 +99,7 @@ pub struct RawOutcome {
     /// The output passed the cap; the program was killed and the output cut.
     pub cut: bool,
     pub timed_out: bool,
-    /// Killed because `Bounds::stop` was set.
+    /// Killed because `Bounds::stop` was set or the tripwire was hit.
     pub stopped: bool,
     pub duration: Duration,
 }
@@ -146,6 +172,7 @@ pub fn pick_binary(cmd: &str, bins: &[&str]) -> Result<PathBuf, ExecError> {
 enum Event {
     Closed,
     OverCap,
+    Tripped,
     Exited(io::Result<std::process::ExitStatus>),
 }
 
@@ -156,6 +183,7 @@ type Shared = std::sync::Arc<std::sync::Mutex<Vec<u8>>>;
 fn reader(
     mut pipe: impl Read + Send + 'static,
     budget: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    tripwire: Option<Tripwire>,
     events: mpsc::Sender<Event>,
 ) -> Shared {
     use std::sync::atomic::Ordering;
@@ -164,6 +192,9 @@ fn reader(
     thread::spawn(move || {
         let mut buf = [0u8; 16 << 10];
         let mut over = false;
+        // The end of the previous read, so a needle split across two reads
+        // is still seen.
+        let mut carry: Vec<u8> = Vec::new();
         loop {
             let n = match pipe.read(&mut buf) {
                 Ok(0) => break,
@@ -171,6 +202,17 @@ fn reader(
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => break,
             };
+            if let Some(t) = &tripwire
+                && !t.was_hit()
+            {
+                carry.extend_from_slice(&buf[..n]);
+                if memmem(&carry, t.needle) {
+                    t.hit.store(true, Ordering::SeqCst);
+                    let _ = events.send(Event::Tripped);
+                }
+                let keep = t.needle.len().saturating_sub(1).min(carry.len());
+                carry.drain(..carry.len() - keep);
+            }
             // Take what is left of the budget; past it, keep reading (and
             // dropping) until the kill closes the pipe.
             let left = budget
@@ -192,6 +234,10 @@ fn reader(
         let _ = events.send(Event::Closed);
     });
     kept
+}
+
+fn memmem(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 fn take(shared: &Shared) -> Vec<u8> {
@@ -230,8 +276,8 @@ pub fn run_program(
             "the child's pipes are missing",
         )));
     };
-    let out = reader(out, budget.clone(), tx.clone());
-    let err = reader(err, budget, tx.clone());
+    let out = reader(out, budget.clone(), bounds.tripwire.clone(), tx.clone());
+    let err = reader(err, budget, bounds.tripwire.clone(), tx.clone());
     let waiter = tx;
     thread::spawn(move || {
         let _ = waiter.send(Event::Exited(child.wait()));
@@ -278,6 +324,14 @@ pub fn run_program(
         };
         match rx.recv_timeout(wait) {
             Ok(Event::Closed) => closed += 1,
+            Ok(Event::Tripped) => {
+                if !killed {
+                    stopped = true;
+                    let _ = system::kill_group(pgid);
+                    killed = true;
+                    grace = Some(Instant::now() + Duration::from_secs(2));
+                }
+            }
             Ok(Event::OverCap) => {
                 cut = true;
                 if !killed {

@@ -958,7 +958,13 @@ fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunSource) -> R
             None,
             Signal::FilesOutsideTouches {
                 chore: name.to_string(),
-                paths: vec!["(a write the cage refused; see the run's output)".into()],
+                paths: vec![report.refused_write.as_deref().map_or_else(
+                    || "a write the cage refused".to_string(),
+                    |line| {
+                        String::from_utf8_lossy(&aromba_redact::redact(line.as_bytes()).text)
+                            .into_owned()
+                    },
+                )],
             },
         );
     }
@@ -975,6 +981,9 @@ fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunSource) -> R
     );
     if report.over_cap {
         receipt.push_str("; killed at the damage cap");
+    }
+    if report.outside_touches {
+        receipt.push_str("; killed at its first write outside its touches");
     }
     if report.outcome.exit_code == Some(0) && (mode == Mode::DryRun || clean) {
         let green = chore.header.color == crate::chores::header::Color::Green;

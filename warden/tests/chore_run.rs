@@ -72,21 +72,44 @@ fn stdout(r: &aromba_warden::chores::run::Report) -> String {
 }
 
 #[test]
-fn a_real_run_writes_its_touches_and_nothing_else() {
+fn a_real_run_writes_its_touches_and_is_killed_at_its_first_write_elsewhere() {
     let d = Dirs::new("real");
     let layout = Layout::rooted(&d.root.join("aromba"));
+    // After the refused write the script would linger and then write more:
+    // it must be dead before either.
     let body = format!(
-        "echo kept > {t}/a\necho escaped > {u}/b || echo refused\n",
+        "echo kept > {t}/a\necho escaped > {u}/b\nsleep 50\necho late > {t}/late\n",
         t = d.touched.display(),
         u = d.untouched.display()
     );
     let c = chore("green", &d.touched, "", &body, Origin::Mine);
     let r = run(&c, Mode::Real, &ctx(&layout, true, 30)).expect("runs");
-    assert!(stdout(&r).contains("refused"), "{}", stdout(&r));
+    let err = String::from_utf8_lossy(&r.outcome.stderr);
+    assert!(err.contains("Read-only file system"), "{err}");
     assert!(d.touched.join("a").exists());
     assert!(!d.untouched.join("b").exists());
-    assert_eq!(r.files_changed, 1);
     assert!(r.outside_touches, "the write outside the touches was seen");
+    assert!(r.outcome.stopped && !r.outcome.timed_out, "{r:?}");
+    assert!(
+        !d.touched.join("late").exists(),
+        "killed, not left to go on"
+    );
+    assert_eq!(r.files_changed, 1);
+}
+
+#[test]
+fn a_dry_run_that_tries_to_write_is_killed() {
+    let d = Dirs::new("dry-write");
+    let layout = Layout::rooted(&d.root.join("aromba"));
+    let body = format!(
+        "echo x > {}/a\nsleep 50\necho still-here",
+        d.touched.display()
+    );
+    let c = chore("green", &d.touched, "", &body, Origin::Mine);
+    let r = run(&c, Mode::DryRun, &ctx(&layout, true, 30)).expect("runs");
+    assert!(r.outside_touches && r.outcome.stopped, "{r:?}");
+    assert!(!stdout(&r).contains("still-here"));
+    assert!(!d.touched.join("a").exists());
 }
 
 #[test]

@@ -13,6 +13,7 @@ fn bounds(timeout_ms: u64, cap: usize, low: bool) -> Bounds {
         low_priority: low,
         keep_fd: None,
         stop: None,
+        tripwire: None,
     }
 }
 

@@ -28,6 +28,7 @@ fn bounds() -> Bounds {
         low_priority: false,
         keep_fd: None,
         stop: None,
+        tripwire: None,
     }
 }
 
@@ -135,6 +136,10 @@ fn secret_paths_are_not_visible() {
     };
     let key = layout.config_dir.join("audit.key");
     assert!(probe(&spec, &["read", key.to_str().unwrap()]).starts_with("refused"));
+    // The empty directory standing in for a secret one is read-only too.
+    let planted = layout.config_dir.join("planted");
+    let wrote = probe(&spec, &["write", planted.to_str().unwrap()]);
+    assert!(wrote.contains("Read-only file system"), "{wrote}");
     let ssh = layout.worker_home.join(".ssh/id_ed25519");
     assert!(probe(&spec, &["read", ssh.to_str().unwrap()]).starts_with("refused"));
     // /etc/shadow is there, covered by /dev/null: nothing of it can be read.
@@ -230,6 +235,8 @@ fn bwrap_argument_vector_is_exactly_this() {
         "/var/cache/apt",
         "/var/cache/apt",
         "--tmpfs",
+        "/root/.ssh",
+        "--remount-ro",
         "/root/.ssh",
         "--ro-bind",
         "/dev/null",

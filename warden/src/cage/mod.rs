@@ -144,7 +144,17 @@ pub fn bwrap_args(spec: &CageSpec, seccomp_fd: i32, program: &str, args: &[Strin
     }
     for h in &spec.hide {
         match h {
-            Hidden::Dir(d) => v.extend(["--tmpfs".to_string(), d.to_string_lossy().into_owned()]),
+            // Read-only, so a write there fails like any other outside
+            // the touches instead of vanishing into a scratch tmpfs.
+            Hidden::Dir(d) => {
+                let d = d.to_string_lossy().into_owned();
+                v.extend([
+                    "--tmpfs".to_string(),
+                    d.clone(),
+                    "--remount-ro".to_string(),
+                    d,
+                ]);
+            }
             Hidden::File(f) => v.extend([
                 "--ro-bind".to_string(),
                 "/dev/null".to_string(),
@@ -232,6 +242,7 @@ pub fn probe(bwrap: &Path) -> Result<(), String> {
         low_priority: false,
         keep_fd: None,
         stop: None,
+        tripwire: None,
     };
     match run_caged_with(
         bwrap,

@@ -17,6 +17,9 @@ use std::time::Duration;
 
 /// The specification's sentence for hosts without namespaces.
 pub const NO_ISOLATION: &str = "This server has no isolation. I only run green system chores here.";
+/// How the C library words `EROFS`, which the cage gives a write outside
+/// the touches.
+pub const EROFS_MESSAGE: &[u8] = b"Read-only file system";
 pub const FIRST_WEEK: &str = "For the first 7 days after install only green chores run.";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +68,8 @@ pub struct Report {
     pub over_cap: bool,
     /// It tried to write outside its touches (the cage refused the write).
     pub outside_touches: bool,
+    /// The line of output that reported the refused write.
+    pub refused_write: Option<String>,
 }
 
 #[derive(Debug)]
@@ -172,6 +177,9 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
         low_priority: true,
         keep_fd: None,
         stop: Some(stop.clone()),
+        // Killed at its first write outside the touches (all of them, in a
+        // dry run): the cage refuses it and the tool says so at once.
+        tripwire: ctx.isolation.then(|| exec::Tripwire::new(EROFS_MESSAGE)),
     };
     // A dry run gets no writable path at all.
     let touches = if mode == Mode::Real {
@@ -225,13 +233,24 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
     let _ = watcher.join();
     let outcome = outcome?;
     let (files_changed, bytes_changed) = changes(&before, &snapshot(&h.touches));
-    let stderr = String::from_utf8_lossy(&outcome.stderr);
-    let outside_touches = stderr.contains("Read-only file system");
+    let outside_touches = bounds.tripwire.as_ref().is_some_and(|t| t.was_hit());
+    let refused_write = outside_touches
+        .then(|| {
+            [&outcome.stderr, &outcome.stdout]
+                .into_iter()
+                .find_map(|b| {
+                    b.split(|&c| c == b'\n')
+                        .find(|l| l.windows(EROFS_MESSAGE.len()).any(|w| w == EROFS_MESSAGE))
+                        .map(|l| String::from_utf8_lossy(l).into_owned())
+                })
+        })
+        .flatten();
     Ok(Report {
         over_cap: over_cap.load(Ordering::SeqCst)
             || files_changed > h.max_files
             || bytes_changed > max_bytes,
         outside_touches,
+        refused_write,
         files_changed,
         bytes_changed,
         outcome,
