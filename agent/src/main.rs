@@ -66,6 +66,44 @@ enum Command {
         #[command(subcommand)]
         verb: ChoreVerb,
     },
+    /// Put the paths a red run changed back as they were, by the undo id
+    /// on its receipt (run as root; for 7 days after the run).
+    Undo {
+        undo_id: String,
+        /// As for `ask`.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+    /// The PIN that PIN actions (turning prod mode off) need (run as root).
+    Pin {
+        #[command(subcommand)]
+        verb: PinVerb,
+    },
+    /// Prod mode: every chore red, nothing deleted, the assistant only
+    /// proposes (run as root). Turning it off needs the PIN.
+    ProdMode {
+        #[arg(value_enum)]
+        state: OnOff,
+        /// As for `ask`.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum OnOff {
+    On,
+    Off,
+}
+
+#[derive(Subcommand, Debug)]
+enum PinVerb {
+    /// Set or replace the PIN; it is read from standard input (one line).
+    Set {
+        /// As for `ask`.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -76,6 +114,14 @@ enum ChoreVerb {
         /// Report what it would change, and change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// As for `ask`.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+    /// Confirm the damage cap above the default that a chore's header
+    /// declares; editing the chore later needs a new confirmation.
+    Confirm {
+        name: String,
         /// As for `ask`.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
@@ -98,6 +144,91 @@ fn main() -> ExitCode {
                     root,
                 },
         } => chore_run(root, name, dry_run),
+        Command::Chore {
+            verb: ChoreVerb::Confirm { name, root },
+        } => noted(
+            root,
+            &Request::ConfirmCap {
+                chore: name.clone(),
+            },
+            "chore confirm",
+            &format!("{name}'s damage cap is confirmed"),
+        ),
+        Command::Undo { undo_id, root } => chore_run_like(root, &Request::Undo { undo_id }, "undo"),
+        Command::Pin {
+            verb: PinVerb::Set { root },
+        } => match read_secret_line("new PIN: ") {
+            Ok(pin) => noted(root, &Request::SetPin { pin }, "pin set", "the PIN is set"),
+            Err(code) => code,
+        },
+        Command::ProdMode { state, root } => prod_mode(root, state),
+    }
+}
+
+/// One line of standard input, without its line break; a prompt on
+/// standard error when it is a terminal.
+fn read_secret_line(prompt: &str) -> Result<String, ExitCode> {
+    use std::io::{BufRead, IsTerminal};
+    if std::io::stdin().is_terminal() {
+        eprint!("{prompt}");
+    }
+    let mut line = String::new();
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(0) => {
+            eprintln!("aromba: no PIN on standard input");
+            Err(ExitCode::from(2))
+        }
+        Ok(_) => Ok(line.trim_end_matches(['\n', '\r']).to_string()),
+        Err(e) => {
+            eprintln!("aromba: cannot read the PIN from standard input: {e}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+fn prod_mode(root: Option<PathBuf>, state: OnOff) -> ExitCode {
+    if state == OnOff::On {
+        return noted(
+            root,
+            &Request::ProdMode {
+                on: true,
+                pin: None,
+            },
+            "prod-mode on",
+            "prod mode is on: every chore is red and nothing is deleted",
+        );
+    }
+    println!("{}", aromba_warden_proto::PROD_MODE_OFF_CONSEQUENCES);
+    match read_secret_line("PIN: ") {
+        Ok(pin) => noted(
+            root,
+            &Request::ProdMode {
+                on: false,
+                pin: Some(pin),
+            },
+            "prod-mode off",
+            "prod mode is off",
+        ),
+        Err(code) => code,
+    }
+}
+
+/// A control request answered with `Noted`: prints `done` and exits 0.
+fn noted(root: Option<PathBuf>, request: &Request, verb: &str, done: &str) -> ExitCode {
+    match control(root, request, verb) {
+        Ok(Response::Noted { journal_seq }) => {
+            println!("{done} (journal seq {journal_seq})");
+            ExitCode::SUCCESS
+        }
+        Ok(Response::Refused { reason, .. }) => {
+            eprintln!("aromba: refused: {reason}");
+            ExitCode::from(1)
+        }
+        Ok(other) => {
+            eprintln!("aromba: unexpected answer from the Warden: {other:?}");
+            ExitCode::from(2)
+        }
+        Err(code) => code,
     }
 }
 
@@ -121,7 +252,12 @@ fn chores(root: Option<PathBuf>) -> ExitCode {
 }
 
 fn chore_run(root: Option<PathBuf>, name: String, dry_run: bool) -> ExitCode {
-    match control(root, &Request::ChoreRun { name, dry_run }, "chore run") {
+    chore_run_like(root, &Request::ChoreRun { name, dry_run }, "chore run")
+}
+
+/// A control request answered with a receipt.
+fn chore_run_like(root: Option<PathBuf>, request: &Request, verb: &str) -> ExitCode {
+    match control(root, request, verb) {
         Ok(Response::Receipt {
             receipt,
             stdout,

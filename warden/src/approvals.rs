@@ -1,7 +1,8 @@
 //! Approvals the Warden checks itself, trusting nothing the Worker says.
 //!
-//! For each proposed run of a yellow or red chore the Warden issues an
-//! action id (random, kept in its state). The relay signs each button tap
+//! For each proposed action — a run of a yellow or red chore, confirming a
+//! higher damage cap, an undo, turning prod mode off — the Warden issues an
+//! action id (random, kept in its state with what it stands for). The relay signs each button tap
 //! it forwards — minisign format, over the message below — and the Worker
 //! only carries the signature. The Warden verifies it against the relay
 //! public key pinned in its state at pairing, checks that the time is fresh
@@ -37,6 +38,92 @@ pub struct Approval {
     pub time: u64,
     /// The minisign signature, as its text.
     pub signature: String,
+}
+
+/// What an action id stands for, as the Warden recorded it when it issued
+/// the id: the tap approves exactly this, whatever the Worker says later.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    Run {
+        chore: String,
+    },
+    /// The chore's damage cap above the default, for this very script.
+    ConfirmCap {
+        chore: String,
+        max_files: u64,
+        max_gb: u64,
+        script_sha256: String,
+    },
+    Undo {
+        undo_id: String,
+    },
+    /// A PIN action: the tap must carry the PIN too.
+    ProdModeOff,
+}
+
+impl Action {
+    pub fn needs_pin(&self) -> bool {
+        matches!(self, Action::ProdModeOff)
+    }
+
+    fn record(&self, now: u64) -> Value {
+        let mut m = Map::new();
+        m.insert("issued_at".into(), Value::from(now));
+        match self {
+            Action::Run { chore } => {
+                m.insert("kind".into(), Value::from("run"));
+                m.insert("chore".into(), Value::from(chore.as_str()));
+            }
+            Action::ConfirmCap {
+                chore,
+                max_files,
+                max_gb,
+                script_sha256,
+            } => {
+                m.insert("kind".into(), Value::from("confirm-cap"));
+                m.insert("chore".into(), Value::from(chore.as_str()));
+                m.insert("max_files".into(), Value::from(*max_files));
+                m.insert("max_gb".into(), Value::from(*max_gb));
+                m.insert("script_sha256".into(), Value::from(script_sha256.as_str()));
+            }
+            Action::Undo { undo_id } => {
+                m.insert("kind".into(), Value::from("undo"));
+                m.insert("undo_id".into(), Value::from(undo_id.as_str()));
+            }
+            Action::ProdModeOff => {
+                m.insert("kind".into(), Value::from("prod-mode-off"));
+            }
+        }
+        Value::Object(m)
+    }
+
+    fn from_record(v: &Value) -> Result<Action, String> {
+        let s = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .map(String::from)
+                .ok_or_else(|| format!("the action record lacks {k}"))
+        };
+        let n = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_u64)
+                .ok_or_else(|| format!("the action record lacks {k}"))
+        };
+        match s("kind")?.as_str() {
+            "run" => Ok(Action::Run { chore: s("chore")? }),
+            "confirm-cap" => Ok(Action::ConfirmCap {
+                chore: s("chore")?,
+                max_files: n("max_files")?,
+                max_gb: n("max_gb")?,
+                script_sha256: s("script_sha256")?,
+            }),
+            "undo" => Ok(Action::Undo {
+                undo_id: s("undo_id")?,
+            }),
+            "prod-mode-off" => Ok(Action::ProdModeOff),
+            other => Err(format!("the action record has an unknown kind {other:?}")),
+        }
+    }
 }
 
 /// The bytes the relay signs.
@@ -87,23 +174,21 @@ fn is_action_id(s: &str) -> bool {
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
-/// Issues an action id for a proposed run of `chore`.
-pub fn issue(layout: &Layout, chore: &str, now: u64) -> std::io::Result<String> {
+/// Issues an action id for a proposed `action`.
+pub fn issue(layout: &Layout, action: &Action, now: u64) -> std::io::Result<String> {
     let dir = actions_dir(layout);
     std::fs::create_dir_all(&dir)?;
     let id = random_hex(16)?;
-    let mut m = Map::new();
-    m.insert("chore".into(), Value::from(chore));
-    m.insert("issued_at".into(), Value::from(now));
     std::fs::write(
         dir.join(format!("{id}.json")),
-        serde_json::to_vec(&Value::Object(m)).unwrap_or_default(),
+        serde_json::to_vec(&action.record(now)).unwrap_or_default(),
     )?;
     Ok(id)
 }
 
-/// Verifies a tap and spends its action id; returns the chore it approves.
-pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<String, String> {
+/// Verifies a tap and spends its action id; returns the action it
+/// approves.
+pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Action, String> {
     let key_text = std::fs::read_to_string(relay_key_file(layout)).map_err(|_| {
         "no relay key is pinned: this server is not paired, so no approval can be verified"
             .to_string()
@@ -139,9 +224,10 @@ pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Strin
     })?;
     let record: Value = serde_json::from_slice(&std::fs::read(&spent).map_err(|e| e.to_string())?)
         .map_err(|e| format!("the action record is malformed: {e}"))?;
-    record
-        .get("chore")
-        .and_then(Value::as_str)
-        .map(String::from)
-        .ok_or_else(|| "the action record names no chore".into())
+    Action::from_record(&record)
+}
+
+/// A random id of `bytes` bytes, in lower-case hex (undo ids too).
+pub fn new_id(bytes: usize) -> std::io::Result<String> {
+    random_hex(bytes)
 }

@@ -208,3 +208,21 @@ pub fn socket_raw(family: u64, kind: i32) -> io::Result<std::os::fd::OwnedFd> {
     // SAFETY: `fd` is a fresh descriptor nothing else owns.
     Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
 }
+
+/// `fstatvfs`: the free bytes of the filesystem holding `dir`, counting
+/// the blocks reserved for root (`f_bfree`), since the Warden is root.
+pub fn free_bytes(dir: &std::path::Path) -> io::Result<u64> {
+    let f = std::fs::File::open(dir)?;
+    // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is valid for writes of its size and the descriptor is
+    // borrowed from `f` for the call.
+    let rc = unsafe { libc::fstatvfs(f.as_raw_fd(), &mut st) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // The field types differ between targets; on some they are u64 already.
+    #[allow(clippy::useless_conversion)]
+    let (free, size) = (u64::from(st.f_bfree), u64::from(st.f_frsize));
+    Ok(free.saturating_mul(size))
+}

@@ -31,6 +31,11 @@ pub use message::{
 
 use std::path::{Path, PathBuf};
 
+/// What turning prod mode off means: the Warden sends it with the proposal
+/// for the chat, and `aromba prod-mode off` prints it, before the PIN is
+/// asked for.
+pub const PROD_MODE_OFF_CONSEQUENCES: &str = "Turning prod mode off: chores keep their own colors again (green ones run without asking), quarantined files are purged after 7 days, and the assistant may act with your approval instead of only proposing. It needs your PIN.";
+
 /// The Worker's socket and the root-only control socket: under
 /// `/run/aromba/`, or under `ROOT/run/` when the Warden runs with
 /// `--root ROOT`.

@@ -46,14 +46,31 @@ pub enum Request {
     DryRunShown { chore: String },
     /// Worker socket: propose a real run; the Warden issues an action id.
     Propose { chore: String },
-    /// Worker socket: a relay-signed button tap approving an action.
+    /// Worker socket: a relay-signed button tap approving an action; `pin`
+    /// only for a PIN action.
     Approve {
         action_id: String,
         button: String,
         chat: String,
         time: u64,
         signature: String,
+        pin: Option<String>,
     },
+    /// Worker socket: propose confirming a chore's damage cap above the
+    /// default.
+    ProposeConfirmCap { chore: String },
+    /// Worker socket: propose undoing a run, by the undo id of its receipt.
+    ProposeUndo { undo_id: String },
+    /// Worker socket: propose turning prod mode off (a PIN action).
+    ProposeProdModeOff,
+    /// Control socket: the owner confirms a chore's declared damage cap.
+    ConfirmCap { chore: String },
+    /// Control socket: set or replace the PIN.
+    SetPin { pin: String },
+    /// Control socket: turn prod mode on, or off (which needs the PIN).
+    ProdMode { on: bool, pin: Option<String> },
+    /// Control socket: undo a run, by the undo id of its receipt.
+    Undo { undo_id: String },
 }
 
 /// One line of `aromba chores`.
@@ -141,10 +158,13 @@ pub enum Response {
     Chores {
         chores: Vec<ChoreInfo>,
     },
-    /// An action id for a proposed run, and the server id the relay signs.
+    /// An action id for a proposed action, the server id the relay signs,
+    /// what the user is asked to approve, and whether it needs the PIN.
     Proposed {
         action_id: String,
         server_id: String,
+        summary: String,
+        needs_pin: bool,
     },
     /// What one chore run did: the receipt, and its redacted output.
     Receipt {
@@ -231,6 +251,14 @@ impl Fields {
         }
     }
 
+    fn opt_string(&mut self, name: &str) -> Result<Option<String>, ProtoError> {
+        match self.take(name)? {
+            Value::Null => Ok(None),
+            Value::String(s) => Ok(Some(s)),
+            _ => Err(err(format!("{name:?} must be a string or null"))),
+        }
+    }
+
     fn hex(&mut self, name: &str) -> Result<Vec<u8>, ProtoError> {
         let s = self.string(name)?;
         decode_hex(&s).ok_or_else(|| err(format!("{name:?} must be lower-case hex")))
@@ -272,6 +300,10 @@ fn object(kind: &str, fields: Vec<(&str, Value)>) -> Vec<u8> {
     serde_json::to_vec(&Value::Object(map)).unwrap_or_default()
 }
 
+fn opt_str(s: &Option<String>) -> Value {
+    s.as_deref().map_or(Value::Null, Value::from)
+}
+
 pub fn encode_request(r: &Request) -> Vec<u8> {
     match r {
         Request::Read { cmd, args } => object(
@@ -303,6 +335,7 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
             chat,
             time,
             signature,
+            pin,
         } => object(
             "approve",
             vec![
@@ -311,8 +344,29 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
                 ("chat", Value::from(chat.as_str())),
                 ("time", Value::from(*time)),
                 ("signature", Value::from(signature.as_str())),
+                ("pin", opt_str(pin)),
             ],
         ),
+        Request::ProposeConfirmCap { chore } => object(
+            "propose_confirm_cap",
+            vec![("chore", Value::from(chore.as_str()))],
+        ),
+        Request::ProposeUndo { undo_id } => object(
+            "propose_undo",
+            vec![("undo_id", Value::from(undo_id.as_str()))],
+        ),
+        Request::ProposeProdModeOff => object("propose_prod_mode_off", vec![]),
+        Request::ConfirmCap { chore } => {
+            object("confirm_cap", vec![("chore", Value::from(chore.as_str()))])
+        }
+        Request::SetPin { pin } => object("set_pin", vec![("pin", Value::from(pin.as_str()))]),
+        Request::ProdMode { on, pin } => object(
+            "prod_mode",
+            vec![("on", Value::from(*on)), ("pin", opt_str(pin))],
+        ),
+        Request::Undo { undo_id } => {
+            object("undo", vec![("undo_id", Value::from(undo_id.as_str()))])
+        }
         Request::ChoreRun { name, dry_run } => object(
             "chore_run",
             vec![
@@ -397,6 +451,27 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
             chat: f.string("chat")?,
             time: f.u64("time")?,
             signature: f.string("signature")?,
+            pin: f.opt_string("pin")?,
+        },
+        "propose_confirm_cap" => Request::ProposeConfirmCap {
+            chore: f.string("chore")?,
+        },
+        "propose_undo" => Request::ProposeUndo {
+            undo_id: f.string("undo_id")?,
+        },
+        "propose_prod_mode_off" => Request::ProposeProdModeOff,
+        "confirm_cap" => Request::ConfirmCap {
+            chore: f.string("chore")?,
+        },
+        "set_pin" => Request::SetPin {
+            pin: f.string("pin")?,
+        },
+        "prod_mode" => Request::ProdMode {
+            on: f.bool("on")?,
+            pin: f.opt_string("pin")?,
+        },
+        "undo" => Request::Undo {
+            undo_id: f.string("undo_id")?,
         },
         "chore_run" => Request::ChoreRun {
             name: f.string("name")?,
@@ -504,11 +579,15 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
         Response::Proposed {
             action_id,
             server_id,
+            summary,
+            needs_pin,
         } => object(
             "proposed",
             vec![
                 ("action_id", Value::from(action_id.as_str())),
                 ("server_id", Value::from(server_id.as_str())),
+                ("summary", Value::from(summary.as_str())),
+                ("needs_pin", Value::from(*needs_pin)),
             ],
         ),
         Response::Chores { chores } => object(
@@ -626,6 +705,8 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
         "proposed" => Response::Proposed {
             action_id: f.string("action_id")?,
             server_id: f.string("server_id")?,
+            summary: f.string("summary")?,
+            needs_pin: f.bool("needs_pin")?,
         },
         "receipt" => Response::Receipt {
             receipt: f.string("receipt")?,

@@ -9,3 +9,4 @@ pub mod header;
 pub mod placeholders;
 pub mod quarantine;
 pub mod run;
+pub mod snapshot;

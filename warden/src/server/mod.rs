@@ -22,6 +22,11 @@ use aromba_warden_proto::{
     FrameError, LadderEvent, MAX_REQUEST, MAX_RESPONSE, ReadResult, Request, Response, Status,
     decode_request, encode_response, read_frame, write_frame,
 };
+mod chores;
+mod owner;
+
+use chores::{RunSource, chore_run, chores_list, dry_run_shown};
+use owner::{Proposal, approve, propose};
 use serde_json::{Map, Value};
 use std::collections::VecDeque;
 use std::io;
@@ -195,12 +200,53 @@ struct Shared {
     ladder: Mutex<Ladder>,
     /// When reads were served, for the too-many-commands signal and Slow.
     recent: Mutex<VecDeque<u64>>,
-    baseline: Option<Baseline>,
+    /// The baseline read at start; re-taken only through `state::change`.
+    baseline: Mutex<Option<Baseline>>,
     integrity: Mutex<String>,
     isolation: String,
+    /// Wrong PINs in a row (kept in memory: a restart of the Warden is
+    /// root's doing, not a guesser's).
+    pin_attempts: Mutex<crate::pin::Attempts>,
 }
 
 impl Shared {
+    /// When the Warden was installed; `None` when it was not.
+    fn installed_at(&self) -> Option<u64> {
+        self.baseline
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|b| b.installed_at)
+    }
+
+    /// Changes one of the Warden's state records (`None` removes it) and
+    /// re-takes the baseline, journaling the change.
+    fn change_state(&self, name: &str, bytes: Option<&[u8]>) -> Result<(), String> {
+        let mut baseline = self.baseline.lock().unwrap_or_else(|p| p.into_inner());
+        let result = crate::state::change(&self.options.layout, &mut baseline, name, bytes);
+        drop(baseline);
+        let mut m = Map::new();
+        m.insert("record".into(), Value::from(name));
+        m.insert(
+            "change".into(),
+            Value::from(if bytes.is_some() {
+                "written"
+            } else {
+                "removed"
+            }),
+        );
+        match &result {
+            Ok(()) => {
+                m.insert("baseline".into(), Value::from("re-taken"));
+            }
+            Err(e) => {
+                m.insert("error".into(), Value::from(e.to_string()));
+            }
+        }
+        journal(self, "state-record", m);
+        result.map_err(|e| e.to_string())
+    }
+
     fn wake(&self) {
         self.shutdown.store(true, Ordering::SeqCst);
         let layout = &self.options.layout;
@@ -289,7 +335,8 @@ impl Server {
             ladder: Mutex::new(ladder),
             recent: Mutex::new(VecDeque::new()),
             integrity: Mutex::new(String::from("not checked yet")),
-            baseline: baseline.as_ref().ok().cloned().flatten(),
+            baseline: Mutex::new(baseline.as_ref().ok().cloned().flatten()),
+            pin_attempts: Mutex::default(),
             isolation,
             options,
         });
@@ -524,7 +571,26 @@ fn serve(shared: &Shared, peer: &PeerCred, socket: Socket, request: Request) -> 
             chore_run(shared, &chore, true, RunSource::Worker)
         }
         (Socket::Worker, Request::DryRunShown { chore }) => dry_run_shown(shared, peer, &chore),
-        (Socket::Worker, Request::Propose { chore }) => propose(shared, peer, &chore),
+        (Socket::Worker, Request::Propose { chore }) => propose(shared, peer, Proposal::Run(chore)),
+        (Socket::Worker, Request::ProposeConfirmCap { chore }) => {
+            propose(shared, peer, Proposal::ConfirmCap(chore))
+        }
+        (Socket::Worker, Request::ProposeUndo { undo_id }) => {
+            propose(shared, peer, Proposal::Undo(undo_id))
+        }
+        (Socket::Worker, Request::ProposeProdModeOff) => {
+            propose(shared, peer, Proposal::ProdModeOff)
+        }
+        (Socket::Control, Request::ConfirmCap { chore }) => {
+            owner::confirm_cap_from_terminal(shared, &chore)
+        }
+        (Socket::Control, Request::SetPin { pin }) => owner::set_pin(shared, &pin),
+        (Socket::Control, Request::ProdMode { on, pin }) => {
+            owner::prod_mode_from_terminal(shared, on, pin.as_deref())
+        }
+        (Socket::Control, Request::Undo { undo_id }) => {
+            owner::undo(shared, &undo_id, RunSource::RootTerminal)
+        }
         (
             Socket::Worker,
             Request::Approve {
@@ -533,6 +599,7 @@ fn serve(shared: &Shared, peer: &PeerCred, socket: Socket, request: Request) -> 
                 chat,
                 time,
                 signature,
+                pin,
             },
         ) => approve(
             shared,
@@ -544,6 +611,7 @@ fn serve(shared: &Shared, peer: &PeerCred, socket: Socket, request: Request) -> 
                 time,
                 signature,
             },
+            pin,
         ),
         (Socket::Control, Request::JournalVerify) => {
             let path = shared.options.layout.journal_file();
@@ -580,457 +648,6 @@ fn serve(shared: &Shared, peer: &PeerCred, socket: Socket, request: Request) -> 
     }
 }
 
-fn runs_dir(shared: &Shared) -> std::path::PathBuf {
-    shared.options.layout.state_dir.join("runs")
-}
-
-fn chores_list(shared: &Shared) -> Response {
-    let (chores, _refused) = crate::chores::catalog::all(&shared.options.layout);
-    let runs = runs_dir(shared);
-    Response::Chores {
-        chores: chores
-            .iter()
-            .map(|c| aromba_warden_proto::ChoreInfo {
-                name: c.header.name.clone(),
-                color: c.header.color.name().into(),
-                schedule: c.header.schedule.to_string(),
-                origin: match c.origin {
-                    crate::chores::run::Origin::System => "system".into(),
-                    crate::chores::run::Origin::Mine => "mine".into(),
-                },
-                last_receipt: std::fs::read_to_string(runs.join(format!("{}.last", c.header.name)))
-                    .map(|s| s.trim().to_string())
-                    .unwrap_or_else(|_| "never run".into()),
-            })
-            .collect(),
-    }
-}
-
-/// Time-sync units: the only restart a green chore may ask for.
-const TIME_SYNC_UNITS: &[&str] = &[
-    "systemd-timesyncd.service",
-    "chrony.service",
-    "chronyd.service",
-    "ntp.service",
-    "ntpsec.service",
-];
-
-fn green_may_request(action: &[String]) -> bool {
-    match action {
-        [cmd, a, b] if cmd == "timedatectl" => a == "set-ntp" && b == "true",
-        [cmd, a, unit] if cmd == "systemctl" => {
-            a == "restart" && TIME_SYNC_UNITS.contains(&unit.as_str())
-        }
-        _ => false,
-    }
-}
-
-/// Runs one chore action outside the cage, after a clean real run.
-fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) -> String {
-    let shown = action.join(" ");
-    let Some((cmd, args)) = action.split_first() else {
-        return format!("{shown}: empty");
-    };
-    let verdict = if green && !green_may_request(action) {
-        Err("a green chore may request only time sync's two actions".to_string())
-    } else {
-        policy::check(Table::ChoreAction, cmd, args).map_err(|r| r.reason)
-    };
-    let mut m = Map::new();
-    m.insert("chore".into(), Value::from(chore));
-    m.insert("action".into(), Value::from(shown.as_str()));
-    let line = match verdict {
-        Err(reason) => {
-            m.insert("verdict".into(), Value::from("refused"));
-            m.insert("reason".into(), Value::from(reason.as_str()));
-            format!("{shown}: refused ({reason})")
-        }
-        Ok(allowed) => {
-            let rule = allowed.rule;
-            let mut run_args = allowed.args.clone();
-            if let Some((first, rest)) = run_args.split_first() {
-                // The policy's own additions go right after the subcommand.
-                let mut with = vec![first.clone()];
-                with.extend(rule.warden_adds.iter().map(|s| s.to_string()));
-                with.extend(rest.iter().cloned());
-                run_args = with;
-            }
-            let env = exec::rule_env(rule);
-            let bounds = Bounds::for_rule(rule);
-            let result = exec::pick_binary(rule.cmd, rule.bins)
-                .and_then(|bin| exec::run_program(&bin, &run_args, &env, &bounds));
-            match result {
-                Ok(o) => {
-                    m.insert("verdict".into(), Value::from("ran"));
-                    m.insert(
-                        "exit_code".into(),
-                        o.exit_code.map_or(Value::Null, Value::from),
-                    );
-                    format!(
-                        "{shown}: exit {}",
-                        o.exit_code.map_or("killed".into(), |c| c.to_string())
-                    )
-                }
-                Err(e) => {
-                    m.insert("verdict".into(), Value::from("failed"));
-                    m.insert("error".into(), Value::from(e.to_string()));
-                    format!("{shown}: failed ({e})")
-                }
-            }
-        }
-    };
-    journal(shared, "chore-action", m);
-    line
-}
-
-/// Who asked for a chore run, which is what stands for its approval.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum RunSource {
-    /// `aromba chore run` in a root terminal: the owner's approval, and the
-    /// owner saw any dry run there.
-    RootTerminal,
-    /// The Worker: dry runs only.
-    Worker,
-    /// A relay-signed tap the Warden verified.
-    Approved,
-}
-
-impl RunSource {
-    fn name(self) -> &'static str {
-        match self {
-            RunSource::RootTerminal => "root terminal",
-            RunSource::Worker => "worker (dry run)",
-            RunSource::Approved => "relay-signed tap",
-        }
-    }
-}
-
-fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Response {
-    let runs = runs_dir(shared);
-    let ran = runs.join(format!("{chore}.dry-ran"));
-    let mut m = peer_fields(peer, Socket::Worker);
-    m.insert("chore".into(), Value::from(chore));
-    if !ran.exists() {
-        m.insert("verdict".into(), Value::from("refused"));
-        let seq = journal(shared, "dry-run-shown", m);
-        return Response::Refused {
-            reason: format!("no dry run of {chore:?} was made to show"),
-            journal_seq: seq,
-        };
-    }
-    let _ = std::fs::rename(&ran, runs.join(format!("{chore}.dry-run-seen")));
-    m.insert("verdict".into(), Value::from("recorded"));
-    match journal(shared, "dry-run-shown", m) {
-        Some(journal_seq) => Response::Noted { journal_seq },
-        None => unjournaled(),
-    }
-}
-
-fn propose(shared: &Shared, peer: &PeerCred, chore: &str) -> Response {
-    let refuse = |reason: String| Response::Refused {
-        reason,
-        journal_seq: None,
-    };
-    let (chores, _) = crate::chores::catalog::all(&shared.options.layout);
-    let Some(c) = chores.iter().find(|c| c.header.name == chore) else {
-        return refuse(format!("there is no chore named {chore:?}"));
-    };
-    if c.header.color == crate::chores::header::Color::Green {
-        return refuse(format!("{chore} is green: it needs no approval"));
-    }
-    let layout = &shared.options.layout;
-    let issued = crate::approvals::issue(layout, chore, shared.options.clock.now())
-        .and_then(|id| crate::approvals::server_id(layout).map(|server| (id, server)));
-    let (action_id, server_id) = match issued {
-        Ok(x) => x,
-        Err(e) => return refuse(format!("cannot issue an action id: {e}")),
-    };
-    let mut m = peer_fields(peer, Socket::Worker);
-    m.insert("chore".into(), Value::from(chore));
-    m.insert("action_id".into(), Value::from(action_id.as_str()));
-    if journal(shared, "action-issued", m).is_none() {
-        return unjournaled();
-    }
-    Response::Proposed {
-        action_id,
-        server_id,
-    }
-}
-
-fn approve(shared: &Shared, peer: &PeerCred, a: crate::approvals::Approval) -> Response {
-    let mut m = peer_fields(peer, Socket::Worker);
-    m.insert("action_id".into(), Value::from(a.action_id.as_str()));
-    m.insert("button".into(), Value::from(a.button.as_str()));
-    let now = shared.options.clock.now();
-    let chore = match crate::approvals::verify_and_spend(&shared.options.layout, &a, now) {
-        Ok(c) => c,
-        Err(why) => {
-            m.insert("verdict".into(), Value::from("refused"));
-            m.insert("reason".into(), Value::from(why.as_str()));
-            let seq = journal(shared, "approval", m);
-            // An approval that does not verify is an action without one.
-            raise(
-                shared,
-                Some(peer),
-                Signal::RedActionWithoutApproval {
-                    action: format!("action {}", a.action_id),
-                },
-            );
-            return Response::Refused {
-                reason: why,
-                journal_seq: seq,
-            };
-        }
-    };
-    m.insert("chore".into(), Value::from(chore.as_str()));
-    if a.button != "approve" {
-        m.insert("verdict".into(), Value::from("declined"));
-        let seq = journal(shared, "approval", m);
-        return Response::Refused {
-            reason: format!("the user chose {:?}, not to run {chore}", a.button),
-            journal_seq: seq,
-        };
-    }
-    m.insert("verdict".into(), Value::from("verified"));
-    journal(shared, "approval", m);
-    chore_run(shared, &chore, false, RunSource::Approved)
-}
-
-/// Runs one of the policy's reads for the Warden's own use (filling in a
-/// chore action's placeholder) and returns its output.
-fn own_read(cmd: &str, args: &[&str]) -> Result<String, String> {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let allowed = policy::check(Table::Allow, cmd, &args).map_err(|r| r.reason)?;
-    let bin = exec::pick_binary(allowed.rule.cmd, allowed.rule.bins).map_err(|e| e.to_string())?;
-    let bounds = Bounds::for_rule(allowed.rule);
-    let o = exec::run_program(&bin, &allowed.args, &[], &bounds).map_err(|e| e.to_string())?;
-    if o.exit_code != Some(0) || o.cut {
-        return Err(format!(
-            "{cmd} failed: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
-}
-
-fn security_upgrades() -> Result<Vec<String>, String> {
-    own_read("apt", &["list", "--upgradable"])
-        .map(|out| crate::chores::placeholders::security_upgrades(&out))
-}
-
-fn failed_services() -> Result<Vec<String>, String> {
-    own_read(
-        "systemctl",
-        &[
-            "list-units",
-            "--state=failed",
-            "--type=service",
-            "--plain",
-            "--no-legend",
-        ],
-    )
-    .map(|out| crate::chores::placeholders::failed_services(&out))
-}
-
-/// A chore action with its placeholder filled in: none, one or several
-/// concrete actions.
-fn expand_action(action: &[String]) -> Result<Vec<Vec<String>>, String> {
-    let Some((last, head)) = action.split_last() else {
-        return Ok(Vec::new());
-    };
-    let with = |items: Vec<String>, per: usize| -> Vec<Vec<String>> {
-        items
-            .chunks(per.max(1))
-            .map(|c| head.iter().cloned().chain(c.iter().cloned()).collect())
-            .collect()
-    };
-    match last.as_str() {
-        // The policy allows apt-get 24 arguments after its name: the fixed
-        // ones of the action, and as many packages as fit.
-        "@security-upgrades" => Ok(with(
-            security_upgrades()?,
-            25usize.saturating_sub(head.len()),
-        )),
-        "@failed-services" => Ok(with(failed_services()?, 1)),
-        _ => Ok(vec![action.to_vec()]),
-    }
-}
-
-fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunSource) -> Response {
-    use crate::chores::run::{self as run, Mode};
-    let refuse = |reason: String| Response::Refused {
-        reason,
-        journal_seq: None,
-    };
-    if shared
-        .ladder
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .step()
-        >= Step::Freeze
-    {
-        return refuse(
-            "the ladder is at Freeze or above: no chore runs until it comes down".into(),
-        );
-    }
-    let (chores, _) = crate::chores::catalog::all(&shared.options.layout);
-    let Some(chore) = chores.into_iter().find(|c| c.header.name == name) else {
-        return refuse(format!(
-            "there is no chore named {name:?}; `aromba chores` lists them"
-        ));
-    };
-    let mode = if dry_run { Mode::DryRun } else { Mode::Real };
-    let runs = runs_dir(shared);
-    let _ = std::fs::create_dir_all(&runs);
-    let seen = runs.join(format!("{name}.dry-run-seen"));
-    if mode == Mode::Real && !seen.exists() {
-        return refuse(format!(
-            "{name}'s first real run needs a dry run you saw first: `aromba chore run {name} --dry-run`"
-        ));
-    }
-    let now = shared.options.clock.now();
-    let days_installed = shared
-        .baseline
-        .as_ref()
-        .map_or(0, |b| now.saturating_sub(b.installed_at) / 86_400);
-    let ctx = run::Context {
-        layout: &shared.options.layout,
-        isolation: shared.isolation == "available",
-        days_installed,
-        cap_confirmed: false,
-        cap_interval: Duration::from_secs(5),
-        timeout: Duration::from_secs(900),
-    };
-    let mut m = Map::new();
-    m.insert("chore".into(), Value::from(name));
-    m.insert(
-        "mode".into(),
-        Value::from(if dry_run { "dry-run" } else { "real" }),
-    );
-    m.insert("approval".into(), Value::from(source.name()));
-    let report = match run::run(&chore, mode, &ctx) {
-        Ok(r) => r,
-        Err(e) => {
-            m.insert("verdict".into(), Value::from("refused"));
-            m.insert("reason".into(), Value::from(e.to_string()));
-            let seq = journal(shared, "chore-run", m);
-            return Response::Refused {
-                reason: e.to_string(),
-                journal_seq: seq,
-            };
-        }
-    };
-    let killed = report.outcome.cut || report.outcome.timed_out || report.outcome.stopped;
-    let redact = |b: &[u8]| {
-        if killed {
-            aromba_redact::redact_cut(b)
-        } else {
-            aromba_redact::redact(b)
-        }
-    };
-    let (stdout, stderr) = (
-        redact(&report.outcome.stdout),
-        redact(&report.outcome.stderr),
-    );
-    let clean = report.outcome.exit_code == Some(0)
-        && !report.over_cap
-        && !report.outside_touches
-        && !killed;
-    m.insert(
-        "exit_code".into(),
-        report.outcome.exit_code.map_or(Value::Null, Value::from),
-    );
-    m.insert("files_changed".into(), Value::from(report.files_changed));
-    m.insert("bytes_changed".into(), Value::from(report.bytes_changed));
-    m.insert("over_cap".into(), Value::from(report.over_cap));
-    m.insert(
-        "outside_touches".into(),
-        Value::from(report.outside_touches),
-    );
-    m.insert(
-        "verdict".into(),
-        Value::from(if clean { "clean" } else { "failed" }),
-    );
-    journal(shared, "chore-run", m);
-    if report.outside_touches {
-        raise(
-            shared,
-            None,
-            Signal::FilesOutsideTouches {
-                chore: name.to_string(),
-                paths: vec![report.refused_write.as_deref().map_or_else(
-                    || "a write the cage refused".to_string(),
-                    |line| {
-                        String::from_utf8_lossy(&aromba_redact::redact(line.as_bytes()).text)
-                            .into_owned()
-                    },
-                )],
-            },
-        );
-    }
-    let mut receipt = format!(
-        "{name}: {} run, {}, {} files changed ({} bytes)",
-        if dry_run { "dry" } else { "real" },
-        match report.outcome.exit_code {
-            Some(0) => "exit 0".to_string(),
-            Some(c) => format!("exit {c}"),
-            None => "killed".to_string(),
-        },
-        report.files_changed,
-        report.bytes_changed
-    );
-    if report.over_cap {
-        receipt.push_str("; killed at the damage cap");
-    }
-    if report.outside_touches {
-        receipt.push_str("; killed at its first write outside its touches");
-    }
-    if report.outcome.exit_code == Some(0) && (mode == Mode::DryRun || clean) {
-        let green = chore.header.color == crate::chores::header::Color::Green;
-        for action in &chore.header.actions {
-            let concrete = match expand_action(action) {
-                Ok(c) => c,
-                Err(e) => {
-                    receipt.push_str(&format!("; {}: could not fill in ({e})", action.join(" ")));
-                    continue;
-                }
-            };
-            if concrete.is_empty() {
-                receipt.push_str(&format!("; {}: nothing to do", action.join(" ")));
-            }
-            for a in concrete {
-                receipt.push_str("; ");
-                if mode == Mode::DryRun {
-                    receipt.push_str(&format!("would ask for: {}", a.join(" ")));
-                } else {
-                    receipt.push_str(&chore_action(shared, name, green, &a));
-                }
-            }
-        }
-    }
-    if mode == Mode::DryRun && report.outcome.exit_code == Some(0) {
-        // From the root terminal the owner saw this dry run; the Worker
-        // must still show it and say so.
-        let record = if source == RunSource::RootTerminal {
-            seen.clone()
-        } else {
-            runs.join(format!("{name}.dry-ran"))
-        };
-        let _ = std::fs::write(&record, receipt.as_bytes());
-    }
-    let _ = std::fs::write(runs.join(format!("{name}.last")), receipt.as_bytes());
-    let mut r = Map::new();
-    r.insert("chore".into(), Value::from(name));
-    r.insert("receipt".into(), Value::from(receipt.as_str()));
-    journal(shared, "receipt", r);
-    Response::Receipt {
-        receipt,
-        stdout: stdout.text,
-        stderr: stderr.text,
-        ok: clean,
-    }
-}
-
 /// Moves the ladder by `how`, carries out the move, and answers with the step.
 fn move_ladder(
     shared: &Shared,
@@ -1060,10 +677,11 @@ fn status(shared: &Shared) -> Response {
         (l.step(), l.reason().to_string())
     };
     let now = shared.options.clock.now();
-    let phase = match &shared.baseline {
+    let installed_at = shared.installed_at();
+    let phase = match installed_at {
         None => "not installed".to_string(),
-        Some(b) => {
-            let day = now.saturating_sub(b.installed_at) / 86_400 + 1;
+        Some(at) => {
+            let day = now.saturating_sub(at) / 86_400 + 1;
             if day <= 7 {
                 format!("day {day}: green chores only until day 8")
             } else {
@@ -1231,12 +849,16 @@ fn isolation() -> String {
 
 /// Compares the baseline with what is on disk; a mismatch is a signal.
 fn check_integrity(shared: &Shared) {
-    let Some(baseline) = &shared.baseline else {
+    // Held through the check, so a change of a state record by the Warden
+    // (which re-takes the baseline) is never seen half-done.
+    let guard = shared.baseline.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(baseline) = guard.as_ref() else {
         *shared.integrity.lock().unwrap_or_else(|p| p.into_inner()) =
             "no baseline (not installed)".into();
         return;
     };
     let bad = baseline.check(&shared.options.layout);
+    drop(guard);
     let now = shared.options.clock.now();
     let state = if bad.is_empty() {
         format!(
@@ -1298,6 +920,16 @@ fn watch(shared: &Shared) {
                     .collect();
                 m.insert("purged".into(), Value::from(names));
                 journal(shared, "quarantine-purged", m);
+            }
+            // And snapshots past their 7 days of Undo.
+            if let Ok(expired) = crate::chores::snapshot::purge(
+                &owner::snapshots_dir(shared),
+                shared.options.clock.now(),
+            ) && !expired.is_empty()
+            {
+                let mut m = Map::new();
+                m.insert("undo_ids".into(), Value::from(expired));
+                journal(shared, "snapshots-purged", m);
             }
         }
     }

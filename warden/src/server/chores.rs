@@ -1,0 +1,492 @@
+//! The chore requests: listing, dry runs and their being shown, real runs
+//! with their snapshot (red runs), chore actions and receipts. Proposals
+//! and approvals are in `owner.rs`.
+
+#![forbid(unsafe_code)]
+
+use super::owner::{cap_confirmed, snapshots_dir};
+use super::{Shared, Socket, journal, peer_fields, raise, unjournaled};
+use crate::chores::header::Color;
+use crate::chores::run::Chore;
+use crate::chores::snapshot;
+use crate::exec::{self, Bounds};
+use crate::ladder::Step;
+use crate::policy::{self, Table};
+use crate::signal::Signal;
+use crate::system::PeerCred;
+use aromba_warden_proto::Response;
+use serde_json::{Map, Value};
+use std::time::Duration;
+
+fn runs_dir(shared: &Shared) -> std::path::PathBuf {
+    shared.options.layout.state_dir.join("runs")
+}
+
+/// Every chore as it stands here: in prod mode every one is red.
+fn chores_here(shared: &Shared) -> Vec<Chore> {
+    let layout = &shared.options.layout;
+    let (mut chores, _refused) = crate::chores::catalog::all(layout);
+    if crate::chores::quarantine::prod_mode_file(layout).exists() {
+        for c in &mut chores {
+            c.header.color = Color::Red;
+        }
+    }
+    chores
+}
+
+pub(super) fn find_chore(shared: &Shared, name: &str) -> Option<Chore> {
+    chores_here(shared)
+        .into_iter()
+        .find(|c| c.header.name == name)
+}
+
+/// At Freeze and above no chore or action runs.
+pub(super) fn frozen(shared: &Shared) -> bool {
+    shared
+        .ladder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .step()
+        >= Step::Freeze
+}
+
+pub(super) fn chores_list(shared: &Shared) -> Response {
+    let chores = chores_here(shared);
+    let runs = runs_dir(shared);
+    Response::Chores {
+        chores: chores
+            .iter()
+            .map(|c| aromba_warden_proto::ChoreInfo {
+                name: c.header.name.clone(),
+                color: c.header.color.name().into(),
+                schedule: c.header.schedule.to_string(),
+                origin: match c.origin {
+                    crate::chores::run::Origin::System => "system".into(),
+                    crate::chores::run::Origin::Mine => "mine".into(),
+                },
+                last_receipt: std::fs::read_to_string(runs.join(format!("{}.last", c.header.name)))
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_else(|_| "never run".into()),
+            })
+            .collect(),
+    }
+}
+
+/// Time-sync units: the only restart a green chore may ask for.
+const TIME_SYNC_UNITS: &[&str] = &[
+    "systemd-timesyncd.service",
+    "chrony.service",
+    "chronyd.service",
+    "ntp.service",
+    "ntpsec.service",
+];
+
+fn green_may_request(action: &[String]) -> bool {
+    match action {
+        [cmd, a, b] if cmd == "timedatectl" => a == "set-ntp" && b == "true",
+        [cmd, a, unit] if cmd == "systemctl" => {
+            a == "restart" && TIME_SYNC_UNITS.contains(&unit.as_str())
+        }
+        _ => false,
+    }
+}
+
+/// Runs one chore action outside the cage, after a clean real run.
+fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) -> String {
+    let shown = action.join(" ");
+    let Some((cmd, args)) = action.split_first() else {
+        return format!("{shown}: empty");
+    };
+    let verdict = if green && !green_may_request(action) {
+        Err("a green chore may request only time sync's two actions".to_string())
+    } else {
+        policy::check(Table::ChoreAction, cmd, args).map_err(|r| r.reason)
+    };
+    let mut m = Map::new();
+    m.insert("chore".into(), Value::from(chore));
+    m.insert("action".into(), Value::from(shown.as_str()));
+    let line = match verdict {
+        Err(reason) => {
+            m.insert("verdict".into(), Value::from("refused"));
+            m.insert("reason".into(), Value::from(reason.as_str()));
+            format!("{shown}: refused ({reason})")
+        }
+        Ok(allowed) => {
+            let rule = allowed.rule;
+            let mut run_args = allowed.args.clone();
+            if let Some((first, rest)) = run_args.split_first() {
+                // The policy's own additions go right after the subcommand.
+                let mut with = vec![first.clone()];
+                with.extend(rule.warden_adds.iter().map(|s| s.to_string()));
+                with.extend(rest.iter().cloned());
+                run_args = with;
+            }
+            let env = exec::rule_env(rule);
+            let bounds = Bounds::for_rule(rule);
+            let result = exec::pick_binary(rule.cmd, rule.bins)
+                .and_then(|bin| exec::run_program(&bin, &run_args, &env, &bounds));
+            match result {
+                Ok(o) => {
+                    m.insert("verdict".into(), Value::from("ran"));
+                    m.insert(
+                        "exit_code".into(),
+                        o.exit_code.map_or(Value::Null, Value::from),
+                    );
+                    format!(
+                        "{shown}: exit {}",
+                        o.exit_code.map_or("killed".into(), |c| c.to_string())
+                    )
+                }
+                Err(e) => {
+                    m.insert("verdict".into(), Value::from("failed"));
+                    m.insert("error".into(), Value::from(e.to_string()));
+                    format!("{shown}: failed ({e})")
+                }
+            }
+        }
+    };
+    journal(shared, "chore-action", m);
+    line
+}
+
+/// Who asked for a chore run, which is what stands for its approval.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum RunSource {
+    /// `aromba chore run` in a root terminal: the owner's approval, and the
+    /// owner saw any dry run there.
+    RootTerminal,
+    /// The Worker: dry runs only.
+    Worker,
+    /// A relay-signed tap the Warden verified.
+    Approved,
+}
+
+impl RunSource {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            RunSource::RootTerminal => "root terminal",
+            RunSource::Worker => "worker (dry run)",
+            RunSource::Approved => "relay-signed tap",
+        }
+    }
+}
+
+pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Response {
+    let runs = runs_dir(shared);
+    let ran = runs.join(format!("{chore}.dry-ran"));
+    let mut m = peer_fields(peer, Socket::Worker);
+    m.insert("chore".into(), Value::from(chore));
+    if !ran.exists() {
+        m.insert("verdict".into(), Value::from("refused"));
+        let seq = journal(shared, "dry-run-shown", m);
+        return Response::Refused {
+            reason: format!("no dry run of {chore:?} was made to show"),
+            journal_seq: seq,
+        };
+    }
+    let _ = std::fs::rename(&ran, runs.join(format!("{chore}.dry-run-seen")));
+    m.insert("verdict".into(), Value::from("recorded"));
+    match journal(shared, "dry-run-shown", m) {
+        Some(journal_seq) => Response::Noted { journal_seq },
+        None => unjournaled(),
+    }
+}
+
+/// Snapshots what a red run of `chore` may change, in the Warden's state
+/// (where no cage and not the Worker can see it), within the free space
+/// less a gigabyte.
+fn take_snapshot(shared: &Shared, chore: &Chore, now: u64) -> Result<snapshot::Snapshot, String> {
+    let store = snapshots_dir(shared);
+    std::fs::create_dir_all(&store).map_err(|e| format!("cannot make the snapshot store: {e}"))?;
+    let room = crate::system::free_bytes(&store)
+        .map_err(|e| format!("cannot see the snapshot store's free space: {e}"))?
+        .saturating_sub(1 << 30);
+    let id = crate::approvals::new_id(16).map_err(|e| format!("cannot make an undo id: {e}"))?;
+    snapshot::take(
+        &store,
+        &id,
+        &chore.header.name,
+        &chore.header.touches,
+        now,
+        room,
+    )
+    .map_err(|e| format!("a red run snapshots what it may change first, and that failed: {e}"))
+}
+
+/// Runs one of the policy's reads for the Warden's own use (filling in a
+/// chore action's placeholder) and returns its output.
+fn own_read(cmd: &str, args: &[&str]) -> Result<String, String> {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let allowed = policy::check(Table::Allow, cmd, &args).map_err(|r| r.reason)?;
+    let bin = exec::pick_binary(allowed.rule.cmd, allowed.rule.bins).map_err(|e| e.to_string())?;
+    let bounds = Bounds::for_rule(allowed.rule);
+    let o = exec::run_program(&bin, &allowed.args, &[], &bounds).map_err(|e| e.to_string())?;
+    if o.exit_code != Some(0) || o.cut {
+        return Err(format!(
+            "{cmd} failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+fn security_upgrades() -> Result<Vec<String>, String> {
+    own_read("apt", &["list", "--upgradable"])
+        .map(|out| crate::chores::placeholders::security_upgrades(&out))
+}
+
+fn failed_services() -> Result<Vec<String>, String> {
+    own_read(
+        "systemctl",
+        &[
+            "list-units",
+            "--state=failed",
+            "--type=service",
+            "--plain",
+            "--no-legend",
+        ],
+    )
+    .map(|out| crate::chores::placeholders::failed_services(&out))
+}
+
+/// A chore action with its placeholder filled in: none, one or several
+/// concrete actions.
+fn expand_action(action: &[String]) -> Result<Vec<Vec<String>>, String> {
+    let Some((last, head)) = action.split_last() else {
+        return Ok(Vec::new());
+    };
+    let with = |items: Vec<String>, per: usize| -> Vec<Vec<String>> {
+        items
+            .chunks(per.max(1))
+            .map(|c| head.iter().cloned().chain(c.iter().cloned()).collect())
+            .collect()
+    };
+    match last.as_str() {
+        // The policy allows apt-get 24 arguments after its name: the fixed
+        // ones of the action, and as many packages as fit.
+        "@security-upgrades" => Ok(with(
+            security_upgrades()?,
+            25usize.saturating_sub(head.len()),
+        )),
+        "@failed-services" => Ok(with(failed_services()?, 1)),
+        _ => Ok(vec![action.to_vec()]),
+    }
+}
+
+pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunSource) -> Response {
+    use crate::chores::run::{self as run, Mode};
+    let refuse = |reason: String| Response::Refused {
+        reason,
+        journal_seq: None,
+    };
+    if frozen(shared) {
+        return refuse(
+            "the ladder is at Freeze or above: no chore runs until it comes down".into(),
+        );
+    }
+    let Some(chore) = find_chore(shared, name) else {
+        return refuse(format!(
+            "there is no chore named {name:?}; `aromba chores` lists them"
+        ));
+    };
+    let mode = if dry_run { Mode::DryRun } else { Mode::Real };
+    let runs = runs_dir(shared);
+    let _ = std::fs::create_dir_all(&runs);
+    let seen = runs.join(format!("{name}.dry-run-seen"));
+    if mode == Mode::Real && !seen.exists() {
+        return refuse(format!(
+            "{name}'s first real run needs a dry run you saw first: `aromba chore run {name} --dry-run`"
+        ));
+    }
+    let now = shared.options.clock.now();
+    let days_installed = shared
+        .installed_at()
+        .map_or(0, |at| now.saturating_sub(at) / 86_400);
+    let ctx = run::Context {
+        layout: &shared.options.layout,
+        isolation: shared.isolation == "available",
+        days_installed,
+        cap_confirmed: cap_confirmed(shared, &chore),
+        cap_interval: Duration::from_secs(5),
+        timeout: Duration::from_secs(900),
+    };
+    let mut m = Map::new();
+    m.insert("chore".into(), Value::from(name));
+    m.insert(
+        "mode".into(),
+        Value::from(if dry_run { "dry-run" } else { "real" }),
+    );
+    m.insert("approval".into(), Value::from(source.name()));
+    // A red run that may change files snapshots them first, for Undo.
+    let snap = if mode == Mode::Real
+        && chore.header.color == Color::Red
+        && !chore.header.touches.is_empty()
+    {
+        if let Err(why) = run::admissible(&chore, mode, &ctx) {
+            m.insert("verdict".into(), Value::from("refused"));
+            m.insert("reason".into(), Value::from(why.as_str()));
+            let seq = journal(shared, "chore-run", m);
+            return Response::Refused {
+                reason: why,
+                journal_seq: seq,
+            };
+        }
+        match take_snapshot(shared, &chore, now) {
+            Ok(s) => Some(s),
+            Err(why) => {
+                m.insert("verdict".into(), Value::from("refused"));
+                m.insert("reason".into(), Value::from(why.as_str()));
+                let seq = journal(shared, "chore-run", m);
+                return Response::Refused {
+                    reason: why,
+                    journal_seq: seq,
+                };
+            }
+        }
+    } else {
+        None
+    };
+    let result = run::run(&chore, mode, &ctx);
+    let undo = match (&result, snap) {
+        (_, None) => None,
+        (Err(_), Some(s)) => {
+            let _ = s.discard();
+            None
+        }
+        (Ok(_), Some(s)) => match s.diff() {
+            Ok(d) if d.is_empty() => {
+                let _ = s.discard();
+                None
+            }
+            Ok(d) => Some((s.id.clone(), d.summary())),
+            Err(e) => Some((s.id.clone(), format!("could not compare: {e}"))),
+        },
+    };
+    if let Some((id, _)) = &undo {
+        m.insert("undo_id".into(), Value::from(id.as_str()));
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            m.insert("verdict".into(), Value::from("refused"));
+            m.insert("reason".into(), Value::from(e.to_string()));
+            let seq = journal(shared, "chore-run", m);
+            return Response::Refused {
+                reason: e.to_string(),
+                journal_seq: seq,
+            };
+        }
+    };
+    let killed = report.outcome.cut || report.outcome.timed_out || report.outcome.stopped;
+    let redact = |b: &[u8]| {
+        if killed {
+            aromba_redact::redact_cut(b)
+        } else {
+            aromba_redact::redact(b)
+        }
+    };
+    let (stdout, stderr) = (
+        redact(&report.outcome.stdout),
+        redact(&report.outcome.stderr),
+    );
+    let clean = report.outcome.exit_code == Some(0)
+        && !report.over_cap
+        && !report.outside_touches
+        && !killed;
+    m.insert(
+        "exit_code".into(),
+        report.outcome.exit_code.map_or(Value::Null, Value::from),
+    );
+    m.insert("files_changed".into(), Value::from(report.files_changed));
+    m.insert("bytes_changed".into(), Value::from(report.bytes_changed));
+    m.insert("over_cap".into(), Value::from(report.over_cap));
+    m.insert(
+        "outside_touches".into(),
+        Value::from(report.outside_touches),
+    );
+    m.insert(
+        "verdict".into(),
+        Value::from(if clean { "clean" } else { "failed" }),
+    );
+    journal(shared, "chore-run", m);
+    if report.outside_touches {
+        raise(
+            shared,
+            None,
+            Signal::FilesOutsideTouches {
+                chore: name.to_string(),
+                paths: vec![report.refused_write.as_deref().map_or_else(
+                    || "a write the cage refused".to_string(),
+                    |line| {
+                        String::from_utf8_lossy(&aromba_redact::redact(line.as_bytes()).text)
+                            .into_owned()
+                    },
+                )],
+            },
+        );
+    }
+    let mut receipt = format!(
+        "{name}: {} run, {}, {} files changed ({} bytes)",
+        if dry_run { "dry" } else { "real" },
+        match report.outcome.exit_code {
+            Some(0) => "exit 0".to_string(),
+            Some(c) => format!("exit {c}"),
+            None => "killed".to_string(),
+        },
+        report.files_changed,
+        report.bytes_changed
+    );
+    if report.over_cap {
+        receipt.push_str("; killed at the damage cap");
+    }
+    if let Some((id, summary)) = &undo {
+        receipt.push_str(&format!("; changed: {summary}; undo id {id} (for 7 days)"));
+    }
+    if report.outside_touches {
+        receipt.push_str("; killed at its first write outside its touches");
+    }
+    if report.outcome.exit_code == Some(0) && (mode == Mode::DryRun || clean) {
+        let green = chore.header.color == crate::chores::header::Color::Green;
+        for action in &chore.header.actions {
+            let concrete = match expand_action(action) {
+                Ok(c) => c,
+                Err(e) => {
+                    receipt.push_str(&format!("; {}: could not fill in ({e})", action.join(" ")));
+                    continue;
+                }
+            };
+            if concrete.is_empty() {
+                receipt.push_str(&format!("; {}: nothing to do", action.join(" ")));
+            }
+            for a in concrete {
+                receipt.push_str("; ");
+                if mode == Mode::DryRun {
+                    receipt.push_str(&format!("would ask for: {}", a.join(" ")));
+                } else {
+                    receipt.push_str(&chore_action(shared, name, green, &a));
+                }
+            }
+        }
+    }
+    if mode == Mode::DryRun && report.outcome.exit_code == Some(0) {
+        // From the root terminal the owner saw this dry run; the Worker
+        // must still show it and say so.
+        let record = if source == RunSource::RootTerminal {
+            seen.clone()
+        } else {
+            runs.join(format!("{name}.dry-ran"))
+        };
+        let _ = std::fs::write(&record, receipt.as_bytes());
+    }
+    let _ = std::fs::write(runs.join(format!("{name}.last")), receipt.as_bytes());
+    let mut r = Map::new();
+    r.insert("chore".into(), Value::from(name));
+    r.insert("receipt".into(), Value::from(receipt.as_str()));
+    journal(shared, "receipt", r);
+    Response::Receipt {
+        receipt,
+        stdout: stdout.text,
+        stderr: stderr.text,
+        ok: clean,
+    }
+}

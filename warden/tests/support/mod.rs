@@ -1,0 +1,241 @@
+//! An installed, paired Warden serving the test's own uid (root) as its
+//! Worker, with the owner's chores written into `mine/` and a clock the
+//! test moves; and relay-signed taps made with the test key pair in
+//! `keys/test/`.
+
+#![allow(dead_code)] // Each test file uses its own part of this.
+
+use aromba_warden::approvals::{Approval, message, relay_key_file};
+use aromba_warden::install::{InstallOptions, install};
+use aromba_warden::ladder::{Clock, ManualClock};
+use aromba_warden::layout::Layout;
+use aromba_warden::server::{ServeOptions, Server, ShutdownHandle};
+use aromba_warden_proto::{
+    MAX_RESPONSE, Request, Response, decode_response, encode_request, read_frame, write_frame,
+};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub const TEST_PUB: &str = include_str!("../../../keys/test/relay-approvals.pub");
+pub const TEST_KEY: &str = include_str!("../../../keys/test/relay-approvals.key");
+
+pub struct Warden {
+    pub root: PathBuf,
+    handle: ShutdownHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+    pub clock: Arc<ManualClock>,
+    /// A directory the chores may write (outside /tmp, which the cage
+    /// replaces).
+    pub touched: PathBuf,
+}
+
+impl Drop for Warden {
+    fn drop(&mut self) {
+        self.handle.shutdown();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+        let _ = std::fs::remove_dir_all(&self.touched);
+    }
+}
+
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// A chore script of the owner's: `header` lines go between `name` and
+/// `end`; `TOUCHED` in it is replaced by the touched directory.
+pub fn owner_chore(name: &str, color: &str, extra_header: &str, body: &str) -> (String, String) {
+    (
+        name.to_string(),
+        format!(
+            "# aromba-chore: 1\n# name: {name}\n# description: A chore of the tests\n# color: {color}\n# touches: TOUCHED\n{extra_header}# network: no\n# schedule: manual\n# end\n{body}\n"
+        ),
+    )
+}
+
+impl Warden {
+    /// Installed and eight days old; paired (the relay's test key pinned
+    /// before install, as pairing will) when `paired`.
+    pub fn start(name: &str, paired: bool, chores: &[(String, String)]) -> Warden {
+        Warden::start_with(name, paired, chores, |_| {})
+    }
+
+    pub fn start_with(
+        name: &str,
+        paired: bool,
+        chores: &[(String, String)],
+        adjust: impl FnOnce(&mut ServeOptions),
+    ) -> Warden {
+        let root = std::env::temp_dir().join(format!("aromba-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let touched = PathBuf::from(format!("/var/tmp/aromba-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&touched);
+        std::fs::create_dir_all(&touched).unwrap();
+        let layout = Layout::rooted(&root);
+        std::fs::create_dir_all(&layout.state_dir).unwrap();
+        if paired {
+            std::fs::write(relay_key_file(&layout), TEST_PUB).unwrap();
+        }
+        let mine = layout.config_dir.join("mine");
+        std::fs::create_dir_all(&mine).unwrap();
+        std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for (name, script) in chores {
+            let path = mine.join(format!("{name}.sh"));
+            std::fs::write(&path, script.replace("TOUCHED", &touched.to_string_lossy())).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::copy("/bin/true", root.join("bin/aromba")).unwrap();
+        install(&InstallOptions {
+            layout: &layout,
+            warden_bin: Path::new("/proc/self/exe"),
+            worker_bin: &root.join("bin/aromba"),
+            worker_gid: 0,
+            clock: Arc::new(aromba_warden::ladder::SystemClock),
+        })
+        .unwrap();
+        let clock = ManualClock::new(now() + 8 * 86_400);
+        let mut o = ServeOptions::new(layout, 0, 0);
+        o.watch_network = false;
+        o.clock = clock.clone();
+        adjust(&mut o);
+        let server = Server::bind(o).unwrap();
+        let handle = server.shutdown_handle();
+        let thread = Some(std::thread::spawn(move || server.run()));
+        Warden {
+            root,
+            handle,
+            thread,
+            clock,
+            touched,
+        }
+    }
+
+    pub fn layout(&self) -> Layout {
+        Layout::rooted(&self.root)
+    }
+
+    fn on(&self, socket: PathBuf, r: &Request) -> Response {
+        let mut s = UnixStream::connect(socket).unwrap();
+        write_frame(&mut s, &encode_request(r), 1 << 16).unwrap();
+        decode_response(&read_frame(&mut s, MAX_RESPONSE).unwrap()).unwrap()
+    }
+
+    /// On the Worker socket.
+    pub fn ask(&self, r: &Request) -> Response {
+        self.on(self.layout().worker_socket(), r)
+    }
+
+    /// On the control socket (a root terminal).
+    pub fn control(&self, r: &Request) -> Response {
+        self.on(self.layout().control_socket(), r)
+    }
+
+    pub fn status(&self) -> aromba_warden_proto::Status {
+        match self.control(&Request::Status) {
+            Response::Status(st) => st,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    pub fn ladder(&self) -> u64 {
+        self.status().ladder_step
+    }
+
+    pub fn journal(&self) -> String {
+        std::fs::read_to_string(self.layout().journal_file()).unwrap_or_default()
+    }
+
+    /// Dry run of `chore`, shown to the user (as the Worker says).
+    pub fn dry_run_shown(&self, chore: &str) {
+        let r = self.ask(&Request::DryRun {
+            chore: chore.into(),
+        });
+        assert!(matches!(r, Response::Receipt { ok: true, .. }), "{r:?}");
+        let r = self.ask(&Request::DryRunShown {
+            chore: chore.into(),
+        });
+        assert!(matches!(r, Response::Noted { .. }), "{r:?}");
+    }
+
+    /// Proposes `r`; the action id, the server id and whether it needs
+    /// the PIN.
+    pub fn propose(&self, r: &Request) -> (String, String, bool) {
+        match self.ask(r) {
+            Response::Proposed {
+                action_id,
+                server_id,
+                needs_pin,
+                ..
+            } => (action_id, server_id, needs_pin),
+            other => panic!("not proposed: {other:?}"),
+        }
+    }
+
+    /// A tap on `button` for `action_id`, signed now with the test key.
+    pub fn tap(
+        &self,
+        server_id: &str,
+        action_id: &str,
+        button: &str,
+        pin: Option<&str>,
+    ) -> Request {
+        signed_with_pin(
+            server_id,
+            action_id,
+            button,
+            self.clock.now(),
+            TEST_KEY,
+            pin,
+        )
+    }
+}
+
+pub fn signed_with_pin(
+    server_id: &str,
+    action_id: &str,
+    button: &str,
+    time: u64,
+    key: &str,
+    pin: Option<&str>,
+) -> Request {
+    let mut a = Approval {
+        action_id: action_id.into(),
+        button: button.into(),
+        chat: "4242".into(),
+        time,
+        signature: String::new(),
+    };
+    let sk = minisign::SecretKeyBox::from_string(key)
+        .unwrap()
+        .into_unencrypted_secret_key()
+        .unwrap();
+    a.signature = minisign::sign(
+        None,
+        &sk,
+        std::io::Cursor::new(message(server_id, &a)),
+        None,
+        None,
+    )
+    .unwrap()
+    .into_string();
+    Request::Approve {
+        action_id: a.action_id,
+        button: a.button,
+        chat: a.chat,
+        time: a.time,
+        signature: a.signature,
+        pin: pin.map(String::from),
+    }
+}
+
+pub fn signed(server_id: &str, action_id: &str, button: &str, time: u64, key: &str) -> Request {
+    signed_with_pin(server_id, action_id, button, time, key, None)
+}
