@@ -191,3 +191,105 @@ fn a_dry_run_receipt_lists_the_actions_the_warden_would_fill_in() {
         "{s}"
     );
 }
+
+#[test]
+fn the_pin_guards_turning_prod_mode_off_from_the_root_terminal() {
+    let warden = TestWarden::start_with("chores-pin", account("aromba"), true, |_| {});
+    let out = warden.aromba_as_with_stdin("root", &["pin", "set"], "111111\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("too easy"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = warden.aromba_as_with_stdin("root", &["pin", "set"], "583016\n");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("the PIN is set"));
+    // Only root sets it.
+    let out = warden.aromba_as_with_stdin("aromba", &["pin", "set"], "583017\n");
+    assert_eq!(out.status.code(), Some(1));
+    let out = warden.aromba_as("root", &["prod-mode", "on"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = warden.aromba_as("root", &["chores"]);
+    assert!(
+        !text(&out.stdout).contains(" green "),
+        "every chore is red in prod mode:\n{}",
+        text(&out.stdout)
+    );
+    let out = warden.aromba_as_with_stdin("root", &["prod-mode", "off"], "583017\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("It needs your PIN"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains("wrong PIN"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = warden.aromba_as_with_stdin("root", &["prod-mode", "off"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no PIN on standard input"));
+    let out = warden.aromba_as_with_stdin("root", &["prod-mode", "off"], "583016\n");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("prod mode is off"));
+    let journal = warden.journal();
+    assert!(
+        !journal.contains("583016"),
+        "the PIN never reaches the journal"
+    );
+}
+
+#[test]
+fn a_damage_cap_is_confirmed_and_a_red_run_undone_from_the_root_terminal() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    // Eight days after install: red chores may run.
+    let clock = aromba_warden::ladder::ManualClock::new(now + 8 * 86_400);
+    let warden = TestWarden::start_with("chores-undo", account("aromba"), true, move |o| {
+        o.clock = clock
+    });
+    let dir = std::path::PathBuf::from(format!("/var/tmp/aromba-undo-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "mine\n").unwrap();
+    let script = format!(
+        "#!/bin/sh\n# aromba-chore: 1\n# name: wipe\n# description: Empties a folder\n# color: red\n# touches: {d}\n# max_changes: 2000 files, 20 GB\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would-empty; exit 0; fi\nrm -f {d}/notes.txt\n",
+        d = dir.display()
+    );
+    write_mine(&warden, "wipe", &script);
+    let out = warden.aromba_as("root", &["chore", "run", "wipe", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("confirm"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = warden.aromba_as("root", &["chore", "confirm", "wipe"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = warden.aromba_as("root", &["chore", "run", "wipe", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = warden.aromba_as("root", &["chore", "run", "wipe"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    assert!(!dir.join("notes.txt").exists());
+    let at = s.find("undo id ").expect("an undo id on the receipt") + 8;
+    let id = &s[at..at + 32];
+    let out = warden.aromba_as("root", &["undo", id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "mine\n"
+    );
+    let out = warden.aromba_as("root", &["undo", "not-an-id"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no undo"),
+        "{}",
+        text(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -136,7 +136,18 @@ impl TestWarden {
 
     /// `aromba ARGS…` as `user`, against this Warden.
     pub fn aromba_as(&self, user: &str, args: &[&str]) -> std::process::Output {
+        self.aromba_as_with_stdin(user, args, "")
+    }
+
+    /// As [`TestWarden::aromba_as`], with `stdin` on standard input.
+    pub fn aromba_as_with_stdin(
+        &self,
+        user: &str,
+        args: &[&str],
+        stdin: &str,
+    ) -> std::process::Output {
         let mut cmd = Command::new("runuser");
+        cmd.write_stdin(stdin.to_string());
         cmd.args(["-u", user, "--"]).arg(aromba_bin());
         // `--root DIR` goes before a `--`, or at the end.
         let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
