@@ -2,7 +2,7 @@
 //! a chore must not be able to do. These need root and bubblewrap; they
 //! fail, never skip, without them.
 
-use aromba_warden::cage::{CageSpec, Hidden, bwrap_args, run_caged, secret_paths};
+use aromba_warden::cage::{CageSpec, Hidden, bwrap_args, run_caged, secret_paths, tool_spec};
 use aromba_warden::exec::Bounds;
 use aromba_warden::layout::Layout;
 use std::path::{Path, PathBuf};
@@ -123,6 +123,37 @@ fn only_the_touches_are_writable() {
 }
 
 #[test]
+fn an_assistant_tool_can_write_nowhere_not_even_scratch_space() {
+    let root = temp("tool");
+    let layout = Layout::rooted(&root);
+    std::fs::create_dir_all(layout.worker_home.join(".ssh")).unwrap();
+    std::fs::write(layout.worker_home.join(".ssh/id_ed25519"), "key").unwrap();
+    let spec = tool_spec(&layout, Vec::new());
+    let outside = PathBuf::from(format!("/var/tmp/aromba-cage-tool-{}", std::process::id()));
+    std::fs::create_dir_all(&outside).unwrap();
+    for path in [
+        outside.join("x"),
+        "/tmp/x".into(),
+        "/dev/shm/x".into(),
+        "/dev/x".into(),
+    ] {
+        let got = probe(&spec, &["write", path.to_str().unwrap()]);
+        assert!(got.starts_with("refused"), "{}: {got}", path.display());
+    }
+    std::fs::remove_dir_all(&outside).unwrap();
+    let ssh = layout.worker_home.join(".ssh/id_ed25519");
+    assert!(probe(&spec, &["read", ssh.to_str().unwrap()]).starts_with("refused"));
+    // It can still read what is not secret, and write to /dev/null.
+    assert_eq!(probe(&spec, &["write", "/dev/null"]), "allowed");
+    assert!(probe(&spec, &["read", "/etc/passwd"]).starts_with("read"));
+    let args = bwrap_args(&spec, 3, "/bin/true", &[]);
+    assert!(
+        !args.iter().any(|a| a == "--bind" || a == "--share-net"),
+        "{args:?}"
+    );
+}
+
+#[test]
 fn secret_paths_are_not_visible() {
     let root = temp("secrets");
     let layout = Layout::rooted(&root);
@@ -202,6 +233,7 @@ fn bwrap_argument_vector_is_exactly_this() {
             Hidden::Dir("/root/.ssh".into()),
             Hidden::File("/etc/shadow".into()),
         ],
+        nothing_writable: false,
     };
     let got = bwrap_args(
         &spec,
@@ -250,6 +282,41 @@ fn bwrap_argument_vector_is_exactly_this() {
         "--dry-run",
     ];
     assert_eq!(got, want);
+    // An assistant tool's cage: the same, with scratch space read-only and
+    // no touch bound whatever the spec lists.
+    let tool = bwrap_args(
+        &CageSpec {
+            nothing_writable: true,
+            ..spec.clone()
+        },
+        7,
+        "/usr/lib/aromba/tools/disk-report",
+        &[],
+    );
+    let tail: Vec<&str> = tool[21..].iter().map(String::as_str).collect();
+    assert_eq!(
+        tail,
+        [
+            "--tmpfs",
+            "/root/.ssh",
+            "--remount-ro",
+            "/root/.ssh",
+            "--ro-bind",
+            "/dev/null",
+            "/etc/shadow",
+            "--remount-ro",
+            "/tmp",
+            "--remount-ro",
+            "/dev",
+            "--chdir",
+            "/",
+            "--seccomp",
+            "7",
+            "--",
+            "/usr/lib/aromba/tools/disk-report"
+        ],
+        "{tool:?}"
+    );
     let with_net = bwrap_args(
         &CageSpec {
             network: true,

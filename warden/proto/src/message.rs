@@ -791,6 +791,53 @@ mod tests {
     }
 
     #[test]
+    fn round_trips_the_owners_requests_and_proposals() {
+        let requests = [
+            Request::Approve {
+                action_id: "a".into(),
+                button: "approve".into(),
+                chat: "42".into(),
+                time: 9,
+                signature: "sig".into(),
+                pin: Some("472913".into()),
+            },
+            Request::ProposeConfirmCap {
+                chore: "big".into(),
+            },
+            Request::ProposeUndo {
+                undo_id: "u".into(),
+            },
+            Request::ProposeProdModeOff,
+            Request::ConfirmCap {
+                chore: "big".into(),
+            },
+            Request::SetPin {
+                pin: "472913".into(),
+            },
+            Request::ProdMode {
+                on: false,
+                pin: None,
+            },
+            Request::Undo {
+                undo_id: "u".into(),
+            },
+        ];
+        for r in requests {
+            assert_eq!(decode_request(&encode_request(&r)).unwrap(), r);
+        }
+        let p = Response::Proposed {
+            action_id: "a".into(),
+            server_id: "s".into(),
+            summary: "Undo tidy's run".into(),
+            needs_pin: true,
+        };
+        assert_eq!(decode_response(&encode_response(&p)).unwrap(), p);
+        // The PIN is a string or null, nothing else.
+        assert!(decode_request(br#"{"type":"prod_mode","on":false,"pin":472913}"#).is_err());
+        assert!(decode_request(br#"{"type":"prod_mode","on":false}"#).is_err());
+    }
+
+    #[test]
     fn printable_escapes_terminal_controls() {
         assert_eq!(
             printable(b"a\nb\x1b[2J\r\xff\t"),

@@ -34,6 +34,22 @@ pub struct CageSpec {
     /// Secret paths to make invisible: directories get an empty tmpfs,
     /// files `/dev/null`.
     pub hide: Vec<Hidden>,
+    /// Not even the cage's own `/tmp` and `/dev` are writable: an assistant
+    /// tool runs on the model's word, not on a button (see [`tool_spec`]).
+    pub nothing_writable: bool,
+}
+
+/// The cage of an assistant tool: no touches, no network, secrets hidden,
+/// and nothing writable at all, not even scratch space. A tool that needs
+/// to write is a chore, with an approval, a snapshot and a receipt.
+pub fn tool_spec(layout: &Layout, env: Vec<(String, String)>) -> CageSpec {
+    CageSpec {
+        touches: Vec::new(),
+        network: false,
+        env,
+        hide: secret_paths(layout),
+        nothing_writable: true,
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,9 +154,11 @@ pub fn bwrap_args(spec: &CageSpec, seccomp_fd: i32, program: &str, args: &[Strin
         ]
         .map(String::from),
     );
-    for t in &spec.touches {
-        let t = t.to_string_lossy().into_owned();
-        v.extend(["--bind".to_string(), t.clone(), t]);
+    if !spec.nothing_writable {
+        for t in &spec.touches {
+            let t = t.to_string_lossy().into_owned();
+            v.extend(["--bind".to_string(), t.clone(), t]);
+        }
     }
     for h in &spec.hide {
         match h {
@@ -161,6 +179,11 @@ pub fn bwrap_args(spec: &CageSpec, seccomp_fd: i32, program: &str, args: &[Strin
                 f.to_string_lossy().into_owned(),
             ]),
         }
+    }
+    // Last among the mounts: bubblewrap makes the hidden paths' mount
+    // points first, and cannot once their parents are read-only.
+    if spec.nothing_writable {
+        v.extend(["--remount-ro", "/tmp", "--remount-ro", "/dev"].map(String::from));
     }
     v.extend([
         "--chdir".to_string(),

@@ -223,6 +223,7 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
             network: h.network,
             env,
             hide: cage::secret_paths(ctx.layout),
+            nothing_writable: false,
         };
         cage::run_caged(&spec, Path::new("/bin/sh"), &args, &bounds).map_err(RunError::Cage)
     } else {

@@ -539,8 +539,9 @@ fn serve(shared: &Shared, peer: &PeerCred, socket: Socket, request: Request) -> 
             m.insert("approval".into(), Value::from(approval.is_some()));
             m.insert("verdict".into(), Value::from("refused"));
             let seq = journal(shared, "red-action", m);
-            // No relay key is pinned yet (pairing arrives with the relay), so
-            // no approval can be verified: every red action is refused, and
+            // A red action runs only through a proposal (the Warden issues
+            // the action id) and a relay-signed tap on it; an action named
+            // with an approval of the Worker's own making is refused, and
             // asking for one is a signal.
             let frozen = shared
                 .ladder
@@ -556,7 +557,7 @@ fn serve(shared: &Shared, peer: &PeerCred, socket: Socket, request: Request) -> 
             let reason = if frozen {
                 "the ladder is at Freeze or above: no chore or action runs until it comes down"
             } else {
-                "a red action needs an approval the Warden can verify, and none can be verified here"
+                "a red action runs only through a proposal and a relay-signed tap the Warden verifies (propose, then approve)"
             };
             Response::Refused {
                 reason: reason.into(),
