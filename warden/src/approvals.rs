@@ -109,6 +109,10 @@ impl Action {
                 .and_then(Value::as_u64)
                 .ok_or_else(|| format!("the action record lacks {k}"))
         };
+        // A record from before actions had kinds stands for a run.
+        if v.get("kind").is_none() {
+            return Ok(Action::Run { chore: s("chore")? });
+        }
         match s("kind")?.as_str() {
             "run" => Ok(Action::Run { chore: s("chore")? }),
             "confirm-cap" => Ok(Action::ConfirmCap {

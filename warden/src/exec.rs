@@ -34,26 +34,35 @@ pub struct Bounds {
     /// Set from another thread to kill the run (the chore runner's damage
     /// cap); checked every 50 ms.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
-    /// Output that kills the command the moment it appears on either pipe.
+    /// A line of error output that kills the command the moment it appears.
     pub tripwire: Option<Tripwire>,
 }
 
-/// A byte string whose appearance in a command's output ends it at once:
-/// the cage refuses a write outside a chore's touches with `EROFS`, and the
-/// tool that tried prints the error as it happens.
+/// A line of standard error that ends the command at once: the cage
+/// refuses a write outside a chore's touches with `EROFS`, and the tool that
+/// tried prints the error as it happens. Only standard error is watched (a
+/// listing of file names goes to standard output), and lines starting with
+/// `ignore_prefix` (the sandbox's own setup errors) are not the program's.
 #[derive(Clone, Debug)]
 pub struct Tripwire {
     pub needle: &'static [u8],
-    /// Set when the needle was seen.
+    pub ignore_prefix: &'static [u8],
+    /// Set when a line with the needle was seen.
     pub hit: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Tripwire {
-    pub fn new(needle: &'static [u8]) -> Tripwire {
+    pub fn new(needle: &'static [u8], ignore_prefix: &'static [u8]) -> Tripwire {
         Tripwire {
             needle,
+            ignore_prefix,
             hit: Default::default(),
         }
+    }
+
+    /// Whether `line` trips it.
+    pub fn trips(&self, line: &[u8]) -> bool {
+        !line.starts_with(self.ignore_prefix) && memmem(line, self.needle)
     }
 
     pub fn was_hit(&self) -> bool {
@@ -192,9 +201,9 @@ fn reader(
     thread::spawn(move || {
         let mut buf = [0u8; 16 << 10];
         let mut over = false;
-        // The end of the previous read, so a needle split across two reads
-        // is still seen.
-        let mut carry: Vec<u8> = Vec::new();
+        // The line being read; a very long one keeps its head and tail,
+        // which is where the prefix and the message are.
+        let mut line: Vec<u8> = Vec::new();
         loop {
             let n = match pipe.read(&mut buf) {
                 Ok(0) => break,
@@ -205,13 +214,19 @@ fn reader(
             if let Some(t) = &tripwire
                 && !t.was_hit()
             {
-                carry.extend_from_slice(&buf[..n]);
-                if memmem(&carry, t.needle) {
-                    t.hit.store(true, Ordering::SeqCst);
-                    let _ = events.send(Event::Tripped);
+                for piece in buf[..n].split_inclusive(|&b| b == b'\n') {
+                    line.extend_from_slice(piece);
+                    if line.len() > 8192 {
+                        line.drain(256..line.len() - 4096);
+                    }
+                    if piece.ends_with(b"\n") {
+                        if t.trips(&line) {
+                            t.hit.store(true, Ordering::SeqCst);
+                            let _ = events.send(Event::Tripped);
+                        }
+                        line.clear();
+                    }
                 }
-                let keep = t.needle.len().saturating_sub(1).min(carry.len());
-                carry.drain(..carry.len() - keep);
             }
             // Take what is left of the budget; past it, keep reading (and
             // dropping) until the kill closes the pipe.
@@ -276,7 +291,7 @@ pub fn run_program(
             "the child's pipes are missing",
         )));
     };
-    let out = reader(out, budget.clone(), bounds.tripwire.clone(), tx.clone());
+    let out = reader(out, budget.clone(), None, tx.clone());
     let err = reader(err, budget, bounds.tripwire.clone(), tx.clone());
     let waiter = tx;
     thread::spawn(move || {

@@ -122,12 +122,24 @@ pub fn change(
             }
         },
     }
+    sync_dir(layout)?;
     if let Some(b) = baseline.as_mut() {
-        b.retake_state(layout)
-            .and_then(|()| b.write(layout))
+        // On disk first: the copy in memory changes only once the new
+        // baseline is durable, so the two never disagree.
+        let mut next = b.clone();
+        next.retake_state(layout)
+            .and_then(|()| next.write(layout))
             .map_err(io("re-take the baseline".into()))?;
+        sync_dir(layout)?;
+        *b = next;
     }
     Ok(())
+}
+
+fn sync_dir(layout: &Layout) -> Result<(), StateError> {
+    std::fs::File::open(&layout.state_dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io(format!("sync {}", layout.state_dir.display())))
 }
 
 #[cfg(test)]

@@ -209,9 +209,10 @@ pub fn socket_raw(family: u64, kind: i32) -> io::Result<std::os::fd::OwnedFd> {
     Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
 }
 
-/// `fstatvfs`: the free bytes of the filesystem holding `dir`, counting
-/// the blocks reserved for root (`f_bfree`), since the Warden is root.
-pub fn free_bytes(dir: &std::path::Path) -> io::Result<u64> {
+/// `fstatvfs`: the bytes an unprivileged writer may still use on the
+/// filesystem holding `dir` (`f_bavail`: the Warden keeps root's reserve for
+/// the system), and the filesystem's size.
+pub fn space(dir: &std::path::Path) -> io::Result<(u64, u64)> {
     let f = std::fs::File::open(dir)?;
     // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
@@ -223,6 +224,10 @@ pub fn free_bytes(dir: &std::path::Path) -> io::Result<u64> {
     }
     // The field types differ between targets; on some they are u64 already.
     #[allow(clippy::useless_conversion)]
-    let (free, size) = (u64::from(st.f_bfree), u64::from(st.f_frsize));
-    Ok(free.saturating_mul(size))
+    let (avail, blocks, size) = (
+        u64::from(st.f_bavail),
+        u64::from(st.f_blocks),
+        u64::from(st.f_frsize),
+    );
+    Ok((avail.saturating_mul(size), blocks.saturating_mul(size)))
 }

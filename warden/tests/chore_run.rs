@@ -232,3 +232,32 @@ fn every_system_chore_reports_what_it_would_change_in_a_dry_run() {
         );
     }
 }
+
+#[test]
+fn refuses_touches_in_the_wardens_directories_fenced_data_or_behind_a_symlink() {
+    let d = Dirs::new("touch-rules");
+    let layout = Layout::rooted(&d.root.join("aromba"));
+    let refused = |touch: &Path| {
+        let c = chore("green", touch, "", "true", Origin::Mine);
+        match run(&c, Mode::DryRun, &ctx(&layout, true, 30)) {
+            Err(RunError::Refused(why)) => why,
+            other => panic!("{} was not refused: {other:?}", touch.display()),
+        }
+    };
+    std::fs::create_dir_all(layout.state_dir.join("inner")).unwrap();
+    assert!(refused(&layout.state_dir.join("inner")).contains("the Warden's own files"));
+    // A fenced data folder, either way round.
+    let data = d.touched.join("db");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::create_dir_all(&layout.config_dir).unwrap();
+    std::fs::write(layout.fences_file(), format!("{}\n", data.display())).unwrap();
+    assert!(refused(&d.touched).contains("fenced"));
+    assert!(refused(&data).contains("fenced"));
+    std::fs::write(layout.fences_file(), "").unwrap();
+    // A touch through a symbolic link would bind the link's target.
+    let link = d.root.join("link");
+    std::os::unix::fs::symlink(&d.untouched, &link).unwrap();
+    assert!(refused(&link).contains("symbolic link"));
+    let c = chore("green", &d.touched, "", "true", Origin::Mine);
+    assert!(run(&c, Mode::DryRun, &ctx(&layout, true, 30)).is_ok());
+}

@@ -423,3 +423,36 @@ fn the_wardens_own_state_changes_keep_integrity_but_a_tampered_record_does_not()
     }));
     assert!(why.contains("do not match the baseline"), "{why}");
 }
+
+#[test]
+fn undo_leaves_what_changed_since_the_run_and_says_so() {
+    let w = Warden::start("owner-undo-conflict", true, &[tidy()]);
+    seed(&w);
+    receipt(w.control(&Request::ChoreRun {
+        name: "tidy".into(),
+        dry_run: true,
+    }));
+    let id = undo_id(&receipt(w.control(&Request::ChoreRun {
+        name: "tidy".into(),
+        dry_run: false,
+    })));
+    // The owner edits the file after the run, and adds one of their own.
+    std::fs::write(w.touched.join("keep.txt"), "the owner's edit\n").unwrap();
+    std::fs::write(w.touched.join("sub/owners.txt"), "mine\n").unwrap();
+    let undone = receipt(w.control(&Request::Undo { undo_id: id }));
+    assert!(undone.contains("changed since the run"), "{undone}");
+    assert!(undone.contains("keep.txt"), "{undone}");
+    assert_eq!(
+        std::fs::read_to_string(w.touched.join("keep.txt")).unwrap(),
+        "the owner's edit\n",
+        "a newer version is never rolled back"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.touched.join("sub/owners.txt")).unwrap(),
+        "mine\n",
+        "what others made after the run stays"
+    );
+    // What the run did and nobody touched since is undone.
+    assert!(w.touched.join("old.log").exists());
+    assert!(!w.touched.join("sub/new.txt").exists());
+}

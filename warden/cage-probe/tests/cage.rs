@@ -154,6 +154,34 @@ fn an_assistant_tool_can_write_nowhere_not_even_scratch_space() {
 }
 
 #[test]
+fn a_secret_file_inside_a_hidden_directory_is_hidden_with_it() {
+    // The Worker's configuration directory and its secrets file are both on
+    // the list on a real install; the cage must still build.
+    let dir = PathBuf::from(format!(
+        "/var/tmp/aromba-cage-nested-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("secrets.toml"), "api_key = 1").unwrap();
+    let spec = CageSpec {
+        hide: vec![
+            Hidden::Dir(dir.clone()),
+            Hidden::File(dir.join("secrets.toml")),
+        ],
+        ..CageSpec::default()
+    };
+    let args = bwrap_args(&spec, 3, "/bin/true", &[]);
+    assert!(
+        !args.iter().any(|a| a.ends_with("secrets.toml")),
+        "the file is covered by its directory: {args:?}"
+    );
+    let secret = dir.join("secrets.toml");
+    let got = probe(&spec, &["read", secret.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(got.starts_with("refused"), "{got}");
+}
+
+#[test]
 fn secret_paths_are_not_visible() {
     let root = temp("secrets");
     let layout = Layout::rooted(&root);
@@ -268,11 +296,11 @@ fn bwrap_argument_vector_is_exactly_this() {
         "/var/cache/apt",
         "--tmpfs",
         "/root/.ssh",
-        "--remount-ro",
-        "/root/.ssh",
         "--ro-bind",
         "/dev/null",
         "/etc/shadow",
+        "--remount-ro",
+        "/root/.ssh",
         "--chdir",
         "/",
         "--seccomp",
@@ -299,11 +327,11 @@ fn bwrap_argument_vector_is_exactly_this() {
         [
             "--tmpfs",
             "/root/.ssh",
-            "--remount-ro",
-            "/root/.ssh",
             "--ro-bind",
             "/dev/null",
             "/etc/shadow",
+            "--remount-ro",
+            "/root/.ssh",
             "--remount-ro",
             "/tmp",
             "--remount-ro",

@@ -160,25 +160,37 @@ pub fn bwrap_args(spec: &CageSpec, seccomp_fd: i32, program: &str, args: &[Strin
             v.extend(["--bind".to_string(), t.clone(), t]);
         }
     }
+    // What is under a hidden directory is hidden with it: its own mount
+    // would need a mount point inside the empty, read-only stand-in.
+    let dirs: Vec<&PathBuf> = spec
+        .hide
+        .iter()
+        .filter_map(|h| match h {
+            Hidden::Dir(d) => Some(d),
+            Hidden::File(_) => None,
+        })
+        .collect();
+    let covered = |p: &Path| dirs.iter().any(|d| p != d.as_path() && p.starts_with(d));
+    let mut read_only = Vec::new();
     for h in &spec.hide {
         match h {
-            // Read-only, so a write there fails like any other outside
-            // the touches instead of vanishing into a scratch tmpfs.
-            Hidden::Dir(d) => {
+            Hidden::Dir(d) if !covered(d) => {
                 let d = d.to_string_lossy().into_owned();
-                v.extend([
-                    "--tmpfs".to_string(),
-                    d.clone(),
-                    "--remount-ro".to_string(),
-                    d,
-                ]);
+                v.extend(["--tmpfs".to_string(), d.clone()]);
+                read_only.push(d);
             }
-            Hidden::File(f) => v.extend([
+            Hidden::File(f) if !covered(f) => v.extend([
                 "--ro-bind".to_string(),
                 "/dev/null".to_string(),
                 f.to_string_lossy().into_owned(),
             ]),
+            _ => {}
         }
+    }
+    // The stand-ins are read-only, so a write there fails like any other
+    // outside the touches instead of vanishing into a scratch tmpfs.
+    for d in read_only {
+        v.extend(["--remount-ro".to_string(), d]);
     }
     // Last among the mounts: bubblewrap makes the hidden paths' mount
     // points first, and cannot once their parents are read-only.

@@ -20,6 +20,9 @@ pub const NO_ISOLATION: &str = "This server has no isolation. I only run green s
 /// How the C library words `EROFS`, which the cage gives a write outside
 /// the touches.
 pub const EROFS_MESSAGE: &[u8] = b"Read-only file system";
+/// How bubblewrap starts its own errors (setting up the cage, not the
+/// chore's doing).
+const BWRAP_PREFIX: &[u8] = b"bwrap: ";
 pub const FIRST_WEEK: &str = "For the first 7 days after install only green chores run.";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +111,56 @@ pub fn admissible(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<(), St
             h.name, h.max_files, h.max_gb
         ));
     }
+    touches_allowed(h, ctx.layout)
+}
+
+/// A touch may not be one of the Warden's directories or inside one, may
+/// not overlap a fenced data folder either way, and may not pass through a
+/// symlink (bubblewrap would bind the link's target, which nothing checked).
+fn touches_allowed(h: &Header, layout: &Layout) -> Result<(), String> {
+    let own = [
+        &layout.state_dir,
+        &layout.journal_dir,
+        &layout.config_dir,
+        &layout.run_dir,
+        &layout.worker_config_dir,
+    ];
+    let fences: Vec<PathBuf> = std::fs::read_to_string(layout.fences_file())
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with('/'))
+        .map(PathBuf::from)
+        .collect();
+    for t in &h.touches {
+        if let Some(dir) = own.iter().find(|d| t.starts_with(d)) {
+            return Err(format!(
+                "{} touches {}, which holds the Warden's own files",
+                h.name,
+                dir.display()
+            ));
+        }
+        if let Some(f) = fences.iter().find(|f| t.starts_with(f) || f.starts_with(t)) {
+            return Err(format!(
+                "{} touches {}, and {} is fenced as data: no chore may touch it",
+                h.name,
+                t.display(),
+                f.display()
+            ));
+        }
+        let mut at = PathBuf::from("/");
+        for part in t.components().skip(1) {
+            at.push(part);
+            if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(format!(
+                    "{} touches {}, and {} is a symbolic link: a touch must be the real path",
+                    h.name,
+                    t.display(),
+                    at.display()
+                ));
+            }
+        }
+    }
     Ok(())
 }
 
@@ -179,7 +232,9 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
         stop: Some(stop.clone()),
         // Killed at its first write outside the touches (all of them, in a
         // dry run): the cage refuses it and the tool says so at once.
-        tripwire: ctx.isolation.then(|| exec::Tripwire::new(EROFS_MESSAGE)),
+        tripwire: ctx
+            .isolation
+            .then(|| exec::Tripwire::new(EROFS_MESSAGE, BWRAP_PREFIX)),
     };
     // A dry run gets no writable path at all.
     let touches = if mode == Mode::Real {
@@ -235,17 +290,17 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
     let outcome = outcome?;
     let (files_changed, bytes_changed) = changes(&before, &snapshot(&h.touches));
     let outside_touches = bounds.tripwire.as_ref().is_some_and(|t| t.was_hit());
-    let refused_write = outside_touches
-        .then(|| {
-            [&outcome.stderr, &outcome.stdout]
-                .into_iter()
-                .find_map(|b| {
-                    b.split(|&c| c == b'\n')
-                        .find(|l| l.windows(EROFS_MESSAGE.len()).any(|w| w == EROFS_MESSAGE))
-                        .map(|l| String::from_utf8_lossy(l).into_owned())
-                })
-        })
-        .flatten();
+    let refused_write = bounds
+        .tripwire
+        .as_ref()
+        .filter(|t| t.was_hit())
+        .and_then(|t| {
+            outcome
+                .stderr
+                .split(|&c| c == b'\n')
+                .find(|l| t.trips(l))
+                .map(|l| String::from_utf8_lossy(l).into_owned())
+        });
     Ok(Report {
         over_cap: over_cap.load(Ordering::SeqCst)
             || files_changed > h.max_files

@@ -172,6 +172,12 @@ impl RunSource {
 }
 
 pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Response {
+    if find_chore(shared, chore).is_none() {
+        return Response::Refused {
+            reason: format!("there is no chore named {chore:?}"),
+            journal_seq: None,
+        };
+    }
     let runs = runs_dir(shared);
     let ran = runs.join(format!("{chore}.dry-ran"));
     let mut m = peer_fields(peer, Socket::Worker);
@@ -192,25 +198,56 @@ pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Re
     }
 }
 
+/// One snapshot is taken at a time, so two runs cannot both count on the
+/// same free space.
+static SNAPSHOT_TAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Snapshots what a red run of `chore` may change, in the Warden's state
-/// (where no cage and not the Worker can see it), within the free space
-/// less a gigabyte.
+/// (where no cage and not the Worker can see it). It may use the space an
+/// unprivileged writer has, less a margin of a gigabyte or a tenth of the
+/// filesystem, whichever is more, so a snapshot never fills the disk the
+/// server's services write to.
 fn take_snapshot(shared: &Shared, chore: &Chore, now: u64) -> Result<snapshot::Snapshot, String> {
+    let _one = SNAPSHOT_TAKING.lock().unwrap_or_else(|p| p.into_inner());
     let store = snapshots_dir(shared);
     std::fs::create_dir_all(&store).map_err(|e| format!("cannot make the snapshot store: {e}"))?;
-    let room = crate::system::free_bytes(&store)
-        .map_err(|e| format!("cannot see the snapshot store's free space: {e}"))?
-        .saturating_sub(1 << 30);
+    let (avail, total) = crate::system::space(&store)
+        .map_err(|e| format!("cannot see the snapshot store's free space: {e}"))?;
+    let room = avail.saturating_sub((1u64 << 30).max(total / 10));
     let id = crate::approvals::new_id(16).map_err(|e| format!("cannot make an undo id: {e}"))?;
     snapshot::take(
         &store,
         &id,
         &chore.header.name,
         &chore.header.touches,
+        &snapshot_exclusions(shared),
         now,
         room,
     )
     .map_err(|e| format!("a red run snapshots what it may change first, and that failed: {e}"))
+}
+
+/// What a snapshot never records or restores: the cage's hidden secret
+/// paths, the Warden's and the Worker's own directories, the quarantine.
+fn snapshot_exclusions(shared: &Shared) -> Vec<std::path::PathBuf> {
+    let layout = &shared.options.layout;
+    let mut out: Vec<std::path::PathBuf> = crate::cage::secret_paths(layout)
+        .into_iter()
+        .map(|h| match h {
+            crate::cage::Hidden::Dir(p) | crate::cage::Hidden::File(p) => p,
+        })
+        .collect();
+    out.extend([
+        layout.state_dir.clone(),
+        layout.journal_dir.clone(),
+        layout.config_dir.clone(),
+        layout.run_dir.clone(),
+        layout.worker_config_dir.clone(),
+        crate::chores::quarantine::dir(layout),
+    ]);
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Runs one of the policy's reads for the Warden's own use (filling in a
@@ -347,19 +384,36 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
         None
     };
     let result = run::run(&chore, mode, &ctx);
-    let undo = match (&result, snap) {
-        (_, None) => None,
-        (Err(_), Some(s)) => {
+    // Nothing ran when the rules refused or the cage never started; any
+    // other error may come after the chore changed files, so the snapshot
+    // is sealed and kept.
+    let never_ran = matches!(
+        &result,
+        Err(run::RunError::Refused(_))
+            | Err(run::RunError::Cage(
+                crate::cage::CageError::NoBubblewrap(_) | crate::cage::CageError::Filter(_)
+            ))
+            | Err(run::RunError::Exec(exec::ExecError::NoBinary { .. }))
+            | Err(run::RunError::Exec(exec::ExecError::UnsafeBinary { .. }))
+    );
+    let undo = match snap {
+        None => None,
+        Some(s) if never_ran => {
             let _ = s.discard();
             None
         }
-        (Ok(_), Some(s)) => match s.diff() {
+        Some(s) => match s.seal() {
             Ok(d) if d.is_empty() => {
                 let _ = s.discard();
                 None
             }
             Ok(d) => Some((s.id.clone(), d.summary())),
-            Err(e) => Some((s.id.clone(), format!("could not compare: {e}"))),
+            Err(e) => {
+                // An unsealed snapshot cannot be undone: say so, keep nothing.
+                m.insert("snapshot".into(), Value::from(format!("no undo: {e}")));
+                let _ = s.discard();
+                None
+            }
         },
     };
     if let Some((id, _)) = &undo {
@@ -368,11 +422,18 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
     let report = match result {
         Ok(r) => r,
         Err(e) => {
-            m.insert("verdict".into(), Value::from("refused"));
+            let verdict = if never_ran { "refused" } else { "failed" };
+            m.insert("verdict".into(), Value::from(verdict));
             m.insert("reason".into(), Value::from(e.to_string()));
             let seq = journal(shared, "chore-run", m);
+            let reason = match &undo {
+                Some((id, summary)) => {
+                    format!("{e}; changed before it failed: {summary}; undo id {id} (for 7 days)")
+                }
+                None => e.to_string(),
+            };
             return Response::Refused {
-                reason: e.to_string(),
+                reason,
                 journal_seq: seq,
             };
         }

@@ -222,8 +222,24 @@ impl Shared {
     /// Changes one of the Warden's state records (`None` removes it) and
     /// re-takes the baseline, journaling the change.
     fn change_state(&self, name: &str, bytes: Option<&[u8]>) -> Result<(), String> {
+        let bytes = bytes.map(<[u8]>::to_vec);
+        self.change_state_with(name, |_| Ok(bytes))
+    }
+
+    /// As [`Shared::change_state`], the new bytes made from the record's
+    /// current ones under the same lock, so two changes cannot lose one.
+    fn change_state_with(
+        &self,
+        name: &str,
+        make: impl FnOnce(Option<Vec<u8>>) -> Result<Option<Vec<u8>>, String>,
+    ) -> Result<(), String> {
+        let layout = &self.options.layout;
         let mut baseline = self.baseline.lock().unwrap_or_else(|p| p.into_inner());
-        let result = crate::state::change(&self.options.layout, &mut baseline, name, bytes);
+        let bytes = match crate::state::read(layout, name) {
+            Ok(current) => make(current)?,
+            Err(e) => return Err(e.to_string()),
+        };
+        let result = crate::state::change(layout, &mut baseline, name, bytes.as_deref());
         drop(baseline);
         let mut m = Map::new();
         m.insert("record".into(), Value::from(name));
@@ -640,7 +656,7 @@ fn serve(shared: &Shared, peer: &PeerCred, socket: Socket, request: Request) -> 
         }
         (socket, other) => {
             let mut m = peer_fields(peer, socket);
-            m.insert("request".into(), Value::from(format!("{other:?}")));
+            m.insert("request".into(), Value::from(without_pin(other)));
             journal(shared, "wrong-socket", m);
             Response::Error {
                 message: format!("that request is not served on the {} socket", socket.name()),
@@ -1097,4 +1113,35 @@ fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<String>) -> Res
         journal_seq,
         duration_ms,
     })
+}
+
+/// A request for the journal, with any PIN it carries left out.
+fn without_pin(request: Request) -> String {
+    let hidden = |pin: Option<String>| pin.map(|_| "[pin]".to_string());
+    let shown = match request {
+        Request::SetPin { .. } => Request::SetPin {
+            pin: "[pin]".into(),
+        },
+        Request::ProdMode { on, pin } => Request::ProdMode {
+            on,
+            pin: hidden(pin),
+        },
+        Request::Approve {
+            action_id,
+            button,
+            chat,
+            time,
+            signature,
+            pin,
+        } => Request::Approve {
+            action_id,
+            button,
+            chat,
+            time,
+            signature,
+            pin: hidden(pin),
+        },
+        other => other,
+    };
+    format!("{shown:?}")
 }

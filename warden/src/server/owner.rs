@@ -88,22 +88,24 @@ fn confirm_cap(shared: &Shared, action: &Action, source: RunSource) -> Response 
             "{chore} changed since its damage cap was proposed; propose it again"
         ));
     }
-    let layout = &shared.options.layout;
-    let mut all = match crate::state::read(layout, CONFIRMED_CAPS) {
-        Ok(Some(b)) => match serde_json::from_slice::<Value>(&b) {
-            Ok(Value::Object(m)) => m,
-            _ => return refuse("the confirmed caps record is malformed"),
-        },
-        Ok(None) => Map::new(),
-        Err(e) => return refuse(e.to_string()),
-    };
     let mut entry = Map::new();
     entry.insert("max_files".into(), Value::from(*max_files));
     entry.insert("max_gb".into(), Value::from(*max_gb));
     entry.insert("script_sha256".into(), Value::from(script_sha256.as_str()));
-    all.insert(chore.clone(), Value::Object(entry));
-    let bytes = serde_json::to_vec(&Value::Object(all)).unwrap_or_default();
-    if let Err(e) = shared.change_state(CONFIRMED_CAPS, Some(&bytes)) {
+    let changed = shared.change_state_with(CONFIRMED_CAPS, |current| {
+        let mut all = match current {
+            Some(b) => match serde_json::from_slice::<Value>(&b) {
+                Ok(Value::Object(m)) => m,
+                _ => return Err("the confirmed caps record is malformed".into()),
+            },
+            None => Map::new(),
+        };
+        all.insert(chore.clone(), Value::Object(entry));
+        Ok(Some(
+            serde_json::to_vec(&Value::Object(all)).unwrap_or_default(),
+        ))
+    });
+    if let Err(e) = changed {
         return refuse(e);
     }
     let mut m = Map::new();
@@ -140,6 +142,9 @@ pub(super) enum Proposal {
 
 /// Issues an action id for `proposal`, with what the user is asked.
 pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> Response {
+    if frozen(shared) {
+        return refuse("the ladder is at Freeze or above: nothing is proposed until it comes down");
+    }
     let layout = &shared.options.layout;
     let (action, summary) = match proposal {
         Proposal::Run(chore) => {
@@ -172,7 +177,8 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
             (cap_action(&c), summary)
         }
         Proposal::Undo(undo_id) => {
-            let snap = match snapshot::load(&snapshots_dir(shared), &undo_id) {
+            let now = shared.options.clock.now();
+            let snap = match snapshot::peek(&snapshots_dir(shared), &undo_id, now) {
                 Ok(s) => s,
                 Err(e) => return refuse(format!("no undo {undo_id:?} here: {e}")),
             };
@@ -283,6 +289,17 @@ pub(super) fn approve(
     m.insert("action_id".into(), Value::from(a.action_id.as_str()));
     m.insert("button".into(), Value::from(a.button.as_str()));
     let now = shared.options.clock.now();
+    if frozen(shared) {
+        // Refused before it is spent: the tap stays good for when the
+        // ladder comes down, within its freshness.
+        m.insert("verdict".into(), Value::from("refused"));
+        m.insert("reason".into(), Value::from("frozen"));
+        let seq = journal(shared, "approval", m);
+        return Response::Refused {
+            reason: "the ladder is at Freeze or above: nothing runs until it comes down".into(),
+            journal_seq: seq,
+        };
+    }
     let action = match approvals::verify_and_spend(&shared.options.layout, &a, now) {
         Ok(action) => action,
         Err(why) => {
@@ -395,12 +412,27 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
         Ok(r) => {
             m.insert("restored".into(), Value::from(r.restored));
             m.insert("quarantined".into(), Value::from(r.quarantined));
+            m.insert("conflicts".into(), Value::from(r.conflicts));
             m.insert("verdict".into(), Value::from("undone"));
-            journal(shared, "undo", m);
-            let receipt = format!(
+            let mut receipt = format!(
                 "undo {undo_id} of {}: {} paths put back, {} the run added moved to quarantine",
                 snap.chore, r.restored, r.quarantined
             );
+            if r.conflicts > 0 {
+                let examples: Vec<String> = r
+                    .conflict_examples
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect();
+                receipt.push_str(&format!(
+                    "; {} changed since the run and left as they are ({})",
+                    r.conflicts,
+                    examples.join(", ")
+                ));
+            }
+            if journal(shared, "undo", m).is_none() {
+                return unjournaled();
+            }
             let mut r = Map::new();
             r.insert("chore".into(), Value::from(snap.chore.as_str()));
             r.insert("receipt".into(), Value::from(receipt.as_str()));

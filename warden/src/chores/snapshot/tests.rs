@@ -1,5 +1,5 @@
 //! The snapshot store's tests: what undo puts back, what it moves to
-//! quarantine, and the hostile manifests `load` refuses.
+//! quarantine, what it leaves alone, and the hostile records `load` refuses.
 
 #![forbid(unsafe_code)]
 
@@ -35,11 +35,16 @@ impl Scratch {
     }
 
     fn take(&self, n: u8) -> Snapshot {
+        self.take_excluding(n, &[])
+    }
+
+    fn take_excluding(&self, n: u8, exclude: &[PathBuf]) -> Snapshot {
         take(
             &self.store,
             &id(n),
             "test-chore",
             std::slice::from_ref(&self.root),
+            exclude,
             NOW,
             ROOMY,
         )
@@ -50,6 +55,27 @@ impl Scratch {
         self.quarantine
             .join(format!("{}-undo", id(n)))
             .join(path.strip_prefix("/").unwrap())
+    }
+
+    /// Everything the undo moved to quarantine for snapshot `n`, as paths
+    /// relative to the quarantine's copy of the root (files only).
+    fn quarantine_files(&self, n: u8) -> Vec<PathBuf> {
+        let top = self.quarantined(n, &self.root);
+        let mut out = Vec::new();
+        let mut stack = vec![top.clone()];
+        while let Some(d) = stack.pop() {
+            let Ok(rd) = fs::read_dir(&d) else { continue };
+            for item in rd {
+                let p = item.unwrap().path();
+                if fs::symlink_metadata(&p).unwrap().is_dir() {
+                    stack.push(p);
+                } else {
+                    out.push(p.strip_prefix(&top).unwrap().to_path_buf());
+                }
+            }
+        }
+        out.sort();
+        out
     }
 }
 
@@ -87,6 +113,19 @@ fn mtime(path: &Path) -> (i64, i64) {
     (m.mtime(), m.mtime_nsec())
 }
 
+/// The ctime has a clock tick's granularity: a change made "later" must be
+/// made at least a tick later to show in it.
+fn tick() {
+    std::thread::sleep(Duration::from_millis(20));
+}
+
+fn mkfifo(path: &Path) {
+    assert_cmd::Command::new("mkfifo")
+        .arg(path)
+        .assert()
+        .success();
+}
+
 #[test]
 fn undo_restores_modified_removed_and_renamed_files() {
     let s = Scratch::new("undo-basic");
@@ -99,7 +138,8 @@ fn undo_restores_modified_removed_and_renamed_files() {
     fs::remove_file(s.at("sub/b.bin")).unwrap();
     fs::remove_dir(s.at("sub")).unwrap();
     fs::rename(s.at("c.log"), s.at("d.log")).unwrap();
-    assert!(!snap.diff().unwrap().is_empty());
+    let d = snap.seal().unwrap();
+    assert!(!d.is_empty());
 
     let done = snap.restore(&s.quarantine, NOW + 60).unwrap();
     assert_eq!(fs::read(s.at("a.txt")).unwrap(), b"alpha");
@@ -110,15 +150,19 @@ fn undo_restores_modified_removed_and_renamed_files() {
         fs::read(s.quarantined(1, &s.at("d.log"))).unwrap(),
         b"charlie"
     );
-    assert_eq!(done.quarantined, 1);
+    assert_eq!(
+        fs::read(s.quarantined(1, &s.at("a.txt"))).unwrap(),
+        b"something else entirely",
+        "the run's version is moved aside, not unlinked"
+    );
+    assert_eq!(done.quarantined, 2, "d.log, and the run's a.txt");
     assert_eq!(done.restored, 4, "a.txt, sub, sub/b.bin, c.log");
-    let bytes = 5 + 4 + 7;
-    let unchanged = Diff {
-        bytes_before: bytes,
-        bytes_after: bytes,
-        ..Diff::default()
-    };
-    assert_eq!(snap.diff().unwrap(), unchanged);
+    assert_eq!(done.conflicts, 0);
+    let d = snap.diff().unwrap();
+    assert_eq!((d.added, d.removed), (0, 0), "{d:?}");
+    assert_eq!((d.bytes_before, d.bytes_after), (16, 16));
+    assert!(snap.dir.join(UNDONE).exists());
+    assert!(!snap.dir.join(UNDOING).exists());
 }
 
 #[test]
@@ -131,6 +175,7 @@ fn undo_moves_files_the_run_created_to_quarantine() {
         &id(2),
         "test-chore",
         &[s.root.clone(), absent.clone()],
+        &[],
         NOW,
         ROOMY,
     )
@@ -139,6 +184,7 @@ fn undo_moves_files_the_run_created_to_quarantine() {
     write(&s.at("new.txt"), b"new");
     write(&s.at("newdir/inner/deep.txt"), b"deep");
     write(&absent.join("made.txt"), b"made");
+    snap.seal().unwrap();
 
     let done = snap.restore(&s.quarantine, NOW).unwrap();
     assert_eq!(done.quarantined, 3, "new.txt, newdir, absent-root");
@@ -172,9 +218,11 @@ fn undo_puts_back_a_file_that_became_a_directory_and_back() {
     write(&s.at("was-file/y"), b"y");
     fs::remove_dir_all(s.at("was-dir")).unwrap();
     write(&s.at("was-dir"), b"now a file");
+    snap.seal().unwrap();
 
     let done = snap.restore(&s.quarantine, NOW).unwrap();
     assert_eq!(done.quarantined, 2);
+    assert_eq!(done.conflicts, 0);
     assert_eq!(fs::read(s.at("was-file")).unwrap(), b"file bytes");
     assert_eq!(fs::read(s.at("was-dir/x")).unwrap(), b"x");
     assert_eq!(
@@ -205,10 +253,15 @@ fn diff_counts_added_removed_changed_and_bytes() {
     write(&s.at("e/f"), &[5; 5]);
 
     let d = snap.diff().unwrap();
-    assert_eq!((d.added, d.removed, d.modified), (3, 1, 1), "{d:?}");
-    assert_eq!(d.files(), 5);
+    assert_eq!((d.added, d.removed, d.modified), (2, 1, 1), "{d:?}");
+    assert_eq!(
+        (d.dirs_added, d.dirs_removed, d.dirs_modified),
+        (1, 0, 0),
+        "{d:?}"
+    );
+    assert_eq!(d.files(), 4, "files and symlinks only, like the runner");
     assert_eq!((d.bytes_before, d.bytes_after), (60, 145));
-    assert_eq!(d.summary(), "3 added, 1 removed, 1 changed; 85 B added");
+    assert_eq!(d.summary(), "2 added, 1 removed, 1 changed; 85 B added");
     assert_eq!(
         d.examples,
         vec![s.at("a"), s.at("d"), s.at("e"), s.at("e/f"), s.at("b")]
@@ -218,7 +271,18 @@ fn diff_counts_added_removed_changed_and_bytes() {
     fs::remove_file(s.at("c")).unwrap();
     let d = snap.diff().unwrap();
     assert_eq!(d.bytes_after, 15);
-    assert_eq!(d.summary(), "2 added, 2 removed, 1 changed; 45 B freed");
+    assert_eq!(d.summary(), "1 added, 2 removed, 1 changed; 45 B freed");
+
+    // A directory alone is a change to undo, but no file changed.
+    fs::remove_file(s.at("e/f")).unwrap();
+    fs::write(s.at("a"), [1; 10]).unwrap();
+    let only_dirs = Diff {
+        dirs_added: 1,
+        ..Diff::default()
+    };
+    assert!(!only_dirs.is_empty());
+    assert_eq!(only_dirs.files(), 0);
+    assert_eq!(only_dirs.summary(), "no files changed, only directories");
 }
 
 #[test]
@@ -243,6 +307,7 @@ fn second_undo_is_refused() {
     write(&s.at("a"), b"a");
     let snap = s.take(5);
     fs::remove_file(s.at("a")).unwrap();
+    snap.seal().unwrap();
     snap.restore(&s.quarantine, NOW).unwrap();
     fs::remove_file(s.at("a")).unwrap();
     let again = load(&s.store, &id(5)).unwrap();
@@ -251,14 +316,59 @@ fn second_undo_is_refused() {
         Err(SnapshotError::AlreadyUndone(_))
     ));
     assert!(!s.at("a").exists(), "the refused undo changed nothing");
+    assert!(
+        !snap.dir.join(UNDOING).exists(),
+        "a refusal lets go of its claim"
+    );
+}
+
+#[test]
+fn a_second_undo_while_one_is_under_way_is_refused() {
+    let s = Scratch::new("under-way");
+    write(&s.at("a"), b"a");
+    let snap = s.take(6);
+    fs::remove_file(s.at("a")).unwrap();
+    snap.seal().unwrap();
+    // Another undo holds the claim.
+    fs::write(snap.dir.join(UNDOING), b"").unwrap();
+    let err = snap.restore(&s.quarantine, NOW).unwrap_err();
+    assert!(matches!(err, SnapshotError::UnderWay(_)), "{err}");
+    assert!(
+        err.to_string()
+            .contains("an undo of this run is under way or was interrupted"),
+        "{err}"
+    );
+    assert!(!s.at("a").exists(), "the refused undo changed nothing");
+    assert!(matches!(
+        peek(&s.store, &id(6), NOW),
+        Err(SnapshotError::UnderWay(_))
+    ));
+    assert!(
+        snap.dir.join(UNDOING).exists(),
+        "the other undo's claim stays"
+    );
+
+    // An undo that stops part-way keeps its claim, so no other starts over it.
+    fs::remove_file(snap.dir.join(UNDOING)).unwrap();
+    fs::write(snap.blob_path(0), b"x").unwrap();
+    let err = snap.restore(&s.quarantine, NOW).unwrap_err();
+    assert!(matches!(err, SnapshotError::Partial { .. }), "{err}");
+    assert!(err.to_string().contains("part-way"), "{err}");
+    assert!(snap.dir.join(UNDOING).exists());
+    assert!(!snap.dir.join(UNDONE).exists());
+    assert!(matches!(
+        snap.restore(&s.quarantine, NOW),
+        Err(SnapshotError::UnderWay(_))
+    ));
 }
 
 #[test]
 fn undo_after_seven_days_is_refused() {
     let s = Scratch::new("expired");
     write(&s.at("a"), b"a");
-    let snap = s.take(6);
+    let snap = s.take(7);
     fs::remove_file(s.at("a")).unwrap();
+    snap.seal().unwrap();
     let err = snap.restore(&s.quarantine, NOW + KEEP_S + 1).unwrap_err();
     assert!(matches!(err, SnapshotError::Expired(_)), "{err}");
     assert!(!s.at("a").exists());
@@ -267,19 +377,487 @@ fn undo_after_seven_days_is_refused() {
 }
 
 #[test]
+fn an_unsealed_snapshot_cannot_be_undone() {
+    let s = Scratch::new("unsealed");
+    write(&s.at("a"), b"a");
+    let snap = s.take(8);
+    fs::remove_file(s.at("a")).unwrap();
+    write(&s.at("b"), b"b");
+    let err = snap.restore(&s.quarantine, NOW).unwrap_err();
+    assert!(matches!(err, SnapshotError::NotSealed(_)), "{err}");
+    assert!(!s.at("a").exists());
+    assert!(s.at("b").exists());
+    assert!(!snap.dir.join(UNDOING).exists());
+    assert!(!s.quarantine.exists());
+    // Sealed once, and only once.
+    snap.seal().unwrap();
+    assert!(matches!(snap.seal(), Err(SnapshotError::AlreadySealed(_))));
+    snap.restore(&s.quarantine, NOW).unwrap();
+    assert!(s.at("a").exists());
+    assert!(!s.at("b").exists());
+}
+
+#[test]
+fn undo_leaves_a_file_changed_after_the_run_and_reports_a_conflict() {
+    let s = Scratch::new("conflict");
+    write(&s.at("a.txt"), b"alpha");
+    write(&s.at("gone.txt"), b"gone");
+    write(&s.at("b.txt"), b"bravo");
+    let snap = s.take(9);
+
+    // The run.
+    write(&s.at("a.txt"), b"run's");
+    fs::remove_file(s.at("gone.txt")).unwrap();
+    write(&s.at("b.txt"), b"run's b");
+    write(&s.at("made.txt"), b"run's new file");
+    assert_eq!(snap.seal().unwrap().files(), 4);
+
+    // Someone else, after it: a.txt rewritten, gone.txt recreated, made.txt
+    // edited. b.txt is left as the run left it.
+    tick();
+    write(&s.at("a.txt"), b"later");
+    write(&s.at("gone.txt"), b"someone's new gone.txt");
+    write(&s.at("made.txt"), b"edited later");
+
+    let done = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(done.conflicts, 3, "{done:?}");
+    assert_eq!(
+        done.conflict_examples,
+        vec![s.at("a.txt"), s.at("gone.txt"), s.at("made.txt")]
+    );
+    assert_eq!(fs::read(s.at("a.txt")).unwrap(), b"later");
+    assert_eq!(
+        fs::read(s.at("gone.txt")).unwrap(),
+        b"someone's new gone.txt"
+    );
+    assert_eq!(fs::read(s.at("made.txt")).unwrap(), b"edited later");
+    assert_eq!(
+        fs::read(s.at("b.txt")).unwrap(),
+        b"bravo",
+        "still the run's"
+    );
+    assert_eq!((done.restored, done.quarantined), (1, 1));
+    assert_eq!(s.quarantine_files(9), vec![PathBuf::from("b.txt")]);
+}
+
+#[test]
+fn undo_never_touches_paths_the_run_did_not_change() {
+    let s = Scratch::new("untouched");
+    write(&s.at("ran.txt"), b"before");
+    write(&s.at("other.txt"), b"other");
+    write(&s.at("dir/kept"), b"kept");
+    write(&s.at("dir/doomed"), b"doomed");
+    fs::set_permissions(s.at("other.txt"), Permissions::from_mode(0o644)).unwrap();
+    let snap = s.take(10);
+
+    write(&s.at("ran.txt"), b"run");
+    snap.seal().unwrap();
+
+    // After the run, others change what the run left alone.
+    write(&s.at("other.txt"), b"changed by someone later");
+    fs::set_permissions(s.at("other.txt"), Permissions::from_mode(0o600)).unwrap();
+    fs::remove_file(s.at("dir/doomed")).unwrap();
+    write(&s.at("dir/kept"), b"edited later");
+    let other_inode = fs::symlink_metadata(s.at("other.txt")).unwrap().ino();
+
+    let done = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!((done.restored, done.quarantined, done.conflicts), (1, 1, 0));
+    assert_eq!(fs::read(s.at("ran.txt")).unwrap(), b"before");
+    assert_eq!(
+        fs::read(s.at("other.txt")).unwrap(),
+        b"changed by someone later"
+    );
+    assert_eq!(mode(&s.at("other.txt")), 0o600);
+    assert_eq!(
+        fs::symlink_metadata(s.at("other.txt")).unwrap().ino(),
+        other_inode
+    );
+    assert!(!s.at("dir/doomed").exists(), "not the run's to put back");
+    assert_eq!(fs::read(s.at("dir/kept")).unwrap(), b"edited later");
+}
+
+#[test]
+fn undo_does_not_quarantine_files_created_after_the_run() {
+    let s = Scratch::new("later-files");
+    write(&s.at("old.txt"), b"old");
+    let snap = s.take(11);
+
+    write(&s.at("run.txt"), b"the run's");
+    write(&s.at("rundir/x"), b"the run's x");
+    write(&s.at("rundir/sub/y"), b"the run's y");
+    snap.seal().unwrap();
+
+    write(&s.at("later.txt"), b"someone's");
+    write(&s.at("rundir/later"), b"someone's, in the run's directory");
+
+    let done = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(fs::read(s.at("later.txt")).unwrap(), b"someone's");
+    assert_eq!(
+        fs::read(s.at("rundir/later")).unwrap(),
+        b"someone's, in the run's directory"
+    );
+    assert!(s.at("rundir").is_dir(), "it holds someone else's file");
+    assert!(!s.at("run.txt").exists());
+    assert!(!s.at("rundir/x").exists());
+    assert!(!s.at("rundir/sub").exists());
+    assert_eq!(
+        s.quarantine_files(11),
+        vec![
+            PathBuf::from("run.txt"),
+            PathBuf::from("rundir/sub/y"),
+            PathBuf::from("rundir/x"),
+        ]
+    );
+    assert_eq!(done.quarantined, 3, "run.txt, rundir/sub, rundir/x");
+    assert_eq!(done.conflicts, 1, "rundir stays");
+    assert_eq!(done.conflict_examples, vec![s.at("rundir")]);
+}
+
+#[test]
+fn excluded_paths_are_neither_snapshotted_nor_restored() {
+    let s = Scratch::new("excluded");
+    write(&s.at("plain"), b"plain");
+    write(&s.at("secret/key"), b"secret key");
+    write(&s.at("own.state"), b"warden state");
+    let exclude = [s.at("secret"), s.at("own.state"), s.at("made/keep")];
+    let snap = s.take_excluding(12, &exclude);
+    assert!(
+        snap.entries.iter().all(|e| !excluded(&e.path, &exclude)),
+        "nothing excluded was recorded"
+    );
+    assert_eq!(snap.entries.len(), 2, "the root and plain");
+
+    // The run changes excluded and plain paths alike, and makes a directory
+    // with an excluded path in it.
+    write(&s.at("plain"), b"run");
+    write(&s.at("secret/key"), b"rotated key");
+    write(&s.at("secret/new"), b"new secret");
+    fs::remove_file(s.at("own.state")).unwrap();
+    write(&s.at("made/keep"), b"excluded, in a new directory");
+    write(&s.at("made/other"), b"the run's");
+    let d = snap.seal().unwrap();
+    assert_eq!((d.added, d.removed, d.modified), (1, 0, 1), "{d:?}");
+    assert_eq!(d.dirs_added, 1);
+    assert!(d.examples.iter().all(|p| !excluded(p, &exclude)));
+
+    let back = load(&s.store, &id(12)).unwrap();
+    let mut sorted = exclude.to_vec();
+    sorted.sort();
+    assert_eq!(back.exclude, sorted);
+    let done = back.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(fs::read(s.at("plain")).unwrap(), b"plain");
+    assert_eq!(fs::read(s.at("secret/key")).unwrap(), b"rotated key");
+    assert_eq!(fs::read(s.at("secret/new")).unwrap(), b"new secret");
+    assert!(!s.at("own.state").exists());
+    assert_eq!(
+        fs::read(s.at("made/keep")).unwrap(),
+        b"excluded, in a new directory",
+        "the directory holding it is not moved"
+    );
+    assert!(!s.at("made/other").exists());
+    assert_eq!(
+        s.quarantine_files(12),
+        vec![PathBuf::from("made/other"), PathBuf::from("plain")]
+    );
+    assert_eq!(done.conflict_examples, vec![s.at("made")]);
+
+    // Excluded paths must be absolute and plain; a root inside one is refused.
+    for bad in ["relative", "/tmp/../etc"] {
+        let err = take(
+            &s.store,
+            &id(13),
+            "c",
+            std::slice::from_ref(&s.root),
+            &[bad.into()],
+            NOW,
+            ROOMY,
+        )
+        .unwrap_err();
+        assert!(matches!(err, SnapshotError::BadRoot { .. }), "{err}");
+    }
+    let err = take(
+        &s.store,
+        &id(13),
+        "c",
+        &[s.at("secret/inner")],
+        &exclude,
+        NOW,
+        ROOMY,
+    )
+    .unwrap_err();
+    assert!(matches!(err, SnapshotError::BadRoot { .. }), "{err}");
+    // A manifest that records an excluded path, or a bad exclusion, is refused.
+    let n = 14;
+    s.take_excluding(n, &exclude);
+    edit_manifest(&s, n, |v| v["exclude"] = serde_json::json!(["relative"]));
+    assert!(matches!(
+        load(&s.store, &id(n)),
+        Err(SnapshotError::BadManifest { .. })
+    ));
+    let n = 15;
+    s.take_excluding(n, &exclude);
+    edit_manifest(&s, n, |v| {
+        v["exclude"] = serde_json::json!([s.at("plain").to_str().unwrap()])
+    });
+    assert!(matches!(
+        load(&s.store, &id(n)),
+        Err(SnapshotError::BadManifest { .. })
+    ));
+}
+
+#[test]
+fn a_rewrite_that_keeps_size_and_mtime_is_seen() {
+    let s = Scratch::new("same-size");
+    write(&s.at("f"), b"aaaa");
+    set_mtime(&s.at("f"), 1_600_000_000, 5);
+    let snap = s.take(16);
+    let ino = fs::symlink_metadata(s.at("f")).unwrap().ino();
+
+    // Same inode, same size, mtime put back: only the ctime tells.
+    tick();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(s.at("f"))
+        .unwrap()
+        .write_all(b"bbbb")
+        .unwrap();
+    set_mtime(&s.at("f"), 1_600_000_000, 5);
+    let m = fs::symlink_metadata(s.at("f")).unwrap();
+    assert_eq!((m.ino(), m.size()), (ino, 4));
+    assert_eq!(mtime(&s.at("f")), (1_600_000_000, 5));
+    let d = snap.seal().unwrap();
+    assert_eq!(d.modified, 1, "{d:?}");
+
+    snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(fs::read(s.at("f")).unwrap(), b"aaaa");
+    assert_eq!(mtime(&s.at("f")), (1_600_000_000, 5));
+
+    // A file swapped for another inode with the same size and times is seen.
+    let s2 = Scratch::new("same-size-swap");
+    write(&s2.at("g"), b"cccc");
+    set_mtime(&s2.at("g"), 1_600_000_000, 0);
+    let snap = s2.take(17);
+    write(&s2.at("g.new"), b"dddd");
+    set_mtime(&s2.at("g.new"), 1_600_000_000, 0);
+    fs::rename(s2.at("g.new"), s2.at("g")).unwrap();
+    assert_eq!(snap.diff().unwrap().modified, 1);
+}
+
+#[test]
+fn refuses_a_root_behind_a_symlink() {
+    let s = Scratch::new("symlinked-root");
+    write(&s.at("real/f"), b"f");
+    symlink(s.at("real"), s.at("link")).unwrap();
+    for root in [s.at("link"), s.at("link/f")] {
+        let err = take(
+            &s.store,
+            &id(18),
+            "c",
+            std::slice::from_ref(&root),
+            &[],
+            NOW,
+            ROOMY,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, SnapshotError::BadRoot { .. }),
+            "{}: {err}",
+            root.display()
+        );
+    }
+    assert!(!s.store.join(id(18)).exists());
+
+    // A root swapped for a symlink after the take is refused at undo.
+    let real = s.at("real");
+    let snap = take(
+        &s.store,
+        &id(19),
+        "c",
+        std::slice::from_ref(&real),
+        &[],
+        NOW,
+        ROOMY,
+    )
+    .unwrap();
+    let root_entry = snap.entries.iter().find(|e| e.path == real).unwrap();
+    let m = fs::symlink_metadata(&real).unwrap();
+    assert_eq!((root_entry.dev, root_entry.ino), (m.dev(), m.ino()));
+    fs::remove_file(real.join("f")).unwrap();
+    snap.seal().unwrap();
+    let elsewhere = s.base.join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    fs::rename(&real, s.at("real.old")).unwrap();
+    symlink(&elsewhere, &real).unwrap();
+    let err = snap.restore(&s.quarantine, NOW).unwrap_err();
+    assert!(matches!(err, SnapshotError::Unsafe { .. }), "{err}");
+    assert!(!elsewhere.join("f").exists());
+    assert!(!snap.dir.join(UNDOING).exists(), "nothing was done");
+
+    // So is one that is now another directory.
+    fs::remove_file(&real).unwrap();
+    fs::create_dir(&real).unwrap();
+    let err = snap.restore(&s.quarantine, NOW).unwrap_err();
+    assert!(matches!(err, SnapshotError::Unsafe { .. }), "{err}");
+    assert!(!real.join("f").exists());
+
+    // The very directory, back in place, is fine.
+    fs::remove_dir(&real).unwrap();
+    fs::rename(s.at("real.old"), &real).unwrap();
+    snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(fs::read(real.join("f")).unwrap(), b"f");
+}
+
+#[test]
+fn peek_refuses_undone_expired_and_unsealed() {
+    let s = Scratch::new("peek");
+    write(&s.at("a"), b"a");
+    let snap = s.take(20);
+    assert!(matches!(
+        peek(&s.store, &id(20), NOW),
+        Err(SnapshotError::NotSealed(_))
+    ));
+    fs::remove_file(s.at("a")).unwrap();
+    snap.seal().unwrap();
+    let meta = peek(&s.store, &id(20), NOW).unwrap();
+    assert_eq!(
+        meta,
+        Meta {
+            id: id(20),
+            chore: "test-chore".into(),
+            created_at: NOW,
+            roots: vec![s.root.clone()],
+        }
+    );
+    assert!(matches!(
+        peek(&s.store, &id(20), NOW + KEEP_S + 1),
+        Err(SnapshotError::Expired(_))
+    ));
+    assert!(matches!(
+        peek(&s.store, "../x", NOW),
+        Err(SnapshotError::BadId(_))
+    ));
+    assert!(matches!(
+        peek(&s.store, &id(21), NOW),
+        Err(SnapshotError::Io { .. })
+    ));
+    snap.restore(&s.quarantine, NOW).unwrap();
+    assert!(matches!(
+        peek(&s.store, &id(20), NOW),
+        Err(SnapshotError::AlreadyUndone(_))
+    ));
+
+    // meta.json is read only up to 64 KiB, and must be a plain file.
+    let snap = s.take(22);
+    snap.seal().unwrap();
+    let meta_path = snap.dir.join(META);
+    let mut v: Value = serde_json::from_slice(&fs::read(&meta_path).unwrap()).unwrap();
+    v["chore"] = "x".repeat(70_000).into();
+    fs::write(&meta_path, serde_json::to_vec(&v).unwrap()).unwrap();
+    let err = peek(&s.store, &id(22), NOW).unwrap_err();
+    assert!(matches!(err, SnapshotError::BadManifest { .. }), "{err}");
+    fs::remove_file(&meta_path).unwrap();
+    symlink(snap.dir.join(MANIFEST), &meta_path).unwrap();
+    assert!(peek(&s.store, &id(22), NOW).is_err());
+}
+
+#[test]
+fn a_fifo_swapped_in_does_not_block_take() {
+    let s = Scratch::new("fifo");
+    write(&s.at("plain"), b"plain bytes");
+    mkfifo(&s.at("pipe"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (store, root) = (s.store.clone(), s.root.clone());
+    std::thread::spawn(move || {
+        let r = take(&store, &id(23), "c", &[root], &[], NOW, ROOMY);
+        let _ = tx.send(r);
+    });
+    let snap = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("take blocked on a fifo")
+        .unwrap();
+    assert!(
+        snap.entries
+            .iter()
+            .any(|e| e.path == s.at("pipe") && e.kind == Kind::Skipped(Why::Fifo))
+    );
+    assert_eq!(
+        snap.entries.iter().filter(|e| e.blob.is_some()).count(),
+        1,
+        "the plain file, read with O_NONBLOCK"
+    );
+
+    // A file listed, then swapped for a fifo or a symlink before it is
+    // opened: refused at once, neither read through nor waited on.
+    let listed = fs::symlink_metadata(s.at("plain")).unwrap();
+    fs::rename(s.at("plain"), s.at("plain.old")).unwrap();
+    mkfifo(&s.at("plain"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (path, dev, ino) = (s.at("plain"), listed.dev(), listed.ino());
+    std::thread::spawn(move || {
+        let _ = tx.send(open_listed_file(&path, dev, ino).map(|_| ()));
+    });
+    let got = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("opening a fifo blocked");
+    assert!(matches!(got, Err(SnapshotError::Changed(_))), "{got:?}");
+    fs::remove_file(s.at("plain")).unwrap();
+    symlink(s.at("plain.old"), s.at("plain")).unwrap();
+    let got = open_listed_file(&s.at("plain"), dev, ino).map(|_| ());
+    assert!(matches!(got, Err(SnapshotError::Changed(_))), "{got:?}");
+    // The file itself opens fine.
+    let (mut f, _) = open_listed_file(&s.at("plain.old"), dev, ino).unwrap();
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).unwrap();
+    assert_eq!(bytes, b"plain bytes");
+
+    // Undo leaves a fifo alone, and moves a fifo only with a directory the
+    // run made whole.
+    let s = Scratch::new("fifo-undo");
+    write(&s.at("a"), b"a");
+    let snap = s.take(24);
+    mkfifo(&s.at("new-pipe"));
+    write(&s.at("newdir/f"), b"f");
+    mkfifo(&s.at("newdir/pipe"));
+    snap.seal().unwrap();
+    let done = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!((done.quarantined, done.conflicts), (1, 0));
+    assert!(
+        fs::symlink_metadata(s.at("new-pipe"))
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    assert!(!s.at("newdir").exists());
+}
+
+#[test]
+fn a_directory_swapped_for_a_symlink_is_not_listed() {
+    let s = Scratch::new("swapped-dir");
+    write(&s.at("d/own"), b"own");
+    write(&s.base.join("elsewhere/theirs"), b"theirs");
+    let listed = fs::symlink_metadata(s.at("d")).unwrap();
+    assert_eq!(
+        children(&s.at("d"), &listed).unwrap(),
+        vec![OsString::from("own")]
+    );
+    // Listed as a directory, then swapped for a symlink or another directory.
+    fs::rename(s.at("d"), s.at("d.old")).unwrap();
+    symlink(s.base.join("elsewhere"), s.at("d")).unwrap();
+    let err = children(&s.at("d"), &listed).unwrap_err();
+    assert!(matches!(err, SnapshotError::Changed(_)), "{err}");
+    fs::remove_file(s.at("d")).unwrap();
+    fs::create_dir(s.at("d")).unwrap();
+    let err = children(&s.at("d"), &listed).unwrap_err();
+    assert!(matches!(err, SnapshotError::Changed(_)), "{err}");
+}
+
+#[test]
 fn refuses_a_snapshot_bigger_than_the_space_allowed() {
     let s = Scratch::new("too-big");
     write(&s.at("a"), &[0; 600]);
     write(&s.at("b"), &[0; 600]);
-    let err = take(
-        &s.store,
-        &id(7),
-        "c",
-        std::slice::from_ref(&s.root),
-        NOW,
-        1_000,
-    )
-    .unwrap_err();
+    let roots = std::slice::from_ref(&s.root);
+    let err = take(&s.store, &id(25), "c", roots, &[], NOW, 1_000).unwrap_err();
     assert!(
         matches!(
             err,
@@ -290,16 +868,8 @@ fn refuses_a_snapshot_bigger_than_the_space_allowed() {
         ),
         "{err}"
     );
-    assert!(!s.store.join(id(7)).exists());
-    take(
-        &s.store,
-        &id(7),
-        "c",
-        std::slice::from_ref(&s.root),
-        NOW,
-        1_200,
-    )
-    .unwrap();
+    assert!(!s.store.join(id(25)).exists());
+    take(&s.store, &id(25), "c", roots, &[], NOW, 1_200).unwrap();
 }
 
 #[test]
@@ -309,18 +879,22 @@ fn refuses_too_many_entries_and_bad_ids_and_roots() {
         write(&s.at(&format!("f{i}")), b"x");
     }
     let roots = [s.root.clone()];
-    let err = take_bounded(&s.store, &id(8), "c", &roots, NOW, ROOMY, 5).unwrap_err();
+    let bounds = |max_entries| Bounds {
+        max_bytes: ROOMY,
+        max_entries,
+    };
+    let err = take_bounded(&s.store, &id(26), "c", &roots, &[], NOW, &bounds(5)).unwrap_err();
     assert!(matches!(err, SnapshotError::TooManyEntries { limit: 5 }));
-    take_bounded(&s.store, &id(8), "c", &roots, NOW, ROOMY, 6).unwrap();
-    for bad in ["", "ABCDEF00000000000000000000000000", "../x", &id(9)[1..]] {
-        let err = take(&s.store, bad, "c", &roots, NOW, ROOMY).unwrap_err();
+    take_bounded(&s.store, &id(26), "c", &roots, &[], NOW, &bounds(6)).unwrap();
+    for bad in ["", "ABCDEF00000000000000000000000000", "../x", &id(27)[1..]] {
+        let err = take(&s.store, bad, "c", &roots, &[], NOW, ROOMY).unwrap_err();
         assert!(matches!(err, SnapshotError::BadId(_)), "{bad}: {err}");
     }
     for root in ["relative/path", "/tmp/../etc"] {
-        let err = take(&s.store, &id(9), "c", &[root.into()], NOW, ROOMY).unwrap_err();
+        let err = take(&s.store, &id(27), "c", &[root.into()], &[], NOW, ROOMY).unwrap_err();
         assert!(matches!(err, SnapshotError::BadRoot { .. }), "{err}");
     }
-    let err = take(&s.store, &id(8), "c", &roots, NOW, ROOMY).unwrap_err();
+    let err = take(&s.store, &id(26), "c", &roots, &[], NOW, ROOMY).unwrap_err();
     assert!(
         matches!(err, SnapshotError::Io { .. }),
         "an id is used once"
@@ -333,13 +907,25 @@ fn load_reads_back_what_take_wrote() {
     write(&s.at("a"), b"a");
     write(&s.at("d/b"), b"bb");
     symlink("a", s.at("l")).unwrap();
-    let snap = s.take(10);
-    let back = load(&s.store, &id(10)).unwrap();
+    let snap = s.take(28);
+    let back = load(&s.store, &id(28)).unwrap();
     assert_eq!(back.id, snap.id);
     assert_eq!(back.chore, "test-chore");
     assert_eq!(back.created_at, NOW);
     assert_eq!(back.roots, vec![s.root.clone()]);
-    let key = |e: &Entry| format!("{:?}", (&e.path, e.kind, e.mode, e.size, &e.target));
+    let key = |e: &Entry| {
+        format!(
+            "{:?}",
+            (
+                &e.path,
+                e.kind,
+                e.mode,
+                e.size,
+                &e.target,
+                (e.ctime, e.ctime_ns, e.dev, e.ino)
+            )
+        )
+    };
     let a: Vec<_> = snap.entries.iter().map(key).collect();
     let b: Vec<_> = back.entries.iter().map(key).collect();
     assert_eq!(a, b);
@@ -348,6 +934,13 @@ fn load_reads_back_what_take_wrote() {
 
 fn edit_manifest(s: &Scratch, n: u8, edit: impl FnOnce(&mut Value)) {
     let path = s.store.join(id(n)).join(MANIFEST);
+    let mut v: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    edit(&mut v);
+    fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+fn edit_after(s: &Scratch, n: u8, edit: impl FnOnce(&mut Value)) {
+    let path = s.store.join(id(n)).join(AFTER);
     let mut v: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
     edit(&mut v);
     fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
@@ -365,7 +958,7 @@ fn load_refuses_a_manifest_path_outside_its_roots() {
         format!("{root}-sibling/a"),
     ];
     for (i, path) in hostile.iter().enumerate() {
-        let n = 20 + u8::try_from(i).unwrap();
+        let n = 30 + u8::try_from(i).unwrap();
         s.take(n);
         edit_manifest(&s, n, |v| v["entries"][1]["path"] = path.as_str().into());
         let err = load(&s.store, &id(n)).unwrap_err();
@@ -377,40 +970,87 @@ fn load_refuses_a_manifest_path_outside_its_roots() {
 }
 
 #[test]
+fn restore_refuses_a_hostile_after_record() {
+    let s = Scratch::new("hostile-after");
+    write(&s.at("a"), b"a");
+    let root = s.root.to_str().unwrap().to_string();
+    let hostile = [
+        "/etc/passwd".to_string(),
+        format!("{root}/../../etc/passwd"),
+        format!("{root}-sibling/a"),
+    ];
+    for (i, path) in hostile.iter().enumerate() {
+        let n = 40 + u8::try_from(i).unwrap();
+        let snap = s.take(n);
+        write(&s.at("new"), b"new");
+        snap.seal().unwrap();
+        fs::remove_file(s.at("new")).unwrap();
+        edit_after(&s, n, |v| v["changes"][0]["path"] = path.as_str().into());
+        let err = snap.restore(&s.quarantine, NOW).unwrap_err();
+        assert!(
+            matches!(err, SnapshotError::BadManifest { .. }),
+            "{path}: {err}"
+        );
+    }
+    // A path absent before and after, twice listed, or with a bad state.
+    let n = 45;
+    let snap = s.take(n);
+    write(&s.at("new"), b"new");
+    snap.seal().unwrap();
+    edit_after(&s, n, |v| v["changes"][0]["after"] = "absent".into());
+    assert!(snap.restore(&s.quarantine, NOW).is_err());
+    edit_after(&s, n, |v| {
+        let c = v["changes"][0].clone();
+        v["changes"].as_array_mut().unwrap().push(c);
+    });
+    assert!(snap.restore(&s.quarantine, NOW).is_err());
+    edit_after(&s, n, |v| {
+        v["changes"] =
+            serde_json::json!([{"path": s.at("new").to_str().unwrap(), "after": {"kind": "file"}}]);
+    });
+    assert!(snap.restore(&s.quarantine, NOW).is_err());
+    assert!(s.at("new").exists(), "nothing was done");
+    assert!(!snap.dir.join(UNDOING).exists());
+}
+
+#[test]
 fn load_refuses_malformed_manifests_and_ids() {
     let s = Scratch::new("malformed");
     write(&s.at("a"), b"a");
     symlink("/etc", s.at("link")).unwrap();
-    s.take(30);
+    s.take(50);
     // An entry below a recorded symlink would be written through it.
     let below = s.at("link/shadow");
-    edit_manifest(&s, 30, |v| {
+    edit_manifest(&s, 50, |v| {
         let mut e = v["entries"][1].clone();
         e["path"] = below.to_str().unwrap().into();
         e["blob"] = 99.into();
         v["entries"].as_array_mut().unwrap().push(e);
     });
-    let err = load(&s.store, &id(30)).unwrap_err();
+    let err = load(&s.store, &id(50)).unwrap_err();
     assert!(err.to_string().contains("not inside a directory"), "{err}");
 
-    s.take(31);
-    edit_manifest(&s, 31, |v| v["id"] = id(32).into());
-    assert!(load(&s.store, &id(31)).is_err());
+    s.take(51);
+    edit_manifest(&s, 51, |v| v["id"] = id(52).into());
+    assert!(load(&s.store, &id(51)).is_err());
 
-    s.take(33);
-    fs::write(s.store.join(id(33)).join(MANIFEST), b"{not json").unwrap();
+    s.take(53);
+    fs::write(s.store.join(id(53)).join(MANIFEST), b"{not json").unwrap();
     assert!(matches!(
-        load(&s.store, &id(33)),
+        load(&s.store, &id(53)),
         Err(SnapshotError::BadManifest { .. })
     ));
     assert!(matches!(
-        load(&s.store, &id(34)),
+        load(&s.store, &id(54)),
         Err(SnapshotError::Io { .. })
     ));
     assert!(matches!(
         load(&s.store, "../etc"),
         Err(SnapshotError::BadId(_))
     ));
+    s.take(55);
+    edit_manifest(&s, 55, |v| v["format"] = 1.into());
+    assert!(load(&s.store, &id(55)).is_err(), "the old format");
 }
 
 #[test]
@@ -423,23 +1063,23 @@ fn purge_removes_only_expired_snapshots() {
         .unwrap()
         .as_secs();
     let roots = [s.root.clone()];
-    let old = take(&s.store, &id(40), "c", &roots, now - KEEP_S - 1, ROOMY).unwrap();
-    let young = take(&s.store, &id(41), "c", &roots, now - KEEP_S, ROOMY).unwrap();
+    let old = take(&s.store, &id(60), "c", &roots, &[], now - KEEP_S - 1, ROOMY).unwrap();
+    let young = take(&s.store, &id(61), "c", &roots, &[], now - KEEP_S, ROOMY).unwrap();
     // Takes that died (no manifest): one just now, one two days ago.
-    fs::create_dir(s.store.join(id(42))).unwrap();
-    fs::create_dir(s.store.join(id(43))).unwrap();
-    set_mtime(&s.store.join(id(43)), now - 2 * 86_400, 0);
+    fs::create_dir(s.store.join(id(62))).unwrap();
+    fs::create_dir(s.store.join(id(63))).unwrap();
+    set_mtime(&s.store.join(id(63)), now - 2 * 86_400, 0);
     // Not ours, however old.
     fs::create_dir(s.store.join("not-a-snapshot")).unwrap();
     set_mtime(&s.store.join("not-a-snapshot"), 0, 0);
 
-    assert_eq!(purge(&s.store, now).unwrap(), vec![id(40), id(43)]);
+    assert_eq!(purge(&s.store, now).unwrap(), vec![id(60), id(63)]);
     assert!(!old.dir.exists());
     assert!(young.dir.exists());
-    assert!(s.store.join(id(42)).exists());
+    assert!(s.store.join(id(62)).exists());
     assert!(s.store.join("not-a-snapshot").exists());
     assert!(purge(&s.store, now).unwrap().is_empty());
-    assert_eq!(purge(&s.store, now + 1).unwrap(), vec![id(41)]);
+    assert_eq!(purge(&s.store, now + 1).unwrap(), vec![id(61)]);
     assert!(purge(&s.base.join("nowhere"), now).unwrap().is_empty());
 }
 
@@ -451,7 +1091,7 @@ fn symlinks_are_restored_not_followed() {
     symlink(&outside, s.at("to-dir")).unwrap();
     symlink(outside.join("secret"), s.at("to-file")).unwrap();
     symlink("nowhere", s.at("dangling")).unwrap();
-    let snap = s.take(50);
+    let snap = s.take(70);
     assert_eq!(
         snap.entries.iter().filter(|e| e.blob.is_some()).count(),
         0,
@@ -469,11 +1109,12 @@ fn symlinks_are_restored_not_followed() {
     fs::remove_file(s.at("to-file")).unwrap();
     write(&s.at("to-file"), b"a plain file now");
     fs::remove_file(s.at("dangling")).unwrap();
-    let d = snap.diff().unwrap();
+    let d = snap.seal().unwrap();
     assert_eq!((d.added, d.removed, d.modified), (0, 1, 2));
 
     let done = snap.restore(&s.quarantine, NOW).unwrap();
-    assert_eq!(done.quarantined, 1, "the file that replaced a link");
+    assert_eq!(done.quarantined, 2, "the link to / and the file");
+    assert_eq!(done.restored, 3);
     assert_eq!(fs::read_link(s.at("to-dir")).unwrap(), outside);
     assert_eq!(
         fs::read_link(s.at("to-file")).unwrap(),
@@ -483,9 +1124,17 @@ fn symlinks_are_restored_not_followed() {
         fs::read_link(s.at("dangling")).unwrap(),
         Path::new("nowhere")
     );
+    assert_eq!(
+        fs::read_link(s.quarantined(70, &s.at("to-dir"))).unwrap(),
+        Path::new("/")
+    );
     assert_eq!(fs::read(outside.join("secret")).unwrap(), b"outside bytes");
     assert_eq!(fs::read_dir(&outside).unwrap().count(), 1);
-    assert!(snap.diff().unwrap().is_empty());
+    let names: Vec<_> = fs::read_dir(&s.root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 3, "no temporary left: {names:?}");
 }
 
 #[test]
@@ -496,13 +1145,14 @@ fn restores_mode_and_mtime() {
     fs::set_permissions(s.at("d"), Permissions::from_mode(0o750)).unwrap();
     set_mtime(&s.at("d/f"), 1_600_000_000, 123_456_789);
     set_mtime(&s.at("d"), 1_500_000_000, 42);
-    let snap = s.take(60);
+    let snap = s.take(80);
 
     fs::set_permissions(s.at("d/f"), Permissions::from_mode(0o666)).unwrap();
     set_mtime(&s.at("d/f"), 1_650_000_000, 0);
     fs::set_permissions(s.at("d"), Permissions::from_mode(0o777)).unwrap();
     write(&s.at("d/new"), b"n");
-    assert_eq!(snap.diff().unwrap().modified, 2);
+    let d = snap.seal().unwrap();
+    assert_eq!((d.modified, d.dirs_modified, d.added), (1, 1, 1));
 
     snap.restore(&s.quarantine, NOW).unwrap();
     assert_eq!(fs::read(s.at("d/f")).unwrap(), b"payload");
@@ -512,8 +1162,9 @@ fn restores_mode_and_mtime() {
     assert_eq!(mtime(&s.at("d")), (1_500_000_000, 42));
 
     // A removed directory comes back with its mode and mtime too.
+    let snap = s.take(81);
     fs::remove_dir_all(s.at("d")).unwrap();
-    fs::remove_file(snap.dir.join(UNDONE)).unwrap();
+    snap.seal().unwrap();
     snap.restore(&s.quarantine, NOW).unwrap();
     assert_eq!(mode(&s.at("d")), 0o750);
     assert_eq!(mtime(&s.at("d")), (1_500_000_000, 42));
@@ -522,20 +1173,53 @@ fn restores_mode_and_mtime() {
 }
 
 #[test]
+fn a_removed_file_comes_back_into_a_directory_removed_since() {
+    let s = Scratch::new("parents");
+    write(&s.at("d/e/f"), b"f");
+    fs::set_permissions(s.at("d/e"), Permissions::from_mode(0o710)).unwrap();
+    let snap = s.take(82);
+    fs::remove_file(s.at("d/e/f")).unwrap();
+    snap.seal().unwrap();
+    // After the run, someone removes the (now empty) directories.
+    fs::remove_dir_all(s.at("d")).unwrap();
+    let done = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(fs::read(s.at("d/e/f")).unwrap(), b"f");
+    assert_eq!(mode(&s.at("d/e")), 0o710);
+    assert_eq!((done.restored, done.conflicts), (3, 0));
+}
+
+#[test]
+fn a_removed_file_under_a_directory_turned_file_since_is_a_conflict() {
+    let s = Scratch::new("parent-file");
+    write(&s.at("d/f"), b"f");
+    write(&s.at("g"), b"g");
+    let snap = s.take(83);
+    fs::remove_file(s.at("d/f")).unwrap();
+    fs::remove_file(s.at("g")).unwrap();
+    snap.seal().unwrap();
+    fs::remove_dir(s.at("d")).unwrap();
+    write(&s.at("d"), b"someone's file");
+    let done = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(done.conflict_examples, vec![s.at("d/f")]);
+    assert_eq!(fs::read(s.at("d")).unwrap(), b"someone's file");
+    assert_eq!(fs::read(s.at("g")).unwrap(), b"g");
+}
+
+#[test]
 fn sockets_are_skipped_and_left_alone() {
     let s = Scratch::new("socket");
     write(&s.at("a"), b"a");
     let _old = std::os::unix::net::UnixListener::bind(s.at("old.sock")).unwrap();
-    let snap = s.take(70);
+    let snap = s.take(90);
     assert!(
         snap.entries
             .iter()
             .any(|e| e.kind == Kind::Skipped(Why::Socket))
     );
     let _new = std::os::unix::net::UnixListener::bind(s.at("new.sock")).unwrap();
-    assert!(snap.diff().unwrap().is_empty());
+    assert!(snap.seal().unwrap().is_empty());
     let done = snap.restore(&s.quarantine, NOW).unwrap();
-    assert_eq!((done.restored, done.quarantined), (0, 0));
+    assert_eq!((done.restored, done.quarantined, done.conflicts), (0, 0, 0));
     assert!(s.at("old.sock").exists() && s.at("new.sock").exists());
 }
 
@@ -544,12 +1228,12 @@ fn non_utf8_names_round_trip() {
     let s = Scratch::new("non-utf8");
     let name = s.root.join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
     write(&name, b"latin-1 name");
-    let snap = s.take(80);
-    let back = load(&s.store, &id(80)).unwrap();
+    let snap = s.take(91);
     fs::remove_file(&name).unwrap();
+    snap.seal().unwrap();
+    let back = load(&s.store, &id(91)).unwrap();
     back.restore(&s.quarantine, NOW).unwrap();
     assert_eq!(fs::read(&name).unwrap(), b"latin-1 name");
-    assert!(snap.diff().unwrap().is_empty());
 }
 
 #[test]
@@ -560,30 +1244,36 @@ fn a_store_inside_a_root_is_not_snapshotted_or_quarantined() {
     let quarantine = s.at("quarantine");
     let snap = take(
         &store,
-        &id(90),
+        &id(92),
         "c",
         std::slice::from_ref(&s.root),
+        std::slice::from_ref(&quarantine),
         NOW,
         ROOMY,
     )
     .unwrap();
     assert!(snap.entries.iter().all(|e| !e.path.starts_with(&store)));
     write(&s.at("b"), b"b");
-    assert_eq!(snap.diff().unwrap().added, 1);
+    assert_eq!(snap.seal().unwrap().added, 1);
     let done = snap.restore(&quarantine, NOW).unwrap();
     assert_eq!(done.quarantined, 1);
-    assert!(store.join(id(90)).join(MANIFEST).exists());
+    assert!(store.join(id(92)).join(MANIFEST).exists());
+    assert!(store.join(id(92)).join(UNDONE).exists());
 }
 
 #[test]
 fn corrupt_blobs_are_refused() {
     let s = Scratch::new("corrupt");
     write(&s.at("a"), b"original");
-    let snap = s.take(91);
+    let snap = s.take(93);
     fs::write(snap.blob_path(0), b"tampered").unwrap();
     fs::remove_file(s.at("a")).unwrap();
+    snap.seal().unwrap();
     let err = snap.restore(&s.quarantine, NOW).unwrap_err();
-    assert!(matches!(err, SnapshotError::CorruptBlob(_)), "{err}");
+    assert!(
+        matches!(&err, SnapshotError::Partial { done: 0, why } if why.contains("checksum")),
+        "{err}"
+    );
     assert!(!s.at("a").exists());
     assert_eq!(fs::read_dir(&s.root).unwrap().count(), 0, "no temp left");
 }
@@ -610,9 +1300,9 @@ fn moving_across_filesystems_copies_then_removes() {
 fn discard_deletes_the_snapshot() {
     let s = Scratch::new("discard");
     write(&s.at("a"), b"a");
-    let snap = s.take(92);
+    let snap = s.take(94);
     let dir = snap.dir.clone();
-    assert!(snap.diff().unwrap().is_empty());
+    assert!(snap.seal().unwrap().is_empty());
     snap.discard().unwrap();
     assert!(!dir.exists());
 }
