@@ -178,10 +178,42 @@ fn is_action_id(s: &str) -> bool {
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
+/// Proposals waiting for a tap, at most: a Worker cannot fill the
+/// Warden's state with action ids.
+pub const MAX_OPEN: usize = 256;
+/// An unanswered proposal older than this is dropped to make room.
+pub const OPEN_FOR_S: u64 = 86_400;
+
+/// Drops unanswered proposals older than [`OPEN_FOR_S`]; returns how many
+/// are still open.
+fn prune_open(dir: &std::path::Path, now: u64) -> std::io::Result<usize> {
+    let mut open = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let issued = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| v.get("issued_at").and_then(Value::as_u64));
+        match issued {
+            Some(at) if now.saturating_sub(at) <= OPEN_FOR_S => open += 1,
+            _ => std::fs::remove_file(&path)?,
+        }
+    }
+    Ok(open)
+}
+
 /// Issues an action id for a proposed `action`.
 pub fn issue(layout: &Layout, action: &Action, now: u64) -> std::io::Result<String> {
     let dir = actions_dir(layout);
     std::fs::create_dir_all(&dir)?;
+    if prune_open(&dir, now)? >= MAX_OPEN {
+        return Err(std::io::Error::other(format!(
+            "{MAX_OPEN} proposals are waiting for a tap already"
+        )));
+    }
     let id = random_hex(16)?;
     std::fs::write(
         dir.join(format!("{id}.json")),

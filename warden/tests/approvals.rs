@@ -148,3 +148,25 @@ fn without_a_pinned_relay_key_nothing_can_be_approved() {
     };
     assert!(reason.contains("not paired"), "{reason}");
 }
+
+#[test]
+fn a_worker_cannot_flood_the_warden_with_proposals() {
+    let w = warden("flood", true);
+    w.dry_run_shown("hello");
+    for _ in 0..aromba_warden::approvals::MAX_OPEN {
+        w.propose(&Request::Propose {
+            chore: "hello".into(),
+        });
+    }
+    let Response::Refused { reason, .. } = w.ask(&Request::Propose {
+        chore: "hello".into(),
+    }) else {
+        panic!("no bound on open proposals")
+    };
+    assert!(reason.contains("waiting for a tap"), "{reason}");
+    // A day later the unanswered ones are dropped to make room.
+    w.clock.advance(aromba_warden::approvals::OPEN_FOR_S + 1);
+    w.propose(&Request::Propose {
+        chore: "hello".into(),
+    });
+}

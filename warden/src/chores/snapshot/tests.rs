@@ -3,7 +3,17 @@
 
 #![forbid(unsafe_code)]
 
+use super::entry::Why;
+use super::quarantine::move_by_copy;
+use super::walk::children;
 use super::*;
+use serde_json::Value;
+use std::ffi::OsString;
+use std::fs::{File, FileTimes, Permissions};
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt, symlink};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const NOW: u64 = 1_700_000_000;
 const ROOMY: u64 = 1 << 30;
