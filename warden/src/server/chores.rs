@@ -359,16 +359,9 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
         && chore.header.color == Color::Red
         && !chore.header.touches.is_empty()
     {
-        if let Err(why) = run::admissible(&chore, mode, &ctx) {
-            m.insert("verdict".into(), Value::from("refused"));
-            m.insert("reason".into(), Value::from(why.as_str()));
-            let seq = journal(shared, "chore-run", m);
-            return Response::Refused {
-                reason: why,
-                journal_seq: seq,
-            };
-        }
-        match take_snapshot(shared, &chore, now) {
+        // The rules first, so a refused run costs no snapshot.
+        match run::admissible(&chore, mode, &ctx).and_then(|()| take_snapshot(shared, &chore, now))
+        {
             Ok(s) => Some(s),
             Err(why) => {
                 m.insert("verdict".into(), Value::from("refused"));

@@ -85,6 +85,34 @@ fn paths_from_json(
     Ok(out)
 }
 
+/// The fields the manifest and `meta.json` share: format, id, chore,
+/// creation time and roots.
+fn read_header<'a>(
+    o: &'a serde_json::Map<String, Value>,
+    id: &str,
+    bad: &dyn Fn(String) -> SnapshotError,
+) -> Result<(&'a str, u64, Vec<PathBuf>), SnapshotError> {
+    if o.get("format").and_then(Value::as_u64) != Some(FORMAT) {
+        return Err(bad("unknown format".into()));
+    }
+    if o.get("id").and_then(Value::as_str) != Some(id) {
+        return Err(bad("its id is not the directory's".into()));
+    }
+    let chore = o
+        .get("chore")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("no chore".into()))?;
+    let created_at = o
+        .get("created_at")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| bad("no created_at".into()))?;
+    let roots = paths_from_json(o.get("roots"), "roots", bad)?;
+    if roots.is_empty() {
+        return Err(bad("no roots".into()));
+    }
+    Ok((chore, created_at, roots))
+}
+
 /// Reads and checks `dir/manifest.json` (see [`load`](super::load)): the
 /// snapshot `id` in `store`.
 pub(super) fn read_manifest(
@@ -100,24 +128,7 @@ pub(super) fn read_manifest(
     let bytes = read_record(&path, MAX_MANIFEST_BYTES)?;
     let v: Value = serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON ({e})")))?;
     let o = v.as_object().ok_or_else(|| bad("not an object".into()))?;
-    if o.get("format").and_then(Value::as_u64) != Some(FORMAT) {
-        return Err(bad("unknown format".into()));
-    }
-    if o.get("id").and_then(Value::as_str) != Some(id) {
-        return Err(bad("its id is not the directory's".into()));
-    }
-    let chore = o
-        .get("chore")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad("no chore".into()))?;
-    let created_at = o
-        .get("created_at")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| bad("no created_at".into()))?;
-    let roots = paths_from_json(o.get("roots"), "roots", &bad)?;
-    if roots.is_empty() {
-        return Err(bad("no roots".into()));
-    }
+    let (chore, created_at, roots) = read_header(o, id, &bad)?;
     for (i, a) in roots.iter().enumerate() {
         if roots
             .iter()
@@ -208,24 +219,7 @@ pub(super) fn read_meta(dir: &Path, id: &str) -> Result<(Meta, bool), SnapshotEr
     let bytes = read_record(&path, MAX_META_BYTES)?;
     let v: Value = serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON ({e})")))?;
     let o = v.as_object().ok_or_else(|| bad("not an object".into()))?;
-    if o.get("format").and_then(Value::as_u64) != Some(FORMAT) {
-        return Err(bad("unknown format".into()));
-    }
-    if o.get("id").and_then(Value::as_str) != Some(id) {
-        return Err(bad("its id is not the directory's".into()));
-    }
-    let chore = o
-        .get("chore")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad("no chore".into()))?;
-    let created_at = o
-        .get("created_at")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| bad("no created_at".into()))?;
-    let roots = paths_from_json(o.get("roots"), "roots", &bad)?;
-    if roots.is_empty() {
-        return Err(bad("no roots".into()));
-    }
+    let (chore, created_at, roots) = read_header(o, id, &bad)?;
     let sealed = o
         .get("sealed")
         .and_then(Value::as_bool)
