@@ -57,7 +57,13 @@ pub fn ask(path: &Path, request: &Request) -> Result<Response, ClientError> {
         },
     })?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(15 * 60)));
-    write_frame(&mut stream, &encode_request(request), MAX_REQUEST).map_err(ClientError::Frame)?;
-    let frame = read_frame(&mut stream, MAX_RESPONSE).map_err(ClientError::Frame)?;
+    // A Warden that refuses the peer answers at once and closes, so the
+    // write can fail while its answer is already waiting: read it anyway.
+    let written = write_frame(&mut stream, &encode_request(request), MAX_REQUEST);
+    let frame = match (read_frame(&mut stream, MAX_RESPONSE), written) {
+        (Ok(frame), _) => frame,
+        (Err(_), Err(e)) => return Err(ClientError::Frame(e)),
+        (Err(e), Ok(())) => return Err(ClientError::Frame(e)),
+    };
     decode_response(&frame).map_err(|e| ClientError::BadResponse(e.to_string()))
 }

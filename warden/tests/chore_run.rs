@@ -261,3 +261,36 @@ fn refuses_touches_in_the_wardens_directories_fenced_data_or_behind_a_symlink() 
     let c = chore("green", &d.touched, "", "true", Origin::Mine);
     assert!(run(&c, Mode::DryRun, &ctx(&layout, true, 30)).is_ok());
 }
+
+#[test]
+fn the_quarantine_is_hidden_from_a_chore_that_does_not_touch_it() {
+    let d = Dirs::new("quarantine-hidden");
+    let layout = Layout::rooted(&d.root.join("aromba"));
+    let quarantine = aromba_warden::chores::quarantine::dir(&layout);
+    std::fs::create_dir_all(quarantine.join("apt-clean-1")).unwrap();
+    std::fs::write(quarantine.join("apt-clean-1/kept.deb"), "deb").unwrap();
+    let body = format!(
+        "ls {q} && echo listed\nmv {q}/apt-clean-1 {t}/stolen",
+        q = quarantine.display(),
+        t = d.touched.display()
+    );
+    let c = chore("green", &d.touched, "", &body, Origin::Mine);
+    let r = run(&c, Mode::Real, &ctx(&layout, true, 30)).expect("runs");
+    assert!(!stdout(&r).contains("apt-clean-1"), "{}", stdout(&r));
+    assert!(quarantine.join("apt-clean-1/kept.deb").exists());
+    assert!(!d.touched.join("stolen").exists());
+    // Inside the quarantine is no place for a touch; the quarantine itself is.
+    let inner = chore(
+        "green",
+        &quarantine.join("apt-clean-1"),
+        "",
+        "true",
+        Origin::Mine,
+    );
+    let Err(RunError::Refused(why)) = run(&inner, Mode::DryRun, &ctx(&layout, true, 30)) else {
+        panic!("a touch inside the quarantine ran")
+    };
+    assert!(why.contains("inside the quarantine"), "{why}");
+    let whole = chore("green", &quarantine, "", "ls /", Origin::Mine);
+    assert!(run(&whole, Mode::DryRun, &ctx(&layout, true, 30)).is_ok());
+}

@@ -20,14 +20,43 @@ pub fn prod_mode_file(layout: &Layout) -> PathBuf {
     layout.state_dir.join("prod-mode")
 }
 
+/// The quarantine, once it is checked to be what install made: a real
+/// directory (no symbolic link on the way), root's, writable by nobody
+/// else. Root moves and removes things in it, so a quarantine a chore or a
+/// user could have replaced is refused.
+pub fn checked_dir(layout: &Layout) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = dir(layout);
+    let refuse = |why: String| std::io::Error::other(format!("{}: {why}", dir.display()));
+    let mut at = PathBuf::from("/");
+    for part in dir.components().skip(1) {
+        at.push(part);
+        let m = std::fs::symlink_metadata(&at)?;
+        if m.file_type().is_symlink() {
+            return Err(refuse(format!("{} is a symbolic link", at.display())));
+        }
+    }
+    let m = std::fs::symlink_metadata(&dir)?;
+    if !m.is_dir() || m.uid() != 0 || m.mode() & 0o022 != 0 {
+        return Err(refuse(
+            "the quarantine must be a directory of root's that nobody else can write".into(),
+        ));
+    }
+    Ok(dir)
+}
+
 /// Removes quarantined folders older than [`KEEP`] at `now`, unless in prod
 /// mode; returns what it removed.
 pub fn purge(layout: &Layout, now: SystemTime) -> std::io::Result<Vec<PathBuf>> {
     if prod_mode_file(layout).exists() {
         return Ok(Vec::new());
     }
+    if !dir(layout).exists() {
+        return Ok(Vec::new());
+    }
+    let quarantine = checked_dir(layout)?;
     let mut purged = Vec::new();
-    let entries = match std::fs::read_dir(dir(layout)) {
+    let entries = match std::fs::read_dir(&quarantine) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(purged),
         Err(e) => return Err(e),
@@ -50,6 +79,29 @@ pub fn purge(layout: &Layout, now: SystemTime) -> std::io::Result<Vec<PathBuf>> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quarantine_replaced_by_a_link_or_writable_by_others_is_refused() {
+        let root =
+            std::env::temp_dir().join(format!("aromba-quarantine-chk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let layout = Layout::rooted(&root);
+        std::fs::create_dir_all(&layout.worker_home).unwrap();
+        std::fs::create_dir_all(root.join("elsewhere/old")).unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere"), dir(&layout)).unwrap();
+        assert!(checked_dir(&layout).is_err());
+        let later = SystemTime::now() + KEEP + Duration::from_secs(60);
+        assert!(purge(&layout, later).is_err(), "no purge through a link");
+        assert!(root.join("elsewhere/old").exists());
+        std::fs::remove_file(dir(&layout)).unwrap();
+        std::fs::create_dir_all(dir(&layout)).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir(&layout), std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(checked_dir(&layout).is_err());
+        std::fs::set_permissions(dir(&layout), std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(checked_dir(&layout).is_ok());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn purges_after_seven_days_but_never_in_prod_mode() {

@@ -114,6 +114,18 @@ pub fn admissible(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<(), St
     touches_allowed(h, ctx.layout)
 }
 
+/// What the cage hides from a chore: the secret paths, and the quarantine
+/// unless it is one of the chore's touches (hidden, it is a mount point the
+/// chore cannot replace or empty).
+fn hidden(touches: &[PathBuf], layout: &Layout) -> Vec<cage::Hidden> {
+    let mut hide = cage::secret_paths(layout);
+    let quarantine = super::quarantine::dir(layout);
+    if quarantine.is_dir() && !touches.contains(&quarantine) {
+        hide.push(cage::Hidden::Dir(quarantine));
+    }
+    hide
+}
+
 /// A touch may not be one of the Warden's directories or inside one, may
 /// not overlap a fenced data folder either way, and may not pass through a
 /// symlink (bubblewrap would bind the link's target, which nothing checked).
@@ -132,7 +144,15 @@ fn touches_allowed(h: &Header, layout: &Layout) -> Result<(), String> {
         .filter(|l| l.starts_with('/'))
         .map(PathBuf::from)
         .collect();
+    let quarantine = super::quarantine::dir(layout);
     for t in &h.touches {
+        if t != &quarantine && t.starts_with(&quarantine) {
+            return Err(format!(
+                "{} touches {}, inside the quarantine: only the quarantine itself may be a touch",
+                h.name,
+                t.display()
+            ));
+        }
         if let Some(dir) = own.iter().find(|d| t.starts_with(d)) {
             return Err(format!(
                 "{} touches {}, which holds the Warden's own files",
@@ -277,7 +297,7 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
             touches,
             network: h.network,
             env,
-            hide: cage::secret_paths(ctx.layout),
+            hide: hidden(&h.touches, ctx.layout),
             nothing_writable: false,
         };
         cage::run_caged(&spec, Path::new("/bin/sh"), &args, &bounds).map_err(RunError::Cage)

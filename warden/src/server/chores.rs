@@ -354,6 +354,14 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
         Value::from(if dry_run { "dry-run" } else { "real" }),
     );
     m.insert("approval".into(), Value::from(source.name()));
+    let _changing = if mode == Mode::Real {
+        match shared.one_change_at_a_time() {
+            Ok(g) => Some(g),
+            Err(why) => return refuse(why),
+        }
+    } else {
+        None
+    };
     // A red run that may change files snapshots them first, for Undo.
     let snap = if mode == Mode::Real
         && chore.header.color == Color::Red
@@ -389,6 +397,7 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
             | Err(run::RunError::Exec(exec::ExecError::NoBinary { .. }))
             | Err(run::RunError::Exec(exec::ExecError::UnsafeBinary { .. }))
     );
+    let mut no_undo: Option<String> = None;
     let undo = match snap {
         None => None,
         Some(s) if never_ran => {
@@ -403,6 +412,7 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
             Ok(d) => Some((s.id.clone(), d.summary())),
             Err(e) => {
                 // An unsealed snapshot cannot be undone: say so, keep nothing.
+                no_undo = Some(format!("no undo: {e}"));
                 m.insert("snapshot".into(), Value::from(format!("no undo: {e}")));
                 let _ = s.discard();
                 None
@@ -495,6 +505,9 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
     }
     if let Some((id, summary)) = &undo {
         receipt.push_str(&format!("; changed: {summary}; undo id {id} (for 7 days)"));
+    }
+    if let Some(why) = &no_undo {
+        receipt.push_str(&format!("; {why}"));
     }
     if report.outside_touches {
         receipt.push_str("; killed at its first write outside its touches");

@@ -207,9 +207,24 @@ struct Shared {
     /// Wrong PINs in a row (kept in memory: a restart of the Warden is
     /// root's doing, not a guesser's).
     pin_attempts: Mutex<crate::pin::Attempts>,
+    /// Held through a chore's real run (snapshot, run, seal) and through an
+    /// undo: what a seal records as the run's is then not another run's.
+    changing: Mutex<()>,
 }
 
 impl Shared {
+    /// The right to change files: one real run or undo at a time; another
+    /// is refused rather than left waiting on a connection.
+    fn one_change_at_a_time(&self) -> Result<std::sync::MutexGuard<'_, ()>, String> {
+        match self.changing.try_lock() {
+            Ok(g) => Ok(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => Err(
+                "another chore's real run or an undo is under way; try again when it ends".into(),
+            ),
+        }
+    }
+
     /// When the Warden was installed; `None` when it was not.
     fn installed_at(&self) -> Option<u64> {
         self.baseline
@@ -353,6 +368,7 @@ impl Server {
             integrity: Mutex::new(String::from("not checked yet")),
             baseline: Mutex::new(baseline.as_ref().ok().cloned().flatten()),
             pin_attempts: Mutex::default(),
+            changing: Mutex::default(),
             isolation,
             options,
         });

@@ -398,12 +398,19 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
     if frozen(shared) {
         return refuse("the ladder is at Freeze or above: nothing runs until it comes down");
     }
+    let _changing = match shared.one_change_at_a_time() {
+        Ok(g) => g,
+        Err(why) => return refuse(why),
+    };
     let snap = match snapshot::load(&snapshots_dir(shared), undo_id) {
         Ok(s) => s,
         Err(e) => return refuse(format!("no undo {undo_id:?} here: {e}")),
     };
     let now = shared.options.clock.now();
-    let dest = quarantine::dir(&shared.options.layout);
+    let dest = match quarantine::checked_dir(&shared.options.layout) {
+        Ok(d) => d,
+        Err(e) => return refuse(format!("undo moves things to the quarantine, and {e}")),
+    };
     let mut m = Map::new();
     m.insert("undo_id".into(), Value::from(undo_id));
     m.insert("chore".into(), Value::from(snap.chore.as_str()));
@@ -445,7 +452,12 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
             }
         }
         Err(e) => {
-            m.insert("verdict".into(), Value::from("refused"));
+            // Stopped part-way, it changed files: a failure, not a refusal.
+            let partial = matches!(e, snapshot::SnapshotError::Partial { .. });
+            m.insert(
+                "verdict".into(),
+                Value::from(if partial { "failed" } else { "refused" }),
+            );
             m.insert("reason".into(), Value::from(e.to_string()));
             let seq = journal(shared, "undo", m);
             Response::Refused {
