@@ -349,6 +349,8 @@ fn status(root: Option<PathBuf>) -> ExitCode {
             println!("integrity: {}", st.integrity);
             println!("journal: seq {}, head {}", st.journal_seq, st.journal_head);
             println!("policy: sha256 {}", st.policy_sha256);
+            println!("prod mode: {}", st.prod_mode);
+            println!("pin: {}", if st.pin_set { "set" } else { "not set" });
             ExitCode::SUCCESS
         }
         Ok(other) => {

@@ -210,6 +210,11 @@ fn the_pin_guards_turning_prod_mode_off_from_the_root_terminal() {
     assert_eq!(out.status.code(), Some(1));
     let out = warden.aromba_as("root", &["prod-mode", "on"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let status = text(&warden.aromba_as("root", &["status"]).stdout);
+    assert!(
+        status.contains("prod mode: on since") && status.contains("pin: set"),
+        "{status}"
+    );
     let out = warden.aromba_as("root", &["chores"]);
     assert!(
         !text(&out.stdout).contains(" green "),

@@ -106,6 +106,10 @@ pub struct Status {
     pub journal_seq: u64,
     pub journal_head: String,
     pub policy_sha256: String,
+    /// `on since <time>` or `off`.
+    pub prod_mode: String,
+    /// Whether a PIN is set (never the PIN or its hash).
+    pub pin_set: bool,
 }
 
 /// The outcome of a read, redacted.
@@ -548,6 +552,8 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                 ("journal_seq", Value::from(st.journal_seq)),
                 ("journal_head", Value::from(st.journal_head.as_str())),
                 ("policy_sha256", Value::from(st.policy_sha256.as_str())),
+                ("prod_mode", Value::from(st.prod_mode.as_str())),
+                ("pin_set", Value::from(st.pin_set)),
             ],
         ),
         Response::Verified { ok, report } => object(
@@ -672,6 +678,8 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
             journal_seq: f.u64("journal_seq")?,
             journal_head: f.string("journal_head")?,
             policy_sha256: f.string("policy_sha256")?,
+            prod_mode: f.string("prod_mode")?,
+            pin_set: f.bool("pin_set")?,
         }),
         "ladder" => Response::Ladder {
             step: f.u64("step")?,

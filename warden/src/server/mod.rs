@@ -740,6 +740,15 @@ fn status(shared: &Shared) -> Response {
         journal_seq,
         journal_head,
         policy_sha256: shared.policy_sha256.clone(),
+        prod_mode: match crate::state::read(&shared.options.layout, "prod-mode") {
+            Ok(Some(b)) => String::from_utf8_lossy(&b).trim().to_string(),
+            Ok(None) => "off".into(),
+            Err(e) => format!("unknown ({e})"),
+        },
+        pin_set: matches!(
+            crate::state::read(&shared.options.layout, crate::pin::RECORD),
+            Ok(Some(_))
+        ),
     })
 }
 
