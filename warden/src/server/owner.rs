@@ -422,8 +422,8 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
             m.insert("conflicts".into(), Value::from(r.conflicts));
             m.insert("verdict".into(), Value::from("undone"));
             let mut receipt = format!(
-                "undo {undo_id} of {}: {} paths put back, {} the run added moved to quarantine",
-                snap.chore, r.restored, r.quarantined
+                "undo {undo_id} of {}: {} paths put back, {} the run added and {} versions it left moved to quarantine",
+                snap.chore, r.restored, r.quarantined_added, r.quarantined_replaced
             );
             if r.conflicts > 0 {
                 let examples: Vec<String> = r

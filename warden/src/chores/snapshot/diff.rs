@@ -132,7 +132,8 @@ impl Snapshot {
             changes.push(change);
             Ok(())
         };
-        walk(&self.roots, &self.skipped_paths(), |path, meta, kind| {
+        walk(&self.roots, &self.skipped_paths(), |at| {
+            let (path, meta, kind) = (at.path, at.meta, at.kind);
             let old = match index.get(path) {
                 Some(&i) => {
                     if let Some(s) = seen.get_mut(i) {
@@ -149,7 +150,7 @@ impl Snapshot {
             if kind == Kind::File {
                 d.bytes_after = d.bytes_after.saturating_add(meta.size());
             }
-            if old.is_none_or(|o| o.differs(path, meta, kind)) {
+            if old.is_none_or(|o| o.differs(meta, kind, || at.target().ok().flatten())) {
                 // A new fifo, socket, device or mount is not counted, but is
                 // kept: undo moves a new directory whole only if all in it is
                 // the run's.

@@ -4,10 +4,10 @@
 #![forbid(unsafe_code)]
 
 use super::PERM_BITS;
-use super::error::{SnapshotError, io_err};
+use super::error::SnapshotError;
 use super::manifest::{is_lower_hex, path_from_json, path_to_json};
 use serde_json::{Map, Value};
-use std::fs::{self, Metadata};
+use std::fs::Metadata;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -119,12 +119,10 @@ pub(super) struct Entry {
 }
 
 impl Entry {
-    pub(super) fn of(path: &Path, meta: &Metadata, kind: Kind) -> Result<Entry, SnapshotError> {
-        let target = match kind {
-            Kind::Symlink => Some(fs::read_link(path).map_err(io_err("read the link", path))?),
-            _ => None,
-        };
-        Ok(Entry {
+    /// What `meta` says of `path`; `target` is a symlink's, read through
+    /// its open parent.
+    pub(super) fn of(path: &Path, meta: &Metadata, kind: Kind, target: Option<PathBuf>) -> Entry {
+        Entry {
             path: path.to_path_buf(),
             kind,
             // A symlink's mode means nothing on Linux and is not saved.
@@ -143,11 +141,17 @@ impl Entry {
             blob: None,
             dev: meta.dev(),
             ino: meta.ino(),
-        })
+        }
     }
 
-    /// Whether what is at `path` now (`meta`, `kind`) differs from this entry.
-    pub(super) fn differs(&self, path: &Path, meta: &Metadata, kind: Kind) -> bool {
+    /// Whether what is at the entry's path now (`meta`, `kind`, and for a
+    /// symlink the `target` read through its open parent) differs from it.
+    pub(super) fn differs(
+        &self,
+        meta: &Metadata,
+        kind: Kind,
+        target: impl FnOnce() -> Option<PathBuf>,
+    ) -> bool {
         if self.kind.is_skipped() || kind.is_skipped() {
             return self.kind.is_skipped() != kind.is_skipped();
         }
@@ -171,7 +175,7 @@ impl Entry {
                     || meta.mtime_nsec() != i64::from(self.mtime_ns)
             }
             Kind::Dir => owner || inode || mode,
-            Kind::Symlink => owner || inode || ctime || fs::read_link(path).ok() != self.target,
+            Kind::Symlink => owner || inode || ctime || target() != self.target,
             Kind::Skipped(_) => false,
         }
     }
@@ -356,8 +360,11 @@ impl State {
 
     /// Whether `now` is still this state. A directory's size and times move
     /// with what is added to or removed from it, which is judged entry by
-    /// entry, so only its identity, owner and mode count.
-    pub(super) fn is(&self, now: &Metadata, root_dev: u64) -> bool {
+    /// entry, so only its identity, owner and mode count. With `any_ctime`,
+    /// the ctime is not compared: for an inode the undo itself moved
+    /// (moving one link to an inode changes the ctime of all its links),
+    /// once every path was checked in full.
+    pub(super) fn is_but_ctime(&self, now: &Metadata, root_dev: u64, any_ctime: bool) -> bool {
         let kind = Kind::of(now, root_dev);
         let same = kind == self.kind
             && now.dev() == self.dev
@@ -369,8 +376,9 @@ impl State {
             || (now.size() == self.size
                 && now.mtime() == self.mtime
                 && now.mtime_nsec() == i64::from(self.mtime_ns)
-                && now.ctime() == self.ctime
-                && now.ctime_nsec() == i64::from(self.ctime_ns)))
+                && (any_ctime
+                    || (now.ctime() == self.ctime
+                        && now.ctime_nsec() == i64::from(self.ctime_ns)))))
     }
 
     pub(super) fn to_json(&self) -> Value {
@@ -412,11 +420,16 @@ impl State {
 }
 
 /// Whether what is at a path now is what `after.json` says the run left
-/// there (`None`: nothing).
-pub(super) fn still(after: Option<&State>, now: Option<&Metadata>, root_dev: u64) -> bool {
+/// there (`None`: nothing); with `any_ctime`, as [`State::is_but_ctime`].
+pub(super) fn still(
+    after: Option<&State>,
+    now: Option<&Metadata>,
+    root_dev: u64,
+    any_ctime: bool,
+) -> bool {
     match (after, now) {
         (None, None) => true,
-        (Some(s), Some(m)) => s.is(m, root_dev),
+        (Some(s), Some(m)) => s.is_but_ctime(m, root_dev, any_ctime),
         _ => false,
     }
 }

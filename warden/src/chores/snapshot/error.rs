@@ -49,6 +49,17 @@ pub enum SnapshotError {
     AlreadySealed(String),
     /// Another undo holds the snapshot, or one stopped part-way.
     UnderWay(String),
+    /// The quarantine is not a directory of the Warden's alone.
+    BadQuarantine {
+        path: PathBuf,
+        why: &'static str,
+    },
+    /// A move to a quarantine on another filesystem stopped after the thing
+    /// was put in a private staging directory: it is kept there, whole.
+    Stranded {
+        path: PathBuf,
+        why: String,
+    },
     /// The undo began changing things and stopped; `undoing` stays.
     Partial {
         done: u64,
@@ -113,6 +124,16 @@ impl fmt::Display for SnapshotError {
             SnapshotError::UnderWay(id) => write!(
                 f,
                 "an undo of this run is under way or was interrupted (snapshot {id})"
+            ),
+            SnapshotError::BadQuarantine { path, why } => write!(
+                f,
+                "refusing to use {} as the quarantine: {why}",
+                path.display()
+            ),
+            SnapshotError::Stranded { path, why } => write!(
+                f,
+                "{why}; what was being moved to the quarantine is kept, whole, at {}",
+                path.display()
             ),
             SnapshotError::Partial { done, why } => write!(
                 f,

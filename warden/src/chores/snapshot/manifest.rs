@@ -6,7 +6,8 @@
 
 use super::entry::{Change, Entry, Kind, State};
 use super::error::{SnapshotError, io_err};
-use super::walk::{FILE_FLAGS, create_private, excluded, lstat, sync_dir};
+use super::safe_dir::FILE_FLAGS;
+use super::walk::{create_private, excluded, lstat, sync_dir};
 use super::{
     AFTER, AFTER_TMP, FORMAT, MANIFEST, MANIFEST_TMP, MAX_ENTRIES, MAX_MANIFEST_BYTES,
     MAX_META_BYTES, META, META_TMP, Meta, Snapshot,

@@ -58,10 +58,15 @@
 //! back only if it is still exactly as the run left it (same kind, inode,
 //! owner and mode, and for all but directories the same size, mtime and
 //! ctime; the ctime cannot be set from user space, so even a rewrite that
-//! resets the mtime shows). Anything else is left alone and counted as a
-//! conflict. Nothing is ever deleted: what the run created, and what stands
-//! where a path is put back, is moved to the quarantine, and a directory the
-//! run created is moved whole only if everything in it is the run's.
+//! resets the mtime shows). Every path is checked before anything is done,
+//! so two links to one inode (whose ctime moves when either is moved) are
+//! not taken for changed. Anything else is left alone and counted as a
+//! conflict, and so is a path whose directory is gone unless the run itself
+//! removed it. Nothing is ever deleted: what the run created, and what
+//! stands where a path is put back, is moved to the quarantine (into
+//! `<quarantine>/<id>-undo-<8 random hex>/`, made afresh for each undo), and
+//! a directory the run created is moved whole only if everything in it is
+//! the run's.
 //!
 //! Entries are compared, for the diff, by kind, owner and mode, and: a file
 //! by size, mtime, ctime and inode; a symlink by target, ctime and inode; a
@@ -70,11 +75,27 @@
 //! restorable without `unsafe` (no `lutimes`): a symlink's own mtime. Hard
 //! links come back as separate files.
 //!
-//! Every check here is by path, then acted on by path: a race remains
-//! between the two that only `openat` and friends (hence `unsafe`) could
-//! close. Files are opened with `O_NOFOLLOW | O_NONBLOCK` and checked with
+//! Nothing under a root is acted on by path (see [`safe_dir`]): each root's
+//! parent is opened from `/` one component at a time without following a
+//! symlink, and every directory below it is opened through its parent's
+//! descriptor (`O_DIRECTORY | O_NOFOLLOW`) and checked by device and inode
+//! against what the snapshot or `after.json` has there; every listing,
+//! open, rename, link, unlink, mkdir and chown then goes through those
+//! descriptors. So a directory inside a root swapped for a symlink (or for
+//! another directory) at any moment cannot make the Warden read, write,
+//! chown, move or remove anything outside the roots: the swap is either
+//! seen and left as a conflict, or has no effect on a directory already
+//! opened. Files are opened with `O_NOFOLLOW | O_NONBLOCK` and checked with
 //! `fstat` against what was listed, so a path swapped for a symlink, fifo or
-//! device cannot redirect or block the Warden.
+//! device cannot redirect or block the Warden, and re-checked after they
+//! are copied, so a file changing meanwhile is copied again or refused.
+//!
+//! The quarantine must be a directory of the Warden's (no symlink on its
+//! path, owned by the Warden's user, not writable by group or others).
+//! Across filesystems, what goes there is first renamed into a private
+//! directory made beside it (0700, out of everyone's reach), copied from
+//! there, and removed from there only as far as it is unchanged since the
+//! copy; what appeared or changed meanwhile is copied again, never lost.
 
 #![forbid(unsafe_code)]
 
@@ -84,6 +105,7 @@ mod error;
 mod manifest;
 mod quarantine;
 mod restore;
+mod safe_dir;
 mod walk;
 
 pub use diff::Diff;
@@ -93,14 +115,13 @@ pub use restore::Restored;
 use entry::{Entry, Kind, nanos};
 use error::io_err;
 use manifest::{check_id, is_plain_absolute, read_manifest, read_meta};
-use std::fs::{self, DirBuilder};
-use std::io;
+use safe_dir::{Chain, Dir, Expect, Ids, Reached, Sub};
+use std::collections::HashMap;
+use std::fs::{self, DirBuilder, File, Metadata};
+use std::io::{self, Seek, SeekFrom};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use walk::{
-    absolute, copy_hashed, create_private, excluded, lstat, open_listed_file, symlink_in, sync_dir,
-    walk,
-};
+use walk::{absolute, copy_hashed, create_private, excluded, lstat, sync_dir, walk};
 
 /// How long a snapshot can be undone, in seconds.
 pub const KEEP_S: u64 = 7 * 86_400;
@@ -207,7 +228,7 @@ fn take_bounded(
         }
         // As root, a symlink anywhere in the path could point the snapshot,
         // and later the undo, anywhere at all.
-        if symlink_in(r)?.is_some() {
+        if behind_a_symlink(r)? {
             return Err(SnapshotError::BadRoot {
                 path: r.clone(),
                 why: "a component of the path is a symlink",
@@ -218,13 +239,13 @@ fn take_bounded(
     let mut skip = exclude.clone();
     skip.push(store.clone());
     let mut entries = Vec::new();
-    walk(&roots, &skip, |path, meta, kind| {
+    walk(&roots, &skip, |at| {
         if entries.len() >= bounds.max_entries {
             return Err(SnapshotError::TooManyEntries {
                 limit: bounds.max_entries,
             });
         }
-        entries.push(Entry::of(path, meta, kind)?);
+        entries.push(Entry::of(at.path, at.meta, at.kind, at.target()?));
         Ok(true)
     })?;
     let needed = entries
@@ -276,8 +297,22 @@ fn take_bounded(
     Ok(snapshot)
 }
 
+/// Whether `root` is a symlink or has one in any component (opened from `/`
+/// one component at a time, none followed).
+fn behind_a_symlink(root: &Path) -> Result<bool, SnapshotError> {
+    let (Some(parent), Some(name)) = (root.parent(), root.file_name()) else {
+        return Ok(false);
+    };
+    Ok(match Dir::open_path(parent)? {
+        Sub::Symlink => true,
+        Sub::Dir(d) => d.lstat(name)?.is_some_and(|m| m.file_type().is_symlink()),
+        Sub::Missing | Sub::NotDir | Sub::Elsewhere => false,
+    })
+}
+
 /// Roots cleaned (no trailing `/` or `.`), sorted, and without any root
-/// inside another, so no entry is recorded twice.
+/// inside another, so no entry is recorded twice. The whole filesystem is
+/// no root.
 fn normalize_roots(roots: &[PathBuf]) -> Result<Vec<PathBuf>, SnapshotError> {
     if roots.is_empty() {
         return Err(SnapshotError::BadRoot {
@@ -293,7 +328,14 @@ fn normalize_roots(roots: &[PathBuf]) -> Result<Vec<PathBuf>, SnapshotError> {
                 why: "the path is not absolute or has `..`",
             });
         }
-        clean.push(r.components().collect::<PathBuf>());
+        let r: PathBuf = r.components().collect();
+        if r.parent().is_none() {
+            return Err(SnapshotError::BadRoot {
+                path: r,
+                why: "the whole filesystem cannot be snapshotted",
+            });
+        }
+        clean.push(r);
     }
     clean.sort();
     let mut kept: Vec<PathBuf> = Vec::with_capacity(clean.len());
@@ -343,36 +385,72 @@ impl Snapshot {
             .map(PathBuf::as_path)
     }
 
-    /// Copies the blobs, then writes the manifest, then `meta.json`.
+    /// Copies the blobs, then writes the manifest, then `meta.json`. Each
+    /// file is opened through its directory's descriptor, reached from its
+    /// root's parent by a [`Chain`] checking every directory against the
+    /// walk's entries, and must be the very file the walk listed.
     fn fill(&mut self, max_bytes: u64) -> Result<(), SnapshotError> {
         let blobs = self.dir.join(BLOBS);
         DirBuilder::new()
             .mode(0o700)
             .create(&blobs)
             .map_err(io_err("create", &blobs))?;
+        let dirs: HashMap<PathBuf, Ids> = self
+            .entries
+            .iter()
+            .filter(|e| e.kind == Kind::Dir)
+            .map(|e| (e.path.clone(), (e.dev, e.ino)))
+            .collect();
+        let expect = |p: &Path| dirs.get(p).map_or(Expect::Unknown, |i| Expect::Is(*i));
+        let mut chain: Option<(PathBuf, Chain)> = None;
         let mut total = 0u64;
         let mut next = 0u64;
         for i in 0..self.entries.len() {
-            if self.entries.get(i).map(|e| e.kind) != Some(Kind::File) {
+            let Some(e) = self.entries.get(i).filter(|e| e.kind == Kind::File) else {
                 continue;
+            };
+            let path = e.path.clone();
+            let want = (e.dev, e.ino);
+            let changed = || SnapshotError::Changed(path.clone());
+            let (Some(root), Some(parent), Some(name)) =
+                (self.root_of(&path), path.parent(), path.file_name())
+            else {
+                return Err(changed());
+            };
+            if chain.as_ref().is_none_or(|(r, _)| r != root) {
+                let base = root.parent().ok_or_else(changed)?;
+                let c = Chain::at(base)?.ok_or_else(changed)?;
+                chain = Some((root.to_path_buf(), c));
             }
-            let blob = self.blob_path(next);
-            let Some(e) = self.entries.get_mut(i) else {
-                continue;
+            let Some((_, c)) = chain.as_mut() else {
+                return Err(changed());
+            };
+            let Reached::Dir(dir) = c.reach(parent, &expect)? else {
+                return Err(changed());
             };
             // Not through a symlink, not blocking on a fifo or device swapped
             // in since the walk, and only the very file the walk listed.
-            let (mut src, meta) = open_listed_file(&e.path, e.dev, e.ino)?;
-            total = total.saturating_add(meta.size());
+            let (mut src, meta) = dir.open_listed(name, want)?;
+            if total.saturating_add(meta.size()) > max_bytes {
+                return Err(SnapshotError::TooBig {
+                    needed: total.saturating_add(meta.size()),
+                    allowed: max_bytes,
+                });
+            }
+            let blob = self.blob_path(next);
+            let mut dst = create_private(&blob)?;
+            let (copied, sha, meta) = copy_stable(&mut src, meta, &path, &mut dst, &blob, |_| {})?;
+            total = total.saturating_add(copied);
             if total > max_bytes {
                 return Err(SnapshotError::TooBig {
                     needed: total,
                     allowed: max_bytes,
                 });
             }
-            let mut dst = create_private(&blob)?;
-            let (copied, sha) = copy_hashed(&mut src, &e.path, &mut dst, &blob, meta.size())?;
             dst.sync_all().map_err(io_err("sync", &blob))?;
+            let Some(e) = self.entries.get_mut(i) else {
+                continue;
+            };
             // Record the file as copied, not as listed a moment earlier.
             e.mode = meta.mode() & PERM_BITS;
             e.uid = meta.uid();
@@ -435,7 +513,8 @@ pub fn peek(store: &Path, id: &str, now: u64) -> Result<Meta, SnapshotError> {
 /// their `meta.json`), and directories without a manifest (takes that died)
 /// older than a day by mtime; one whose `meta.json` cannot be read goes
 /// after [`KEEP_S`] by mtime. Anything in `store` not named like a snapshot
-/// is left alone.
+/// is left alone, and so is a snapshot with an `undoing` claim less than a
+/// day old: an undo may be reading its blobs.
 pub fn purge(store: &Path, now: u64) -> Result<Vec<String>, SnapshotError> {
     let rd = match fs::read_dir(store) {
         Ok(rd) => rd,
@@ -459,6 +538,11 @@ pub fn purge(store: &Path, now: u64) -> Result<Vec<String>, SnapshotError> {
         if !meta.is_dir() {
             continue;
         }
+        if let Some(claim) = lstat(&path.join(UNDOING))?
+            && now.saturating_sub(u64::try_from(claim.mtime()).unwrap_or(0)) < HALF_TAKEN_S
+        {
+            continue;
+        }
         let age_by_mtime = now.saturating_sub(u64::try_from(meta.mtime()).unwrap_or(0));
         let expired = match read_meta(&path, id) {
             Ok((m, _)) => now.saturating_sub(m.created_at) > KEEP_S,
@@ -474,6 +558,55 @@ pub fn purge(store: &Path, now: u64) -> Result<Vec<String>, SnapshotError> {
     }
     purged.sort();
     Ok(purged)
+}
+
+/// Copies `src` (whose `fstat` was `before`) into `dst`, then `fstat`s it
+/// again: if its size, mtime or ctime moved during the copy, the copy is
+/// torn, and is made once more from the start; if it moves again, the file
+/// is refused ([`SnapshotError::Changed`]). Returns the bytes copied, their
+/// hash, and the file's `fstat` as copied. `between` runs after each copy,
+/// before the second `fstat` (tests change the file there).
+fn copy_stable(
+    src: &mut File,
+    before: Metadata,
+    shown: &Path,
+    dst: &mut File,
+    dst_path: &Path,
+    mut between: impl FnMut(u32),
+) -> Result<(u64, String, Metadata), SnapshotError> {
+    let same = |a: &Metadata, b: &Metadata| {
+        (
+            a.size(),
+            a.mtime(),
+            a.mtime_nsec(),
+            a.ctime(),
+            a.ctime_nsec(),
+        ) == (
+            b.size(),
+            b.mtime(),
+            b.mtime_nsec(),
+            b.ctime(),
+            b.ctime_nsec(),
+        )
+    };
+    let mut before = before;
+    for attempt in 0..2 {
+        if attempt > 0 {
+            src.seek(SeekFrom::Start(0))
+                .map_err(io_err("read", shown))?;
+            dst.set_len(0)
+                .and_then(|()| dst.seek(SeekFrom::Start(0)).map(|_| ()))
+                .map_err(io_err("write", dst_path))?;
+        }
+        let (copied, sha) = copy_hashed(src, shown, dst, dst_path, before.size())?;
+        between(attempt);
+        let after = src.metadata().map_err(io_err("inspect", shown))?;
+        if same(&before, &after) && copied == after.size() {
+            return Ok((copied, sha, after));
+        }
+        before = after;
+    }
+    Err(SnapshotError::Changed(shown.to_path_buf()))
 }
 
 #[cfg(test)]

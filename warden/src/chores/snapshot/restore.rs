@@ -1,34 +1,42 @@
 //! Undo: [`Snapshot::restore`] puts back what the run changed, path by path,
 //! while each is still as the run left it, and moves what stands in the way
-//! to the quarantine.
+//! to the quarantine. Every path is checked first, then acted on; every act
+//! goes through directories opened without following symlinks and checked
+//! by device and inode (see [`safe_dir`](super::safe_dir)).
 
 #![forbid(unsafe_code)]
 
 use super::entry::{Change, Entry, Kind, State, Why, still};
 use super::error::{SnapshotError, io_err};
 use super::manifest::write_marker;
-use super::quarantine::move_to_quarantine;
-use super::walk::{
-    FILE_FLAGS, absolute, copy_hashed, create_private, excluded, lstat, open_dir, set_attrs,
-    symlink_in, sync_dir, walk,
+use super::quarantine::Quarantine;
+use super::safe_dir::{
+    Chain, Dir, Expect, FILE_FLAGS, Ids, Reached, Staging, Sub, ids, our_uid, set_attrs_fd,
 };
+use super::walk::{absolute, copy_hashed, create_private, excluded, lstat, sync_dir, walk_below};
 use super::{KEEP_S, MAX_EXAMPLES, Snapshot, UNDOING, UNDONE};
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::fs::{self, DirBuilder, File, FileTimes, OpenOptions, Permissions};
+use std::ffi::OsStr;
+use std::fs::{self, File, FileTimes, Metadata, OpenOptions, Permissions};
 use std::io;
-use std::os::unix::fs::{
-    DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt, fchown, lchown, symlink,
-};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt, fchown};
 use std::path::{Path, PathBuf};
+
+/// The name of what is put back, in its private staging directory.
+const PUT_BACK: &str = "put-back";
 
 /// What an undo did.
 #[derive(Debug, Default)]
 pub struct Restored {
     /// Entries recreated or whose content, owner or mode was put back.
     pub restored: u64,
-    /// Entries moved to quarantine (a moved directory counts once): what the
-    /// run created, and what stood where an entry was put back.
+    /// Entries moved to quarantine (a moved directory counts once):
+    /// `quarantined_added + quarantined_replaced`.
     pub quarantined: u64,
+    /// What the run added, moved to quarantine.
+    pub quarantined_added: u64,
+    /// The run's versions of paths the undo put back, moved to quarantine.
+    pub quarantined_replaced: u64,
     /// Paths the run changed that were changed again since (or sit in
     /// something that was), and so were left as they are.
     pub conflicts: u64,
@@ -44,42 +52,54 @@ impl Restored {
         }
     }
 
+    fn added(&mut self) {
+        self.quarantined_added += 1;
+        self.quarantined += 1;
+    }
+
+    fn replaced(&mut self) {
+        self.quarantined_replaced += 1;
+        self.quarantined += 1;
+    }
+
     fn changes(&self) -> u64 {
         self.restored + self.quarantined
     }
 }
 
 impl Snapshot {
-    /// Whether a symlink stands between `path`'s root and `path`: as root,
-    /// writing through one could land anywhere. (A race remains between this
-    /// check and the write; closing it needs `openat`, hence `unsafe`.)
-    fn symlink_above(&self, path: &Path) -> Result<bool, SnapshotError> {
-        let Some(root) = self.root_of(path) else {
-            return Ok(true);
-        };
-        for a in path.ancestors().skip(1) {
-            if !a.starts_with(root) {
-                break;
-            }
-            if lstat(a)?.is_some_and(|m| m.file_type().is_symlink()) {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-
-    /// Refuses roots that are not what was snapshotted: a symlink anywhere
-    /// in a root's path, or a root that existed and is now another file or
+    /// Opens each root's parent from `/` (no symlink followed) and refuses
+    /// roots that are not what was snapshotted: a symlink anywhere in a
+    /// root's path, or a root that existed and is now another file or
     /// directory (another inode or filesystem), unless the run itself left
-    /// it so.
-    fn check_roots(&self, changes: &[Change]) -> Result<(), SnapshotError> {
+    /// it so. A root whose parent is gone gets no chain: all under it is a
+    /// conflict.
+    fn open_roots(&self, changes: &[Change]) -> Result<Vec<Option<Chain>>, SnapshotError> {
+        let symlinked = |root: &Path| SnapshotError::Unsafe {
+            path: root.to_path_buf(),
+            why: "a component of the snapshot's path is now a symlink",
+        };
+        let mut chains = Vec::with_capacity(self.roots.len());
         for root in &self.roots {
-            if symlink_in(root)?.is_some() {
+            let (Some(parent), Some(name)) = (root.parent(), root.file_name()) else {
                 return Err(SnapshotError::Unsafe {
                     path: root.clone(),
-                    why: "a component of the snapshot's path is now a symlink",
+                    why: "the whole filesystem cannot be restored",
                 });
+            };
+            let base = match Dir::open_path(parent)? {
+                Sub::Dir(d) => d,
+                Sub::Symlink => return Err(symlinked(root)),
+                Sub::Missing | Sub::NotDir | Sub::Elsewhere => {
+                    chains.push(None);
+                    continue;
+                }
+            };
+            let now = base.lstat(name)?;
+            if now.as_ref().is_some_and(|m| m.file_type().is_symlink()) {
+                return Err(symlinked(root));
             }
+            chains.push(Some(Chain::new(parent.to_path_buf(), base)));
             let Some(before) = self
                 .entries
                 .iter()
@@ -87,17 +107,14 @@ impl Snapshot {
             else {
                 continue;
             };
-            let Some(now) = lstat(root)? else {
+            let Some(now) = now else {
                 continue;
             };
-            if (now.dev(), now.ino()) == (before.dev, before.ino) {
+            if ids(&now) == (before.dev, before.ino) {
                 continue;
             }
             let by_the_run = changes.iter().any(|(p, after)| {
-                p == root
-                    && after
-                        .as_ref()
-                        .is_some_and(|s| (s.dev, s.ino) == (now.dev(), now.ino()))
+                p == root && after.as_ref().is_some_and(|s| (s.dev, s.ino) == ids(&now))
             });
             if !by_the_run {
                 return Err(SnapshotError::Unsafe {
@@ -106,24 +123,28 @@ impl Snapshot {
                 });
             }
         }
-        Ok(())
+        Ok(chains)
     }
 
     /// Reverts what the run did, as `after.json` has it (see the module
     /// doc): a path is put back only while it is as the run left it, what
     /// stands in the way is moved (never deleted) to
-    /// `quarantine/<id>-undo/<path without its leading />`, and the rest is
-    /// counted as conflicts and left alone. Refuses a snapshot never sealed,
-    /// undone, older than [`KEEP_S`] at `now`, or being undone; and one
-    /// whose roots are not what was snapshotted. An undo that fails
-    /// part-way leaves the `undoing` claim, so no later one starts over it,
-    /// and returns [`SnapshotError::Partial`].
+    /// `quarantine/<id>-undo-<8 hex>/<path without its leading />`, and the
+    /// rest is counted as conflicts and left alone. `quarantine` must be a
+    /// directory of the Warden's (made 0700 if missing): no symlink in its
+    /// path, owned by the Warden's user, not writable by group or others.
+    /// Refuses a snapshot never sealed, undone, older than [`KEEP_S`] at
+    /// `now`, or being undone; and one whose roots are not what was
+    /// snapshotted. An undo that fails part-way leaves the `undoing` claim,
+    /// so no later one starts over it, and returns
+    /// [`SnapshotError::Partial`].
     pub fn restore(&self, quarantine: &Path, now: u64) -> Result<Restored, SnapshotError> {
         let changes = self.load_after()?;
         if now.saturating_sub(self.created_at) > KEEP_S {
             return Err(SnapshotError::Expired(self.id.clone()));
         }
         let quarantine = absolute(quarantine)?;
+        let q = Quarantine::open(&quarantine, &self.id)?;
         let claim = self.dir.join(UNDOING);
         // The claim comes first: a finished undo writes `undone` before it
         // lets go, so whoever gets the claim next sees that it is done.
@@ -138,17 +159,20 @@ impl Snapshot {
         }
         let ready = match lstat(&self.dir.join(UNDONE)) {
             Ok(Some(_)) => Err(SnapshotError::AlreadyUndone(self.id.clone())),
-            Ok(None) => self.check_roots(&changes),
+            Ok(None) => self.open_roots(&changes),
             Err(e) => Err(e),
         };
-        if let Err(e) = ready {
-            // Nothing was changed: the claim goes.
-            let _ = fs::remove_file(&claim);
-            return Err(e);
-        }
+        let chains = match ready {
+            Ok(c) => c,
+            Err(e) => {
+                // Nothing was changed: the claim goes.
+                let _ = fs::remove_file(&claim);
+                return Err(e);
+            }
+        };
         let mut done = Restored::default();
         let finished = self
-            .revert(&changes, &quarantine, &mut done)
+            .revert(&changes, &quarantine, q, chains, &mut done)
             .and_then(|()| write_marker(&self.dir.join(UNDONE), now))
             .and_then(|()| fs::remove_file(&claim).map_err(io_err("remove", &claim)))
             .and_then(|()| sync_dir(&self.dir));
@@ -165,37 +189,46 @@ impl Snapshot {
         &self,
         changes: &[Change],
         quarantine: &Path,
+        q: Quarantine,
+        chains: Vec<Option<Chain>>,
         done: &mut Restored,
     ) -> Result<(), SnapshotError> {
         let mut exclude = self.skipped_paths();
         exclude.push(quarantine.to_path_buf());
-        let moved_to = quarantine.join(format!("{}-undo", self.id));
-        let index: HashMap<&Path, &Entry> = self
-            .entries
-            .iter()
-            .filter(|e| !e.kind.is_skipped())
-            .map(|e| (e.path.as_path(), e))
-            .collect();
-        let after: HashMap<&Path, Option<&State>> = changes
-            .iter()
-            .map(|(p, s)| (p.as_path(), s.as_ref()))
-            .collect();
         let mut cx = Revert {
             snap: self,
-            index: &index,
-            after: &after,
-            exclude: &exclude,
-            moved_to: &moved_to,
+            index: self
+                .entries
+                .iter()
+                .filter(|e| !e.kind.is_skipped())
+                .map(|e| (e.path.as_path(), e))
+                .collect(),
+            after: changes
+                .iter()
+                .map(|(p, s)| (p.as_path(), s.as_ref()))
+                .collect(),
+            exclude,
+            q,
+            chains,
+            recreated: HashMap::new(),
+            moved: HashSet::new(),
             touched: BTreeSet::new(),
             unsettled: HashSet::new(),
-            seq: 0,
         };
+        // First every path is checked as the run left it, before anything
+        // is moved: moving one link to an inode changes the ctime of all.
+        let mut as_left = vec![false; changes.len()];
+        for ((path, state), ok) in changes.iter().zip(as_left.iter_mut()) {
+            if !excluded(path, &cx.exclude) {
+                *ok = cx.as_the_run_left(path, state.as_ref())?;
+            }
+        }
         // Changes are in path order, so what lies under a path follows it at
         // once: `skip` is the path whose subtree is dealt with (moved with
         // it, or left with it as a conflict).
         let mut skip: Option<(&Path, bool)> = None;
-        for (path, state) in changes {
-            if excluded(path, &exclude) {
+        for ((path, state), ok) in changes.iter().zip(as_left) {
+            if excluded(path, &cx.exclude) {
                 continue;
             }
             if let Some((prefix, conflict)) = skip {
@@ -207,7 +240,12 @@ impl Snapshot {
                 }
                 skip = None;
             }
-            match cx.revert_one(path, state.as_ref(), done)? {
+            let outcome = if ok {
+                cx.revert_one(path, state.as_ref(), done)?
+            } else {
+                Outcome::Conflict
+            };
+            match outcome {
                 Outcome::Done => {}
                 Outcome::DoneWithAllBelow => skip = Some((path, false)),
                 Outcome::LeftAlone => skip = Some((path, false)),
@@ -238,20 +276,62 @@ enum Outcome {
     ConflictOnlyHere,
 }
 
+/// What is at a path of `after.json` now.
+enum Look {
+    /// Its directory, open and checked, and what is in it at the name.
+    At {
+        parent: Dir,
+        now: Option<Box<Metadata>>,
+        root_dev: u64,
+    },
+    /// A directory on the way is missing (its own parent is as expected).
+    ParentMissing,
+    /// A symlink, a file, or not the directory expected, on the way.
+    Blocked,
+}
+
 /// An undo in progress.
 struct Revert<'a> {
     snap: &'a Snapshot,
     /// The snapshot's entries (before the run), skipped ones left out.
-    index: &'a HashMap<&'a Path, &'a Entry>,
+    index: HashMap<&'a Path, &'a Entry>,
     /// `after.json`: every path the run changed, as it left it.
-    after: &'a HashMap<&'a Path, Option<&'a State>>,
-    exclude: &'a [PathBuf],
-    moved_to: &'a Path,
+    after: HashMap<&'a Path, Option<&'a State>>,
+    exclude: Vec<PathBuf>,
+    q: Quarantine,
+    /// One per root (`None`: its parent is gone), from the root's parent.
+    chains: Vec<Option<Chain>>,
+    /// Directories the undo made again, as they are now.
+    recreated: HashMap<PathBuf, Ids>,
+    /// Inodes the undo moved (their ctime moved with them).
+    moved: HashSet<Ids>,
     /// Directories whose mtime the undo moved, to be put back at the end.
     touched: BTreeSet<PathBuf>,
     /// Conflicts and the directories holding them: their times stay.
     unsettled: HashSet<PathBuf>,
-    seq: u64,
+}
+
+/// The directory expected at `p`: the one the undo made there, else the
+/// one the run left there, else the snapshot's (if the run did not change
+/// it). Anything else (the run removed it, or left something else) is not
+/// gone into.
+fn expect_at(
+    index: &HashMap<&Path, &Entry>,
+    after: &HashMap<&Path, Option<&State>>,
+    recreated: &HashMap<PathBuf, Ids>,
+    p: &Path,
+) -> Expect {
+    if let Some(i) = recreated.get(p) {
+        return Expect::Is(*i);
+    }
+    match after.get(p) {
+        Some(Some(s)) if s.kind == Kind::Dir => Expect::Is((s.dev, s.ino)),
+        Some(_) => Expect::Unknown,
+        None => match index.get(p) {
+            Some(e) if e.kind == Kind::Dir => Expect::Is((e.dev, e.ino)),
+            _ => Expect::Unknown,
+        },
+    }
 }
 
 impl Revert<'_> {
@@ -272,26 +352,100 @@ impl Revert<'_> {
         }
     }
 
+    fn root_index(&self, path: &Path) -> Option<usize> {
+        self.snap.roots.iter().position(|r| path.starts_with(r))
+    }
+
+    /// The directory at `dir`, reached from its root's parent through
+    /// directories each checked against what is expected there.
+    fn reach(&mut self, ri: usize, dir: &Path) -> Result<Reached, SnapshotError> {
+        let (index, after, recreated) = (&self.index, &self.after, &self.recreated);
+        let expect = |p: &Path| expect_at(index, after, recreated, p);
+        match self.chains.get_mut(ri).and_then(Option::as_mut) {
+            Some(c) => c.reach(dir, &expect),
+            None => Ok(Reached::Blocked),
+        }
+    }
+
+    fn forget(&mut self, ri: usize, path: &Path) {
+        if let Some(Some(c)) = self.chains.get_mut(ri) {
+            c.forget(path);
+        }
+    }
+
+    fn look(&mut self, ri: usize, path: &Path) -> Result<Look, SnapshotError> {
+        let (Some(pp), Some(name)) = (path.parent(), path.file_name()) else {
+            return Ok(Look::Blocked);
+        };
+        let is_root = self.snap.roots.get(ri).is_some_and(|r| r == path);
+        Ok(match self.reach(ri, pp)? {
+            Reached::Dir(parent) => {
+                let now = parent.lstat(name)?.map(Box::new);
+                // A root's kind is judged against its own device, as the
+                // walk does; all below it against the root's.
+                let root_dev = if is_root {
+                    now.as_deref().map_or(0, MetadataExt::dev)
+                } else {
+                    parent.meta()?.dev()
+                };
+                Look::At {
+                    parent,
+                    now,
+                    root_dev,
+                }
+            }
+            Reached::Missing(_) => Look::ParentMissing,
+            Reached::Blocked => Look::Blocked,
+        })
+    }
+
+    /// The first pass: whether `path` is still exactly as the run left it.
+    /// A path whose directory is missing is as good as gone.
+    fn as_the_run_left(
+        &mut self,
+        path: &Path,
+        state: Option<&State>,
+    ) -> Result<bool, SnapshotError> {
+        let Some(ri) = self.root_index(path) else {
+            return Ok(false);
+        };
+        Ok(match self.look(ri, path)? {
+            Look::At { now, root_dev, .. } => still(state, now.as_deref(), root_dev, false),
+            Look::ParentMissing => state.is_none(),
+            Look::Blocked => false,
+        })
+    }
+
     fn revert_one(
         &mut self,
         path: &Path,
         state: Option<&State>,
         done: &mut Restored,
     ) -> Result<Outcome, SnapshotError> {
-        let snap = self.snap;
-        let Some(root) = snap.root_of(path) else {
+        let (Some(ri), Some(name)) = (self.root_index(path), path.file_name()) else {
             return Ok(Outcome::Conflict);
         };
         let before = self.index.get(path).copied();
-        let root_dev = lstat(root)?.map_or(0, |m| m.dev());
-        // A parent turned into a file since makes the path as good as gone.
-        let now = match fs::symlink_metadata(path) {
-            Ok(m) => Some(m),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => None,
-            Err(e) => return Err(io_err("inspect", path)(e)),
+        let (parent, now, root_dev) = match self.look(ri, path)? {
+            Look::At {
+                parent,
+                now,
+                root_dev,
+            } => (parent, now.map(|m| *m), root_dev),
+            Look::ParentMissing if state.is_none() => match self.make_parents(ri, path, done)? {
+                Some(p) => {
+                    let now = p.lstat(name)?;
+                    let dev = p.meta()?.dev();
+                    (p, now, dev)
+                }
+                None => return Ok(Outcome::Conflict),
+            },
+            Look::ParentMissing | Look::Blocked => return Ok(Outcome::Conflict),
         };
-        if !still(state, now.as_ref(), root_dev) {
+        // Checked again right before acting; the ctime only of inodes
+        // other than those the undo itself moved.
+        let ours = now.as_ref().is_some_and(|m| self.moved.contains(&ids(m)));
+        if !still(state, now.as_ref(), root_dev, ours) {
             return Ok(Outcome::Conflict);
         }
         if state.is_some_and(|s| s.kind.is_skipped()) {
@@ -303,25 +457,19 @@ impl Revert<'_> {
                 Outcome::LeftAlone
             });
         }
-        if state.is_none() && !self.make_parents(path, root, done)? {
-            return Ok(Outcome::Conflict);
-        }
-        if snap.symlink_above(path)? {
-            return Ok(Outcome::Conflict);
-        }
         let outcome = match (before, state) {
             (None, None) => Outcome::Done,
             (None, Some(s)) => {
-                if s.kind == Kind::Dir && !self.only_the_runs(path)? {
+                if s.kind == Kind::Dir && !self.only_the_runs(&parent, name, path, s)? {
                     return Ok(Outcome::ConflictOnlyHere);
                 }
-                move_to_quarantine(path, self.moved_to)?;
-                done.quarantined += 1;
+                self.quarantine(ri, &parent, name, path)?;
+                done.added();
                 self.touch(path, false);
                 Outcome::DoneWithAllBelow
             }
             (Some(b), Some(s)) if b.kind == Kind::Dir && s.kind == Kind::Dir => {
-                if !reset_dir(b, s)? {
+                if !reset_dir(&parent, name, b, s)? {
                     return Ok(Outcome::Conflict);
                 }
                 done.restored += 1;
@@ -331,16 +479,18 @@ impl Revert<'_> {
             (Some(b), state) => {
                 // Something to put back; whatever is there now is moved to
                 // quarantine first, a directory only if all in it is the run's.
-                let moves_a_dir = state.is_some_and(|s| s.kind == Kind::Dir);
-                if moves_a_dir && !self.only_the_runs(path)? {
+                let moves_a_dir = state.filter(|s| s.kind == Kind::Dir);
+                if let Some(s) = moves_a_dir
+                    && !self.only_the_runs(&parent, name, path, s)?
+                {
                     return Ok(Outcome::ConflictOnlyHere);
                 }
-                let placed = self.put_back(b, state.is_some(), done)?;
+                let placed = self.put_back(ri, &parent, b, state.is_some(), done)?;
                 if placed {
                     done.restored += 1;
                     self.touch(path, b.kind == Kind::Dir);
                 }
-                match (placed, moves_a_dir) {
+                match (placed, moves_a_dir.is_some()) {
                     (true, true) => Outcome::DoneWithAllBelow,
                     (true, false) => Outcome::Done,
                     // Someone made something there meanwhile: it stays.
@@ -351,228 +501,275 @@ impl Revert<'_> {
         Ok(outcome)
     }
 
-    /// Makes sure every directory from `path`'s root down to its parent is
-    /// there, on the root's filesystem, recreating missing ones from the
-    /// snapshot. False if one is in the way or cannot be recreated.
-    fn make_parents(
+    /// Moves `name` in `parent` (at `path`) to the quarantine.
+    fn quarantine(
         &mut self,
+        ri: usize,
+        parent: &Dir,
+        name: &OsStr,
         path: &Path,
-        root: &Path,
-        done: &mut Restored,
-    ) -> Result<bool, SnapshotError> {
-        let mut chain: Vec<&Path> = path
-            .ancestors()
-            .skip(1)
-            .take_while(|a| a.starts_with(root))
-            .collect();
-        chain.reverse();
-        // The root's own parent is not the snapshot's to make.
-        let top = chain.first().copied().unwrap_or(path);
-        match top.parent() {
-            Some(p) if lstat(p)?.is_some_and(|m| m.is_dir()) => {}
-            _ => return Ok(false),
-        }
-        let mut dev = None;
-        for a in chain {
-            let meta = match lstat(a)? {
-                Some(m) => m,
-                None => {
-                    let Some(e) = self.index.get(a).copied().filter(|e| e.kind == Kind::Dir) else {
-                        return Ok(false);
-                    };
-                    if !create_dir(e)? {
-                        return Ok(false);
-                    }
-                    done.restored += 1;
-                    self.touch(a, true);
-                    match lstat(a)? {
-                        Some(m) => m,
-                        None => return Ok(false),
-                    }
-                }
-            };
-            if !meta.is_dir() || dev.is_some_and(|d| d != meta.dev()) {
-                return Ok(false);
-            }
-            dev.get_or_insert(meta.dev());
-        }
-        Ok(true)
+    ) -> Result<(), SnapshotError> {
+        let moved = self.q.move_in(parent, name, path)?;
+        self.moved.extend(moved);
+        self.forget(ri, path);
+        Ok(())
     }
 
-    /// Whether everything in the directory at `dir` is the run's, still as
-    /// the run left it, and nothing excluded is in it: only then may it be
-    /// moved to quarantine whole.
-    fn only_the_runs(&self, dir: &Path) -> Result<bool, SnapshotError> {
-        if self.exclude.iter().any(|x| x.starts_with(dir)) {
+    /// Makes again the missing directories from `path`'s root down to its
+    /// parent, each only if `after.json` has the run removing it (the
+    /// snapshot had a directory there); anything else missing is not the
+    /// undo's to make, and the path is a conflict (`None`).
+    fn make_parents(
+        &mut self,
+        ri: usize,
+        path: &Path,
+        done: &mut Restored,
+    ) -> Result<Option<Dir>, SnapshotError> {
+        let Some(parent) = path.parent() else {
+            return Ok(None);
+        };
+        for _ in parent.ancestors() {
+            let missing = match self.reach(ri, parent)? {
+                Reached::Dir(d) => return Ok(Some(d)),
+                Reached::Blocked => return Ok(None),
+                Reached::Missing(m) => m,
+            };
+            let removed_by_the_run = matches!(self.after.get(missing.as_path()), Some(None));
+            let Some(e) = self
+                .index
+                .get(missing.as_path())
+                .copied()
+                .filter(|e| e.kind == Kind::Dir && removed_by_the_run)
+            else {
+                return Ok(None);
+            };
+            let (Some(mp), Some(mn)) = (missing.parent(), missing.file_name()) else {
+                return Ok(None);
+            };
+            let Reached::Dir(pd) = self.reach(ri, mp)? else {
+                return Ok(None);
+            };
+            let Some(made) = create_dir(&pd, mn, e)? else {
+                return Ok(None);
+            };
+            self.recreated.insert(missing.clone(), made);
+            self.forget(ri, &missing);
+            done.restored += 1;
+            self.touch(&missing, true);
+        }
+        Ok(None)
+    }
+
+    /// Whether everything in the directory `name` of `parent` (at `path`,
+    /// still the one the run left, `s`) is the run's, still as the run left
+    /// it, and nothing excluded is in it: only then may it be moved to
+    /// quarantine whole.
+    fn only_the_runs(
+        &self,
+        parent: &Dir,
+        name: &OsStr,
+        path: &Path,
+        s: &State,
+    ) -> Result<bool, SnapshotError> {
+        if self.exclude.iter().any(|x| x.starts_with(path)) {
             return Ok(false);
         }
-        let Some(meta) = lstat(dir)? else {
+        let Sub::Dir(dir) = parent.child_dir_is(name, (s.dev, s.ino))? else {
             return Ok(false);
         };
-        let dev = meta.dev();
+        let dev = dir.meta()?.dev();
         let mut clean = true;
-        walk(&[dir.to_path_buf()], &[], |p, meta, kind| {
-            if p == dir {
-                return Ok(true);
-            }
-            let ours = !self.index.contains_key(p)
-                && kind != Kind::Skipped(Why::Mount)
-                && self
-                    .after
-                    .get(p)
-                    .is_some_and(|s| s.is_some_and(|s| s.is(meta, dev)));
+        walk_below(dir, path, dev, &[], &mut |at| {
+            let ours = !self.index.contains_key(at.path)
+                && at.kind != Kind::Skipped(Why::Mount)
+                && self.after.get(at.path).is_some_and(|s| {
+                    s.is_some_and(|s| {
+                        s.is_but_ctime(at.meta, dev, self.moved.contains(&ids(at.meta)))
+                    })
+                });
             clean &= ours;
             Ok(ours)
         })?;
         Ok(clean)
     }
 
-    /// Puts `old` back at its path; with `replace`, first moves what is
-    /// there to quarantine. Never overwrites: false if something took the
-    /// path meanwhile.
+    /// Puts `old` back at its name in `parent`; with `replace`, first moves
+    /// what is there to quarantine. A file or symlink is made whole (bytes
+    /// checked, owner, mode and mtime set) in a private staging directory
+    /// beside it, then linked into place: a link never replaces what
+    /// someone put there meanwhile (false then).
     fn put_back(
         &mut self,
+        ri: usize,
+        parent: &Dir,
         old: &Entry,
         replace: bool,
         done: &mut Restored,
     ) -> Result<bool, SnapshotError> {
         let path = &old.path;
+        let Some(name) = path.file_name() else {
+            return Ok(false);
+        };
         match old.kind {
-            Kind::File => {
-                // The saved copy is checked before anything is moved.
-                let (tmp, file) = self.snap.write_temp(old, &mut self.seq)?;
-                let placed = self.link_into_place(&tmp, path, replace, done);
-                let removed = fs::remove_file(&tmp).map_err(io_err("remove", &tmp));
-                let placed = placed?;
-                removed?;
-                if placed {
-                    // Through the descriptor: the path could be swapped.
-                    set_attrs(&file, path, old)?;
-                    file.sync_all().map_err(io_err("sync", path))?;
-                }
-                Ok(placed)
-            }
-            Kind::Symlink => {
-                let Some(target) = &old.target else {
-                    return Err(SnapshotError::Unsafe {
-                        path: path.clone(),
-                        why: "its saved link target is missing",
-                    });
-                };
-                let tmp = loop {
-                    let tmp = self.snap.temp_name(path, &mut self.seq)?;
-                    match symlink(target, &tmp) {
-                        Ok(()) => break tmp,
-                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                        Err(e) => return Err(io_err("create the link", &tmp)(e)),
+            Kind::File | Kind::Symlink => {
+                let stage = Staging::create(parent)?;
+                let tmp = OsStr::new(PUT_BACK);
+                let placed = self.make_in(&stage, tmp, old).and_then(|()| {
+                    self.link_into_place(ri, &stage.dir, parent, old, replace, done)
+                });
+                let unlinked = match stage.dir.unlink(tmp) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                        Err(io_err("remove", &stage.dir.shown(tmp))(e))
                     }
+                    _ => Ok(()),
                 };
-                let placed = lchown(&tmp, Some(old.uid), Some(old.gid))
-                    .map_err(io_err("set the owner of", &tmp))
-                    .and_then(|()| self.link_into_place(&tmp, path, replace, done));
-                let removed = fs::remove_file(&tmp).map_err(io_err("remove", &tmp));
+                let removed = stage.remove();
                 let placed = placed?;
+                unlinked?;
                 removed?;
                 Ok(placed)
             }
             Kind::Dir => {
                 if replace {
-                    move_to_quarantine(path, self.moved_to)?;
-                    done.quarantined += 1;
+                    self.quarantine(ri, parent, name, path)?;
+                    done.replaced();
                 }
-                create_dir(old)
+                let Some(made) = create_dir(parent, name, old)? else {
+                    return Ok(false);
+                };
+                self.recreated.insert(path.clone(), made);
+                self.forget(ri, path);
+                Ok(true)
             }
             Kind::Skipped(_) => Ok(false),
         }
     }
 
-    /// Moves what is at `path` to quarantine (with `replace`), then links
-    /// `tmp` there; a link, unlike a rename, never replaces what someone put
-    /// there meanwhile.
+    /// Makes `old` (a file from its checked blob, or a symlink) as `tmp` in
+    /// the private `stage`, with its owner, and for a file its mode and
+    /// mtime.
+    fn make_in(&self, stage: &Staging, tmp: &OsStr, old: &Entry) -> Result<(), SnapshotError> {
+        let shown = stage.dir.shown(tmp);
+        if old.kind == Kind::Symlink {
+            let Some(target) = &old.target else {
+                return Err(SnapshotError::Unsafe {
+                    path: old.path.clone(),
+                    why: "its saved link target is missing",
+                });
+            };
+            stage
+                .dir
+                .symlink(target, tmp)
+                .map_err(io_err("create the link", &shown))?;
+            return stage
+                .dir
+                .lchown(tmp, old.uid, old.gid)
+                .map_err(io_err("set the owner of", &shown));
+        }
+        let file = self.snap.write_blob(old, &stage.dir, tmp)?;
+        set_attrs_fd(&file, &old.path, old.uid, old.gid, old.mode, old.mtime()?)?;
+        file.sync_all().map_err(io_err("sync", &shown))
+    }
+
+    /// Moves what is at `old`'s name to quarantine (with `replace`), then
+    /// links `from`'s [`PUT_BACK`] there; false if something took the name
+    /// meanwhile.
     fn link_into_place(
-        &self,
-        tmp: &Path,
-        path: &Path,
+        &mut self,
+        ri: usize,
+        from: &Dir,
+        parent: &Dir,
+        old: &Entry,
         replace: bool,
         done: &mut Restored,
     ) -> Result<bool, SnapshotError> {
+        let Some(name) = old.path.file_name() else {
+            return Ok(false);
+        };
         if replace {
-            move_to_quarantine(path, self.moved_to)?;
-            done.quarantined += 1;
+            self.quarantine(ri, parent, name, &old.path)?;
+            done.replaced();
         }
-        match fs::hard_link(tmp, path) {
+        match from.link(OsStr::new(PUT_BACK), parent, name) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(io_err("put back", path)(e)),
+            Err(e) => Err(io_err("put back", &old.path)(e)),
         }
     }
 
     /// Puts back the mtimes of the directories the undo changed, deepest
     /// first (every move and link above moved them), except where a
-    /// conflict was left.
-    fn put_back_dir_times(&self) -> Result<(), SnapshotError> {
-        for d in self.touched.iter().rev() {
-            if excluded(d, self.exclude) || self.unsettled.contains(d) {
+    /// conflict was left, and only on a directory that is still the one
+    /// expected there (by device and inode).
+    fn put_back_dir_times(&mut self) -> Result<(), SnapshotError> {
+        let dirs: Vec<PathBuf> = self.touched.iter().rev().cloned().collect();
+        for d in dirs {
+            if excluded(&d, &self.exclude) || self.unsettled.contains(&d) {
                 continue;
             }
-            let Some(e) = self.index.get(d.as_path()).filter(|e| e.kind == Kind::Dir) else {
+            let Some(e) = self
+                .index
+                .get(d.as_path())
+                .copied()
+                .filter(|e| e.kind == Kind::Dir)
+            else {
                 continue;
             };
-            if !lstat(d)?.is_some_and(|m| m.is_dir()) {
+            let Some(ri) = self.root_index(&d) else {
                 continue;
-            }
-            open_dir(d)?
+            };
+            let Reached::Dir(dir) = self.reach(ri, &d)? else {
+                continue;
+            };
+            dir.file()
                 .set_times(FileTimes::new().set_modified(e.mtime()?))
-                .map_err(io_err("set the mtime of", d))?;
+                .map_err(io_err("set the mtime of", &d))?;
         }
         Ok(())
     }
 }
 
-/// Creates the directory `e` records (private until its owner and mode are
-/// set); false if something is there already.
-fn create_dir(e: &Entry) -> Result<bool, SnapshotError> {
-    match DirBuilder::new().mode(0o700).create(&e.path) {
+/// Makes the directory `e` records as `name` in `parent`: private until
+/// its owner and mode are set through its descriptor. `None` if something
+/// is there already, or what was opened is not the directory just made.
+fn create_dir(parent: &Dir, name: &OsStr, e: &Entry) -> Result<Option<Ids>, SnapshotError> {
+    match parent.mkdir(name, 0o700) {
         Ok(()) => {}
-        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => return Ok(None),
         Err(err) => return Err(io_err("create", &e.path)(err)),
     }
-    let dir = open_dir(&e.path)?;
-    fchown(&dir, Some(e.uid), Some(e.gid)).map_err(io_err("set the owner of", &e.path))?;
-    dir.set_permissions(Permissions::from_mode(e.mode))
+    let Sub::Dir(dir) = parent.child_dir(name)? else {
+        return Ok(None);
+    };
+    let m = dir.meta()?;
+    if m.uid() != our_uid() || m.mode() & 0o077 != 0 {
+        return Ok(None);
+    }
+    fchown(dir.file(), Some(e.uid), Some(e.gid)).map_err(io_err("set the owner of", &e.path))?;
+    dir.file()
+        .set_permissions(Permissions::from_mode(e.mode))
         .map_err(io_err("set the mode of", &e.path))?;
-    Ok(true)
+    Ok(Some(ids(&m)))
 }
 
-/// Puts back the owner and mode of a directory the run changed, if it is
-/// still the directory the run left (`s`).
-fn reset_dir(old: &Entry, s: &State) -> Result<bool, SnapshotError> {
-    let dir = open_dir(&old.path)?;
-    let m = dir.metadata().map_err(io_err("inspect", &old.path))?;
-    if (m.dev(), m.ino()) != (s.dev, s.ino) {
+/// Puts back the owner and mode of the directory `name` in `parent`, if it
+/// is still the directory the run left (`s`).
+fn reset_dir(parent: &Dir, name: &OsStr, old: &Entry, s: &State) -> Result<bool, SnapshotError> {
+    let Sub::Dir(dir) = parent.child_dir_is(name, (s.dev, s.ino))? else {
         return Ok(false);
-    }
-    fchown(&dir, Some(old.uid), Some(old.gid)).map_err(io_err("set the owner of", &old.path))?;
-    dir.set_permissions(Permissions::from_mode(old.mode))
+    };
+    fchown(dir.file(), Some(old.uid), Some(old.gid))
+        .map_err(io_err("set the owner of", &old.path))?;
+    dir.file()
+        .set_permissions(Permissions::from_mode(old.mode))
         .map_err(io_err("set the mode of", &old.path))?;
     Ok(true)
 }
 
 impl Snapshot {
-    /// A fresh name beside `path` for a file being put in place.
-    fn temp_name(&self, path: &Path, seq: &mut u64) -> Result<PathBuf, SnapshotError> {
-        let parent = path.parent().ok_or_else(|| SnapshotError::Unsafe {
-            path: path.to_path_buf(),
-            why: "it has no parent directory",
-        })?;
-        *seq += 1;
-        let short = self.id.get(..8).unwrap_or(&self.id);
-        Ok(parent.join(format!(".aromba-undo-{short}-{seq}")))
-    }
-
-    /// Writes the blob of `old` to a new private file beside its path,
-    /// checking size and hash; on any failure nothing is left behind.
-    fn write_temp(&self, old: &Entry, seq: &mut u64) -> Result<(PathBuf, File), SnapshotError> {
+    /// Writes the blob of `old` as the new private file `name` in `dir`,
+    /// checking size and hash.
+    fn write_blob(&self, old: &Entry, dir: &Dir, name: &OsStr) -> Result<File, SnapshotError> {
         let Some((n, sha)) = &old.blob else {
             return Err(SnapshotError::CorruptBlob(old.path.clone()));
         };
@@ -582,33 +779,14 @@ impl Snapshot {
             .custom_flags(FILE_FLAGS)
             .open(&blob)
             .map_err(io_err("open", &blob))?;
-        let (tmp, mut dst) = loop {
-            let tmp = self.temp_name(&old.path, seq)?;
-            // create_new: never opens (or follows) anything already there.
-            match OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)
-            {
-                Ok(f) => break (tmp, f),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(io_err("create", &tmp)(e)),
-            }
-        };
-        let written = (|| {
-            let (copied, got) = copy_hashed(&mut src, &blob, &mut dst, &tmp, u64::MAX)?;
-            if copied != old.size || got != *sha {
-                return Err(SnapshotError::CorruptBlob(old.path.clone()));
-            }
-            dst.sync_all().map_err(io_err("sync", &tmp))
-        })();
-        match written {
-            Ok(()) => Ok((tmp, dst)),
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                Err(e)
-            }
+        let shown = dir.shown(name);
+        let mut dst = dir
+            .create_file(name, 0o600)
+            .map_err(io_err("create", &shown))?;
+        let (copied, got) = copy_hashed(&mut src, &blob, &mut dst, &shown, u64::MAX)?;
+        if copied != old.size || got != *sha {
+            return Err(SnapshotError::CorruptBlob(old.path.clone()));
         }
+        Ok(dst)
     }
 }

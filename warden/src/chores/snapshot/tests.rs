@@ -4,11 +4,11 @@
 #![forbid(unsafe_code)]
 
 use super::entry::Why;
-use super::quarantine::move_by_copy;
-use super::walk::children;
+use super::quarantine::{copy_tree, move_across, move_by_copy, remove_copied, undo_dirs};
+use super::safe_dir::Staging;
 use super::*;
 use serde_json::Value;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{File, FileTimes, Permissions};
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -61,15 +61,19 @@ impl Scratch {
         .unwrap()
     }
 
+    /// Where undo `n` moved `path`: its own `<id>-undo-<hex>` directory.
     fn quarantined(&self, n: u8, path: &Path) -> PathBuf {
-        self.quarantine
-            .join(format!("{}-undo", id(n)))
-            .join(path.strip_prefix("/").unwrap())
+        let dirs = undo_dirs(&self.quarantine, &id(n));
+        assert_eq!(dirs.len(), 1, "one quarantine directory per undo");
+        dirs[0].join(path.strip_prefix("/").unwrap())
     }
 
     /// Everything the undo moved to quarantine for snapshot `n`, as paths
     /// relative to the quarantine's copy of the root (files only).
     fn quarantine_files(&self, n: u8) -> Vec<PathBuf> {
+        if undo_dirs(&self.quarantine, &id(n)).is_empty() {
+            return Vec::new();
+        }
         let top = self.quarantined(n, &self.root);
         let mut out = Vec::new();
         let mut stack = vec![top.clone()];
@@ -166,6 +170,8 @@ fn undo_restores_modified_removed_and_renamed_files() {
         "the run's version is moved aside, not unlinked"
     );
     assert_eq!(done.quarantined, 2, "d.log, and the run's a.txt");
+    assert_eq!(done.quarantined_added, 1, "d.log");
+    assert_eq!(done.quarantined_replaced, 1, "the run's a.txt");
     assert_eq!(done.restored, 4, "a.txt, sub, sub/b.bin, c.log");
     assert_eq!(done.conflicts, 0);
     let d = snap.diff().unwrap();
@@ -802,9 +808,10 @@ fn a_fifo_swapped_in_does_not_block_take() {
     fs::rename(s.at("plain"), s.at("plain.old")).unwrap();
     mkfifo(&s.at("plain"));
     let (tx, rx) = std::sync::mpsc::channel();
-    let (path, dev, ino) = (s.at("plain"), listed.dev(), listed.ino());
+    let (root, want) = (s.root.clone(), (listed.dev(), listed.ino()));
     std::thread::spawn(move || {
-        let _ = tx.send(open_listed_file(&path, dev, ino).map(|_| ()));
+        let got = open_dir(&root).open_listed(OsStr::new("plain"), want);
+        let _ = tx.send(got.map(|_| ()));
     });
     let got = rx
         .recv_timeout(Duration::from_secs(10))
@@ -812,10 +819,11 @@ fn a_fifo_swapped_in_does_not_block_take() {
     assert!(matches!(got, Err(SnapshotError::Changed(_))), "{got:?}");
     fs::remove_file(s.at("plain")).unwrap();
     symlink(s.at("plain.old"), s.at("plain")).unwrap();
-    let got = open_listed_file(&s.at("plain"), dev, ino).map(|_| ());
+    let root = open_dir(&s.root);
+    let got = root.open_listed(OsStr::new("plain"), want).map(|_| ());
     assert!(matches!(got, Err(SnapshotError::Changed(_))), "{got:?}");
     // The file itself opens fine.
-    let (mut f, _) = open_listed_file(&s.at("plain.old"), dev, ino).unwrap();
+    let (mut f, _) = root.open_listed(OsStr::new("plain.old"), want).unwrap();
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes).unwrap();
     assert_eq!(bytes, b"plain bytes");
@@ -846,19 +854,38 @@ fn a_directory_swapped_for_a_symlink_is_not_listed() {
     write(&s.at("d/own"), b"own");
     write(&s.base.join("elsewhere/theirs"), b"theirs");
     let listed = fs::symlink_metadata(s.at("d")).unwrap();
-    assert_eq!(
-        children(&s.at("d"), &listed).unwrap(),
-        vec![OsString::from("own")]
-    );
+    let want = (listed.dev(), listed.ino());
+    let root = open_dir(&s.root);
+    let Sub::Dir(d) = root.child_dir_is(OsStr::new("d"), want).unwrap() else {
+        panic!("d is the directory listed");
+    };
+    assert_eq!(d.list().unwrap(), vec![OsString::from("own")]);
     // Listed as a directory, then swapped for a symlink or another directory.
     fs::rename(s.at("d"), s.at("d.old")).unwrap();
     symlink(s.base.join("elsewhere"), s.at("d")).unwrap();
-    let err = children(&s.at("d"), &listed).unwrap_err();
-    assert!(matches!(err, SnapshotError::Changed(_)), "{err}");
+    let got = root.child_dir_is(OsStr::new("d"), want).unwrap();
+    assert!(matches!(got, Sub::Symlink), "{got:?}");
     fs::remove_file(s.at("d")).unwrap();
     fs::create_dir(s.at("d")).unwrap();
-    let err = children(&s.at("d"), &listed).unwrap_err();
-    assert!(matches!(err, SnapshotError::Changed(_)), "{err}");
+    let got = root.child_dir_is(OsStr::new("d"), want).unwrap();
+    assert!(matches!(got, Sub::Elsewhere), "{got:?}");
+    // The walk refuses such a swap rather than list the other directory.
+    fs::remove_dir(s.at("d")).unwrap();
+    symlink(s.base.join("elsewhere"), s.at("d")).unwrap();
+    let mut seen = Vec::new();
+    walk(std::slice::from_ref(&s.root), &[], |at| {
+        seen.push(at.path.to_path_buf());
+        Ok(true)
+    })
+    .unwrap();
+    assert!(!seen.iter().any(|p| p.starts_with(s.at("d/theirs"))));
+}
+
+fn open_dir(path: &Path) -> Dir {
+    match Dir::open_path(path).unwrap() {
+        Sub::Dir(d) => d,
+        other => panic!("{}: {other:?}", path.display()),
+    }
 }
 
 #[test]
@@ -1183,19 +1210,33 @@ fn restores_mode_and_mtime() {
 }
 
 #[test]
-fn a_removed_file_comes_back_into_a_directory_removed_since() {
+fn a_parent_deleted_after_the_run_is_a_conflict_not_recreated() {
     let s = Scratch::new("parents");
     write(&s.at("d/e/f"), b"f");
     fs::set_permissions(s.at("d/e"), Permissions::from_mode(0o710)).unwrap();
     let snap = s.take(82);
     fs::remove_file(s.at("d/e/f")).unwrap();
     snap.seal().unwrap();
-    // After the run, someone removes the (now empty) directories.
+    // After the run, someone removes the (now empty) directories: not the
+    // run's doing, so not the undo's to make again.
     fs::remove_dir_all(s.at("d")).unwrap();
     let done = snap.restore(&s.quarantine, NOW).unwrap();
+    assert!(!s.at("d").exists());
+    assert_eq!((done.restored, done.conflicts), (0, 1));
+    assert_eq!(done.conflict_examples, vec![s.at("d/e/f")]);
+
+    // Directories the run itself removed come back, with their mode.
+    let snap = s.take(84);
+    write(&s.at("d/e/f"), b"f");
+    fs::set_permissions(s.at("d/e"), Permissions::from_mode(0o710)).unwrap();
+    let snap2 = s.take(85);
+    fs::remove_dir_all(s.at("d")).unwrap();
+    snap2.seal().unwrap();
+    let done = snap2.restore(&s.quarantine, NOW).unwrap();
     assert_eq!(fs::read(s.at("d/e/f")).unwrap(), b"f");
     assert_eq!(mode(&s.at("d/e")), 0o710);
     assert_eq!((done.restored, done.conflicts), (3, 0));
+    drop(snap);
 }
 
 #[test]
@@ -1297,7 +1338,14 @@ fn moving_across_filesystems_copies_then_removes() {
     symlink("f", s.at("t/l")).unwrap();
     set_mtime(&s.at("t"), 1_111_111_111, 0);
     let dest = s.base.join("moved");
-    move_by_copy(&s.at("t"), &dest).unwrap();
+    let moved = move_by_copy(
+        &open_dir(&s.root),
+        OsStr::new("t"),
+        &open_dir(&s.base),
+        OsStr::new("moved"),
+    )
+    .unwrap();
+    assert_eq!(moved.len(), 3, "t, t/f and t/l: {moved:?}");
     assert!(!s.at("t").exists());
     assert_eq!(fs::read(dest.join("f")).unwrap(), b"data");
     assert_eq!(mode(&dest.join("f")), 0o604);
@@ -1315,4 +1363,319 @@ fn discard_deletes_the_snapshot() {
     assert!(snap.seal().unwrap().is_empty());
     snap.discard().unwrap();
     assert!(!dir.exists());
+}
+
+#[test]
+fn a_parent_swapped_for_a_symlink_does_not_redirect_undo() {
+    let s = Scratch::new("swap-parent");
+    write(&s.at("d/f"), b"the snapshot's f");
+    write(&s.at("d/g"), b"the snapshot's g");
+    let outside = s.base.join("outside");
+    write(&outside.join("g"), b"outside's g");
+    write(&outside.join("new"), b"outside's new");
+    let snap = s.take(100);
+    // The run removes d/f, rewrites d/g and adds d/new.
+    fs::remove_file(s.at("d/f")).unwrap();
+    write(&s.at("d/g"), b"the run's g");
+    write(&s.at("d/new"), b"the run's new");
+    snap.seal().unwrap();
+
+    // Then a user who can write the root swaps d for a symlink to a
+    // directory outside the roots.
+    fs::rename(s.at("d"), s.at("d.old")).unwrap();
+    symlink(&outside, s.at("d")).unwrap();
+    let done = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(done.conflicts, 3, "{done:?}");
+    assert_eq!(
+        done.conflict_examples,
+        vec![s.at("d/f"), s.at("d/g"), s.at("d/new")]
+    );
+    assert_eq!((done.restored, done.quarantined), (0, 0));
+    assert!(!outside.join("f").exists(), "nothing written outside");
+    assert_eq!(fs::read(outside.join("g")).unwrap(), b"outside's g");
+    assert_eq!(fs::read(outside.join("new")).unwrap(), b"outside's new");
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 2);
+    assert_eq!(fs::read_link(s.at("d")).unwrap(), outside);
+    assert!(s.quarantine_files(100).is_empty());
+
+    // Nor does another directory moved into its place.
+    let s = Scratch::new("swap-parent-dir");
+    write(&s.at("d/f"), b"f");
+    let outside = s.base.join("outside");
+    write(&outside.join("new"), b"outside's new");
+    let snap = s.take(101);
+    fs::remove_file(s.at("d/f")).unwrap();
+    write(&s.at("d/new"), b"the run's new");
+    snap.seal().unwrap();
+    fs::rename(s.at("d"), s.at("d.old")).unwrap();
+    fs::rename(&outside, s.at("d")).unwrap();
+    let done = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(done.conflicts, 2, "{done:?}");
+    assert!(!s.at("d/f").exists());
+    assert_eq!(fs::read(s.at("d/new")).unwrap(), b"outside's new");
+    assert_eq!(fs::read(s.at("d.old/new")).unwrap(), b"the run's new");
+}
+
+#[test]
+fn a_directory_held_open_is_not_redirected_by_a_swap() {
+    let s = Scratch::new("held");
+    fs::create_dir(s.at("d")).unwrap();
+    write(&s.at("d/old"), b"old");
+    let outside = s.base.join("outside");
+    fs::create_dir(&outside).unwrap();
+    let d = open_dir(&s.at("d"));
+    // Swapped between the check (the open) and the acts.
+    fs::rename(s.at("d"), s.at("d.moved")).unwrap();
+    symlink(&outside, s.at("d")).unwrap();
+    d.mkdir(OsStr::new("made"), 0o700).unwrap();
+    d.symlink(Path::new("/etc/shadow"), OsStr::new("l"))
+        .unwrap();
+    d.lchown(OsStr::new("l"), 0, 0).unwrap();
+    d.create_file(OsStr::new("f"), 0o600).unwrap();
+    d.link(OsStr::new("f"), &d, OsStr::new("f2")).unwrap();
+    d.rename_to(OsStr::new("old"), &d, OsStr::new("renamed"))
+        .unwrap();
+    d.unlink(OsStr::new("f2")).unwrap();
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "all went to d");
+    let mut names: Vec<_> = fs::read_dir(s.at("d.moved"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["f", "l", "made", "renamed"]);
+    assert_eq!(
+        fs::read_link(s.at("d.moved/l")).unwrap(),
+        Path::new("/etc/shadow")
+    );
+    // Names are one component: no `..`, no `/`.
+    for bad in ["..", "a/b", ".", ""] {
+        assert!(d.mkdir(OsStr::new(bad), 0o700).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn hard_linked_files_are_not_false_conflicts() {
+    let s = Scratch::new("hard-links");
+    write(&s.at("p"), b"pp");
+    fs::hard_link(s.at("p"), s.at("q")).unwrap();
+    let snap = s.take(102);
+    // The run rewrites the shared inode in place, and makes two links of
+    // a new one.
+    fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(s.at("p"))
+        .unwrap()
+        .write_all(b"the run's")
+        .unwrap();
+    write(&s.at("x"), b"new");
+    fs::hard_link(s.at("x"), s.at("y")).unwrap();
+    snap.seal().unwrap();
+    // Moving one link of an inode moves the ctime of all: a tick later, so
+    // that it shows.
+    tick();
+    let done = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(done.conflicts, 0, "{done:?}");
+    assert_eq!(fs::read(s.at("p")).unwrap(), b"pp");
+    assert_eq!(fs::read(s.at("q")).unwrap(), b"pp");
+    assert!(!s.at("x").exists() && !s.at("y").exists());
+    assert_eq!((done.quarantined_added, done.quarantined_replaced), (2, 2));
+    assert_eq!(done.restored, 2);
+}
+
+#[test]
+fn a_quarantine_behind_a_symlink_is_refused() {
+    let s = Scratch::new("bad-quarantine");
+    write(&s.at("a"), b"a");
+    let snap = s.take(103);
+    fs::remove_file(s.at("a")).unwrap();
+    snap.seal().unwrap();
+    let real = s.base.join("real-q");
+    fs::create_dir(&real).unwrap();
+    fs::set_permissions(&real, Permissions::from_mode(0o700)).unwrap();
+    let link = s.base.join("q-link");
+    symlink(&real, &link).unwrap();
+    let linked_parent = s.base.join("parent-link");
+    symlink(&s.base, &linked_parent).unwrap();
+    let open = s.base.join("open-q");
+    fs::create_dir(&open).unwrap();
+    fs::set_permissions(&open, Permissions::from_mode(0o777)).unwrap();
+    let theirs = s.base.join("their-q");
+    fs::create_dir(&theirs).unwrap();
+    fs::set_permissions(&theirs, Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65_534), Some(65_534)).unwrap();
+    let cases = [
+        (link, "is a symlink"),
+        (
+            linked_parent.join("real-q"),
+            "component of its path is a symlink",
+        ),
+        (open, "group or others can write"),
+        (theirs, "not owned"),
+    ];
+    for (q, why) in cases {
+        let err = snap.restore(&q, NOW).unwrap_err();
+        assert!(
+            matches!(err, SnapshotError::BadQuarantine { .. }),
+            "{}: {err}",
+            q.display()
+        );
+        assert!(err.to_string().contains(why), "{err}");
+        assert!(!s.at("a").exists(), "nothing was done");
+        assert!(!snap.dir.join(UNDOING).exists());
+    }
+    assert_eq!(fs::read_dir(&real).unwrap().count(), 0);
+    snap.restore(&real, NOW).unwrap();
+    assert_eq!(fs::read(s.at("a")).unwrap(), b"a");
+}
+
+#[test]
+fn purge_skips_an_undo_under_way() {
+    let s = Scratch::new("purge-undoing");
+    write(&s.at("a"), b"a");
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let roots = [s.root.clone()];
+    let old = take(
+        &s.store,
+        &id(104),
+        "c",
+        &roots,
+        &[],
+        now - KEEP_S - 1,
+        ROOMY,
+    )
+    .unwrap();
+    // An undo claimed it a moment ago (and may be reading its blobs).
+    fs::write(old.dir.join(UNDOING), b"").unwrap();
+    assert!(purge(&s.store, now).unwrap().is_empty());
+    assert!(old.dir.exists());
+    // A claim a day old is an undo that stopped: the snapshot goes.
+    set_mtime(&old.dir.join(UNDOING), now - 2 * 86_400, 0);
+    assert_eq!(purge(&s.store, now).unwrap(), vec![id(104)]);
+    assert!(!old.dir.exists());
+}
+
+#[test]
+fn a_cross_filesystem_move_loses_nothing_added_late() {
+    let s = Scratch::new("late");
+    write(&s.at("t/f"), b"first");
+    write(&s.at("t/sub/g"), b"g");
+    let dest_path = s.base.join("dest");
+    fs::create_dir(&dest_path).unwrap();
+    let (src, dest) = (open_dir(&s.root), open_dir(&dest_path));
+    let t = OsStr::new("t");
+    let meta = src.lstat(t).unwrap().unwrap();
+    let copied = copy_tree(&src, t, &meta, &dest, t, meta.dev()).unwrap();
+    // Between the copy and the removal, something appears and something
+    // changes (through a descriptor or a working directory held inside).
+    tick();
+    write(&s.at("t/late"), b"late");
+    fs::write(s.at("t/f"), b"second").unwrap();
+    let mut removed = Vec::new();
+    remove_copied(&src, t, &copied, &mut removed).unwrap();
+    assert_eq!(fs::read(s.at("t/late")).unwrap(), b"late", "not removed");
+    assert_eq!(fs::read(s.at("t/f")).unwrap(), b"second", "not removed");
+    assert!(!s.at("t/sub").exists(), "unchanged since the copy: removed");
+    assert_eq!(removed.len(), 2, "t/sub and t/sub/g");
+    assert_eq!(fs::read(dest_path.join("t/f")).unwrap(), b"first");
+    assert_eq!(fs::read(dest_path.join("t/sub/g")).unwrap(), b"g");
+    // The move copies what is left beside the first copy, then removes it.
+    move_by_copy(&src, t, &dest, t).unwrap();
+    assert!(!s.at("t").exists());
+    assert_eq!(fs::read(dest_path.join("t.1/late")).unwrap(), b"late");
+    assert_eq!(fs::read(dest_path.join("t.1/f")).unwrap(), b"second");
+
+    // The staging step: the thing is renamed into a private directory
+    // beside it first, copied from there, and the directory removed.
+    write(&s.at("u/h"), b"h");
+    let u = OsStr::new("u");
+    move_across(&src, u, &dest, u).unwrap();
+    assert!(!s.at("u").exists());
+    assert_eq!(fs::read(dest_path.join("u/h")).unwrap(), b"h");
+    let left: Vec<_> = fs::read_dir(&s.root).unwrap().collect();
+    assert!(left.is_empty(), "no staging left: {left:?}");
+    // A staging directory is ours alone, on its parent's filesystem.
+    let stage = Staging::create(&src).unwrap();
+    let m = stage.dir.meta().unwrap();
+    assert_eq!((m.mode() & 0o7777, m.dev()), (0o700, meta.dev()));
+    let shown = stage.shown();
+    assert!(shown.starts_with(&s.root), "{}", shown.display());
+    stage.remove().unwrap();
+    assert!(!shown.exists());
+}
+
+#[test]
+fn undo_into_a_quarantine_on_another_filesystem() {
+    let s = Scratch::new("other-fs");
+    let shm = Path::new("/dev/shm");
+    // /dev/shm is a tmpfs on every Linux the suite runs on: a second
+    // filesystem, so the move into the quarantine cannot be a rename.
+    let other = fs::metadata(shm).map(|m| m.dev()).ok();
+    assert!(
+        other.is_some_and(|d| d != fs::metadata(&s.root).unwrap().dev()),
+        "this test needs /dev/shm on a filesystem of its own"
+    );
+    let q = shm.join(format!("aromba-q-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&q);
+    write(&s.at("a"), b"a");
+    write(&s.at("d/b"), b"b");
+    let snap = s.take(105);
+    write(&s.at("a"), b"the run's a");
+    write(&s.at("new/x"), b"x");
+    fs::remove_dir_all(s.at("d")).unwrap();
+    snap.seal().unwrap();
+    let done = snap.restore(&q, NOW);
+    let moved = undo_dirs(&q, &id(105));
+    let read = |rel: &str| fs::read(moved[0].join(s.root.strip_prefix("/").unwrap().join(rel)));
+    let (a, x) = (read("a"), read("new/x"));
+    let _ = fs::remove_dir_all(&q);
+    let done = done.unwrap();
+    assert_eq!((done.quarantined_added, done.quarantined_replaced), (1, 1));
+    assert_eq!(a.unwrap(), b"the run's a");
+    assert_eq!(x.unwrap(), b"x");
+    assert_eq!(fs::read(s.at("a")).unwrap(), b"a");
+    assert_eq!(fs::read(s.at("d/b")).unwrap(), b"b");
+    let names: Vec<_> = fs::read_dir(&s.root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "no staging left: {names:?}");
+}
+
+#[test]
+fn a_file_changing_while_copied_is_copied_again_or_refused() {
+    let s = Scratch::new("torn");
+    write(&s.at("a"), b"aaaa");
+    let root = open_dir(&s.root);
+    let m = fs::symlink_metadata(s.at("a")).unwrap();
+    let want = (m.dev(), m.ino());
+    let append = |bytes: &[u8]| {
+        tick();
+        fs::OpenOptions::new()
+            .append(true)
+            .open(s.at("a"))
+            .unwrap()
+            .write_all(bytes)
+            .unwrap();
+    };
+    // Changed during the first copy: copied again, whole.
+    let (mut f, meta) = root.open_listed(OsStr::new("a"), want).unwrap();
+    let blob = s.base.join("blob");
+    let mut dst = File::create(&blob).unwrap();
+    let (n, _, after) = copy_stable(&mut f, meta, &s.at("a"), &mut dst, &blob, |i| {
+        if i == 0 {
+            append(b"bb");
+        }
+    })
+    .unwrap();
+    assert_eq!((n, after.size()), (6, 6));
+    assert_eq!(fs::read(&blob).unwrap(), b"aaaabb");
+    // Changing all the time: refused.
+    let (mut f, meta) = root.open_listed(OsStr::new("a"), want).unwrap();
+    let mut dst = File::create(&blob).unwrap();
+    let err = copy_stable(&mut f, meta, &s.at("a"), &mut dst, &blob, |_| append(b"c")).unwrap_err();
+    assert!(matches!(err, SnapshotError::Changed(_)), "{err}");
 }

@@ -1,25 +1,20 @@
-//! Safe access to what lies under the roots: listing, walking, opening and
-//! copying without following symlinks or blocking on fifos and devices
-//! (`O_NOFOLLOW`, `O_NONBLOCK`), checking identities with `fstat`.
+//! Walking what lies under the roots through open directories ([`Dir`]),
+//! never following symlinks, never leaving a root's filesystem; copying
+//! with a hash; and the snapshot store's own small file helpers (the store
+//! is the Warden's, out of everyone else's reach, so it is used by path).
 
 #![forbid(unsafe_code)]
 
-use super::entry::{Entry, Kind};
+use super::entry::Kind;
 use super::error::{SnapshotError, io_err};
+use super::safe_dir::{DIR_FLAGS, Dir, Sub, ids};
 use aromba_warden_proto::encode_hex;
 use sha2::{Digest, Sha256};
-use std::ffi::OsString;
-use std::fs::{self, File, FileTimes, Metadata, OpenOptions, Permissions};
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt, fchown};
-use std::os::unix::io::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-
-/// How every file under a root is opened: never through a symlink, never
-/// waiting on a fifo or device, never taking a terminal as ours.
-pub(super) const FILE_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
-
-const DIR_FLAGS: i32 = libc::O_DIRECTORY | libc::O_NOFOLLOW;
 
 pub(super) fn absolute(p: &Path) -> Result<PathBuf, SnapshotError> {
     std::path::absolute(p).map_err(io_err("resolve", p))
@@ -29,6 +24,7 @@ pub(super) fn excluded(path: &Path, exclude: &[PathBuf]) -> bool {
     exclude.iter().any(|x| path.starts_with(x))
 }
 
+/// `lstat` by path: only for the snapshot store, which is the Warden's.
 pub(super) fn lstat(path: &Path) -> Result<Option<Metadata>, SnapshotError> {
     match fs::symlink_metadata(path) {
         Ok(m) => Ok(Some(m)),
@@ -37,100 +33,126 @@ pub(super) fn lstat(path: &Path) -> Result<Option<Metadata>, SnapshotError> {
     }
 }
 
-/// The first component of `path` (itself included) that is a symlink.
-pub(super) fn symlink_in(path: &Path) -> Result<Option<PathBuf>, SnapshotError> {
-    for a in path.ancestors() {
-        if lstat(a)?.is_some_and(|m| m.file_type().is_symlink()) {
-            return Ok(Some(a.to_path_buf()));
-        }
-    }
-    Ok(None)
+/// One entry met by [`walk`]: where it is, what it is, and the open
+/// directory it is in, through which alone it is read.
+pub(super) struct Seen<'a> {
+    pub(super) path: &'a Path,
+    pub(super) meta: &'a Metadata,
+    pub(super) kind: Kind,
+    pub(super) parent: &'a Dir,
+    pub(super) name: &'a OsStr,
 }
 
-/// A directory's names, sorted so walks are in path order (parents first).
-/// The directory is opened without following a symlink and must be the one
-/// the walk listed (`listed`); its names are then read through that very
-/// descriptor (`/proc/self/fd/<n>`), so a directory swapped for a symlink
-/// meanwhile is not listed in its place.
-pub(super) fn children(dir: &Path, listed: &Metadata) -> Result<Vec<OsString>, SnapshotError> {
-    let fd = match OpenOptions::new()
-        .read(true)
-        .custom_flags(DIR_FLAGS)
-        .open(dir)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
-            return Err(SnapshotError::Changed(dir.to_path_buf()));
+impl Seen<'_> {
+    /// A symlink's target, read through the open parent.
+    pub(super) fn target(&self) -> Result<Option<PathBuf>, SnapshotError> {
+        match self.kind {
+            Kind::Symlink => self.parent.read_link(self.name).map(Some),
+            _ => Ok(None),
         }
-        Err(e) => return Err(io_err("open", dir)(e)),
-    };
-    let same = |m: &Metadata| m.is_dir() && (m.dev(), m.ino()) == (listed.dev(), listed.ino());
-    if !same(&fd.metadata().map_err(io_err("inspect", dir))?) {
-        return Err(SnapshotError::Changed(dir.to_path_buf()));
     }
-    let via_fd = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
-    let (rd, by_path) = match fs::read_dir(&via_fd) {
-        Ok(rd) => (rd, false),
-        // No /proc: by path, checked again once listed.
-        Err(_) => (fs::read_dir(dir).map_err(io_err("list", dir))?, true),
-    };
-    let mut names = Vec::new();
-    for item in rd {
-        names.push(item.map_err(io_err("list", dir))?.file_name());
-    }
-    if by_path && !lstat(dir)?.is_some_and(|m| same(&m)) {
-        return Err(SnapshotError::Changed(dir.to_path_buf()));
-    }
-    drop(fd);
-    names.sort();
-    Ok(names)
 }
 
 /// Visits every entry under `roots` in path order, without following
 /// symlinks or leaving a root's filesystem; `visit` returns whether to go
-/// into a directory. Entries that vanish mid-walk are passed over, and the
-/// walk keeps only one directory's names at a time per level, so it does
-/// not grow with what a run created.
+/// into a directory. Each root's parent is opened from `/` one component at
+/// a time, never through a symlink (a symlink there is an error); each
+/// directory is then opened through its parent's descriptor and must be the
+/// one just listed, so a directory swapped meanwhile is
+/// [`SnapshotError::Changed`], never listed in its place. Entries that
+/// vanish mid-walk are passed over.
 pub(super) fn walk(
     roots: &[PathBuf],
     exclude: &[PathBuf],
-    mut visit: impl FnMut(&Path, &Metadata, Kind) -> Result<bool, SnapshotError>,
+    mut visit: impl FnMut(&Seen) -> Result<bool, SnapshotError>,
 ) -> Result<(), SnapshotError> {
     for root in roots {
         if excluded(root, exclude) {
             continue;
         }
-        let Some(meta) = lstat(root)? else {
+        let (Some(parent_path), Some(name)) = (root.parent(), root.file_name()) else {
+            return Err(SnapshotError::BadRoot {
+                path: root.clone(),
+                why: "the whole filesystem cannot be snapshotted",
+            });
+        };
+        let parent = match Dir::open_path(parent_path)? {
+            Sub::Dir(d) => d,
+            Sub::Symlink => {
+                return Err(SnapshotError::Unsafe {
+                    path: root.clone(),
+                    why: "a component of the path is a symlink",
+                });
+            }
+            Sub::Missing | Sub::NotDir | Sub::Elsewhere => continue,
+        };
+        let Some(meta) = parent.lstat(name)? else {
             continue;
         };
         let dev = meta.dev();
         let kind = Kind::of(&meta, dev);
-        if !visit(root, &meta, kind)? || kind != Kind::Dir {
+        let seen = Seen {
+            path: root,
+            meta: &meta,
+            kind,
+            parent: &parent,
+            name,
+        };
+        if !visit(&seen)? || kind != Kind::Dir {
             continue;
         }
-        let mut stack = vec![(root.clone(), children(root, &meta)?.into_iter())];
-        loop {
-            let next = match stack.last_mut() {
-                None => break,
-                Some((dir, names)) => names.next().map(|n| dir.join(n)),
-            };
-            let Some(path) = next else {
-                stack.pop();
-                continue;
-            };
-            if excluded(&path, exclude) {
-                continue;
-            }
-            let Some(meta) = lstat(&path)? else {
-                continue;
-            };
-            let kind = Kind::of(&meta, dev);
-            if visit(&path, &meta, kind)? && kind == Kind::Dir {
-                let names = children(&path, &meta)?;
-                stack.push((path, names.into_iter()));
-            }
+        match parent.child_dir_is(name, ids(&meta))? {
+            Sub::Dir(d) => walk_below(d, root, dev, exclude, &mut visit)?,
+            Sub::Missing => {}
+            _ => return Err(SnapshotError::Changed(root.clone())),
         }
+    }
+    Ok(())
+}
+
+/// Visits everything below the open directory `top` (at `top_path`) as
+/// [`walk`] does; entries not on `dev` are passed to `visit` as mounts and
+/// never entered. Keeps one directory's names and descriptor per level.
+pub(super) fn walk_below(
+    top: Dir,
+    top_path: &Path,
+    dev: u64,
+    exclude: &[PathBuf],
+    visit: &mut impl FnMut(&Seen) -> Result<bool, SnapshotError>,
+) -> Result<(), SnapshotError> {
+    type Level = (PathBuf, Dir, std::vec::IntoIter<OsString>);
+    let names = top.list()?;
+    let mut stack: Vec<Level> = vec![(top_path.to_path_buf(), top, names.into_iter())];
+    while let Some((dir_path, dir, names)) = stack.last_mut() {
+        let Some(name) = names.next() else {
+            stack.pop();
+            continue;
+        };
+        let path = dir_path.join(&name);
+        if excluded(&path, exclude) {
+            continue;
+        }
+        let Some(meta) = dir.lstat(&name)? else {
+            continue;
+        };
+        let kind = Kind::of(&meta, dev);
+        let seen = Seen {
+            path: &path,
+            meta: &meta,
+            kind,
+            parent: dir,
+            name: &name,
+        };
+        if !visit(&seen)? || kind != Kind::Dir {
+            continue;
+        }
+        let next = match dir.child_dir_is(&name, ids(&meta))? {
+            Sub::Dir(d) => d,
+            Sub::Missing => continue,
+            _ => return Err(SnapshotError::Changed(path)),
+        };
+        let names = next.list()?;
+        stack.push((path, next, names.into_iter()));
     }
     Ok(())
 }
@@ -162,15 +184,18 @@ pub(super) fn copy_hashed(
     Ok((copied, encode_hex(&hasher.finalize())))
 }
 
+/// Creates one of the store's own files (0600; never an existing one).
 pub(super) fn create_private(path: &Path) -> Result<File, SnapshotError> {
     OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(io_err("create", path))
 }
 
+/// Syncs one of the store's own directories.
 pub(super) fn sync_dir(path: &Path) -> Result<(), SnapshotError> {
     OpenOptions::new()
         .read(true)
@@ -178,65 +203,4 @@ pub(super) fn sync_dir(path: &Path) -> Result<(), SnapshotError> {
         .open(path)
         .and_then(|d| d.sync_all())
         .map_err(io_err("sync", path))
-}
-
-/// Owner, then mode (a chown clears setuid), then mtime, through an open
-/// descriptor so a swapped path cannot redirect them.
-pub(super) fn set_attrs(file: &File, path: &Path, e: &Entry) -> Result<(), SnapshotError> {
-    fchown(file, Some(e.uid), Some(e.gid)).map_err(io_err("set the owner of", path))?;
-    file.set_permissions(Permissions::from_mode(e.mode))
-        .map_err(io_err("set the mode of", path))?;
-    file.set_times(FileTimes::new().set_modified(e.mtime()?))
-        .map_err(io_err("set the mtime of", path))
-}
-
-/// Opens a directory without following a symlink, and checks that what was
-/// opened is the directory at `path` itself, so a chown through it cannot
-/// land on some other directory.
-pub(super) fn open_dir(path: &Path) -> Result<File, SnapshotError> {
-    let dir = OpenOptions::new()
-        .read(true)
-        .custom_flags(DIR_FLAGS)
-        .open(path)
-        .map_err(io_err("open", path))?;
-    let opened = dir.metadata().map_err(io_err("inspect", path))?;
-    let there = lstat(path)?;
-    let same = there.is_some_and(|m| {
-        m.is_dir() && opened.is_dir() && m.dev() == opened.dev() && m.ino() == opened.ino()
-    });
-    if same {
-        Ok(dir)
-    } else {
-        Err(SnapshotError::Unsafe {
-            path: path.to_path_buf(),
-            why: "it is no longer the directory it was",
-        })
-    }
-}
-
-/// Opens a regular file under a root for reading: never through a symlink,
-/// never blocking on a fifo or device swapped in, and only if `fstat` finds
-/// the very file that was listed (`dev`, `ino`).
-pub(super) fn open_listed_file(
-    path: &Path,
-    dev: u64,
-    ino: u64,
-) -> Result<(File, Metadata), SnapshotError> {
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(FILE_FLAGS)
-        .open(path)
-    {
-        Ok(f) => f,
-        // O_NOFOLLOW on a symlink.
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(SnapshotError::Changed(path.to_path_buf()));
-        }
-        Err(e) => return Err(io_err("open", path)(e)),
-    };
-    let meta = file.metadata().map_err(io_err("inspect", path))?;
-    if !meta.is_file() || meta.dev() != dev || meta.ino() != ino {
-        return Err(SnapshotError::Changed(path.to_path_buf()));
-    }
-    Ok((file, meta))
 }
