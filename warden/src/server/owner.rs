@@ -437,6 +437,18 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
                     examples.join(", ")
                 ));
             }
+            if !r.left_in_staging.is_empty() {
+                let left: Vec<String> = r
+                    .left_in_staging
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect();
+                m.insert("left_in_staging".into(), Value::from(left.clone()));
+                receipt.push_str(&format!(
+                    "; left where they are, in staging, not deleted: {}",
+                    left.join(", ")
+                ));
+            }
             if journal(shared, "undo", m).is_none() {
                 return unjournaled();
             }

@@ -5,9 +5,11 @@
 
 use super::entry::{Change, Kind, State};
 use super::error::SnapshotError;
-use super::walk::{lstat, walk};
+use super::safe_dir::check_proc;
+use super::walk::{Seen, lstat, walk_tolerant};
 use super::{AFTER, MAX_ENTRIES, MAX_EXAMPLES, Snapshot};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -27,6 +29,10 @@ pub struct Diff {
     /// Bytes of all regular files under the roots, before and after.
     pub bytes_before: u64,
     pub bytes_after: u64,
+    /// Paths the seal could not read (a directory churned while it was
+    /// walked, EACCES, EMFILE, too deep): recorded as unknown, which undo
+    /// leaves alone (with all below them) and reports as conflicts.
+    pub unknown: u64,
     /// Up to 20 changed paths, directories too: added and modified in path
     /// order, then removed.
     pub examples: Vec<PathBuf>,
@@ -35,7 +41,9 @@ pub struct Diff {
 impl Diff {
     /// Whether nothing at all changed, directories included.
     pub fn is_empty(&self) -> bool {
-        self.files() == 0 && self.dirs_added + self.dirs_removed + self.dirs_modified == 0
+        self.files() == 0
+            && self.dirs_added + self.dirs_removed + self.dirs_modified == 0
+            && self.unknown == 0
     }
 
     /// Files and symlinks added, removed or changed.
@@ -44,13 +52,21 @@ impl Diff {
     }
 
     /// One line for the receipt, e.g. `3 added, 1 removed, 2 changed; 1.2 MB
-    /// freed`, counting files and symlinks only.
+    /// freed`, counting files and symlinks only; paths that could not be
+    /// read are added at the end.
     pub fn summary(&self) -> String {
+        let unread = match self.unknown {
+            0 => String::new(),
+            n => format!("; {n} could not be read, and undo will leave them alone"),
+        };
         if self.is_empty() {
             return "nothing changed".to_string();
         }
         if self.files() == 0 {
-            return "no files changed, only directories".to_string();
+            if self.dirs_added + self.dirs_removed + self.dirs_modified == 0 {
+                return format!("no files changed that could be read{unread}");
+            }
+            return format!("no files changed, only directories{unread}");
         }
         let space = match self.bytes_before.cmp(&self.bytes_after) {
             std::cmp::Ordering::Greater => {
@@ -62,9 +78,16 @@ impl Diff {
             std::cmp::Ordering::Equal => "same size".to_string(),
         };
         format!(
-            "{} added, {} removed, {} changed; {space}",
+            "{} added, {} removed, {} changed; {space}{unread}",
             self.added, self.removed, self.modified
         )
+    }
+
+    fn count_unknown(&mut self, path: &Path) {
+        self.unknown += 1;
+        if self.examples.len() < MAX_EXAMPLES {
+            self.examples.push(path.to_path_buf());
+        }
     }
 
     /// Counts one change from `before` to `after` (`None`: absent).
@@ -104,8 +127,11 @@ pub(super) fn human(n: u64) -> String {
 
 impl Snapshot {
     /// Compares what is under the roots now with the snapshot; with `keep`,
-    /// also lists every changed path, as it is now, in path order.
-    fn compare(&self, keep: bool) -> Result<(Diff, Vec<Change>), SnapshotError> {
+    /// also lists every changed path, as it is now, in path order. What
+    /// cannot be read is recorded as unknown (with nothing below it), except
+    /// a directory swapped as it is walked when `swaps` is false: that stops
+    /// the comparison with [`SnapshotError::Changed`], for a second look.
+    fn compare(&self, keep: bool, swaps: bool) -> Result<(Diff, Vec<Change>), SnapshotError> {
         let index: HashMap<&Path, usize> = self
             .entries
             .iter()
@@ -132,7 +158,15 @@ impl Snapshot {
             changes.push(change);
             Ok(())
         };
-        walk(&self.roots, &self.skipped_paths(), |at| {
+        let mut unknown: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut unreadable = |path: &Path, e: SnapshotError| {
+            if !swaps && matches!(e, SnapshotError::Changed(_)) {
+                return Err(e);
+            }
+            unknown.insert(path.to_path_buf());
+            Ok(())
+        };
+        let visit = |at: &Seen| {
             let (path, meta, kind) = (at.path, at.meta, at.kind);
             let old = match index.get(path) {
                 Some(&i) => {
@@ -163,12 +197,35 @@ impl Snapshot {
                 )?;
             }
             Ok(true)
-        })?;
+        };
+        walk_tolerant(&self.roots, &self.skipped_paths(), visit, &mut unreadable)?;
+        // What the snapshot skipped is never compared, readable or not.
+        unknown.retain(|u| {
+            index
+                .get(u.as_path())
+                .and_then(|&i| self.entries.get(i))
+                .is_none_or(|e| !e.kind.is_skipped())
+        });
+        // Unknown paths are disjoint subtrees (none is gone into), so the
+        // greatest one not after a path is the only one it can lie under.
+        let under_unknown = |p: &Path| {
+            unknown
+                .range::<Path, _>((Bound::Unbounded, Bound::Included(p)))
+                .next_back()
+                .is_some_and(|u| p.starts_with(u))
+        };
+        if !unknown.is_empty() {
+            changes.retain(|(p, _)| !under_unknown(p));
+        }
         for (e, seen) in self.entries.iter().zip(&seen) {
-            if !seen && !e.kind.is_skipped() {
+            if !seen && !e.kind.is_skipped() && !under_unknown(&e.path) {
                 d.count(&e.path, Some(e.kind), None);
                 keep_change(&mut changes, (e.path.clone(), None))?;
             }
+        }
+        for u in &unknown {
+            d.count_unknown(u);
+            keep_change(&mut changes, (u.clone(), Some(State::unknown())))?;
         }
         changes.sort_by(|a, b| a.0.cmp(&b.0));
         Ok((d, changes))
@@ -177,18 +234,27 @@ impl Snapshot {
     /// Compares what is under the roots now with the snapshot, changing
     /// nothing.
     pub fn diff(&self) -> Result<Diff, SnapshotError> {
-        self.compare(false).map(|(d, _)| d)
+        check_proc()?;
+        self.compare(false, true).map(|(d, _)| d)
     }
 
     /// Called once, right after the run: the diff, and `after.json`, which
     /// records every path the run added, removed or changed as the run left
     /// it, so that undo reverts those alone, and only while they are still
-    /// so. A snapshot that was never sealed cannot be undone.
+    /// so. A snapshot that was never sealed cannot be undone, so what
+    /// cannot be read does not stop a seal: a directory swapped while it is
+    /// walked gets a second walk, and whatever still cannot be read then
+    /// (a swapped directory, EACCES, EMFILE, too deep a tree) is recorded as
+    /// unknown ([`Diff::unknown`]), which undo leaves alone as a conflict.
     pub fn seal(&self) -> Result<Diff, SnapshotError> {
         if lstat(&self.dir.join(AFTER))?.is_some() {
             return Err(SnapshotError::AlreadySealed(self.id.clone()));
         }
-        let (diff, changes) = self.compare(true)?;
+        check_proc()?;
+        let (diff, changes) = match self.compare(true, false) {
+            Err(SnapshotError::Changed(_)) => self.compare(true, true)?,
+            other => other?,
+        };
         self.write_after(&changes)?;
         self.write_meta(true)?;
         Ok(diff)

@@ -47,6 +47,10 @@ pub(super) enum Kind {
     Dir,
     Symlink,
     Skipped(Why),
+    /// What a seal could not read (see [`State::unknown`]): never in a
+    /// manifest, never the kind of anything on disk, so never "as the run
+    /// left it" to an undo.
+    Unknown,
 }
 
 impl Kind {
@@ -82,6 +86,7 @@ impl Kind {
             Kind::Dir => "dir",
             Kind::Symlink => "symlink",
             Kind::Skipped(why) => why.name(),
+            Kind::Unknown => "unknown",
         }
     }
 
@@ -128,7 +133,7 @@ impl Entry {
             // A symlink's mode means nothing on Linux and is not saved.
             mode: match kind {
                 Kind::File | Kind::Dir => meta.mode() & PERM_BITS,
-                Kind::Symlink | Kind::Skipped(_) => 0,
+                Kind::Symlink | Kind::Skipped(_) | Kind::Unknown => 0,
             },
             uid: meta.uid(),
             gid: meta.gid(),
@@ -155,7 +160,7 @@ impl Entry {
         if self.kind.is_skipped() || kind.is_skipped() {
             return self.kind.is_skipped() != kind.is_skipped();
         }
-        if self.kind != kind {
+        if self.kind != kind || kind == Kind::Unknown {
             return true;
         }
         let owner = meta.uid() != self.uid || meta.gid() != self.gid;
@@ -177,6 +182,7 @@ impl Entry {
             Kind::Dir => owner || inode || mode,
             Kind::Symlink => owner || inode || ctime || target() != self.target,
             Kind::Skipped(_) => false,
+            Kind::Unknown => true,
         }
     }
 
@@ -201,6 +207,7 @@ impl Entry {
             Kind::File => "file",
             Kind::Dir => "dir",
             Kind::Symlink => "symlink",
+            Kind::Unknown => "unknown",
             Kind::Skipped(why) => {
                 o.insert("kind".into(), "skipped".into());
                 o.insert("why".into(), why.name().into());
@@ -319,7 +326,7 @@ impl Entry {
                     .ok_or_else(|| format!("{at} has no valid target"))?;
                 e.target = Some(target);
             }
-            Kind::Dir | Kind::Skipped(_) => {}
+            Kind::Dir | Kind::Skipped(_) | Kind::Unknown => {}
         }
         Ok(e)
     }
@@ -342,6 +349,26 @@ pub(super) struct State {
 }
 
 impl State {
+    /// A path the seal could not read (EACCES, EMFILE, a directory swapped
+    /// as it was walked, too deep): `"unknown"` in `after.json`. It never
+    /// matches what is on disk, so undo counts it (and all below it) as a
+    /// conflict and leaves it alone.
+    pub(super) fn unknown() -> State {
+        State {
+            kind: Kind::Unknown,
+            size: 0,
+            mtime: 0,
+            mtime_ns: 0,
+            mode: 0,
+            uid: 0,
+            gid: 0,
+            ctime: 0,
+            ctime_ns: 0,
+            ino: 0,
+            dev: 0,
+        }
+    }
+
     pub(super) fn of(meta: &Metadata, kind: Kind) -> State {
         State {
             kind,
@@ -367,6 +394,7 @@ impl State {
     pub(super) fn is_but_ctime(&self, now: &Metadata, root_dev: u64, any_ctime: bool) -> bool {
         let kind = Kind::of(now, root_dev);
         let same = kind == self.kind
+            && kind != Kind::Unknown
             && now.dev() == self.dev
             && now.ino() == self.ino
             && now.mode() & PERM_BITS == self.mode

@@ -343,9 +343,11 @@ impl Snapshot {
                 o.insert("path".into(), path_to_json(path));
                 o.insert(
                     "after".into(),
-                    after
-                        .as_ref()
-                        .map_or_else(|| "absent".into(), State::to_json),
+                    match after {
+                        None => "absent".into(),
+                        Some(s) if s.kind == Kind::Unknown => "unknown".into(),
+                        Some(s) => s.to_json(),
+                    },
                 );
                 Value::Object(o)
             })
@@ -411,6 +413,7 @@ impl Snapshot {
             }
             let after = match c.get("after") {
                 Some(Value::String(s)) if s == "absent" => None,
+                Some(Value::String(s)) if s == "unknown" => Some(State::unknown()),
                 Some(v) => Some(
                     State::from_json(v)
                         .ok_or_else(|| bad(format!("{} has no valid state", p.display())))?,

@@ -1,6 +1,8 @@
 //! Snapshots of a red chore's touches: taken before it runs, sealed after
 //! it (which gives the receipt its diff), and restored by `undo` for
-//! [`KEEP_S`] seconds.
+//! [`KEEP_S`] seconds. Taking, sealing and restoring need `/proc` (see
+//! `safe_dir`), and refuse to start without it; walks and copies go at
+//! most 256 directories below a root.
 //!
 //! On disk a snapshot is the directory `<store>/<id>/` (0700, root's):
 //!
@@ -48,7 +50,11 @@
 //!   ```
 //!
 //!   `kind` is `file`, `dir`, `symlink`, `fifo`, `socket`, `device` or
-//!   `mount`. A snapshot without it cannot be undone.
+//!   `mount`. `"after": "unknown"` is a path the seal could not read (a
+//!   directory swapped while walked, twice, as the seal walks again once
+//!   when it meets one; EACCES, EMFILE; more than 256 directories deep):
+//!   nothing below it is recorded, and undo leaves it, and all below it,
+//!   alone as a conflict. A snapshot without `after.json` cannot be undone.
 //! - `undoing`: created (never overwritten) when an undo starts, removed
 //!   when it ends well; one left behind means an undo stopped part-way, and
 //!   no other undo of the snapshot runs while it is there.
@@ -75,6 +81,11 @@
 //! restorable without `unsafe` (no `lutimes`): a symlink's own mtime. Hard
 //! links come back as separate files.
 //!
+//! Device numbers can change across reboots: a root found with its
+//! recorded inode but another device number is taken for the same
+//! directory, and every recorded entry of that root is compared with the
+//! new number.
+//!
 //! Nothing under a root is acted on by path (see [`safe_dir`]): each root's
 //! parent is opened from `/` one component at a time without following a
 //! symlink, and every directory below it is opened through its parent's
@@ -96,6 +107,12 @@
 //! directory made beside it (0700, out of everyone's reach), copied from
 //! there, and removed from there only as far as it is unchanged since the
 //! copy; what appeared or changed meanwhile is copied again, never lost.
+//! A move that would leave the quarantine's filesystem with less than the
+//! larger of 1 GiB and a tenth of it free is refused, and stays whole in
+//! the private directory. Each file is copied only up to the size it had
+//! when opened; one that changed while copied, and every fifo, socket and
+//! device node (never unlinked), stay in the private directory, and where
+//! is reported ([`Restored::left_in_staging`]).
 
 #![forbid(unsafe_code)]
 
@@ -115,7 +132,7 @@ pub use restore::Restored;
 use entry::{Entry, Kind, nanos};
 use error::io_err;
 use manifest::{check_id, is_plain_absolute, read_manifest, read_meta};
-use safe_dir::{Chain, Dir, Expect, Ids, Reached, Sub};
+use safe_dir::{Chain, Dir, Expect, Ids, Reached, Sub, check_proc};
 use std::collections::HashMap;
 use std::fs::{self, DirBuilder, File, Metadata};
 use std::io::{self, Seek, SeekFrom};
@@ -210,6 +227,7 @@ fn take_bounded(
     bounds: &Bounds,
 ) -> Result<Snapshot, SnapshotError> {
     check_id(id)?;
+    check_proc()?;
     let roots = normalize_roots(roots)?;
     let exclude = normalize_excludes(exclude)?;
     let store = absolute(store)?;

@@ -12,15 +12,16 @@
 
 #![forbid(unsafe_code)]
 
+use super::diff::human;
 use super::entry::{Kind, Why};
 use super::error::{SnapshotError, io_err};
 use super::safe_dir::{Dir, Ids, Staging, Sub, ids, our_uid, random_hex, set_attrs_fd};
-use super::walk::copy_hashed;
+use super::walk::{MAX_DEPTH, copy_hashed, too_deep, walk_below};
 use std::ffi::{OsStr, OsString};
 use std::fs::Metadata;
 use std::io;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 /// The name a thing is given inside its staging directory.
 const STAGED: &str = "staged";
@@ -135,27 +136,44 @@ impl Quarantine {
         Ok((dir, name))
     }
 
-    /// Moves `name` in `from` (the thing at `path`) into the quarantine;
-    /// returns the inodes it moved (whose ctime the move changed).
+    /// Moves `name` in `from` (the thing at `path`) into the quarantine.
+    /// Only the very inode seen there just before is recorded as moved: a
+    /// thing swapped in between is moved too (never lost), but excuses no
+    /// ctime.
     pub(super) fn move_in(
         &mut self,
         from: &Dir,
         name: &OsStr,
         path: &Path,
-    ) -> Result<Vec<Ids>, SnapshotError> {
+    ) -> Result<Moved, SnapshotError> {
+        let expect = from.lstat(name)?.map(|m| ids(&m));
         let (dest, dest_name) = self.dest(path)?;
         // The name is free, and only the Warden writes there.
         match from.rename_to(name, &dest, &dest_name) {
-            Ok(()) => Ok(dest
-                .lstat(&dest_name)?
-                .map(|m| vec![ids(&m)])
-                .unwrap_or_default()),
+            Ok(()) => {
+                let now = dest.lstat(&dest_name)?.map(|m| ids(&m));
+                Ok(Moved {
+                    ids: now.filter(|n| Some(*n) == expect).into_iter().collect(),
+                    kept: Vec::new(),
+                })
+            }
             Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
-                move_across(from, name, &dest, &dest_name)
+                move_across(from, name, expect, &dest, &dest_name)
             }
             Err(e) => Err(io_err("move to quarantine", path)(e)),
         }
     }
+}
+
+/// What a move into the quarantine did.
+#[derive(Debug, Default)]
+pub(super) struct Moved {
+    /// The inodes moved out of the roots (the move changed their ctime).
+    pub(super) ids: Vec<Ids>,
+    /// What a move across filesystems left in its staging directory, where
+    /// each now is: fifos, sockets and device nodes (never unlinked, as
+    /// they hold no data to copy), and files that changed while copied.
+    pub(super) kept: Vec<PathBuf>,
 }
 
 /// The directory `name` in `dir` (ours, where only the Warden writes),
@@ -203,78 +221,195 @@ fn free_name(dir: &Dir, name: &OsStr) -> Result<OsString, SnapshotError> {
     })
 }
 
-/// Moves `name` in `from` to `dest_name` in `dest`, on another filesystem:
-/// first renamed into a private directory made in `from` (same
-/// filesystem), where no one else can add to it or swap it; then copied
-/// from there and removed from there as far as it is unchanged. If the
-/// copy fails, what was moved stays in the private directory (named in the
-/// error), whole.
+/// Bytes kept free on the quarantine's filesystem by a move across
+/// filesystems: the larger of 1 GiB and a tenth of it.
+pub(super) fn reserve(total: u64) -> u64 {
+    (1u64 << 30).max(total / 10)
+}
+
+/// Moves `name` in `from` (which was `expect` when looked at) to
+/// `dest_name` in `dest`, on another filesystem: first renamed into a
+/// private directory made in `from` (same filesystem), where no one else can
+/// add to it or swap it; measured there, and refused if it needs more than
+/// the quarantine's free space less [`reserve`]; then copied from there and
+/// removed from there as far as it is unchanged. If the copy fails or is
+/// refused, what was moved stays in the private directory (named in the
+/// error), whole; fifos, sockets, devices and files that changed while
+/// copied stay there too, and are named in [`Moved::kept`].
 pub(super) fn move_across(
     from: &Dir,
     name: &OsStr,
+    expect: Option<Ids>,
     dest: &Dir,
     dest_name: &OsStr,
-) -> Result<Vec<Ids>, SnapshotError> {
+) -> Result<Moved, SnapshotError> {
+    let (avail, total) = dest.space()?;
+    let room = avail.saturating_sub(reserve(total));
+    move_across_within(from, name, expect, dest, dest_name, room)
+}
+
+/// [`move_across`] with `room` bytes to fill in the quarantine.
+pub(super) fn move_across_within(
+    from: &Dir,
+    name: &OsStr,
+    expect: Option<Ids>,
+    dest: &Dir,
+    dest_name: &OsStr,
+    room: u64,
+) -> Result<Moved, SnapshotError> {
     let stage = Staging::create(from)?;
-    if let Err(e) = from.rename_to(name, &stage.dir, OsStr::new(STAGED)) {
+    let staged = OsStr::new(STAGED);
+    if let Err(e) = from.rename_to(name, &stage.dir, staged) {
         let _ = stage.remove();
         return Err(io_err("move to quarantine", &from.shown(name))(e));
     }
-    match move_by_copy(&stage.dir, OsStr::new(STAGED), dest, dest_name) {
-        Ok(moved) => {
-            stage.remove()?;
+    let stranded = |why: String| SnapshotError::Stranded {
+        path: stage.shown().join(STAGED),
+        why,
+    };
+    let same = stage.dir.lstat(staged)?.map(|m| ids(&m)) == expect;
+    let needed = measure(&stage.dir, staged).map_err(|e| stranded(e.to_string()))?;
+    if needed > room {
+        return Err(stranded(format!(
+            "the quarantine's filesystem has room for {} (keeping the larger of 1 GiB and a tenth of it free), and this needs {}",
+            human(room),
+            human(needed)
+        )));
+    }
+    match move_by_copy(&stage.dir, staged, dest, dest_name) {
+        Ok(mut moved) => {
+            if !same {
+                moved.ids.clear();
+            }
+            if moved.kept.is_empty() {
+                stage.remove()?;
+            }
             Ok(moved)
         }
-        Err(e) => Err(SnapshotError::Stranded {
-            path: stage.shown().join(STAGED),
-            why: e.to_string(),
-        }),
+        Err(e) => Err(stranded(e.to_string())),
     }
 }
 
+/// Bytes a copy of `name` in `dir` takes at most: each regular file's size
+/// and every entry's own block, rounded up to 4 KiB.
+fn measure(dir: &Dir, name: &OsStr) -> Result<u64, SnapshotError> {
+    const BLOCK: u64 = 4096;
+    let size = |m: &Metadata| {
+        let data = if m.is_file() { m.size() } else { 0 };
+        data.div_ceil(BLOCK).saturating_add(1).saturating_mul(BLOCK)
+    };
+    let Some(meta) = dir.lstat(name)? else {
+        return Ok(0);
+    };
+    let mut total = size(&meta);
+    if !meta.is_dir() {
+        return Ok(total);
+    }
+    let Sub::Dir(top) = dir.child_dir_is(name, ids(&meta))? else {
+        return Err(SnapshotError::Changed(dir.shown(name)));
+    };
+    walk_below(
+        top,
+        &dir.shown(name),
+        meta.dev(),
+        &[],
+        &mut |at| {
+            total = total.saturating_add(size(at.meta));
+            Ok(true)
+        },
+        &mut |_, e| Err(e),
+    )?;
+    Ok(total)
+}
+
 /// What one copy made: each entry's identity and ctime as copied, so that
-/// only what is still so is removed.
+/// only what is still so is removed. In path order, a directory before what
+/// is in it, so all below an entry follows it at once.
+#[derive(Debug, Default)]
+pub(super) struct Copied {
+    nodes: Vec<Node>,
+}
+
 #[derive(Debug)]
-pub(super) enum Copied {
-    /// A file, symlink, or a fifo, socket or device (not copied: no data).
-    Leaf { ids: Ids, ctime: (i64, i64) },
+struct Node {
+    /// The index of the directory it is in (the first node's is unused).
+    parent: usize,
+    name: OsString,
+    what: What,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum What {
+    /// A file or symlink.
+    Leaf {
+        ids: Ids,
+        ctime: (i64, i64),
+    },
+    /// Not copied, and to stay where it is: a fifo, socket or device node
+    /// (never unlinked), or a file that changed while it was copied (its
+    /// partial copy is not kept).
+    Kept {
+        ids: Ids,
+    },
     Dir {
         ids: Ids,
-        children: Vec<(OsString, Copied)>,
     },
+}
+
+/// What [`remove_copied`] left of an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Left {
+    /// Nothing: all of it was removed (or is gone).
+    Gone,
+    /// Only what [`What::Kept`] says stays (and the directories holding it).
+    Kept,
+    /// Something appeared or changed since the copy.
+    Changed,
 }
 
 /// Copies `name` in `src` to `dest_name` in `dest` and removes from `src`
 /// what was copied and is unchanged since; what is left (appeared or
 /// changed meanwhile) is copied again beside it (`dest_name.1`, …), up to
-/// three rounds, after which it stays where it is and this fails. Returns
-/// the inodes removed.
+/// three rounds, after which it stays where it is and this fails. What is
+/// kept ([`What::Kept`]) stays where it is, named in [`Moved::kept`].
 pub(super) fn move_by_copy(
     src: &Dir,
     name: &OsStr,
     dest: &Dir,
     dest_name: &OsStr,
-) -> Result<Vec<Ids>, SnapshotError> {
+) -> Result<Moved, SnapshotError> {
     let mut removed = Vec::new();
     let mut target = free_name(dest, dest_name)?;
     for _ in 0..ROUNDS {
         let Some(meta) = src.lstat(name)? else {
-            return Ok(removed);
+            return Ok(Moved {
+                ids: removed,
+                kept: Vec::new(),
+            });
         };
         let copied = copy_tree(src, name, &meta, dest, &target, meta.dev())?;
         dest.sync()?;
-        remove_copied(src, name, &copied, &mut removed)?;
-        if src.lstat(name)?.is_none() {
-            return Ok(removed);
+        let mut kept = Vec::new();
+        match remove_copied(src, name, &copied, &mut removed, &mut kept)? {
+            Left::Gone => {
+                return Ok(Moved {
+                    ids: removed,
+                    kept: Vec::new(),
+                });
+            }
+            Left::Kept => return Ok(Moved { ids: removed, kept }),
+            Left::Changed => {}
         }
         target = free_name(dest, dest_name)?;
     }
     Err(SnapshotError::Changed(src.shown(name)))
 }
 
-/// Copies one entry (and all below a directory), never following a
-/// symlink: owner, mode and mtime through the new files' descriptors.
-/// Refuses another filesystem mounted inside.
+/// Copies one entry (and all below a directory, at most [`MAX_DEPTH`]
+/// levels, without recursion), never following a symlink: owner, mode and
+/// mtime through the new files' descriptors. A file is copied only up to
+/// the size it had when opened, and kept where it is if it changed while
+/// copied. Refuses another filesystem mounted inside.
 pub(super) fn copy_tree(
     src: &Dir,
     name: &OsStr,
@@ -283,12 +418,95 @@ pub(super) fn copy_tree(
     dest_name: &OsStr,
     dev: u64,
 ) -> Result<Copied, SnapshotError> {
+    /// A directory being copied: its node, where from and to, and the names
+    /// in it still to copy.
+    struct Level {
+        node: usize,
+        from: Dir,
+        out: Dir,
+        meta: Metadata,
+        names: std::vec::IntoIter<OsString>,
+    }
+    let mut copied = Copied::default();
+    let mut stack: Vec<Level> = Vec::new();
+    let (what, opened) = copy_one(src, name, meta, dest, dest_name, dev)?;
+    copied.nodes.push(Node {
+        parent: 0,
+        name: name.to_os_string(),
+        what,
+    });
+    if let Some((from, out)) = opened {
+        let names = from.list()?.into_iter();
+        stack.push(Level {
+            node: 0,
+            from,
+            out,
+            meta: meta.clone(),
+            names,
+        });
+    }
+    loop {
+        let depth = stack.len();
+        let Some(top) = stack.last_mut() else {
+            break;
+        };
+        let Some(n) = top.names.next() else {
+            if let Some(done) = stack.pop() {
+                let mtime = done
+                    .meta
+                    .modified()
+                    .map_err(io_err("inspect", done.from.path()))?;
+                set_attrs_fd(
+                    done.out.file(),
+                    done.out.path(),
+                    done.meta.uid(),
+                    done.meta.gid(),
+                    done.meta.mode() & 0o7777,
+                    mtime,
+                )?;
+            }
+            continue;
+        };
+        let Some(m) = top.from.lstat(&n)? else {
+            continue;
+        };
+        if m.is_dir() && depth >= MAX_DEPTH {
+            return Err(too_deep(&top.from.shown(&n)));
+        }
+        let (what, opened) = copy_one(&top.from, &n, &m, &top.out, &n, dev)?;
+        let node = copied.nodes.len();
+        copied.nodes.push(Node {
+            parent: top.node,
+            name: n,
+            what,
+        });
+        if let Some((from, out)) = opened {
+            let names = from.list()?.into_iter();
+            stack.push(Level {
+                node,
+                from,
+                out,
+                meta: m,
+                names,
+            });
+        }
+    }
+    Ok(copied)
+}
+
+/// Copies one entry: a directory is made (its contents and attributes are
+/// [`copy_tree`]'s to fill in), and returned open, with where it is copied
+/// from.
+fn copy_one(
+    src: &Dir,
+    name: &OsStr,
+    meta: &Metadata,
+    dest: &Dir,
+    dest_name: &OsStr,
+    dev: u64,
+) -> Result<(What, Option<(Dir, Dir)>), SnapshotError> {
     let shown = src.shown(name);
     let to = dest.shown(dest_name);
-    let leaf = Copied::Leaf {
-        ids: ids(meta),
-        ctime: (meta.ctime(), meta.ctime_nsec()),
-    };
     match Kind::of(meta, dev) {
         Kind::Dir => {
             let Sub::Dir(from) = src.child_dir_is(name, ids(meta))? else {
@@ -302,42 +520,46 @@ pub(super) fn copy_tree(
                     why: "the quarantine directory just made is not there",
                 });
             };
-            let mut children = Vec::new();
-            for n in from.list()? {
-                let Some(m) = from.lstat(&n)? else {
-                    continue;
-                };
-                let c = copy_tree(&from, &n, &m, &out, &n, dev)?;
-                children.push((n, c));
-            }
-            let mtime = meta.modified().map_err(io_err("inspect", &shown))?;
-            set_attrs_fd(
-                out.file(),
-                &to,
-                meta.uid(),
-                meta.gid(),
-                meta.mode() & 0o7777,
-                mtime,
-            )?;
-            Ok(Copied::Dir {
-                ids: ids(meta),
-                children,
-            })
+            Ok((What::Dir { ids: ids(meta) }, Some((from, out))))
         }
         Kind::File => {
             let (mut f, m) = src.open_listed(name, ids(meta))?;
             let mut out = dest
                 .create_file(dest_name, 0o600)
                 .map_err(io_err("create", &to))?;
-            copy_hashed(&mut f, &shown, &mut out, &to, u64::MAX)?;
+            let (copied, _) = copy_hashed(&mut f, &shown, &mut out, &to, m.size())?;
+            #[cfg(test)]
+            super::walk::churn::at(&shown);
+            let after = f.metadata().map_err(io_err("inspect", &shown))?;
+            let times = |m: &Metadata| {
+                (
+                    m.size(),
+                    m.mtime(),
+                    m.mtime_nsec(),
+                    m.ctime(),
+                    m.ctime_nsec(),
+                )
+            };
+            if copied != m.size() || times(&after) != times(&m) {
+                // Grew (or changed) while copied: the partial copy goes, the
+                // file stays where it is.
+                drop(out);
+                dest.unlink(dest_name)
+                    .map_err(io_err("remove the partial copy", &to))?;
+                return Ok((What::Kept { ids: ids(&m) }, None));
+            }
             let mtime = m.modified().map_err(io_err("inspect", &shown))?;
             set_attrs_fd(&out, &to, m.uid(), m.gid(), m.mode() & 0o7777, mtime)?;
             out.sync_all().map_err(io_err("sync", &to))?;
             // As opened: a change since the lstat shows in the ctime.
-            Ok(Copied::Leaf {
-                ids: ids(&m),
-                ctime: (m.ctime(), m.ctime_nsec()),
-            })
+            let ctime = (m.ctime(), m.ctime_nsec());
+            Ok((
+                What::Leaf {
+                    ids: ids(&m),
+                    ctime,
+                },
+                None,
+            ))
         }
         Kind::Symlink => {
             let target = src.read_link(name)?;
@@ -345,64 +567,178 @@ pub(super) fn copy_tree(
                 .map_err(io_err("create the link", &to))?;
             dest.lchown(dest_name, meta.uid(), meta.gid())
                 .map_err(io_err("set the owner of", &to))?;
-            Ok(leaf)
+            let ctime = (meta.ctime(), meta.ctime_nsec());
+            Ok((
+                What::Leaf {
+                    ids: ids(meta),
+                    ctime,
+                },
+                None,
+            ))
         }
         Kind::Skipped(Why::Mount) => Err(SnapshotError::Unsafe {
             path: shown,
             why: "another filesystem is mounted there",
         }),
-        // Fifos, sockets and device nodes hold no data to keep.
-        Kind::Skipped(_) => Ok(leaf),
+        // Fifos, sockets and device nodes hold no data to copy, and are
+        // never unlinked: they stay.
+        Kind::Skipped(_) => Ok((What::Kept { ids: ids(meta) }, None)),
+        Kind::Unknown => Err(SnapshotError::Changed(shown)),
     }
 }
 
 /// Removes from `parent` what [`copy_tree`] copied of `name`, where it is
-/// still the same inode with the same ctime; a directory only once empty.
-/// What appeared or changed since the copy stays.
+/// still the same inode with the same ctime; a directory only once empty
+/// (without recursion). What appeared or changed since the copy stays, and
+/// so does what is kept ([`What::Kept`]; where it is, if still the same
+/// inode, is added to `kept`). Says what is left.
 pub(super) fn remove_copied(
     parent: &Dir,
     name: &OsStr,
     copied: &Copied,
     removed: &mut Vec<Ids>,
-) -> Result<(), SnapshotError> {
-    let shown = parent.shown(name);
-    match copied {
-        Copied::Leaf { ids: want, ctime } => {
-            let Some(m) = parent.lstat(name)? else {
-                return Ok(());
+    kept: &mut Vec<PathBuf>,
+) -> Result<Left, SnapshotError> {
+    let nodes = &copied.nodes;
+    let Some(first) = nodes.first() else {
+        return Ok(Left::Gone);
+    };
+    let want = match first.what {
+        What::Dir { ids } => ids,
+        what => return remove_one(parent, name, what, removed, kept),
+    };
+    let mut stack = match parent.child_dir_is(name, want)? {
+        Sub::Dir(dir) => vec![Open {
+            node: 0,
+            want,
+            dir,
+            stays: Vec::new(),
+            worst: Left::Gone,
+        }],
+        Sub::Missing => return Ok(Left::Gone),
+        _ => return Ok(Left::Changed),
+    };
+    let mut i = 1;
+    loop {
+        let next = nodes.get(i);
+        // Done with every directory the next node is not in.
+        while let Some(open) = stack.pop_if(|o| next.is_none_or(|n| n.parent != o.node)) {
+            let dir_name = nodes.get(open.node).map_or(name, |n| n.name.as_os_str());
+            let in_dir = stack.last().map_or(parent, |o| &o.dir);
+            let left = remove_dir(in_dir, dir_name, &open, removed)?;
+            let Some(up) = stack.last_mut() else {
+                return Ok(left);
             };
-            if ids(&m) != *want || (m.ctime(), m.ctime_nsec()) != *ctime || m.is_dir() {
-                return Ok(());
+            if left != Left::Gone {
+                up.stays.push(dir_name.to_os_string());
+            }
+            up.worst = up.worst.max(left);
+        }
+        let (Some(n), Some(top)) = (next, stack.last_mut()) else {
+            return Ok(Left::Changed);
+        };
+        let at = i;
+        i += 1;
+        let left = match n.what {
+            What::Dir { ids: want } => match top.dir.child_dir_is(&n.name, want)? {
+                Sub::Dir(dir) => {
+                    stack.push(Open {
+                        node: at,
+                        want,
+                        dir,
+                        stays: Vec::new(),
+                        worst: Left::Gone,
+                    });
+                    continue;
+                }
+                other => {
+                    // Not gone into: all below it (next in order) is passed.
+                    while nodes.get(i).is_some_and(|d| d.parent >= at) {
+                        i += 1;
+                    }
+                    if matches!(other, Sub::Missing) {
+                        Left::Gone
+                    } else {
+                        Left::Changed
+                    }
+                }
+            },
+            what => remove_one(&top.dir, &n.name, what, removed, kept)?,
+        };
+        if left != Left::Gone {
+            top.stays.push(n.name.clone());
+        }
+        top.worst = top.worst.max(left);
+    }
+}
+
+/// A directory [`remove_copied`] holds open for removing what is in it.
+struct Open {
+    node: usize,
+    want: Ids,
+    dir: Dir,
+    /// Names in it that stay.
+    stays: Vec<OsString>,
+    worst: Left,
+}
+
+/// Removes the file or symlink `name` in `parent` if it is still as copied;
+/// keeps what is to be kept.
+fn remove_one(
+    parent: &Dir,
+    name: &OsStr,
+    what: What,
+    removed: &mut Vec<Ids>,
+    kept: &mut Vec<PathBuf>,
+) -> Result<Left, SnapshotError> {
+    let Some(m) = parent.lstat(name)? else {
+        return Ok(Left::Gone);
+    };
+    match what {
+        What::Leaf { ids: want, ctime } => {
+            if ids(&m) != want || (m.ctime(), m.ctime_nsec()) != ctime || m.is_dir() {
+                return Ok(Left::Changed);
             }
             match parent.unlink(name) {
-                Ok(()) => removed.push(*want),
+                Ok(()) => removed.push(want),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io_err("remove the moved", &shown)(e)),
+                Err(e) => return Err(io_err("remove the moved", &parent.shown(name))(e)),
             }
+            Ok(Left::Gone)
         }
-        Copied::Dir {
-            ids: want,
-            children,
-        } => {
-            let Sub::Dir(d) = parent.child_dir_is(name, *want)? else {
-                return Ok(());
-            };
-            for (n, c) in children {
-                remove_copied(&d, n, c, removed)?;
-            }
-            match parent.rmdir(name) {
-                Ok(()) => removed.push(*want),
-                Err(e)
-                    if e.kind() == io::ErrorKind::NotFound
-                        || e.kind() == io::ErrorKind::DirectoryNotEmpty =>
-                {
-                    // Something appeared in it after the copy: it stays.
-                }
-                Err(e) => return Err(io_err("remove the moved", &shown)(e)),
-            }
+        What::Kept { ids: want } if ids(&m) == want && !m.is_dir() => {
+            kept.push(parent.shown(name));
+            Ok(Left::Kept)
         }
+        What::Kept { .. } | What::Dir { .. } => Ok(Left::Changed),
     }
-    Ok(())
+}
+
+/// Removes the directory `name` in `parent` (`open`, all in it dealt
+/// with) if it is empty, or says what stays in it.
+fn remove_dir(
+    parent: &Dir,
+    name: &OsStr,
+    open: &Open,
+    removed: &mut Vec<Ids>,
+) -> Result<Left, SnapshotError> {
+    match parent.rmdir(name) {
+        Ok(()) => {
+            removed.push(open.want);
+            Ok(Left::Gone)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Left::Gone),
+        Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty => {
+            // Only what is kept may be left in it; anything else appeared
+            // after the copy.
+            if open.worst == Left::Kept && open.dir.list()?.iter().all(|n| open.stays.contains(n)) {
+                Ok(Left::Kept)
+            } else {
+                Ok(Left::Changed)
+            }
+        }
+        Err(e) => Err(io_err("remove the moved", &parent.shown(name))(e)),
+    }
 }
 
 /// For tests: where an undo's quarantine directory for `id` is.

@@ -11,7 +11,8 @@ use super::error::{SnapshotError, io_err};
 use super::manifest::write_marker;
 use super::quarantine::Quarantine;
 use super::safe_dir::{
-    Chain, Dir, Expect, FILE_FLAGS, Ids, Reached, Staging, Sub, ids, our_uid, set_attrs_fd,
+    Chain, Dir, Expect, FILE_FLAGS, Ids, Reached, Staging, Sub, check_proc, fresh_dir, ids,
+    set_attrs_fd,
 };
 use super::walk::{absolute, copy_hashed, create_private, excluded, lstat, sync_dir, walk_below};
 use super::{KEEP_S, MAX_EXAMPLES, Snapshot, UNDOING, UNDONE};
@@ -42,6 +43,11 @@ pub struct Restored {
     pub conflicts: u64,
     /// Up to 20 of them, in path order.
     pub conflict_examples: Vec<PathBuf>,
+    /// Fifos, sockets and device nodes (never unlinked), and files that grew
+    /// while copied, that a move into a quarantine on another filesystem
+    /// left in its private staging directory (0700, beside where they
+    /// were): where each now is. Everything else went to the quarantine.
+    pub left_in_staging: Vec<PathBuf>,
 }
 
 impl Restored {
@@ -73,13 +79,21 @@ impl Snapshot {
     /// root's path, or a root that existed and is now another file or
     /// directory (another inode or filesystem), unless the run itself left
     /// it so. A root whose parent is gone gets no chain: all under it is a
-    /// conflict.
-    fn open_roots(&self, changes: &[Change]) -> Result<Vec<Option<Chain>>, SnapshotError> {
+    /// conflict. Device numbers can change across reboots: a root with the
+    /// inode recorded (before or after the run) but another device number
+    /// is taken for the same directory, and its old device number is
+    /// returned with the new one, for every entry of that root to be
+    /// compared with the new number.
+    fn open_roots(
+        &self,
+        changes: &[Change],
+    ) -> Result<(Vec<Option<Chain>>, Vec<Remap>), SnapshotError> {
         let symlinked = |root: &Path| SnapshotError::Unsafe {
             path: root.to_path_buf(),
             why: "a component of the snapshot's path is now a symlink",
         };
         let mut chains = Vec::with_capacity(self.roots.len());
+        let mut remaps = Vec::new();
         for root in &self.roots {
             let (Some(parent), Some(name)) = (root.parent(), root.file_name()) else {
                 return Err(SnapshotError::Unsafe {
@@ -110,20 +124,71 @@ impl Snapshot {
             let Some(now) = now else {
                 continue;
             };
-            if ids(&now) == (before.dev, before.ino) {
+            let by_the_run = changes
+                .iter()
+                .find(|(p, _)| p == root)
+                .and_then(|(_, after)| after.as_ref())
+                .filter(|s| s.kind != Kind::Unknown)
+                .map(|s| (s.dev, s.ino));
+            let known: Vec<Ids> = [Some((before.dev, before.ino)), by_the_run]
+                .into_iter()
+                .flatten()
+                .collect();
+            if known.contains(&ids(&now)) {
                 continue;
             }
-            let by_the_run = changes.iter().any(|(p, after)| {
-                p == root && after.as_ref().is_some_and(|s| (s.dev, s.ino) == ids(&now))
+            if known.iter().any(|&(_, ino)| ino == now.ino()) {
+                for &(dev, _) in &known {
+                    if dev != now.dev() {
+                        remaps.push((root.clone(), dev, now.dev()));
+                    }
+                }
+                continue;
+            }
+            return Err(SnapshotError::Unsafe {
+                path: root.clone(),
+                why: "it is no longer the one that was snapshotted (another inode or filesystem)",
             });
-            if !by_the_run {
-                return Err(SnapshotError::Unsafe {
-                    path: root.clone(),
-                    why: "it is no longer the one that was snapshotted (another inode or filesystem)",
-                });
+        }
+        Ok((chains, remaps))
+    }
+
+    /// This snapshot, and `changes`, with the device numbers of each root
+    /// in `remaps` changed from the old to the new.
+    fn remapped(&self, remaps: &[Remap], changes: &mut [Change]) -> Snapshot {
+        let map = |path: &Path, dev: &mut u64| {
+            if let Some((_, _, new)) = remaps
+                .iter()
+                .find(|(root, old, _)| path.starts_with(root) && *dev == *old)
+            {
+                *dev = *new;
+            }
+        };
+        for (p, s) in changes.iter_mut() {
+            if let Some(s) = s.as_mut().filter(|s| s.kind != Kind::Unknown) {
+                map(p, &mut s.dev);
             }
         }
-        Ok(chains)
+        Snapshot {
+            id: self.id.clone(),
+            chore: self.chore.clone(),
+            created_at: self.created_at,
+            roots: self.roots.clone(),
+            exclude: self.exclude.clone(),
+            store: self.store.clone(),
+            dir: self.dir.clone(),
+            entries: self
+                .entries
+                .iter()
+                .map(|e| {
+                    let mut e = e.clone();
+                    if !e.kind.is_skipped() {
+                        map(&e.path, &mut e.dev);
+                    }
+                    e
+                })
+                .collect(),
+        }
     }
 
     /// Reverts what the run did, as `after.json` has it (see the module
@@ -137,12 +202,15 @@ impl Snapshot {
     /// `now`, or being undone; and one whose roots are not what was
     /// snapshotted. An undo that fails part-way leaves the `undoing` claim,
     /// so no later one starts over it, and returns
-    /// [`SnapshotError::Partial`].
+    /// [`SnapshotError::Partial`]; one that fails while it only checks (the
+    /// first pass, before anything is changed) lets go of its claim and
+    /// returns the error itself.
     pub fn restore(&self, quarantine: &Path, now: u64) -> Result<Restored, SnapshotError> {
-        let changes = self.load_after()?;
+        let mut changes = self.load_after()?;
         if now.saturating_sub(self.created_at) > KEEP_S {
             return Err(SnapshotError::Expired(self.id.clone()));
         }
+        check_proc()?;
         let quarantine = absolute(quarantine)?;
         let q = Quarantine::open(&quarantine, &self.id)?;
         let claim = self.dir.join(UNDOING);
@@ -162,7 +230,7 @@ impl Snapshot {
             Ok(None) => self.open_roots(&changes),
             Err(e) => Err(e),
         };
-        let chains = match ready {
+        let (chains, remaps) = match ready {
             Ok(c) => c,
             Err(e) => {
                 // Nothing was changed: the claim goes.
@@ -170,9 +238,24 @@ impl Snapshot {
                 return Err(e);
             }
         };
+        let remapped;
+        let snap = if remaps.is_empty() {
+            self
+        } else {
+            remapped = self.remapped(&remaps, &mut changes);
+            &remapped
+        };
+        let (mut cx, as_left) = match snap.check(&changes, &quarantine, q, chains) {
+            Ok(c) => c,
+            Err(e) => {
+                // Only checked so far, nothing changed: the claim goes.
+                let _ = fs::remove_file(&claim);
+                return Err(e);
+            }
+        };
         let mut done = Restored::default();
-        let finished = self
-            .revert(&changes, &quarantine, q, chains, &mut done)
+        let finished = cx
+            .revert(&changes, as_left, &mut done)
             .and_then(|()| write_marker(&self.dir.join(UNDONE), now))
             .and_then(|()| fs::remove_file(&claim).map_err(io_err("remove", &claim)))
             .and_then(|()| sync_dir(&self.dir));
@@ -185,14 +268,15 @@ impl Snapshot {
         }
     }
 
-    fn revert(
-        &self,
-        changes: &[Change],
+    /// The first pass: the undo's state, and whether each of `changes` is
+    /// still as the run left it. Changes nothing.
+    fn check<'a>(
+        &'a self,
+        changes: &'a [Change],
         quarantine: &Path,
         q: Quarantine,
         chains: Vec<Option<Chain>>,
-        done: &mut Restored,
-    ) -> Result<(), SnapshotError> {
+    ) -> Result<(Revert<'a>, Vec<bool>), SnapshotError> {
         let mut exclude = self.skipped_paths();
         exclude.push(quarantine.to_path_buf());
         let mut cx = Revert {
@@ -223,6 +307,20 @@ impl Snapshot {
                 *ok = cx.as_the_run_left(path, state.as_ref())?;
             }
         }
+        Ok((cx, as_left))
+    }
+}
+
+impl Revert<'_> {
+    /// The second pass: reverts each of `changes` found as the run left it
+    /// (`as_left`) by [`Snapshot::check`].
+    fn revert(
+        &mut self,
+        changes: &[Change],
+        as_left: Vec<bool>,
+        done: &mut Restored,
+    ) -> Result<(), SnapshotError> {
+        let cx = self;
         // Changes are in path order, so what lies under a path follows it at
         // once: `skip` is the path whose subtree is dealt with (moved with
         // it, or left with it as a conflict).
@@ -259,6 +357,9 @@ impl Snapshot {
         cx.put_back_dir_times()
     }
 }
+
+/// A root's device number as recorded, and as it is now.
+type Remap = (PathBuf, u64, u64);
 
 /// What became of one path of `after.json`.
 enum Outcome {
@@ -463,7 +564,7 @@ impl Revert<'_> {
                 if s.kind == Kind::Dir && !self.only_the_runs(&parent, name, path, s)? {
                     return Ok(Outcome::ConflictOnlyHere);
                 }
-                self.quarantine(ri, &parent, name, path)?;
+                self.quarantine(ri, &parent, name, path, done)?;
                 done.added();
                 self.touch(path, false);
                 Outcome::DoneWithAllBelow
@@ -508,9 +609,11 @@ impl Revert<'_> {
         parent: &Dir,
         name: &OsStr,
         path: &Path,
+        done: &mut Restored,
     ) -> Result<(), SnapshotError> {
         let moved = self.q.move_in(parent, name, path)?;
-        self.moved.extend(moved);
+        self.moved.extend(moved.ids);
+        done.left_in_staging.extend(moved.kept);
         self.forget(ri, path);
         Ok(())
     }
@@ -579,18 +682,31 @@ impl Revert<'_> {
         };
         let dev = dir.meta()?.dev();
         let mut clean = true;
-        walk_below(dir, path, dev, &[], &mut |at| {
-            let ours = !self.index.contains_key(at.path)
-                && at.kind != Kind::Skipped(Why::Mount)
-                && self.after.get(at.path).is_some_and(|s| {
-                    s.is_some_and(|s| {
-                        s.is_but_ctime(at.meta, dev, self.moved.contains(&ids(at.meta)))
-                    })
-                });
-            clean &= ours;
-            Ok(ours)
-        })?;
-        Ok(clean)
+        // What cannot be read there is not known to be the run's.
+        let mut unread = false;
+        let mut unreadable = |_: &Path, _: SnapshotError| {
+            unread = true;
+            Ok(())
+        };
+        walk_below(
+            dir,
+            path,
+            dev,
+            &[],
+            &mut |at| {
+                let ours = !self.index.contains_key(at.path)
+                    && at.kind != Kind::Skipped(Why::Mount)
+                    && self.after.get(at.path).is_some_and(|s| {
+                        s.is_some_and(|s| {
+                            s.is_but_ctime(at.meta, dev, self.moved.contains(&ids(at.meta)))
+                        })
+                    });
+                clean &= ours;
+                Ok(ours)
+            },
+            &mut unreadable,
+        )?;
+        Ok(clean && !unread)
     }
 
     /// Puts `old` back at its name in `parent`; with `replace`, first moves
@@ -631,7 +747,7 @@ impl Revert<'_> {
             }
             Kind::Dir => {
                 if replace {
-                    self.quarantine(ri, parent, name, path)?;
+                    self.quarantine(ri, parent, name, path, done)?;
                     done.replaced();
                 }
                 let Some(made) = create_dir(parent, name, old)? else {
@@ -641,7 +757,7 @@ impl Revert<'_> {
                 self.forget(ri, path);
                 Ok(true)
             }
-            Kind::Skipped(_) => Ok(false),
+            Kind::Skipped(_) | Kind::Unknown => Ok(false),
         }
     }
 
@@ -687,7 +803,7 @@ impl Revert<'_> {
             return Ok(false);
         };
         if replace {
-            self.quarantine(ri, parent, name, &old.path)?;
+            self.quarantine(ri, parent, name, &old.path, done)?;
             done.replaced();
         }
         match from.link(OsStr::new(PUT_BACK), parent, name) {
@@ -738,13 +854,11 @@ fn create_dir(parent: &Dir, name: &OsStr, e: &Entry) -> Result<Option<Ids>, Snap
         Err(err) if err.kind() == io::ErrorKind::AlreadyExists => return Ok(None),
         Err(err) => return Err(io_err("create", &e.path)(err)),
     }
-    let Sub::Dir(dir) = parent.child_dir(name)? else {
+    // Refused unless it is the very directory made: ours, private, empty,
+    // on the parent's filesystem (not one swapped in after the mkdir).
+    let Some((dir, m)) = fresh_dir(parent, name)? else {
         return Ok(None);
     };
-    let m = dir.meta()?;
-    if m.uid() != our_uid() || m.mode() & 0o077 != 0 {
-        return Ok(None);
-    }
     fchown(dir.file(), Some(e.uid), Some(e.gid)).map_err(io_err("set the owner of", &e.path))?;
     dir.file()
         .set_permissions(Permissions::from_mode(e.mode))
@@ -783,7 +897,8 @@ impl Snapshot {
         let mut dst = dir
             .create_file(name, 0o600)
             .map_err(io_err("create", &shown))?;
-        let (copied, got) = copy_hashed(&mut src, &blob, &mut dst, &shown, u64::MAX)?;
+        let limit = old.size.saturating_add(1);
+        let (copied, got) = copy_hashed(&mut src, &blob, &mut dst, &shown, limit)?;
         if copied != old.size || got != *sha {
             return Err(SnapshotError::CorruptBlob(old.path.clone()));
         }

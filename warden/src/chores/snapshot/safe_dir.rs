@@ -19,6 +19,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::MAX_ENTRIES;
 use super::error::{SnapshotError, io_err};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, DirBuilder, File, FileTimes, Metadata, OpenOptions, Permissions};
@@ -219,14 +220,24 @@ impl Dir {
     }
 
     /// The names in the directory, sorted (so walks go in path order).
+    /// Reads at most [`MAX_ENTRIES`] + 1 names: a directory holding more is
+    /// [`SnapshotError::TooManyEntries`], never read whole into memory.
     pub(super) fn list(&self) -> Result<Vec<OsString>, SnapshotError> {
         let rd = fs::read_dir(self.proc()).map_err(io_err("list", &self.path))?;
         let mut names = Vec::new();
-        for item in rd {
+        for item in rd.take(MAX_ENTRIES + 1) {
             names.push(item.map_err(io_err("list", &self.path))?.file_name());
+        }
+        if names.len() > MAX_ENTRIES {
+            return Err(SnapshotError::TooManyEntries { limit: MAX_ENTRIES });
         }
         names.sort();
         Ok(names)
+    }
+
+    /// Free and total bytes of the directory's filesystem.
+    pub(super) fn space(&self) -> Result<(u64, u64), SnapshotError> {
+        crate::system::space(&self.proc()).map_err(io_err("measure the free space of", &self.path))
     }
 
     /// Opens the regular file `name` for reading: never through a symlink,
@@ -449,20 +460,12 @@ impl Staging {
                 Err(e) => return Err(io_err("create", &parent.shown(&name))(e)),
             }
         };
-        let shown = parent.shown(&name);
-        let Sub::Dir(dir) = parent.child_dir(&name)? else {
+        let Some((dir, m)) = fresh_dir(parent, &name)? else {
             return Err(SnapshotError::Unsafe {
-                path: shown,
+                path: parent.shown(&name),
                 why: "the private directory the undo made was swapped",
             });
         };
-        let m = dir.meta()?;
-        if m.uid() != our_uid() || m.mode() & 0o077 != 0 || m.dev() != parent.meta()?.dev() {
-            return Err(SnapshotError::Unsafe {
-                path: shown,
-                why: "the private directory the undo made was swapped",
-            });
-        }
         Ok(Staging {
             dir,
             parent: parent.try_clone()?,
@@ -490,5 +493,52 @@ impl Staging {
                 .map_err(io_err("remove", &shown))?;
         }
         Ok(())
+    }
+}
+
+/// Opens the directory `name` that was just made (0700) in `parent`, and
+/// checks it is that very directory: ours, private, on `parent`'s
+/// filesystem, and empty (no entry, no subdirectory: at most 2 links, as an
+/// empty directory has on Linux filesystems that count them). `None` if
+/// what is there is anything else, e.g. a directory swapped in after the
+/// mkdir.
+pub(super) fn fresh_dir(
+    parent: &Dir,
+    name: &OsStr,
+) -> Result<Option<(Dir, Metadata)>, SnapshotError> {
+    let Sub::Dir(dir) = parent.child_dir(name)? else {
+        return Ok(None);
+    };
+    let m = dir.meta()?;
+    if m.uid() != our_uid()
+        || m.mode() & 0o077 != 0
+        || m.dev() != parent.meta()?.dev()
+        || m.nlink() > 2
+        || !dir.list()?.is_empty()
+    {
+        return Ok(None);
+    }
+    Ok(Some((dir, m)))
+}
+
+/// Checks once that `/proc/self/fd/<fd>` resolves to the very directory
+/// the descriptor holds (everything under the roots is reached that way):
+/// without `/proc`, every root would look absent.
+pub(super) fn check_proc() -> Result<(), SnapshotError> {
+    check_proc_at(Path::new("/proc/self/fd"))
+}
+
+/// [`check_proc`] with the descriptor directory at `fds` (tests).
+pub(super) fn check_proc_at(fds: &Path) -> Result<(), SnapshotError> {
+    let root = Path::new("/");
+    let fd = Dir::open(root).map_err(io_err("open", root))?;
+    let want = ids(&fd.metadata().map_err(io_err("inspect", root))?);
+    let through = fds.join(fd.as_raw_fd().to_string());
+    match fs::metadata(&through) {
+        Ok(m) if m.is_dir() && ids(&m) == want => Ok(()),
+        _ => Err(SnapshotError::Unsafe {
+            path: fds.to_path_buf(),
+            why: "snapshots need /proc mounted (every path is reached through /proc/self/fd)",
+        }),
     }
 }

@@ -4,8 +4,10 @@
 #![forbid(unsafe_code)]
 
 use super::entry::Why;
-use super::quarantine::{copy_tree, move_across, move_by_copy, remove_copied, undo_dirs};
-use super::safe_dir::Staging;
+use super::quarantine::{
+    Left, copy_tree, move_across, move_across_within, move_by_copy, remove_copied, undo_dirs,
+};
+use super::safe_dir::{Staging, check_proc_at, fresh_dir};
 use super::*;
 use serde_json::Value;
 use std::ffi::{OsStr, OsString};
@@ -1345,7 +1347,8 @@ fn moving_across_filesystems_copies_then_removes() {
         OsStr::new("moved"),
     )
     .unwrap();
-    assert_eq!(moved.len(), 3, "t, t/f and t/l: {moved:?}");
+    assert_eq!(moved.ids.len(), 3, "t, t/f and t/l: {moved:?}");
+    assert!(moved.kept.is_empty());
     assert!(!s.at("t").exists());
     assert_eq!(fs::read(dest.join("f")).unwrap(), b"data");
     assert_eq!(mode(&dest.join("f")), 0o604);
@@ -1575,7 +1578,8 @@ fn a_cross_filesystem_move_loses_nothing_added_late() {
     write(&s.at("t/late"), b"late");
     fs::write(s.at("t/f"), b"second").unwrap();
     let mut removed = Vec::new();
-    remove_copied(&src, t, &copied, &mut removed).unwrap();
+    let left = remove_copied(&src, t, &copied, &mut removed, &mut Vec::new()).unwrap();
+    assert_eq!(left, Left::Changed);
     assert_eq!(fs::read(s.at("t/late")).unwrap(), b"late", "not removed");
     assert_eq!(fs::read(s.at("t/f")).unwrap(), b"second", "not removed");
     assert!(!s.at("t/sub").exists(), "unchanged since the copy: removed");
@@ -1592,7 +1596,9 @@ fn a_cross_filesystem_move_loses_nothing_added_late() {
     // beside it first, copied from there, and the directory removed.
     write(&s.at("u/h"), b"h");
     let u = OsStr::new("u");
-    move_across(&src, u, &dest, u).unwrap();
+    let expect = src.lstat(u).unwrap().map(|m| (m.dev(), m.ino()));
+    let moved = move_across(&src, u, expect, &dest, u).unwrap();
+    assert_eq!(moved.ids.len(), 2, "u and u/h: {moved:?}");
     assert!(!s.at("u").exists());
     assert_eq!(fs::read(dest_path.join("u/h")).unwrap(), b"h");
     let left: Vec<_> = fs::read_dir(&s.root).unwrap().collect();
@@ -1607,18 +1613,52 @@ fn a_cross_filesystem_move_loses_nothing_added_late() {
     assert!(!shown.exists());
 }
 
+/// A filesystem of the test's own for the quarantine: a tmpfs (8 GiB of
+/// address space, nothing allocated) mounted for the test and unmounted
+/// after, so a move into it cannot be a rename and its room is known.
+struct OtherFs {
+    dir: PathBuf,
+}
+
+impl OtherFs {
+    fn mount(name: &str) -> OtherFs {
+        let dir = PathBuf::from(format!(
+            "/var/tmp/aromba-otherfs-{name}-{}",
+            std::process::id()
+        ));
+        let _ = assert_cmd::Command::new("umount").arg(&dir).output();
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let out = assert_cmd::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=8g,mode=0700", "tmpfs"])
+            .arg(&dir)
+            .output()
+            .expect("mount runs");
+        assert!(
+            out.status.success(),
+            "this test mounts a tmpfs (as root): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        OtherFs { dir }
+    }
+}
+
+impl Drop for OtherFs {
+    fn drop(&mut self) {
+        let _ = assert_cmd::Command::new("umount").arg(&self.dir).output();
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
 #[test]
 fn undo_into_a_quarantine_on_another_filesystem() {
     let s = Scratch::new("other-fs");
-    let shm = Path::new("/dev/shm");
-    // /dev/shm is a tmpfs on every Linux the suite runs on: a second
-    // filesystem, so the move into the quarantine cannot be a rename.
-    let other = fs::metadata(shm).map(|m| m.dev()).ok();
-    assert!(
-        other.is_some_and(|d| d != fs::metadata(&s.root).unwrap().dev()),
-        "this test needs /dev/shm on a filesystem of its own"
+    let other = OtherFs::mount("q");
+    assert_ne!(
+        fs::metadata(&other.dir).unwrap().dev(),
+        fs::metadata(&s.root).unwrap().dev()
     );
-    let q = shm.join(format!("aromba-q-{}", std::process::id()));
+    let q = other.dir.join("quarantine");
     let _ = fs::remove_dir_all(&q);
     write(&s.at("a"), b"a");
     write(&s.at("d/b"), b"b");
@@ -1678,4 +1718,407 @@ fn a_file_changing_while_copied_is_copied_again_or_refused() {
     let mut dst = File::create(&blob).unwrap();
     let err = copy_stable(&mut f, meta, &s.at("a"), &mut dst, &blob, |_| append(b"c")).unwrap_err();
     assert!(matches!(err, SnapshotError::Changed(_)), "{err}");
+}
+
+#[test]
+fn a_directory_churned_during_seal_is_an_unknown_conflict_not_a_lost_undo() {
+    let s = Scratch::new("churn");
+    write(&s.at("a.txt"), b"alpha");
+    write(&s.at("d/f"), b"f");
+    let snap = s.take(110);
+    // The run.
+    write(&s.at("a.txt"), b"the run's");
+    write(&s.at("d/g"), b"the run's g");
+    // A user swaps d for a fresh directory each time a walk has listed it
+    // and is about to open it: both seal walks see it churned.
+    let (d, root) = (s.at("d"), s.root.clone());
+    let mut n = 0;
+    super::walk::churn::set(Some(Box::new(move |p: &Path| {
+        if p == d {
+            n += 1;
+            fs::rename(&d, root.join(format!("d.{n}"))).unwrap();
+            fs::create_dir(&d).unwrap();
+        }
+    })));
+    let sealed = snap.seal();
+    super::walk::churn::set(None);
+    let diff = sealed.expect("a churned directory does not cost the run its undo");
+    assert_eq!(diff.unknown, 1, "{diff:?}");
+    assert_eq!(diff.modified, 1, "a.txt: {diff:?}");
+    assert!(
+        diff.summary().contains("1 could not be read"),
+        "{}",
+        diff.summary()
+    );
+    let after: Value = serde_json::from_slice(&fs::read(snap.dir.join(AFTER)).unwrap()).unwrap();
+    let unknown: Vec<&Value> = after["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["after"] == "unknown")
+        .collect();
+    assert_eq!(unknown.len(), 1, "{after}");
+    assert_eq!(unknown[0]["path"], s.at("d").to_str().unwrap());
+    assert!(
+        peek(&s.store, &id(110), NOW).is_ok(),
+        "sealed, so it can be undone"
+    );
+
+    // The undo puts back what it knows and leaves the unknown alone.
+    let done = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(fs::read(s.at("a.txt")).unwrap(), b"alpha");
+    assert_eq!(done.conflicts, 1, "{done:?}");
+    assert_eq!(done.conflict_examples, vec![s.at("d")]);
+    assert!(s.at("d").is_dir());
+    assert_eq!(fs::read_dir(s.at("d")).unwrap().count(), 0, "untouched");
+    // The first swap's d.1, there at the second walk, was taken for the
+    // run's and moved aside, never lost; d.2 came after that walk's listing.
+    assert_eq!(
+        fs::read(s.quarantined(110, &s.at("d.1/g"))).unwrap(),
+        b"the run's g"
+    );
+    assert!(s.at("d.2").is_dir());
+
+    // A swap seen only once gets a clean second walk: no unknown.
+    let s = Scratch::new("churn-once");
+    write(&s.at("d/f"), b"f");
+    let snap = s.take(111);
+    write(&s.at("d/g"), b"the run's g");
+    let (d, root) = (s.at("d"), s.root.clone());
+    let mut once = true;
+    super::walk::churn::set(Some(Box::new(move |p: &Path| {
+        if p == d && once {
+            once = false;
+            fs::rename(&d, root.join("d.tmp")).unwrap();
+            fs::create_dir(root.join("d.swap")).unwrap();
+            fs::rename(root.join("d.swap"), &d).unwrap();
+            fs::remove_dir(&d).unwrap();
+            fs::rename(root.join("d.tmp"), &d).unwrap();
+        }
+    })));
+    let sealed = snap.seal();
+    super::walk::churn::set(None);
+    let diff = sealed.unwrap();
+    assert_eq!((diff.unknown, diff.added), (0, 1), "{diff:?}");
+}
+
+#[test]
+fn an_unknown_state_in_after_json_is_only_the_string() {
+    let s = Scratch::new("unknown-json");
+    write(&s.at("a"), b"a");
+    let snap = s.take(112);
+    write(&s.at("a"), b"the run's");
+    snap.seal().unwrap();
+    edit_after(&s, 112, |v| {
+        v["changes"][0]["after"] = serde_json::json!({"kind": "unknown"});
+    });
+    let err = snap.restore(&s.quarantine, NOW).unwrap_err();
+    assert!(matches!(err, SnapshotError::BadManifest { .. }), "{err}");
+    edit_after(&s, 112, |v| v["changes"][0]["after"] = "unknown".into());
+    let done = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(done.conflict_examples, vec![s.at("a")]);
+    assert_eq!(fs::read(s.at("a")).unwrap(), b"the run's");
+}
+
+#[test]
+fn a_first_pass_failure_releases_the_undo_claim() {
+    let s = Scratch::new("first-pass");
+    write(&s.at("a"), b"a");
+    let snap = s.take(113);
+    write(&s.at("a"), b"the run's");
+    write(&s.at("new"), b"new");
+    snap.seal().unwrap();
+    // A name too long to look up makes the first (read-only) pass fail.
+    let long = s.root.join("x".repeat(300));
+    let saved = fs::read(snap.dir.join(AFTER)).unwrap();
+    edit_after(&s, 113, |v| {
+        let mut c = v["changes"][1].clone();
+        c["path"] = long.to_str().unwrap().into();
+        v["changes"].as_array_mut().unwrap().push(c);
+    });
+    let err = snap.restore(&s.quarantine, NOW).unwrap_err();
+    assert!(
+        !matches!(err, SnapshotError::Partial { .. }),
+        "nothing was changed: {err}"
+    );
+    assert!(matches!(err, SnapshotError::Io { .. }), "{err}");
+    assert!(!snap.dir.join(UNDOING).exists(), "the claim went");
+    assert!(!snap.dir.join(UNDONE).exists());
+    assert_eq!(fs::read(s.at("a")).unwrap(), b"the run's");
+    assert!(s.at("new").exists());
+    assert!(peek(&s.store, &id(113), NOW).is_ok(), "still undoable");
+    fs::write(snap.dir.join(AFTER), saved).unwrap();
+    snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(fs::read(s.at("a")).unwrap(), b"a");
+    assert!(!s.at("new").exists());
+}
+
+#[test]
+fn a_quarantine_without_room_leaves_the_move_in_staging() {
+    let s = Scratch::new("no-room");
+    write(&s.at("t/f"), &[7u8; 10_000]);
+    let dest_path = s.base.join("dest");
+    fs::create_dir(&dest_path).unwrap();
+    let (src, dest) = (open_dir(&s.root), open_dir(&dest_path));
+    let t = OsStr::new("t");
+    let expect = src.lstat(t).unwrap().map(|m| (m.dev(), m.ino()));
+    let err = move_across_within(&src, t, expect, &dest, t, 8_192).unwrap_err();
+    let SnapshotError::Stranded { path, why } = &err else {
+        panic!("{err}");
+    };
+    assert!(why.contains("has room for"), "{err}");
+    assert!(path.starts_with(&s.root), "beside where it was: {err}");
+    assert_eq!(fs::read(path.join("f")).unwrap(), [7u8; 10_000], "whole");
+    assert!(!s.at("t").exists());
+    assert_eq!(
+        fs::read_dir(&dest_path).unwrap().count(),
+        0,
+        "nothing copied"
+    );
+
+    // With room, it moves.
+    write(&s.at("u/f"), &[7u8; 10_000]);
+    let u = OsStr::new("u");
+    let expect = src.lstat(u).unwrap().map(|m| (m.dev(), m.ino()));
+    let moved = move_across_within(&src, u, expect, &dest, u, 1 << 20).unwrap();
+    assert_eq!(moved.ids.len(), 2);
+    assert_eq!(fs::read(dest_path.join("u/f")).unwrap(), [7u8; 10_000]);
+    // The real measure keeps the larger of 1 GiB and a tenth free.
+    assert_eq!(super::quarantine::reserve(1 << 40), (1 << 40) / 10);
+    assert_eq!(super::quarantine::reserve(1 << 30), 1 << 30);
+}
+
+#[test]
+fn fifos_in_a_cross_filesystem_move_stay_in_staging_and_are_reported() {
+    let s = Scratch::new("fifo-across");
+    write(&s.at("t/f"), b"f");
+    fs::create_dir(s.at("t/sub")).unwrap();
+    mkfifo(&s.at("t/sub/pipe"));
+    let dest_path = s.base.join("dest");
+    fs::create_dir(&dest_path).unwrap();
+    let (src, dest) = (open_dir(&s.root), open_dir(&dest_path));
+    let t = OsStr::new("t");
+    let expect = src.lstat(t).unwrap().map(|m| (m.dev(), m.ino()));
+    let moved = move_across(&src, t, expect, &dest, t).unwrap();
+    assert_eq!(moved.kept.len(), 1, "{moved:?}");
+    let kept = &moved.kept[0];
+    assert!(kept.starts_with(&s.root) && kept.ends_with("staged/sub/pipe"));
+    assert!(fs::symlink_metadata(kept).unwrap().file_type().is_fifo());
+    assert_eq!(fs::read(dest_path.join("t/f")).unwrap(), b"f");
+    assert!(!s.at("t").exists());
+    assert!(!dest_path.join("t/sub/pipe").exists(), "no data to copy");
+    // Only the inode looked at is recorded as moved.
+    write(&s.at("v/f"), b"f");
+    let v = OsStr::new("v");
+    let moved = move_across(&src, v, Some((0, 0)), &dest, v).unwrap();
+    assert!(moved.ids.is_empty(), "{moved:?}");
+    assert_eq!(fs::read(dest_path.join("v/f")).unwrap(), b"f");
+}
+
+#[test]
+fn undo_into_another_filesystem_reports_fifos_left_in_staging() {
+    let s = Scratch::new("fifo-other-fs");
+    let other = OtherFs::mount("qf");
+    let q = other.dir.join("quarantine");
+    let _ = fs::remove_dir_all(&q);
+    write(&s.at("a"), b"a");
+    let snap = s.take(114);
+    write(&s.at("newdir/f"), b"f");
+    mkfifo(&s.at("newdir/pipe"));
+    snap.seal().unwrap();
+    let done = snap.restore(&q, NOW);
+    let _ = fs::remove_dir_all(&q);
+    let done = done.unwrap();
+    assert_eq!(done.quarantined_added, 1, "{done:?}");
+    assert_eq!(done.left_in_staging.len(), 1, "{done:?}");
+    assert!(
+        fs::symlink_metadata(&done.left_in_staging[0])
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    assert!(!s.at("newdir").exists());
+}
+
+#[test]
+fn undo_survives_changed_device_numbers() {
+    let s = Scratch::new("dev-numbers");
+    write(&s.at("a"), b"a");
+    write(&s.at("d/b"), b"b");
+    write(&s.at("d/e/c"), b"c");
+    let snap = s.take(115);
+    write(&s.at("a"), b"the run's a");
+    fs::remove_file(s.at("d/e/c")).unwrap();
+    write(&s.at("d/new"), b"new");
+    snap.seal().unwrap();
+    let dev = fs::symlink_metadata(&s.root).unwrap().dev();
+    let other = dev + 1000;
+    // As after a reboot that numbered the filesystem anew.
+    edit_manifest(&s, 115, |v| {
+        for e in v["entries"].as_array_mut().unwrap() {
+            if e["dev"] == dev {
+                e["dev"] = other.into();
+            }
+        }
+    });
+    edit_after(&s, 115, |v| {
+        for c in v["changes"].as_array_mut().unwrap() {
+            if c["after"]["dev"] == dev {
+                c["after"]["dev"] = other.into();
+            }
+        }
+    });
+    let back = load(&s.store, &id(115)).unwrap();
+    assert!(back.entries.iter().all(|e| e.dev != dev));
+    let done = back.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(done.conflicts, 0, "{done:?}");
+    assert_eq!(fs::read(s.at("a")).unwrap(), b"a");
+    assert_eq!(fs::read(s.at("d/e/c")).unwrap(), b"c");
+    assert!(!s.at("d/new").exists());
+
+    // The inode still counts: another directory in the root's place is
+    // refused, whatever its device number.
+    let snap = s.take(116);
+    write(&s.at("x"), b"x");
+    snap.seal().unwrap();
+    edit_manifest(&s, 116, |v| {
+        for e in v["entries"].as_array_mut().unwrap() {
+            if e["dev"] == dev {
+                e["dev"] = other.into();
+                e["ino"] = (e["ino"].as_u64().unwrap() + 1_000_000).into();
+            }
+        }
+    });
+    let err = load(&s.store, &id(116))
+        .unwrap()
+        .restore(&s.quarantine, NOW)
+        .unwrap_err();
+    assert!(matches!(err, SnapshotError::Unsafe { .. }), "{err}");
+    assert!(s.at("x").exists());
+}
+
+#[test]
+fn a_directory_swapped_in_after_mkdir_is_refused() {
+    let s = Scratch::new("fresh-dir");
+    let root = open_dir(&s.root);
+    let private = |p: &Path| fs::set_permissions(p, Permissions::from_mode(0o700)).unwrap();
+    // What a mkdir just made: empty, ours, private.
+    fs::create_dir(s.at("made")).unwrap();
+    private(&s.at("made"));
+    assert!(fresh_dir(&root, OsStr::new("made")).unwrap().is_some());
+    // A directory of someone's, with something in it, moved into its place.
+    write(&s.at("full/x"), b"x");
+    private(&s.at("full"));
+    assert!(fresh_dir(&root, OsStr::new("full")).unwrap().is_none());
+    fs::create_dir_all(s.at("nested/sub")).unwrap();
+    private(&s.at("nested"));
+    assert!(fresh_dir(&root, OsStr::new("nested")).unwrap().is_none());
+    // Not private, or a symlink.
+    fs::create_dir(s.at("open")).unwrap();
+    fs::set_permissions(s.at("open"), Permissions::from_mode(0o755)).unwrap();
+    assert!(fresh_dir(&root, OsStr::new("open")).unwrap().is_none());
+    symlink(s.at("made"), s.at("link")).unwrap();
+    assert!(fresh_dir(&root, OsStr::new("link")).unwrap().is_none());
+}
+
+#[test]
+fn snapshots_refuse_to_work_without_proc() {
+    check_proc().unwrap();
+    let s = Scratch::new("no-proc");
+    let fake = s.base.join("fd");
+    fs::create_dir(&fake).unwrap();
+    let err = check_proc_at(&fake).unwrap_err();
+    assert!(
+        err.to_string().contains("snapshots need /proc mounted"),
+        "{err}"
+    );
+}
+
+/// Makes `levels` nested directories `n/n/…` under `at`, returning the
+/// deepest.
+fn nest(at: &Path, levels: usize) -> PathBuf {
+    let mut p = at.to_path_buf();
+    for _ in 0..levels {
+        p.push("n");
+    }
+    fs::create_dir_all(&p).unwrap();
+    p
+}
+
+#[test]
+fn too_deep_a_tree_is_refused_not_a_crash() {
+    let s = Scratch::new("deep");
+    write(&s.at("a"), b"a");
+    let deepest = nest(&s.root, 300);
+    fs::write(deepest.join("f"), b"deep").unwrap();
+    let err = take(
+        &s.store,
+        &id(117),
+        "c",
+        std::slice::from_ref(&s.root),
+        &[],
+        NOW,
+        ROOMY,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("256 directories deep"), "{err}");
+    // 256 levels are fine.
+    fs::remove_dir_all(s.at("n")).unwrap();
+    nest(&s.root, 255);
+    let snap = s.take(118);
+    fs::remove_dir_all(s.at("n")).unwrap();
+
+    // A run that makes a tree too deep still gets its seal, with the part
+    // too deep unknown, and the undo leaves that alone.
+    write(&s.at("a"), b"the run's");
+    nest(&s.root, 300);
+    let d = snap.seal().unwrap();
+    assert_eq!(d.unknown, 1, "{d:?}");
+    let done = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(fs::read(s.at("a")).unwrap(), b"a");
+    assert!(done.conflicts > 0);
+    assert!(nest(&s.root, 300).exists(), "left alone");
+
+    // Nor does a cross-filesystem copy go deeper.
+    let src = open_dir(&s.root);
+    let dest_path = s.base.join("dest");
+    fs::create_dir(&dest_path).unwrap();
+    let n = OsStr::new("n");
+    let meta = src.lstat(n).unwrap().unwrap();
+    let err = copy_tree(&src, n, &meta, &open_dir(&dest_path), n, meta.dev()).unwrap_err();
+    assert!(err.to_string().contains("256 directories deep"), "{err}");
+}
+
+#[test]
+fn a_file_growing_while_copied_across_stays_in_staging() {
+    let s = Scratch::new("grows");
+    write(&s.at("t/f"), b"first");
+    write(&s.at("t/g"), b"g");
+    let dest_path = s.base.join("dest");
+    fs::create_dir(&dest_path).unwrap();
+    let (src, dest) = (open_dir(&s.root), open_dir(&dest_path));
+    let t = OsStr::new("t");
+    let expect = src.lstat(t).unwrap().map(|m| (m.dev(), m.ino()));
+    // Someone holding it open appends to f once it is copied.
+    let mut once = true;
+    super::walk::churn::set(Some(Box::new(move |p: &Path| {
+        if once && p.ends_with("staged/f") {
+            once = false;
+            fs::OpenOptions::new()
+                .append(true)
+                .open(p)
+                .unwrap()
+                .write_all(b" and more")
+                .unwrap();
+        }
+    })));
+    let moved = move_across(&src, t, expect, &dest, t);
+    super::walk::churn::set(None);
+    let moved = moved.unwrap();
+    assert_eq!(moved.kept.len(), 1, "{moved:?}");
+    assert!(moved.kept[0].ends_with("staged/f"));
+    assert_eq!(fs::read(&moved.kept[0]).unwrap(), b"first and more");
+    assert!(!dest_path.join("t/f").exists(), "no partial copy");
+    assert_eq!(fs::read(dest_path.join("t/g")).unwrap(), b"g");
+    assert!(!s.at("t").exists());
 }

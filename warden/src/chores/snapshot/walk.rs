@@ -53,6 +53,25 @@ impl Seen<'_> {
     }
 }
 
+/// How many directories deep a walk or a copy goes below a root; deeper is
+/// refused (or, in a seal, recorded as unknown), never a crash.
+pub(super) const MAX_DEPTH: usize = 256;
+
+/// The error for a path nested deeper than [`MAX_DEPTH`].
+pub(super) fn too_deep(path: &Path) -> SnapshotError {
+    SnapshotError::Unsafe {
+        path: path.to_path_buf(),
+        why: "it is nested more than 256 directories deep",
+    }
+}
+
+/// What a walk does with an entry it cannot read (its `lstat` fails, it is
+/// a directory that cannot be opened or listed, was swapped since it was
+/// listed, or lies too deep): `Err` stops the walk, `Ok` passes over it and
+/// all below it.
+pub(super) type Unreadable<'a> =
+    &'a mut dyn FnMut(&Path, SnapshotError) -> Result<(), SnapshotError>;
+
 /// Visits every entry under `roots` in path order, without following
 /// symlinks or leaving a root's filesystem; `visit` returns whether to go
 /// into a directory. Each root's parent is opened from `/` one component at
@@ -60,11 +79,23 @@ impl Seen<'_> {
 /// directory is then opened through its parent's descriptor and must be the
 /// one just listed, so a directory swapped meanwhile is
 /// [`SnapshotError::Changed`], never listed in its place. Entries that
-/// vanish mid-walk are passed over.
+/// vanish mid-walk are passed over; any entry that cannot be read stops
+/// the walk with its error.
 pub(super) fn walk(
     roots: &[PathBuf],
     exclude: &[PathBuf],
+    visit: impl FnMut(&Seen) -> Result<bool, SnapshotError>,
+) -> Result<(), SnapshotError> {
+    walk_tolerant(roots, exclude, visit, &mut |_, e| Err(e))
+}
+
+/// [`walk`], handing what cannot be read to `unreadable` (see
+/// [`Unreadable`]).
+pub(super) fn walk_tolerant(
+    roots: &[PathBuf],
+    exclude: &[PathBuf],
     mut visit: impl FnMut(&Seen) -> Result<bool, SnapshotError>,
+    unreadable: Unreadable,
 ) -> Result<(), SnapshotError> {
     for root in roots {
         if excluded(root, exclude) {
@@ -86,8 +117,13 @@ pub(super) fn walk(
             }
             Sub::Missing | Sub::NotDir | Sub::Elsewhere => continue,
         };
-        let Some(meta) = parent.lstat(name)? else {
-            continue;
+        let meta = match parent.lstat(name) {
+            Ok(Some(m)) => m,
+            Ok(None) => continue,
+            Err(e) => {
+                unreadable(root, e)?;
+                continue;
+            }
         };
         let dev = meta.dev();
         let kind = Kind::of(&meta, dev);
@@ -101,27 +137,33 @@ pub(super) fn walk(
         if !visit(&seen)? || kind != Kind::Dir {
             continue;
         }
-        match parent.child_dir_is(name, ids(&meta))? {
-            Sub::Dir(d) => walk_below(d, root, dev, exclude, &mut visit)?,
-            Sub::Missing => {}
-            _ => return Err(SnapshotError::Changed(root.clone())),
+        match parent.child_dir_is(name, ids(&meta)) {
+            Ok(Sub::Dir(d)) => walk_below(d, root, dev, exclude, &mut visit, unreadable)?,
+            Ok(Sub::Missing) => {}
+            Ok(_) => unreadable(root, SnapshotError::Changed(root.clone()))?,
+            Err(e) => unreadable(root, e)?,
         }
     }
     Ok(())
 }
 
 /// Visits everything below the open directory `top` (at `top_path`) as
-/// [`walk`] does; entries not on `dev` are passed to `visit` as mounts and
-/// never entered. Keeps one directory's names and descriptor per level.
+/// [`walk_tolerant`] does; entries not on `dev` are passed to `visit` as
+/// mounts and never entered. Keeps one directory's names and descriptor per
+/// level, at most [`MAX_DEPTH`] levels.
 pub(super) fn walk_below(
     top: Dir,
     top_path: &Path,
     dev: u64,
     exclude: &[PathBuf],
     visit: &mut impl FnMut(&Seen) -> Result<bool, SnapshotError>,
+    unreadable: Unreadable,
 ) -> Result<(), SnapshotError> {
     type Level = (PathBuf, Dir, std::vec::IntoIter<OsString>);
-    let names = top.list()?;
+    let names = match top.list() {
+        Ok(n) => n,
+        Err(e) => return unreadable(top_path, e),
+    };
     let mut stack: Vec<Level> = vec![(top_path.to_path_buf(), top, names.into_iter())];
     while let Some((dir_path, dir, names)) = stack.last_mut() {
         let Some(name) = names.next() else {
@@ -132,8 +174,13 @@ pub(super) fn walk_below(
         if excluded(&path, exclude) {
             continue;
         }
-        let Some(meta) = dir.lstat(&name)? else {
-            continue;
+        let meta = match dir.lstat(&name) {
+            Ok(Some(m)) => m,
+            Ok(None) => continue,
+            Err(e) => {
+                unreadable(&path, e)?;
+                continue;
+            }
         };
         let kind = Kind::of(&meta, dev);
         let seen = Seen {
@@ -146,12 +193,31 @@ pub(super) fn walk_below(
         if !visit(&seen)? || kind != Kind::Dir {
             continue;
         }
-        let next = match dir.child_dir_is(&name, ids(&meta))? {
-            Sub::Dir(d) => d,
-            Sub::Missing => continue,
-            _ => return Err(SnapshotError::Changed(path)),
+        #[cfg(test)]
+        churn::at(&path);
+        let next = match dir.child_dir_is(&name, ids(&meta)) {
+            Ok(Sub::Dir(d)) => d,
+            Ok(Sub::Missing) => continue,
+            Ok(_) => {
+                unreadable(&path, SnapshotError::Changed(path.clone()))?;
+                continue;
+            }
+            Err(e) => {
+                unreadable(&path, e)?;
+                continue;
+            }
         };
-        let names = next.list()?;
+        if stack.len() >= MAX_DEPTH {
+            unreadable(&path, too_deep(&path))?;
+            continue;
+        }
+        let names = match next.list() {
+            Ok(n) => n,
+            Err(e) => {
+                unreadable(&path, e)?;
+                continue;
+            }
+        };
         stack.push((path, next, names.into_iter()));
     }
     Ok(())
@@ -203,4 +269,33 @@ pub(super) fn sync_dir(path: &Path) -> Result<(), SnapshotError> {
         .open(path)
         .and_then(|d| d.sync_all())
         .map_err(io_err("sync", path))
+}
+
+/// For tests: something done to a directory between its listing and its
+/// opening by a walk on this thread, or to a file while a copy across
+/// filesystems reads it, as a user churning it would.
+#[cfg(test)]
+pub(super) mod churn {
+    use std::cell::RefCell;
+    use std::path::Path;
+
+    type Hook = Box<dyn FnMut(&Path)>;
+
+    thread_local! {
+        static HOOK: RefCell<Option<Hook>> = RefCell::new(None);
+    }
+
+    pub(in super::super) fn set(hook: Option<Hook>) {
+        HOOK.with(|h| *h.borrow_mut() = hook);
+    }
+
+    /// Runs the hook on `path`: a directory a walk is about to open, or a
+    /// file a cross-filesystem copy has just copied.
+    pub(in super::super) fn at(path: &Path) {
+        HOOK.with(|h| {
+            if let Some(f) = h.borrow_mut().as_mut() {
+                f(path);
+            }
+        });
+    }
 }
