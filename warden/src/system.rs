@@ -209,6 +209,19 @@ pub fn socket_raw(family: u64, kind: i32) -> io::Result<std::os::fd::OwnedFd> {
     Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
 }
 
+/// `ioctl(fd, TIOCSTI, &byte)`: pushes a byte into a terminal's input, as a
+/// caged program bent on typing into the owner's shell would. The cage's
+/// probe uses it to show the cage leaves no terminal to type into.
+pub fn tiocsti(fd: &impl AsRawFd, byte: u8) -> io::Result<()> {
+    // SAFETY: TIOCSTI reads one byte through the pointer, which points at a
+    // live local; the descriptor is borrowed for the call.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCSTI, &byte as *const u8) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// `fstatvfs`: the bytes an unprivileged writer may still use on the
 /// filesystem holding `dir` (`f_bavail`: the Warden keeps root's reserve for
 /// the system), and the filesystem's size.

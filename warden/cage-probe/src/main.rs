@@ -74,13 +74,44 @@ fn main() -> ExitCode {
                 .write(true)
                 .open("/dev/tty"),
         ),
+        ["tiocsti"] => tiocsti(),
         _ => {
             eprintln!(
-                "usage: aromba-cage-probe socket-unix-high-bits|socket-unix|socket-inet|socketpair-unix|status|write PATH|read PATH|processes|tty"
+                "usage: aromba-cage-probe socket-unix-high-bits|socket-unix|socket-inet|socketpair-unix|status|write PATH|read PATH|processes|tty|tiocsti"
             );
             return ExitCode::from(2);
         }
     };
     println!("{line}");
     ExitCode::SUCCESS
+}
+
+/// Tries to type into a terminal through every descriptor the cage left
+/// the probe (0, 1, 2) and through `/dev/tty`; "refused: …" when none took
+/// the byte.
+fn tiocsti() -> String {
+    use std::os::fd::AsFd;
+    let mut why = Vec::new();
+    for (name, fd) in [
+        ("stdin", std::io::stdin().as_fd().try_clone_to_owned()),
+        ("stdout", std::io::stdout().as_fd().try_clone_to_owned()),
+        ("stderr", std::io::stderr().as_fd().try_clone_to_owned()),
+    ] {
+        match fd.and_then(|fd| aromba_warden::system::tiocsti(&fd, b'x')) {
+            Ok(()) => return format!("injected through {name}"),
+            Err(e) => why.push(format!("{name}: {e}")),
+        }
+    }
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .and_then(|tty| aromba_warden::system::tiocsti(&tty, b'x'))
+    {
+        Ok(()) => "injected through /dev/tty".into(),
+        Err(e) => {
+            why.push(format!("/dev/tty: {e}"));
+            format!("refused: {}", why.join("; "))
+        }
+    }
 }

@@ -182,6 +182,19 @@ fn a_secret_file_inside_a_hidden_directory_is_hidden_with_it() {
 }
 
 #[test]
+fn the_tiocsti_probe_does_type_into_a_real_terminal_outside_the_cage() {
+    // The control for the test above: given a terminal (script(1) makes
+    // one), the same probe does push a byte into it, so "refused" in the
+    // cage is the cage's doing.
+    let out = assert_cmd::Command::new("script")
+        .args(["-qec", &format!("{} tiocsti", probe_bin()), "/dev/null"])
+        .output()
+        .expect("script runs");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("injected through stdin"), "{said}");
+}
+
+#[test]
 fn secret_paths_are_not_visible() {
     let root = temp("secrets");
     let layout = Layout::rooted(&root);
@@ -228,6 +241,9 @@ fn the_cage_sees_no_warden_process() {
 #[test]
 fn the_terminal_cannot_be_reached() {
     assert!(probe(&CageSpec::default(), &["tty"]).starts_with("refused"));
+    // TIOCSTI: no descriptor the cage leaves is a terminal to type into.
+    let typed = probe(&CageSpec::default(), &["tiocsti"]);
+    assert!(typed.starts_with("refused"), "{typed}");
 }
 
 #[test]
