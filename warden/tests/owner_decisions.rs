@@ -34,6 +34,20 @@ fn seed(w: &Warden) {
     std::fs::create_dir_all(w.touched.join("sub")).unwrap();
 }
 
+/// A chore run from the root terminal.
+fn run(w: &Warden, chore: &str, dry_run: bool) -> Response {
+    w.control(&Request::ChoreRun {
+        name: chore.into(),
+        dry_run,
+    })
+}
+
+/// The dry run every first real run needs, then the real run's receipt.
+fn dry_then_real(w: &Warden, chore: &str) -> String {
+    receipt(run(w, chore, true));
+    receipt(run(w, chore, false))
+}
+
 fn receipt(r: Response) -> String {
     match r {
         Response::Receipt { receipt, ok, .. } => {
@@ -63,15 +77,7 @@ fn refused(r: Response) -> String {
 fn a_red_run_snapshots_first_and_undo_puts_everything_back() {
     let w = Warden::start("owner-undo", true, &[tidy()]);
     seed(&w);
-    let r = w.control(&Request::ChoreRun {
-        name: "tidy".into(),
-        dry_run: true,
-    });
-    receipt(r);
-    let done = receipt(w.control(&Request::ChoreRun {
-        name: "tidy".into(),
-        dry_run: false,
-    }));
+    let done = dry_then_real(&w, "tidy");
     assert!(
         done.contains("changed: 1 added, 1 removed, 1 changed"),
         "{done}"
@@ -139,14 +145,7 @@ fn a_red_run_that_changes_nothing_has_no_undo() {
             "[ \"$1\" = --dry-run ] && exit 0\nls TOUCHED",
         )],
     );
-    receipt(w.control(&Request::ChoreRun {
-        name: "look".into(),
-        dry_run: true,
-    }));
-    let done = receipt(w.control(&Request::ChoreRun {
-        name: "look".into(),
-        dry_run: false,
-    }));
+    let done = dry_then_real(&w, "look");
     assert!(!done.contains("undo id"), "{done}");
     let store = w.layout().state_dir.join("snapshots");
     assert_eq!(std::fs::read_dir(store).unwrap().count(), 0, "discarded");
@@ -156,14 +155,7 @@ fn a_red_run_that_changes_nothing_has_no_undo() {
 fn undo_from_the_chat_needs_a_verified_tap() {
     let w = Warden::start("owner-undo-tap", true, &[tidy()]);
     seed(&w);
-    receipt(w.control(&Request::ChoreRun {
-        name: "tidy".into(),
-        dry_run: true,
-    }));
-    let id = undo_id(&receipt(w.control(&Request::ChoreRun {
-        name: "tidy".into(),
-        dry_run: false,
-    })));
+    let id = undo_id(&dry_then_real(&w, "tidy"));
     let (action, server, needs_pin) = w.propose(&Request::ProposeUndo {
         undo_id: id.clone(),
     });
@@ -184,14 +176,7 @@ fn undo_from_the_chat_needs_a_verified_tap() {
 fn undo_is_refused_after_seven_days() {
     let w = Warden::start("owner-undo-late", true, &[tidy()]);
     seed(&w);
-    receipt(w.control(&Request::ChoreRun {
-        name: "tidy".into(),
-        dry_run: true,
-    }));
-    let id = undo_id(&receipt(w.control(&Request::ChoreRun {
-        name: "tidy".into(),
-        dry_run: false,
-    })));
+    let id = undo_id(&dry_then_real(&w, "tidy"));
     w.clock.advance(7 * 86_400 + 60);
     let why = refused(w.control(&Request::Undo { undo_id: id }));
     assert!(why.contains("7 days") || why.contains("expired"), "{why}");
@@ -213,10 +198,7 @@ fn big() -> (String, String) {
 #[test]
 fn a_higher_damage_cap_runs_once_the_owner_confirmed_it_for_that_script() {
     let w = Warden::start("owner-cap", true, &[big()]);
-    let why = refused(w.control(&Request::ChoreRun {
-        name: "big".into(),
-        dry_run: true,
-    }));
+    let why = refused(run(&w, "big", true));
     assert!(why.contains("confirm"), "{why}");
     assert!(matches!(
         w.control(&Request::ConfirmCap {
@@ -224,14 +206,7 @@ fn a_higher_damage_cap_runs_once_the_owner_confirmed_it_for_that_script() {
         }),
         Response::Noted { .. }
     ));
-    receipt(w.control(&Request::ChoreRun {
-        name: "big".into(),
-        dry_run: true,
-    }));
-    receipt(w.control(&Request::ChoreRun {
-        name: "big".into(),
-        dry_run: false,
-    }));
+    dry_then_real(&w, "big");
     assert!(w.touched.join("ran").exists());
     // The confirmation is a state record; the baseline was re-taken.
     assert!(w.journal().contains("\"baseline\":\"re-taken\""));
@@ -239,10 +214,7 @@ fn a_higher_damage_cap_runs_once_the_owner_confirmed_it_for_that_script() {
     let path = w.layout().config_dir.join("mine/big.sh");
     let edited = std::fs::read_to_string(&path).unwrap() + "echo more\n";
     std::fs::write(&path, edited).unwrap();
-    let why = refused(w.control(&Request::ChoreRun {
-        name: "big".into(),
-        dry_run: true,
-    }));
+    let why = refused(run(&w, "big", true));
     assert!(why.contains("confirm"), "{why}");
     // A chore at the default cap has nothing to confirm.
     let w2 = Warden::start("owner-cap-default", true, &[tidy()]);
@@ -272,10 +244,7 @@ fn a_damage_cap_confirmed_from_the_chat_needs_a_verified_tap() {
         w.ask(&w.tap(&server, &action, "approve", None)),
         Response::Noted { .. }
     ));
-    receipt(w.control(&Request::ChoreRun {
-        name: "big".into(),
-        dry_run: true,
-    }));
+    receipt(run(&w, "big", true));
 }
 
 const PIN: &str = "472913";
@@ -428,14 +397,7 @@ fn the_wardens_own_state_changes_keep_integrity_but_a_tampered_record_does_not()
 fn undo_leaves_what_changed_since_the_run_and_says_so() {
     let w = Warden::start("owner-undo-conflict", true, &[tidy()]);
     seed(&w);
-    receipt(w.control(&Request::ChoreRun {
-        name: "tidy".into(),
-        dry_run: true,
-    }));
-    let id = undo_id(&receipt(w.control(&Request::ChoreRun {
-        name: "tidy".into(),
-        dry_run: false,
-    })));
+    let id = undo_id(&dry_then_real(&w, "tidy"));
     // The owner edits the file after the run, and adds one of their own.
     std::fs::write(w.touched.join("keep.txt"), "the owner's edit\n").unwrap();
     std::fs::write(w.touched.join("sub/owners.txt"), "mine\n").unwrap();

@@ -188,7 +188,7 @@ type Tree = HashMap<PathBuf, (u64, i64, i64, u64)>;
 
 /// Every file under the touches, by size, mtime and inode (symlinks not
 /// followed).
-fn snapshot(touches: &[PathBuf]) -> Tree {
+fn file_tree(touches: &[PathBuf]) -> Tree {
     let mut tree = Tree::new();
     let mut stack: Vec<PathBuf> = touches.to_vec();
     while let Some(p) = stack.pop() {
@@ -262,7 +262,7 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
     } else {
         Vec::new()
     };
-    let before = snapshot(&h.touches);
+    let before = file_tree(&h.touches);
     let max_bytes = h.max_gb.saturating_mul(1 << 30);
     let over_cap = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
@@ -283,7 +283,7 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
                     continue;
                 }
                 next += interval;
-                let (files, bytes) = changes(&before, &snapshot(&watched));
+                let (files, bytes) = changes(&before, &file_tree(&watched));
                 if files > max_files || bytes > max_bytes {
                     over.store(true, Ordering::SeqCst);
                     stop.store(true, Ordering::SeqCst);
@@ -308,7 +308,7 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
     done.store(true, Ordering::SeqCst);
     let _ = watcher.join();
     let outcome = outcome?;
-    let (files_changed, bytes_changed) = changes(&before, &snapshot(&h.touches));
+    let (files_changed, bytes_changed) = changes(&before, &file_tree(&h.touches));
     let outside_touches = bounds.tripwire.as_ref().is_some_and(|t| t.was_hit());
     let refused_write = bounds
         .tripwire

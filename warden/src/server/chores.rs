@@ -198,17 +198,14 @@ pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Re
     }
 }
 
-/// One snapshot is taken at a time, so two runs cannot both count on the
-/// same free space.
-static SNAPSHOT_TAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// Snapshots what a red run of `chore` may change, in the Warden's state
 /// (where no cage and not the Worker can see it). It may use the space an
 /// unprivileged writer has, less a margin of a gigabyte or a tenth of the
 /// filesystem, whichever is more, so a snapshot never fills the disk the
-/// server's services write to.
+/// server's services write to. The caller holds the right to change files
+/// (`Shared::one_change_at_a_time`), so no other snapshot counts on the
+/// same space.
 fn take_snapshot(shared: &Shared, chore: &Chore, now: u64) -> Result<snapshot::Snapshot, String> {
-    let _one = SNAPSHOT_TAKING.lock().unwrap_or_else(|p| p.into_inner());
     let store = snapshots_dir(shared);
     std::fs::create_dir_all(&store).map_err(|e| format!("cannot make the snapshot store: {e}"))?;
     let (avail, total) = crate::system::space(&store)

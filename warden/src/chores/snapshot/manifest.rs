@@ -89,16 +89,9 @@ fn paths_from_json(
 /// The fields the manifest and `meta.json` share: format, id, chore,
 /// creation time and roots.
 fn read_header<'a>(
-    o: &'a serde_json::Map<String, Value>,
-    id: &str,
+    o: &'a Map<String, Value>,
     bad: &dyn Fn(String) -> SnapshotError,
 ) -> Result<(&'a str, u64, Vec<PathBuf>), SnapshotError> {
-    if o.get("format").and_then(Value::as_u64) != Some(FORMAT) {
-        return Err(bad("unknown format".into()));
-    }
-    if o.get("id").and_then(Value::as_str) != Some(id) {
-        return Err(bad("its id is not the directory's".into()));
-    }
     let chore = o
         .get("chore")
         .and_then(Value::as_str)
@@ -126,10 +119,8 @@ pub(super) fn read_manifest(
         path: path.clone(),
         why,
     };
-    let bytes = read_record(&path, MAX_MANIFEST_BYTES)?;
-    let v: Value = serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON ({e})")))?;
-    let o = v.as_object().ok_or_else(|| bad("not an object".into()))?;
-    let (chore, created_at, roots) = read_header(o, id, &bad)?;
+    let o = read_object(&path, MAX_MANIFEST_BYTES, id)?;
+    let (chore, created_at, roots) = read_header(&o, &bad)?;
     for (i, a) in roots.iter().enumerate() {
         if roots
             .iter()
@@ -217,10 +208,8 @@ pub(super) fn read_meta(dir: &Path, id: &str) -> Result<(Meta, bool), SnapshotEr
         path: path.clone(),
         why,
     };
-    let bytes = read_record(&path, MAX_META_BYTES)?;
-    let v: Value = serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON ({e})")))?;
-    let o = v.as_object().ok_or_else(|| bad("not an object".into()))?;
-    let (chore, created_at, roots) = read_header(o, id, &bad)?;
+    let o = read_object(&path, MAX_META_BYTES, id)?;
+    let (chore, created_at, roots) = read_header(&o, &bad)?;
     let sealed = o
         .get("sealed")
         .and_then(Value::as_bool)
@@ -234,6 +223,30 @@ pub(super) fn read_meta(dir: &Path, id: &str) -> Result<(Meta, bool), SnapshotEr
         },
         sealed,
     ))
+}
+
+/// Reads one of the snapshot's JSON records: an object of this format,
+/// naming this snapshot's `id`.
+fn read_object(path: &Path, cap: u64, id: &str) -> Result<Map<String, Value>, SnapshotError> {
+    let bad = |why: &str| SnapshotError::BadManifest {
+        path: path.to_path_buf(),
+        why: why.into(),
+    };
+    let bytes = read_record(path, cap)?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|e| SnapshotError::BadManifest {
+        path: path.to_path_buf(),
+        why: format!("not JSON ({e})"),
+    })?;
+    let Value::Object(o) = v else {
+        return Err(bad("not an object"));
+    };
+    if o.get("format").and_then(Value::as_u64) != Some(FORMAT) {
+        return Err(bad("unknown format"));
+    }
+    if o.get("id").and_then(Value::as_str) != Some(id) {
+        return Err(bad("its id is not the directory's"));
+    }
+    Ok(o)
 }
 
 /// Reads one of the snapshot's own records, refusing anything but a
@@ -371,16 +384,7 @@ impl Snapshot {
             path: path.clone(),
             why,
         };
-        let bytes = read_record(&path, MAX_MANIFEST_BYTES)?;
-        let v: Value =
-            serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON ({e})")))?;
-        let o = v.as_object().ok_or_else(|| bad("not an object".into()))?;
-        if o.get("format").and_then(Value::as_u64) != Some(FORMAT) {
-            return Err(bad("unknown format".into()));
-        }
-        if o.get("id").and_then(Value::as_str) != Some(self.id.as_str()) {
-            return Err(bad("its id is not the directory's".into()));
-        }
+        let o = read_object(&path, MAX_MANIFEST_BYTES, &self.id)?;
         let list = o
             .get("changes")
             .and_then(Value::as_array)
