@@ -1,0 +1,270 @@
+//! Which request each socket serves, and the answers that need no command:
+//! the ladder's moves, status, the journal's verification.
+
+#![forbid(unsafe_code)]
+
+use super::chores::{RunSource, chore_run, chores_list, dry_run_shown};
+use super::owner::{self, Proposal, approve, propose};
+use super::{Shared, Socket, after_move, journal, peer_fields, raise, read, unjournaled};
+use crate::journal::{AuditKey, verify};
+use crate::ladder::{Event, Ladder, LadderError, Step};
+use crate::signal::Signal;
+use crate::system::PeerCred;
+use aromba_warden_proto::{LadderEvent, Request, Response, Status};
+use serde_json::Value;
+
+pub(super) fn serve(
+    shared: &Shared,
+    peer: &PeerCred,
+    socket: Socket,
+    request: Request,
+) -> Response {
+    match (socket, request) {
+        (_, Request::Ping) => Response::Pong,
+        (Socket::Worker, Request::Read { cmd, args }) => read(shared, peer, cmd, args),
+        (Socket::Worker, Request::Note { text }) => {
+            let mut m = peer_fields(peer, socket);
+            m.insert("text".into(), Value::from(text));
+            match journal(shared, "worker-note", m) {
+                Some(journal_seq) => Response::Noted { journal_seq },
+                None => unjournaled(),
+            }
+        }
+        (Socket::Control, Request::Status) => status(shared),
+        (Socket::Worker, Request::Panic) => move_ladder(shared, Ladder::panic_from_chat),
+        (Socket::Control, Request::Panic) => move_ladder(shared, Ladder::disarm),
+        (Socket::Control, Request::Resume) => move_ladder(shared, Ladder::resume),
+        (Socket::Worker, Request::Events { after }) => {
+            let ladder = shared.ladder.lock().unwrap_or_else(|p| p.into_inner());
+            Response::Events {
+                events: ladder
+                    .events_after(after)
+                    .into_iter()
+                    .map(|e| LadderEvent {
+                        id: e.id,
+                        time: e.time,
+                        from: e.from as u64,
+                        to: e.to as u64,
+                        reason: e.reason,
+                        message: e.message,
+                    })
+                    .collect(),
+            }
+        }
+        (Socket::Worker, Request::RedAction { action, approval }) => {
+            let mut m = peer_fields(peer, socket);
+            m.insert("action".into(), Value::from(action.as_str()));
+            m.insert("approval".into(), Value::from(approval.is_some()));
+            m.insert("verdict".into(), Value::from("refused"));
+            let seq = journal(shared, "red-action", m);
+            // A red action runs only through a proposal (the Warden issues
+            // the action id) and a relay-signed tap on it; an action named
+            // with an approval of the Worker's own making is refused, and
+            // asking for one is a signal.
+            let frozen = shared
+                .ladder
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .step()
+                >= Step::Freeze;
+            raise(
+                shared,
+                Some(peer),
+                Signal::RedActionWithoutApproval { action },
+            );
+            let reason = if frozen {
+                "the ladder is at Freeze or above: no chore or action runs until it comes down"
+            } else {
+                "a red action runs only through a proposal and a relay-signed tap the Warden verifies (propose, then approve)"
+            };
+            Response::Refused {
+                reason: reason.into(),
+                journal_seq: seq,
+            }
+        }
+        (Socket::Control, Request::Chores) => chores_list(shared),
+        (Socket::Control, Request::ChoreRun { name, dry_run }) => {
+            chore_run(shared, &name, dry_run, RunSource::RootTerminal)
+        }
+        (Socket::Worker, Request::DryRun { chore }) => {
+            chore_run(shared, &chore, true, RunSource::Worker)
+        }
+        (Socket::Worker, Request::DryRunShown { chore }) => dry_run_shown(shared, peer, &chore),
+        (Socket::Worker, Request::Propose { chore }) => propose(shared, peer, Proposal::Run(chore)),
+        (Socket::Worker, Request::ProposeConfirmCap { chore }) => {
+            propose(shared, peer, Proposal::ConfirmCap(chore))
+        }
+        (Socket::Worker, Request::ProposeUndo { undo_id }) => {
+            propose(shared, peer, Proposal::Undo(undo_id))
+        }
+        (Socket::Worker, Request::ProposeProdModeOff) => {
+            propose(shared, peer, Proposal::ProdModeOff)
+        }
+        (Socket::Control, Request::ConfirmCap { chore }) => {
+            owner::confirm_cap_from_terminal(shared, &chore)
+        }
+        (Socket::Control, Request::SetPin { pin }) => owner::set_pin(shared, &pin),
+        (Socket::Control, Request::ProdMode { on, pin }) => {
+            owner::prod_mode_from_terminal(shared, on, pin.as_deref())
+        }
+        (Socket::Control, Request::Undo { undo_id }) => {
+            owner::undo(shared, &undo_id, RunSource::RootTerminal)
+        }
+        (
+            Socket::Worker,
+            Request::Approve {
+                action_id,
+                button,
+                chat,
+                time,
+                signature,
+                pin,
+            },
+        ) => approve(
+            shared,
+            peer,
+            crate::approvals::Approval {
+                action_id,
+                button,
+                chat,
+                time,
+                signature,
+            },
+            pin,
+        ),
+        (Socket::Control, Request::JournalVerify) => {
+            let path = shared.options.layout.journal_file();
+            let key = match shared.options.layout.audit_key() {
+                k if k.exists() => {
+                    AuditKey::load(&k, Some(&shared.options.layout.journal_dir)).ok()
+                }
+                _ => None,
+            };
+            // Hold the journal still while it is read.
+            let _j = shared.journal.lock().unwrap_or_else(|p| p.into_inner());
+            match verify(&path, key.as_ref()) {
+                Ok(r) => Response::Verified {
+                    ok: true,
+                    report: format!(
+                        "{} lines, seq {}..{}, head {}",
+                        r.lines, r.first_seq, r.last_seq, r.head_hash
+                    ),
+                },
+                Err(e) => Response::Verified {
+                    ok: false,
+                    report: e.to_string(),
+                },
+            }
+        }
+        (socket, other) => {
+            let mut m = peer_fields(peer, socket);
+            m.insert("request".into(), Value::from(without_pin(other)));
+            journal(shared, "wrong-socket", m);
+            Response::Error {
+                message: format!("that request is not served on the {} socket", socket.name()),
+            }
+        }
+    }
+}
+
+/// Moves the ladder by `how`, carries out the move, and answers with the step.
+pub(super) fn move_ladder(
+    shared: &Shared,
+    how: fn(&mut Ladder) -> Result<Option<Event>, LadderError>,
+) -> Response {
+    let moved = how(&mut shared.ladder.lock().unwrap_or_else(|p| p.into_inner()));
+    after_move(shared, moved);
+    ladder_response(shared)
+}
+
+pub(super) fn ladder_response(shared: &Shared) -> Response {
+    let step = shared
+        .ladder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .step();
+    Response::Ladder {
+        step: step as u64,
+        name: step.name().into(),
+        message: step.message().into(),
+    }
+}
+
+pub(super) fn status(shared: &Shared) -> Response {
+    let (step, reason) = {
+        let l = shared.ladder.lock().unwrap_or_else(|p| p.into_inner());
+        (l.step(), l.reason().to_string())
+    };
+    let now = shared.options.clock.now();
+    let installed_at = shared.installed_at();
+    let phase = match installed_at {
+        None => "not installed".to_string(),
+        Some(at) => {
+            let day = now.saturating_sub(at) / 86_400 + 1;
+            if day <= 7 {
+                format!("day {day}: green chores only until day 8")
+            } else {
+                format!("day {day}: yellow and red chores with approval")
+            }
+        }
+    };
+    let (journal_seq, journal_head) = {
+        let j = shared.journal.lock().unwrap_or_else(|p| p.into_inner());
+        (j.head().seq, j.head().hash.clone())
+    };
+    Response::Status(Status {
+        ladder_step: step as u64,
+        ladder_name: step.name().into(),
+        ladder_reason: reason,
+        phase,
+        isolation: shared.isolation.clone(),
+        integrity: shared
+            .integrity
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone(),
+        journal_seq,
+        journal_head,
+        policy_sha256: shared.policy_sha256.clone(),
+        prod_mode: match crate::state::read(&shared.options.layout, "prod-mode") {
+            Ok(Some(b)) => String::from_utf8_lossy(&b).trim().to_string(),
+            Ok(None) => "off".into(),
+            Err(e) => format!("unknown ({e})"),
+        },
+        pin_set: matches!(
+            crate::state::read(&shared.options.layout, crate::pin::RECORD),
+            Ok(Some(_))
+        ),
+    })
+}
+
+/// A request for the journal, with any PIN it carries left out.
+pub(super) fn without_pin(request: Request) -> String {
+    let hidden = |pin: Option<String>| pin.map(|_| "[pin]".to_string());
+    let shown = match request {
+        Request::SetPin { .. } => Request::SetPin {
+            pin: "[pin]".into(),
+        },
+        Request::ProdMode { on, pin } => Request::ProdMode {
+            on,
+            pin: hidden(pin),
+        },
+        Request::Approve {
+            action_id,
+            button,
+            chat,
+            time,
+            signature,
+            pin,
+        } => Request::Approve {
+            action_id,
+            button,
+            chat,
+            time,
+            signature,
+            pin: hidden(pin),
+        },
+        other => other,
+    };
+    format!("{shown:?}")
+}

@@ -1,0 +1,80 @@
+//! Signals and the ladder's moves: what each step means when it is reached.
+
+#![forbid(unsafe_code)]
+
+use super::{Shared, Socket, journal, peer_fields};
+use crate::ladder::{Event, LadderError, Step};
+use crate::signal::Signal;
+use crate::system::PeerCred;
+use serde_json::{Map, Value};
+
+/// Journals a ladder signal and moves the ladder.
+pub(super) fn raise(shared: &Shared, peer: Option<&PeerCred>, signal: Signal) {
+    let mut m = match peer {
+        Some(p) => peer_fields(p, Socket::Worker),
+        None => Map::new(),
+    };
+    m.insert("signal".into(), Value::from(signal.kind()));
+    m.insert("detail".into(), Value::from(signal.to_string()));
+    journal(shared, "ladder-signal", m);
+    let moved = shared
+        .ladder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .signal(&signal);
+    after_move(shared, moved);
+}
+
+/// Journals a move of the ladder and carries out what the new step means.
+pub(super) fn after_move(shared: &Shared, moved: Result<Option<Event>, LadderError>) {
+    let event = match moved {
+        Ok(Some(e)) => e,
+        Ok(None) => return,
+        Err(e) => {
+            // The ladder's file could not be written: stop serving rather
+            // than run on with a state that would not survive a restart.
+            let mut m = Map::new();
+            m.insert("error".into(), Value::from(e.to_string()));
+            journal(shared, "ladder-unwritable", m);
+            shared.wake();
+            return;
+        }
+    };
+    let mut m = Map::new();
+    m.insert("event_id".into(), Value::from(event.id));
+    m.insert("from".into(), Value::from(event.from.name()));
+    m.insert("to".into(), Value::from(event.to.name()));
+    m.insert("reason".into(), Value::from(event.reason.as_str()));
+    m.insert("message".into(), Value::from(event.message.as_str()));
+    journal(shared, "ladder-move", m);
+    if event.to >= Step::Cut {
+        wipe_ai_key(shared);
+    }
+    if event.to == Step::Disarm {
+        shared.wake();
+    }
+}
+
+/// At Cut the Worker's AI key goes: overwritten, synced, removed. The
+/// Worker is told to drop its copy by the ladder event it fetches.
+pub(super) fn wipe_ai_key(shared: &Shared) {
+    let path = shared.options.layout.ai_key_file();
+    let Ok(meta) = std::fs::metadata(&path) else {
+        return;
+    };
+    let result = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|mut f| {
+            use std::io::Write;
+            f.write_all(&vec![0u8; usize::try_from(meta.len()).unwrap_or(0)])?;
+            f.sync_all()?;
+            std::fs::remove_file(&path)
+        });
+    let mut m = Map::new();
+    m.insert("path".into(), Value::from(path.to_string_lossy().as_ref()));
+    if let Err(e) = &result {
+        m.insert("error".into(), Value::from(e.to_string()));
+    }
+    journal(shared, "ai-key-wiped", m);
+}

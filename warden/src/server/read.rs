@@ -1,0 +1,199 @@
+//! The read path: pacing, policy, exec, redaction, one journal line, answer.
+
+#![forbid(unsafe_code)]
+
+use super::{SLOW_INTERVAL_S, Shared, Socket, journal, peer_fields, raise, unjournaled};
+use crate::exec::{self, Bounds};
+use crate::journal::sha256_hex;
+use crate::ladder::Step;
+use crate::policy::{self, Table};
+use crate::signal::Signal;
+use crate::system::PeerCred;
+use aromba_warden_proto::{ReadResult, Response};
+use serde_json::{Map, Value};
+
+/// At Slow and above, one command a minute; and too many commands in the
+/// window is a signal. Returns a refusal when the read must wait.
+pub(super) fn pace(shared: &Shared, peer: &PeerCred) -> Option<String> {
+    let now = shared.options.clock.now();
+    let step = shared
+        .ladder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .step();
+    let mut recent = shared.recent.lock().unwrap_or_else(|p| p.into_inner());
+    if step >= Step::Slow
+        && let Some(&last) = recent.back()
+        && now.saturating_sub(last) < SLOW_INTERVAL_S
+    {
+        return Some(format!(
+            "I'm slowed down (ladder step {}): one command a minute; try again in {} s",
+            step.name(),
+            SLOW_INTERVAL_S - now.saturating_sub(last)
+        ));
+    }
+    recent.push_back(now);
+    let window = shared.options.command_window_s;
+    while recent
+        .front()
+        .is_some_and(|&t| now.saturating_sub(t) >= window)
+    {
+        recent.pop_front();
+    }
+    if recent.len() > shared.options.command_threshold {
+        let count = recent.len();
+        // Start a new window: one signal per burst, not one per command.
+        let last = recent.back().copied();
+        recent.clear();
+        recent.extend(last);
+        drop(recent);
+        raise(
+            shared,
+            Some(peer),
+            Signal::TooManyCommands {
+                count,
+                window_s: window,
+            },
+        );
+    }
+    None
+}
+
+pub(super) fn request_fields(peer: &PeerCred, cmd: &str, args: &[String]) -> Map<String, Value> {
+    let mut m = peer_fields(peer, Socket::Worker);
+    m.insert("cmd".into(), Value::from(cmd));
+    m.insert("args".into(), Value::from(args.to_vec()));
+    m
+}
+
+/// An allowed read that could not run: journaled, then answered as an error.
+pub(super) fn failed(shared: &Shared, mut m: Map<String, Value>, e: &exec::ExecError) -> Response {
+    m.insert("verdict".into(), Value::from("failed"));
+    m.insert("error".into(), Value::from(e.to_string()));
+    match journal(shared, "read", m) {
+        Some(_) => Response::Error {
+            message: e.to_string(),
+        },
+        None => unjournaled(),
+    }
+}
+
+pub(super) fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<String>) -> Response {
+    if let Some(reason) = pace(shared, peer) {
+        let mut m = request_fields(peer, &cmd, &args);
+        m.insert("verdict".into(), Value::from("refused"));
+        m.insert("reason".into(), Value::from(reason.as_str()));
+        return match journal(shared, "read", m) {
+            Some(seq) => Response::Refused {
+                reason,
+                journal_seq: Some(seq),
+            },
+            None => unjournaled(),
+        };
+    }
+    let allowed = match policy::check(Table::Allow, &cmd, &args) {
+        Ok(a) => a,
+        Err(refused) => {
+            let mut m = request_fields(peer, &cmd, &args);
+            m.insert("verdict".into(), Value::from("refused"));
+            m.insert("reason".into(), Value::from(refused.reason.as_str()));
+            let seq = journal(shared, "read", m);
+            if let Some(signal) = refused.signal.clone() {
+                raise(shared, Some(peer), signal);
+            }
+            return match seq {
+                Some(seq) => Response::Refused {
+                    reason: refused.reason,
+                    journal_seq: Some(seq),
+                },
+                None => unjournaled(),
+            };
+        }
+    };
+    let rule = allowed.rule;
+    let mut m = request_fields(peer, &cmd, &args);
+    m.insert("rule".into(), Value::from(allowed.rule_name()));
+    let bin = match exec::pick_binary(rule.cmd, rule.bins) {
+        Ok(b) => b,
+        Err(e) => return failed(shared, m, &e),
+    };
+    let bounds = Bounds::for_rule(rule);
+    let env = exec::rule_env(rule);
+    shared.running.take();
+    let outcome = exec::run_program(&bin, &allowed.args, &env, &bounds);
+    shared.running.give();
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => return failed(shared, m, &e),
+    };
+    // Killed mid-write (cap or timeout): the last line of each stream may
+    // hold the start of a secret.
+    let killed = outcome.cut || outcome.timed_out;
+    let redact = |b: &[u8]| {
+        if killed {
+            aromba_redact::redact_cut(b)
+        } else {
+            aromba_redact::redact(b)
+        }
+    };
+    let stdout = redact(&outcome.stdout);
+    let stderr = redact(&outcome.stderr);
+    let mut counts: Vec<(String, u64)> = Vec::new();
+    for class in aromba_redact::Class::ALL {
+        let n = u64::from(stdout.counts.get(class)) + u64::from(stderr.counts.get(class));
+        if n > 0 {
+            counts.push((class.name().to_string(), n));
+        }
+    }
+    let duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
+    m.insert("verdict".into(), Value::from("allowed"));
+    m.insert("bin".into(), Value::from(bin.to_string_lossy().as_ref()));
+    m.insert("run_args".into(), Value::from(allowed.args.clone()));
+    m.insert(
+        "exit_code".into(),
+        outcome.exit_code.map_or(Value::Null, Value::from),
+    );
+    m.insert(
+        "signal".into(),
+        outcome.signal.map_or(Value::Null, Value::from),
+    );
+    m.insert(
+        "bytes_out".into(),
+        Value::from(stdout.text.len() + stderr.text.len()),
+    );
+    m.insert("cut".into(), Value::from(outcome.cut));
+    m.insert("timed_out".into(), Value::from(outcome.timed_out));
+    m.insert(
+        "redactions".into(),
+        Value::Object(
+            counts
+                .iter()
+                .map(|(k, n)| (k.clone(), Value::from(*n)))
+                .collect(),
+        ),
+    );
+    // The journal binds to exactly the redacted bytes the Worker got.
+    m.insert(
+        "stdout_sha256".into(),
+        Value::from(sha256_hex(&stdout.text)),
+    );
+    m.insert(
+        "stderr_sha256".into(),
+        Value::from(sha256_hex(&stderr.text)),
+    );
+    m.insert("duration_ms".into(), Value::from(duration_ms));
+    let Some(journal_seq) = journal(shared, "read", m) else {
+        return unjournaled();
+    };
+    Response::Result(ReadResult {
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        stdout: stdout.text,
+        stderr: stderr.text,
+        cut: outcome.cut,
+        timed_out: outcome.timed_out,
+        redactions: counts,
+        journal_seq,
+        duration_ms,
+    })
+}

@@ -1,0 +1,143 @@
+//! What the Warden watches on its own: the ladder's decay, the Worker's
+//! connections, integrity, expiries, honeypots; and the isolation probe.
+
+#![forbid(unsafe_code)]
+
+use super::{Shared, after_move, journal, owner, raise};
+use crate::exec;
+use crate::signal::Signal;
+use serde_json::{Map, Value};
+use std::sync::atomic::Ordering;
+use std::thread;
+use std::time::Duration;
+
+/// Whether the cage can be built here: one real caged `/bin/true`, with the
+/// same bubblewrap flags and seccomp filter chores get.
+pub(super) fn isolation() -> String {
+    let probe = exec::pick_binary("bwrap", &["/usr/bin/bwrap", "/bin/bwrap"])
+        .map_err(|e| e.to_string())
+        .and_then(|bwrap| crate::cage::probe(&bwrap));
+    match probe {
+        Ok(()) => "available".into(),
+        Err(why) => format!("none ({why})"),
+    }
+}
+
+/// Compares the baseline with what is on disk; a mismatch is a signal.
+pub(super) fn check_integrity(shared: &Shared) {
+    // Held through the check, so a change of a state record by the Warden
+    // (which re-takes the baseline) is never seen half-done.
+    let guard = shared.baseline.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(baseline) = guard.as_ref() else {
+        *shared.integrity.lock().unwrap_or_else(|p| p.into_inner()) =
+            "no baseline (not installed)".into();
+        return;
+    };
+    let bad = baseline.check(&shared.options.layout);
+    drop(guard);
+    let now = shared.options.clock.now();
+    let state = if bad.is_empty() {
+        format!(
+            "ok (checked at {})",
+            crate::journal::time::rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(now))
+        )
+    } else {
+        format!("MISMATCH: {}", bad.join("; "))
+    };
+    *shared.integrity.lock().unwrap_or_else(|p| p.into_inner()) = state;
+    if !bad.is_empty() {
+        raise(
+            shared,
+            None,
+            Signal::IntegrityMismatch {
+                what: bad.join("; "),
+            },
+        );
+    }
+}
+
+/// The watcher: the ladder's decay, the Worker's connections, and the
+/// integrity check every `integrity_interval`.
+pub(super) fn watch(shared: &Shared) {
+    let mut last_integrity = std::time::Instant::now();
+    while !shared.shutdown.load(Ordering::SeqCst) {
+        thread::sleep(shared.options.watch_interval);
+        let decayed = shared
+            .ladder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .decay();
+        after_move(shared, decayed);
+        let allowed = crate::netwatch::Allowed::read(&shared.options.layout.network_file());
+        for remote in crate::netwatch::connections_of(shared.options.worker_uid) {
+            if !allowed.permits(remote) {
+                raise(
+                    shared,
+                    None,
+                    Signal::UnknownHost {
+                        remote: remote.to_string(),
+                    },
+                );
+            }
+        }
+        if last_integrity.elapsed() >= shared.options.integrity_interval {
+            last_integrity = std::time::Instant::now();
+            check_integrity(shared);
+            // Hourly too: quarantined folders past their 7 days.
+            if let Ok(purged) = crate::chores::quarantine::purge(
+                &shared.options.layout,
+                std::time::SystemTime::now(),
+            ) && !purged.is_empty()
+            {
+                let mut m = Map::new();
+                let names: Vec<String> = purged
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect();
+                m.insert("purged".into(), Value::from(names));
+                journal(shared, "quarantine-purged", m);
+            }
+            // And snapshots past their 7 days of Undo.
+            if let Ok(expired) = crate::chores::snapshot::purge(
+                &owner::snapshots_dir(shared),
+                shared.options.clock.now(),
+            ) && !expired.is_empty()
+            {
+                let mut m = Map::new();
+                m.insert("undo_ids".into(), Value::from(expired));
+                journal(shared, "snapshots-purged", m);
+            }
+        }
+    }
+}
+
+/// Waits for opens of the honeypot files; each is a signal.
+pub(super) fn watch_honeypots(shared: &Shared) {
+    let Ok(mut inotify) = crate::system::Inotify::new() else {
+        journal(shared, "honeypots-unwatched", Map::new());
+        return;
+    };
+    let mut watched = Vec::new();
+    for path in shared.options.layout.honeypots() {
+        if let Ok(wd) = inotify.watch_opens(&path) {
+            watched.push((wd, path));
+        }
+    }
+    if watched.is_empty() {
+        return;
+    }
+    while !shared.shutdown.load(Ordering::SeqCst) {
+        let Ok(wds) = inotify.wait() else { return };
+        for wd in wds {
+            if let Some((_, path)) = watched.iter().find(|(w, _)| *w == wd) {
+                raise(
+                    shared,
+                    None,
+                    Signal::HoneypotRead {
+                        path: path.to_string_lossy().into_owned(),
+                    },
+                );
+            }
+        }
+    }
+}
