@@ -10,8 +10,10 @@
 //! 2. the `[deny]` patterns against the whole request (`cmd arg arg…`): a
 //!    hit refuses it and is a ladder signal;
 //! 3. the command must have a rule;
-//! 4. the argument count, then each argument by the rule's grammar (see
-//!    [`types::Rule`]);
+//! 4. the argument count, then the grammar (see [`types::Rule`]): the verb
+//!    first, exactly, where the tool reads it, which picks the rule's one
+//!    form; then every other argument by that form alone, so a word is a
+//!    positional only after a verb that reads one of its kind;
 //! 5. path arguments are resolved and checked against `[paths]`: a secret
 //!    or fenced path refuses the request and is a ladder signal.
 

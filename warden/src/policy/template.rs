@@ -39,10 +39,16 @@ fn is_literal(c: u8) -> bool {
     c.is_ascii_alphanumeric() || b" _.,:;|()[]\"'/\\+=-#%@!?<>*&~^".contains(&c)
 }
 
+fn trim_spaces(s: &[u8]) -> &[u8] {
+    let start = s.iter().position(|&b| b != b' ').unwrap_or(s.len());
+    let end = s.iter().rposition(|&b| b != b' ').map_or(start, |e| e + 1);
+    &s[start..end]
+}
+
 /// Parses one action's inside (between `{{` and `}}`): spaces, one or more
 /// `.Ident`, spaces.
 fn field_reference(inside: &[u8]) -> Result<(), TemplateRefusal> {
-    let body = inside.trim_ascii();
+    let body = trim_spaces(inside);
     if inside.first() == Some(&b'-') || inside.last() == Some(&b'-') {
         return Err(TemplateRefusal(
             "a trim marker ({{- or -}}) is refused".into(),

@@ -26,7 +26,7 @@ const UNIT: Pattern = p(128, r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$");
 /// journalctl's output modes whose text the redactor reads as written. Each
 /// prints a field that holds control bytes either with its ANSI colour and
 /// hyperlink sequences removed or as `[N blob data]` (seen with the real
-/// journalctl in `tests/journal_output.rs`). Refused: `json*` (such a field
+/// journalctl in `tests/adversarial_output_modes.rs`). Refused: `json*` (such a field
 /// becomes an array of byte numbers), `export` and `cat` (they write its raw
 /// bytes, so a key split by a colour code, `sk_\e[1mlive_…`, passes the
 /// redactor and is whole again on any terminal).
