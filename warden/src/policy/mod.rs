@@ -201,7 +201,7 @@ struct Form {
 }
 
 /// The words of `verb` (`"system df"` is two arguments).
-pub fn verb_words(verb: &str) -> impl Iterator<Item = &str> {
+fn verb_words(verb: &str) -> impl Iterator<Item = &str> {
     verb.split(' ')
 }
 
@@ -317,10 +317,11 @@ impl Grammar {
                 )));
             }
             positionals += 1;
-            if sub.max_positional.is_some_and(|max| positionals > max) {
+            if let Some(max) = sub.max_positional
+                && positionals > max
+            {
                 return Err(refuse(format!(
-                    "{name} takes at most {} <{}>",
-                    sub.max_positional.unwrap_or(0),
+                    "{name} takes at most {max} <{}>",
                     sub.positional.name()
                 )));
             }
