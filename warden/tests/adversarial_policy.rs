@@ -267,8 +267,8 @@ fn deny_patterns_refuse_and_signal_even_for_unknown_commands() {
 
 /// systemctl reads its verb as the first word that is not an option,
 /// wherever it stands: `--failed` then any word ran that word as the verb
-/// (the review rebooted with it). The verb is now matched first and `--failed`
-/// takes no word after it.
+/// (`reboot`, `mask`, `stop`, `isolate`… passed as reads). The verb is now
+/// matched first and `--failed` takes no word after it.
 #[test]
 fn systemctl_failed_then_reboot_is_not_a_read() {
     for verb in [

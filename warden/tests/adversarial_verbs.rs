@@ -2,7 +2,7 @@
 //!
 //! A word the matcher takes for a positional argument may be the word the
 //! tool reads as its verb: `systemctl --failed reboot` was allowed as a
-//! read of the unit `reboot`, and systemctl rebooted. Here every real verb
+//! read of the unit `reboot`, and systemctl runs `reboot`. Here every real verb
 //! of each tool (committed under `fixtures/verbs/`, from the tool's own
 //! `--help` where it is installed here, from its documentation otherwise)
 //! is put at every position of requests built from each rule's own words —
