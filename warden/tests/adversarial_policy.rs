@@ -1,8 +1,11 @@
 //! Attempts to get something past the policy, each named by its attack.
 //! Every one must be refused; those that are ladder signals must say so.
 
-use aromba_warden::policy::{Table, check};
+mod support;
+
+use aromba_warden::policy::{OUTPUT_MODES, Table, check, template};
 use aromba_warden::signal::Signal;
+use aromba_warden_proto::{Request, Response};
 use std::os::unix::fs::symlink;
 
 fn args(a: &[&str]) -> Vec<String> {
@@ -260,4 +263,258 @@ fn deny_patterns_refuse_and_signal_even_for_unknown_commands() {
             r.reason
         );
     }
+}
+
+/// systemctl reads its verb as the first word that is not an option,
+/// wherever it stands: `--failed` then any word ran that word as the verb
+/// (`reboot`, `mask`, `stop`, `isolate`… passed as reads). The verb is now
+/// matched first and `--failed` takes no word after it.
+#[test]
+fn systemctl_failed_then_reboot_is_not_a_read() {
+    for verb in [
+        &["reboot"][..],
+        &["mask", "ssh.service"],
+        &["stop", "nginx.service"],
+        &["kill", "sshd.service"],
+        &["isolate", "rescue.target"],
+        &["daemon-reexec"],
+        &["start", "modprobe@x.service"],
+        &["poweroff"],
+        &["edit", "nginx.service"],
+    ] {
+        let mut a = vec!["--failed"];
+        a.extend_from_slice(verb);
+        refused("systemctl", &a);
+        // Nor after a verb that takes units, nor around an option.
+        let mut a = vec!["--failed", "--no-pager"];
+        a.extend_from_slice(verb);
+        refused("systemctl", &a);
+        let mut a = vec!["--no-pager"];
+        a.extend_from_slice(verb);
+        refused("systemctl", &a);
+    }
+    // A unit word is a unit only after the verbs that read units.
+    refused("systemctl", &["list-units", "reboot"]);
+    refused("systemctl", &["list-timers", "stop"]);
+    refused("systemctl", &["is-active"]);
+    refused("systemctl", &["--no-pager", "status", "nginx"]);
+}
+
+/// docker's `system` reads its next word as a sub-command: `prune` passed
+/// as a container name. Only `system df` and `system info` are reads; a
+/// container is a positional only after `logs` (exactly one) and `stats`.
+#[test]
+fn docker_system_prune_is_refused() {
+    refused("docker", &["system", "prune"]);
+    refused("docker", &["system", "prune", "-a"]);
+    refused("docker", &["system", "events"]);
+    refused("docker", &["system"]);
+    refused("docker", &["system", "df", "prune"]);
+    refused("docker", &["ps", "prune"]);
+    refused("docker", &["images", "rm"]);
+    refused("docker", &["info", "web"]);
+    refused("docker", &["version", "web"]);
+    refused("docker", &["logs"]);
+    refused("docker", &["logs", "web", "db"]);
+    // Each option only after the verb that has it.
+    refused("docker", &["ps", "--tail", "5"]);
+    refused("docker", &["images", "--no-stream"]);
+    refused("docker", &["ps", "-v"]);
+    refused("docker", &["logs", "--format", "{{.ID}}", "web"]);
+    refused("docker", &["logs", "-a", "web"]);
+    refused("docker", &["stats", "-q"]);
+}
+
+/// nginx with no mode flag starts the server — as root, outside the cage,
+/// daemonised out of the Warden's reach. `-q` alone was allowed.
+#[test]
+fn nginx_without_a_test_flag_would_start_the_server_and_is_refused() {
+    refused("nginx", &[]);
+    refused("nginx", &["-q"]);
+    refused("nginx", &["-qq"]);
+    refused("nginx", &["-q", "-t"]);
+    refused("nginx", &["-s", "stop"]);
+    refused("nginx", &["-t", "-v"]);
+}
+
+/// The other tools with verbs, walked the same way: a word after the verb is
+/// what that verb reads, and nothing else.
+#[test]
+fn a_verb_word_where_the_tool_reads_none_is_refused() {
+    refused("apt", &["list", "install"]);
+    refused("apt", &["--installed", "install"]);
+    refused("fail2ban-client", &["status", "sshd", "cymru"]);
+    refused("fail2ban-client", &["ping", "stop"]);
+    refused("fail2ban-client", &["version", "unban"]);
+    refused("timedatectl", &["show", "set-ntp"]);
+    refused("timedatectl", &["--no-pager", "set-ntp", "false"]);
+    refused("ufw", &["status", "verbose", "numbered"]);
+    refused("ufw", &["status", "disable"]);
+    refused("ufw", &["verbose"]);
+    refused("nft", &["list", "ruleset", "flush"]);
+    refused("nft", &["list"]);
+    refused("nft", &["list", "ruleset", "-a"]);
+    refused("nft", &["flush", "ruleset"]);
+}
+
+/// journalctl -o json renders a message holding colour codes as an array of
+/// byte numbers, so the redactor saw no password; export and cat write its
+/// raw bytes, so a key split by a colour code passed it. Only the modes the
+/// redactor reads as written are allowed (`tests/adversarial_output_modes.rs` reads a
+/// real journal through each).
+#[test]
+fn journalctl_json_output_is_refused() {
+    for mode in [
+        "json",
+        "json-pretty",
+        "json-sse",
+        "json-seq",
+        "export",
+        "cat",
+    ] {
+        assert!(!OUTPUT_MODES.contains(&mode));
+        refused("journalctl", &["-o", mode]);
+        refused("journalctl", &["--output", mode]);
+        refused("journalctl", &[&format!("--output={mode}")]);
+        refused("journalctl", &["-u", "nginx", "-o", mode, "-n", "5"]);
+    }
+    refused("journalctl", &["--output-fields=MESSAGE", "-o", "short"]);
+    refused("journalctl", &["-a", "-o", "short"]);
+    refused("journalctl", &["--all"]);
+}
+
+/// Every function of Go's text/template and of docker's template package,
+/// every keyword, pipe, variable and trim marker is refused in `--format`.
+#[test]
+fn docker_template_functions_are_refused() {
+    const FUNCTIONS: &[&str] = &[
+        // text/template's builtins
+        "and",
+        "call",
+        "html",
+        "index",
+        "slice",
+        "js",
+        "len",
+        "not",
+        "or",
+        "print",
+        "printf",
+        "println",
+        "urlquery",
+        "eq",
+        "ge",
+        "gt",
+        "le",
+        "lt",
+        "ne",
+        // docker's (cli/templates): json, split, join, title, lower, upper,
+        // pad, truncate; and names other template packages add
+        "json",
+        "split",
+        "join",
+        "title",
+        "lower",
+        "upper",
+        "pad",
+        "truncate",
+        "base64",
+        "base64decode",
+        // keywords
+        "if",
+        "else",
+        "end",
+        "range",
+        "with",
+        "define",
+        "template",
+        "block",
+        "break",
+        "continue",
+        "nil",
+    ];
+    for f in FUNCTIONS {
+        for t in [
+            format!("{{{{{f} .Command}}}}"),
+            format!("{{{{.Command | {f}}}}}"),
+            format!("{{{{{f}}}}}"),
+            format!("{{{{ {f} .Names }}}}"),
+            format!("table {{{{.ID}}}} {{{{{f} .Command}}}}"),
+            format!("{{{{{f} \"%x\" .Command}}}}"),
+            format!("{{{{({f} .Command)}}}}"),
+        ] {
+            assert!(template::check(&t).is_err(), "{t} was accepted");
+            refused("docker", &["ps", "--no-trunc", "--format", &t]);
+        }
+    }
+    for t in [
+        "{{urlquery .Command}}",
+        "{{.Command | urlquery}}",
+        "{{printf \"%x\" .Command}}",
+        "{{json .}}",
+        "{{.}}",
+        "{{$c := .Command}}{{$c}}",
+        "{{- .Command -}}",
+        "{{.Command}}{{/* x */}}",
+        "{{.Label \"com.docker.compose.project\"}}",
+        "{{index .Labels \"x\"}}",
+    ] {
+        refused("docker", &["ps", "--no-trunc", "--format", t]);
+        refused("docker", &["images", "--format", t]);
+        refused("docker", &["stats", "--no-stream", "--format", t]);
+        refused("docker", &["system", "df", "--format", t]);
+        refused("docker", &["info", "--format", t]);
+    }
+}
+
+fn read(cmd: &str, args: &[&str]) -> Request {
+    Request::Read {
+        cmd: cmd.into(),
+        args: args.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn assert_refused_by(w: &support::Warden, r: &Request) {
+    match w.ask(r) {
+        Response::Refused {
+            journal_seq: Some(_),
+            ..
+        } => {}
+        other => panic!("{r:?} was not refused: {other:?}"),
+    }
+}
+
+/// The attacks of issue 9 (item 1 and 2) on the Worker's socket of a real
+/// Warden: each is refused and journaled, and none runs. (A verb that is
+/// harmless on this machine stands for `reboot`: here no systemd manager
+/// answers, so the code before the fix ran it to an error.)
+#[test]
+fn the_verb_and_encoding_attacks_are_refused_by_a_real_warden() {
+    let w = support::Warden::start("grammar-attacks", false, &[]);
+    assert_refused_by(
+        &w,
+        &read(
+            "systemctl",
+            &["--failed", "start", "aromba-no-such-unit.service"],
+        ),
+    );
+    assert_refused_by(&w, &read("docker", &["system", "prune"]));
+    assert_refused_by(&w, &read("journalctl", &["-o", "json", "-n", "5"]));
+    assert_refused_by(
+        &w,
+        &read(
+            "docker",
+            &["ps", "--no-trunc", "--format", "{{urlquery .Command}}"],
+        ),
+    );
+    let journal = w.journal();
+    assert_eq!(
+        journal.matches("\"verdict\":\"refused\"").count(),
+        4,
+        "{journal}"
+    );
+    assert!(
+        !journal.contains("\"exit_code\""),
+        "something ran: {journal}"
+    );
 }

@@ -79,7 +79,15 @@ fn docker_accepts_subcommands_values_and_containers() {
         ],
     );
     allowed("docker", &["system", "df", "-v"]);
+    allowed(
+        "docker",
+        &["system", "info", "--format", "{{.ServerVersion}}"],
+    );
     allowed("docker", &["stats", "--no-stream"]);
+    allowed("docker", &["stats", "--no-stream", "--all", "web", "db"]);
+    allowed("docker", &["images", "-a", "--format", "json"]);
+    allowed("docker", &["version", "--format", "{{.Server.Version}}"]);
+    allowed("docker", &["info"]);
 }
 
 #[test]
@@ -101,6 +109,12 @@ fn systemctl_accepts_reads_of_units() {
         &["status", "postgresql@15-main.service", "--lines=5"],
     );
     allowed("systemctl", &["is-active", "nginx.service", "-q"]);
+    allowed("systemctl", &["is-enabled", "nginx", "ssh"]);
+    allowed("systemctl", &["status"]);
+    allowed("systemctl", &["--failed", "--no-legend", "--plain"]);
+    allowed("systemctl", &["list-units", "--failed", "--no-pager"]);
+    allowed("systemctl", &["list-timers", "--all"]);
+    allowed("systemctl", &["list-unit-files", "--type=service"]);
 }
 
 #[test]
@@ -108,7 +122,11 @@ fn journalctl_accepts_bounded_reads() {
     allowed("journalctl", &["-u", "nginx", "-n", "50", "--no-pager"]);
     allowed(
         "journalctl",
-        &["--since", "1 hour ago", "-p", "err", "-o", "json"],
+        &["--since", "1 hour ago", "-p", "err", "-o", "short-iso"],
+    );
+    allowed(
+        "journalctl",
+        &["-u", "nginx", "--output=verbose", "-n", "5"],
     );
     allowed(
         "journalctl",
@@ -139,11 +157,17 @@ fn the_small_reads_accept_their_forms() {
     allowed("cat", &["/proc/meminfo", "/proc/loadavg"]);
     allowed("cat", &["/etc/os-release"]);
     allowed("fail2ban-client", &["status", "sshd"]);
+    allowed("fail2ban-client", &["status"]);
+    allowed("fail2ban-client", &["ping"]);
     allowed("timedatectl", &["show"]);
     allowed("timedatectl", &["timesync-status", "--no-pager"]);
     allowed("ufw", &["status", "verbose"]);
+    allowed("ufw", &["status"]);
     allowed("nginx", &["-t"]);
-    allowed("nft", &["list", "ruleset", "-a"]);
+    allowed("nginx", &["-t", "-q"]);
+    allowed("nginx", &["-v"]);
+    allowed("nft", &["list", "ruleset"]);
+    allowed("nft", &["-a", "-n", "list", "chains"]);
 }
 
 #[test]

@@ -5,7 +5,14 @@
 
 #![forbid(unsafe_code)]
 
-use super::types::{ChoreActionRules, Limits, PathRules, Positional, Rule, ValueType, Valued};
+use super::types::{
+    ChoreActionRules, Limits, PathRules, Positional, Rule, SUB, Sub, ValueType, Valued,
+};
+
+/// An option and the type of its value.
+const fn v(option: &'static str, value: ValueType) -> Valued {
+    Valued { option, value }
+}
 
 pub const LIMITS: Limits = Limits {
     timeout_s: 30,
@@ -17,27 +24,19 @@ pub const ALLOW: &[Rule] = &[
         cmd: "df",
         bins: &["/usr/bin/df", "/bin/df"],
         doc: "disk usage by filesystem, space and inodes",
-        first: &[],
-        flag_letters: "PhklTai",
-        tokens: &[
-            "--output=source,fstype,size,used,avail,pcent,target",
-            "--output=target,pcent,avail,size",
-            "-B1",
-            "--block-size=1",
-            "--total",
-        ],
-        valued: &[
-            Valued {
-                option: "-t",
-                value: ValueType::FsType,
-            },
-            Valued {
-                option: "-x",
-                value: ValueType::FsType,
-            },
-        ],
-        prefixed: &[],
-        positional: Positional::Path,
+        subs: &[Sub {
+            flag_letters: "PhklTai",
+            tokens: &[
+                "--output=source,fstype,size,used,avail,pcent,target",
+                "--output=target,pcent,avail,size",
+                "-B1",
+                "--block-size=1",
+                "--total",
+            ],
+            valued: &[v("-t", ValueType::FsType), v("-x", ValueType::FsType)],
+            positional: Positional::Path,
+            ..SUB
+        }],
         min_args: None,
         max_args: 12,
         warden_adds: &[],
@@ -49,23 +48,21 @@ pub const ALLOW: &[Rule] = &[
         cmd: "du",
         bins: &["/usr/bin/du", "/bin/du"],
         doc: "size of directories",
-        first: &[],
-        flag_letters: "sxkmhca",
-        tokens: &[
-            "-B1",
-            "--block-size=1",
-            "--max-depth=1",
-            "--max-depth=2",
-            "--max-depth=3",
-            "--apparent-size",
-            "--total",
-        ],
-        valued: &[Valued {
-            option: "-d",
-            value: ValueType::Number,
+        subs: &[Sub {
+            flag_letters: "sxkmhca",
+            tokens: &[
+                "-B1",
+                "--block-size=1",
+                "--max-depth=1",
+                "--max-depth=2",
+                "--max-depth=3",
+                "--apparent-size",
+                "--total",
+            ],
+            valued: &[v("-d", ValueType::Number)],
+            positional: Positional::Path,
+            ..SUB
         }],
-        prefixed: &[],
-        positional: Positional::Path,
         min_args: None,
         max_args: 40,
         warden_adds: &[],
@@ -77,16 +74,16 @@ pub const ALLOW: &[Rule] = &[
         cmd: "ls",
         bins: &["/usr/bin/ls", "/bin/ls"],
         doc: "list a directory",
-        first: &[],
-        flag_letters: "laAhtrS1dp",
-        tokens: &[
-            "--time-style=long-iso",
-            "--time-style=iso",
-            "--time-style=full-iso",
-        ],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::Path,
+        subs: &[Sub {
+            flag_letters: "laAhtrS1dp",
+            tokens: &[
+                "--time-style=long-iso",
+                "--time-style=iso",
+                "--time-style=full-iso",
+            ],
+            positional: Positional::Path,
+            ..SUB
+        }],
         min_args: None,
         max_args: 12,
         warden_adds: &[],
@@ -98,27 +95,25 @@ pub const ALLOW: &[Rule] = &[
         cmd: "ps",
         bins: &["/usr/bin/ps", "/bin/ps"],
         doc: "process list",
-        first: &[],
-        flag_letters: "",
-        tokens: &[
-            "aux",
-            "axo",
-            "-eo",
-            "-e",
-            "-o",
-            "-ww",
-            "--no-headers",
-            "--sort=-%mem",
-            "--sort=-%cpu",
-            "--sort=-rss",
-            "pid,ppid,user,%cpu,%mem,rss,vsz,etime,stat,comm,args",
-            "pid,user,%cpu,%mem,rss,etime,comm",
-            "pid,ppid,user,etime,comm,args",
-            "pid,comm,args",
-        ],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::None,
+        subs: &[Sub {
+            tokens: &[
+                "aux",
+                "axo",
+                "-eo",
+                "-e",
+                "-o",
+                "-ww",
+                "--no-headers",
+                "--sort=-%mem",
+                "--sort=-%cpu",
+                "--sort=-rss",
+                "pid,ppid,user,%cpu,%mem,rss,vsz,etime,stat,comm,args",
+                "pid,user,%cpu,%mem,rss,etime,comm",
+                "pid,ppid,user,etime,comm,args",
+                "pid,comm,args",
+            ],
+            ..SUB
+        }],
         min_args: None,
         max_args: 6,
         warden_adds: &[],
@@ -130,62 +125,64 @@ pub const ALLOW: &[Rule] = &[
         cmd: "docker",
         bins: &["/usr/bin/docker", "/usr/local/bin/docker"],
         doc: "containers, images, disk use and a container's own log — read only",
-        first: &["ps", "images", "system", "version", "info", "stats", "logs"],
-        flag_letters: "",
-        tokens: &[
-            "-a",
-            "--all",
-            "--no-trunc",
-            "-q",
-            "df",
-            "-v",
-            "--no-stream",
-            "--format",
-            "--filter",
-            "-t",
-            "--timestamps",
+        subs: &[
+            Sub {
+                verbs: &["ps"],
+                tokens: &["-a", "--all", "--no-trunc", "-q"],
+                valued: &[
+                    v("--filter", ValueType::Filter),
+                    v("--format", ValueType::Template),
+                    v("-n", ValueType::Number),
+                ],
+                ..SUB
+            },
+            Sub {
+                verbs: &["images"],
+                tokens: &["-a", "--all", "--no-trunc", "-q"],
+                valued: &[
+                    v("--filter", ValueType::Filter),
+                    v("--format", ValueType::Template),
+                ],
+                ..SUB
+            },
+            Sub {
+                verbs: &["version", "info", "system info"],
+                valued: &[v("--format", ValueType::Template)],
+                ..SUB
+            },
+            Sub {
+                verbs: &["system df"],
+                tokens: &["-v"],
+                valued: &[v("--format", ValueType::Template)],
+                ..SUB
+            },
+            Sub {
+                verbs: &["stats"],
+                tokens: &["-a", "--all", "--no-trunc", "--no-stream"],
+                valued: &[v("--format", ValueType::Template)],
+                positional: Positional::Container,
+                ..SUB
+            },
+            Sub {
+                verbs: &["logs"],
+                tokens: &["-t", "--timestamps"],
+                valued: &[
+                    v("--since", ValueType::Since),
+                    v("--tail", ValueType::Number),
+                    v("--until", ValueType::Since),
+                    v("-n", ValueType::Number),
+                ],
+                prefixed: &[
+                    v("--since=", ValueType::Since),
+                    v("--tail=", ValueType::Number),
+                    v("--until=", ValueType::Since),
+                ],
+                positional: Positional::Container,
+                min_positional: 1,
+                max_positional: Some(1),
+                ..SUB
+            },
         ],
-        valued: &[
-            Valued {
-                option: "--filter",
-                value: ValueType::Filter,
-            },
-            Valued {
-                option: "--format",
-                value: ValueType::Template,
-            },
-            Valued {
-                option: "--since",
-                value: ValueType::Since,
-            },
-            Valued {
-                option: "--tail",
-                value: ValueType::Number,
-            },
-            Valued {
-                option: "--until",
-                value: ValueType::Since,
-            },
-            Valued {
-                option: "-n",
-                value: ValueType::Number,
-            },
-        ],
-        prefixed: &[
-            Valued {
-                option: "--since=",
-                value: ValueType::Since,
-            },
-            Valued {
-                option: "--tail=",
-                value: ValueType::Number,
-            },
-            Valued {
-                option: "--until=",
-                value: ValueType::Since,
-            },
-        ],
-        positional: Positional::Container,
         min_args: None,
         max_args: 10,
         warden_adds: &[],
@@ -197,49 +194,74 @@ pub const ALLOW: &[Rule] = &[
         cmd: "systemctl",
         bins: &["/usr/bin/systemctl", "/bin/systemctl"],
         doc: "service state — read only",
-        first: &[
-            "status",
-            "list-units",
-            "list-timers",
-            "list-unit-files",
-            "is-active",
-            "is-enabled",
-            "is-failed",
-            "--failed",
-        ],
-        flag_letters: "",
-        tokens: &[
-            "--failed",
-            "--all",
-            "-a",
-            "--no-pager",
-            "--plain",
-            "--no-legend",
-            "-l",
-            "--full",
-            "--type=service",
-            "--type=timer",
-            "--state=failed",
-            "--state=running",
-            "--state=active",
-            "--quiet",
-            "-q",
-        ],
-        valued: &[
-            Valued {
-                option: "--lines",
-                value: ValueType::Number,
+        subs: &[
+            Sub {
+                verbs: &["status"],
+                tokens: &["--no-pager", "--full", "-l", "--all", "-a"],
+                valued: &[v("--lines", ValueType::Number), v("-n", ValueType::Number)],
+                prefixed: &[v("--lines=", ValueType::Number)],
+                positional: Positional::Unit,
+                ..SUB
             },
-            Valued {
-                option: "-n",
-                value: ValueType::Number,
+            Sub {
+                verbs: &["is-active", "is-enabled", "is-failed"],
+                tokens: &["--quiet", "-q", "--no-pager"],
+                positional: Positional::Unit,
+                min_positional: 1,
+                ..SUB
+            },
+            Sub {
+                verbs: &["list-units"],
+                tokens: &[
+                    "--failed",
+                    "--all",
+                    "-a",
+                    "--no-pager",
+                    "--plain",
+                    "--no-legend",
+                    "-l",
+                    "--full",
+                    "--type=service",
+                    "--type=timer",
+                    "--state=failed",
+                    "--state=running",
+                    "--state=active",
+                ],
+                ..SUB
+            },
+            Sub {
+                verbs: &["--failed"],
+                tokens: &[
+                    "--all",
+                    "-a",
+                    "--no-pager",
+                    "--plain",
+                    "--no-legend",
+                    "-l",
+                    "--full",
+                    "--type=service",
+                    "--type=timer",
+                ],
+                ..SUB
+            },
+            Sub {
+                verbs: &["list-timers"],
+                tokens: &["--all", "-a", "--no-pager", "--no-legend", "-l", "--full"],
+                ..SUB
+            },
+            Sub {
+                verbs: &["list-unit-files"],
+                tokens: &[
+                    "--no-pager",
+                    "--no-legend",
+                    "-l",
+                    "--full",
+                    "--type=service",
+                    "--type=timer",
+                ],
+                ..SUB
             },
         ],
-        prefixed: &[Valued {
-            option: "--lines=",
-            value: ValueType::Number,
-        }],
-        positional: Positional::Unit,
         min_args: None,
         max_args: 12,
         warden_adds: &[],
@@ -251,111 +273,49 @@ pub const ALLOW: &[Rule] = &[
         cmd: "journalctl",
         bins: &["/usr/bin/journalctl", "/bin/journalctl"],
         doc: "logs — read only, bounded",
-        first: &[],
-        flag_letters: "",
-        tokens: &[
-            "--no-pager",
-            "-q",
-            "--quiet",
-            "-r",
-            "--reverse",
-            "-b",
-            "--utc",
-            "-k",
-            "--dmesg",
-            "-x",
-            "--disk-usage",
-            "--list-boots",
-        ],
-        valued: &[
-            Valued {
-                option: "--grep",
-                value: ValueType::Pattern,
-            },
-            Valued {
-                option: "--lines",
-                value: ValueType::Number,
-            },
-            Valued {
-                option: "--output",
-                value: ValueType::Output,
-            },
-            Valued {
-                option: "--priority",
-                value: ValueType::Priority,
-            },
-            Valued {
-                option: "--since",
-                value: ValueType::Since,
-            },
-            Valued {
-                option: "--unit",
-                value: ValueType::Unit,
-            },
-            Valued {
-                option: "--until",
-                value: ValueType::Since,
-            },
-            Valued {
-                option: "-S",
-                value: ValueType::Since,
-            },
-            Valued {
-                option: "-U",
-                value: ValueType::Since,
-            },
-            Valued {
-                option: "-g",
-                value: ValueType::Pattern,
-            },
-            Valued {
-                option: "-n",
-                value: ValueType::Number,
-            },
-            Valued {
-                option: "-o",
-                value: ValueType::Output,
-            },
-            Valued {
-                option: "-p",
-                value: ValueType::Priority,
-            },
-            Valued {
-                option: "-u",
-                value: ValueType::Unit,
-            },
-        ],
-        prefixed: &[
-            Valued {
-                option: "--grep=",
-                value: ValueType::Pattern,
-            },
-            Valued {
-                option: "--lines=",
-                value: ValueType::Number,
-            },
-            Valued {
-                option: "--output=",
-                value: ValueType::Output,
-            },
-            Valued {
-                option: "--priority=",
-                value: ValueType::Priority,
-            },
-            Valued {
-                option: "--since=",
-                value: ValueType::Since,
-            },
-            Valued {
-                option: "--unit=",
-                value: ValueType::Unit,
-            },
-            Valued {
-                option: "--until=",
-                value: ValueType::Since,
-            },
-        ],
-        positional: Positional::Match,
+        subs: &[Sub {
+            tokens: &[
+                "--no-pager",
+                "-q",
+                "--quiet",
+                "-r",
+                "--reverse",
+                "-b",
+                "--utc",
+                "-k",
+                "--dmesg",
+                "-x",
+                "--disk-usage",
+                "--list-boots",
+            ],
+            valued: &[
+                v("--grep", ValueType::Pattern),
+                v("--lines", ValueType::Number),
+                v("--output", ValueType::Output),
+                v("--priority", ValueType::Priority),
+                v("--since", ValueType::Since),
+                v("--unit", ValueType::Unit),
+                v("--until", ValueType::Since),
+                v("-S", ValueType::Since),
+                v("-U", ValueType::Since),
+                v("-g", ValueType::Pattern),
+                v("-n", ValueType::Number),
+                v("-o", ValueType::Output),
+                v("-p", ValueType::Priority),
+                v("-u", ValueType::Unit),
+            ],
+            prefixed: &[
+                v("--grep=", ValueType::Pattern),
+                v("--lines=", ValueType::Number),
+                v("--output=", ValueType::Output),
+                v("--priority=", ValueType::Priority),
+                v("--since=", ValueType::Since),
+                v("--unit=", ValueType::Unit),
+                v("--until=", ValueType::Since),
+            ],
+            positional: Positional::Match,
+            ..SUB
+        }],
         min_args: None,
         max_args: 16,
         warden_adds: &[],
@@ -367,12 +327,11 @@ pub const ALLOW: &[Rule] = &[
         cmd: "apt",
         bins: &["/usr/bin/apt"],
         doc: "pending updates — read only",
-        first: &["list"],
-        flag_letters: "",
-        tokens: &["--upgradable", "--upgradeable", "--installed", "-a"],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::None,
+        subs: &[Sub {
+            verbs: &["list"],
+            tokens: &["--upgradable", "--upgradeable", "--installed", "-a"],
+            ..SUB
+        }],
         min_args: None,
         max_args: 4,
         warden_adds: &[],
@@ -384,12 +343,11 @@ pub const ALLOW: &[Rule] = &[
         cmd: "ss",
         bins: &["/usr/bin/ss", "/bin/ss"],
         doc: "listening sockets",
-        first: &[],
-        flag_letters: "tulnpasH46",
-        tokens: &["state", "listening", "established"],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::None,
+        subs: &[Sub {
+            flag_letters: "tulnpasH46",
+            tokens: &["state", "listening", "established"],
+            ..SUB
+        }],
         min_args: None,
         max_args: 8,
         warden_adds: &[],
@@ -401,12 +359,10 @@ pub const ALLOW: &[Rule] = &[
         cmd: "free",
         bins: &["/usr/bin/free", "/bin/free"],
         doc: "memory and swap",
-        first: &[],
-        flag_letters: "mhbkgwt",
-        tokens: &[],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::None,
+        subs: &[Sub {
+            flag_letters: "mhbkgwt",
+            ..SUB
+        }],
         min_args: None,
         max_args: 4,
         warden_adds: &[],
@@ -418,12 +374,10 @@ pub const ALLOW: &[Rule] = &[
         cmd: "uptime",
         bins: &["/usr/bin/uptime", "/bin/uptime"],
         doc: "uptime and load",
-        first: &[],
-        flag_letters: "ps",
-        tokens: &[],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::None,
+        subs: &[Sub {
+            flag_letters: "ps",
+            ..SUB
+        }],
         min_args: None,
         max_args: 2,
         warden_adds: &[],
@@ -435,12 +389,10 @@ pub const ALLOW: &[Rule] = &[
         cmd: "hostname",
         bins: &["/usr/bin/hostname", "/bin/hostname"],
         doc: "host name",
-        first: &[],
-        flag_letters: "fsI",
-        tokens: &[],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::None,
+        subs: &[Sub {
+            flag_letters: "fsI",
+            ..SUB
+        }],
         min_args: None,
         max_args: 2,
         warden_adds: &[],
@@ -452,12 +404,7 @@ pub const ALLOW: &[Rule] = &[
         cmd: "nproc",
         bins: &["/usr/bin/nproc"],
         doc: "cpu count",
-        first: &[],
-        flag_letters: "",
-        tokens: &[],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::None,
+        subs: &[Sub { ..SUB }],
         min_args: None,
         max_args: 0,
         warden_adds: &[],
@@ -469,12 +416,10 @@ pub const ALLOW: &[Rule] = &[
         cmd: "cat",
         bins: &["/usr/bin/cat", "/bin/cat"],
         doc: "read one of the listed system files",
-        first: &[],
-        flag_letters: "",
-        tokens: &[],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::File,
+        subs: &[Sub {
+            positional: Positional::File,
+            ..SUB
+        }],
         min_args: None,
         max_args: 4,
         warden_adds: &[],
@@ -486,14 +431,20 @@ pub const ALLOW: &[Rule] = &[
         cmd: "fail2ban-client",
         bins: &["/usr/bin/fail2ban-client"],
         doc: "jail status",
-        first: &["status", "ping", "version"],
-        flag_letters: "",
-        tokens: &[],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::Jail,
+        subs: &[
+            Sub {
+                verbs: &["status"],
+                positional: Positional::Jail,
+                max_positional: Some(1),
+                ..SUB
+            },
+            Sub {
+                verbs: &["ping", "version"],
+                ..SUB
+            },
+        ],
         min_args: None,
-        max_args: 3,
+        max_args: 2,
         warden_adds: &[],
         warden_env: &[],
         timeout_s: 30,
@@ -503,12 +454,11 @@ pub const ALLOW: &[Rule] = &[
         cmd: "timedatectl",
         bins: &["/usr/bin/timedatectl", "/bin/timedatectl"],
         doc: "clock and time sync state — read only",
-        first: &["show", "status", "timesync-status"],
-        flag_letters: "",
-        tokens: &["--no-pager"],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::None,
+        subs: &[Sub {
+            verbs: &["show", "status", "timesync-status"],
+            tokens: &["--no-pager"],
+            ..SUB
+        }],
         min_args: None,
         max_args: 2,
         warden_adds: &[],
@@ -520,12 +470,10 @@ pub const ALLOW: &[Rule] = &[
         cmd: "ufw",
         bins: &["/usr/sbin/ufw", "/usr/bin/ufw"],
         doc: "firewall state — read only",
-        first: &["status"],
-        flag_letters: "",
-        tokens: &["verbose", "numbered"],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::None,
+        subs: &[Sub {
+            verbs: &["status", "status verbose", "status numbered"],
+            ..SUB
+        }],
         min_args: None,
         max_args: 2,
         warden_adds: &[],
@@ -537,12 +485,17 @@ pub const ALLOW: &[Rule] = &[
         cmd: "nginx",
         bins: &["/usr/sbin/nginx", "/usr/bin/nginx"],
         doc: "test the configuration — read only",
-        first: &[],
-        flag_letters: "tqv",
-        tokens: &[],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::None,
+        subs: &[
+            Sub {
+                verbs: &["-t"],
+                tokens: &["-q"],
+                ..SUB
+            },
+            Sub {
+                verbs: &["-v"],
+                ..SUB
+            },
+        ],
         min_args: None,
         max_args: 2,
         warden_adds: &[],
@@ -554,12 +507,11 @@ pub const ALLOW: &[Rule] = &[
         cmd: "nft",
         bins: &["/usr/sbin/nft", "/usr/bin/nft"],
         doc: "the firewall's ruleset — read only",
-        first: &["list"],
-        flag_letters: "",
-        tokens: &["ruleset", "tables", "chains", "-a", "-n"],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::None,
+        subs: &[Sub {
+            before: &["-a", "-n"],
+            verbs: &["list ruleset", "list tables", "list chains"],
+            ..SUB
+        }],
         min_args: None,
         max_args: 4,
         warden_adds: &[],
@@ -601,12 +553,13 @@ pub const CHORE_ACTIONS: &[Rule] = &[
         cmd: "systemctl",
         bins: &["/usr/bin/systemctl", "/bin/systemctl"],
         doc: "restart one service",
-        first: &["restart"],
-        flag_letters: "",
-        tokens: &[],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::Service,
+        subs: &[Sub {
+            verbs: &["restart"],
+            positional: Positional::Service,
+            min_positional: 1,
+            max_positional: Some(1),
+            ..SUB
+        }],
         min_args: Some(2),
         max_args: 2,
         warden_adds: &[],
@@ -618,12 +571,10 @@ pub const CHORE_ACTIONS: &[Rule] = &[
         cmd: "timedatectl",
         bins: &["/usr/bin/timedatectl", "/bin/timedatectl"],
         doc: "turn time sync on",
-        first: &["set-ntp"],
-        flag_letters: "",
-        tokens: &["true"],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::None,
+        subs: &[Sub {
+            verbs: &["set-ntp true"],
+            ..SUB
+        }],
         min_args: Some(2),
         max_args: 2,
         warden_adds: &[],
@@ -635,12 +586,11 @@ pub const CHORE_ACTIONS: &[Rule] = &[
         cmd: "docker",
         bins: &["/usr/bin/docker"],
         doc: "remove dangling images, or the build cache not in use",
-        first: &["image", "builder"],
-        flag_letters: "",
-        tokens: &["prune", "-f", "--force"],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::None,
+        subs: &[Sub {
+            verbs: &["image prune", "builder prune"],
+            tokens: &["-f", "--force"],
+            ..SUB
+        }],
         min_args: Some(3),
         max_args: 3,
         warden_adds: &[],
@@ -652,12 +602,13 @@ pub const CHORE_ACTIONS: &[Rule] = &[
         cmd: "apt-get",
         bins: &["/usr/bin/apt-get"],
         doc: "upgrade named installed packages, or install one of: fail2ban",
-        first: &["install"],
-        flag_letters: "",
-        tokens: &["-y", "--only-upgrade"],
-        valued: &[],
-        prefixed: &[],
-        positional: Positional::Package,
+        subs: &[Sub {
+            verbs: &["install"],
+            tokens: &["-y", "--only-upgrade"],
+            positional: Positional::Package,
+            min_positional: 1,
+            ..SUB
+        }],
         min_args: Some(3),
         max_args: 24,
         warden_adds: &[

@@ -10,8 +10,10 @@
 //! 2. the `[deny]` patterns against the whole request (`cmd arg arg…`): a
 //!    hit refuses it and is a ladder signal;
 //! 3. the command must have a rule;
-//! 4. the argument count, then each argument by the rule's grammar (see
-//!    [`types::Rule`]);
+//! 4. the argument count, then the grammar (see [`types::Rule`]): the verb
+//!    first, exactly, where the tool reads it, which picks the rule's one
+//!    form; then every other argument by that form alone, so a word is a
+//!    positional only after a verb that reads one of its kind;
 //! 5. path arguments are resolved and checked against `[paths]`: a secret
 //!    or fenced path refuses the request and is a ladder signal.
 
@@ -20,14 +22,18 @@
 mod data;
 mod paths;
 mod render;
+pub mod template;
 pub mod types;
 mod values;
 
 pub use data::{ALLOW, CAT_FILES, CHORE_ACTION_RULES, CHORE_ACTIONS, DENY, LIMITS, PATHS};
 pub use paths::{PathRefusal, check_path, glob, secret_rule};
 pub use render::render;
-pub use types::{Positional, Rule, ValueType};
-pub use values::{describe, positional_matches, value_matches};
+pub use types::{Positional, Rule, Sub, ValueType};
+pub use values::{
+    OUTPUT_MODES, POSITIONAL_KINDS, VALUE_TYPES, describe, describe_positional, positional_matches,
+    value_matches,
+};
 
 use crate::signal::Signal;
 use regex::Regex;
@@ -185,71 +191,149 @@ struct Grammar {
     rule: &'static Rule,
 }
 
+/// The form a request takes: the rule's form whose verb it starts with, and
+/// how many arguments the verb (and `before` tokens) took.
+struct Form {
+    sub: &'static Sub,
+    /// `cmd verb` for messages.
+    name: String,
+    start: usize,
+}
+
+/// The words of `verb` (`"system df"` is two arguments).
+fn verb_words(verb: &str) -> impl Iterator<Item = &str> {
+    verb.split(' ')
+}
+
+/// Whether `a` is one of the words of any of the rule's verbs.
+fn is_verb_word(rule: &Rule, a: &str) -> bool {
+    rule.subs
+        .iter()
+        .flat_map(|s| s.verbs.iter())
+        .any(|v| verb_words(v).any(|w| w == a))
+}
+
 impl Grammar {
-    fn check(&self, args: &[String]) -> Result<Vec<String>, Refused> {
+    /// The form `args` take: the verb is matched first, exactly and where
+    /// the tool reads it, so no other word can stand in its place.
+    fn form(&self, args: &[String]) -> Result<Form, Refused> {
         let rule = self.rule;
         let cmd = rule.cmd;
-        let mut out = Vec::with_capacity(args.len());
-        let mut i = 0;
-        if !rule.first.is_empty() {
-            let Some(first) = args.first() else {
-                return Err(refuse(format!("{cmd} needs one of {:?} first", rule.first)));
-            };
-            if !rule.first.contains(&first.as_str()) {
-                return Err(refuse(format!(
-                    "{cmd}: {first:?} is not one of the allowed first arguments {:?}",
-                    rule.first
-                )));
-            }
-            out.push(first.clone());
-            i = 1;
+        if let Some(sub) = rule.verbless() {
+            return Ok(Form {
+                sub,
+                name: cmd.to_string(),
+                start: 0,
+            });
         }
+        // The longest verb that starts the request: `status verbose` is one
+        // verb of two words, never `status` and a second verb.
+        let mut found: Option<(&'static Sub, &str, usize, usize)> = None;
+        for sub in rule.subs {
+            let lead = args
+                .iter()
+                .take_while(|a| sub.before.contains(&a.as_str()))
+                .count();
+            let rest = &args[lead..];
+            for verb in sub.verbs {
+                let n = verb_words(verb).count();
+                let matches = rest.len() >= n && verb_words(verb).zip(rest).all(|(w, a)| w == a);
+                if matches && found.is_none_or(|(_, _, _, m)| n > m) {
+                    found = Some((sub, verb, lead, n));
+                }
+            }
+        }
+        if let Some((sub, verb, lead, n)) = found {
+            return Ok(Form {
+                sub,
+                name: format!("{cmd} {verb}"),
+                start: lead + n,
+            });
+        }
+        let verbs: Vec<&str> = rule
+            .subs
+            .iter()
+            .flat_map(|s| s.verbs.iter().copied())
+            .collect();
+        Err(refuse(match args.first() {
+            None => format!("{cmd} needs one of {verbs:?} first"),
+            Some(first) => {
+                format!("{cmd}: {first:?} does not start one of the allowed verbs {verbs:?}")
+            }
+        }))
+    }
+
+    fn check(&self, args: &[String]) -> Result<Vec<String>, Refused> {
+        let rule = self.rule;
+        let Form { sub, name, start } = self.form(args)?;
+        let mut out: Vec<String> = args[..start].to_vec();
+        let mut positionals = 0usize;
+        let mut i = start;
         while i < args.len() {
             let a = args[i].as_str();
             if a == "--" {
-                return Err(refuse(format!("{cmd}: \"--\" is refused")));
+                return Err(refuse(format!("{name}: \"--\" is refused")));
             }
-            if rule.first.contains(&a) && !rule.tokens.contains(&a) {
-                return Err(refuse(format!(
-                    "{cmd}: a second subcommand {a:?} is refused"
-                )));
-            }
-            if let Some(v) = rule.valued.iter().find(|v| v.option == a) {
+            if let Some(v) = sub.valued.iter().find(|v| v.option == a) {
                 let Some(value) = args.get(i + 1) else {
                     return Err(refuse(format!(
-                        "{cmd}: {a} needs a <{}> value",
+                        "{name}: {a} needs a <{}> value",
                         v.value.name()
                     )));
                 };
-                check_value(cmd, a, v.value, value)?;
+                check_value(&name, a, v.value, value)?;
                 out.push(a.to_string());
                 out.push(value.clone());
                 i += 2;
                 continue;
             }
-            if rule.tokens.contains(&a) {
+            if sub.tokens.contains(&a) {
                 out.push(a.to_string());
                 i += 1;
                 continue;
             }
-            if let Some(v) = rule.prefixed.iter().find(|v| a.starts_with(v.option)) {
-                check_value(cmd, v.option, v.value, &a[v.option.len()..])?;
+            if let Some(v) = sub.prefixed.iter().find(|v| a.starts_with(v.option)) {
+                check_value(&name, v.option, v.value, &a[v.option.len()..])?;
                 out.push(a.to_string());
                 i += 1;
                 continue;
             }
-            if is_bundle(a, rule.flag_letters) {
+            if is_bundle(a, sub.flag_letters) {
                 out.push(a.to_string());
                 i += 1;
                 continue;
             }
             if a.starts_with('-') {
                 return Err(refuse(format!(
-                    "{cmd}: the option {a:?} is not in the policy"
+                    "{name}: the option {a:?} is not in the policy"
                 )));
             }
-            out.push(positional(rule, a)?);
+            if is_verb_word(rule, a) {
+                return Err(refuse(format!("{name}: a second verb {a:?} is refused")));
+            }
+            if sub.positional == Positional::None {
+                return Err(refuse(format!(
+                    "{name} takes no positional arguments, got {a:?}"
+                )));
+            }
+            positionals += 1;
+            if let Some(max) = sub.max_positional
+                && positionals > max
+            {
+                return Err(refuse(format!(
+                    "{name} takes at most {max} <{}>",
+                    sub.positional.name()
+                )));
+            }
+            out.push(positional(rule, sub.positional, a)?);
             i += 1;
+        }
+        if positionals < sub.min_positional {
+            return Err(refuse(format!(
+                "{name} needs at least {} <{}>",
+                sub.min_positional,
+                sub.positional.name()
+            )));
         }
         Ok(out)
     }
@@ -285,15 +369,20 @@ fn is_bundle(a: &str, letters: &str) -> bool {
         && rest.chars().all(|c| letters.contains(c))
 }
 
-fn check_value(cmd: &str, option: &str, t: ValueType, value: &str) -> Result<(), Refused> {
+fn check_value(name: &str, option: &str, t: ValueType, value: &str) -> Result<(), Refused> {
     if value.starts_with('-') {
         return Err(refuse(format!(
-            "{cmd}: the value of {option} must not start with \"-\""
+            "{name}: the value of {option} must not start with \"-\""
         )));
+    }
+    if t == ValueType::Template
+        && let Err(template::TemplateRefusal(why)) = template::check(value)
+    {
+        return Err(refuse(format!("{name}: {option}: {why}")));
     }
     if !value_matches(t, value) {
         return Err(refuse(format!(
-            "{cmd}: {value:?} is not a valid <{}> for {option}",
+            "{name}: {value:?} is not a valid <{}> for {option}",
             t.name()
         )));
     }
@@ -302,9 +391,8 @@ fn check_value(cmd: &str, option: &str, t: ValueType, value: &str) -> Result<(),
 
 /// Judges one positional argument; returns what to run with (a resolved
 /// path for `path`, the argument itself otherwise).
-fn positional(rule: &Rule, a: &str) -> Result<String, Refused> {
+fn positional(rule: &Rule, kind: Positional, a: &str) -> Result<String, Refused> {
     let cmd = rule.cmd;
-    let kind = rule.positional;
     match kind {
         Positional::None => Err(refuse(format!(
             "{cmd} takes no positional arguments, got {a:?}"
@@ -385,5 +473,78 @@ fn positional(rule: &Rule, a: &str) -> Result<String, Refused> {
             }
             Ok(a.to_string())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request can take only one form: every verb is distinct and none
+    /// is a word-prefix of another in a different form (the longest match
+    /// wins within a form only), a form without verbs is its rule's only
+    /// form, and `before` tokens are never verb words.
+    #[test]
+    fn every_rule_s_forms_are_unambiguous() {
+        for rule in ALLOW.iter().chain(CHORE_ACTIONS) {
+            assert!(!rule.subs.is_empty(), "{} has no form", rule.cmd);
+            if rule.subs.iter().any(|s| s.verbs.is_empty()) {
+                assert!(
+                    rule.verbless().is_some(),
+                    "{}: a verbless form among others",
+                    rule.cmd
+                );
+            }
+            let verbs: Vec<(usize, Vec<&str>)> = rule
+                .subs
+                .iter()
+                .enumerate()
+                .flat_map(|(i, s)| s.verbs.iter().map(move |v| (i, verb_words(v).collect())))
+                .collect();
+            for (i, a) in &verbs {
+                for (j, b) in &verbs {
+                    if std::ptr::eq(a, b) {
+                        continue;
+                    }
+                    assert_ne!(a, b, "{}: a verb twice", rule.cmd);
+                    if i != j {
+                        assert!(
+                            !b.starts_with(a),
+                            "{}: {a:?} opens {b:?} of another form",
+                            rule.cmd
+                        );
+                    }
+                }
+            }
+            for s in rule.subs {
+                for t in s.before {
+                    assert!(
+                        !is_verb_word(rule, t),
+                        "{}: {t} is before and a verb",
+                        rule.cmd
+                    );
+                }
+                if s.positional == Positional::None {
+                    assert_eq!(
+                        (s.min_positional, s.max_positional),
+                        (0, None),
+                        "{}",
+                        rule.cmd
+                    );
+                }
+                assert!(
+                    s.max_positional
+                        .is_none_or(|m| m >= s.min_positional.max(1))
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_longest_verb_wins() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let ok = check(Table::Allow, "ufw", &args(&["status", "numbered"])).expect("allowed");
+        assert_eq!(ok.args, ["status", "numbered"]);
+        assert!(check(Table::Allow, "docker", &args(&["system"])).is_err());
     }
 }

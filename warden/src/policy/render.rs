@@ -1,11 +1,15 @@
 //! Renders the compiled-in policy as the TOML text of
-//! `/etc/aromba/warden/policy.toml`, byte for byte the block SECURITY.md and
-//! the specification carry. Nothing parses this text: it is for people.
+//! `/etc/aromba/warden/policy.toml`, byte for byte the block SECURITY.md
+//! carries. Nothing parses this text: it is for people. It differs from the
+//! specification's block where the grammar was tightened: a tool with verbs
+//! has one `[[allow.sub]]` table per form (see `types::Sub`), and the value
+//! types are listed in `[values]`.
 
 #![forbid(unsafe_code)]
 
 use super::data::{ALLOW, CAT_FILES, CHORE_ACTION_RULES, CHORE_ACTIONS, DENY, LIMITS, PATHS};
-use super::types::{Rule, Valued};
+use super::types::{Rule, Sub, Valued};
+use super::values::{POSITIONAL_KINDS, VALUE_TYPES, describe, describe_positional};
 use std::fmt::Write;
 
 const HEADER: &str = "\
@@ -48,27 +52,47 @@ fn valued(v: &[Valued], separator: &str) -> String {
     array(items.iter().map(String::as_str))
 }
 
+/// A form's grammar, each line behind `indent`.
+fn sub(out: &mut String, s: &Sub, indent: &str) {
+    if !s.before.is_empty() {
+        let _ = writeln!(out, "{indent}before = {}", array(s.before.iter().copied()));
+    }
+    if !s.verbs.is_empty() {
+        let _ = writeln!(out, "{indent}verbs = {}", array(s.verbs.iter().copied()));
+    }
+    if !s.flag_letters.is_empty() {
+        let _ = writeln!(out, "{indent}flag_letters = {}", string(s.flag_letters));
+    }
+    if !s.tokens.is_empty() {
+        let _ = writeln!(out, "{indent}tokens = {}", array(s.tokens.iter().copied()));
+    }
+    if !s.valued.is_empty() {
+        let _ = writeln!(out, "{indent}valued = {}", valued(s.valued, " "));
+    }
+    if !s.prefixed.is_empty() {
+        let _ = writeln!(out, "{indent}prefixed = {}", valued(s.prefixed, ""));
+    }
+    let _ = writeln!(out, "{indent}positional = {}", string(s.positional.name()));
+    if s.min_positional > 0 {
+        let _ = writeln!(out, "{indent}min_positional = {}", s.min_positional);
+    }
+    if let Some(max) = s.max_positional {
+        let _ = writeln!(out, "{indent}max_positional = {max}");
+    }
+}
+
+/// A rule. A tool without verbs has its one form inline, as the
+/// specification's block has every rule; a tool with verbs has a
+/// `[[TABLE.sub]]` table per form after the rule's own keys (TOML puts
+/// each in the `sub` array of the rule above it).
 fn rule(out: &mut String, table: &str, r: &Rule, comment_low_priority: bool) {
     let _ = writeln!(out, "[[{table}]]");
     let _ = writeln!(out, "cmd = {}", string(r.cmd));
     let _ = writeln!(out, "bins = {}", array(r.bins.iter().copied()));
     let _ = writeln!(out, "doc = {}", string(r.doc));
-    if !r.first.is_empty() {
-        let _ = writeln!(out, "first = {}", array(r.first.iter().copied()));
+    if let Some(only) = r.verbless() {
+        sub(out, only, "");
     }
-    if !r.flag_letters.is_empty() {
-        let _ = writeln!(out, "flag_letters = {}", string(r.flag_letters));
-    }
-    if !r.tokens.is_empty() {
-        let _ = writeln!(out, "tokens = {}", array(r.tokens.iter().copied()));
-    }
-    if !r.valued.is_empty() {
-        let _ = writeln!(out, "valued = {}", valued(r.valued, " "));
-    }
-    if !r.prefixed.is_empty() {
-        let _ = writeln!(out, "prefixed = {}", valued(r.prefixed, ""));
-    }
-    let _ = writeln!(out, "positional = {}", string(r.positional.name()));
     if let Some(min) = r.min_args {
         let _ = writeln!(out, "min_args = {min}");
     }
@@ -89,6 +113,12 @@ fn rule(out: &mut String, table: &str, r: &Rule, comment_low_priority: bool) {
             out.push_str("low_priority = true # nice -n 19, ionice -c 3\n");
         } else {
             out.push_str("low_priority = true\n");
+        }
+    }
+    if r.verbless().is_none() {
+        for s in r.subs {
+            let _ = writeln!(out, "  [[{table}.sub]]");
+            sub(out, s, "  ");
         }
     }
 }
@@ -153,6 +183,21 @@ pub fn render() -> String {
     out.push_str("# Matched against the whole request; a hit counts toward the ladder.\n");
     for (name, pattern) in DENY {
         let _ = writeln!(out, "{name} = {}", string(pattern));
+    }
+    out.push('\n');
+    out.push_str("[values]\n");
+    out.push_str("# What the value of each <type> in valued and prefixed may be. No value starts with \"-\";\n");
+    out.push_str("# no argument holds a control byte.\n");
+    for t in VALUE_TYPES {
+        let _ = writeln!(out, "{} = {}", t.name(), string(&describe(t)));
+    }
+    out.push('\n');
+    out.push_str("[positional_kinds]\n");
+    out.push_str("# The positional kinds checked by a pattern (path is judged by [paths], file by [cat], package by package_name).\n");
+    for k in POSITIONAL_KINDS {
+        if let Some(d) = describe_positional(k) {
+            let _ = writeln!(out, "{} = {}", k.name(), string(&d));
+        }
     }
     out
 }

@@ -1,10 +1,12 @@
 //! The value types of options and the kinds of positional arguments, each a
-//! strict pattern with a length cap. Every value and argument is also
+//! strict pattern with a length cap, a fixed list (`<output>`) or a strict
+//! parser (`<template>`, in `template.rs`). Every value and argument is also
 //! refused when it starts with `-` or holds a control character (checked
-//! before these patterns run).
+//! before these run).
 
 #![forbid(unsafe_code)]
 
+use super::template;
 use super::types::{Positional, ValueType};
 use regex::Regex;
 use std::sync::OnceLock;
@@ -21,8 +23,30 @@ const fn p(cap: usize, regex: &'static str) -> Pattern {
 
 const UNIT: Pattern = p(128, r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$");
 
-fn value_pattern(t: ValueType) -> Pattern {
-    match t {
+/// journalctl's output modes whose text the redactor reads as written. Each
+/// prints a field that holds control bytes either with its ANSI colour and
+/// hyperlink sequences removed or as `[N blob data]` (seen with the real
+/// journalctl in `tests/adversarial_output_modes.rs`). Refused: `json*` (such a field
+/// becomes an array of byte numbers), `export` and `cat` (they write its raw
+/// bytes, so a key split by a colour code, `sk_\e[1mlive_…`, passes the
+/// redactor and is whole again on any terminal).
+pub const OUTPUT_MODES: &[&str] = &[
+    "short",
+    "short-full",
+    "short-iso",
+    "short-iso-precise",
+    "short-precise",
+    "short-monotonic",
+    "short-delta",
+    "short-unix",
+    "with-unit",
+    "verbose",
+];
+
+/// The pattern of a type checked by one; `Output` is a list and `Template`
+/// a parser.
+fn value_pattern(t: ValueType) -> Option<Pattern> {
+    Some(match t {
         ValueType::Number => p(7, r"^[0-9]+$"),
         ValueType::Since => p(
             32,
@@ -30,18 +54,14 @@ fn value_pattern(t: ValueType) -> Pattern {
         ),
         ValueType::Pattern => p(128, r#"^[A-Za-z0-9 _.,:;@/=+*?|^$()\[\]{}#%!~<>'"-]+$"#),
         ValueType::Unit => UNIT,
-        ValueType::Output => p(
-            20,
-            r"^(?:short|short-full|short-iso|short-iso-precise|short-precise|short-monotonic|short-delta|short-unix|verbose|json|json-pretty|json-sse|json-seq|cat|with-unit)$",
-        ),
+        ValueType::Output | ValueType::Template => return None,
         ValueType::Priority => p(
             32,
             r"^(?:[0-7]|emerg|alert|crit|err|warning|notice|info|debug)(?:\.\.(?:[0-7]|emerg|alert|crit|err|warning|notice|info|debug))?$",
         ),
         ValueType::FsType => p(32, r"^[a-z0-9][a-z0-9._]*$"),
         ValueType::Filter => p(160, r"^[a-z][a-z_.-]{0,31}=[A-Za-z0-9_.:/@+=-]*$"),
-        ValueType::Template => p(256, r#"^[A-Za-z0-9 _.,:;|{}()\[\]"'\\/$+=-]+$"#),
-    }
+    })
 }
 
 /// Positional kinds checked by pattern; `Path`, `File`, `Service`,
@@ -60,7 +80,7 @@ fn positional_pattern(k: Positional) -> Option<Pattern> {
     }
 }
 
-const VALUE_TYPES: [ValueType; 9] = [
+pub const VALUE_TYPES: [ValueType; 9] = [
     ValueType::Number,
     ValueType::Since,
     ValueType::Pattern,
@@ -72,7 +92,7 @@ const VALUE_TYPES: [ValueType; 9] = [
     ValueType::Template,
 ];
 
-const POSITIONAL_KINDS: [Positional; 5] = [
+pub const POSITIONAL_KINDS: [Positional; 5] = [
     Positional::Container,
     Positional::Unit,
     Positional::Match,
@@ -93,10 +113,7 @@ fn compiled() -> &'static Compiled {
         Compiled {
             values: VALUE_TYPES
                 .iter()
-                .map(|&t| {
-                    let pat = value_pattern(t);
-                    (t, pat.cap, build(&pat))
-                })
+                .filter_map(|&t| value_pattern(t).map(|pat| (t, pat.cap, build(&pat))))
                 .collect(),
             positionals: POSITIONAL_KINDS
                 .iter()
@@ -108,6 +125,11 @@ fn compiled() -> &'static Compiled {
 
 /// Whether `value` is a valid value of type `t`.
 pub fn value_matches(t: ValueType, value: &str) -> bool {
+    match t {
+        ValueType::Output => return OUTPUT_MODES.contains(&value),
+        ValueType::Template => return template::check(value).is_ok(),
+        _ => {}
+    }
     compiled()
         .values
         .iter()
@@ -124,10 +146,24 @@ pub fn positional_matches(k: Positional, arg: &str) -> bool {
         .is_some_and(|(_, cap, re)| arg.len() <= *cap && re.is_match(arg))
 }
 
-/// The documented pattern of a value type, for messages and SECURITY.md.
+/// What a value type accepts, as the rendering's `[values]` says it.
 pub fn describe(t: ValueType) -> String {
-    let pat = value_pattern(t);
-    format!("{} (at most {} bytes)", pat.regex, pat.cap)
+    match t {
+        ValueType::Output => format!("one of {}", OUTPUT_MODES.join(", ")),
+        ValueType::Template => format!(
+            "json, table, or [\"table \"] text and field references {{{{.Field}}}} {{{{.Field.Sub}}}}; no function, pipe, variable or trim (at most {} bytes)",
+            template::MAX_TEMPLATE
+        ),
+        _ => match value_pattern(t) {
+            Some(pat) => format!("{} (at most {} bytes)", pat.regex, pat.cap),
+            None => String::new(),
+        },
+    }
+}
+
+/// What a pattern-checked positional kind accepts, for `[values]`.
+pub fn describe_positional(k: Positional) -> Option<String> {
+    positional_pattern(k).map(|pat| format!("{} (at most {} bytes)", pat.regex, pat.cap))
 }
 
 #[cfg(test)]
@@ -136,7 +172,8 @@ mod tests {
 
     #[test]
     fn every_pattern_compiles() {
-        assert_eq!(compiled().values.len(), VALUE_TYPES.len());
+        // Output is a list and Template a parser; every other type a pattern.
+        assert_eq!(compiled().values.len(), VALUE_TYPES.len() - 2);
         assert_eq!(compiled().positionals.len(), POSITIONAL_KINDS.len());
     }
 

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use aromba_warden::policy::{ALLOW, CHORE_ACTIONS, Positional, Rule, Table, check, deny_hit};
+use aromba_warden::policy::{ALLOW, CHORE_ACTIONS, Positional, Rule, Sub, Table, check, deny_hit};
 
 /// Checks the matcher's verdict on `cmd args…` against the stated
 /// properties; returns what broke.
@@ -14,7 +14,7 @@ pub fn check_properties(table: Table, cmd: &str, args: &[String]) -> Result<(), 
         return Err("the same request got two verdicts".into());
     }
     let Ok(allowed) = first else { return Ok(()) };
-    let rules: &[Rule] = match table {
+    let rules: &'static [Rule] = match table {
         Table::Allow => ALLOW,
         Table::ChoreAction => CHORE_ACTIONS,
     };
@@ -42,14 +42,13 @@ pub fn check_properties(table: Table, cmd: &str, args: &[String]) -> Result<(), 
             return Err("allowed \"--\"".into());
         }
     }
-    if !rule.first.is_empty() && !rule.first.contains(&args[0].as_str()) {
-        return Err("allowed without one of `first` first".into());
-    }
-    // Every argument is accounted for by exactly the kinds the rule lists.
-    let mut i = usize::from(!rule.first.is_empty());
+    let (sub, mut i) = form(rule, args).ok_or("allowed without one of the rule's verbs first")?;
+    // Every argument after the verb is accounted for by exactly the kinds
+    // its form lists.
+    let mut positionals = 0;
     while i < args.len() {
         let a = args[i].as_str();
-        if let Some(v) = rule.valued.iter().find(|v| v.option == a) {
+        if let Some(v) = sub.valued.iter().find(|v| v.option == a) {
             let value = args
                 .get(i + 1)
                 .ok_or("allowed a valued option without a value")?;
@@ -62,45 +61,88 @@ pub fn check_properties(table: Table, cmd: &str, args: &[String]) -> Result<(), 
             i += 2;
             continue;
         }
-        let listed = rule.tokens.contains(&a)
-            || rule.prefixed.iter().any(|p| a.starts_with(p.option))
+        let listed = sub.tokens.contains(&a)
+            || sub.prefixed.iter().any(|p| a.starts_with(p.option))
             || (a.len() > 1
                 && a.starts_with('-')
                 && !a.starts_with("--")
-                && !rule.flag_letters.is_empty()
-                && a[1..].chars().all(|c| rule.flag_letters.contains(c)));
+                && !sub.flag_letters.is_empty()
+                && a[1..].chars().all(|c| sub.flag_letters.contains(c)));
         if !listed {
             if a.starts_with('-') {
                 return Err(format!("allowed an unlisted option {a:?}"));
             }
-            if rule.positional == Positional::None {
+            if sub.positional == Positional::None {
                 return Err(format!(
                     "allowed a positional argument {a:?} where none is allowed"
                 ));
             }
-            if rule.first.contains(&a) {
-                return Err(format!("allowed a second subcommand {a:?}"));
+            if verb_words(rule).contains(&a) {
+                return Err(format!("allowed a second verb {a:?}"));
             }
+            positionals += 1;
         }
         i += 1;
     }
+    if positionals < sub.min_positional || sub.max_positional.is_some_and(|m| positionals > m) {
+        return Err(format!("allowed {positionals} positional arguments"));
+    }
     Ok(())
+}
+
+/// Every word of every verb of `rule`.
+pub fn verb_words(rule: &Rule) -> Vec<&'static str> {
+    rule.subs
+        .iter()
+        .flat_map(|s| s.verbs.iter())
+        .flat_map(|v| v.split(' '))
+        .collect()
+}
+
+/// The form `args` take and where its verb ends, stated apart from the
+/// matcher: the `before` tokens, then one verb's words exactly.
+pub fn form(rule: &'static Rule, args: &[String]) -> Option<(&'static Sub, usize)> {
+    if let [only] = rule.subs
+        && only.verbs.is_empty()
+    {
+        return Some((only, 0));
+    }
+    // The longest verb that starts the request.
+    rule.subs
+        .iter()
+        .flat_map(|sub| {
+            let lead = args
+                .iter()
+                .position(|a| !sub.before.contains(&a.as_str()))
+                .unwrap_or(args.len());
+            sub.verbs.iter().filter_map(move |verb| {
+                let words: Vec<&str> = verb.split(' ').collect();
+                let rest = &args[lead..];
+                (rest.len() >= words.len() && words.iter().zip(rest).all(|(w, a)| w == a))
+                    .then_some((sub, lead, words.len()))
+            })
+        })
+        .max_by_key(|(_, _, n)| *n)
+        .map(|(sub, lead, n)| (sub, lead + n))
 }
 
 /// The words a generator should draw from for `rule`: everything the rule
 /// lists, values of its types, and near misses.
 pub fn vocabulary(rule: &Rule) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
-    v.extend(rule.first.iter().map(|s| s.to_string()));
-    v.extend(rule.tokens.iter().map(|s| s.to_string()));
-    v.extend(rule.valued.iter().map(|s| s.option.to_string()));
-    v.extend(rule.prefixed.iter().map(|p| format!("{}today", p.option)));
-    v.extend(rule.prefixed.iter().map(|p| format!("{}5", p.option)));
-    for c in rule.flag_letters.chars() {
-        v.push(format!("-{c}"));
-    }
-    if rule.flag_letters.len() >= 2 {
-        v.push(format!("-{}", &rule.flag_letters[..2]));
+    v.extend(verb_words(rule).iter().map(|s| s.to_string()));
+    for sub in rule.subs {
+        v.extend(sub.before.iter().map(|s| s.to_string()));
+        v.extend(sub.tokens.iter().map(|s| s.to_string()));
+        v.extend(sub.valued.iter().map(|s| s.option.to_string()));
+        v.extend(sub.prefixed.iter().map(|p| format!("{}today", p.option)));
+        v.extend(sub.prefixed.iter().map(|p| format!("{}5", p.option)));
+        for c in sub.flag_letters.chars() {
+            v.push(format!("-{c}"));
+        }
+        if sub.flag_letters.len() >= 2 {
+            v.push(format!("-{}", &sub.flag_letters[..2]));
+        }
     }
     v.extend(
         [
