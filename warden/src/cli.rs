@@ -41,10 +41,13 @@ COMMANDS:
     policy render
                  Print the compiled-in policy, as installed to
                  /etc/aromba/warden/policy.toml (never read back).
-    policy check -- CMD [ARG...]
-                 Judge a read request against the policy and print the
-                 verdict and the rule or reason. Runs nothing. Exit 0 when
-                 allowed, 1 when refused.
+    policy check [--worker-user NAME] -- CMD [ARG...]
+                 Judge a read request from the Worker against the policy
+                 and print the verdict and the rule or reason. Runs
+                 nothing. Path arguments are judged against the Worker's
+                 account (default aromba; its uid and groups from
+                 /etc/passwd and /etc/group). Exit 0 when allowed, 1 when
+                 refused, 2 when the account cannot be found.
     journal verify [PATH] [--key FILE] [--root DIR]
                  Recompute the journal's hash chain (and HMACs, with the
                  audit key) across its rotated files. PATH defaults to
@@ -68,6 +71,7 @@ pub enum Command {
     PolicyCheck {
         cmd: String,
         args: Vec<String>,
+        worker_user: String,
     },
     Install {
         root: Option<PathBuf>,
@@ -154,17 +158,9 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
         },
         "policy" => match rest.as_slice() {
             [render] if render == "render" => Ok(Command::PolicyRender),
-            [check, dashes, cmd, args @ ..] if check == "check" && dashes == "--" => {
-                Ok(Command::PolicyCheck {
-                    cmd: cmd.clone(),
-                    args: args.to_vec(),
-                })
-            }
-            [check, ..] if check == "check" => Err(CliError::Usage(
-                "usage: aromba-warden policy check -- CMD [ARG...]",
-            )),
+            [check, tail @ ..] if check == "check" => parse_policy_check(tail),
             _ => Err(CliError::Usage(
-                "usage: aromba-warden policy render | policy check -- CMD [ARG...]",
+                "usage: aromba-warden policy render | policy check [--worker-user NAME] -- CMD [ARG...]",
             )),
         },
         "serve" => parse_serve(&rest),
@@ -176,6 +172,22 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             )),
         },
         other => Err(CliError::UnknownCommand(other.to_string())),
+    }
+}
+
+fn parse_policy_check(tail: &[String]) -> Result<Command, CliError> {
+    const USAGE: &str = "usage: aromba-warden policy check [--worker-user NAME] -- CMD [ARG...]";
+    let (worker_user, rest) = match tail {
+        [opt, name, rest @ ..] if opt == "--worker-user" => (name.clone(), rest),
+        _ => ("aromba".to_string(), tail),
+    };
+    match rest {
+        [dashes, cmd, args @ ..] if dashes == "--" => Ok(Command::PolicyCheck {
+            cmd: cmd.clone(),
+            args: args.to_vec(),
+            worker_user,
+        }),
+        _ => Err(CliError::Usage(USAGE)),
     }
 }
 
@@ -301,9 +313,22 @@ mod tests {
             parse(args(&["policy", "check", "--", "df", "-h"])),
             Ok(Command::PolicyCheck {
                 cmd: "df".into(),
-                args: vec!["-h".into()]
+                args: vec!["-h".into()],
+                worker_user: "aromba".into(),
             })
         );
+        assert_eq!(
+            parse(args(&["policy", "check", "--worker-user", "w", "--", "df"])),
+            Ok(Command::PolicyCheck {
+                cmd: "df".into(),
+                args: vec![],
+                worker_user: "w".into(),
+            })
+        );
+        assert!(matches!(
+            parse(args(&["policy", "check", "--worker-user", "--", "df"])),
+            Err(CliError::Usage(_))
+        ));
     }
 
     #[test]

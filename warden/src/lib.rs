@@ -35,3 +35,4 @@ pub mod signal;
 pub mod state;
 pub mod system;
 pub mod users;
+pub mod writers;

@@ -1,16 +1,25 @@
 //! Attempts to get something past the policy, each named by its attack.
 //! Every one must be refused; those that are ladder signals must say so.
 
-use aromba_warden::policy::{Table, check};
+use aromba_warden::policy::{Requester, Table, check};
 use aromba_warden::signal::Signal;
+use aromba_warden::users::WorkerAccount;
 use std::os::unix::fs::symlink;
 
 fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
 }
 
+/// The Worker, as a test account that owns nothing here.
+fn worker() -> Requester {
+    Requester::Worker(WorkerAccount {
+        uid: 4_242_000,
+        gids: vec![4_242_000],
+    })
+}
+
 fn refused(cmd: &str, a: &[&str]) -> aromba_warden::policy::Refused {
-    match check(Table::Allow, cmd, &args(a)) {
+    match check(Table::Allow, cmd, &args(a), &worker()) {
         Ok(allowed) => panic!("{cmd} {a:?} was allowed as {:?}", allowed.args),
         Err(r) => r,
     }
@@ -210,7 +219,7 @@ fn symlink_escapes_into_each_secret_rule_are_refused() {
 #[test]
 fn chore_actions_refuse_what_the_rules_forbid() {
     let no = |cmd: &str, a: &[&str]| {
-        if let Ok(ok) = check(Table::ChoreAction, cmd, &args(a)) {
+        if let Ok(ok) = check(Table::ChoreAction, cmd, &args(a), &Requester::Warden) {
             panic!("{cmd} {a:?} was allowed as {:?}", ok.args);
         }
     };

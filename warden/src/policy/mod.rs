@@ -13,7 +13,9 @@
 //! 4. the argument count, then each argument by the rule's grammar (see
 //!    [`types::Rule`]);
 //! 5. path arguments are resolved and checked against `[paths]`: a secret
-//!    or fenced path refuses the request and is a ladder signal.
+//!    or fenced path refuses the request and is a ladder signal; so is
+//!    (without a signal) a path on which the requester could swap a
+//!    directory before the program opens it (`paths.rs`).
 
 #![forbid(unsafe_code)]
 
@@ -24,7 +26,7 @@ pub mod types;
 mod values;
 
 pub use data::{ALLOW, CAT_FILES, CHORE_ACTION_RULES, CHORE_ACTIONS, DENY, LIMITS, PATHS};
-pub use paths::{PathRefusal, check_path, glob, secret_rule};
+pub use paths::{PathRefusal, Requester, check_path, glob, secret_rule};
 pub use render::render;
 pub use types::{Positional, Rule, ValueType};
 pub use values::{describe, positional_matches, value_matches};
@@ -135,8 +137,13 @@ fn control_byte(s: &str) -> Option<u8> {
     s.bytes().find(|&b| b < 0x20 || b == 0x7f)
 }
 
-/// Judges `cmd args…` against `table`.
-pub fn check(table: Table, cmd: &str, args: &[String]) -> Result<Allowed, Refused> {
+/// Judges `cmd args…` against `table`, asked by `requester`.
+pub fn check(
+    table: Table,
+    cmd: &str,
+    args: &[String],
+    requester: &Requester,
+) -> Result<Allowed, Refused> {
     if cmd.is_empty() || cmd.len() > 64 {
         return Err(refuse("the command name must be 1 to 64 bytes"));
     }
@@ -177,15 +184,16 @@ pub fn check(table: Table, cmd: &str, args: &[String]) -> Result<Allowed, Refuse
     if args.len() < min {
         return Err(refuse(format!("{cmd} takes at least {min} arguments")));
     }
-    let args = Grammar { rule }.check(args)?;
+    let args = Grammar { rule, requester }.check(args)?;
     Ok(Allowed { table, rule, args })
 }
 
-struct Grammar {
+struct Grammar<'a> {
     rule: &'static Rule,
+    requester: &'a Requester,
 }
 
-impl Grammar {
+impl Grammar<'_> {
     fn check(&self, args: &[String]) -> Result<Vec<String>, Refused> {
         let rule = self.rule;
         let cmd = rule.cmd;
@@ -248,7 +256,7 @@ impl Grammar {
                     "{cmd}: the option {a:?} is not in the policy"
                 )));
             }
-            out.push(positional(rule, a)?);
+            out.push(positional(rule, a, self.requester)?);
             i += 1;
         }
         Ok(out)
@@ -302,14 +310,14 @@ fn check_value(cmd: &str, option: &str, t: ValueType, value: &str) -> Result<(),
 
 /// Judges one positional argument; returns what to run with (a resolved
 /// path for `path`, the argument itself otherwise).
-fn positional(rule: &Rule, a: &str) -> Result<String, Refused> {
+fn positional(rule: &Rule, a: &str, requester: &Requester) -> Result<String, Refused> {
     let cmd = rule.cmd;
     let kind = rule.positional;
     match kind {
         Positional::None => Err(refuse(format!(
             "{cmd} takes no positional arguments, got {a:?}"
         ))),
-        Positional::Path => check_path(a).map_err(|e| match e {
+        Positional::Path => check_path(a, requester).map_err(|e| match e {
             PathRefusal::Secret { path, rule } => Refused {
                 reason: format!("{cmd}: {path} is a secret or fenced path ({rule})"),
                 signal: Some(Signal::SecretPathRead { path, rule }),

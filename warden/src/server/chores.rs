@@ -100,7 +100,8 @@ fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) ->
     let verdict = if green && !green_may_request(action) {
         Err("a green chore may request only time sync's two actions".to_string())
     } else {
-        policy::check(Table::ChoreAction, cmd, args).map_err(|r| r.reason)
+        policy::check(Table::ChoreAction, cmd, args, &policy::Requester::Warden)
+            .map_err(|r| r.reason)
     };
     let mut m = Map::new();
     m.insert("chore".into(), Value::from(chore));
@@ -251,7 +252,8 @@ fn snapshot_exclusions(shared: &Shared) -> Vec<std::path::PathBuf> {
 /// chore action's placeholder) and returns its output.
 fn own_read(cmd: &str, args: &[&str]) -> Result<String, String> {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let allowed = policy::check(Table::Allow, cmd, &args).map_err(|r| r.reason)?;
+    let allowed =
+        policy::check(Table::Allow, cmd, &args, &policy::Requester::Warden).map_err(|r| r.reason)?;
     let bin = exec::pick_binary(allowed.rule.cmd, allowed.rule.bins).map_err(|e| e.to_string())?;
     let bounds = Bounds::for_rule(allowed.rule);
     let o = exec::run_program(&bin, &allowed.args, &[], &bounds).map_err(|e| e.to_string())?;

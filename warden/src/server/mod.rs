@@ -70,6 +70,12 @@ pub struct ServeOptions {
     /// Read the Worker's TCP connections. Off only where the test's own uid
     /// stands in for the Worker, whose connections are the test machine's.
     pub watch_network: bool,
+    /// The Worker as the path check sees it (whose writes could swap a
+    /// path before a read opens it). `None`, the default: `worker_uid`
+    /// with `worker_gid` and its groups in `/etc/group`, read at each
+    /// request. Tests whose own uid (root) stands in for the Worker on the
+    /// socket name a test account here.
+    pub worker_account: Option<crate::users::WorkerAccount>,
 }
 
 impl std::fmt::Debug for dyn Clock {
@@ -94,7 +100,17 @@ impl ServeOptions {
             command_threshold: COMMAND_THRESHOLD,
             command_window_s: 600,
             watch_network: true,
+            worker_account: None,
         }
+    }
+
+    /// Who a read from the Worker socket comes from, for the path check.
+    pub fn requester(&self) -> io::Result<policy::Requester> {
+        let account = match &self.worker_account {
+            Some(a) => a.clone(),
+            None => crate::users::WorkerAccount::system(self.worker_uid, self.worker_gid)?,
+        };
+        Ok(policy::Requester::Worker(account))
     }
 }
 
@@ -1033,7 +1049,15 @@ fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<String>) -> Res
             None => unjournaled(),
         };
     }
-    let allowed = match policy::check(Table::Allow, &cmd, &args) {
+    let verdict = shared
+        .options
+        .requester()
+        .map_err(|e| policy::Refused {
+            reason: format!("the Worker's groups cannot be read ({e}), so no path can be judged"),
+            signal: None,
+        })
+        .and_then(|requester| policy::check(Table::Allow, &cmd, &args, &requester));
+    let allowed = match verdict {
         Ok(a) => a,
         Err(refused) => {
             let mut m = request_fields(peer, &cmd, &args);
