@@ -33,14 +33,14 @@ fn main() -> ExitCode {
             let Some(account) = worker_account(&worker_user) else {
                 return ExitCode::from(2);
             };
-            let worker =
-                match aromba_warden::users::WorkerAccount::system(account.uid, account.gid) {
-                    Ok(w) => w,
-                    Err(e) => {
-                        eprintln!("aromba-warden: cannot read the Worker's groups: {e}");
-                        return ExitCode::from(2);
-                    }
-                };
+            let worker = match aromba_warden::users::WorkerAccount::system(account.uid, account.gid)
+            {
+                Ok(w) => w,
+                Err(e) => {
+                    eprintln!("aromba-warden: cannot read the Worker's groups: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             match policy::check(Table::Allow, &cmd, &args, &Requester::Worker(worker)) {
                 Ok(allowed) => {
                     println!(

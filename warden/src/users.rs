@@ -110,7 +110,11 @@ mod tests {
         let passwd = "root:x:0:0::/root:/bin/bash\naromba:x:998:997::/var/lib/aromba:/usr/sbin/nologin\naromba2:x:998:997::/:/bin/false\nalice:x:1000:1000::/home/alice:/bin/bash\n";
         let group = "root:x:0:\naromba:x:997:\ndocker:x:120:alice,aromba\nadm:x:4:syslog,aromba-x\nweb:x:33:aromba2\nbroken\nstaff:x:notanumber:aromba\n";
         let w = WorkerAccount::parse(passwd, group, 998, 997);
-        assert_eq!(w.gids, vec![997, 120, 33], "a second name of the uid counts");
+        assert_eq!(
+            w.gids,
+            vec![997, 120, 33],
+            "a second name of the uid counts"
+        );
         let stranger = WorkerAccount::parse(passwd, group, 4242, 4242);
         assert_eq!(stranger.gids, vec![4242]);
     }

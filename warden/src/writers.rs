@@ -102,7 +102,8 @@ mod tests {
     }
 
     fn scratch(name: &str) -> PathBuf {
-        let root = std::env::temp_dir().join(format!("aromba-writers-{name}-{}", std::process::id()));
+        let root =
+            std::env::temp_dir().join(format!("aromba-writers-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
         root

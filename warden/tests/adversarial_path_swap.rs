@@ -30,7 +30,10 @@ fn start(name: &str) -> Warden {
 
 /// `/var/tmp/aromba-swap-NAME-PID`, root's 0755.
 fn scratch(name: &str) -> PathBuf {
-    let d = PathBuf::from(format!("/var/tmp/aromba-swap-{name}-{}", std::process::id()));
+    let d = PathBuf::from(format!(
+        "/var/tmp/aromba-swap-{name}-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -97,10 +100,7 @@ fn an_ancestor_writable_by_a_workers_group_is_refused() {
     assert_refused_naming(ls(&w, &shared.join("inner")), &shared);
     // Another group's write bit is not the Worker's.
     std::os::unix::fs::chown(&shared, None, Some(WORKER_GID + 1000)).unwrap();
-    assert!(matches!(
-        ls(&w, &shared.join("inner")),
-        Response::Result(_)
-    ));
+    assert!(matches!(ls(&w, &shared.join("inner")), Response::Result(_)));
     std::fs::remove_dir_all(&d).unwrap();
 }
 

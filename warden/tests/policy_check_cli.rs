@@ -83,7 +83,13 @@ fn judges_path_arguments_against_the_named_workers_account() {
     assert!(out.contains("could be swapped"), "{out}");
     let missing = Command::cargo_bin("aromba-warden")
         .unwrap()
-        .args(["policy", "check", "--worker-user", "no-such-account-here", "--"])
+        .args([
+            "policy",
+            "check",
+            "--worker-user",
+            "no-such-account-here",
+            "--",
+        ])
         .args(["ls", "/"])
         .output()
         .unwrap();

@@ -56,8 +56,13 @@ fn the_generator_reaches_allowed_verdicts() {
     let allowed = (0..2000)
         .filter(|_| {
             let (cmd, args) = strategy.new_tree(&mut runner).unwrap().current();
-            aromba_warden::policy::check(Table::Allow, &cmd, &args, &oracle::requester(Table::Allow))
-                .is_ok()
+            aromba_warden::policy::check(
+                Table::Allow,
+                &cmd,
+                &args,
+                &oracle::requester(Table::Allow),
+            )
+            .is_ok()
         })
         .count();
     assert!(

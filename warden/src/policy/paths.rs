@@ -256,7 +256,10 @@ mod tests {
     fn refuses_relative_and_dotdot_paths() {
         let r = Requester::Warden;
         assert_eq!(check_path("etc", &r), Err(PathRefusal::NotAbsolute));
-        assert_eq!(check_path("/var/../etc/shadow", &r), Err(PathRefusal::DotDot));
+        assert_eq!(
+            check_path("/var/../etc/shadow", &r),
+            Err(PathRefusal::DotDot)
+        );
     }
 
     /// `root/a/b/c`, every directory root's 0755 but `a`, which is `a_uid`'s

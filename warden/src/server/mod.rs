@@ -123,6 +123,9 @@ pub enum ServeError {
     Journal(crate::journal::JournalError),
     Key(crate::journal::KeyError),
     NotASocket(std::path::PathBuf),
+    /// A directory from `/` down to one of the Warden's is not root's
+    /// alone (`layout.rs`).
+    Layout(crate::layout::MakeDirError),
     Ladder(LadderError),
     /// `aromba panic` stopped the Warden; it does not start again.
     Disarmed,
@@ -135,6 +138,7 @@ impl std::fmt::Display for ServeError {
             ServeError::Journal(e) => write!(f, "{e}"),
             ServeError::Key(e) => write!(f, "{e}"),
             ServeError::Ladder(e) => write!(f, "{e}"),
+            ServeError::Layout(e) => write!(f, "{e}"),
             ServeError::Disarmed => write!(
                 f,
                 "the Warden was disarmed (aromba panic) and will not start again; reinstall Aromba to recover"
@@ -344,14 +348,19 @@ fn bind(path: &Path, mode: u32, gid: Option<u32>) -> Result<UnixListener, ServeE
 }
 
 impl Server {
-    /// Creates the directories, opens the journal and binds both sockets.
+    /// Refuses unless every directory from `/` down to each of the
+    /// Warden's is root's and writable by no one else (`layout.rs`), makes
+    /// the missing ones, opens the journal and binds both sockets.
     pub fn bind(options: ServeOptions) -> Result<Server, ServeError> {
         let layout = &options.layout;
-        for dir in [&layout.run_dir, &layout.state_dir, &layout.journal_dir] {
-            std::fs::create_dir_all(dir).map_err(io_err(format!("creating {}", dir.display())))?;
+        layout.check().map_err(|u| ServeError::Layout(u.into()))?;
+        for (dir, mode) in [
+            (&layout.run_dir, 0o755),
+            (&layout.state_dir, 0o700),
+            (&layout.journal_dir, 0o755),
+        ] {
+            crate::layout::make_dir(dir, mode).map_err(ServeError::Layout)?;
         }
-        std::fs::set_permissions(&layout.run_dir, std::fs::Permissions::from_mode(0o755))
-            .map_err(io_err(format!("chmod {}", layout.run_dir.display())))?;
         let key = match layout.audit_key() {
             k if k.exists() => {
                 Some(AuditKey::load(&k, Some(&layout.journal_dir)).map_err(ServeError::Key)?)
@@ -364,7 +373,9 @@ impl Server {
         config.reader_gid = Some(options.worker_gid);
         let journal = Journal::open(config).map_err(ServeError::Journal)?;
         let baseline = Baseline::read(layout);
-        let installed = !matches!(baseline, Ok(None));
+        // Installed if the baseline is there, or if what install writes
+        // before it is: a lost baseline is an integrity failure.
+        let installed = !matches!(baseline, Ok(None)) || layout.install_evidence().is_some();
         let ladder = Ladder::load(layout.ladder_file(), options.clock.clone(), installed)
             .map_err(ServeError::Ladder)?;
         if ladder.step() == Step::Disarm {
@@ -728,6 +739,9 @@ fn status(shared: &Shared) -> Response {
     let now = shared.options.clock.now();
     let installed_at = shared.installed_at();
     let phase = match installed_at {
+        None if shared.options.layout.install_evidence().is_some() => {
+            "installed, but the integrity baseline is missing".to_string()
+        }
         None => "not installed".to_string(),
         Some(at) => {
             let day = now.saturating_sub(at) / 86_400 + 1;
@@ -869,26 +883,29 @@ fn after_move(shared: &Shared, moved: Result<Option<Event>, LadderError>) {
     }
 }
 
-/// At Cut the Worker's AI key goes: overwritten, synced, removed. The
-/// Worker is told to drop its copy by the ladder event it fetches.
+/// At Cut the Worker's AI key goes: overwritten, synced, removed — in the
+/// Worker's configuration directory, so through its descriptor, never
+/// following a link (`worker_dirs.rs`). The Worker is told to drop its copy
+/// by the ladder event it fetches.
 fn wipe_ai_key(shared: &Shared) {
     let path = shared.options.layout.ai_key_file();
-    let Ok(meta) = std::fs::metadata(&path) else {
-        return;
+    let result = match crate::worker_dirs::wipe(&path) {
+        Ok(crate::worker_dirs::Wiped::Absent) => return,
+        other => other,
     };
-    let result = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .and_then(|mut f| {
-            use std::io::Write;
-            f.write_all(&vec![0u8; usize::try_from(meta.len()).unwrap_or(0)])?;
-            f.sync_all()?;
-            std::fs::remove_file(&path)
-        });
     let mut m = Map::new();
     m.insert("path".into(), Value::from(path.to_string_lossy().as_ref()));
-    if let Err(e) = &result {
-        m.insert("error".into(), Value::from(e.to_string()));
+    match &result {
+        Err(e) => {
+            m.insert("error".into(), Value::from(e.to_string()));
+        }
+        Ok(crate::worker_dirs::Wiped::LinkRemoved) => {
+            m.insert(
+                "found".into(),
+                Value::from("a symbolic link: removed, not followed"),
+            );
+        }
+        Ok(_) => {}
     }
     journal(shared, "ai-key-wiped", m);
 }
@@ -911,8 +928,20 @@ fn check_integrity(shared: &Shared) {
     // (which re-takes the baseline) is never seen half-done.
     let guard = shared.baseline.lock().unwrap_or_else(|p| p.into_inner());
     let Some(baseline) = guard.as_ref() else {
-        *shared.integrity.lock().unwrap_or_else(|p| p.into_inner()) =
-            "no baseline (not installed)".into();
+        drop(guard);
+        let layout = &shared.options.layout;
+        let Some(evidence) = layout.install_evidence() else {
+            *shared.integrity.lock().unwrap_or_else(|p| p.into_inner()) =
+                "no baseline (not installed)".into();
+            return;
+        };
+        let what = format!(
+            "the integrity baseline {} is missing, yet {} shows the Warden was installed",
+            layout.baseline_file().display(),
+            evidence.display()
+        );
+        *shared.integrity.lock().unwrap_or_else(|p| p.into_inner()) = format!("MISMATCH: {what}");
+        raise(shared, None, Signal::IntegrityMismatch { what });
         return;
     };
     let bad = baseline.check(&shared.options.layout);
@@ -981,7 +1010,7 @@ fn watch(shared: &Shared) {
             }
             // And snapshots past their 7 days of Undo.
             if let Ok(expired) = crate::chores::snapshot::purge(
-                &owner::snapshots_dir(shared),
+                &shared.options.layout.snapshots_dir(),
                 shared.options.clock.now(),
             ) && !expired.is_empty()
             {

@@ -122,7 +122,7 @@ mod error;
 mod manifest;
 mod quarantine;
 mod restore;
-mod safe_dir;
+pub(crate) mod safe_dir;
 mod walk;
 
 pub use diff::Diff;
