@@ -15,23 +15,31 @@ USAGE:
 
 COMMANDS:
     install [--root DIR] [--worker-bin PATH] [--worker-user NAME]
-                 Lay out the Warden's directories, write the policy rendering
-                 to /etc/aromba/warden/policy.toml (DIR/etc/policy.toml with
-                 --root), plant the honeypots, reset the ladder and record
-                 the integrity baseline of this binary and the Worker's
-                 (default /usr/local/bin/aromba). Run as root by the
-                 installer; running it again is how a disarmed Warden is
-                 recovered.
+                 Refuse unless every directory from / down to each of the
+                 Warden's is root's and writable by no one else (naming the
+                 one that is not), plant the honeypots in the Worker's home
+                 and configuration directory without following a link, lay
+                 out the Warden's directories, write the policy rendering to
+                 /etc/aromba/warden/policy.toml (DIR/etc/policy.toml with
+                 --root), reset the ladder and record the integrity baseline
+                 of this binary and the Worker's (default
+                 /usr/local/bin/aromba). Run as root by the installer;
+                 running it again is how a disarmed Warden is recovered.
     serve [--root DIR] [--worker-user NAME]
                  Run the Warden: the Worker socket (only the Worker's uid)
                  and the control socket (only root), the policy, exec,
-                 redaction and the journal. Must run as root. Without
-                 --root: sockets in /run/aromba/, state in
-                 /var/lib/aromba/warden/, journal in /var/log/aromba/, audit
-                 key /etc/aromba/warden/audit.key if present. With --root DIR
+                 redaction and the journal. Must run as root, and refuses to
+                 start unless every directory down to each of its own is
+                 root's and writable by no one else. Without --root: sockets
+                 in /run/aromba/, state in /var/lib/aromba-warden/state/,
+                 journal in /var/lib/aromba-warden/journal/, quarantine in
+                 /var/lib/aromba-warden/quarantine/, audit key
+                 /etc/aromba/warden/audit.key if present. With --root DIR
                  everything is under DIR (DIR/run, DIR/state, DIR/journal,
-                 DIR/etc) — for tests and the local demo; the Worker's
-                 `aromba ask --root DIR` finds the socket there.
+                 DIR/quarantine, DIR/etc; the Worker's DIR/home and
+                 DIR/worker) — for tests and the local demo; DIR must be
+                 root's; the Worker's `aromba ask --root DIR` finds the
+                 socket there.
                  --worker-user names the Worker's account (default aromba).
     redact [--cut]
                  Read stdin, write it redacted to stdout, and the number of
@@ -51,7 +59,8 @@ COMMANDS:
     journal verify [PATH] [--key FILE] [--root DIR]
                  Recompute the journal's hash chain (and HMACs, with the
                  audit key) across its rotated files. PATH defaults to
-                 /var/log/aromba/journal.jsonl, or DIR/journal/journal.jsonl
+                 /var/lib/aromba-warden/journal/journal.jsonl, or
+                 DIR/journal/journal.jsonl
                  with --root. Exit 0 when whole, 1 at the first break, which
                  it names.
     help         Print this help.
