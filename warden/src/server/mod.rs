@@ -740,7 +740,7 @@ fn status(shared: &Shared) -> Response {
     let installed_at = shared.installed_at();
     let phase = match installed_at {
         None if shared.options.layout.install_evidence().is_some() => {
-            "installed, but the integrity baseline is missing".to_string()
+            "installed, but the integrity baseline is missing or unreadable".to_string()
         }
         None => "not installed".to_string(),
         Some(at) => {
@@ -935,9 +935,15 @@ fn check_integrity(shared: &Shared) {
                 "no baseline (not installed)".into();
             return;
         };
+        let baseline_file = layout.baseline_file();
         let what = format!(
-            "the integrity baseline {} is missing, yet {} shows the Warden was installed",
-            layout.baseline_file().display(),
+            "the integrity baseline {} is {}, yet {} shows the Warden was installed",
+            baseline_file.display(),
+            if std::fs::symlink_metadata(&baseline_file).is_ok() {
+                "unreadable"
+            } else {
+                "missing"
+            },
             evidence.display()
         );
         *shared.integrity.lock().unwrap_or_else(|p| p.into_inner()) = format!("MISMATCH: {what}");
