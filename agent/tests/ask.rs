@@ -198,3 +198,26 @@ fn the_worker_can_read_the_journal_but_not_write_it() {
     );
     assert!(verify(&journal, None).is_ok());
 }
+
+#[test]
+fn a_path_under_a_directory_the_aromba_user_owns_is_refused_as_swappable() {
+    let worker = account("aromba");
+    let warden = TestWarden::start("swappable", worker, 4);
+    let dir = std::path::PathBuf::from(format!("/var/tmp/aromba-swappable-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("mine/inner")).unwrap();
+    std::os::unix::fs::chown(dir.join("mine"), Some(worker.uid), Some(worker.gid)).unwrap();
+    // The Worker could rename `inner` aside and put a link to /etc there
+    // between the check and the read: refused before anything runs.
+    let out = warden.ask(&["ls", dir.join("mine/inner").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("could be swapped"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A root-owned chain is read as before.
+    let out = warden.ask(&["ls", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -4,7 +4,7 @@
 # description: Move downloaded package files out of apt's cache into quarantine
 # color: green
 # touches: /var/cache/apt/archives
-# touches: /var/lib/aromba/quarantine
+# touches: /var/lib/aromba-warden/quarantine
 # network: no
 # schedule: weekly sun 04:00
 # end
@@ -22,7 +22,7 @@ if [ "$n" -eq 0 ]; then
   echo "the apt cache holds no package files"
   exit 0
 fi
-dest=/var/lib/aromba/quarantine/apt-clean-$(date +%Y%m%d-%H%M%S)
+dest=/var/lib/aromba-warden/quarantine/apt-clean-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$dest"
 mv "$cache"/*.deb "$dest"/
 echo "moved $n package files to $dest"

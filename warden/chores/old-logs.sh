@@ -4,7 +4,7 @@
 # description: Move rotated logs older than 30 days out of /var/log into quarantine
 # color: yellow
 # touches: /var/log
-# touches: /var/lib/aromba/quarantine
+# touches: /var/lib/aromba-warden/quarantine
 # network: no
 # schedule: weekly sun 04:30
 # env: KEEP_DAYS=30
@@ -26,7 +26,7 @@ if [ "$n" -eq 0 ]; then
   echo "no rotated log files older than $KEEP_DAYS days"
   exit 0
 fi
-dest=/var/lib/aromba/quarantine/old-logs-$(date +%Y%m%d-%H%M%S)
+dest=/var/lib/aromba-warden/quarantine/old-logs-$(date +%Y%m%d-%H%M%S)
 list | while IFS= read -r f; do
   mkdir -p "$dest$(dirname "$f")"
   mv "$f" "$dest$f"

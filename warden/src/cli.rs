@@ -15,23 +15,31 @@ USAGE:
 
 COMMANDS:
     install [--root DIR] [--worker-bin PATH] [--worker-user NAME]
-                 Lay out the Warden's directories, write the policy rendering
-                 to /etc/aromba/warden/policy.toml (DIR/etc/policy.toml with
-                 --root), plant the honeypots, reset the ladder and record
-                 the integrity baseline of this binary and the Worker's
-                 (default /usr/local/bin/aromba). Run as root by the
-                 installer; running it again is how a disarmed Warden is
-                 recovered.
+                 Refuse unless every directory from / down to each of the
+                 Warden's is root's and writable by no one else (naming the
+                 one that is not), plant the honeypots in the Worker's home
+                 and configuration directory without following a link, lay
+                 out the Warden's directories, write the policy rendering to
+                 /etc/aromba/warden/policy.toml (DIR/etc/policy.toml with
+                 --root), reset the ladder and record the integrity baseline
+                 of this binary and the Worker's (default
+                 /usr/local/bin/aromba). Run as root by the installer;
+                 running it again is how a disarmed Warden is recovered.
     serve [--root DIR] [--worker-user NAME]
                  Run the Warden: the Worker socket (only the Worker's uid)
                  and the control socket (only root), the policy, exec,
-                 redaction and the journal. Must run as root. Without
-                 --root: sockets in /run/aromba/, state in
-                 /var/lib/aromba/warden/, journal in /var/log/aromba/, audit
-                 key /etc/aromba/warden/audit.key if present. With --root DIR
+                 redaction and the journal. Must run as root, and refuses to
+                 start unless every directory down to each of its own is
+                 root's and writable by no one else. Without --root: sockets
+                 in /run/aromba/, state in /var/lib/aromba-warden/state/,
+                 journal in /var/lib/aromba-warden/journal/, quarantine in
+                 /var/lib/aromba-warden/quarantine/, audit key
+                 /etc/aromba/warden/audit.key if present. With --root DIR
                  everything is under DIR (DIR/run, DIR/state, DIR/journal,
-                 DIR/etc) — for tests and the local demo; the Worker's
-                 `aromba ask --root DIR` finds the socket there.
+                 DIR/quarantine, DIR/etc; the Worker's DIR/home and
+                 DIR/worker) — for tests and the local demo; DIR must be
+                 root's; the Worker's `aromba ask --root DIR` finds the
+                 socket there.
                  --worker-user names the Worker's account (default aromba).
     redact [--cut]
                  Read stdin, write it redacted to stdout, and the number of
@@ -41,14 +49,18 @@ COMMANDS:
     policy render
                  Print the compiled-in policy, as installed to
                  /etc/aromba/warden/policy.toml (never read back).
-    policy check -- CMD [ARG...]
-                 Judge a read request against the policy and print the
-                 verdict and the rule or reason. Runs nothing. Exit 0 when
-                 allowed, 1 when refused.
+    policy check [--worker-user NAME] -- CMD [ARG...]
+                 Judge a read request from the Worker against the policy
+                 and print the verdict and the rule or reason. Runs
+                 nothing. Path arguments are judged against the Worker's
+                 account (default aromba; its uid and groups from
+                 /etc/passwd and /etc/group). Exit 0 when allowed, 1 when
+                 refused, 2 when the account cannot be found.
     journal verify [PATH] [--key FILE] [--root DIR]
                  Recompute the journal's hash chain (and HMACs, with the
                  audit key) across its rotated files. PATH defaults to
-                 /var/log/aromba/journal.jsonl, or DIR/journal/journal.jsonl
+                 /var/lib/aromba-warden/journal/journal.jsonl, or
+                 DIR/journal/journal.jsonl
                  with --root. Exit 0 when whole, 1 at the first break, which
                  it names.
     help         Print this help.
@@ -68,6 +80,7 @@ pub enum Command {
     PolicyCheck {
         cmd: String,
         args: Vec<String>,
+        worker_user: String,
     },
     Install {
         root: Option<PathBuf>,
@@ -154,17 +167,9 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
         },
         "policy" => match rest.as_slice() {
             [render] if render == "render" => Ok(Command::PolicyRender),
-            [check, dashes, cmd, args @ ..] if check == "check" && dashes == "--" => {
-                Ok(Command::PolicyCheck {
-                    cmd: cmd.clone(),
-                    args: args.to_vec(),
-                })
-            }
-            [check, ..] if check == "check" => Err(CliError::Usage(
-                "usage: aromba-warden policy check -- CMD [ARG...]",
-            )),
+            [check, tail @ ..] if check == "check" => parse_policy_check(tail),
             _ => Err(CliError::Usage(
-                "usage: aromba-warden policy render | policy check -- CMD [ARG...]",
+                "usage: aromba-warden policy render | policy check [--worker-user NAME] -- CMD [ARG...]",
             )),
         },
         "serve" => parse_serve(&rest),
@@ -176,6 +181,22 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             )),
         },
         other => Err(CliError::UnknownCommand(other.to_string())),
+    }
+}
+
+fn parse_policy_check(tail: &[String]) -> Result<Command, CliError> {
+    const USAGE: &str = "usage: aromba-warden policy check [--worker-user NAME] -- CMD [ARG...]";
+    let (worker_user, rest) = match tail {
+        [opt, name, rest @ ..] if opt == "--worker-user" => (name.clone(), rest),
+        _ => ("aromba".to_string(), tail),
+    };
+    match rest {
+        [dashes, cmd, args @ ..] if dashes == "--" => Ok(Command::PolicyCheck {
+            cmd: cmd.clone(),
+            args: args.to_vec(),
+            worker_user,
+        }),
+        _ => Err(CliError::Usage(USAGE)),
     }
 }
 
@@ -301,9 +322,22 @@ mod tests {
             parse(args(&["policy", "check", "--", "df", "-h"])),
             Ok(Command::PolicyCheck {
                 cmd: "df".into(),
-                args: vec!["-h".into()]
+                args: vec!["-h".into()],
+                worker_user: "aromba".into(),
             })
         );
+        assert_eq!(
+            parse(args(&["policy", "check", "--worker-user", "w", "--", "df"])),
+            Ok(Command::PolicyCheck {
+                cmd: "df".into(),
+                args: vec![],
+                worker_user: "w".into(),
+            })
+        );
+        assert!(matches!(
+            parse(args(&["policy", "check", "--worker-user", "--", "df"])),
+            Err(CliError::Usage(_))
+        ));
     }
 
     #[test]

@@ -1,17 +1,20 @@
-//! `aromba-warden install`: lays out the Warden's directories, writes the
-//! policy rendering to `etc/policy.toml` (`/etc/aromba/warden/policy.toml`)
-//! for people to read (the Warden never reads it back), plants the honeypots,
-//! resets the ladder and records the integrity baseline — last, over
-//! everything written before it.
+//! `aromba-warden install`: checks that no other account can change the
+//! Warden's trees, plants the honeypots (in the Worker's directories,
+//! through descriptors, following no link), lays out the Warden's
+//! directories, writes the policy rendering to `etc/policy.toml`
+//! (`/etc/aromba/warden/policy.toml`) for people to read (the Warden never
+//! reads it back), resets the ladder and records the integrity baseline —
+//! last, over everything written before it.
 
 #![forbid(unsafe_code)]
 
 use crate::integrity::Baseline;
 use crate::ladder::{Clock, Ladder};
-use crate::layout::Layout;
+use crate::layout::{Layout, make_dir};
 use crate::policy;
+use crate::worker_dirs;
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::path::PathBuf;
 
@@ -65,55 +68,46 @@ fn decoy(path: &Path) -> std::io::Result<String> {
     })
 }
 
-/// Creates the directories, writes the policy rendering atomically (a
-/// temporary file, `fsync`, then `rename`), plants the honeypots, resets
-/// the ladder and records the baseline.
+/// Refuses unless every directory from `/` down to each of the Warden's is
+/// root's and writable by no one else (naming the one that is not), plants
+/// the honeypots in the Worker's directories without following a link,
+/// makes the Warden's directories, writes the policy rendering atomically
+/// (a temporary file, `fsync`, then `rename`), resets the ladder and
+/// records the baseline.
 pub fn install(o: &InstallOptions<'_>) -> std::io::Result<Installed> {
     let layout = o.layout;
-    for dir in [
-        &layout.config_dir,
-        &layout.state_dir,
-        &layout.journal_dir,
-        &layout.worker_config_dir,
-        &layout.worker_home,
-    ] {
-        std::fs::create_dir_all(dir)?;
+    layout.check()?;
+    // First, so a refusal here (a link where a directory must be) leaves no
+    // sign of an install behind: the Worker's directories are written only
+    // through descriptors, each opened without following a link.
+    let mut honeypots = Vec::new();
+    for pot in layout.honeypots() {
+        worker_dirs::write_file(&pot, decoy(&pot)?.as_bytes(), o.worker_gid, 0o640, 0o755)?;
+        honeypots.push(pot);
     }
-    for dir in [&layout.worker_config_dir, &layout.worker_home] {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
-    }
-    std::fs::set_permissions(&layout.config_dir, std::fs::Permissions::from_mode(0o755))?;
-    std::fs::set_permissions(&layout.state_dir, std::fs::Permissions::from_mode(0o700))?;
-    let path = layout.config_dir.join("policy.toml");
+    // The Warden's own trees, checked above and again as they are made:
+    // nobody but root can change them, so paths are safe to use in them.
+    make_dir(&layout.config_dir, 0o755)?;
+    make_dir(&layout.state_dir, 0o700)?;
+    make_dir(&layout.journal_dir, 0o755)?;
+    // Where chores of ours move what they take away (never deleted outright).
+    make_dir(&layout.quarantine_dir, 0o700)?;
+    let path = layout.policy_file();
     let tmp = layout.config_dir.join(".policy.toml.new");
     let _ = std::fs::remove_file(&tmp);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(&tmp)?;
     f.write_all(policy::render().as_bytes())?;
     f.sync_all()?;
     std::fs::rename(&tmp, &path)?;
     std::fs::File::open(&layout.config_dir)?.sync_all()?;
-    // Where chores of ours move what they take away (never deleted outright).
-    let quarantine = layout.worker_home.join("quarantine");
-    std::fs::create_dir_all(&quarantine)?;
-    std::fs::set_permissions(&quarantine, std::fs::Permissions::from_mode(0o700))?;
     let fences = layout.fences_file();
-    if !fences.exists() {
+    if std::fs::symlink_metadata(&fences).is_err() {
         std::fs::write(&fences, "")?;
-    }
-    let mut honeypots = Vec::new();
-    for pot in layout.honeypots() {
-        if let Some(dir) = pot.parent() {
-            std::fs::create_dir_all(dir)?;
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
-        }
-        std::fs::write(&pot, decoy(&pot)?)?;
-        std::os::unix::fs::chown(&pot, Some(0), Some(o.worker_gid))?;
-        std::fs::set_permissions(&pot, std::fs::Permissions::from_mode(0o640))?;
-        honeypots.push(pot);
     }
     crate::approvals::server_id(layout)?;
     Ladder::reset(layout.ladder_file(), o.clock.clone()).map_err(std::io::Error::other)?;

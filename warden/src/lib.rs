@@ -35,3 +35,5 @@ pub mod signal;
 pub mod state;
 pub mod system;
 pub mod users;
+pub mod worker_dirs;
+pub mod writers;

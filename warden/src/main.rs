@@ -24,8 +24,24 @@ fn main() -> ExitCode {
             print!("{}", aromba_warden::policy::render());
             ExitCode::SUCCESS
         }
-        Command::PolicyCheck { cmd, args } => {
-            match aromba_warden::policy::check(aromba_warden::policy::Table::Allow, &cmd, &args) {
+        Command::PolicyCheck {
+            cmd,
+            args,
+            worker_user,
+        } => {
+            use aromba_warden::policy::{self, Requester, Table};
+            let Some(account) = worker_account(&worker_user) else {
+                return ExitCode::from(2);
+            };
+            let worker = match aromba_warden::users::WorkerAccount::system(account.uid, account.gid)
+            {
+                Ok(w) => w,
+                Err(e) => {
+                    eprintln!("aromba-warden: cannot read the Worker's groups: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match policy::check(Table::Allow, &cmd, &args, &Requester::Worker(worker)) {
                 Ok(allowed) => {
                     println!(
                         "allowed by {}: {cmd} {}",

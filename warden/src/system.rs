@@ -154,11 +154,13 @@ impl Inotify {
     }
 
     /// Watches `path` for opens and reads; returns the watch descriptor.
+    /// A symbolic link at `path` is watched itself, never followed (the
+    /// honeypots lie in directories the Worker can write).
     pub fn watch_opens(&self, path: &std::path::Path) -> io::Result<i32> {
         use std::os::unix::ffi::OsStrExt;
         let c = std::ffi::CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::other("a path with a NUL byte"))?;
-        let mask = libc::IN_OPEN | libc::IN_ACCESS;
+        let mask = libc::IN_OPEN | libc::IN_ACCESS | libc::IN_DONT_FOLLOW;
         // SAFETY: `c` is a valid NUL-terminated string for the call's
         // duration; the descriptor is ours.
         let wd = unsafe { libc::inotify_add_watch(self.file.as_raw_fd(), c.as_ptr(), mask) };

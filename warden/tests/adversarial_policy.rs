@@ -3,8 +3,9 @@
 
 mod support;
 
-use aromba_warden::policy::{OUTPUT_MODES, Table, check, template};
+use aromba_warden::policy::{OUTPUT_MODES, Requester, Table, check, template};
 use aromba_warden::signal::Signal;
+use aromba_warden::users::WorkerAccount;
 use aromba_warden_proto::{Request, Response};
 use std::os::unix::fs::symlink;
 
@@ -12,8 +13,16 @@ fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
 }
 
+/// The Worker, as a test account that owns nothing here.
+fn worker() -> Requester {
+    Requester::Worker(WorkerAccount {
+        uid: 4_242_000,
+        gids: vec![4_242_000],
+    })
+}
+
 fn refused(cmd: &str, a: &[&str]) -> aromba_warden::policy::Refused {
-    match check(Table::Allow, cmd, &args(a)) {
+    match check(Table::Allow, cmd, &args(a), &worker()) {
         Ok(allowed) => panic!("{cmd} {a:?} was allowed as {:?}", allowed.args),
         Err(r) => r,
     }
@@ -213,7 +222,7 @@ fn symlink_escapes_into_each_secret_rule_are_refused() {
 #[test]
 fn chore_actions_refuse_what_the_rules_forbid() {
     let no = |cmd: &str, a: &[&str]| {
-        if let Ok(ok) = check(Table::ChoreAction, cmd, &args(a)) {
+        if let Ok(ok) = check(Table::ChoreAction, cmd, &args(a), &Requester::Warden) {
             panic!("{cmd} {a:?} was allowed as {:?}", ok.args);
         }
     };

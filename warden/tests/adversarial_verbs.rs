@@ -16,7 +16,9 @@
 //! not the one action the rule names). A model that meets an option it does
 //! not know fails the test: it must be taught how the tool reads it.
 
-use aromba_warden::policy::{ALLOW, CHORE_ACTIONS, Positional, Rule, Table, ValueType, check};
+use aromba_warden::policy::{
+    ALLOW, CHORE_ACTIONS, Positional, Requester, Rule, Table, ValueType, check,
+};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -1070,7 +1072,7 @@ fn allowed_bases(table: Table, rule: &Rule, n: usize) -> Vec<(Vec<String>, usize
         frontier = next;
     }
     all.into_iter()
-        .filter(|(r, _)| check(table, rule.cmd, r).is_ok())
+        .filter(|(r, _)| check(table, rule.cmd, r, &Requester::Warden).is_ok())
         .collect()
 }
 
@@ -1103,7 +1105,7 @@ fn differential(table: Table, tool: &Tool) -> Vec<String> {
     );
     let mut broken = Vec::new();
     let judge = |r: &[String], broken: &mut Vec<String>| {
-        if check(table, rule.cmd, r).is_err() {
+        if check(table, rule.cmd, r, &Requester::Warden).is_err() {
             return;
         }
         match (tool.model)(r) {

@@ -266,7 +266,7 @@ fn refuses_touches_in_the_wardens_directories_fenced_data_or_behind_a_symlink() 
 fn the_quarantine_is_hidden_from_a_chore_that_does_not_touch_it() {
     let d = Dirs::new("quarantine-hidden");
     let layout = Layout::rooted(&d.root.join("aromba"));
-    let quarantine = aromba_warden::chores::quarantine::dir(&layout);
+    let quarantine = layout.quarantine_dir.clone();
     std::fs::create_dir_all(quarantine.join("apt-clean-1")).unwrap();
     std::fs::write(quarantine.join("apt-clean-1/kept.deb"), "deb").unwrap();
     let body = format!(

@@ -106,7 +106,7 @@ fn a_red_run_snapshots_first_and_undo_puts_everything_back() {
     );
     assert!(!w.touched.join("sub/new.txt").exists());
     // What the run added went to quarantine, not away.
-    let q = aromba_warden::chores::quarantine::dir(&w.layout());
+    let q = w.layout().quarantine_dir;
     let kept = walk(&q);
     assert!(kept.iter().any(|p| p.ends_with("sub/new.txt")), "{kept:?}");
     let again = refused(w.control(&Request::Undo { undo_id: id }));

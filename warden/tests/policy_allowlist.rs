@@ -1,10 +1,19 @@
 //! Every `[[allow]]` entry accepts a call for each kind of field it has.
 
-use aromba_warden::policy::{ALLOW, Table, check};
+use aromba_warden::policy::{ALLOW, Requester, Table, check};
+use aromba_warden::users::WorkerAccount;
+
+/// The Worker, as a test account that owns nothing here.
+fn worker() -> Requester {
+    Requester::Worker(WorkerAccount {
+        uid: 4_242_000,
+        gids: vec![4_242_000],
+    })
+}
 
 fn allowed(cmd: &str, args: &[&str]) {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    if let Err(refused) = check(Table::Allow, cmd, &args) {
+    if let Err(refused) = check(Table::Allow, cmd, &args, &worker()) {
         panic!("{cmd} {args:?} was refused: {}", refused.reason);
     }
 }
@@ -174,7 +183,8 @@ fn the_small_reads_accept_their_forms() {
 fn chore_actions_accept_their_forms() {
     let ok = |cmd: &str, args: &[&str]| {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        check(Table::ChoreAction, cmd, &args).unwrap_or_else(|r| panic!("{cmd}: {}", r.reason));
+        check(Table::ChoreAction, cmd, &args, &Requester::Warden)
+            .unwrap_or_else(|r| panic!("{cmd}: {}", r.reason));
     };
     ok("systemctl", &["restart", "nginx"]);
     ok("systemctl", &["restart", "systemd-timesyncd.service"]);
@@ -191,7 +201,7 @@ fn chore_actions_accept_their_forms() {
 #[test]
 fn resolves_path_arguments() {
     let args = vec!["-sh".to_string(), "/var/run".to_string()];
-    let allowed = check(Table::Allow, "du", &args).expect("allowed");
+    let allowed = check(Table::Allow, "du", &args, &worker()).expect("allowed");
     assert_eq!(
         allowed.args,
         ["-sh", "/run"],

@@ -4,10 +4,12 @@
 
 use assert_cmd::Command;
 
+/// `policy check` for the Worker account `nobody` (every Debian system has
+/// it; the tests do not depend on `aromba` existing yet).
 fn check(args: &[&str]) -> (Option<i32>, String) {
     let out = Command::cargo_bin("aromba-warden")
         .unwrap()
-        .args(["policy", "check", "--"])
+        .args(["policy", "check", "--worker-user", "nobody", "--"])
         .args(args)
         .output()
         .unwrap();
@@ -63,4 +65,34 @@ fn names_the_ladder_signal_a_refusal_raises() {
     let (code, out) = check(&["ls", "-la", "/root/.ssh"]);
     assert_eq!(code, Some(1));
     assert!(out.contains("ladder signal:"), "{out}");
+}
+
+#[test]
+fn judges_path_arguments_against_the_named_workers_account() {
+    let dir = std::env::temp_dir().join(format!("aromba-cli-swap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("owned/inner")).unwrap();
+    let uid = aromba_warden::users::lookup(std::path::Path::new("/etc/passwd"), "nobody")
+        .unwrap()
+        .expect("nobody exists")
+        .uid;
+    std::os::unix::fs::chown(dir.join("owned"), Some(uid), None).unwrap();
+    let inner = dir.join("owned/inner");
+    let (code, out) = check(&["ls", inner.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("could be swapped"), "{out}");
+    let missing = Command::cargo_bin("aromba-warden")
+        .unwrap()
+        .args([
+            "policy",
+            "check",
+            "--worker-user",
+            "no-such-account-here",
+            "--",
+        ])
+        .args(["ls", "/"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -41,8 +41,8 @@ proptest! {
 
     #[test]
     fn the_matcher_never_panics_on_arbitrary_strings(cmd in ".{0,12}", args in prop::collection::vec(".{0,24}", 0..20)) {
-        let _ = aromba_warden::policy::check(Table::Allow, &cmd, &args);
-        let _ = aromba_warden::policy::check(Table::ChoreAction, &cmd, &args);
+        let _ = aromba_warden::policy::check(Table::Allow, &cmd, &args, &oracle::requester(Table::Allow));
+        let _ = aromba_warden::policy::check(Table::ChoreAction, &cmd, &args, &oracle::requester(Table::ChoreAction));
     }
 }
 
@@ -56,7 +56,13 @@ fn the_generator_reaches_allowed_verdicts() {
     let allowed = (0..2000)
         .filter(|_| {
             let (cmd, args) = strategy.new_tree(&mut runner).unwrap().current();
-            aromba_warden::policy::check(Table::Allow, &cmd, &args).is_ok()
+            aromba_warden::policy::check(
+                Table::Allow,
+                &cmd,
+                &args,
+                &oracle::requester(Table::Allow),
+            )
+            .is_ok()
         })
         .count();
     assert!(

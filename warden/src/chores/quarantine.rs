@@ -1,5 +1,6 @@
 //! The quarantine: what chores of ours take away goes to
-//! `/var/lib/aromba/quarantine/<chore>-<time>/`, never deleted outright.
+//! `/var/lib/aromba-warden/quarantine/<chore>-<time>/` (the layout's
+//! `quarantine_dir`, in the Warden's own tree), never deleted outright.
 //! A quarantined folder is purged after 7 days — never in prod mode, where
 //! nothing is deleted (the prod-mode flag is a file of the Warden's state).
 
@@ -11,37 +12,24 @@ use std::time::{Duration, SystemTime};
 
 pub const KEEP: Duration = Duration::from_secs(7 * 86_400);
 
-pub fn dir(layout: &Layout) -> PathBuf {
-    layout.worker_home.join("quarantine")
-}
-
 /// The prod-mode flag: set by the first scan, cleared only by a PIN action.
 pub fn prod_mode_file(layout: &Layout) -> PathBuf {
     layout.state_dir.join("prod-mode")
 }
 
 /// The quarantine, once it is checked to be what install made: a real
-/// directory (no symbolic link on the way), root's, writable by nobody
-/// else. Root moves and removes things in it, so a quarantine a chore or a
-/// user could have replaced is refused.
+/// directory in a tree of root's (no symbolic link, nothing another account
+/// owns or can write from `/` down to it). Root moves and removes things in
+/// it, so a quarantine a chore or a user could have replaced is refused.
 pub fn checked_dir(layout: &Layout) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::MetadataExt;
-    let dir = dir(layout);
-    let refuse = |why: String| std::io::Error::other(format!("{}: {why}", dir.display()));
-    let mut at = PathBuf::from("/");
-    for part in dir.components().skip(1) {
-        at.push(part);
-        let m = std::fs::symlink_metadata(&at)?;
-        if m.file_type().is_symlink() {
-            return Err(refuse(format!("{} is a symbolic link", at.display())));
-        }
+    let dir = layout.quarantine_dir.clone();
+    if !std::fs::symlink_metadata(&dir)?.is_dir() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
     }
-    let m = std::fs::symlink_metadata(&dir)?;
-    if !m.is_dir() || m.uid() != 0 || m.mode() & 0o022 != 0 {
-        return Err(refuse(
-            "the quarantine must be a directory of root's that nobody else can write".into(),
-        ));
-    }
+    crate::layout::check_chain(&dir)?;
     Ok(dir)
 }
 
@@ -51,7 +39,7 @@ pub fn purge(layout: &Layout, now: SystemTime) -> std::io::Result<Vec<PathBuf>> 
     if prod_mode_file(layout).exists() {
         return Ok(Vec::new());
     }
-    if !dir(layout).exists() {
+    if !layout.quarantine_dir.exists() {
         return Ok(Vec::new());
     }
     let quarantine = checked_dir(layout)?;
@@ -86,19 +74,27 @@ mod tests {
             std::env::temp_dir().join(format!("aromba-quarantine-chk-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let layout = Layout::rooted(&root);
-        std::fs::create_dir_all(&layout.worker_home).unwrap();
+        std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(root.join("elsewhere/old")).unwrap();
-        std::os::unix::fs::symlink(root.join("elsewhere"), dir(&layout)).unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere"), &layout.quarantine_dir).unwrap();
         assert!(checked_dir(&layout).is_err());
         let later = SystemTime::now() + KEEP + Duration::from_secs(60);
         assert!(purge(&layout, later).is_err(), "no purge through a link");
         assert!(root.join("elsewhere/old").exists());
-        std::fs::remove_file(dir(&layout)).unwrap();
-        std::fs::create_dir_all(dir(&layout)).unwrap();
+        std::fs::remove_file(&layout.quarantine_dir).unwrap();
+        std::fs::create_dir_all(&layout.quarantine_dir).unwrap();
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir(&layout), std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::fs::set_permissions(
+            &layout.quarantine_dir,
+            std::fs::Permissions::from_mode(0o777),
+        )
+        .unwrap();
         assert!(checked_dir(&layout).is_err());
-        std::fs::set_permissions(dir(&layout), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(
+            &layout.quarantine_dir,
+            std::fs::Permissions::from_mode(0o700),
+        )
+        .unwrap();
         assert!(checked_dir(&layout).is_ok());
         std::fs::remove_dir_all(&root).unwrap();
     }
@@ -108,7 +104,7 @@ mod tests {
         let root = std::env::temp_dir().join(format!("aromba-quarantine-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let layout = Layout::rooted(&root);
-        std::fs::create_dir_all(dir(&layout).join("apt-clean-1")).unwrap();
+        std::fs::create_dir_all(layout.quarantine_dir.join("apt-clean-1")).unwrap();
         std::fs::create_dir_all(&layout.state_dir).unwrap();
         let soon = SystemTime::now() + Duration::from_secs(86_400);
         assert!(purge(&layout, soon).unwrap().is_empty());
@@ -120,7 +116,7 @@ mod tests {
         );
         std::fs::remove_file(prod_mode_file(&layout)).unwrap();
         assert_eq!(purge(&layout, later).unwrap().len(), 1);
-        assert!(!dir(&layout).join("apt-clean-1").exists());
+        assert!(!layout.quarantine_dir.join("apt-clean-1").exists());
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

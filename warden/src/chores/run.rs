@@ -119,7 +119,7 @@ pub fn admissible(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<(), St
 /// chore cannot replace or empty).
 fn hidden(touches: &[PathBuf], layout: &Layout) -> Vec<cage::Hidden> {
     let mut hide = cage::secret_paths(layout);
-    let quarantine = super::quarantine::dir(layout);
+    let quarantine = layout.quarantine_dir.clone();
     if quarantine.is_dir() && !touches.contains(&quarantine) {
         hide.push(cage::Hidden::Dir(quarantine));
     }
@@ -144,7 +144,7 @@ fn touches_allowed(h: &Header, layout: &Layout) -> Result<(), String> {
         .filter(|l| l.starts_with('/'))
         .map(PathBuf::from)
         .collect();
-    let quarantine = super::quarantine::dir(layout);
+    let quarantine = layout.quarantine_dir.clone();
     for t in &h.touches {
         if t != &quarantine && t.starts_with(&quarantine) {
             return Err(format!(

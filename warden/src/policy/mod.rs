@@ -15,7 +15,9 @@
 //!    form; then every other argument by that form alone, so a word is a
 //!    positional only after a verb that reads one of its kind;
 //! 5. path arguments are resolved and checked against `[paths]`: a secret
-//!    or fenced path refuses the request and is a ladder signal.
+//!    or fenced path refuses the request and is a ladder signal; so is
+//!    (without a signal) a path on which the requester could swap a
+//!    directory before the program opens it (`paths.rs`).
 
 #![forbid(unsafe_code)]
 
@@ -27,7 +29,7 @@ pub mod types;
 mod values;
 
 pub use data::{ALLOW, CAT_FILES, CHORE_ACTION_RULES, CHORE_ACTIONS, DENY, LIMITS, PATHS};
-pub use paths::{PathRefusal, check_path, glob, secret_rule};
+pub use paths::{PathRefusal, Requester, check_path, glob, secret_rule};
 pub use render::render;
 pub use types::{Positional, Rule, Sub, ValueType};
 pub use values::{
@@ -141,8 +143,13 @@ fn control_byte(s: &str) -> Option<u8> {
     s.bytes().find(|&b| b < 0x20 || b == 0x7f)
 }
 
-/// Judges `cmd args…` against `table`.
-pub fn check(table: Table, cmd: &str, args: &[String]) -> Result<Allowed, Refused> {
+/// Judges `cmd args…` against `table`, asked by `requester`.
+pub fn check(
+    table: Table,
+    cmd: &str,
+    args: &[String],
+    requester: &Requester,
+) -> Result<Allowed, Refused> {
     if cmd.is_empty() || cmd.len() > 64 {
         return Err(refuse("the command name must be 1 to 64 bytes"));
     }
@@ -183,12 +190,13 @@ pub fn check(table: Table, cmd: &str, args: &[String]) -> Result<Allowed, Refuse
     if args.len() < min {
         return Err(refuse(format!("{cmd} takes at least {min} arguments")));
     }
-    let args = Grammar { rule }.check(args)?;
+    let args = Grammar { rule, requester }.check(args)?;
     Ok(Allowed { table, rule, args })
 }
 
-struct Grammar {
+struct Grammar<'a> {
     rule: &'static Rule,
+    requester: &'a Requester,
 }
 
 /// The form a request takes: the rule's form whose verb it starts with, and
@@ -213,7 +221,7 @@ fn is_verb_word(rule: &Rule, a: &str) -> bool {
         .any(|v| verb_words(v).any(|w| w == a))
 }
 
-impl Grammar {
+impl Grammar<'_> {
     /// The form `args` take: the verb is matched first, exactly and where
     /// the tool reads it, so no other word can stand in its place.
     fn form(&self, args: &[String]) -> Result<Form, Refused> {
@@ -325,7 +333,7 @@ impl Grammar {
                     sub.positional.name()
                 )));
             }
-            out.push(positional(rule, sub.positional, a)?);
+            out.push(positional(rule, sub.positional, a, self.requester)?);
             i += 1;
         }
         if positionals < sub.min_positional {
@@ -391,13 +399,18 @@ fn check_value(name: &str, option: &str, t: ValueType, value: &str) -> Result<()
 
 /// Judges one positional argument; returns what to run with (a resolved
 /// path for `path`, the argument itself otherwise).
-fn positional(rule: &Rule, kind: Positional, a: &str) -> Result<String, Refused> {
+fn positional(
+    rule: &Rule,
+    kind: Positional,
+    a: &str,
+    requester: &Requester,
+) -> Result<String, Refused> {
     let cmd = rule.cmd;
     match kind {
         Positional::None => Err(refuse(format!(
             "{cmd} takes no positional arguments, got {a:?}"
         ))),
-        Positional::Path => check_path(a).map_err(|e| match e {
+        Positional::Path => check_path(a, requester).map_err(|e| match e {
             PathRefusal::Secret { path, rule } => Refused {
                 reason: format!("{cmd}: {path} is a secret or fenced path ({rule})"),
                 signal: Some(Signal::SecretPathRead { path, rule }),
@@ -543,8 +556,9 @@ mod tests {
     #[test]
     fn the_longest_verb_wins() {
         let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let ok = check(Table::Allow, "ufw", &args(&["status", "numbered"])).expect("allowed");
+        let w = Requester::Warden;
+        let ok = check(Table::Allow, "ufw", &args(&["status", "numbered"]), &w).expect("allowed");
         assert_eq!(ok.args, ["status", "numbered"]);
-        assert!(check(Table::Allow, "docker", &args(&["system"])).is_err());
+        assert!(check(Table::Allow, "docker", &args(&["system"]), &w).is_err());
     }
 }

@@ -4,7 +4,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::owner::{cap_confirmed, snapshots_dir};
+use super::owner::cap_confirmed;
 use super::{Shared, Socket, journal, peer_fields, raise, unjournaled};
 use crate::chores::header::Color;
 use crate::chores::run::Chore;
@@ -100,7 +100,8 @@ fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) ->
     let verdict = if green && !green_may_request(action) {
         Err("a green chore may request only time sync's two actions".to_string())
     } else {
-        policy::check(Table::ChoreAction, cmd, args).map_err(|r| r.reason)
+        policy::check(Table::ChoreAction, cmd, args, &policy::Requester::Warden)
+            .map_err(|r| r.reason)
     };
     let mut m = Map::new();
     m.insert("chore".into(), Value::from(chore));
@@ -206,7 +207,7 @@ pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Re
 /// (`Shared::one_change_at_a_time`), so no other snapshot counts on the
 /// same space.
 fn take_snapshot(shared: &Shared, chore: &Chore, now: u64) -> Result<snapshot::Snapshot, String> {
-    let store = snapshots_dir(shared);
+    let store = shared.options.layout.snapshots_dir();
     std::fs::create_dir_all(&store).map_err(|e| format!("cannot make the snapshot store: {e}"))?;
     let (avail, total) = crate::system::space(&store)
         .map_err(|e| format!("cannot see the snapshot store's free space: {e}"))?;
@@ -240,7 +241,7 @@ fn snapshot_exclusions(shared: &Shared) -> Vec<std::path::PathBuf> {
         layout.config_dir.clone(),
         layout.run_dir.clone(),
         layout.worker_config_dir.clone(),
-        crate::chores::quarantine::dir(layout),
+        layout.quarantine_dir.clone(),
     ]);
     out.sort();
     out.dedup();
@@ -251,7 +252,8 @@ fn snapshot_exclusions(shared: &Shared) -> Vec<std::path::PathBuf> {
 /// chore action's placeholder) and returns its output.
 fn own_read(cmd: &str, args: &[&str]) -> Result<String, String> {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let allowed = policy::check(Table::Allow, cmd, &args).map_err(|r| r.reason)?;
+    let allowed = policy::check(Table::Allow, cmd, &args, &policy::Requester::Warden)
+        .map_err(|r| r.reason)?;
     let bin = exec::pick_binary(allowed.rule.cmd, allowed.rule.bins).map_err(|e| e.to_string())?;
     let bounds = Bounds::for_rule(allowed.rule);
     let o = exec::run_program(&bin, &allowed.args, &[], &bounds).map_err(|e| e.to_string())?;

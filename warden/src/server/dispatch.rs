@@ -198,6 +198,9 @@ pub(super) fn status(shared: &Shared) -> Response {
     let now = shared.options.clock.now();
     let installed_at = shared.installed_at();
     let phase = match installed_at {
+        None if shared.options.layout.install_evidence().is_some() => {
+            "installed, but the integrity baseline is missing or unreadable".to_string()
+        }
         None => "not installed".to_string(),
         Some(at) => {
             let day = now.saturating_sub(at) / 86_400 + 1;

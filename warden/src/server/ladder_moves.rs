@@ -55,26 +55,29 @@ pub(super) fn after_move(shared: &Shared, moved: Result<Option<Event>, LadderErr
     }
 }
 
-/// At Cut the Worker's AI key goes: overwritten, synced, removed. The
-/// Worker is told to drop its copy by the ladder event it fetches.
+/// At Cut the Worker's AI key goes: overwritten, synced, removed — in the
+/// Worker's configuration directory, so through its descriptor, never
+/// following a link (`worker_dirs.rs`). The Worker is told to drop its copy
+/// by the ladder event it fetches.
 pub(super) fn wipe_ai_key(shared: &Shared) {
     let path = shared.options.layout.ai_key_file();
-    let Ok(meta) = std::fs::metadata(&path) else {
-        return;
+    let result = match crate::worker_dirs::wipe(&path) {
+        Ok(crate::worker_dirs::Wiped::Absent) => return,
+        other => other,
     };
-    let result = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .and_then(|mut f| {
-            use std::io::Write;
-            f.write_all(&vec![0u8; usize::try_from(meta.len()).unwrap_or(0)])?;
-            f.sync_all()?;
-            std::fs::remove_file(&path)
-        });
     let mut m = Map::new();
     m.insert("path".into(), Value::from(path.to_string_lossy().as_ref()));
-    if let Err(e) = &result {
-        m.insert("error".into(), Value::from(e.to_string()));
+    match &result {
+        Err(e) => {
+            m.insert("error".into(), Value::from(e.to_string()));
+        }
+        Ok(crate::worker_dirs::Wiped::LinkRemoved) => {
+            m.insert(
+                "found".into(),
+                Value::from("a symbolic link: removed, not followed"),
+            );
+        }
+        Ok(_) => {}
     }
     journal(shared, "ai-key-wiped", m);
 }

@@ -82,6 +82,12 @@ pub struct ServeOptions {
     /// Read the Worker's TCP connections. Off only where the test's own uid
     /// stands in for the Worker, whose connections are the test machine's.
     pub watch_network: bool,
+    /// The Worker as the path check sees it (whose writes could swap a
+    /// path before a read opens it). `None`, the default: `worker_uid`
+    /// with `worker_gid` and its groups in `/etc/group`, read at each
+    /// request. Tests whose own uid (root) stands in for the Worker on the
+    /// socket name a test account here.
+    pub worker_account: Option<crate::users::WorkerAccount>,
 }
 
 impl std::fmt::Debug for dyn Clock {
@@ -106,7 +112,17 @@ impl ServeOptions {
             command_threshold: COMMAND_THRESHOLD,
             command_window_s: 600,
             watch_network: true,
+            worker_account: None,
         }
+    }
+
+    /// Who a read from the Worker socket comes from, for the path check.
+    pub fn requester(&self) -> io::Result<policy::Requester> {
+        let account = match &self.worker_account {
+            Some(a) => a.clone(),
+            None => crate::users::WorkerAccount::system(self.worker_uid, self.worker_gid)?,
+        };
+        Ok(policy::Requester::Worker(account))
     }
 }
 
@@ -119,6 +135,9 @@ pub enum ServeError {
     Journal(crate::journal::JournalError),
     Key(crate::journal::KeyError),
     NotASocket(std::path::PathBuf),
+    /// A directory from `/` down to one of the Warden's is not root's
+    /// alone (`layout.rs`).
+    Layout(crate::layout::MakeDirError),
     Ladder(LadderError),
     /// `aromba panic` stopped the Warden; it does not start again.
     Disarmed,
@@ -131,6 +150,7 @@ impl std::fmt::Display for ServeError {
             ServeError::Journal(e) => write!(f, "{e}"),
             ServeError::Key(e) => write!(f, "{e}"),
             ServeError::Ladder(e) => write!(f, "{e}"),
+            ServeError::Layout(e) => write!(f, "{e}"),
             ServeError::Disarmed => write!(
                 f,
                 "the Warden was disarmed (aromba panic) and will not start again; reinstall Aromba to recover"
@@ -303,14 +323,19 @@ fn bind(path: &Path, mode: u32, gid: Option<u32>) -> Result<UnixListener, ServeE
 }
 
 impl Server {
-    /// Creates the directories, opens the journal and binds both sockets.
+    /// Refuses unless every directory from `/` down to each of the
+    /// Warden's is root's and writable by no one else (`layout.rs`), makes
+    /// the missing ones, opens the journal and binds both sockets.
     pub fn bind(options: ServeOptions) -> Result<Server, ServeError> {
         let layout = &options.layout;
-        for dir in [&layout.run_dir, &layout.state_dir, &layout.journal_dir] {
-            std::fs::create_dir_all(dir).map_err(io_err(format!("creating {}", dir.display())))?;
+        layout.check().map_err(|u| ServeError::Layout(u.into()))?;
+        for (dir, mode) in [
+            (&layout.run_dir, 0o755),
+            (&layout.state_dir, 0o700),
+            (&layout.journal_dir, 0o755),
+        ] {
+            crate::layout::make_dir(dir, mode).map_err(ServeError::Layout)?;
         }
-        std::fs::set_permissions(&layout.run_dir, std::fs::Permissions::from_mode(0o755))
-            .map_err(io_err(format!("chmod {}", layout.run_dir.display())))?;
         let key = match layout.audit_key() {
             k if k.exists() => {
                 Some(AuditKey::load(&k, Some(&layout.journal_dir)).map_err(ServeError::Key)?)
@@ -323,7 +348,9 @@ impl Server {
         config.reader_gid = Some(options.worker_gid);
         let journal = Journal::open(config).map_err(ServeError::Journal)?;
         let baseline = Baseline::read(layout);
-        let installed = !matches!(baseline, Ok(None));
+        // Installed if the baseline is there, or if what install writes
+        // before it is: a lost baseline is an integrity failure.
+        let installed = !matches!(baseline, Ok(None)) || layout.install_evidence().is_some();
         let ladder = Ladder::load(layout.ladder_file(), options.clock.clone(), installed)
             .map_err(ServeError::Ladder)?;
         if ladder.step() == Step::Disarm {

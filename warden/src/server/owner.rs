@@ -178,7 +178,7 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
         }
         Proposal::Undo(undo_id) => {
             let now = shared.options.clock.now();
-            let snap = match snapshot::peek(&snapshots_dir(shared), &undo_id, now) {
+            let snap = match snapshot::peek(&shared.options.layout.snapshots_dir(), &undo_id, now) {
                 Ok(s) => s,
                 Err(e) => return refuse(format!("no undo {undo_id:?} here: {e}")),
             };
@@ -389,10 +389,6 @@ fn set_prod_mode(shared: &Shared, on: bool, source: RunSource) -> Response {
     }
 }
 
-pub(super) fn snapshots_dir(shared: &Shared) -> std::path::PathBuf {
-    shared.options.layout.state_dir.join("snapshots")
-}
-
 /// Puts a run's paths back as its snapshot has them.
 pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Response {
     if frozen(shared) {
@@ -402,14 +398,14 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
         Ok(g) => g,
         Err(why) => return refuse(why),
     };
-    let snap = match snapshot::load(&snapshots_dir(shared), undo_id) {
+    let snap = match snapshot::load(&shared.options.layout.snapshots_dir(), undo_id) {
         Ok(s) => s,
         Err(e) => return refuse(format!("no undo {undo_id:?} here: {e}")),
     };
     let now = shared.options.clock.now();
     // The snapshot store checks the quarantine itself (a real directory of
     // root's, nobody else writing), holding it open while it moves.
-    let dest = quarantine::dir(&shared.options.layout);
+    let dest = shared.options.layout.quarantine_dir.clone();
     let mut m = Map::new();
     m.insert("undo_id".into(), Value::from(undo_id));
     m.insert("chore".into(), Value::from(snap.chore.as_str()));

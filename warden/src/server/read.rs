@@ -91,7 +91,15 @@ pub(super) fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<Stri
             None => unjournaled(),
         };
     }
-    let allowed = match policy::check(Table::Allow, &cmd, &args) {
+    let verdict = shared
+        .options
+        .requester()
+        .map_err(|e| policy::Refused {
+            reason: format!("the Worker's groups cannot be read ({e}), so no path can be judged"),
+            signal: None,
+        })
+        .and_then(|requester| policy::check(Table::Allow, &cmd, &args, &requester));
+    let allowed = match verdict {
         Ok(a) => a,
         Err(refused) => {
             let mut m = request_fields(peer, &cmd, &args);

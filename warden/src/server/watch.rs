@@ -3,7 +3,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{Shared, after_move, journal, owner, raise};
+use super::{Shared, after_move, journal, raise};
 use crate::exec;
 use crate::signal::Signal;
 use serde_json::{Map, Value};
@@ -29,8 +29,26 @@ pub(super) fn check_integrity(shared: &Shared) {
     // (which re-takes the baseline) is never seen half-done.
     let guard = shared.baseline.lock().unwrap_or_else(|p| p.into_inner());
     let Some(baseline) = guard.as_ref() else {
-        *shared.integrity.lock().unwrap_or_else(|p| p.into_inner()) =
-            "no baseline (not installed)".into();
+        drop(guard);
+        let layout = &shared.options.layout;
+        let Some(evidence) = layout.install_evidence() else {
+            *shared.integrity.lock().unwrap_or_else(|p| p.into_inner()) =
+                "no baseline (not installed)".into();
+            return;
+        };
+        let baseline_file = layout.baseline_file();
+        let what = format!(
+            "the integrity baseline {} is {}, yet {} shows the Warden was installed",
+            baseline_file.display(),
+            if std::fs::symlink_metadata(&baseline_file).is_ok() {
+                "unreadable"
+            } else {
+                "missing"
+            },
+            evidence.display()
+        );
+        *shared.integrity.lock().unwrap_or_else(|p| p.into_inner()) = format!("MISMATCH: {what}");
+        raise(shared, None, Signal::IntegrityMismatch { what });
         return;
     };
     let bad = baseline.check(&shared.options.layout);
@@ -99,7 +117,7 @@ pub(super) fn watch(shared: &Shared) {
             }
             // And snapshots past their 7 days of Undo.
             if let Ok(expired) = crate::chores::snapshot::purge(
-                &owner::snapshots_dir(shared),
+                &shared.options.layout.snapshots_dir(),
                 shared.options.clock.now(),
             ) && !expired.is_empty()
             {

@@ -3,13 +3,28 @@
 
 #![allow(dead_code)]
 
-use aromba_warden::policy::{ALLOW, CHORE_ACTIONS, Positional, Rule, Sub, Table, check, deny_hit};
+use aromba_warden::policy::{
+    ALLOW, CHORE_ACTIONS, Positional, Requester, Rule, Sub, Table, check, deny_hit,
+};
+use aromba_warden::users::WorkerAccount;
+
+/// Who asks, as the server has it: a read comes from the Worker (a test
+/// account owning nothing here), a chore action from the Warden.
+pub fn requester(table: Table) -> Requester {
+    match table {
+        Table::Allow => Requester::Worker(WorkerAccount {
+            uid: 4_242_000,
+            gids: vec![4_242_000],
+        }),
+        Table::ChoreAction => Requester::Warden,
+    }
+}
 
 /// Checks the matcher's verdict on `cmd args…` against the stated
 /// properties; returns what broke.
 pub fn check_properties(table: Table, cmd: &str, args: &[String]) -> Result<(), String> {
-    let first = check(table, cmd, args);
-    let second = check(table, cmd, args);
+    let first = check(table, cmd, args, &requester(table));
+    let second = check(table, cmd, args, &requester(table));
     if first.is_ok() != second.is_ok() {
         return Err("the same request got two verdicts".into());
     }

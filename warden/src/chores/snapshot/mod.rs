@@ -13,7 +13,7 @@
 //!   ```text
 //!   {"format": 2, "id": "<32 lower hex>", "chore": "apt-clean",
 //!    "created_at": 1700000000, "roots": ["/var/cache/apt"],
-//!    "exclude": ["/var/lib/aromba"],
+//!    "exclude": ["/var/lib/aromba-warden/state"],
 //!    "entries": [
 //!     {"path": "/var/cache/apt", "kind": "dir", "mode": 493, "uid": 0,
 //!      "gid": 0, "mtime": 1700000000, "mtime_ns": 0, "ctime": 1700000000,
@@ -122,7 +122,7 @@ mod error;
 mod manifest;
 mod quarantine;
 mod restore;
-mod safe_dir;
+pub(crate) mod safe_dir;
 mod walk;
 
 pub use diff::Diff;

@@ -40,9 +40,9 @@ pub(super) const FILE_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O
 pub(super) const DIR_FLAGS: i32 = libc::O_DIRECTORY | libc::O_NOFOLLOW;
 
 /// A device and inode: what a file is, wherever it is.
-pub(super) type Ids = (u64, u64);
+pub(crate) type Ids = (u64, u64);
 
-pub(super) fn ids(m: &Metadata) -> Ids {
+pub(crate) fn ids(m: &Metadata) -> Ids {
     (m.dev(), m.ino())
 }
 
@@ -53,7 +53,7 @@ pub(super) fn our_uid() -> u32 {
 }
 
 /// `n` random bytes from `/dev/urandom`, in lower hex.
-pub(super) fn random_hex(n: usize) -> Result<String, SnapshotError> {
+pub(crate) fn random_hex(n: usize) -> Result<String, SnapshotError> {
     let path = Path::new("/dev/urandom");
     let mut bytes = vec![0u8; n];
     File::open(path)
@@ -64,7 +64,7 @@ pub(super) fn random_hex(n: usize) -> Result<String, SnapshotError> {
 
 /// An open directory.
 #[derive(Debug)]
-pub(super) struct Dir {
+pub(crate) struct Dir {
     fd: File,
     /// Where it was when opened: for messages only, never acted on.
     path: PathBuf,
@@ -72,7 +72,7 @@ pub(super) struct Dir {
 
 /// What is found at a name where a directory is wanted.
 #[derive(Debug)]
-pub(super) enum Sub {
+pub(crate) enum Sub {
     Dir(Dir),
     Missing,
     /// A symlink: never followed.
@@ -94,7 +94,7 @@ impl Dir {
     /// Opens `path` (absolute) from `/` one component at a time, none of
     /// them followed if it is a symlink: the directory reached is the one
     /// `path` names with no symlink in any component.
-    pub(super) fn open_path(path: &Path) -> Result<Sub, SnapshotError> {
+    pub(crate) fn open_path(path: &Path) -> Result<Sub, SnapshotError> {
         if !path.is_absolute() {
             return Err(SnapshotError::Unsafe {
                 path: path.to_path_buf(),
@@ -125,7 +125,7 @@ impl Dir {
     }
 
     /// Where it was when opened (for messages).
-    pub(super) fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -147,7 +147,7 @@ impl Dir {
     }
 
     /// `name` in this directory, as the messages show it.
-    pub(super) fn shown(&self, name: &OsStr) -> PathBuf {
+    pub(crate) fn shown(&self, name: &OsStr) -> PathBuf {
         self.path.join(name)
     }
 
@@ -159,17 +159,17 @@ impl Dir {
     }
 
     /// The directory's own `fstat`.
-    pub(super) fn meta(&self) -> Result<Metadata, SnapshotError> {
+    pub(crate) fn meta(&self) -> Result<Metadata, SnapshotError> {
         self.fd.metadata().map_err(io_err("inspect", &self.path))
     }
 
     /// The descriptor, for `fchown`, `fchmod`, `futimens` and `fsync`.
-    pub(super) fn file(&self) -> &File {
+    pub(crate) fn file(&self) -> &File {
         &self.fd
     }
 
     /// Opens the directory `name`, never through a symlink.
-    pub(super) fn child_dir(&self, name: &OsStr) -> Result<Sub, SnapshotError> {
+    pub(crate) fn child_dir(&self, name: &OsStr) -> Result<Sub, SnapshotError> {
         let shown = self.shown(name);
         let at = self.at(name).map_err(io_err("open", &shown))?;
         match Dir::open(&at) {
@@ -202,7 +202,7 @@ impl Dir {
     }
 
     /// `lstat` of `name` (not followed); `None` if nothing is there.
-    pub(super) fn lstat(&self, name: &OsStr) -> Result<Option<Metadata>, SnapshotError> {
+    pub(crate) fn lstat(&self, name: &OsStr) -> Result<Option<Metadata>, SnapshotError> {
         let shown = self.shown(name);
         let at = self.at(name).map_err(io_err("inspect", &shown))?;
         match fs::symlink_metadata(&at) {
@@ -249,6 +249,16 @@ impl Dir {
             .open(self.at(name)?)
     }
 
+    /// Opens the existing file `name` for writing (never through a
+    /// symlink, never blocking on a fifo or device; the caller checks what
+    /// it opened with `fstat`).
+    pub(crate) fn open_write(&self, name: &OsStr) -> io::Result<File> {
+        OpenOptions::new()
+            .write(true)
+            .custom_flags(FILE_FLAGS)
+            .open(self.at(name)?)
+    }
+
     /// Opens the file `name` only if it is a regular file with `want`'s
     /// device and inode; [`SnapshotError::Changed`] otherwise (a symlink,
     /// fifo, device or another file swapped in).
@@ -275,7 +285,7 @@ impl Dir {
 
     /// Creates the file `name` (which must not exist; never follows a
     /// symlink there) with `mode`, for writing.
-    pub(super) fn create_file(&self, name: &OsStr, mode: u32) -> io::Result<File> {
+    pub(crate) fn create_file(&self, name: &OsStr, mode: u32) -> io::Result<File> {
         OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -287,7 +297,7 @@ impl Dir {
     /// Renames `name` here to `name2` in `to`. Like rename(2), it replaces
     /// what is at `name2`: use it only into a directory no one else can
     /// write, after checking the name is free.
-    pub(super) fn rename_to(&self, name: &OsStr, to: &Dir, name2: &OsStr) -> io::Result<()> {
+    pub(crate) fn rename_to(&self, name: &OsStr, to: &Dir, name2: &OsStr) -> io::Result<()> {
         fs::rename(self.at(name)?, to.at(name2)?)
     }
 
@@ -307,11 +317,11 @@ impl Dir {
     }
 
     /// Makes the directory `name` (fails if anything is there).
-    pub(super) fn mkdir(&self, name: &OsStr, mode: u32) -> io::Result<()> {
+    pub(crate) fn mkdir(&self, name: &OsStr, mode: u32) -> io::Result<()> {
         DirBuilder::new().mode(mode).create(self.at(name)?)
     }
 
-    pub(super) fn unlink(&self, name: &OsStr) -> io::Result<()> {
+    pub(crate) fn unlink(&self, name: &OsStr) -> io::Result<()> {
         fs::remove_file(self.at(name)?)
     }
 
@@ -319,7 +329,7 @@ impl Dir {
         fs::remove_dir(self.at(name)?)
     }
 
-    pub(super) fn sync(&self) -> Result<(), SnapshotError> {
+    pub(crate) fn sync(&self) -> Result<(), SnapshotError> {
         self.fd.sync_all().map_err(io_err("sync", &self.path))
     }
 }
@@ -502,7 +512,7 @@ impl Staging {
 /// empty directory has on Linux filesystems that count them). `None` if
 /// what is there is anything else, e.g. a directory swapped in after the
 /// mkdir.
-pub(super) fn fresh_dir(
+pub(crate) fn fresh_dir(
     parent: &Dir,
     name: &OsStr,
 ) -> Result<Option<(Dir, Metadata)>, SnapshotError> {
