@@ -139,7 +139,12 @@ fn the_damage_cap_kills_a_run_that_changes_too_many_files() {
     let r = run(&c, Mode::Real, &ctx(&layout, true, 30)).expect("runs");
     assert!(r.over_cap && r.outcome.stopped, "{r:?}");
     assert!(!r.outcome.timed_out);
-    assert_eq!(r.files_changed, 1500, "the exact count after the run");
+    // The cap is checked while the chore writes, so how many of its 1500
+    // files exist when it is killed depends on the machine's load; what
+    // must hold is that the count after the run is exact and over the cap.
+    let on_disk = std::fs::read_dir(&d.touched).expect("touched dir").count() as u64;
+    assert!(on_disk > 1000, "killed before the cap was passed: {on_disk}");
+    assert_eq!(r.files_changed, on_disk, "the exact count after the run");
 }
 
 #[test]
