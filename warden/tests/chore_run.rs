@@ -68,7 +68,7 @@ fn ctx(layout: &Layout, isolation: bool, days: u64) -> Context<'_> {
 }
 
 fn stdout(r: &aromba_warden::chores::run::Report) -> String {
-    String::from_utf8_lossy(&r.outcome.stdout).into_owned()
+    r.outcome.stdout.lossy().into_owned()
 }
 
 #[test]
@@ -84,7 +84,7 @@ fn a_real_run_writes_its_touches_and_is_killed_at_its_first_write_elsewhere() {
     );
     let c = chore("green", &d.touched, "", &body, Origin::Mine);
     let r = run(&c, Mode::Real, &ctx(&layout, true, 30)).expect("runs");
-    let err = String::from_utf8_lossy(&r.outcome.stderr);
+    let err = r.outcome.stderr.lossy();
     assert!(err.contains("Read-only file system"), "{err}");
     assert!(d.touched.join("a").exists());
     assert!(!d.untouched.join("b").exists());
@@ -214,7 +214,7 @@ fn every_system_chore_reports_what_it_would_change_in_a_dry_run() {
     for c in chores {
         let r = run(&c, Mode::DryRun, &ctx(&layout, true, 30)).expect("a dry run runs");
         let out = stdout(&r);
-        let err = String::from_utf8_lossy(&r.outcome.stderr).into_owned();
+        let err = r.outcome.stderr.lossy().into_owned();
         // 0: here is what I would do; 3: nothing to do on this host.
         match r.outcome.exit_code {
             Some(0) => assert!(
