@@ -288,6 +288,11 @@ pub fn render(action: &Action, facts: &Facts<'_>) -> Result<String, String> {
             text.len()
         ));
     }
+    // What the relay hashes is what it sends: nothing a chat client could
+    // trim or render otherwise.
+    if text.trim() != text || text.chars().any(|c| c.is_control() && c != '\n') {
+        return Err("the approval's text would hold a control character".into());
+    }
     Ok(text)
 }
 

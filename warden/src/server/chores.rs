@@ -570,9 +570,10 @@ pub(super) fn run_chore(
         receipt
             .push_str("; its actions were not run (the journal could not take the run's outcome)");
     }
-    if mode == Mode::DryRun && report.outcome.exit_code == Some(0) {
+    if mode == Mode::DryRun && report.outcome.exit_code == Some(0) && ran_journaled {
         // From the root terminal the owner saw this dry run; the Worker
-        // must still show it and say so.
+        // must still show it and say so. (A real run counts on it: only a
+        // dry run the journal holds is recorded.)
         let record = if source == RunSource::RootTerminal {
             seen.clone()
         } else {

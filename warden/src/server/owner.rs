@@ -1,9 +1,11 @@
 //! The owner's decisions. From the chat they arrive as a proposal (the
-//! Warden issues an action id and says what it stands for) and then a
-//! relay-signed tap the Warden verifies itself, with the PIN for a PIN
-//! action. From a root terminal they arrive on the control socket, which
-//! is the owner's word. Either way the same functions carry them out:
-//! confirming a damage cap, undoing a run, turning prod mode on or off.
+//! Warden issues an action id and renders the text the person will read)
+//! and then a relay-signed tap the Warden verifies itself — over its own
+//! text's hash and its own button label — with the PIN for a PIN action.
+//! From a root terminal they arrive on the control socket, which is the
+//! owner's word. Either way the same functions carry them out: confirming a
+//! damage cap, undoing a run, turning prod mode on or off; each journals
+//! its intent first (`intent.rs`).
 
 #![forbid(unsafe_code)]
 
