@@ -98,7 +98,8 @@ enum OnOff {
 
 #[derive(Subcommand, Debug)]
 enum PinVerb {
-    /// Set or replace the PIN; it is read from standard input (one line).
+    /// Set or replace the PIN: typed without echo at a terminal, or one
+    /// line of standard input when that is a pipe.
     Set {
         /// As for `ask`.
         #[arg(long, value_name = "DIR")]
@@ -165,22 +166,35 @@ fn main() -> ExitCode {
     }
 }
 
-/// One line of standard input, without its line break; a prompt on
-/// standard error when it is a terminal.
+/// The PIN, typed at a terminal without echo (the prompt and the reading
+/// go through the terminal, as `sudo` and `ssh` do), or one line of
+/// standard input without its line break when that is not a terminal (a
+/// pipe, in scripts and tests). An empty PIN is refused here: sent, it would
+/// count as a wrong one.
 fn read_secret_line(prompt: &str) -> Result<String, ExitCode> {
     use std::io::{BufRead, IsTerminal};
-    if std::io::stdin().is_terminal() {
-        eprint!("{prompt}");
-    }
-    let mut line = String::new();
-    match std::io::stdin().lock().read_line(&mut line) {
-        Ok(0) => {
+    let read = if std::io::stdin().is_terminal() {
+        rpassword::prompt_password(prompt).map(Some)
+    } else {
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) => Ok(None),
+            Ok(_) => Ok(Some(line.trim_end_matches(['\n', '\r']).to_string())),
+            Err(e) => Err(e),
+        }
+    };
+    match read {
+        Ok(None) => {
             eprintln!("aromba: no PIN on standard input");
             Err(ExitCode::from(2))
         }
-        Ok(_) => Ok(line.trim_end_matches(['\n', '\r']).to_string()),
+        Ok(Some(pin)) if pin.is_empty() => {
+            eprintln!("aromba: the PIN is empty; nothing was sent");
+            Err(ExitCode::from(2))
+        }
+        Ok(Some(pin)) => Ok(pin),
         Err(e) => {
-            eprintln!("aromba: cannot read the PIN from standard input: {e}");
+            eprintln!("aromba: cannot read the PIN: {e}");
             Err(ExitCode::from(2))
         }
     }

@@ -247,6 +247,28 @@ fn the_pin_guards_turning_prod_mode_off_from_the_root_terminal() {
 }
 
 #[test]
+fn an_empty_pin_is_refused_before_it_reaches_the_warden() {
+    let warden = TestWarden::start_with("chores-empty-pin", account("aromba"), true, |_| {});
+    let out = warden.aromba_as_with_stdin("root", &["pin", "set"], "\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("empty"), "{}", text(&out.stderr));
+    // Read from a pipe, one line.
+    let out = warden.aromba_as_with_stdin("root", &["pin", "set"], "583016\n");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = warden.aromba_as("root", &["prod-mode", "on"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // A stray Enter sends nothing: it would count as a wrong PIN.
+    let out = warden.aromba_as_with_stdin("root", &["prod-mode", "off"], "\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("empty"), "{}", text(&out.stderr));
+    assert!(
+        !aromba_warden::pin::attempts_file(&warden.layout()).exists(),
+        "an attempt was counted"
+    );
+    assert!(text(&warden.aromba_as("root", &["status"]).stdout).contains("prod mode: on since"));
+}
+
+#[test]
 fn a_damage_cap_is_confirmed_and_a_red_run_undone_from_the_root_terminal() {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

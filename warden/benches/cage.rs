@@ -50,22 +50,12 @@ fn main() {
         let t = Instant::now();
         let o = run_program(&bwrap, &bare_args, &[], &bounds).expect("bare bwrap runs (as root)");
         bare.push(t.elapsed());
-        assert_eq!(
-            o.exit_code,
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_eq!(o.exit_code, Some(0), "{}", o.stderr.lossy());
         let t = Instant::now();
         let o = run_caged(&spec, Path::new("/bin/true"), &[], &bounds)
             .expect("the cage runs (as root)");
         caged.push(t.elapsed());
-        assert_eq!(
-            o.exit_code,
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_eq!(o.exit_code, Some(0), "{}", o.stderr.lossy());
     }
     let (bm, bp) = percentiles(bare);
     let (cm, cp) = percentiles(caged);

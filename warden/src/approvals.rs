@@ -2,28 +2,49 @@
 //!
 //! For each proposed action — a run of a yellow or red chore, confirming a
 //! higher damage cap, an undo, turning prod mode off — the Warden issues an
-//! action id (random, kept in its state with what it stands for). The relay signs each button tap
-//! it forwards — minisign format, over the message below — and the Worker
-//! only carries the signature. The Warden verifies it against the relay
-//! public key pinned in its state at pairing, checks that the time is fresh
-//! (ten minutes either way), that the action id is one it issued, and that
-//! it was not used before; it is then spent.
+//! action id (random, kept in its state with what it stands for) and renders
+//! the message the person will read ([`render`]): deterministic, made only
+//! from what the Warden knows (the chore's header as it is here, the
+//! snapshot's record), naming what the action does. The Worker gets that
+//! text and the Warden's [`BUTTONS`] in the proposal's answer and must send
+//! them verbatim; the SHA-256 of the text is recorded with the action id.
+//!
+//! The relay signs each button tap it forwards — minisign format, over the
+//! message below — and the Worker only carries the signature. `text_sha256`
+//! is the SHA-256 of the text of the message the relay delivered with the
+//! tapped button, and `label` that button's label, as the relay delivered
+//! them. The Warden builds the message itself from the hash it recorded at
+//! proposal and the label it gave the button — never from a hash or a label
+//! the Worker supplies — so a tap verifies only when the person was shown
+//! the Warden's own text for that action id, on the Warden's own button. It
+//! verifies against the relay key pinned in its state at pairing, checks
+//! that the time is fresh (ten minutes either way), that the action id is
+//! one it issued, and that it was not used before; it is then spent.
 //!
 //! ```text
-//! aromba-approval-v1
+//! aromba-approval-v2
 //! server=<server id>
 //! action=<action id>
-//! button=<button>
+//! text_sha256=<SHA-256 of the message text, 64 lower-case hex>
+//! button=<the tapped button's callback data>
+//! label=<the tapped button's label>
 //! chat=<chat id>
 //! time=<unix seconds>
 //! ```
+//!
+//! Each line ends in one `\n` (the last too), no carriage returns, no
+//! other whitespace. The text is hashed as the UTF-8 bytes the relay sent
+//! as the message text (no parse mode, so what is shown is what is hashed).
+//! `button` is `[a-z][a-z0-9_-]{0,31}` and `chat` `-?[0-9]{1,20}`; the
+//! Warden refuses anything else before it looks at the signature.
 
 #![forbid(unsafe_code)]
 
 use crate::layout::Layout;
 use minisign_verify::{PublicKey, Signature};
 use serde_json::{Map, Value};
-use std::io::Read;
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 /// How far a tap's time may be from the Warden's clock.
@@ -44,8 +65,10 @@ pub struct Approval {
 /// the id: the tap approves exactly this, whatever the Worker says later.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
+    /// A real run of the chore, as its script was when proposed.
     Run {
         chore: String,
+        script_sha256: String,
     },
     /// The chore's damage cap above the default, for this very script.
     ConfirmCap {
@@ -66,13 +89,18 @@ impl Action {
         matches!(self, Action::ProdModeOff)
     }
 
-    fn record(&self, now: u64) -> Value {
+    fn record(&self, text_sha256: &str, now: u64) -> Value {
         let mut m = Map::new();
         m.insert("issued_at".into(), Value::from(now));
+        m.insert("text_sha256".into(), Value::from(text_sha256));
         match self {
-            Action::Run { chore } => {
+            Action::Run {
+                chore,
+                script_sha256,
+            } => {
                 m.insert("kind".into(), Value::from("run"));
                 m.insert("chore".into(), Value::from(chore.as_str()));
+                m.insert("script_sha256".into(), Value::from(script_sha256.as_str()));
             }
             Action::ConfirmCap {
                 chore,
@@ -109,12 +137,11 @@ impl Action {
                 .and_then(Value::as_u64)
                 .ok_or_else(|| format!("the action record lacks {k}"))
         };
-        // A record from before actions had kinds stands for a run.
-        if v.get("kind").is_none() {
-            return Ok(Action::Run { chore: s("chore")? });
-        }
         match s("kind")?.as_str() {
-            "run" => Ok(Action::Run { chore: s("chore")? }),
+            "run" => Ok(Action::Run {
+                chore: s("chore")?,
+                script_sha256: s("script_sha256")?,
+            }),
             "confirm-cap" => Ok(Action::ConfirmCap {
                 chore: s("chore")?,
                 max_files: n("max_files")?,
@@ -130,13 +157,143 @@ impl Action {
     }
 }
 
-/// The bytes the relay signs.
-pub fn message(server_id: &str, a: &Approval) -> Vec<u8> {
-    format!(
-        "aromba-approval-v1\nserver={server_id}\naction={}\nbutton={}\nchat={}\ntime={}\n",
-        a.action_id, a.button, a.chat, a.time
+/// The buttons a proposal's message carries: callback data and label. Only
+/// `approve` goes ahead; the relay signs the label of the tapped one.
+pub const BUTTONS: [(&str, &str); 2] = [("approve", "Approve"), ("cancel", "Cancel")];
+
+/// The label the Warden gave `button`; `None` for a button it never offered.
+pub fn label_of(button: &str) -> Option<&'static str> {
+    BUTTONS.iter().find(|(b, _)| *b == button).map(|(_, l)| *l)
+}
+
+/// The most bytes a proposal's text may have: Telegram takes 4096
+/// characters, and no character is less than a byte.
+pub const MAX_TEXT: usize = 4096;
+
+/// The bytes the relay signs for a tap on `a.button`, shown with the message
+/// text whose SHA-256 is `text_sha256`. `None` for a button the Warden never
+/// offered.
+pub fn message(server_id: &str, text_sha256: &str, a: &Approval) -> Option<Vec<u8>> {
+    let label = label_of(&a.button)?;
+    Some(
+        format!(
+            "aromba-approval-v2\nserver={server_id}\naction={}\ntext_sha256={text_sha256}\nbutton={}\nlabel={label}\nchat={}\ntime={}\n",
+            a.action_id, a.button, a.chat, a.time
+        )
+        .into_bytes(),
     )
-    .into_bytes()
+}
+
+/// What the Warden knows of an action beyond its record, to say what it
+/// does.
+pub enum Facts<'a> {
+    /// The chore a run or a cap confirmation is about, as it is here.
+    Chore(&'a crate::chores::run::Chore),
+    /// The snapshot an undo puts back.
+    Snapshot(&'a crate::chores::snapshot::Meta),
+    /// Turning prod mode off needs nothing else.
+    Nothing,
+}
+
+fn lines_of_touches(touches: &[PathBuf]) -> String {
+    if touches.is_empty() {
+        return "nothing on disk (it has no touches)".into();
+    }
+    touches
+        .iter()
+        .map(|t| t.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What a placeholder in a chore action stands for, in words.
+fn action_words(action: &[String]) -> String {
+    let shown = action.join(" ");
+    match action.last().map(String::as_str) {
+        Some("@security-upgrades") => {
+            format!(
+                "{shown} (the installed packages with a security update, as apt lists them then)"
+            )
+        }
+        Some("@failed-services") => {
+            format!("{shown} (one restart per service systemd lists as failed then)")
+        }
+        _ => shown,
+    }
+}
+
+/// The message the person reads for `action`: the Warden's words, the same
+/// for the same action and facts (nothing in it is random or timed). `Err`
+/// when the facts do not belong to the action or the text would not fit in
+/// one message.
+pub fn render(action: &Action, facts: &Facts<'_>) -> Result<String, String> {
+    use crate::chores::header::{Color, DEFAULT_MAX_FILES, DEFAULT_MAX_GB};
+    let text = match (action, facts) {
+        (Action::Run { chore, .. }, Facts::Chore(c)) if c.header.name == *chore => {
+            let h = &c.header;
+            let mut t = format!(
+                "Run the {} chore \"{}\" now?\nWhat it does: {}\nIt may change: {}",
+                h.color.name(),
+                h.name,
+                h.description,
+                lines_of_touches(&h.touches)
+            );
+            if h.color == Color::Red && !h.touches.is_empty() {
+                t.push_str(" (copied first: Undo for 7 days)");
+            }
+            t.push_str(&format!(
+                "\nAt most: {} files or {} GB changed\nNetwork: {}",
+                h.max_files,
+                h.max_gb,
+                if h.network { "yes" } else { "no" }
+            ));
+            if h.actions.is_empty() {
+                t.push_str("\nThen: nothing more");
+            } else {
+                let actions: Vec<String> = h.actions.iter().map(|a| action_words(a)).collect();
+                t.push_str(&format!(
+                    "\nThen, if it ends cleanly, the Warden runs for it: {}",
+                    actions.join("; ")
+                ));
+            }
+            t
+        }
+        (
+            Action::ConfirmCap {
+                chore,
+                max_files,
+                max_gb,
+                script_sha256,
+            },
+            Facts::Chore(c),
+        ) if c.header.name == *chore => format!(
+            "Let the {} chore \"{chore}\" change up to {max_files} files or {max_gb} GB in one run?\nThe default cap is {DEFAULT_MAX_FILES} files or {DEFAULT_MAX_GB} GB.\nIt may change: {}\nThis holds for this exact script (SHA-256 {script_sha256}); an edited script needs a new confirmation.",
+            c.header.color.name(),
+            lines_of_touches(&c.header.touches)
+        ),
+        (Action::Undo { undo_id }, Facts::Snapshot(m)) if m.id == *undo_id => format!(
+            "Undo the run of \"{}\" (undo id {undo_id})?\nPuts back as the run found them: {}\nWhat the run added, and the versions it left, go to quarantine; whatever changed since the run is left as it is.",
+            m.chore,
+            lines_of_touches(&m.roots)
+        ),
+        (Action::ProdModeOff, Facts::Nothing) => format!(
+            "Turn prod mode off?\n{}",
+            aromba_warden_proto::PROD_MODE_OFF_CONSEQUENCES
+        ),
+        _ => return Err("the facts given are not those of this action".into()),
+    };
+    if text.len() > MAX_TEXT {
+        return Err(format!(
+            "the approval's text would take {} bytes, over the {MAX_TEXT} one message holds",
+            text.len()
+        ));
+    }
+    // What the relay hashes is what it sends: nothing a chat client could
+    // trim or render otherwise.
+    if text.trim() != text || text.chars().any(|c| c.is_control() && c != '\n') {
+        return Err("the approval's text would hold a control character".into());
+    }
+    Ok(text)
 }
 
 fn random_hex(bytes: usize) -> std::io::Result<String> {
@@ -205,8 +362,19 @@ fn prune_open(dir: &std::path::Path, now: u64) -> std::io::Result<usize> {
     Ok(open)
 }
 
-/// Issues an action id for a proposed `action`.
-pub fn issue(layout: &Layout, action: &Action, now: u64) -> std::io::Result<String> {
+/// An action id made for a proposal, not yet recorded: the caller journals
+/// it first, then [`record`]s it.
+#[derive(Debug)]
+pub struct Reserved(String);
+
+impl Reserved {
+    pub fn id(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Makes an action id for a proposal, when fewer than [`MAX_OPEN`] wait.
+pub fn reserve(layout: &Layout, now: u64) -> std::io::Result<Reserved> {
     let dir = actions_dir(layout);
     std::fs::create_dir_all(&dir)?;
     if prune_open(&dir, now)? >= MAX_OPEN {
@@ -214,17 +382,63 @@ pub fn issue(layout: &Layout, action: &Action, now: u64) -> std::io::Result<Stri
             "{MAX_OPEN} proposals are waiting for a tap already"
         )));
     }
-    let id = random_hex(16)?;
-    std::fs::write(
-        dir.join(format!("{id}.json")),
-        serde_json::to_vec(&action.record(now)).unwrap_or_default(),
-    )?;
-    Ok(id)
+    Ok(Reserved(random_hex(16)?))
 }
 
-/// Verifies a tap and spends its action id; returns the action it
-/// approves.
-pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Action, String> {
+/// Records what the reserved id stands for and the SHA-256 of the text the
+/// person will read; returns the id, now issued.
+pub fn record(
+    layout: &Layout,
+    id: Reserved,
+    action: &Action,
+    text: &str,
+    now: u64,
+) -> std::io::Result<String> {
+    let dir = actions_dir(layout);
+    let path = dir.join(format!("{}.json", id.0));
+    let tmp = dir.join(format!("{}.new", id.0));
+    let bytes = serde_json::to_vec(&action.record(&text_sha256(text), now)).unwrap_or_default();
+    // Whole or not at all: the record a tap is checked against is never a
+    // half-written one.
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(&bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(id.0)
+}
+
+/// The SHA-256 of a message text, as the relay signs it: lower-case hex.
+pub fn text_sha256(text: &str) -> String {
+    crate::journal::sha256_hex(text.as_bytes())
+}
+
+fn is_button(s: &str) -> bool {
+    (1..=32).contains(&s.len())
+        && s.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+fn is_chat(s: &str) -> bool {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    (1..=20).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// A tap that verified: the action it approves and the SHA-256 of the text
+/// the person was shown for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verified {
+    pub action: Action,
+    pub text_sha256: String,
+}
+
+/// Verifies a tap and spends its action id; returns what it approves.
+pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verified, String> {
     let key_text = std::fs::read_to_string(relay_key_file(layout)).map_err(|_| {
         "no relay key is pinned: this server is not paired, so no approval can be verified"
             .to_string()
@@ -234,22 +448,35 @@ pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Actio
     if !is_action_id(&a.action_id) {
         return Err("the action id is not one this Warden could have issued".into());
     }
+    if !is_button(&a.button) || !is_chat(&a.chat) {
+        return Err("the tap's button or chat is not of the form the relay signs".into());
+    }
     let server = server_id(layout).map_err(|e| format!("cannot read this server's id: {e}"))?;
+    let dir = actions_dir(layout);
+    let issued = dir.join(format!("{}.json", a.action_id));
+    let spent = dir.join(format!("{}.spent", a.action_id));
+    let recorded = match std::fs::read(&issued) {
+        Ok(b) => b,
+        Err(_) if spent.exists() => return Err("the approval was used already".into()),
+        Err(_) => return Err("the action id was not issued by this Warden".into()),
+    };
+    let text_hash = recorded_text_sha256(&recorded)?;
+    // The message is the Warden's: its recorded hash of its own text, the
+    // label it gave the button. A tap shown with other words, or on a
+    // button it did not offer, was not signed over these bytes.
+    let signed = message(&server, &text_hash, a)
+        .ok_or_else(|| format!("{:?} is not a button the Warden offered", a.button))?;
     let signature = Signature::decode(&a.signature)
         .map_err(|e| format!("the signature cannot be read: {e}"))?;
-    key.verify(&message(&server, a), &signature, false)
-        .map_err(|_| {
-            "the approval's signature does not verify against the relay's key".to_string()
-        })?;
+    key.verify(&signed, &signature, false).map_err(|_| {
+        "the approval's signature does not verify against the relay's key over this action and the Warden's text for it".to_string()
+    })?;
     if a.time.abs_diff(now) > FRESH_S {
         return Err(format!(
             "the approval is not fresh: signed at {}, now {now}",
             a.time
         ));
     }
-    let dir = actions_dir(layout);
-    let issued = dir.join(format!("{}.json", a.action_id));
-    let spent = dir.join(format!("{}.spent", a.action_id));
     // Spending is a rename: of two uses racing, one finds the file gone.
     std::fs::rename(&issued, &spent).map_err(|_| {
         if spent.exists() {
@@ -258,12 +485,143 @@ pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Actio
             "the action id was not issued by this Warden".to_string()
         }
     })?;
-    let record: Value = serde_json::from_slice(&std::fs::read(&spent).map_err(|e| e.to_string())?)
+    let bytes = std::fs::read(&spent).map_err(|e| e.to_string())?;
+    if bytes != recorded {
+        return Err("the action record changed while the tap was checked".into());
+    }
+    let record: Value = serde_json::from_slice(&bytes)
         .map_err(|e| format!("the action record is malformed: {e}"))?;
-    Action::from_record(&record)
+    Ok(Verified {
+        action: Action::from_record(&record)?,
+        text_sha256: text_hash,
+    })
+}
+
+/// The text hash an action record holds; a record from before proposals
+/// carried the Warden's text cannot be approved.
+fn recorded_text_sha256(bytes: &[u8]) -> Result<String, String> {
+    let record: Value = serde_json::from_slice(bytes)
+        .map_err(|e| format!("the action record is malformed: {e}"))?;
+    record
+        .get("text_sha256")
+        .and_then(Value::as_str)
+        .filter(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+        .map(String::from)
+        .ok_or_else(|| {
+            "this proposal was made before approvals covered the Warden's text; propose it again"
+                .to_string()
+        })
 }
 
 /// A random id of `bytes` bytes, in lower-case hex (undo ids too).
 pub fn new_id(bytes: usize) -> std::io::Result<String> {
     random_hex(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chores::catalog;
+    use crate::chores::snapshot::Meta;
+
+    fn system(name: &str) -> crate::chores::run::Chore {
+        catalog::system()
+            .into_iter()
+            .find(|c| c.header.name == name)
+            .unwrap()
+    }
+
+    fn run_of(c: &crate::chores::run::Chore) -> Action {
+        Action::Run {
+            chore: c.header.name.clone(),
+            script_sha256: crate::journal::sha256_hex(c.script.as_bytes()),
+        }
+    }
+
+    #[test]
+    fn a_run_is_rendered_the_same_each_time_and_names_what_it_does() {
+        let c = system("security-updates");
+        let action = run_of(&c);
+        let text = render(&action, &Facts::Chore(&c)).unwrap();
+        assert_eq!(text, render(&action, &Facts::Chore(&c)).unwrap());
+        assert_eq!(
+            text,
+            "Run the red chore \"security-updates\" now?\n\
+             What it does: Install the security updates of installed packages\n\
+             It may change: nothing on disk (it has no touches)\n\
+             At most: 1000 files or 20 GB changed\n\
+             Network: no\n\
+             Then, if it ends cleanly, the Warden runs for it: apt-get install -y --only-upgrade @security-upgrades (the installed packages with a security update, as apt lists them then)"
+        );
+        let other = system("restart-failed");
+        assert_ne!(
+            text,
+            render(&run_of(&other), &Facts::Chore(&other)).unwrap()
+        );
+    }
+
+    #[test]
+    fn an_undo_a_cap_and_prod_mode_off_are_rendered_with_what_they_do() {
+        let meta = Meta {
+            id: "ab".repeat(16),
+            chore: "tidy".into(),
+            created_at: 1,
+            roots: vec![PathBuf::from("/srv/app/cache")],
+        };
+        let undo = Action::Undo {
+            undo_id: meta.id.clone(),
+        };
+        let text = render(&undo, &Facts::Snapshot(&meta)).unwrap();
+        assert!(
+            text.starts_with(&format!("Undo the run of \"tidy\" (undo id {})?", meta.id)),
+            "{text}"
+        );
+        assert!(text.contains("/srv/app/cache"), "{text}");
+        let c = system("apt-clean");
+        let cap = Action::ConfirmCap {
+            chore: "apt-clean".into(),
+            max_files: 5000,
+            max_gb: 40,
+            script_sha256: "cd".repeat(32),
+        };
+        let text = render(&cap, &Facts::Chore(&c)).unwrap();
+        for said in [
+            "\"apt-clean\"",
+            "5000 files or 40 GB",
+            "/var/cache/apt/archives",
+            &"cd".repeat(32),
+        ] {
+            assert!(text.contains(said), "{said} not in {text}");
+        }
+        let text = render(&Action::ProdModeOff, &Facts::Nothing).unwrap();
+        assert!(text.contains(aromba_warden_proto::PROD_MODE_OFF_CONSEQUENCES));
+        // Facts that are not the action's are refused, not rendered.
+        assert!(render(&undo, &Facts::Chore(&c)).is_err());
+        assert!(render(&run_of(&c), &Facts::Chore(&system("time-sync"))).is_err());
+    }
+
+    #[test]
+    fn the_signed_message_is_the_documented_one() {
+        let a = Approval {
+            action_id: "0123456789abcdef0123456789abcdef".into(),
+            button: "approve".into(),
+            chat: "-1001".into(),
+            time: 1_800_000_000,
+            signature: String::new(),
+        };
+        let hash = text_sha256("Turn prod mode off?");
+        assert_eq!(
+            String::from_utf8(message("srv1", &hash, &a).unwrap()).unwrap(),
+            format!(
+                "aromba-approval-v2\nserver=srv1\naction=0123456789abcdef0123456789abcdef\ntext_sha256={hash}\nbutton=approve\nlabel=Approve\nchat=-1001\ntime=1800000000\n"
+            )
+        );
+        let other = Approval {
+            button: "delete".into(),
+            ..a
+        };
+        assert!(message("srv1", &hash, &other).is_none());
+        assert!(is_chat("-1001") && is_chat("42") && !is_chat("42\nx") && !is_chat(""));
+        assert!(is_button("approve") && !is_button("Approve") && !is_button("a\nb"));
+    }
 }

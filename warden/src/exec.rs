@@ -7,8 +7,36 @@
 //! directory, `/dev/null` as stdin, no other inherited descriptor, a session
 //! and process group of its own that is killed whole at the timeout or when
 //! its output passes the cap, and — for `low_priority` — nice 19 and the
-//! idle IO class. Its output passes through the redactor before anything
-//! else sees it.
+//! idle IO class.
+//!
+//! # Output leaves this module only redacted
+//!
+//! A program's output is handed out only as [`Output`], whose one
+//! constructor (private to this module) runs the redactor — `redact_cut`
+//! when the run was killed before it ended (at the byte cap, the timeout,
+//! the caller's stop or the tripwire), since its last line may hold the
+//! start of a secret. The raw bytes live in `RawOutcome`, which is private
+//! to this module and is consumed (and dropped) by the redaction: no code
+//! anywhere else in the Warden — the read path, the chore runner, the
+//! placeholders the Warden fills in from its own reads, the cage's probe —
+//! can reach a raw byte, so none can put one in a receipt, an answer, an
+//! error or the journal. The compiler holds this:
+//!
+//! ```compile_fail,E0603
+//! // The raw outcome is not visible outside this module.
+//! fn raw(o: aromba_warden::exec::RawOutcome) -> Vec<u8> { o.stdout }
+//! ```
+//!
+//! ```compile_fail,E0616
+//! // An Output's bytes are private; `text()` gives the redacted ones.
+//! fn raw(o: aromba_warden::exec::Output) -> Vec<u8> { o.redacted.text }
+//! ```
+//!
+//! Inside this module, the [`Tripwire`] reads the raw error output line by
+//! line as it arrives: it must end a chore at its first refused write, while
+//! the run is still going, and redaction needs the whole buffer, which
+//! exists only at the end. It yields a yes or no and no bytes; the line it
+//! tripped on is looked up afterwards in the redacted output.
 
 #![forbid(unsafe_code)]
 
@@ -98,13 +126,90 @@ pub fn rule_env(rule: &crate::policy::Rule) -> Vec<(String, String)> {
         .collect()
 }
 
-/// What the program did, before redaction.
+/// What the program did, before redaction. Private to this module: it
+/// becomes an [`Outcome`] (redacted) before `run_program` returns, and the
+/// raw bytes are dropped there.
+struct RawOutcome {
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    cut: bool,
+    timed_out: bool,
+    stopped: bool,
+    duration: Duration,
+}
+
+impl RawOutcome {
+    /// The one way out of this module: both streams through the redactor.
+    fn redacted(self) -> Outcome {
+        // Killed before it ended on its own: the last line of each stream
+        // may hold the start of a secret, too short for its rule.
+        let killed = self.cut || self.timed_out || self.stopped;
+        Outcome {
+            exit_code: self.exit_code,
+            signal: self.signal,
+            stdout: Output::redact(self.stdout, killed),
+            stderr: Output::redact(self.stderr, killed),
+            cut: self.cut,
+            timed_out: self.timed_out,
+            stopped: self.stopped,
+            duration: self.duration,
+        }
+    }
+}
+
+/// One stream of a program's output, redacted. It can only be made in this
+/// module, by the redactor: holding an `Output` means holding bytes that
+/// passed it.
+pub struct Output {
+    redacted: aromba_redact::Redacted,
+}
+
+impl Output {
+    fn redact(raw: Vec<u8>, killed: bool) -> Output {
+        let redacted = if killed {
+            aromba_redact::redact_cut(&raw)
+        } else {
+            aromba_redact::redact(&raw)
+        };
+        // `raw` is dropped here, the last place it existed.
+        Output { redacted }
+    }
+
+    /// The redacted bytes.
+    pub fn text(&self) -> &[u8] {
+        &self.redacted.text
+    }
+
+    /// The redacted bytes, as UTF-8 with invalid sequences replaced.
+    pub fn lossy(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.redacted.text)
+    }
+
+    pub fn into_text(self) -> Vec<u8> {
+        self.redacted.text
+    }
+
+    /// What the redactor removed, per class.
+    pub fn counts(&self) -> &aromba_redact::Counts {
+        &self.redacted.counts
+    }
+}
+
+impl std::fmt::Debug for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Output({:?})", self.lossy())
+    }
+}
+
+/// What the program did, its output redacted.
 #[derive(Debug)]
-pub struct RawOutcome {
+pub struct Outcome {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
+    pub stdout: Output,
+    pub stderr: Output,
     /// The output passed the cap; the program was killed and the output cut.
     pub cut: bool,
     pub timed_out: bool,
@@ -260,7 +365,17 @@ fn take(shared: &Shared) -> Vec<u8> {
 }
 
 /// Runs `bin args…` confined and bounded. `env` is the whole environment.
+/// The output comes back redacted (see the module's documentation).
 pub fn run_program(
+    bin: &Path,
+    args: &[String],
+    env: &[(String, String)],
+    bounds: &Bounds,
+) -> Result<Outcome, ExecError> {
+    run_raw(bin, args, env, bounds).map(RawOutcome::redacted)
+}
+
+fn run_raw(
     bin: &Path,
     args: &[String],
     env: &[(String, String)],

@@ -32,10 +32,15 @@ fn file_sha256(path: &Path) -> std::io::Result<String> {
 }
 
 /// The Warden's state records: every file of the state directory but the
-/// ladder's, the baseline itself and temporary files.
+/// ladder's, the count of wrong PINs (`pin.rs` says why), the baseline
+/// itself and temporary files.
 fn state_records(layout: &Layout) -> std::io::Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
-    let skip = [layout.ladder_file(), layout.baseline_file()];
+    let skip = [
+        layout.ladder_file(),
+        crate::pin::attempts_file(layout),
+        layout.baseline_file(),
+    ];
     let entries = match std::fs::read_dir(&layout.state_dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),

@@ -3,7 +3,21 @@
 //! string in the state record `pin` (so it is under the integrity
 //! baseline), with OWASP's parameters: 19 MiB, two passes, one lane. A
 //! guess costs that much, and five wrong ones in a row lock PIN actions for
-//! fifteen minutes (the caller keeps the count, `Attempts`).
+//! fifteen minutes.
+//!
+//! The count of wrong PINs ([`Attempts`]) lives in the Warden's state, in
+//! [`attempts_file`], so a restart does not clear it. Each attempt is
+//! counted as wrong, and written, before the PIN is checked, and only a
+//! right PIN takes it back: a Warden killed in the middle of a check has
+//! counted it. The file is not in the integrity baseline, for the reasons
+//! the ladder's file is not: it changes with every wrong PIN, so keeping a
+//! baseline of it would mean re-taking the baseline on every guess (and a
+//! Warden killed between the two writes would wake up to a false mismatch
+//! and Cut); and the only change that helps a guesser — removing it —
+//! needs root, who can set a new PIN outright. It is guarded on its own
+//! terms instead: root's, mode 0600, written atomically, and a file that is
+//! not a regular file, not root's, readable by others or malformed locks
+//! PIN actions rather than resetting the count.
 //!
 //! ```
 //! use aromba_warden::pin;
@@ -16,7 +30,10 @@
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
-use std::io::Read;
+use serde_json::{Map, Value};
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 
 /// The state record holding the hash.
 pub const RECORD: &str = "pin";
@@ -96,16 +113,77 @@ pub fn matches(phc: &str, pin: &str) -> bool {
     a.verify_password(pin.as_bytes(), &parsed).is_ok()
 }
 
+/// Where the count of wrong PINs is kept.
+pub fn attempts_file(layout: &crate::layout::Layout) -> PathBuf {
+    layout.state_dir.join("pin-attempts.json")
+}
+
 /// Wrong PINs in a row, and the lock they lead to.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Attempts {
     failures: u32,
     locked_until: u64,
 }
 
 impl Attempts {
-    /// `Err` with the reason while PIN actions are locked.
-    pub fn check(&self, now: u64) -> Result<(), String> {
+    /// The count at `path`; none when there is no file. A file that cannot
+    /// be trusted is an `Err`, which the caller treats as locked.
+    pub fn load(path: &Path) -> Result<Attempts, String> {
+        let meta = match std::fs::symlink_metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Attempts::default()),
+            Err(e) => return Err(format!("cannot read the count of wrong PINs: {e}")),
+        };
+        if !meta.file_type().is_file() || meta.uid() != 0 || meta.mode() & 0o077 != 0 {
+            return Err(
+                "the count of wrong PINs is not a private file of root's; PIN actions stay locked until it is removed".into(),
+            );
+        }
+        let bytes =
+            std::fs::read(path).map_err(|e| format!("cannot read the count of wrong PINs: {e}"))?;
+        let v: Value = serde_json::from_slice(&bytes).map_err(|_| {
+            "the count of wrong PINs is malformed; PIN actions stay locked".to_string()
+        })?;
+        let n = |k: &str| v.get(k).and_then(Value::as_u64);
+        match (n("failures"), n("locked_until")) {
+            (Some(f), Some(until)) if v.as_object().is_some_and(|o| o.len() == 2) => Ok(Attempts {
+                failures: u32::try_from(f).unwrap_or(u32::MAX),
+                locked_until: until,
+            }),
+            _ => Err("the count of wrong PINs is malformed; PIN actions stay locked".into()),
+        }
+    }
+
+    /// Writes the count atomically: a temporary file, `fsync`, `rename`,
+    /// `fsync` of the directory.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let mut m = Map::new();
+        m.insert("failures".into(), Value::from(self.failures));
+        m.insert("locked_until".into(), Value::from(self.locked_until));
+        let bytes = serde_json::to_vec(&Value::Object(m)).unwrap_or_default();
+        let tmp = path.with_extension("json.new");
+        let _ = std::fs::remove_file(&tmp);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent() {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    }
+
+    /// `Err` with the reason while PIN actions are locked. A count already
+    /// at the limit — the last attempt's check never finished — locks them
+    /// now.
+    pub fn check(&mut self, now: u64) -> Result<(), String> {
+        if self.failures >= MAX_FAILURES {
+            self.lock(now);
+        }
         if now < self.locked_until {
             return Err(format!(
                 "PIN actions are locked for {} more seconds after {MAX_FAILURES} wrong PINs",
@@ -115,12 +193,21 @@ impl Attempts {
         Ok(())
     }
 
-    /// Records a wrong PIN; true when it locks PIN actions.
+    /// Counts an attempt as wrong before it is checked; [`succeeded`]
+    /// takes it back.
+    ///
+    /// [`succeeded`]: Attempts::succeeded
+    pub fn begin(&mut self) {
+        self.failures = self.failures.saturating_add(1);
+    }
+
+    /// After a wrong PIN, counted by [`begin`]: true when it locks PIN
+    /// actions.
+    ///
+    /// [`begin`]: Attempts::begin
     pub fn failed(&mut self, now: u64) -> bool {
-        self.failures += 1;
         if self.failures >= MAX_FAILURES {
-            self.failures = 0;
-            self.locked_until = now + LOCK_S;
+            self.lock(now);
             return true;
         }
         false
@@ -128,6 +215,11 @@ impl Attempts {
 
     pub fn succeeded(&mut self) {
         self.failures = 0;
+    }
+
+    fn lock(&mut self, now: u64) {
+        self.failures = 0;
+        self.locked_until = now + LOCK_S;
     }
 }
 
@@ -171,20 +263,73 @@ mod tests {
         assert!(!matches("", ""));
     }
 
+    fn wrong(a: &mut Attempts, now: u64) -> bool {
+        a.begin();
+        a.failed(now)
+    }
+
     #[test]
     fn five_wrong_pins_lock_pin_actions_for_fifteen_minutes() {
         let mut a = Attempts::default();
         for _ in 0..4 {
-            assert!(!a.failed(100));
+            assert!(!wrong(&mut a, 100));
         }
         assert!(a.check(100).is_ok());
-        assert!(a.failed(100));
+        assert!(wrong(&mut a, 100));
         assert!(a.check(100 + LOCK_S - 1).is_err());
         assert!(a.check(100 + LOCK_S).is_ok());
-        a.failed(2000);
+        wrong(&mut a, 2000);
+        a.begin();
         a.succeeded();
         for _ in 0..4 {
-            assert!(!a.failed(2000));
+            assert!(!wrong(&mut a, 2000));
         }
+    }
+
+    #[test]
+    fn a_check_that_never_finished_counts_as_wrong() {
+        let mut a = Attempts::default();
+        for _ in 0..4 {
+            wrong(&mut a, 100);
+        }
+        // The fifth is counted before it is checked, and the check never
+        // ends (the Warden was killed): the next attempt finds it locked.
+        a.begin();
+        assert!(a.check(101).is_err());
+        assert!(a.check(101 + LOCK_S).is_ok());
+    }
+
+    #[test]
+    fn the_count_survives_a_write_and_an_untrusted_file_locks() {
+        let dir = std::env::temp_dir().join(format!("aromba-pin-count-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("pin-attempts.json");
+        assert_eq!(Attempts::load(&path).unwrap(), Attempts::default());
+        let mut a = Attempts::default();
+        wrong(&mut a, 100);
+        a.save(&path).unwrap();
+        assert_eq!(Attempts::load(&path).unwrap(), a);
+        for bad in [
+            &b"{\"failures\":1}"[..],
+            b"[]",
+            b"",
+            b"{\"failures\":1,\"locked_until\":0,\"x\":1}",
+        ] {
+            std::fs::write(&path, bad).unwrap();
+            assert!(
+                Attempts::load(&path).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        a.save(&path).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(Attempts::load(&path).is_err(), "readable by others");
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", &path).unwrap();
+        assert!(Attempts::load(&path).is_err(), "a link");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

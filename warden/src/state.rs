@@ -55,7 +55,11 @@ fn record_path(layout: &Layout, name: &str) -> Result<PathBuf, StateError> {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
         && !name.starts_with('.')
         && !name.ends_with(".new");
-    let reserved = [layout.ladder_file(), layout.baseline_file()];
+    let reserved = [
+        layout.ladder_file(),
+        crate::pin::attempts_file(layout),
+        layout.baseline_file(),
+    ];
     let path = layout.state_dir.join(name);
     if !plain || reserved.contains(&path) {
         return Err(StateError::BadName(name.to_string()));
@@ -198,6 +202,7 @@ mod tests {
             "../etc/passwd",
             "ladder.json",
             "baseline.json",
+            "pin-attempts.json",
             "",
             ".x",
             "a/b",

@@ -6,7 +6,7 @@ mod support;
 
 use aromba_warden::ladder::Clock;
 use aromba_warden_proto::{Request, Response};
-use support::{TEST_KEY, Warden, owner_chore, signed};
+use support::{TEST_KEY, Warden, owner_chore};
 
 /// A paired (or not) Warden with a yellow chore of the owner's that writes
 /// one file.
@@ -43,7 +43,7 @@ impl Proposed for Warden {
 fn a_verified_fresh_tap_runs_the_chore_once() {
     let w = warden("ok", true);
     let (action, server) = w.proposed();
-    let tap = signed(&server, &action, "approve", w.clock.now(), TEST_KEY);
+    let tap = w.signed(&server, &action, "approve", w.clock.now(), TEST_KEY);
     let Response::Receipt { ok, receipt, .. } = w.ask(&tap) else {
         panic!("did not run")
     };
@@ -64,13 +64,9 @@ fn a_tap_signed_by_another_key_is_refused() {
     let (action, server) = w.proposed();
     let other = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
     let other_key = other.sk.to_box(None).unwrap().into_string();
-    let Response::Refused { reason, .. } = w.ask(&signed(
-        &server,
-        &action,
-        "approve",
-        w.clock.now(),
-        &other_key,
-    )) else {
+    let Response::Refused { reason, .. } =
+        w.ask(&w.signed(&server, &action, "approve", w.clock.now(), &other_key))
+    else {
         panic!("a forged tap ran")
     };
     assert!(reason.contains("does not verify"), "{reason}");
@@ -84,7 +80,7 @@ fn a_stale_tap_is_refused() {
     let (action, server) = w.proposed();
     let old = w.clock.now() - 601;
     let Response::Refused { reason, .. } =
-        w.ask(&signed(&server, &action, "approve", old, TEST_KEY))
+        w.ask(&w.signed(&server, &action, "approve", old, TEST_KEY))
     else {
         panic!("a stale tap ran")
     };
@@ -96,19 +92,15 @@ fn an_action_id_the_warden_did_not_issue_is_refused() {
     let w = warden("unissued", true);
     let (_, server) = w.proposed();
     let made_up = "0123456789abcdef0123456789abcdef";
-    let Response::Refused { reason, .. } = w.ask(&signed(
-        &server,
-        made_up,
-        "approve",
-        w.clock.now(),
-        TEST_KEY,
-    )) else {
+    let Response::Refused { reason, .. } =
+        w.ask(&w.signed(&server, made_up, "approve", w.clock.now(), TEST_KEY))
+    else {
         panic!("an unissued action ran")
     };
     assert!(reason.contains("not issued"), "{reason}");
     // Signed for another server: the signature does not cover this one.
     let (action, _) = w.proposed();
-    let Response::Refused { .. } = w.ask(&signed(
+    let Response::Refused { .. } = w.ask(&w.signed(
         "another-server",
         &action,
         "approve",
@@ -124,7 +116,7 @@ fn a_declining_tap_runs_nothing() {
     let w = warden("decline", true);
     let (action, server) = w.proposed();
     let Response::Refused { reason, .. } =
-        w.ask(&signed(&server, &action, "cancel", w.clock.now(), TEST_KEY))
+        w.ask(&w.signed(&server, &action, "cancel", w.clock.now(), TEST_KEY))
     else {
         panic!("ran on cancel")
     };
@@ -137,13 +129,9 @@ fn a_declining_tap_runs_nothing() {
 fn without_a_pinned_relay_key_nothing_can_be_approved() {
     let w = warden("unpaired", false);
     let (action, server) = w.proposed();
-    let Response::Refused { reason, .. } = w.ask(&signed(
-        &server,
-        &action,
-        "approve",
-        w.clock.now(),
-        TEST_KEY,
-    )) else {
+    let Response::Refused { reason, .. } =
+        w.ask(&w.signed(&server, &action, "approve", w.clock.now(), TEST_KEY))
+    else {
         panic!("ran unpaired")
     };
     assert!(reason.contains("not paired"), "{reason}");

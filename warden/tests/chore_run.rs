@@ -68,7 +68,7 @@ fn ctx(layout: &Layout, isolation: bool, days: u64) -> Context<'_> {
 }
 
 fn stdout(r: &aromba_warden::chores::run::Report) -> String {
-    String::from_utf8_lossy(&r.outcome.stdout).into_owned()
+    r.outcome.stdout.lossy().into_owned()
 }
 
 #[test]
@@ -84,7 +84,7 @@ fn a_real_run_writes_its_touches_and_is_killed_at_its_first_write_elsewhere() {
     );
     let c = chore("green", &d.touched, "", &body, Origin::Mine);
     let r = run(&c, Mode::Real, &ctx(&layout, true, 30)).expect("runs");
-    let err = String::from_utf8_lossy(&r.outcome.stderr);
+    let err = r.outcome.stderr.lossy();
     assert!(err.contains("Read-only file system"), "{err}");
     assert!(d.touched.join("a").exists());
     assert!(!d.untouched.join("b").exists());
@@ -143,7 +143,10 @@ fn the_damage_cap_kills_a_run_that_changes_too_many_files() {
     // files exist when it is killed depends on the machine's load; what
     // must hold is that the count after the run is exact and over the cap.
     let on_disk = std::fs::read_dir(&d.touched).expect("touched dir").count() as u64;
-    assert!(on_disk > 1000, "killed before the cap was passed: {on_disk}");
+    assert!(
+        on_disk > 1000,
+        "killed before the cap was passed: {on_disk}"
+    );
     assert_eq!(r.files_changed, on_disk, "the exact count after the run");
 }
 
@@ -219,7 +222,7 @@ fn every_system_chore_reports_what_it_would_change_in_a_dry_run() {
     for c in chores {
         let r = run(&c, Mode::DryRun, &ctx(&layout, true, 30)).expect("a dry run runs");
         let out = stdout(&r);
-        let err = String::from_utf8_lossy(&r.outcome.stderr).into_owned();
+        let err = r.outcome.stderr.lossy().into_owned();
         // 0: here is what I would do; 3: nothing to do on this host.
         match r.outcome.exit_code {
             Some(0) => assert!(

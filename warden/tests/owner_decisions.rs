@@ -279,19 +279,9 @@ fn prod_mode_makes_every_chore_red_and_turning_it_off_needs_the_pin() {
     };
     assert!(chores.iter().all(|c| c.color == "red"), "{chores:?}");
     // From the chat: the proposal says what it means and asks for the PIN.
-    let Response::Proposed {
-        action_id,
-        server_id,
-        summary,
-        needs_pin,
-    } = w.ask(&Request::ProposeProdModeOff)
-    else {
-        panic!("not proposed")
-    };
-    assert!(
-        needs_pin && summary.contains("purged after 7 days"),
-        "{summary}"
-    );
+    let (action_id, server_id, needs_pin) = w.propose(&Request::ProposeProdModeOff);
+    let text = w.text_of(&action_id);
+    assert!(needs_pin && text.contains("purged after 7 days"), "{text}");
     let why = refused(w.ask(&w.tap(&server_id, &action_id, "approve", None)));
     assert!(why.contains("PIN"), "{why}");
     assert!(w.layout().state_dir.join("prod-mode").exists());

@@ -38,8 +38,8 @@ fn caged(spec: &CageSpec, program: &str, args: &[&str]) -> (Option<i32>, String,
         .expect("the cage runs (root and bubblewrap needed)");
     (
         o.exit_code,
-        String::from_utf8_lossy(&o.stdout).trim().to_string(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
+        o.stdout.lossy().trim().to_string(),
+        o.stderr.lossy().into_owned(),
     )
 }
 

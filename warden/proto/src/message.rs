@@ -94,6 +94,14 @@ pub struct LadderEvent {
     pub message: String,
 }
 
+/// A button of a proposal's message: the callback data the relay forwards
+/// with a tap, and the label the person sees.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Button {
+    pub data: String,
+    pub label: String,
+}
+
 /// What `aromba status` shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Status {
@@ -163,11 +171,15 @@ pub enum Response {
         chores: Vec<ChoreInfo>,
     },
     /// An action id for a proposed action, the server id the relay signs,
-    /// what the user is asked to approve, and whether it needs the PIN.
+    /// the message text and buttons the Worker must send verbatim (the
+    /// Warden's rendering: a tap verifies only when the relay signed the
+    /// SHA-256 of exactly this text and the label it gave the button), and
+    /// whether it needs the PIN.
     Proposed {
         action_id: String,
         server_id: String,
-        summary: String,
+        text: String,
+        buttons: Vec<Button>,
         needs_pin: bool,
     },
     /// What one chore run did: the receipt, and its redacted output.
@@ -585,14 +597,19 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
         Response::Proposed {
             action_id,
             server_id,
-            summary,
+            text,
+            buttons,
             needs_pin,
         } => object(
             "proposed",
             vec![
                 ("action_id", Value::from(action_id.as_str())),
                 ("server_id", Value::from(server_id.as_str())),
-                ("summary", Value::from(summary.as_str())),
+                ("text", Value::from(text.as_str())),
+                (
+                    "buttons",
+                    Value::Array(buttons.iter().map(button_value).collect()),
+                ),
                 ("needs_pin", Value::from(*needs_pin)),
             ],
         ),
@@ -618,6 +635,42 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
             ],
         ),
     }
+}
+
+fn button_value(b: &Button) -> Value {
+    let mut m = Map::new();
+    m.insert("data".into(), Value::from(b.data.as_str()));
+    m.insert("label".into(), Value::from(b.label.as_str()));
+    Value::Object(m)
+}
+
+/// The most buttons a proposal carries.
+const MAX_BUTTONS: usize = 8;
+
+fn buttons_from(v: Value) -> Result<Vec<Button>, ProtoError> {
+    let Value::Array(items) = v else {
+        return Err(err("\"buttons\" must be an array"));
+    };
+    if items.len() > MAX_BUTTONS {
+        return Err(err(format!(
+            "\"buttons\" has more than {MAX_BUTTONS} items"
+        )));
+    }
+    items
+        .into_iter()
+        .map(|v| {
+            let Value::Object(map) = v else {
+                return Err(err("a button must be an object"));
+            };
+            let mut f = Fields(map);
+            let b = Button {
+                data: f.string("data")?,
+                label: f.string("label")?,
+            };
+            f.done("button")?;
+            Ok(b)
+        })
+        .collect()
 }
 
 fn chore_value(c: &ChoreInfo) -> Value {
@@ -713,7 +766,8 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
         "proposed" => Response::Proposed {
             action_id: f.string("action_id")?,
             server_id: f.string("server_id")?,
-            summary: f.string("summary")?,
+            text: f.string("text")?,
+            buttons: buttons_from(f.take("buttons")?)?,
             needs_pin: f.bool("needs_pin")?,
         },
         "receipt" => Response::Receipt {
@@ -836,7 +890,11 @@ mod tests {
         let p = Response::Proposed {
             action_id: "a".into(),
             server_id: "s".into(),
-            summary: "Undo tidy's run".into(),
+            text: "Undo the run of \"tidy\"?\nPuts back: /srv".into(),
+            buttons: vec![Button {
+                data: "approve".into(),
+                label: "Approve".into(),
+            }],
             needs_pin: true,
         };
         assert_eq!(decode_response(&encode_response(&p)).unwrap(), p);

@@ -12,7 +12,7 @@
 
 pub mod seccomp;
 
-use crate::exec::{self, Bounds, ExecError, RawOutcome};
+use crate::exec::{self, Bounds, ExecError, Outcome};
 use crate::layout::Layout;
 use crate::policy::PATHS;
 use std::io::Write;
@@ -230,13 +230,14 @@ impl std::fmt::Display for CageError {
 impl std::error::Error for CageError {}
 
 /// Runs `program args…` in the cage. The filter goes to bubblewrap through
-/// a pipe the child keeps across exec.
+/// a pipe the child keeps across exec. The output comes back redacted, as
+/// from every run (`exec::Output`).
 pub fn run_caged(
     spec: &CageSpec,
     program: &Path,
     args: &[String],
     bounds: &Bounds,
-) -> Result<RawOutcome, CageError> {
+) -> Result<Outcome, CageError> {
     let bwrap = exec::pick_binary("bwrap", &["/usr/bin/bwrap", "/bin/bwrap"])
         .map_err(CageError::NoBubblewrap)?;
     run_caged_with(&bwrap, spec, program, args, bounds)
@@ -249,7 +250,7 @@ pub fn run_caged_with(
     program: &Path,
     args: &[String],
     bounds: &Bounds,
-) -> Result<RawOutcome, CageError> {
+) -> Result<Outcome, CageError> {
     let (reader, mut writer) = std::io::pipe().map_err(CageError::Filter)?;
     // The filter is a few hundred bytes: it fits in the pipe's buffer, so
     // writing it all before bubblewrap starts cannot block.
@@ -290,7 +291,7 @@ pub fn probe(bwrap: &Path) -> Result<(), String> {
         Ok(o) => Err(format!(
             "bubblewrap could not build the cage (exit {:?}): {}",
             o.exit_code,
-            String::from_utf8_lossy(&o.stderr).trim()
+            o.stderr.lossy().trim()
         )),
         Err(e) => Err(e.to_string()),
     }

@@ -1,5 +1,9 @@
 //! What the Warden fills in for a chore action's placeholder, parsed from
-//! the output of its own policy reads.
+//! the output of its own policy reads — redacted output, the only kind exec
+//! gives out. A marker (`[redacted:…]`) is no package name and ends in no
+//! `.service`, so a line the redactor changed yields nothing or a name the
+//! chore action's policy still judges (a package installed here, a unit
+//! that may be restarted), like any other.
 
 #![forbid(unsafe_code)]
 

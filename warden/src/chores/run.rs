@@ -6,7 +6,7 @@
 
 use super::header::{Color, DEFAULT_MAX_FILES, DEFAULT_MAX_GB, Header};
 use crate::cage::{self, CageSpec};
-use crate::exec::{self, Bounds, RawOutcome};
+use crate::exec::{self, Bounds, Outcome};
 use crate::layout::Layout;
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -63,7 +63,8 @@ pub struct Context<'a> {
 
 #[derive(Debug)]
 pub struct Report {
-    pub outcome: RawOutcome,
+    /// What the script did, its output redacted.
+    pub outcome: Outcome,
     /// Files added, removed or changed under the touches.
     pub files_changed: u64,
     pub bytes_changed: u64,
@@ -71,7 +72,7 @@ pub struct Report {
     pub over_cap: bool,
     /// It tried to write outside its touches (the cage refused the write).
     pub outside_touches: bool,
-    /// The line of output that reported the refused write.
+    /// The line of (redacted) output that reported the refused write.
     pub refused_write: Option<String>,
 }
 
@@ -310,6 +311,8 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
     let outcome = outcome?;
     let (files_changed, bytes_changed) = changes(&before, &file_tree(&h.touches));
     let outside_touches = bounds.tripwire.as_ref().is_some_and(|t| t.was_hit());
+    // The tripwire saw the raw line inside exec; the report names it as the
+    // redactor left it.
     let refused_write = bounds
         .tripwire
         .as_ref()
@@ -317,6 +320,7 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
         .and_then(|t| {
             outcome
                 .stderr
+                .text()
                 .split(|&c| c == b'\n')
                 .find(|l| t.trips(l))
                 .map(|l| String::from_utf8_lossy(l).into_owned())

@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::intent::{intend, outcome_not_journaled};
 use super::owner::cap_confirmed;
 use super::{Shared, Socket, journal, peer_fields, raise, unjournaled};
 use crate::chores::header::Color;
@@ -91,7 +92,9 @@ fn green_may_request(action: &[String]) -> bool {
     }
 }
 
-/// Runs one chore action outside the cage, after a clean real run.
+/// Runs one chore action outside the cage, after a clean real run: judged
+/// by the policy, journaled before it runs (not run when the line cannot
+/// be written), its outcome journaled after.
 fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) -> String {
     let shown = action.join(" ");
     let Some((cmd, args)) = action.split_first() else {
@@ -106,68 +109,83 @@ fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) ->
     let mut m = Map::new();
     m.insert("chore".into(), Value::from(chore));
     m.insert("action".into(), Value::from(shown.as_str()));
-    let line = match verdict {
+    let allowed = match verdict {
         Err(reason) => {
+            // Nothing runs: the refusal is the whole story.
             m.insert("verdict".into(), Value::from("refused"));
             m.insert("reason".into(), Value::from(reason.as_str()));
-            format!("{shown}: refused ({reason})")
+            journal(shared, "chore-action", m);
+            return format!("{shown}: refused ({reason})");
         }
-        Ok(allowed) => {
-            let rule = allowed.rule;
-            let mut run_args = allowed.args.clone();
-            if let Some((first, rest)) = run_args.split_first() {
-                // The policy's own additions go right after the subcommand.
-                let mut with = vec![first.clone()];
-                with.extend(rule.warden_adds.iter().map(|s| s.to_string()));
-                with.extend(rest.iter().cloned());
-                run_args = with;
-            }
-            let env = exec::rule_env(rule);
-            let bounds = Bounds::for_rule(rule);
-            let result = exec::pick_binary(rule.cmd, rule.bins)
-                .and_then(|bin| exec::run_program(&bin, &run_args, &env, &bounds));
-            match result {
-                Ok(o) => {
-                    m.insert("verdict".into(), Value::from("ran"));
-                    m.insert(
-                        "exit_code".into(),
-                        o.exit_code.map_or(Value::Null, Value::from),
-                    );
-                    format!(
-                        "{shown}: exit {}",
-                        o.exit_code.map_or("killed".into(), |c| c.to_string())
-                    )
-                }
-                Err(e) => {
-                    m.insert("verdict".into(), Value::from("failed"));
-                    m.insert("error".into(), Value::from(e.to_string()));
-                    format!("{shown}: failed ({e})")
-                }
-            }
+        Ok(allowed) => allowed,
+    };
+    let rule = allowed.rule;
+    let mut run_args = allowed.args.clone();
+    if let Some((first, rest)) = run_args.split_first() {
+        // The policy's own additions go right after the subcommand.
+        let mut with = vec![first.clone()];
+        with.extend(rule.warden_adds.iter().map(|s| s.to_string()));
+        with.extend(rest.iter().cloned());
+        run_args = with;
+    }
+    m.insert("run_args".into(), Value::from(run_args.clone()));
+    let Ok(intent) = intend(shared, "chore-action", m) else {
+        return format!("{shown}: not run (the journal cannot be written)");
+    };
+    let env = exec::rule_env(rule);
+    let bounds = Bounds::for_rule(rule);
+    let result = exec::pick_binary(rule.cmd, rule.bins)
+        .and_then(|bin| exec::run_program(&bin, &run_args, &env, &bounds));
+    let mut m = Map::new();
+    m.insert("action".into(), Value::from(shown.as_str()));
+    let line = match result {
+        Ok(o) => {
+            m.insert("verdict".into(), Value::from("ran"));
+            m.insert(
+                "exit_code".into(),
+                o.exit_code.map_or(Value::Null, Value::from),
+            );
+            format!(
+                "{shown}: exit {}",
+                o.exit_code.map_or("killed".into(), |c| c.to_string())
+            )
+        }
+        Err(e) => {
+            m.insert("verdict".into(), Value::from("failed"));
+            m.insert("error".into(), Value::from(e.to_string()));
+            format!("{shown}: failed ({e})")
         }
     };
-    journal(shared, "chore-action", m);
+    intent.outcome(shared, m);
     line
 }
 
 /// Who asked for a chore run, which is what stands for its approval.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum RunSource {
     /// `aromba chore run` in a root terminal: the owner's approval, and the
     /// owner saw any dry run there.
     RootTerminal,
     /// The Worker: dry runs only.
     Worker,
-    /// A relay-signed tap the Warden verified.
-    Approved,
+    /// A relay-signed tap the Warden verified, on this action id.
+    Approved { action_id: String },
 }
 
 impl RunSource {
-    pub(super) fn name(self) -> &'static str {
+    pub(super) fn name(&self) -> &'static str {
         match self {
             RunSource::RootTerminal => "root terminal",
             RunSource::Worker => "worker (dry run)",
-            RunSource::Approved => "relay-signed tap",
+            RunSource::Approved { .. } => "relay-signed tap",
+        }
+    }
+
+    /// On whose approval, for a journal line.
+    pub(super) fn journal_fields(&self, m: &mut Map<String, Value>) {
+        m.insert("approval".into(), Value::from(self.name()));
+        if let RunSource::Approved { action_id } = self {
+            m.insert("action_id".into(), Value::from(action_id.as_str()));
         }
     }
 }
@@ -191,12 +209,14 @@ pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Re
             journal_seq: seq,
         };
     }
-    let _ = std::fs::rename(&ran, runs.join(format!("{chore}.dry-run-seen")));
+    // Journaled first: what a real run will count on is never recorded
+    // without its line.
     m.insert("verdict".into(), Value::from("recorded"));
-    match journal(shared, "dry-run-shown", m) {
-        Some(journal_seq) => Response::Noted { journal_seq },
-        None => unjournaled(),
-    }
+    let Some(journal_seq) = journal(shared, "dry-run-shown", m) else {
+        return unjournaled();
+    };
+    let _ = std::fs::rename(&ran, runs.join(format!("{chore}.dry-run-seen")));
+    Response::Noted { journal_seq }
 }
 
 /// Snapshots what a red run of `chore` may change, in the Warden's state
@@ -249,21 +269,20 @@ fn snapshot_exclusions(shared: &Shared) -> Vec<std::path::PathBuf> {
 }
 
 /// Runs one of the policy's reads for the Warden's own use (filling in a
-/// chore action's placeholder) and returns its output.
+/// chore action's placeholder) and returns its output, redacted.
 fn own_read(cmd: &str, args: &[&str]) -> Result<String, String> {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let allowed = policy::check(Table::Allow, cmd, &args, &policy::Requester::Warden)
         .map_err(|r| r.reason)?;
     let bin = exec::pick_binary(allowed.rule.cmd, allowed.rule.bins).map_err(|e| e.to_string())?;
     let bounds = Bounds::for_rule(allowed.rule);
+    // Exec hands out only redacted output: what the placeholders parse, and
+    // an error that ends up in a receipt, never held a raw byte.
     let o = exec::run_program(&bin, &allowed.args, &[], &bounds).map_err(|e| e.to_string())?;
     if o.exit_code != Some(0) || o.cut {
-        return Err(format!(
-            "{cmd} failed: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        ));
+        return Err(format!("{cmd} failed: {}", o.stderr.lossy().trim()));
     }
-    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+    Ok(o.stdout.lossy().into_owned())
 }
 
 fn security_upgrades() -> Result<Vec<String>, String> {
@@ -310,7 +329,27 @@ fn expand_action(action: &[String]) -> Result<Vec<Vec<String>>, String> {
 }
 
 pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunSource) -> Response {
+    let Some(chore) = find_chore(shared, name) else {
+        return Response::Refused {
+            reason: format!("there is no chore named {name:?}; `aromba chores` lists them"),
+            journal_seq: None,
+        };
+    };
+    run_chore(shared, chore, dry_run, source)
+}
+
+/// Runs `chore` as found (a tap's approval checked this very one). The
+/// run is journaled — what, how and on whose approval — before anything
+/// is done for it (snapshot, cage, actions), and refused when that line
+/// cannot be written; its outcome and receipt are journaled after.
+pub(super) fn run_chore(
+    shared: &Shared,
+    chore: Chore,
+    dry_run: bool,
+    source: RunSource,
+) -> Response {
     use crate::chores::run::{self as run, Mode};
+    let name = chore.header.name.as_str();
     let refuse = |reason: String| Response::Refused {
         reason,
         journal_seq: None,
@@ -320,14 +359,8 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
             "the ladder is at Freeze or above: no chore runs until it comes down".into(),
         );
     }
-    let Some(chore) = find_chore(shared, name) else {
-        return refuse(format!(
-            "there is no chore named {name:?}; `aromba chores` lists them"
-        ));
-    };
     let mode = if dry_run { Mode::DryRun } else { Mode::Real };
     let runs = runs_dir(shared);
-    let _ = std::fs::create_dir_all(&runs);
     let seen = runs.join(format!("{name}.dry-run-seen"));
     if mode == Mode::Real && !seen.exists() {
         return refuse(format!(
@@ -346,13 +379,6 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
         cap_interval: Duration::from_secs(5),
         timeout: Duration::from_secs(900),
     };
-    let mut m = Map::new();
-    m.insert("chore".into(), Value::from(name));
-    m.insert(
-        "mode".into(),
-        Value::from(if dry_run { "dry-run" } else { "real" }),
-    );
-    m.insert("approval".into(), Value::from(source.name()));
     let _changing = if mode == Mode::Real {
         match shared.one_change_at_a_time() {
             Ok(g) => Some(g),
@@ -361,6 +387,25 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
     } else {
         None
     };
+    let mut m = Map::new();
+    m.insert("chore".into(), Value::from(name));
+    m.insert(
+        "mode".into(),
+        Value::from(if dry_run { "dry-run" } else { "real" }),
+    );
+    m.insert("color".into(), Value::from(chore.header.color.name()));
+    m.insert(
+        "script_sha256".into(),
+        Value::from(crate::journal::sha256_hex(chore.script.as_bytes())),
+    );
+    source.journal_fields(&mut m);
+    let intent = match intend(shared, "chore-run", m) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
+    let _ = std::fs::create_dir_all(&runs);
+    let mut m = Map::new();
+    m.insert("chore".into(), Value::from(name));
     // A red run that may change files snapshots them first, for Undo.
     let snap = if mode == Mode::Real
         && chore.header.color == Color::Red
@@ -373,7 +418,7 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
             Err(why) => {
                 m.insert("verdict".into(), Value::from("refused"));
                 m.insert("reason".into(), Value::from(why.as_str()));
-                let seq = journal(shared, "chore-run", m);
+                let seq = intent.outcome(shared, m);
                 return Response::Refused {
                     reason: why,
                     journal_seq: seq,
@@ -427,7 +472,7 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
             let verdict = if never_ran { "refused" } else { "failed" };
             m.insert("verdict".into(), Value::from(verdict));
             m.insert("reason".into(), Value::from(e.to_string()));
-            let seq = journal(shared, "chore-run", m);
+            let seq = intent.outcome(shared, m);
             let reason = match &undo {
                 Some((id, summary)) => {
                     format!("{e}; changed before it failed: {summary}; undo id {id} (for 7 days)")
@@ -441,17 +486,6 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
         }
     };
     let killed = report.outcome.cut || report.outcome.timed_out || report.outcome.stopped;
-    let redact = |b: &[u8]| {
-        if killed {
-            aromba_redact::redact_cut(b)
-        } else {
-            aromba_redact::redact(b)
-        }
-    };
-    let (stdout, stderr) = (
-        redact(&report.outcome.stdout),
-        redact(&report.outcome.stderr),
-    );
     let clean = report.outcome.exit_code == Some(0)
         && !report.over_cap
         && !report.outside_touches
@@ -471,20 +505,20 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
         "verdict".into(),
         Value::from(if clean { "clean" } else { "failed" }),
     );
-    journal(shared, "chore-run", m);
+    let ran_journaled = intent.outcome(shared, m).is_some();
     if report.outside_touches {
         raise(
             shared,
             None,
             Signal::FilesOutsideTouches {
                 chore: name.to_string(),
-                paths: vec![report.refused_write.as_deref().map_or_else(
-                    || "a write the cage refused".to_string(),
-                    |line| {
-                        String::from_utf8_lossy(&aromba_redact::redact(line.as_bytes()).text)
-                            .into_owned()
-                    },
-                )],
+                // Found in the redacted output: exec hands out no other.
+                paths: vec![
+                    report
+                        .refused_write
+                        .clone()
+                        .unwrap_or_else(|| "a write the cage refused".to_string()),
+                ],
             },
         );
     }
@@ -511,7 +545,8 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
     if report.outside_touches {
         receipt.push_str("; killed at its first write outside its touches");
     }
-    if report.outcome.exit_code == Some(0) && (mode == Mode::DryRun || clean) {
+    // Its actions run only once the run's outcome is in the journal.
+    if report.outcome.exit_code == Some(0) && (mode == Mode::DryRun || (clean && ran_journaled)) {
         let green = chore.header.color == crate::chores::header::Color::Green;
         for action in &chore.header.actions {
             let concrete = match expand_action(action) {
@@ -533,10 +568,14 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
                 }
             }
         }
+    } else if clean && !ran_journaled {
+        receipt
+            .push_str("; its actions were not run (the journal could not take the run's outcome)");
     }
-    if mode == Mode::DryRun && report.outcome.exit_code == Some(0) {
+    if mode == Mode::DryRun && report.outcome.exit_code == Some(0) && ran_journaled {
         // From the root terminal the owner saw this dry run; the Worker
-        // must still show it and say so.
+        // must still show it and say so. (A real run counts on it: only a
+        // dry run the journal holds is recorded.)
         let record = if source == RunSource::RootTerminal {
             seen.clone()
         } else {
@@ -548,11 +587,13 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
     let mut r = Map::new();
     r.insert("chore".into(), Value::from(name));
     r.insert("receipt".into(), Value::from(receipt.as_str()));
-    journal(shared, "receipt", r);
+    if journal(shared, "receipt", r).is_none() || !ran_journaled {
+        return outcome_not_journaled(&intent, &receipt);
+    }
     Response::Receipt {
         receipt,
-        stdout: stdout.text,
-        stderr: stderr.text,
+        stdout: report.outcome.stdout.into_text(),
+        stderr: report.outcome.stderr.into_text(),
         ok: clean,
     }
 }

@@ -33,7 +33,15 @@ pub(super) fn serve(
         (Socket::Control, Request::Status) => status(shared),
         (Socket::Worker, Request::Panic) => move_ladder(shared, Ladder::panic_from_chat),
         (Socket::Control, Request::Panic) => move_ladder(shared, Ladder::disarm),
-        (Socket::Control, Request::Resume) => move_ladder(shared, Ladder::resume),
+        // Moving up is never held back by a journal that cannot be written
+        // (the move is journaled when it can be); coming down is an act
+        // like any other: journaled first, refused otherwise.
+        (Socket::Control, Request::Resume) => {
+            match super::intent::intend(shared, "resume", peer_fields(peer, socket)) {
+                Ok(_) => move_ladder(shared, Ladder::resume),
+                Err(e) => e.into(),
+            }
+        }
         (Socket::Worker, Request::Events { after }) => {
             let ladder = shared.ladder.lock().unwrap_or_else(|p| p.into_inner());
             Response::Events {

@@ -21,6 +21,7 @@
 mod chores;
 mod connection;
 mod dispatch;
+mod intent;
 mod ladder_moves;
 mod owner;
 mod read;
@@ -199,9 +200,10 @@ struct Shared {
     baseline: Mutex<Option<Baseline>>,
     integrity: Mutex<String>,
     isolation: String,
-    /// Wrong PINs in a row (kept in memory: a restart of the Warden is
-    /// root's doing, not a guesser's).
-    pin_attempts: Mutex<crate::pin::Attempts>,
+    /// One PIN check at a time: the count of wrong PINs (in the Warden's
+    /// state, `pin::Attempts`) is read, counted and written under it, so
+    /// guesses sent at once cannot all pass the lock before one is counted.
+    pin_check: Mutex<()>,
     /// Held through a chore's real run (snapshot, run, seal) and through an
     /// undo: what a seal records as the run's is then not another run's.
     changing: Mutex<()>,
@@ -369,7 +371,7 @@ impl Server {
             recent: Mutex::new(VecDeque::new()),
             integrity: Mutex::new(String::from("not checked yet")),
             baseline: Mutex::new(baseline.as_ref().ok().cloned().flatten()),
-            pin_attempts: Mutex::default(),
+            pin_check: Mutex::default(),
             changing: Mutex::default(),
             isolation,
             options,

@@ -1,15 +1,18 @@
 //! The owner's decisions. From the chat they arrive as a proposal (the
-//! Warden issues an action id and says what it stands for) and then a
-//! relay-signed tap the Warden verifies itself, with the PIN for a PIN
-//! action. From a root terminal they arrive on the control socket, which
-//! is the owner's word. Either way the same functions carry them out:
-//! confirming a damage cap, undoing a run, turning prod mode on or off.
+//! Warden issues an action id and renders the text the person will read)
+//! and then a relay-signed tap the Warden verifies itself — over its own
+//! text's hash and its own button label — with the PIN for a PIN action.
+//! From a root terminal they arrive on the control socket, which is the
+//! owner's word. Either way the same functions carry them out: confirming a
+//! damage cap, undoing a run, turning prod mode on or off; each journals
+//! its intent first (`intent.rs`).
 
 #![forbid(unsafe_code)]
 
-use super::chores::{RunSource, chore_run, find_chore, frozen};
-use super::{Shared, Socket, journal, peer_fields, raise, unjournaled};
-use crate::approvals::{self, Action, Approval};
+use super::chores::{RunSource, find_chore, frozen, run_chore};
+use super::intent::{Intent, intend, not_journaled, outcome_not_journaled};
+use super::{Shared, Socket, journal, peer_fields, raise};
+use crate::approvals::{self, Action, Approval, Facts};
 use crate::chores::header::{Color, DEFAULT_MAX_FILES, DEFAULT_MAX_GB};
 use crate::chores::run::Chore;
 use crate::chores::{quarantine, snapshot};
@@ -17,7 +20,7 @@ use crate::journal::sha256_hex;
 use crate::pin;
 use crate::signal::Signal;
 use crate::system::PeerCred;
-use aromba_warden_proto::{PROD_MODE_OFF_CONSEQUENCES, Response};
+use aromba_warden_proto::Response;
 use serde_json::{Map, Value};
 
 /// The state record of confirmed damage caps.
@@ -88,6 +91,16 @@ fn confirm_cap(shared: &Shared, action: &Action, source: RunSource) -> Response 
             "{chore} changed since its damage cap was proposed; propose it again"
         ));
     }
+    let mut m = Map::new();
+    m.insert("chore".into(), Value::from(chore.as_str()));
+    m.insert("max_files".into(), Value::from(*max_files));
+    m.insert("max_gb".into(), Value::from(*max_gb));
+    m.insert("script_sha256".into(), Value::from(script_sha256.as_str()));
+    source.journal_fields(&mut m);
+    let intent = match intend(shared, "cap-confirmed", m) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
     let mut entry = Map::new();
     entry.insert("max_files".into(), Value::from(*max_files));
     entry.insert("max_gb".into(), Value::from(*max_gb));
@@ -105,17 +118,39 @@ fn confirm_cap(shared: &Shared, action: &Action, source: RunSource) -> Response 
             serde_json::to_vec(&Value::Object(all)).unwrap_or_default(),
         ))
     });
-    if let Err(e) = changed {
-        return refuse(e);
-    }
+    noted_outcome(
+        shared,
+        &intent,
+        changed,
+        &format!("{chore}'s damage cap is confirmed"),
+    )
+}
+
+/// The outcome line of a change to the Warden's state, and the answer.
+fn noted_outcome(
+    shared: &Shared,
+    intent: &Intent,
+    changed: Result<(), String>,
+    done: &str,
+) -> Response {
     let mut m = Map::new();
-    m.insert("chore".into(), Value::from(chore.as_str()));
-    m.insert("max_files".into(), Value::from(*max_files));
-    m.insert("max_gb".into(), Value::from(*max_gb));
-    m.insert("approval".into(), Value::from(source.name()));
-    match journal(shared, "cap-confirmed", m) {
-        Some(journal_seq) => Response::Noted { journal_seq },
-        None => unjournaled(),
+    match changed {
+        Err(e) => {
+            m.insert("verdict".into(), Value::from("refused"));
+            m.insert("reason".into(), Value::from(e.as_str()));
+            let seq = intent.outcome(shared, m);
+            Response::Refused {
+                reason: e,
+                journal_seq: seq,
+            }
+        }
+        Ok(()) => {
+            m.insert("verdict".into(), Value::from("done"));
+            match intent.outcome(shared, m) {
+                Some(journal_seq) => Response::Noted { journal_seq },
+                None => outcome_not_journaled(intent, done),
+            }
+        }
     }
 }
 
@@ -140,13 +175,49 @@ pub(super) enum Proposal {
     ProdModeOff,
 }
 
-/// Issues an action id for `proposal`, with what the user is asked.
+/// What an action is about, as the Warden finds it now.
+enum Subject {
+    Chore(Chore),
+    Snapshot(snapshot::Meta),
+    Nothing,
+}
+
+impl Subject {
+    fn facts(&self) -> Facts<'_> {
+        match self {
+            Subject::Chore(c) => Facts::Chore(c),
+            Subject::Snapshot(m) => Facts::Snapshot(m),
+            Subject::Nothing => Facts::Nothing,
+        }
+    }
+}
+
+/// Finds what `action` is about: the chore as it is here (in prod mode,
+/// red), the undo's snapshot.
+fn subject_of(shared: &Shared, action: &Action) -> Result<Subject, String> {
+    match action {
+        Action::Run { chore, .. } | Action::ConfirmCap { chore, .. } => find_chore(shared, chore)
+            .map(Subject::Chore)
+            .ok_or_else(|| format!("there is no chore named {chore:?}")),
+        Action::Undo { undo_id } => {
+            let now = shared.options.clock.now();
+            snapshot::peek(&shared.options.layout.snapshots_dir(), undo_id, now)
+                .map(Subject::Snapshot)
+                .map_err(|e| format!("no undo {undo_id:?} here: {e}"))
+        }
+        Action::ProdModeOff => Ok(Subject::Nothing),
+    }
+}
+
+/// Issues an action id for `proposal`, with the text the person reads: the
+/// Warden's rendering, which the Worker must send verbatim and whose
+/// SHA-256 the relay-signed tap must cover.
 pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> Response {
     if frozen(shared) {
         return refuse("the ladder is at Freeze or above: nothing is proposed until it comes down");
     }
     let layout = &shared.options.layout;
-    let (action, summary) = match proposal {
+    let action = match proposal {
         Proposal::Run(chore) => {
             let Some(c) = find_chore(shared, &chore) else {
                 return refuse(format!("there is no chore named {chore:?}"));
@@ -154,12 +225,10 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
             if c.header.color == Color::Green {
                 return refuse(format!("{chore} is green: it needs no approval"));
             }
-            let summary = format!(
-                "Run {chore} ({}): {}",
-                c.header.color.name(),
-                c.header.description
-            );
-            (Action::Run { chore }, summary)
+            Action::Run {
+                chore,
+                script_sha256: sha256_hex(c.script.as_bytes()),
+            }
         }
         Proposal::ConfirmCap(chore) => {
             let Some(c) = find_chore(shared, &chore) else {
@@ -170,29 +239,9 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
                     "{chore} keeps to the default damage cap; there is nothing to confirm"
                 ));
             }
-            let summary = format!(
-                "Let {chore} change up to {} files or {} GB in one run (the default cap is {DEFAULT_MAX_FILES} files, {DEFAULT_MAX_GB} GB)",
-                c.header.max_files, c.header.max_gb
-            );
-            (cap_action(&c), summary)
+            cap_action(&c)
         }
-        Proposal::Undo(undo_id) => {
-            let now = shared.options.clock.now();
-            let snap = match snapshot::peek(&shared.options.layout.snapshots_dir(), &undo_id, now) {
-                Ok(s) => s,
-                Err(e) => return refuse(format!("no undo {undo_id:?} here: {e}")),
-            };
-            let summary = format!(
-                "Undo {}'s run: put {} back as they were; what the run added goes to quarantine",
-                snap.chore,
-                snap.roots
-                    .iter()
-                    .map(|r| r.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            (Action::Undo { undo_id }, summary)
-        }
+        Proposal::Undo(undo_id) => Action::Undo { undo_id },
         Proposal::ProdModeOff => {
             if !quarantine::prod_mode_file(layout).exists() {
                 return refuse("prod mode is off already");
@@ -202,39 +251,83 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
                     "no PIN is set: set one from a root terminal with `aromba pin set` first",
                 );
             }
-            (Action::ProdModeOff, PROD_MODE_OFF_CONSEQUENCES.to_string())
+            Action::ProdModeOff
         }
     };
-    let issued = approvals::issue(layout, &action, shared.options.clock.now())
+    let text = match subject_of(shared, &action)
+        .and_then(|subject| approvals::render(&action, &subject.facts()))
+    {
+        Ok(t) => t,
+        Err(e) => return refuse(e),
+    };
+    let now = shared.options.clock.now();
+    let reserved = approvals::reserve(layout, now)
         .and_then(|id| approvals::server_id(layout).map(|server| (id, server)));
-    let (action_id, server_id) = match issued {
+    let (id, server_id) = match reserved {
         Ok(x) => x,
         Err(e) => return refuse(format!("cannot issue an action id: {e}")),
     };
+    // Journaled before the id exists anywhere but here.
     let mut m = peer_fields(peer, Socket::Worker);
     m.insert("action".into(), Value::from(format!("{action:?}")));
-    m.insert("action_id".into(), Value::from(action_id.as_str()));
-    if journal(shared, "action-issued", m).is_none() {
-        return unjournaled();
+    m.insert("action_id".into(), Value::from(id.id()));
+    m.insert(
+        "text_sha256".into(),
+        Value::from(approvals::text_sha256(&text)),
+    );
+    let intent = match intend(shared, "action-issued", m) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
+    let action_id = match approvals::record(layout, id, &action, &text, now) {
+        Ok(id) => id,
+        Err(e) => {
+            let mut m = Map::new();
+            m.insert("verdict".into(), Value::from("failed"));
+            m.insert("error".into(), Value::from(e.to_string()));
+            intent.outcome(shared, m);
+            return refuse(format!("cannot issue an action id: {e}"));
+        }
+    };
+    let mut m = Map::new();
+    m.insert("verdict".into(), Value::from("issued"));
+    if intent.outcome(shared, m).is_none() {
+        // Recorded, but never handed out: an id nobody holds approves nothing.
+        return outcome_not_journaled(&intent, "the action id was recorded and is not handed out");
     }
     Response::Proposed {
         action_id,
         server_id,
-        summary,
+        text,
+        buttons: approvals::BUTTONS
+            .iter()
+            .map(|(data, label)| aromba_warden_proto::Button {
+                data: (*data).into(),
+                label: (*label).into(),
+            })
+            .collect(),
         needs_pin: action.needs_pin(),
     }
 }
 
-/// Checks `given` against the PIN's hash, counting wrong ones; five in a
-/// row lock PIN actions and are a ladder signal.
+/// Checks `given` against the PIN's hash, counting wrong ones in the
+/// Warden's state (`pin::Attempts`); five in a row lock PIN actions and are
+/// a ladder signal. The attempt is counted, and written, before the hash is
+/// checked, so a Warden killed mid-check has counted it; a count that
+/// cannot be read or written refuses the check.
 fn check_pin(shared: &Shared, peer: Option<&PeerCred>, given: Option<&str>) -> Result<(), String> {
     let now = shared.options.clock.now();
-    shared
-        .pin_attempts
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .check(now)?;
-    let hash = match crate::state::read(&shared.options.layout, pin::RECORD) {
+    let layout = &shared.options.layout;
+    let _one_at_a_time = shared.pin_check.lock().unwrap_or_else(|p| p.into_inner());
+    let path = pin::attempts_file(layout);
+    let mut attempts = pin::Attempts::load(&path)?;
+    let lock_check = attempts.check(now);
+    if lock_check.is_err() {
+        // A check that never finished may have just locked it: keep that.
+        let _ = attempts.save(&path);
+    }
+    lock_check?;
+    let hash = match crate::state::read(layout, pin::RECORD) {
         Ok(Some(h)) => String::from_utf8_lossy(&h).into_owned(),
         Ok(None) => {
             return Err(
@@ -246,19 +339,20 @@ fn check_pin(shared: &Shared, peer: Option<&PeerCred>, given: Option<&str>) -> R
     let Some(given) = given else {
         return Err("this is a PIN action: the PIN is needed too".into());
     };
+    attempts.begin();
+    attempts
+        .save(&path)
+        .map_err(|e| format!("cannot count the PIN attempt, so it is not checked: {e}"))?;
     if pin::matches(&hash, given) {
-        shared
-            .pin_attempts
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .succeeded();
+        attempts.succeeded();
+        // Unsaved, the attempt stays counted as wrong: the safe side.
+        let _ = attempts.save(&path);
         return Ok(());
     }
-    let locked = shared
-        .pin_attempts
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .failed(now);
+    let locked = attempts.failed(now);
+    // Unsaved, the wrong PIN is counted all the same (by `begin`), and a
+    // fifth one locks at the next check.
+    let _ = attempts.save(&path);
     let mut m = Map::new();
     m.insert("locked".into(), Value::from(locked));
     journal(shared, "pin-wrong", m);
@@ -278,7 +372,9 @@ fn check_pin(shared: &Shared, peer: Option<&PeerCred>, given: Option<&str>) -> R
     Err("wrong PIN".into())
 }
 
-/// A relay-signed tap, from the Worker.
+/// A relay-signed tap, from the Worker. The tap is journaled before it is
+/// verified or spent; the verdict after; the act it approves then journals
+/// its own intent before it acts.
 pub(super) fn approve(
     shared: &Shared,
     peer: &PeerCred,
@@ -288,6 +384,8 @@ pub(super) fn approve(
     let mut m = peer_fields(peer, Socket::Worker);
     m.insert("action_id".into(), Value::from(a.action_id.as_str()));
     m.insert("button".into(), Value::from(a.button.as_str()));
+    m.insert("chat".into(), Value::from(a.chat.as_str()));
+    m.insert("time".into(), Value::from(a.time));
     let now = shared.options.clock.now();
     if frozen(shared) {
         // Refused before it is spent: the tap stays good for when the
@@ -300,12 +398,24 @@ pub(super) fn approve(
             journal_seq: seq,
         };
     }
-    let action = match approvals::verify_and_spend(&shared.options.layout, &a, now) {
-        Ok(action) => action,
+    let intent = match intend(shared, "approval", m) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
+    let refused = |why: String| {
+        let mut m = Map::new();
+        m.insert("verdict".into(), Value::from("refused"));
+        m.insert("reason".into(), Value::from(why.as_str()));
+        let seq = intent.outcome(shared, m);
+        Response::Refused {
+            reason: why,
+            journal_seq: seq,
+        }
+    };
+    let verified = match approvals::verify_and_spend(&shared.options.layout, &a, now) {
+        Ok(v) => v,
         Err(why) => {
-            m.insert("verdict".into(), Value::from("refused"));
-            m.insert("reason".into(), Value::from(why.as_str()));
-            let seq = journal(shared, "approval", m);
+            let answer = refused(why);
             // An approval that does not verify is an action without one.
             raise(
                 shared,
@@ -314,39 +424,68 @@ pub(super) fn approve(
                     action: format!("action {}", a.action_id),
                 },
             );
-            return Response::Refused {
-                reason: why,
-                journal_seq: seq,
-            };
+            return answer;
         }
     };
-    m.insert("action".into(), Value::from(format!("{action:?}")));
+    let action = verified.action;
     if a.button != "approve" {
+        let mut m = Map::new();
         m.insert("verdict".into(), Value::from("declined"));
-        let seq = journal(shared, "approval", m);
+        m.insert("action".into(), Value::from(format!("{action:?}")));
+        let seq = intent.outcome(shared, m);
         return Response::Refused {
             reason: format!("the user chose {:?}, not to go ahead", a.button),
             journal_seq: seq,
         };
     }
+    // The person approved the text they were shown: if the Warden would now
+    // say something else (the chore was edited, prod mode turned it red, …),
+    // this tap does not cover what would run.
+    let subject = match subject_of(shared, &action) {
+        Ok(s) => s,
+        Err(why) => return refused(why),
+    };
+    let now_text = approvals::render(&action, &subject.facts());
+    if now_text.as_deref().map(approvals::text_sha256) != Ok(verified.text_sha256.clone()) {
+        return refused(
+            "what this action does changed since it was proposed: the text that was approved no longer describes it; propose it again".into(),
+        );
+    }
+    if let (Action::Run { script_sha256, .. }, Subject::Chore(c)) = (&action, &subject)
+        && sha256_hex(c.script.as_bytes()) != *script_sha256
+    {
+        return refused(
+            "the chore's script changed since it was proposed; propose it again".into(),
+        );
+    }
     if action.needs_pin()
         && let Err(why) = check_pin(shared, Some(peer), pin.as_deref())
     {
-        m.insert("verdict".into(), Value::from("refused"));
-        m.insert("reason".into(), Value::from(why.as_str()));
-        let seq = journal(shared, "approval", m);
-        return Response::Refused {
-            reason: why,
-            journal_seq: seq,
-        };
+        return refused(why);
     }
+    let mut m = Map::new();
     m.insert("verdict".into(), Value::from("verified"));
-    journal(shared, "approval", m);
-    match action {
-        Action::Run { chore } => chore_run(shared, &chore, false, RunSource::Approved),
-        Action::ConfirmCap { .. } => confirm_cap(shared, &action, RunSource::Approved),
-        Action::Undo { undo_id } => undo(shared, &undo_id, RunSource::Approved),
-        Action::ProdModeOff => set_prod_mode(shared, false, RunSource::Approved),
+    m.insert("action".into(), Value::from(format!("{action:?}")));
+    if intent.outcome(shared, m).is_none() {
+        return not_journaled("approval");
+    }
+    let source = RunSource::Approved {
+        action_id: a.action_id.clone(),
+    };
+    match (action, subject) {
+        (Action::Run { .. }, Subject::Chore(chore)) => run_chore(shared, chore, false, source),
+        (action @ Action::ConfirmCap { .. }, _) => confirm_cap(shared, &action, source),
+        (Action::Undo { undo_id }, _) => undo(shared, &undo_id, source),
+        (Action::ProdModeOff, _) => {
+            let mut m = Map::new();
+            m.insert("on".into(), Value::from(false));
+            source.journal_fields(&mut m);
+            match intend(shared, "prod-mode", m) {
+                Ok(intent) => set_prod_mode(shared, false, &intent),
+                Err(e) => e.into(),
+            }
+        }
+        (Action::Run { .. }, _) => refuse("the chore to run is gone"),
     }
 }
 
@@ -356,37 +495,50 @@ pub(super) fn set_pin(shared: &Shared, given: &str) -> Response {
         Ok(h) => h,
         Err(why) => return refuse(why),
     };
-    if let Err(e) = shared.change_state(pin::RECORD, Some(hash.as_bytes())) {
-        return refuse(e);
-    }
-    match journal(shared, "pin-set", Map::new()) {
-        Some(journal_seq) => Response::Noted { journal_seq },
-        None => unjournaled(),
-    }
+    let mut m = Map::new();
+    RunSource::RootTerminal.journal_fields(&mut m);
+    let intent = match intend(shared, "pin-set", m) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
+    let changed = shared.change_state(pin::RECORD, Some(hash.as_bytes()));
+    noted_outcome(shared, &intent, changed, "the PIN is set")
 }
 
-/// `aromba prod-mode on|off` from a root terminal; off needs the PIN.
+/// `aromba prod-mode on|off` from a root terminal; off needs the PIN. The
+/// intent is journaled before the PIN is checked.
 pub(super) fn prod_mode_from_terminal(shared: &Shared, on: bool, given: Option<&str>) -> Response {
-    if !on && let Err(why) = check_pin(shared, None, given) {
-        return refuse(why);
-    }
-    set_prod_mode(shared, on, RunSource::RootTerminal)
-}
-
-fn set_prod_mode(shared: &Shared, on: bool, source: RunSource) -> Response {
-    let now = shared.options.clock.now();
-    let record = format!("on since {now}\n");
-    let change = shared.change_state("prod-mode", if on { Some(record.as_bytes()) } else { None });
-    if let Err(e) = change {
-        return refuse(e);
-    }
     let mut m = Map::new();
     m.insert("on".into(), Value::from(on));
-    m.insert("approval".into(), Value::from(source.name()));
-    match journal(shared, "prod-mode", m) {
-        Some(journal_seq) => Response::Noted { journal_seq },
-        None => unjournaled(),
+    RunSource::RootTerminal.journal_fields(&mut m);
+    let intent = match intend(shared, "prod-mode", m) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
+    if !on && let Err(why) = check_pin(shared, None, given) {
+        let mut m = Map::new();
+        m.insert("verdict".into(), Value::from("refused"));
+        m.insert("reason".into(), Value::from(why.as_str()));
+        intent.outcome(shared, m);
+        return refuse(why);
     }
+    set_prod_mode(shared, on, &intent)
+}
+
+fn set_prod_mode(shared: &Shared, on: bool, intent: &Intent) -> Response {
+    let now = shared.options.clock.now();
+    let record = format!("on since {now}\n");
+    let changed = shared.change_state("prod-mode", if on { Some(record.as_bytes()) } else { None });
+    noted_outcome(
+        shared,
+        intent,
+        changed,
+        if on {
+            "prod mode is on"
+        } else {
+            "prod mode is off"
+        },
+    )
 }
 
 /// Puts a run's paths back as its snapshot has them.
@@ -409,7 +561,22 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
     let mut m = Map::new();
     m.insert("undo_id".into(), Value::from(undo_id));
     m.insert("chore".into(), Value::from(snap.chore.as_str()));
-    m.insert("approval".into(), Value::from(source.name()));
+    m.insert(
+        "roots".into(),
+        Value::from(
+            snap.roots
+                .iter()
+                .map(|r| r.to_string_lossy().into_owned())
+                .collect::<Vec<_>>(),
+        ),
+    );
+    source.journal_fields(&mut m);
+    let intent = match intend(shared, "undo", m) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
+    let mut m = Map::new();
+    m.insert("undo_id".into(), Value::from(undo_id));
     match snap.restore(&dest, now) {
         Ok(r) => {
             m.insert("restored".into(), Value::from(r.restored));
@@ -444,8 +611,9 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
                     left.join(", ")
                 ));
             }
-            if journal(shared, "undo", m).is_none() {
-                return unjournaled();
+            m.insert("receipt".into(), Value::from(receipt.as_str()));
+            if intent.outcome(shared, m).is_none() {
+                return outcome_not_journaled(&intent, &receipt);
             }
             let mut r = Map::new();
             r.insert("chore".into(), Value::from(snap.chore.as_str()));
@@ -466,7 +634,7 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
                 Value::from(if partial { "failed" } else { "refused" }),
             );
             m.insert("reason".into(), Value::from(e.to_string()));
-            let seq = journal(shared, "undo", m);
+            let seq = intent.outcome(shared, m);
             Response::Refused {
                 reason: e.to_string(),
                 journal_seq: seq,

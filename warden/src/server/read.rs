@@ -134,21 +134,11 @@ pub(super) fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<Stri
         Ok(o) => o,
         Err(e) => return failed(shared, m, &e),
     };
-    // Killed mid-write (cap or timeout): the last line of each stream may
-    // hold the start of a secret.
-    let killed = outcome.cut || outcome.timed_out;
-    let redact = |b: &[u8]| {
-        if killed {
-            aromba_redact::redact_cut(b)
-        } else {
-            aromba_redact::redact(b)
-        }
-    };
-    let stdout = redact(&outcome.stdout);
-    let stderr = redact(&outcome.stderr);
+    // Exec hands out output only redacted (as cut when it killed the run).
+    let (stdout, stderr) = (&outcome.stdout, &outcome.stderr);
     let mut counts: Vec<(String, u64)> = Vec::new();
     for class in aromba_redact::Class::ALL {
-        let n = u64::from(stdout.counts.get(class)) + u64::from(stderr.counts.get(class));
+        let n = u64::from(stdout.counts().get(class)) + u64::from(stderr.counts().get(class));
         if n > 0 {
             counts.push((class.name().to_string(), n));
         }
@@ -167,7 +157,7 @@ pub(super) fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<Stri
     );
     m.insert(
         "bytes_out".into(),
-        Value::from(stdout.text.len() + stderr.text.len()),
+        Value::from(stdout.text().len() + stderr.text().len()),
     );
     m.insert("cut".into(), Value::from(outcome.cut));
     m.insert("timed_out".into(), Value::from(outcome.timed_out));
@@ -183,11 +173,11 @@ pub(super) fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<Stri
     // The journal binds to exactly the redacted bytes the Worker got.
     m.insert(
         "stdout_sha256".into(),
-        Value::from(sha256_hex(&stdout.text)),
+        Value::from(sha256_hex(stdout.text())),
     );
     m.insert(
         "stderr_sha256".into(),
-        Value::from(sha256_hex(&stderr.text)),
+        Value::from(sha256_hex(stderr.text())),
     );
     m.insert("duration_ms".into(), Value::from(duration_ms));
     let Some(journal_seq) = journal(shared, "read", m) else {
@@ -196,8 +186,8 @@ pub(super) fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<Stri
     Response::Result(ReadResult {
         exit_code: outcome.exit_code,
         signal: outcome.signal,
-        stdout: stdout.text,
-        stderr: stderr.text,
+        stdout: outcome.stdout.into_text(),
+        stderr: outcome.stderr.into_text(),
         cut: outcome.cut,
         timed_out: outcome.timed_out,
         redactions: counts,

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)] // Each test file uses its own part of this.
 
-use aromba_warden::approvals::{Approval, message, relay_key_file};
+use aromba_warden::approvals::{Approval, message, relay_key_file, text_sha256};
 use aromba_warden::install::{InstallOptions, install};
 use aromba_warden::ladder::{Clock, ManualClock};
 use aromba_warden::layout::Layout;
@@ -13,10 +13,11 @@ use aromba_warden::server::{ServeOptions, Server, ShutdownHandle};
 use aromba_warden_proto::{
     MAX_RESPONSE, Request, Response, decode_response, encode_request, read_frame, write_frame,
 };
+use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 pub const TEST_PUB: &str = include_str!("../../../keys/test/relay-approvals.pub");
 pub const TEST_KEY: &str = include_str!("../../../keys/test/relay-approvals.key");
@@ -29,13 +30,24 @@ pub struct Warden {
     /// A directory the chores may write (outside /tmp, which the cage
     /// replaces).
     pub touched: PathBuf,
+    /// The text the Warden gave with each action id it proposed: what the
+    /// relay delivers with the buttons, and whose SHA-256 a tap signs.
+    texts: Mutex<HashMap<String, String>>,
+    adjust: fn(&mut ServeOptions),
+    journal_made_immutable: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Warden {
     fn drop(&mut self) {
-        self.handle.shutdown();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        self.stop();
+        if self
+            .journal_made_immutable
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            let _ = assert_cmd::Command::new("chattr")
+                .arg("-i")
+                .arg(self.layout().journal_file())
+                .output();
         }
         let _ = std::fs::remove_dir_all(&self.root);
         let _ = std::fs::remove_dir_all(&self.touched);
@@ -71,7 +83,7 @@ impl Warden {
         name: &str,
         paired: bool,
         chores: &[(String, String)],
-        adjust: impl FnOnce(&mut ServeOptions),
+        adjust: fn(&mut ServeOptions),
     ) -> Warden {
         let root = std::env::temp_dir().join(format!("aromba-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
@@ -102,20 +114,34 @@ impl Warden {
         })
         .unwrap();
         let clock = ManualClock::new(now() + 8 * 86_400);
-        let mut o = ServeOptions::new(layout, 0, 0);
-        o.watch_network = false;
-        o.clock = clock.clone();
-        adjust(&mut o);
-        let server = Server::bind(o).unwrap();
-        let handle = server.shutdown_handle();
-        let thread = Some(std::thread::spawn(move || server.run()));
+        let (handle, thread) = serve(layout, clock.clone(), adjust);
         Warden {
             root,
             handle,
-            thread,
+            thread: Some(thread),
             clock,
             touched,
+            texts: Mutex::default(),
+            adjust,
+            journal_made_immutable: Default::default(),
         }
+    }
+
+    fn stop(&mut self) {
+        self.handle.shutdown();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// Stops this Warden and starts a new one on the same root, with the
+    /// same options and clock: what survives is what the Warden keeps on
+    /// disk.
+    pub fn restart(&mut self) {
+        self.stop();
+        let (handle, thread) = serve(self.layout(), self.clock.clone(), self.adjust);
+        self.handle = handle;
+        self.thread = Some(thread);
     }
 
     pub fn layout(&self) -> Layout {
@@ -166,20 +192,75 @@ impl Warden {
     }
 
     /// Proposes `r`; the action id, the server id and whether it needs
-    /// the PIN.
+    /// the PIN. The text the Warden gave is kept for [`Warden::tap`].
     pub fn propose(&self, r: &Request) -> (String, String, bool) {
         match self.ask(r) {
             Response::Proposed {
                 action_id,
                 server_id,
+                text,
                 needs_pin,
                 ..
-            } => (action_id, server_id, needs_pin),
+            } => {
+                self.texts.lock().unwrap().insert(action_id.clone(), text);
+                (action_id, server_id, needs_pin)
+            }
             other => panic!("not proposed: {other:?}"),
         }
     }
 
-    /// A tap on `button` for `action_id`, signed now with the test key.
+    /// Makes the journal refuse every write from now on, as a full or
+    /// failing disk would: the file is made immutable (`chattr +i`), so
+    /// appends through the descriptor the Warden holds fail with EPERM.
+    pub fn make_journal_unwritable(&self) {
+        let journal = self.layout().journal_file();
+        let out = assert_cmd::Command::new("chattr")
+            .arg("+i")
+            .arg(&journal)
+            .output()
+            .expect("chattr runs");
+        assert!(
+            out.status.success(),
+            "chattr +i {} (root, on a filesystem with attributes): {}",
+            journal.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.journal_made_immutable
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// A tap signed with `key` at `time`, shown with the Warden's own text
+    /// for `action_id` (none for an id it did not propose).
+    pub fn signed(
+        &self,
+        server_id: &str,
+        action_id: &str,
+        button: &str,
+        time: u64,
+        key: &str,
+    ) -> Request {
+        let text = self
+            .texts
+            .lock()
+            .unwrap()
+            .get(action_id)
+            .cloned()
+            .unwrap_or_default();
+        signed_over(&text, server_id, action_id, button, time, key, None)
+    }
+
+    /// The text the Warden gave with `action_id` when it proposed it.
+    pub fn text_of(&self, action_id: &str) -> String {
+        self.texts
+            .lock()
+            .unwrap()
+            .get(action_id)
+            .cloned()
+            .expect("an action id this test proposed")
+    }
+
+    /// A tap on `button` for `action_id`, shown with the Warden's own text
+    /// for it, signed now with the test key.
     pub fn tap(
         &self,
         server_id: &str,
@@ -187,7 +268,8 @@ impl Warden {
         button: &str,
         pin: Option<&str>,
     ) -> Request {
-        signed_with_pin(
+        signed_over(
+            &self.text_of(action_id),
             server_id,
             action_id,
             button,
@@ -198,7 +280,24 @@ impl Warden {
     }
 }
 
-pub fn signed_with_pin(
+fn serve(
+    layout: Layout,
+    clock: Arc<ManualClock>,
+    adjust: fn(&mut ServeOptions),
+) -> (ShutdownHandle, std::thread::JoinHandle<()>) {
+    let mut o = ServeOptions::new(layout, 0, 0);
+    o.watch_network = false;
+    o.clock = clock;
+    adjust(&mut o);
+    let server = Server::bind(o).unwrap();
+    let handle = server.shutdown_handle();
+    (handle, std::thread::spawn(move || server.run()))
+}
+
+/// A tap as the relay signs it: over the SHA-256 of `text`, the message
+/// text it delivered with the button.
+pub fn signed_over(
+    text: &str,
     server_id: &str,
     action_id: &str,
     button: &str,
@@ -217,15 +316,19 @@ pub fn signed_with_pin(
         .unwrap()
         .into_unencrypted_secret_key()
         .unwrap();
-    a.signature = minisign::sign(
-        None,
-        &sk,
-        std::io::Cursor::new(message(server_id, &a)),
-        None,
-        None,
-    )
-    .unwrap()
-    .into_string();
+    let label = aromba_warden::approvals::label_of(button).unwrap_or(button);
+    let signed = message(server_id, &text_sha256(text), &a).unwrap_or_else(|| {
+        // A button the Warden never offered: sign what a relay would.
+        format!(
+            "aromba-approval-v2\nserver={server_id}\naction={action_id}\ntext_sha256={}\nbutton={button}\nlabel={label}\nchat={}\ntime={time}\n",
+            text_sha256(text),
+            a.chat
+        )
+        .into_bytes()
+    });
+    a.signature = minisign::sign(None, &sk, std::io::Cursor::new(signed), None, None)
+        .unwrap()
+        .into_string();
     Request::Approve {
         action_id: a.action_id,
         button: a.button,
@@ -234,8 +337,4 @@ pub fn signed_with_pin(
         signature: a.signature,
         pin: pin.map(String::from),
     }
-}
-
-pub fn signed(server_id: &str, action_id: &str, button: &str, time: u64, key: &str) -> Request {
-    signed_with_pin(server_id, action_id, button, time, key, None)
 }
