@@ -527,3 +527,17 @@ fn the_verb_and_encoding_attacks_are_refused_by_a_real_warden() {
         "something ran: {journal}"
     );
 }
+
+#[test]
+fn listing_the_wardens_own_tree_is_a_secret_path_read() {
+    // The Warden's state, journal and quarantine moved out of the Worker's
+    // home into /var/lib/aromba-warden: their names are as secret as
+    // /etc/aromba/warden's.
+    for (cmd, a) in [
+        ("ls", &["-la", "/var/lib/aromba-warden"][..]),
+        ("ls", &["/var/lib/aromba-warden/state"]),
+        ("du", &["-sh", "/var/lib/aromba-warden/quarantine"]),
+    ] {
+        refused_with_secret_signal(cmd, a);
+    }
+}

@@ -640,6 +640,7 @@ pub const PATHS: PathRules = PathRules {
         "/etc/aromba/worker/calendars.toml",
         "/etc/aromba/worker/intake.toml",
         "/etc/aromba/warden",
+        "/var/lib/aromba-warden",
         "/etc/sudoers",
         "/etc/sudoers.d",
         "/etc/shadow",
