@@ -200,6 +200,29 @@ fn rotation_keeps_the_chain_across_files() {
 }
 
 #[test]
+fn a_rotation_that_drops_several_files_at_once_keeps_the_chain_verifiable() {
+    let d = Dir::new("rotate-many");
+    let path = write(&d.0, 200, None, 2048);
+    let before = verify(&path, None).unwrap();
+    // Fewer files kept from now on: the next rotation drops two at once.
+    let mut config = JournalConfig::new(d.0.clone());
+    config.rotation.max_bytes = 2048;
+    config.rotation.keep = 1;
+    let mut j = Journal::open(config).unwrap();
+    assert!(rotated(&path, 3).exists());
+    let mut i = 0;
+    while rotated(&path, 2).exists() {
+        j.append(entry(i)).unwrap();
+        i += 1;
+        assert!(i < 100, "never rotated");
+    }
+    assert!(rotated(&path, 1).exists());
+    let after = verify(&path, None).unwrap();
+    assert!(after.first_seq > before.first_seq);
+    assert_eq!(after.lines_gone, after.first_seq - 1);
+}
+
+#[test]
 fn deleting_a_whole_rotated_file_breaks_the_chain() {
     let d = Dir::new("rotate-delete");
     let path = write(&d.0, 200, None, 2048);

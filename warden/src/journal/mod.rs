@@ -218,10 +218,13 @@ impl Default for Rotation {
             // What six plain files of 8 MiB took before rotated files were
             // compressed: the same disk now holds several times the lines.
             keep_bytes: 48 << 20,
-            // At the Worker's normal pace a file is dropped every few days
-            // once the journal is full; three in an hour is a flood.
+            // At the Worker's normal pace (a few thousand lines a day) a
+            // file is dropped every few days once the journal is full. Three
+            // in a day is a flood: a fast one, or one kept just under the
+            // request threshold for hours (a window of an hour would miss
+            // that one).
             drop_alarm: 2,
-            drop_window: Duration::from_secs(3600),
+            drop_window: Duration::from_secs(86_400),
         }
     }
 }
@@ -475,15 +478,14 @@ impl Journal {
         while count > 1 && (count > limits.keep.max(1) || total > limits.keep_bytes) {
             let oldest = rotated(&self.path, count);
             let size = std::fs::metadata(&oldest).map(|m| m.len()).unwrap_or(0);
-            if through.is_none() {
-                // The newest of the files dropped ends where the chain kept
-                // starts. A damaged file is dropped all the same; verify
-                // names what it can no longer see.
-                through = read_all(&oldest)
-                    .ok()
-                    .and_then(|text| last_line(&oldest, &text).ok().flatten())
-                    .map(|(_, seq)| seq);
-            }
+            // Files go oldest first, so the last one read ends where the
+            // chain kept starts. A damaged file is dropped all the same;
+            // verify names what it can no longer see.
+            let last = read_all(&oldest)
+                .ok()
+                .and_then(|text| last_line(&oldest, &text).ok().flatten())
+                .map(|(_, seq)| seq);
+            through = through.max(last);
             std::fs::remove_file(&oldest).map_err(io_err(&oldest))?;
             total = total.saturating_sub(size);
             count -= 1;
