@@ -29,9 +29,9 @@
 //!
 //! Lines a flood would repeat — requests refused by pacing, connections
 //! refused for a full pool or from the wrong uid, missed deadlines — are
-//! journaled at most once per `quiet_interval_s` for each kind; the next
-//! line of that kind (or the watcher, once the interval has passed) says
-//! how many were left out.
+//! journaled at most once per `quiet_interval_s` for each kind and peer
+//! uid; the next such line (or the watcher, once the interval has passed)
+//! says how many were left out.
 
 #![forbid(unsafe_code)]
 
@@ -56,8 +56,9 @@ pub(super) struct Pacing {
     refused: usize,
     /// When a flood signal was last raised.
     flood_signaled: Option<u64>,
-    /// The rate-limited journal lines, by kind.
-    quiet: HashMap<&'static str, Quiet>,
+    /// The rate-limited journal lines, by kind and the peer's uid (so one
+    /// account's flood does not hide another's refusals).
+    quiet: HashMap<(&'static str, Option<u32>), Quiet>,
 }
 
 /// The times of the last events, at most `threshold + 1` of them: enough to
@@ -311,18 +312,23 @@ pub(super) fn pool_full(shared: &Shared, peer: &PeerCred, socket: Socket) {
     }
 }
 
-/// Journals a line a flood would repeat: at most one of each kind per
-/// `quiet_interval_s`, carrying how many were left out since the last.
-/// `None` when this one was left out (or the journal failed).
+/// Journals a line a flood would repeat: at most one of each kind per peer
+/// uid (`peer_uid` in `fields`) per `quiet_interval_s`, carrying how many
+/// were left out since the last. `None` when this one was left out (or the
+/// journal failed).
 pub(super) fn journal_quietly(
     shared: &Shared,
     kind: &'static str,
     mut fields: Map<String, Value>,
 ) -> Option<u64> {
     let now = shared.options.clock.now();
+    let uid = fields
+        .get("peer_uid")
+        .and_then(Value::as_u64)
+        .and_then(|u| u32::try_from(u).ok());
     let left_out = {
         let mut p = lock(shared);
-        let q = p.quiet.entry(kind).or_default();
+        let q = p.quiet.entry((kind, uid)).or_default();
         if q.last
             .is_some_and(|t| now.saturating_sub(t) < shared.options.quiet_interval_s)
         {
@@ -341,7 +347,7 @@ pub(super) fn journal_quietly(
 /// flood that stopped is still counted).
 pub(super) fn flush_quiet(shared: &Shared) {
     let now = shared.options.clock.now();
-    let due: Vec<(&'static str, u64)> = {
+    let due: Vec<((&'static str, Option<u32>), u64)> = {
         let mut p = lock(shared);
         p.quiet
             .iter_mut()
@@ -350,15 +356,18 @@ pub(super) fn flush_quiet(shared: &Shared) {
                     && q.last
                         .is_none_or(|t| now.saturating_sub(t) >= shared.options.quiet_interval_s)
             })
-            .map(|(kind, q)| {
+            .map(|(key, q)| {
                 q.last = Some(now);
-                (*kind, std::mem::take(&mut q.left_out))
+                (*key, std::mem::take(&mut q.left_out))
             })
             .collect()
     };
-    for (kind, n) in due {
+    for ((kind, uid), n) in due {
         let mut m = Map::new();
         m.insert("of".into(), Value::from(kind));
+        if let Some(uid) = uid {
+            m.insert("peer_uid".into(), Value::from(uid));
+        }
         m.insert("left_out".into(), Value::from(n));
         journal(shared, "left-out", m);
     }
