@@ -116,10 +116,13 @@ fn a_slow_loris_request_is_cut_off_at_the_request_deadline_however_it_trickles()
     // take minutes).
     probe.set_read_timeout(Some(PATIENCE)).unwrap();
     let mut buf = [0u8; 1];
-    assert!(
-        matches!(probe.read(&mut buf), Ok(0)),
-        "the trickling connection was not closed"
-    );
+    // Closed with trickled bytes still unread on its side, the connection
+    // may read as reset rather than ended; waiting out PATIENCE is not.
+    let closed = match probe.read(&mut buf) {
+        Ok(n) => n == 0,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    };
+    assert!(closed, "the trickling connection was not closed");
     // The slot is free again: a ping is answered.
     let start = Instant::now();
     loop {
