@@ -95,6 +95,7 @@ fn a_stale_tap_is_refused() {
 fn an_action_id_the_warden_did_not_issue_is_refused() {
     let w = warden("unissued", true);
     let (_, server) = w.proposed();
+    let (action, _) = w.proposed();
     let made_up = "0123456789abcdef0123456789abcdef";
     let Response::Refused { reason, .. } = w.ask(&signed(
         &server,
@@ -107,8 +108,9 @@ fn an_action_id_the_warden_did_not_issue_is_refused() {
     };
     assert!(reason.contains("not issued"), "{reason}");
     // Signed for another server: the signature does not cover this one.
-    let (action, _) = w.proposed();
-    let Response::Refused { .. } = w.ask(&signed(
+    // (The refusal above was a signal: at Slow, one request a minute.)
+    w.clock.advance(61);
+    let Response::Refused { reason, .. } = w.ask(&signed(
         "another-server",
         &action,
         "approve",
@@ -117,6 +119,7 @@ fn an_action_id_the_warden_did_not_issue_is_refused() {
     )) else {
         panic!("a tap for another server ran")
     };
+    assert!(reason.contains("does not verify"), "{reason}");
 }
 
 #[test]
