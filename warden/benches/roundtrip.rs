@@ -30,6 +30,7 @@ fn warden_round_trips(n: usize, fsync: bool) -> (Duration, Duration) {
     options.watch_network = false;
     // A benchmark is a burst by design: keep the ladder out of it.
     options.command_threshold = usize::MAX;
+    options.request_threshold = usize::MAX;
     options.fsync = fsync;
     let server = Server::bind(options).expect("the Warden binds (run as root)");
     let handle = server.shutdown_handle();

@@ -58,11 +58,11 @@ COMMANDS:
                  refused, 2 when the account cannot be found.
     journal verify [PATH] [--key FILE] [--root DIR]
                  Recompute the journal's hash chain (and HMACs, with the
-                 audit key) across its rotated files. PATH defaults to
-                 /var/lib/aromba-warden/journal/journal.jsonl, or
-                 DIR/journal/journal.jsonl
-                 with --root. Exit 0 when whole, 1 at the first break, which
-                 it names.
+                 audit key) across its rotated, compressed files. PATH
+                 defaults to /var/lib/aromba-warden/journal/journal.jsonl,
+                 or DIR/journal/journal.jsonl with --root. Says how many
+                 earlier lines rotation dropped, if any. Exit 0 when the
+                 chain holds, 1 at the first break, which it names.
     help         Print this help.
 
 OPTIONS:

@@ -488,6 +488,7 @@ mod tests {
             Signal::TooManyCommands {
                 count: 61,
                 window_s: 600,
+                what: "commands",
             },
             Signal::FilesOutsideTouches {
                 chore: "docker-cache".into(),

@@ -12,8 +12,15 @@ pub enum Signal {
     DenyListHit { pattern: &'static str },
     /// A request named a secret or fenced path.
     SecretPathRead { path: String, rule: String },
-    /// More commands in ten minutes than the documented threshold.
-    TooManyCommands { count: usize, window_s: u64 },
+    /// More than the Worker's normal volume in a window: commands (reads,
+    /// dry runs, approvals), requests of any kind, connections, refusals
+    /// for a full connection pool, or journal files rotated away. `what`
+    /// says which, in the plural.
+    TooManyCommands {
+        count: usize,
+        window_s: u64,
+        what: &'static str,
+    },
     /// A process of the Worker's uid holds a TCP connection to an address
     /// the Worker's `network.toml` does not list.
     UnknownHost { remote: String },
@@ -62,8 +69,16 @@ impl fmt::Display for Signal {
             Signal::SecretPathRead { path, rule } => {
                 write!(f, "read of a secret or fenced path {path} ({rule})")
             }
-            Signal::TooManyCommands { count, window_s } => {
-                write!(f, "{count} commands in {} minutes", window_s / 60)
+            Signal::TooManyCommands {
+                count,
+                window_s,
+                what,
+            } => {
+                if window_s % 60 == 0 {
+                    write!(f, "{count} {what} in {} minutes", window_s / 60)
+                } else {
+                    write!(f, "{count} {what} in {window_s} s")
+                }
             }
             Signal::UnknownHost { remote } => write!(
                 f,

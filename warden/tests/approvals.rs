@@ -90,7 +90,7 @@ fn a_stale_tap_is_refused() {
 #[test]
 fn an_action_id_the_warden_did_not_issue_is_refused() {
     let w = warden("unissued", true);
-    let (_, server) = w.proposed();
+    let (action, server) = w.proposed();
     let made_up = "0123456789abcdef0123456789abcdef";
     let Response::Refused { reason, .. } =
         w.ask(&w.signed(&server, made_up, "approve", w.clock.now(), TEST_KEY))
@@ -99,8 +99,9 @@ fn an_action_id_the_warden_did_not_issue_is_refused() {
     };
     assert!(reason.contains("not issued"), "{reason}");
     // Signed for another server: the signature does not cover this one.
-    let (action, _) = w.proposed();
-    let Response::Refused { .. } = w.ask(&w.signed(
+    // (The refusal above was a signal: at Slow, one request a minute.)
+    w.clock.advance(61);
+    let Response::Refused { reason, .. } = w.ask(&w.signed(
         "another-server",
         &action,
         "approve",
@@ -109,6 +110,7 @@ fn an_action_id_the_warden_did_not_issue_is_refused() {
     )) else {
         panic!("a tap for another server ran")
     };
+    assert!(reason.contains("does not verify"), "{reason}");
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! The journal's chain: it verifies; every kind of tampering is found and
 //! named; HMAC lines need the key; rotation keeps the chain.
 
-use aromba_warden::journal::{AuditKey, FILE_NAME, Journal, JournalConfig, rotated, verify};
+use aromba_warden::journal::{
+    AuditKey, FILE_NAME, Journal, JournalConfig, read_journal_file, rotated, verify,
+};
 use assert_cmd::Command;
 use serde_json::{Map, Value};
 use std::os::unix::fs::PermissionsExt;
@@ -35,8 +37,8 @@ fn entry(i: usize) -> Map<String, Value> {
 fn write(dir: &Path, n: usize, key: Option<AuditKey>, max_bytes: u64) -> PathBuf {
     let mut config = JournalConfig::new(dir.to_path_buf());
     config.key = key;
-    config.max_bytes = max_bytes;
-    config.keep = 3;
+    config.rotation.max_bytes = max_bytes;
+    config.rotation.keep = 3;
     let mut j = Journal::open(config).unwrap();
     for i in 0..n {
         j.append(entry(i)).unwrap();
@@ -54,6 +56,23 @@ fn lines(path: &Path) -> Vec<String> {
 
 fn put(path: &Path, lines: &[String]) {
     std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+/// The lines of a rotated (compressed) file.
+fn gz_lines(path: &Path) -> Vec<String> {
+    String::from_utf8(read_journal_file(path).unwrap())
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// Rewrites a rotated file, compressed as the Warden writes it.
+fn put_gz(path: &Path, lines: &[String]) {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all((lines.join("\n") + "\n").as_bytes()).unwrap();
+    std::fs::write(path, gz.finish().unwrap()).unwrap();
 }
 
 fn warden() -> Command {
@@ -173,11 +192,34 @@ fn rotation_keeps_the_chain_across_files() {
     assert!(report.first_seq > 1, "older lines were rotated away");
     // Tampering in a rotated file is found there.
     let older = rotated(&path, 2);
-    let mut l = lines(&older);
+    let mut l = gz_lines(&older);
     l[1] = l[1].replace("-h", "-H");
-    put(&older, &l);
+    put_gz(&older, &l);
     let e = verify(&path, None).unwrap_err();
     assert_eq!(e.file, older);
+}
+
+#[test]
+fn a_rotation_that_drops_several_files_at_once_keeps_the_chain_verifiable() {
+    let d = Dir::new("rotate-many");
+    let path = write(&d.0, 200, None, 2048);
+    let before = verify(&path, None).unwrap();
+    // Fewer files kept from now on: the next rotation drops two at once.
+    let mut config = JournalConfig::new(d.0.clone());
+    config.rotation.max_bytes = 2048;
+    config.rotation.keep = 1;
+    let mut j = Journal::open(config).unwrap();
+    assert!(rotated(&path, 3).exists());
+    let mut i = 0;
+    while rotated(&path, 2).exists() {
+        j.append(entry(i)).unwrap();
+        i += 1;
+        assert!(i < 100, "never rotated");
+    }
+    assert!(rotated(&path, 1).exists());
+    let after = verify(&path, None).unwrap();
+    assert!(after.first_seq > before.first_seq);
+    assert_eq!(after.lines_gone, after.first_seq - 1);
 }
 
 #[test]

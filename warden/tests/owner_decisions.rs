@@ -334,12 +334,16 @@ fn five_wrong_pins_lock_pin_actions_and_are_a_ladder_signal() {
     let why = refused(w.ask(&w.tap(&server, &action, "approve", Some("500000"))));
     assert!(why.contains("locked"), "{why}");
     assert_eq!(w.ladder(), 1);
-    // Locked: even the right PIN waits out the fifteen minutes.
+    // Locked: even the right PIN waits out the fifteen minutes. (At Slow,
+    // one request a minute.)
+    w.clock.advance(61);
     let (action, server, _) = w.propose(&Request::ProposeProdModeOff);
+    w.clock.advance(61);
     let why = refused(w.ask(&w.tap(&server, &action, "approve", Some(PIN))));
     assert!(why.contains("locked"), "{why}");
     w.clock.advance(15 * 60);
     let (action, server, _) = w.propose(&Request::ProposeProdModeOff);
+    w.clock.advance(61);
     assert!(matches!(
         w.ask(&w.tap(&server, &action, "approve", Some(PIN))),
         Response::Noted { .. }

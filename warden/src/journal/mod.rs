@@ -5,30 +5,42 @@
 //! before, as hex; zeros for the first line), so editing, reordering,
 //! inserting or deleting a line breaks the chain. With an audit key each line
 //! also ends in `"mac"`: HMAC-SHA256 under the key of the line up to that
-//! field. The Warden alone rotates the file (`journal.jsonl` →
-//! `journal.jsonl.1` → … → `.N`, the oldest dropped), and the chain runs on
-//! across files. `verify` recomputes all of it.
+//! field. The Warden alone rotates the file: `journal.jsonl` is compressed
+//! into `journal.jsonl.1.gz`, the older ones shift to `.2.gz` … `.N.gz`, and
+//! the oldest are dropped past a count or a total size; the chain runs on
+//! across files, and a drop is itself a line of the chain. Files dropped
+//! faster than a configured rate are reported (`take_drop_alarm`) for the
+//! server to raise a ladder signal. `verify` recomputes all of it.
 //!
-//! JSON escapes every control character in strings, so a request or a path
-//! holding newlines or escape sequences cannot forge a line.
+//! Every field is bounded in `append` (`bound.rs`), so no caller can write an
+//! unbounded line. JSON escapes every control character in strings, so a
+//! request or a path holding newlines or escape sequences cannot forge a
+//! line.
 
 #![forbid(unsafe_code)]
 
+mod bound;
+mod files;
 mod hmac;
 pub mod time;
 mod verify;
 
-pub use hmac::{constant_time_eq, hmac_sha256};
+pub use bound::{LIST_BOUND, STRING_BOUND};
+pub use files::{MAX_FILE_BYTES, read_journal_file, rotated};
+pub use hmac::hmac_sha256;
 pub use verify::{VerifyError, VerifyReport, verify};
 
 use aromba_warden_proto::encode_hex as hex;
+use files::{compress, rotated_count, rotating};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+use std::collections::VecDeque;
 use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 pub const FILE_NAME: &str = "journal.jsonl";
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -182,14 +194,46 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
+/// When the journal rotates, what it keeps, and how fast a loss of history
+/// is too fast.
+#[derive(Clone, Debug)]
+pub struct Rotation {
+    /// Rotate when the current file would grow past this many bytes.
+    pub max_bytes: u64,
+    /// At most this many rotated files (`.1.gz` … `.keep.gz`).
+    pub keep: usize,
+    /// At most this many bytes of rotated (compressed) files together; the
+    /// newest rotated file is kept whatever its size.
+    pub keep_bytes: u64,
+    /// More files than this dropped within `drop_window` is reported.
+    pub drop_alarm: usize,
+    pub drop_window: Duration,
+}
+
+impl Default for Rotation {
+    fn default() -> Rotation {
+        Rotation {
+            max_bytes: 8 << 20,
+            keep: 64,
+            // What six plain files of 8 MiB took before rotated files were
+            // compressed: the same disk now holds several times the lines.
+            keep_bytes: 48 << 20,
+            // At the Worker's normal pace (a few thousand lines a day) a
+            // file is dropped every few days once the journal is full. Three
+            // in a day is a flood: a fast one, or one kept just under the
+            // request threshold for hours (a window of an hour would miss
+            // that one).
+            drop_alarm: 2,
+            drop_window: Duration::from_secs(86_400),
+        }
+    }
+}
+
 /// Where and how the journal is written.
 #[derive(Debug)]
 pub struct JournalConfig {
     pub dir: PathBuf,
-    /// Rotate when the current file would grow past this many bytes.
-    pub max_bytes: u64,
-    /// How many rotated files to keep (`.1` … `.keep`).
-    pub keep: usize,
+    pub rotation: Rotation,
     /// `fsync` after every line. Only the round-trip benchmark turns it off,
     /// to measure what it costs.
     pub fsync: bool,
@@ -203,13 +247,20 @@ impl JournalConfig {
     pub fn new(dir: PathBuf) -> JournalConfig {
         JournalConfig {
             dir,
-            max_bytes: 8 << 20,
-            keep: 5,
+            rotation: Rotation::default(),
             fsync: true,
             key: None,
             reader_gid: None,
         }
     }
+}
+
+/// Rotation dropped history faster than the configured rate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DropAlarm {
+    /// Files dropped within the window.
+    pub dropped: usize,
+    pub window: Duration,
 }
 
 /// The head of the chain: what an outside anchor needs to detect truncation.
@@ -225,6 +276,10 @@ pub struct Journal {
     file: File,
     size: u64,
     head: Head,
+    /// When files were dropped, newest last (at most `drop_alarm + 1`).
+    drops: VecDeque<Instant>,
+    last_alarm: Option<Instant>,
+    alarm: Option<DropAlarm>,
 }
 
 impl fmt::Debug for Journal {
@@ -279,27 +334,13 @@ fn memchr_last_newline(b: &[u8]) -> Option<usize> {
     b.iter().rposition(|&c| c == b'\n')
 }
 
-pub fn rotated(path: &Path, n: usize) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(format!(".{n}"));
-    PathBuf::from(s)
-}
-
 fn read_all(path: &Path) -> Result<Vec<u8>, JournalError> {
-    let mut text = Vec::new();
-    match File::open(path) {
-        Ok(mut f) => {
-            f.read_to_end(&mut text).map_err(io_err(path))?;
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io_err(path)(e)),
-    }
-    Ok(text)
+    read_journal_file(path).map_err(io_err(path))
 }
 
 impl Journal {
     /// Opens (or starts) the journal in `config.dir` and finds the head of
-    /// its chain: the last line of the current file, or of `.1` when the
+    /// its chain: the last line of the current file, or of `.1.gz` when the
     /// current file is empty (just rotated).
     pub fn open(config: JournalConfig) -> Result<Journal, JournalError> {
         std::fs::create_dir_all(&config.dir).map_err(io_err(&config.dir))?;
@@ -327,7 +368,16 @@ impl Journal {
             path,
             file,
             head,
+            drops: VecDeque::new(),
+            last_alarm: None,
+            alarm: None,
         })
+    }
+
+    /// Whether rotation dropped files faster than the configured rate since
+    /// this was last asked; at most once per window.
+    pub fn take_drop_alarm(&mut self) -> Option<DropAlarm> {
+        self.alarm.take()
     }
 
     pub fn head(&self) -> &Head {
@@ -338,10 +388,11 @@ impl Journal {
         &self.path
     }
 
-    /// Appends one line made of `fields` plus `seq`, `time` and `prev` (and
-    /// `mac` with a key), rotating first when the line would pass the cap.
-    /// Returns the line's `seq`.
+    /// Appends one line made of `fields`, bounded (`bound.rs`), plus `seq`,
+    /// `time` and `prev` (and `mac` with a key), rotating first when the
+    /// line would pass the cap. Returns the line's `seq`.
     pub fn append(&mut self, mut fields: Map<String, Value>) -> Result<u64, JournalError> {
+        bound::bound_fields(&mut fields);
         let seq = self.head.seq + 1;
         fields.insert("seq".into(), Value::from(seq));
         fields.insert(
@@ -361,16 +412,17 @@ impl Journal {
         };
         let bytes = line.len() as u64 + 1;
         if self.size > 0
-            && self.size + bytes > self.config.max_bytes
-            && let Some(through) = self.rotate()?
+            && self.size + bytes > self.config.rotation.max_bytes
+            && let Some((through, files)) = self.rotate()?
         {
-            // Rotated and dropped the oldest file. The chain itself says what
-            // was dropped, so `verify` can tell rotation from lines deleted
-            // at the start. (Rotation without a drop just continues below,
-            // into the new file.)
+            // Rotated and dropped the oldest files. The chain itself says
+            // what was dropped, so `verify` can tell rotation from lines
+            // deleted at the start. (Rotation without a drop just continues
+            // below, into the new file.)
             let mut dropped = Map::new();
             dropped.insert("event".into(), Value::from(DROPPED_EVENT));
             dropped.insert("through_seq".into(), Value::from(through));
+            dropped.insert("files".into(), Value::from(files));
             self.append(dropped)?;
             return self.append(without_chain_fields(fields));
         }
@@ -389,39 +441,93 @@ impl Journal {
         Ok(seq)
     }
 
-    /// Shifts the files by one; returns the last seq of the file dropped, if
-    /// one was.
-    fn rotate(&mut self) -> Result<Option<u64>, JournalError> {
-        let keep = self.config.keep.max(1);
-        let oldest = rotated(&self.path, keep);
-        let dropped = match last_line(&oldest, &read_all(&oldest)?) {
-            Ok(last) => last.map(|(_, seq)| seq),
-            // A damaged oldest file is dropped all the same; verify will
-            // name what it can no longer see.
-            Err(_) => None,
-        };
-        match std::fs::remove_file(&oldest) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err(&oldest)(e)),
-        }
-        for n in (1..keep).rev() {
+    /// Compresses the current file into `.1.gz`, shifting the older ones
+    /// by one, starts a new current file, and drops the oldest files past
+    /// the count or the size the rotation keeps. Returns the last seq of
+    /// the newest file dropped and how many were, if any were.
+    ///
+    /// A crash between the compressed copy taking its name and the current
+    /// file's removal leaves both, and `verify` then names a repeated seq:
+    /// a visible break, never a silent loss.
+    fn rotate(&mut self) -> Result<Option<(u64, usize)>, JournalError> {
+        let gid = self.config.reader_gid;
+        let tmp = rotating(&self.path);
+        compress(&self.path, &tmp, gid).map_err(io_err(&tmp))?;
+        let mut count = rotated_count(&self.path);
+        for n in (1..=count).rev() {
             let from = rotated(&self.path, n);
-            if from.exists() {
-                let to = rotated(&self.path, n + 1);
-                std::fs::rename(&from, &to).map_err(io_err(&from))?;
-            }
+            let to = rotated(&self.path, n + 1);
+            std::fs::rename(&from, &to).map_err(io_err(&from))?;
         }
         let first = rotated(&self.path, 1);
-        std::fs::rename(&self.path, &first).map_err(io_err(&self.path))?;
-        self.file = open_append(&self.path, self.config.reader_gid)?;
+        std::fs::rename(&tmp, &first).map_err(io_err(&tmp))?;
+        count += 1;
+        std::fs::remove_file(&self.path).map_err(io_err(&self.path))?;
+        self.file = open_append(&self.path, gid)?;
+        self.size = 0;
+        let limits = self.config.rotation.clone();
+        let mut total: u64 = (1..=count)
+            .map(|n| {
+                std::fs::metadata(rotated(&self.path, n))
+                    .map(|m| m.len())
+                    .unwrap_or(0)
+            })
+            .sum();
+        let mut through: Option<u64> = None;
+        let mut dropped = 0;
+        while count > 1 && (count > limits.keep.max(1) || total > limits.keep_bytes) {
+            let oldest = rotated(&self.path, count);
+            let size = std::fs::metadata(&oldest).map(|m| m.len()).unwrap_or(0);
+            // Files go oldest first, so the last one read ends where the
+            // chain kept starts. A damaged file is dropped all the same;
+            // verify names what it can no longer see.
+            let last = read_all(&oldest)
+                .ok()
+                .and_then(|text| last_line(&oldest, &text).ok().flatten())
+                .map(|(_, seq)| seq);
+            through = through.max(last);
+            std::fs::remove_file(&oldest).map_err(io_err(&oldest))?;
+            total = total.saturating_sub(size);
+            count -= 1;
+            dropped += 1;
+        }
         if self.config.fsync {
             File::open(&self.config.dir)
                 .and_then(|d| d.sync_all())
                 .map_err(io_err(&self.config.dir))?;
         }
-        self.size = 0;
-        Ok(dropped)
+        if dropped == 0 {
+            return Ok(None);
+        }
+        self.count_drops(dropped);
+        Ok(Some((through.unwrap_or(0), dropped)))
+    }
+
+    fn count_drops(&mut self, dropped: usize) {
+        let now = Instant::now();
+        let limits = &self.config.rotation;
+        for _ in 0..dropped {
+            self.drops.push_back(now);
+        }
+        while self.drops.len() > limits.drop_alarm + 1
+            || self
+                .drops
+                .front()
+                .is_some_and(|t| now.duration_since(*t) > limits.drop_window)
+        {
+            self.drops.pop_front();
+        }
+        let quiet = self
+            .last_alarm
+            .is_none_or(|t| now.duration_since(t) >= limits.drop_window);
+        if self.drops.len() > limits.drop_alarm && quiet {
+            self.alarm = Some(DropAlarm {
+                dropped: self.drops.len(),
+                window: limits.drop_window,
+            });
+            self.last_alarm = Some(now);
+            self.drops.clear();
+        }
     }
 }
 
@@ -452,5 +558,9 @@ pub(crate) fn split_mac(line: &str) -> (String, Option<&str>) {
 }
 
 pub(crate) fn mac_matches(key: &AuditKey, body: &str, mac: &str) -> bool {
-    constant_time_eq(key.mac(body.as_bytes()).as_bytes(), mac.as_bytes())
+    use subtle::ConstantTimeEq;
+    key.mac(body.as_bytes())
+        .as_bytes()
+        .ct_eq(mac.as_bytes())
+        .into()
 }

@@ -1,8 +1,9 @@
 //! `aromba-warden journal verify`: recomputes the chain across the rotated
-//! files and stops at the first break, naming it.
+//! files (decompressing them) and stops at the first break, naming it.
 
 #![forbid(unsafe_code)]
 
+use super::files::{read_journal_file, rotated_count};
 use super::{AuditKey, DROPPED_EVENT, GENESIS, mac_matches, rotated, sha256_hex, split_mac};
 use serde_json::Value;
 use std::fmt;
@@ -17,6 +18,34 @@ pub struct VerifyReport {
     pub last_seq: u64,
     pub head_hash: String,
     pub macs: bool,
+    /// Lines before `first_seq` that rotation dropped, as the chain records:
+    /// history no longer on this host.
+    pub lines_gone: u64,
+}
+
+impl fmt::Display for VerifyReport {
+    /// What a person needs first: whether anything is gone, and how much.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.lines_gone == 0 {
+            write!(f, "journal whole from its first line: ")?;
+        } else {
+            write!(
+                f,
+                "journal intact from seq {}, but the {} earlier lines were rotated away (the chain records dropping them): ",
+                self.first_seq, self.lines_gone
+            )?;
+        }
+        write!(
+            f,
+            "{} lines in {} files, seq {}..{}, head {}{}",
+            self.lines,
+            self.files,
+            self.first_seq,
+            self.last_seq,
+            self.head_hash,
+            if self.macs { ", HMACs verified" } else { "" }
+        )
+    }
 }
 
 /// The first break: where, and what.
@@ -45,14 +74,10 @@ impl std::error::Error for VerifyError {}
 /// first. Without a key, a line carrying a MAC is a break: it cannot be
 /// checked, and a chain that cannot be checked is not accepted.
 pub fn verify(path: &Path, key: Option<&AuditKey>) -> Result<VerifyReport, VerifyError> {
-    let mut files: Vec<PathBuf> = Vec::new();
-    let mut n = 1;
-    while rotated(path, n).exists() {
-        n += 1;
-    }
-    for k in (1..n).rev() {
-        files.push(rotated(path, k));
-    }
+    let mut files: Vec<PathBuf> = (1..=rotated_count(path))
+        .rev()
+        .map(|k| rotated(path, k))
+        .collect();
     if path.exists() || files.is_empty() {
         files.push(path.to_path_buf());
     }
@@ -63,6 +88,7 @@ pub fn verify(path: &Path, key: Option<&AuditKey>) -> Result<VerifyReport, Verif
         last_seq: 0,
         head_hash: GENESIS.to_string(),
         macs: key.is_some(),
+        lines_gone: 0,
     };
     let mut prev_hash: Option<String> = None;
     let mut prev_seq: Option<u64> = None;
@@ -74,7 +100,7 @@ pub fn verify(path: &Path, key: Option<&AuditKey>) -> Result<VerifyReport, Verif
             line,
             what,
         };
-        let text = std::fs::read(file).map_err(|e| err(0, format!("cannot read: {e}")))?;
+        let text = read_journal_file(file).map_err(|e| err(0, format!("cannot read: {e}")))?;
         report.files += 1;
         if text.is_empty() {
             continue;
@@ -178,6 +204,7 @@ pub fn verify(path: &Path, key: Option<&AuditKey>) -> Result<VerifyReport, Verif
             ),
         });
     }
+    report.lines_gone = report.first_seq.saturating_sub(1);
     if let Some(h) = prev_hash {
         report.head_hash = h;
     }

@@ -95,6 +95,9 @@ pub(super) fn serve(
             chore_run(shared, &name, dry_run, RunSource::RootTerminal)
         }
         (Socket::Worker, Request::DryRun { chore }) => {
+            // A dry run builds a cage and runs the chore: it takes a running
+            // slot like a read.
+            let _slot = shared.running.take();
             chore_run(shared, &chore, true, RunSource::Worker)
         }
         (Socket::Worker, Request::DryRunShown { chore }) => dry_run_shown(shared, peer, &chore),
@@ -128,18 +131,23 @@ pub(super) fn serve(
                 signature,
                 pin,
             },
-        ) => approve(
-            shared,
-            peer,
-            crate::approvals::Approval {
-                action_id,
-                button,
-                chat,
-                time,
-                signature,
-            },
-            pin,
-        ),
+        ) => {
+            // An approval may hash a PIN and run a chore or an undo: it
+            // takes a running slot like a read.
+            let _slot = shared.running.take();
+            approve(
+                shared,
+                peer,
+                crate::approvals::Approval {
+                    action_id,
+                    button,
+                    chat,
+                    time,
+                    signature,
+                },
+                pin,
+            )
+        }
         (Socket::Control, Request::JournalVerify) => {
             let path = shared.options.layout.journal_file();
             let key = match shared.options.layout.audit_key() {
@@ -153,10 +161,7 @@ pub(super) fn serve(
             match verify(&path, key.as_ref()) {
                 Ok(r) => Response::Verified {
                     ok: true,
-                    report: format!(
-                        "{} lines, seq {}..{}, head {}",
-                        r.lines, r.first_seq, r.last_seq, r.head_hash
-                    ),
+                    report: r.to_string(),
                 },
                 Err(e) => Response::Verified {
                     ok: false,

@@ -2,17 +2,21 @@
 //!
 //! The Worker socket answers only the Worker's uid; the control socket only
 //! root; the kernel says who the peer is (`SO_PEERCRED`) on every
-//! connection. Each connection has a thread; the number of connections and
-//! the number of commands running at once are bounded, so one slow command
-//! does not hold up the others and a flood does not exhaust the Warden. A
-//! read goes: policy → exec → redaction → one journal line → answer. A
-//! request that cannot be journaled is not served.
+//! connection. Each connection has a thread and a slot from its socket's own
+//! pool, so the Worker can never take the control socket's; a request must
+//! arrive whole, and an answer be taken whole, within a deadline for the
+//! whole exchange. The commands running at once are bounded, so one slow
+//! command does not hold up the others. Every request on the Worker socket
+//! is counted and paced before it is decoded, and a flood is a ladder
+//! signal. A read goes: policy → exec → redaction → one journal line →
+//! answer. A request that cannot be journaled is not served.
 //!
 //! This file holds the server's state (`Shared`), binding and the journal
-//! helpers; by job: `connection` (accepting, peer check, framing, slots),
+//! helpers; by job: `connection` (accepting, peer check, pools, deadlines,
+//! framing), `pace` (counting, Slow, floods, rate-limited journal lines),
 //! `dispatch` (which socket serves which request; status and the ladder's
-//! answers), `read` (the read path and pacing), `ladder_moves` (signals and
-//! what each step means), `watch` (decay, connections, integrity, expiries,
+//! answers), `read` (the read path), `ladder_moves` (signals and what each
+//! step means), `watch` (decay, connections, integrity, expiries,
 //! honeypots), `chores` (chore requests) and `owner` (proposals, taps, the
 //! PIN and the root terminal's decisions).
 
@@ -24,11 +28,12 @@ mod dispatch;
 mod intent;
 mod ladder_moves;
 mod owner;
+mod pace;
 mod read;
 mod watch;
 
 use crate::integrity::Baseline;
-use crate::journal::{AuditKey, Journal, JournalConfig, sha256_hex};
+use crate::journal::{AuditKey, Journal, JournalConfig, Rotation, sha256_hex};
 use crate::ladder::{Clock, Ladder, LadderError, Step, SystemClock};
 use crate::layout::Layout;
 use crate::policy;
@@ -40,7 +45,6 @@ use dispatch::serve;
 use ladder_moves::{after_move, raise};
 use read::read;
 use serde_json::{Map, Value};
-use std::collections::VecDeque;
 use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -51,11 +55,19 @@ use std::thread;
 use std::time::Duration;
 use watch::{check_integrity, isolation, watch, watch_honeypots};
 
-/// Reads in ten minutes above which the ladder climbs a step. The Worker's
-/// own schedule asks for a handful of health numbers every few minutes; a
-/// person in the chat, a few more.
+/// Commands (reads, dry runs, approvals) in ten minutes above which the
+/// ladder climbs a step. The Worker's own schedule asks for a handful of
+/// health numbers every few minutes; a person in the chat, a few more.
 pub const COMMAND_THRESHOLD: usize = 60;
-/// At Slow and above: one command a minute.
+/// Requests of any kind in ten minutes above which the ladder climbs a
+/// step: the Worker keeps one connection and asks something (often a ping
+/// or its events) every few seconds, about 200 in ten minutes at most.
+pub const REQUEST_THRESHOLD: usize = 600;
+/// Connections to the Worker socket in ten minutes above which the ladder
+/// climbs a step (a client that connects for every request stays below).
+pub const CONNECTION_THRESHOLD: usize = 600;
+/// At Slow and above: one request a minute (pings, events and the chat's
+/// panic excepted).
 pub const SLOW_INTERVAL_S: u64 = 60;
 
 #[derive(Debug)]
@@ -64,12 +76,21 @@ pub struct ServeOptions {
     /// The Worker's account: the only uid its socket answers.
     pub worker_uid: u32,
     pub worker_gid: u32,
-    /// Commands running at once.
+    /// Commands running at once (the Worker's reads, dry runs and
+    /// approvals; the root terminal's requests never wait for one).
     pub max_running: usize,
-    /// Open connections, both sockets together.
-    pub max_connections: usize,
-    /// How long a connection may sit idle between requests.
-    pub idle: Duration,
+    /// Open connections to the Worker socket. The Worker keeps one.
+    pub max_worker_connections: usize,
+    /// Open connections to the control socket: a pool of its own, which
+    /// only root's connections ever take.
+    pub max_control_connections: usize,
+    /// From when the Warden starts waiting for a request (a connection
+    /// accepted, or the last answer taken) until that request has arrived
+    /// whole; past it the connection is closed, however the bytes trickle.
+    pub request_deadline: Duration,
+    /// From the first byte of an answer until the peer has taken it whole.
+    /// A command's own run time is in neither deadline.
+    pub answer_deadline: Duration,
     pub fsync: bool,
     /// The ladder's clock (tests move it by hand).
     pub clock: Arc<dyn Clock>,
@@ -77,9 +98,22 @@ pub struct ServeOptions {
     pub watch_interval: Duration,
     /// How often the integrity baseline is checked after start.
     pub integrity_interval: Duration,
-    /// More reads than this in `command_window_s` is a ladder signal.
+    /// More commands than this in `command_window_s` is a ladder signal.
     pub command_threshold: usize,
     pub command_window_s: u64,
+    /// More requests of any kind, or more connections, than these in
+    /// `flood_window_s` is a ladder signal; so is a connection refused for
+    /// a full pool. At most one such signal a window.
+    pub request_threshold: usize,
+    pub connection_threshold: usize,
+    pub flood_window_s: u64,
+    /// Lines a flood would repeat (paced requests, refused connections,
+    /// missed deadlines) are journaled at most once per this many seconds
+    /// each, with the count of those left out.
+    pub quiet_interval_s: u64,
+    /// When the journal rotates, what it keeps, and how fast a drop of
+    /// history is a ladder signal.
+    pub journal_rotation: Rotation,
     /// Read the Worker's TCP connections. Off only where the test's own uid
     /// stands in for the Worker, whose connections are the test machine's.
     pub watch_network: bool,
@@ -104,14 +138,21 @@ impl ServeOptions {
             worker_uid,
             worker_gid,
             max_running: 4,
-            max_connections: 64,
-            idle: Duration::from_secs(60),
+            max_worker_connections: 16,
+            max_control_connections: 8,
+            request_deadline: Duration::from_secs(60),
+            answer_deadline: Duration::from_secs(30),
             fsync: true,
             clock: Arc::new(SystemClock),
             watch_interval: Duration::from_secs(2),
             integrity_interval: Duration::from_secs(3600),
             command_threshold: COMMAND_THRESHOLD,
             command_window_s: 600,
+            request_threshold: REQUEST_THRESHOLD,
+            connection_threshold: CONNECTION_THRESHOLD,
+            flood_window_s: 600,
+            quiet_interval_s: 60,
+            journal_rotation: Rotation::default(),
             watch_network: true,
             worker_account: None,
         }
@@ -190,12 +231,13 @@ struct Shared {
     options: ServeOptions,
     journal: Mutex<Journal>,
     running: Slots,
-    connections: Slots,
+    worker_connections: Slots,
+    control_connections: Slots,
     policy_sha256: String,
     shutdown: AtomicBool,
     ladder: Mutex<Ladder>,
-    /// When reads were served, for the too-many-commands signal and Slow.
-    recent: Mutex<VecDeque<u64>>,
+    /// The Worker's requests and connections counted, for Slow and floods.
+    pacing: Mutex<pace::Pacing>,
     /// The baseline read at start; re-taken only through `state::change`.
     baseline: Mutex<Option<Baseline>>,
     integrity: Mutex<String>,
@@ -345,6 +387,7 @@ impl Server {
             _ => None,
         };
         let mut config = JournalConfig::new(layout.journal_dir.clone());
+        config.rotation = options.journal_rotation.clone();
         config.key = key;
         config.fsync = options.fsync;
         config.reader_gid = Some(options.worker_gid);
@@ -363,12 +406,13 @@ impl Server {
         let control = bind(&layout.control_socket(), 0o600, None)?;
         let shared = Arc::new(Shared {
             running: Slots::new(options.max_running.max(1)),
-            connections: Slots::new(options.max_connections.max(1)),
+            worker_connections: Slots::new(options.max_worker_connections.max(1)),
+            control_connections: Slots::new(options.max_control_connections.max(1)),
             policy_sha256: sha256_hex(policy::render().as_bytes()),
             journal: Mutex::new(journal),
             shutdown: AtomicBool::new(false),
             ladder: Mutex::new(ladder),
-            recent: Mutex::new(VecDeque::new()),
+            pacing: Mutex::default(),
             integrity: Mutex::new(String::from("not checked yet")),
             baseline: Mutex::new(baseline.as_ref().ok().cloned().flatten()),
             pin_check: Mutex::default(),
@@ -414,11 +458,28 @@ impl Server {
     }
 }
 
-/// Appends a line; `None` when the journal could not take it.
+/// Appends a line; `None` when the journal could not take it. When
+/// rotation has dropped history faster than its configured rate, that is a
+/// ladder signal (at most one a window; the journal keeps the count).
 fn journal(shared: &Shared, kind: &str, mut fields: Map<String, Value>) -> Option<u64> {
     fields.insert("kind".into(), Value::from(kind));
-    let mut j = shared.journal.lock().unwrap_or_else(|p| p.into_inner());
-    j.append(fields).ok()
+    let (seq, alarm) = {
+        let mut j = shared.journal.lock().unwrap_or_else(|p| p.into_inner());
+        let seq = j.append(fields).ok();
+        (seq, j.take_drop_alarm())
+    };
+    if let Some(alarm) = alarm {
+        raise(
+            shared,
+            None,
+            Signal::TooManyCommands {
+                count: alarm.dropped,
+                window_s: alarm.window.as_secs(),
+                what: "journal files rotated away",
+            },
+        );
+    }
+    seq
 }
 
 fn peer_fields(peer: &PeerCred, socket: Socket) -> Map<String, Value> {

@@ -1,63 +1,15 @@
-//! The read path: pacing, policy, exec, redaction, one journal line, answer.
+//! The read path: policy, exec, redaction, one journal line, answer. The
+//! request was counted and paced before it was decoded (`pace.rs`).
 
 #![forbid(unsafe_code)]
 
-use super::{SLOW_INTERVAL_S, Shared, Socket, journal, peer_fields, raise, unjournaled};
+use super::{Shared, Socket, journal, peer_fields, raise, unjournaled};
 use crate::exec::{self, Bounds};
 use crate::journal::sha256_hex;
-use crate::ladder::Step;
 use crate::policy::{self, Table};
-use crate::signal::Signal;
 use crate::system::PeerCred;
 use aromba_warden_proto::{ReadResult, Response};
 use serde_json::{Map, Value};
-
-/// At Slow and above, one command a minute; and too many commands in the
-/// window is a signal. Returns a refusal when the read must wait.
-pub(super) fn pace(shared: &Shared, peer: &PeerCred) -> Option<String> {
-    let now = shared.options.clock.now();
-    let step = shared
-        .ladder
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .step();
-    let mut recent = shared.recent.lock().unwrap_or_else(|p| p.into_inner());
-    if step >= Step::Slow
-        && let Some(&last) = recent.back()
-        && now.saturating_sub(last) < SLOW_INTERVAL_S
-    {
-        return Some(format!(
-            "I'm slowed down (ladder step {}): one command a minute; try again in {} s",
-            step.name(),
-            SLOW_INTERVAL_S - now.saturating_sub(last)
-        ));
-    }
-    recent.push_back(now);
-    let window = shared.options.command_window_s;
-    while recent
-        .front()
-        .is_some_and(|&t| now.saturating_sub(t) >= window)
-    {
-        recent.pop_front();
-    }
-    if recent.len() > shared.options.command_threshold {
-        let count = recent.len();
-        // Start a new window: one signal per burst, not one per command.
-        let last = recent.back().copied();
-        recent.clear();
-        recent.extend(last);
-        drop(recent);
-        raise(
-            shared,
-            Some(peer),
-            Signal::TooManyCommands {
-                count,
-                window_s: window,
-            },
-        );
-    }
-    None
-}
 
 pub(super) fn request_fields(peer: &PeerCred, cmd: &str, args: &[String]) -> Map<String, Value> {
     let mut m = peer_fields(peer, Socket::Worker);
@@ -79,18 +31,6 @@ pub(super) fn failed(shared: &Shared, mut m: Map<String, Value>, e: &exec::ExecE
 }
 
 pub(super) fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<String>) -> Response {
-    if let Some(reason) = pace(shared, peer) {
-        let mut m = request_fields(peer, &cmd, &args);
-        m.insert("verdict".into(), Value::from("refused"));
-        m.insert("reason".into(), Value::from(reason.as_str()));
-        return match journal(shared, "read", m) {
-            Some(seq) => Response::Refused {
-                reason,
-                journal_seq: Some(seq),
-            },
-            None => unjournaled(),
-        };
-    }
     let verdict = shared
         .options
         .requester()
@@ -127,9 +67,9 @@ pub(super) fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<Stri
     };
     let bounds = Bounds::for_rule(rule);
     let env = exec::rule_env(rule);
-    shared.running.take();
+    let slot = shared.running.take();
     let outcome = exec::run_program(&bin, &allowed.args, &env, &bounds);
-    shared.running.give();
+    drop(slot);
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) => return failed(shared, m, &e),

@@ -86,6 +86,7 @@ pub(super) fn watch(shared: &Shared) {
             .unwrap_or_else(|p| p.into_inner())
             .decay();
         after_move(shared, decayed);
+        super::pace::flush_quiet(shared);
         let allowed = crate::netwatch::Allowed::read(&shared.options.layout.network_file());
         for remote in crate::netwatch::connections_of(shared.options.worker_uid) {
             if !allowed.permits(remote) {

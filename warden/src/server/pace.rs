@@ -1,0 +1,374 @@
+//! Counting and pacing the Worker: the one place every frame read on the
+//! Worker socket passes, before it is decoded, so no kind of request —
+//! malformed, refused, a dry run, a proposal, a note — escapes the count.
+//!
+//! What is counted, over the Warden's clock:
+//! - every frame (every request, decodable or not) toward the request
+//!   flood (`request_threshold` in `flood_window_s`);
+//! - every connection to the Worker socket toward the connection flood
+//!   (`connection_threshold` in `flood_window_s`), and every connection
+//!   refused for a full pool, which is a flood on its own;
+//! - commands — reads, dry runs, approvals: what makes the Warden run
+//!   something — toward too-many-commands (`command_threshold` in
+//!   `command_window_s`), the specification's "too many commands in ten
+//!   minutes".
+//!
+//! All of these are the `too-many-commands` signal (the specification's
+//! eight signals are fixed; its detail says which count passed). A flood
+//! signal is raised at most once per flood window, so a flood moves the
+//! ladder one step a window and cannot fill the journal with signals.
+//!
+//! Slow (and every step above it): one request a minute. Three kinds still
+//! pass at any pace, because the Worker needs them to learn of the ladder
+//! and to pull it up, and because none of them runs anything or writes a
+//! journal line: `ping`, `events` (how the Worker hears that it was slowed
+//! down, and says so in the chat) and `panic` (the chat's `/panic`, which
+//! only ever raises the ladder). They are still counted toward the
+//! request flood. Everything else — a malformed frame included — is let
+//! through only a minute after the last one that was.
+//!
+//! Lines a flood would repeat — requests refused by pacing, connections
+//! refused for a full pool or from the wrong uid, missed deadlines — are
+//! journaled at most once per `quiet_interval_s` for each kind and peer
+//! uid; the next such line (or the watcher, once the interval has passed)
+//! says how many were left out.
+
+#![forbid(unsafe_code)]
+
+use super::dispatch::without_pin;
+use super::{SLOW_INTERVAL_S, Shared, Socket, journal, peer_fields, raise};
+use crate::ladder::Step;
+use crate::signal::Signal;
+use crate::system::PeerCred;
+use aromba_warden_proto::{FrameError, Request, Response, decode_request};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, VecDeque};
+
+/// What the Worker has been doing, over the Warden's clock (seconds).
+#[derive(Default)]
+pub(super) struct Pacing {
+    /// When the last request Slow paces was let through.
+    last: Option<u64>,
+    commands: Window,
+    requests: Window,
+    connections: Window,
+    /// Connections refused for a full pool since the last flood signal.
+    refused: usize,
+    /// When a flood signal was last raised.
+    flood_signaled: Option<u64>,
+    /// The rate-limited journal lines, by kind and the peer's uid (so one
+    /// account's flood does not hide another's refusals).
+    quiet: HashMap<(&'static str, Option<u32>), Quiet>,
+}
+
+/// The times of the last events, at most `threshold + 1` of them: enough to
+/// know whether more than `threshold` fell in the window, and no more, so
+/// a flood costs no memory.
+#[derive(Default)]
+struct Window(VecDeque<u64>);
+
+impl Window {
+    /// Counts one at `now`; the count when more than `threshold` fell
+    /// within `window_s`.
+    fn count(&mut self, now: u64, window_s: u64, threshold: usize) -> Option<usize> {
+        self.0.push_back(now);
+        while self.0.len() > threshold.saturating_add(1) {
+            self.0.pop_front();
+        }
+        while self
+            .0
+            .front()
+            .is_some_and(|&t| now.saturating_sub(t) >= window_s)
+        {
+            self.0.pop_front();
+        }
+        (self.0.len() > threshold).then_some(self.0.len())
+    }
+
+    /// Starts a new window at the last event: one signal per burst.
+    fn restart(&mut self) {
+        let last = self.0.back().copied();
+        self.0.clear();
+        self.0.extend(last);
+    }
+}
+
+#[derive(Default)]
+struct Quiet {
+    last: Option<u64>,
+    left_out: u64,
+}
+
+/// What to do with one frame from the Worker.
+pub(super) enum Admission {
+    Serve(Request),
+    /// Not a request: answer with the error, journal it, close.
+    Malformed(String),
+    /// Held back by Slow: answer with the refusal; close when the frame was
+    /// not a request (the stream may be out of step).
+    Paced {
+        response: Response,
+        close: bool,
+    },
+}
+
+/// How a request is paced.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pace {
+    /// Passes at any step (counted all the same).
+    Always,
+    /// One a minute at Slow and above.
+    Slowed,
+    /// One a minute at Slow and above, and a command.
+    Command,
+}
+
+fn pace_of(request: &Request) -> Pace {
+    match request {
+        Request::Ping | Request::Events { .. } | Request::Panic => Pace::Always,
+        Request::Read { .. } | Request::DryRun { .. } | Request::Approve { .. } => Pace::Command,
+        _ => Pace::Slowed,
+    }
+}
+
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Pacing> {
+    shared.pacing.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Whether a flood signal may be raised now (at most one a window); if so,
+/// it counts as raised.
+fn flood_signal_due(p: &mut Pacing, now: u64, window_s: u64) -> bool {
+    let due = p
+        .flood_signaled
+        .is_none_or(|t| now.saturating_sub(t) >= window_s);
+    if due {
+        p.flood_signaled = Some(now);
+    }
+    due
+}
+
+fn flood(shared: &Shared, peer: &PeerCred, count: usize, what: &'static str) {
+    raise(
+        shared,
+        Some(peer),
+        Signal::TooManyCommands {
+            count,
+            window_s: shared.options.flood_window_s,
+            what,
+        },
+    );
+}
+
+/// Every frame read on the Worker socket, or the framing error in its
+/// place, comes here first.
+pub(super) fn admit(
+    shared: &Shared,
+    peer: &PeerCred,
+    frame: Result<Vec<u8>, FrameError>,
+) -> Admission {
+    let o = &shared.options;
+    let now = o.clock.now();
+    // Counted before anything is made of it.
+    let burst = {
+        let mut p = lock(shared);
+        match p.requests.count(now, o.flood_window_s, o.request_threshold) {
+            Some(n) if flood_signal_due(&mut p, now, o.flood_window_s) => {
+                p.requests.restart();
+                Some(n)
+            }
+            _ => None,
+        }
+    };
+    if let Some(n) = burst {
+        flood(shared, peer, n, "requests");
+    }
+    let request = frame
+        .map_err(|e| e.to_string())
+        .and_then(|f| decode_request(&f).map_err(|e| e.to_string()));
+    let pace = request.as_ref().map_or(Pace::Slowed, pace_of);
+    if pace == Pace::Always {
+        return match request {
+            Ok(r) => Admission::Serve(r),
+            Err(why) => Admission::Malformed(why),
+        };
+    }
+    let step = shared
+        .ladder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .step();
+    let mut p = lock(shared);
+    if step >= Step::Slow
+        && let Some(last) = p.last
+        && now.saturating_sub(last) < SLOW_INTERVAL_S
+    {
+        drop(p);
+        let reason = format!(
+            "I'm slowed down (ladder step {}): one command a minute; try again in {} s",
+            step.name(),
+            SLOW_INTERVAL_S - now.saturating_sub(last)
+        );
+        let mut m = peer_fields(peer, Socket::Worker);
+        let close = request.is_err();
+        let what = match request {
+            Ok(r) => without_pin(r),
+            Err(why) => format!("malformed: {why}"),
+        };
+        m.insert("request".into(), Value::from(what));
+        m.insert("reason".into(), Value::from(reason.as_str()));
+        let journal_seq = journal_quietly(shared, "paced", m);
+        return Admission::Paced {
+            response: Response::Refused {
+                reason,
+                journal_seq,
+            },
+            close,
+        };
+    }
+    p.last = Some(now);
+    let too_many = if pace == Pace::Command {
+        match p
+            .commands
+            .count(now, o.command_window_s, o.command_threshold)
+        {
+            Some(n) => {
+                p.commands.restart();
+                Some(n)
+            }
+            None => None,
+        }
+    } else {
+        None
+    };
+    drop(p);
+    if let Some(count) = too_many {
+        raise(
+            shared,
+            Some(peer),
+            Signal::TooManyCommands {
+                count,
+                window_s: o.command_window_s,
+                what: "commands",
+            },
+        );
+    }
+    match request {
+        Ok(r) => Admission::Serve(r),
+        Err(why) => Admission::Malformed(why),
+    }
+}
+
+/// A connection to the Worker socket from the Worker, before it takes a
+/// slot.
+pub(super) fn connection_arrived(shared: &Shared, peer: &PeerCred) {
+    let o = &shared.options;
+    let now = o.clock.now();
+    let burst = {
+        let mut p = lock(shared);
+        match p
+            .connections
+            .count(now, o.flood_window_s, o.connection_threshold)
+        {
+            Some(n) if flood_signal_due(&mut p, now, o.flood_window_s) => {
+                p.connections.restart();
+                Some(n)
+            }
+            _ => None,
+        }
+    };
+    if let Some(n) = burst {
+        flood(shared, peer, n, "connections");
+    }
+}
+
+/// A connection refused because its socket's pool is full: journaled
+/// (quietly), and on the Worker socket a flood.
+pub(super) fn pool_full(shared: &Shared, peer: &PeerCred, socket: Socket) {
+    let o = &shared.options;
+    let mut m = peer_fields(peer, socket);
+    m.insert(
+        "pool".into(),
+        Value::from(match socket {
+            Socket::Worker => o.max_worker_connections,
+            Socket::Control => o.max_control_connections,
+        }),
+    );
+    journal_quietly(shared, "connection-refused", m);
+    if socket != Socket::Worker {
+        return;
+    }
+    let now = o.clock.now();
+    let refused = {
+        let mut p = lock(shared);
+        p.refused += 1;
+        if flood_signal_due(&mut p, now, o.flood_window_s) {
+            Some(std::mem::take(&mut p.refused))
+        } else {
+            None
+        }
+    };
+    if let Some(n) = refused {
+        flood(shared, peer, n, "connections refused for a full pool");
+    }
+}
+
+/// Journals a line a flood would repeat: at most one of each kind per peer
+/// uid (`peer_uid` in `fields`) per `quiet_interval_s`, carrying how many
+/// were left out since the last. `None` when this one was left out (or the
+/// journal failed).
+pub(super) fn journal_quietly(
+    shared: &Shared,
+    kind: &'static str,
+    mut fields: Map<String, Value>,
+) -> Option<u64> {
+    let now = shared.options.clock.now();
+    let uid = fields
+        .get("peer_uid")
+        .and_then(Value::as_u64)
+        .and_then(|u| u32::try_from(u).ok());
+    let left_out = {
+        let mut p = lock(shared);
+        let q = p.quiet.entry((kind, uid)).or_default();
+        if q.last
+            .is_some_and(|t| now.saturating_sub(t) < shared.options.quiet_interval_s)
+        {
+            q.left_out += 1;
+            return None;
+        }
+        q.last = Some(now);
+        std::mem::take(&mut q.left_out)
+    };
+    fields.insert("left_out_before".into(), Value::from(left_out));
+    journal(shared, kind, fields)
+}
+
+/// Writes down, once their interval has passed, how many lines of each
+/// kind were left out since the last one (called by the watcher, so a
+/// flood that stopped is still counted).
+pub(super) fn flush_quiet(shared: &Shared) {
+    let now = shared.options.clock.now();
+    let due: Vec<((&'static str, Option<u32>), u64)> = {
+        let mut p = lock(shared);
+        p.quiet
+            .iter_mut()
+            .filter(|(_, q)| {
+                q.left_out > 0
+                    && q.last
+                        .is_none_or(|t| now.saturating_sub(t) >= shared.options.quiet_interval_s)
+            })
+            .map(|(key, q)| {
+                q.last = Some(now);
+                (*key, std::mem::take(&mut q.left_out))
+            })
+            .collect()
+    };
+    for ((kind, uid), n) in due {
+        let mut m = Map::new();
+        m.insert("of".into(), Value::from(kind));
+        if let Some(uid) = uid {
+            m.insert("peer_uid".into(), Value::from(uid));
+        }
+        m.insert("left_out".into(), Value::from(n));
+        journal(shared, "left-out", m);
+    }
+}
