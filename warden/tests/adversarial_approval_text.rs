@@ -78,8 +78,11 @@ fn a_tap_signed_over_another_actions_text_is_refused() {
     assert!(why.contains("does not verify"), "{why}");
     assert!(w.touched.join("precious").exists(), "wipe ran");
     assert_eq!(w.ladder(), 1, "a tap that does not verify is a signal");
-    // Nor does a text the Warden never wrote.
+    // Nor does a text the Warden never wrote. (At Slow, one request a
+    // minute.)
+    w.clock.advance(61);
     let (wipe, _) = propose(&w, "wipe");
+    w.clock.advance(61);
     let tap = signed_over(
         "Run hello: writes a greeting",
         &server,

@@ -530,13 +530,13 @@ fn the_verb_and_encoding_attacks_are_refused_by_a_real_warden() {
 
 #[test]
 fn listing_the_wardens_own_tree_is_a_secret_path_read() {
-    // The Warden's state, journal and quarantine moved out of the Worker's
-    // home into /var/lib/aromba-warden: their names are as secret as
+    // The Warden's state and journal moved out of the Worker's home into
+    // /var/lib/aromba-warden: their names are as secret as
     // /etc/aromba/warden's.
     for (cmd, a) in [
-        ("ls", &["-la", "/var/lib/aromba-warden"][..]),
-        ("ls", &["/var/lib/aromba-warden/state"]),
-        ("du", &["-sh", "/var/lib/aromba-warden/quarantine"]),
+        ("ls", &["-la", "/var/lib/aromba-warden/state"][..]),
+        ("ls", &["/var/lib/aromba-warden/state/snapshots"]),
+        ("du", &["-sh", "/var/lib/aromba-warden/journal"]),
     ] {
         refused_with_secret_signal(cmd, a);
     }

@@ -154,16 +154,18 @@ fn render_is_the_specification_block_but_for_the_tightened_grammar() {
     assert_eq!(tightened, 12);
 }
 
-/// `[paths]` is the specification's but for one secret prefix: the
-/// Warden's own tree, which moved out of the Worker's home
-/// (`/var/lib/aromba-warden`), is as secret as `/etc/aromba/warden`.
+/// `[paths]` is the specification's but for two secret prefixes: the
+/// Warden's state and journal, which moved out of the Worker's home into
+/// the Warden's own tree, are as secret as `/etc/aromba/warden`. (Its
+/// quarantine is not: chores move files into it, and its names are those
+/// the files had where the Worker could list them.)
 fn assert_paths_only_add_the_wardens_own_tree(mine: &[&str], spec: &[&str]) {
     assert_eq!(mine.len(), spec.len(), "[paths] differs in lines");
     for (m, s) in mine.iter().zip(spec) {
         if s.starts_with("secret_prefixes = ") {
             let added = s.replace(
                 "\"/etc/aromba/warden\", ",
-                "\"/etc/aromba/warden\", \"/var/lib/aromba-warden\", ",
+                "\"/etc/aromba/warden\", \"/var/lib/aromba-warden/state\", \"/var/lib/aromba-warden/journal\", ",
             );
             assert_eq!(*m, added, "secret_prefixes adds only the Warden's own tree");
         } else {

@@ -288,6 +288,13 @@ fn serve(
     let mut o = ServeOptions::new(layout, 0, 0);
     o.watch_network = false;
     o.clock = clock;
+    // Root stands in for the Worker on the socket; the path check judges
+    // reads as from an account that owns nothing here, as the real Worker
+    // owns nothing on the paths the tests read.
+    o.worker_account = Some(aromba_warden::users::WorkerAccount {
+        uid: 4_242_000,
+        gids: vec![4_242_000],
+    });
     adjust(&mut o);
     let server = Server::bind(o).unwrap();
     let handle = server.shutdown_handle();
