@@ -27,7 +27,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::writers::{Against, replaceable};
+use crate::writers::{Acl, Against, Dir, replaceable};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
@@ -222,6 +222,12 @@ pub fn check_chain(dir: &Path) -> Result<(), Unfit> {
         why,
         warden_dir: dir.to_path_buf(),
     };
+    // The ACL goes with the metadata, as every check of who can write takes
+    // them (`writers.rs`).
+    let dir_of = |at: &Path, meta: std::fs::Metadata| -> Result<Dir, Unfit> {
+        let acl = Acl::of(at).map_err(|e| unfit(at, format!("cannot be inspected: {e}")))?;
+        Ok(Dir { meta, acl })
+    };
     let mut parts = Vec::new();
     for c in dir.components() {
         match c {
@@ -252,7 +258,7 @@ pub fn check_chain(dir: &Path) -> Result<(), Unfit> {
             // root's, and one squatted meanwhile would be another's, seen
             // when the chain is checked again after it is made.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return match replaceable(&meta, 0, Against::AllButRoot) {
+                return match replaceable(&dir_of(&at, meta)?, 0, Against::AllButRoot) {
                     Some(why) => Err(unfit(&at, why)),
                     None => Ok(()),
                 };
@@ -268,7 +274,7 @@ pub fn check_chain(dir: &Path) -> Result<(), Unfit> {
         if child_meta.uid() != 0 {
             return Err(unfit(&child, owned_by(&child_meta)));
         }
-        if let Some(why) = replaceable(&meta, 0, Against::AllButRoot) {
+        if let Some(why) = replaceable(&dir_of(&at, meta)?, 0, Against::AllButRoot) {
             return Err(unfit(&at, why));
         }
         at = child;

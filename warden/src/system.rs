@@ -246,3 +246,49 @@ pub fn space(dir: &std::path::Path) -> io::Result<(u64, u64)> {
     );
     Ok((avail.saturating_mul(size), blocks.saturating_mul(size)))
 }
+
+/// The value of the extended attribute `name` of `path`, not following a
+/// final symbolic link (`lgetxattr`); `None` when the entry has none or its
+/// filesystem keeps none.
+pub fn lgetxattr(path: &std::path::Path, name: &std::ffi::CStr) -> io::Result<Option<Vec<u8>>> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other("a path with a NUL byte"))?;
+    // The value may grow between the size query and the read: try again.
+    for _ in 0..4 {
+        // SAFETY: both strings are NUL-terminated and live across the call;
+        // a null buffer of size 0 asks only for the value's size.
+        let size = unsafe { libc::lgetxattr(c.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0) };
+        if size < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::ENODATA) | Some(libc::ENOTSUP) => Ok(None),
+                _ => Err(e),
+            };
+        }
+        let mut buf = vec![0u8; usize::try_from(size).unwrap_or(0)];
+        // SAFETY: `buf` is valid for writes of `buf.len()` bytes, the size
+        // passed; the kernel writes at most that many.
+        let got = unsafe {
+            libc::lgetxattr(
+                c.as_ptr(),
+                name.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        if got >= 0 {
+            buf.truncate(usize::try_from(got).unwrap_or(0));
+            return Ok(Some(buf));
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::ERANGE) => continue,
+            Some(libc::ENODATA) | Some(libc::ENOTSUP) => return Ok(None),
+            _ => return Err(e),
+        }
+    }
+    Err(io::Error::other(
+        "an extended attribute kept changing size while it was read",
+    ))
+}

@@ -399,16 +399,25 @@ const PIECES: &[&str] = &[
 
 /// A template the grammar accepts, stated apart from the parser: `json`,
 /// `table`, or an optional `table ` and then literal text (no brace) and
-/// `{{ .Ident(.Ident)* }}` actions.
+/// `{{ .Ident(.Ident)* }}` actions, each naming one of docker's placeholders
+/// the policy lists (a method such as `MarshalJSON` re-encodes).
 fn is_field_references_only(t: &str) -> bool {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let re = RE.get_or_init(|| {
-        regex::Regex::new(
-            r#"^(?:table )?(?:[A-Za-z0-9 _.,:;|()\[\]"'/\\+=#%@!?<>*&~^-]|\{\{ *(?:\.[A-Za-z_][A-Za-z0-9_]*)+ *\}\})*$"#,
+    static RE: std::sync::OnceLock<(regex::Regex, regex::Regex)> = std::sync::OnceLock::new();
+    let (re, action) = RE.get_or_init(|| {
+        (
+            regex::Regex::new(
+                r#"^(?:table )?(?:[A-Za-z0-9 _.,:;|()\[\]"'/\\+=#%@!?<>*&~^-]|\{\{ *(?:\.[A-Za-z_][A-Za-z0-9_]*)+ *\}\})*$"#,
+            )
+            .unwrap(),
+            regex::Regex::new(r"\{\{ *\.([A-Za-z0-9_.]+) *\}\}").unwrap(),
         )
-        .unwrap()
     });
-    !t.is_empty() && (t == "json" || t == "table" || re.is_match(t))
+    let placeholders = || {
+        action
+            .captures_iter(t)
+            .all(|c| template::FIELDS.contains(&&c[1]))
+    };
+    !t.is_empty() && (t == "json" || t == "table" || (re.is_match(t) && placeholders()))
 }
 
 /// Every template of up to four pieces: the parser accepts exactly those

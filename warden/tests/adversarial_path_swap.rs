@@ -121,3 +121,47 @@ fn an_ancestor_writable_by_everyone_is_refused_unless_sticky_and_not_the_workers
     assert_refused_naming(ls(&w, &open.join("its")), &open);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `setfacl ARGS… PATH` (the `acl` package; scripts/test installs it).
+fn setfacl(args: &[&str], path: &Path) {
+    let out = assert_cmd::Command::new("setfacl")
+        .args(args)
+        .arg(path)
+        .output()
+        .expect("setfacl runs (apt-get install acl)");
+    assert!(
+        out.status.success(),
+        "setfacl {args:?} {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A root-owned directory whose mode shows no write for the Worker's uid
+/// or groups, but whose POSIX ACL names the Worker (or one of its groups)
+/// with write access: the Worker renames the entry below aside and puts a
+/// link to /etc in its place, as with a directory it owns. The group bits
+/// show only the ACL's mask, so the mode alone cannot say whose writes
+/// they are: the ACL itself is read.
+#[test]
+fn an_ancestor_the_worker_can_write_through_an_acl_is_refused() {
+    let w = start("swap-acl");
+    let d = scratch("acl");
+    let shared = d.join("shared");
+    mkdir(&shared, 0, 0, 0o755);
+    mkdir(&shared.join("inner"), 0, 0, 0o755);
+    setfacl(&["-m", &format!("u:{WORKER_UID}:rwx")], &shared);
+    assert_refused_naming(ls(&w, &shared.join("inner")), &shared);
+    // A named group of the Worker's does the same.
+    setfacl(&["-b"], &shared);
+    setfacl(&["-m", &format!("g:{WORKER_GID}:rwx")], &shared);
+    assert_refused_naming(ls(&w, &shared.join("inner")), &shared);
+    // The mask takes write away from every named entry: nothing to swap.
+    setfacl(&["-m", "m::rx"], &shared);
+    assert!(matches!(ls(&w, &shared.join("inner")), Response::Result(_)));
+    // Another account's named entry is not the Worker's.
+    setfacl(&["-b"], &shared);
+    setfacl(&["-m", &format!("u:{}:rwx", WORKER_UID + 1000)], &shared);
+    assert!(matches!(ls(&w, &shared.join("inner")), Response::Result(_)));
+    std::fs::remove_dir_all(&d).unwrap();
+}

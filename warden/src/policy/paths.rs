@@ -19,7 +19,7 @@
 
 use super::data::PATHS;
 use crate::users::WorkerAccount;
-use crate::writers::{Against, replaceable};
+use crate::writers::{Against, Dir, replaceable};
 use std::path::{Component, Path, PathBuf};
 
 /// Who asks, for the path check: whose writes could swap a directory on a
@@ -117,29 +117,31 @@ pub fn check_path(arg: &str, requester: &Requester) -> Result<String, PathRefusa
 fn unswappable(resolved: &str, requester: &Requester) -> Result<(), PathRefusal> {
     let unresolvable = |e: std::io::Error| PathRefusal::Unresolvable(e.to_string());
     let mut dir = PathBuf::from("/");
-    let mut dir_meta = std::fs::symlink_metadata(&dir).map_err(unresolvable)?;
+    // Each directory with its ACL: a named entry can give the Worker write
+    // access that its mode does not show (`writers.rs`).
+    let mut dir_meta = Dir::look(&dir).map_err(unresolvable)?;
     for c in Path::new(resolved).components() {
         let name = match c {
             Component::RootDir => continue,
             Component::Normal(n) => n,
             _ => return Err(PathRefusal::Unresolvable("not a resolved path".into())),
         };
-        if !dir_meta.is_dir() {
+        if !dir_meta.meta.is_dir() {
             return Err(PathRefusal::Unresolvable(format!(
                 "{} is not a directory",
                 dir.display()
             )));
         }
         let child = dir.join(name);
-        let child_meta = std::fs::symlink_metadata(&child).map_err(unresolvable)?;
-        if child_meta.file_type().is_symlink() {
+        let child_meta = Dir::look(&child).map_err(unresolvable)?;
+        if child_meta.meta.file_type().is_symlink() {
             return Err(PathRefusal::Unresolvable(format!(
                 "{} changed into a symbolic link while it was checked",
                 child.display()
             )));
         }
         use std::os::unix::fs::MetadataExt;
-        if let Some(why) = replaceable(&dir_meta, child_meta.uid(), requester.against()) {
+        if let Some(why) = replaceable(&dir_meta, child_meta.meta.uid(), requester.against()) {
             return Err(PathRefusal::Swappable {
                 dir: dir.to_string_lossy().into_owned(),
                 why,

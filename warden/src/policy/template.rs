@@ -13,7 +13,17 @@
 //! A field reference is `.` and an identifier, repeated; nothing else may
 //! stand between `{{` and `}}` — no function name, argument, pipe `|`,
 //! variable `$`, parenthesis, string, trim marker (`{{-`, `-}}`), comment
-//! or keyword (`if`, `range`, `with`, `define`, `template`, `block`). The
+//! or keyword (`if`, `range`, `with`, `define`, `template`, `block`).
+//!
+//! And the reference must be one of docker's own placeholders, [`FIELDS`]:
+//! a Go template calls a method as readily as it reads a field, and
+//! docker's formatting contexts have methods that re-encode — `{{.MarshalJSON}}`
+//! on `docker ps` prints the container's JSON as an array of byte numbers,
+//! its command line with a password in it included, which no redactor
+//! reads; a struct printed whole prints its byte slices the same way. So a
+//! name is accepted only when docker documents it as a placeholder of a
+//! command the policy allows and what it prints is text (a string, a
+//! number, a list of strings). The
 //! literal text holds letters, digits, space and `_.,:;|()[]"'/\+=-#%@!?<>*&~^`
 //! (docker turns `\t` and `\n` into a tab and a newline); a lone `{` or `}`
 //! is refused so no action can be spelled another way.
@@ -22,6 +32,92 @@
 
 /// At most this many bytes.
 pub const MAX_TEMPLATE: usize = 256;
+
+/// The field references a template may hold: docker's placeholders for the
+/// commands the policy allows (its `--format` documentation), each printing
+/// text. A name valid for one command and absent from another's context
+/// makes docker refuse the template, so one list serves them all; every
+/// name here prints text in each context that has it.
+pub const FIELDS: &[&str] = &[
+    // docker ps
+    "ID",
+    "Image",
+    "Command",
+    "CreatedAt",
+    "RunningFor",
+    "Ports",
+    "State",
+    "Status",
+    "Size",
+    "Names",
+    "Labels",
+    "Mounts",
+    "Networks",
+    "LocalVolumes",
+    // docker images
+    "Repository",
+    "Tag",
+    "Digest",
+    "CreatedSince",
+    "Containers",
+    "SharedSize",
+    "UniqueSize",
+    "VirtualSize",
+    // docker stats
+    "Container",
+    "Name",
+    "CPUPerc",
+    "MemUsage",
+    "MemPerc",
+    "NetIO",
+    "BlockIO",
+    "PIDs",
+    // docker system df
+    "Type",
+    "TotalCount",
+    "Active",
+    "Reclaimable",
+    // docker version
+    "Client.Version",
+    "Client.APIVersion",
+    "Client.GoVersion",
+    "Client.GitCommit",
+    "Client.BuildTime",
+    "Client.Os",
+    "Client.Arch",
+    "Client.Context",
+    "Server.Version",
+    "Server.APIVersion",
+    "Server.MinAPIVersion",
+    "Server.GitCommit",
+    "Server.GoVersion",
+    "Server.Os",
+    "Server.Arch",
+    "Server.KernelVersion",
+    "Server.BuildTime",
+    // docker info
+    "ServerVersion",
+    "OperatingSystem",
+    "OSType",
+    "OSVersion",
+    "Architecture",
+    "KernelVersion",
+    "NCPU",
+    "MemTotal",
+    "DockerRootDir",
+    "Driver",
+    "LoggingDriver",
+    "CgroupDriver",
+    "CgroupVersion",
+    "ContainersRunning",
+    "ContainersPaused",
+    "ContainersStopped",
+    "Images",
+    "Warnings",
+    "Swarm.LocalNodeState",
+    "Swarm.NodeID",
+    "Swarm.NodeAddr",
+];
 
 /// Why a template is refused, for the message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,6 +171,13 @@ fn field_reference(inside: &[u8]) -> Result<(), TemplateRefusal> {
         while body.get(i).copied().is_some_and(is_ident) {
             i += 1;
         }
+    }
+    // Only ASCII was consumed above, so this is the path as written.
+    let path = String::from_utf8_lossy(&body[1..]);
+    if !FIELDS.contains(&path.as_ref()) {
+        return Err(TemplateRefusal(format!(
+            "{{{{.{path}}}}} is not one of docker's placeholders the policy lists (a method such as MarshalJSON re-encodes what it prints)"
+        )));
     }
     Ok(())
 }
@@ -153,6 +256,13 @@ mod tests {
             "{{..Names}}",
             "{{.1}}",
             "{{.Names.}}",
+            "{{.MarshalJSON}}",
+            "{{ .MarshalJSON }}",
+            "{{.Swarm}}",
+            "{{.Server}}",
+            "{{.Names.String}}",
+            "{{.Server.Components}}",
+            "{{.Swarm.Cluster.TLSInfo}}",
             "x { y",
             "x } y",
             "{{.Names}}}",

@@ -151,7 +151,8 @@ pub fn describe(t: ValueType) -> String {
     match t {
         ValueType::Output => format!("one of {}", OUTPUT_MODES.join(", ")),
         ValueType::Template => format!(
-            "json, table, or [\"table \"] text and field references {{{{.Field}}}} {{{{.Field.Sub}}}}; no function, pipe, variable or trim (at most {} bytes)",
+            "json, table, or [\"table \"] text and field references {{{{.Field}}}} {{{{.Field.Sub}}}} to docker's placeholders {}; no function, method, pipe, variable or trim (at most {} bytes)",
+            template::FIELDS.join(" "),
             template::MAX_TEMPLATE
         ),
         _ => match value_pattern(t) {
