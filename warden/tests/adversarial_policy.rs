@@ -541,3 +541,40 @@ fn listing_the_wardens_own_tree_is_a_secret_path_read() {
         refused_with_secret_signal(cmd, a);
     }
 }
+
+#[test]
+fn journalctl_grep_is_refused_as_a_yes_or_no_oracle_on_redacted_text() {
+    // `-g 'password=Tr0u[a-m]'` returned the line (its secret redacted) or
+    // nothing: whether it matched the hidden text spelled the secret out a
+    // character class at a time.
+    for a in [
+        &["-g", "password=Tr0u[a-m]", "-n", "1"][..],
+        &["--grep", "password=T"],
+        &["--grep=password=T"],
+        &["--gre=password=T"],
+    ] {
+        refused("journalctl", a);
+    }
+}
+
+#[test]
+fn a_journal_match_on_what_an_entry_says_is_refused() {
+    // An exact match on MESSAGE (or any field a program writes) answers yes
+    // or no about the text the redactor hides.
+    for m in [
+        "MESSAGE=connecting with password=Tr0ub4dor3xyz99 to db",
+        "MESSAGE=x",
+        "_CMDLINE=psql --password=x",
+        "PASSWORD=x",
+        "CODE_FUNC=main",
+    ] {
+        refused("journalctl", &[m]);
+    }
+    let ok = check(
+        Table::Allow,
+        "journalctl",
+        &args(&["_SYSTEMD_UNIT=nginx.service", "+", "SYSLOG_IDENTIFIER=sshd"]),
+        &worker(),
+    );
+    assert!(ok.is_ok(), "{ok:?}");
+}

@@ -998,7 +998,6 @@ fn sample(t: ValueType) -> &'static str {
     match t {
         ValueType::Number => "5",
         ValueType::Since => "today",
-        ValueType::Pattern => "error",
         ValueType::Unit => "nginx.service",
         ValueType::Output => "short",
         ValueType::Priority => "err",

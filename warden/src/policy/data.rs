@@ -289,7 +289,6 @@ pub const ALLOW: &[Rule] = &[
                 "--list-boots",
             ],
             valued: &[
-                v("--grep", ValueType::Pattern),
                 v("--lines", ValueType::Number),
                 v("--output", ValueType::Output),
                 v("--priority", ValueType::Priority),
@@ -298,14 +297,12 @@ pub const ALLOW: &[Rule] = &[
                 v("--until", ValueType::Since),
                 v("-S", ValueType::Since),
                 v("-U", ValueType::Since),
-                v("-g", ValueType::Pattern),
                 v("-n", ValueType::Number),
                 v("-o", ValueType::Output),
                 v("-p", ValueType::Priority),
                 v("-u", ValueType::Unit),
             ],
             prefixed: &[
-                v("--grep=", ValueType::Pattern),
                 v("--lines=", ValueType::Number),
                 v("--output=", ValueType::Output),
                 v("--priority=", ValueType::Priority),

@@ -104,7 +104,6 @@ pub struct Valued {
 pub enum ValueType {
     Number,
     Since,
-    Pattern,
     Unit,
     Output,
     Priority,
@@ -118,7 +117,6 @@ impl ValueType {
         match self {
             ValueType::Number => "number",
             ValueType::Since => "since",
-            ValueType::Pattern => "pattern",
             ValueType::Unit => "unit",
             ValueType::Output => "output",
             ValueType::Priority => "priority",
@@ -138,7 +136,8 @@ pub enum Positional {
     File,
     Container,
     Unit,
-    /// A journal match: `FIELD=value` or `+`.
+    /// A journal match on where an entry came from (`_SYSTEMD_UNIT=…`,
+    /// `SYSLOG_IDENTIFIER=…`, …; never `MESSAGE`), or `+`.
     Match,
     Jail,
     /// A service name, never one matching `never_restart`.

@@ -52,7 +52,6 @@ fn value_pattern(t: ValueType) -> Option<Pattern> {
             32,
             r"^(?:today|yesterday|now|tomorrow|@[0-9]{1,12}|[0-9]{1,12}|[0-9]{1,6} ?(?:s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hour|hours|d|day|days|w|week|weeks)(?: ago)?|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[ T][0-9]{2}:[0-9]{2}(?::[0-9]{2})?Z?)?)$",
         ),
-        ValueType::Pattern => p(128, r#"^[A-Za-z0-9 _.,:;@/=+*?|^$()\[\]{}#%!~<>'"-]+$"#),
         ValueType::Unit => UNIT,
         ValueType::Output | ValueType::Template => return None,
         ValueType::Priority => p(
@@ -72,7 +71,10 @@ fn positional_pattern(k: Positional) -> Option<Pattern> {
         Positional::Unit => Some(UNIT),
         Positional::Match => Some(p(
             192,
-            r"^(?:\+|_{0,2}[A-Z0-9][A-Z0-9_]{0,63}=[A-Za-z0-9 _.,:;@/+=-]{0,128})$",
+            // Fields that say where an entry came from, never what it says:
+            // an exact match on MESSAGE (or any field a program writes)
+            // would answer yes or no about text the redactor hides.
+            r"^(?:\+|(?:_SYSTEMD_UNIT|_SYSTEMD_USER_UNIT|_SYSTEMD_SLICE|UNIT|USER_UNIT|SYSLOG_IDENTIFIER|SYSLOG_FACILITY|PRIORITY|_PID|_UID|_GID|_COMM|_EXE|_TRANSPORT|_BOOT_ID|_HOSTNAME|CONTAINER_NAME|CONTAINER_ID|IMAGE_NAME)=[A-Za-z0-9_.:@/+-]{1,128})$",
         )),
         Positional::Jail => Some(p(64, r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")),
         Positional::Service => Some(p(128, r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")),
@@ -80,10 +82,9 @@ fn positional_pattern(k: Positional) -> Option<Pattern> {
     }
 }
 
-pub const VALUE_TYPES: [ValueType; 9] = [
+pub const VALUE_TYPES: [ValueType; 8] = [
     ValueType::Number,
     ValueType::Since,
-    ValueType::Pattern,
     ValueType::Unit,
     ValueType::Output,
     ValueType::Priority,
