@@ -620,10 +620,14 @@ mod tests {
     #[test]
     fn a_panic_or_signal_that_moves_nothing_keeps_the_reason() {
         let (mut l, _) = ladder("same-step");
-        l.signal(&Signal::HoneypotRead { path: "/x".into() }).unwrap();
+        l.signal(&Signal::HoneypotRead { path: "/x".into() })
+            .unwrap();
         let reason = l.reason().to_string();
         assert_eq!(l.panic_from_chat().unwrap(), None);
-        assert_eq!(l.signal(&Signal::DenyListHit { pattern: "mkfs" }).unwrap(), None);
+        assert_eq!(
+            l.signal(&Signal::DenyListHit { pattern: "mkfs" }).unwrap(),
+            None
+        );
         assert_eq!(l.reason(), reason);
     }
 

@@ -278,7 +278,6 @@ fn history_rotated_away_just_under_the_drop_rate_still_moves_the_ladder() {
     // Two files dropped a window, one fewer than the rate that raises an
     // alarm: slow enough for the count, yet everything older than the two
     // files kept is gone, minutes after it was written.
-    #[allow(clippy::needless_update)]
     let w = Warden::start_with("slow-rotation", false, &[], |o| {
         o.journal_rotation = Rotation {
             max_bytes: 4096,
@@ -302,7 +301,10 @@ fn history_rotated_away_just_under_the_drop_rate_still_moves_the_ladder() {
     let Response::Verified { ok, report } = w.control(&Request::JournalVerify) else {
         panic!("no report")
     };
-    assert!(ok && report.contains("earlier lines were rotated away"), "{report}");
+    assert!(
+        ok && report.contains("earlier lines were rotated away"),
+        "{report}"
+    );
     let st = w.status();
     assert!(
         st.ladder_step >= 1,

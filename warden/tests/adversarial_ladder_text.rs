@@ -65,7 +65,11 @@ fn worker_text_in_a_signal_reaches_roots_status_bounded_and_without_control_byte
     assert!(matches!(r, Response::Refused { .. }), "{r:?}");
     let st = w.status();
     assert_eq!(st.ladder_name, "slow");
-    assert!(st.ladder_reason.contains("red action"), "{}", st.ladder_reason);
+    assert!(
+        st.ladder_reason.contains("red action"),
+        "{}",
+        st.ladder_reason
+    );
     assert!(
         !st.ladder_reason.chars().any(char::is_control),
         "control bytes from the Worker in root's status: {:?}",
