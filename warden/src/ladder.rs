@@ -27,6 +27,38 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub const QUIET_FOR_DECAY_S: u64 = 24 * 3600;
+/// The most bytes of a move's reason kept: a reason may carry the Worker's
+/// words (a red action's name, a path it asked for), and it is what
+/// `aromba status` shows root and the event the chat is told of.
+pub const REASON_BOUND: usize = 512;
+
+/// Characters a terminal shows as nothing or uses to reorder the text
+/// around them (zero widths, bidirectional overrides and isolates, line
+/// and paragraph separators, the byte order mark).
+fn invisible_or_reordering(c: char) -> bool {
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+}
+
+/// A reason as the ladder keeps it: every control character written out
+/// (`\u{1b}`, `\n`), so no byte of it can drive root's terminal or start
+/// a line of its own, and cut to [`REASON_BOUND`] bytes on a character
+/// boundary, with `…` where it was cut.
+pub fn shown_reason(reason: &str) -> String {
+    let mut out = String::new();
+    for c in reason.chars() {
+        let piece: String = if c.is_control() || invisible_or_reordering(c) {
+            c.escape_default().collect()
+        } else {
+            c.to_string()
+        };
+        if out.len() + piece.len() > REASON_BOUND - '…'.len_utf8() {
+            out.push('…');
+            return out;
+        }
+        out.push_str(&piece);
+    }
+    out
+}
 /// How many ladder events the Worker can still fetch.
 const EVENTS_KEPT: usize = 64;
 
@@ -235,7 +267,7 @@ fn decode(bytes: &[u8]) -> Option<State> {
                 time: e.get("time")?.as_u64()?,
                 from: Step::from_number(e.get("from")?.as_u64()?)?,
                 to: Step::from_number(e.get("to")?.as_u64()?)?,
-                reason: e.get("reason")?.as_str()?.to_string(),
+                reason: shown_reason(e.get("reason")?.as_str()?),
                 message: e.get("message")?.as_str()?.to_string(),
             })
         })
@@ -247,7 +279,7 @@ fn decode(bytes: &[u8]) -> Option<State> {
             Value::Null => None,
             v => Some(v.as_u64()?),
         },
-        reason: o.get("reason")?.as_str()?.to_string(),
+        reason: shown_reason(o.get("reason")?.as_str()?),
         next_event: o.get("next_event")?.as_u64()?,
         events,
     })
@@ -375,14 +407,18 @@ impl Ladder {
         Ok(())
     }
 
+    /// Moves to `to` for `reason`. Only a move changes why the ladder is
+    /// where it is: a signal or a `/panic` that leaves it on its step
+    /// (journaled by the server all the same) does not rewrite the reason
+    /// root reads in `aromba status`, and writes nothing.
     fn move_to(&mut self, to: Step, reason: String) -> Result<Option<Event>, LadderError> {
         let from = self.state.step;
         let now = self.clock.now();
-        self.state.reason = reason.clone();
         if to == from {
-            self.save()?;
             return Ok(None);
         }
+        let reason = shown_reason(&reason);
+        self.state.reason = reason.clone();
         let event = Event {
             id: self.state.next_event,
             time: now,
@@ -411,7 +447,13 @@ impl Ladder {
         } else {
             from.up()
         };
-        self.move_to(to, signal.to_string())
+        let moved = self.move_to(to, signal.to_string())?;
+        if moved.is_none() {
+            // No move, but the quiet hours Slow and Freeze wait for start
+            // again: that much survives a restart.
+            self.save()?;
+        }
+        Ok(moved)
     }
 
     /// `/panic` from the chat.
@@ -564,6 +606,29 @@ mod tests {
             Ladder::load(path, clock, false).unwrap().step(),
             Step::Normal
         );
+    }
+
+    #[test]
+    fn a_shown_reason_escapes_control_and_reordering_characters_and_is_bounded() {
+        let shown = shown_reason("a\x1b[2K\r\n\u{202e}b");
+        assert_eq!(shown, "a\\u{1b}[2K\\r\\n\\u{202e}b");
+        let long = shown_reason(&"é".repeat(1000));
+        assert!(long.len() <= REASON_BOUND && long.ends_with('…'));
+        assert_eq!(shown_reason(&long), long, "bounding twice changes nothing");
+    }
+
+    #[test]
+    fn a_panic_or_signal_that_moves_nothing_keeps_the_reason() {
+        let (mut l, _) = ladder("same-step");
+        l.signal(&Signal::HoneypotRead { path: "/x".into() })
+            .unwrap();
+        let reason = l.reason().to_string();
+        assert_eq!(l.panic_from_chat().unwrap(), None);
+        assert_eq!(
+            l.signal(&Signal::DenyListHit { pattern: "mkfs" }).unwrap(),
+            None
+        );
+        assert_eq!(l.reason(), reason);
     }
 
     #[test]

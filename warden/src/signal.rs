@@ -74,7 +74,9 @@ impl fmt::Display for Signal {
                 window_s,
                 what,
             } => {
-                if window_s % 60 == 0 {
+                if *window_s >= 86_400 && window_s % 86_400 == 0 {
+                    write!(f, "{count} {what} in {} days", window_s / 86_400)
+                } else if window_s % 60 == 0 {
                     write!(f, "{count} {what} in {} minutes", window_s / 60)
                 } else {
                     write!(f, "{count} {what} in {window_s} s")

@@ -235,6 +235,8 @@ fn history_rotated_away_fast_moves_the_ladder_and_verify_says_what_is_gone() {
             keep_bytes: 1 << 30,
             drop_alarm: 2,
             drop_window: Duration::from_secs(3600),
+            // The rate alone.
+            min_history: Duration::ZERO,
         };
     });
     for _ in 0..60 {
@@ -256,5 +258,61 @@ fn history_rotated_away_fast_moves_the_ladder_and_verify_says_what_is_gone() {
     assert!(
         report.contains("earlier lines were rotated away"),
         "{report}"
+    );
+}
+
+/// How many files rotation says it dropped, in the files still there.
+fn drops_recorded(w: &Warden) -> u64 {
+    let current = w.layout().journal_file();
+    (1..=4)
+        .map(|n| rotated(&current, n))
+        .chain([current.clone()])
+        .flat_map(|f| lines_of(&f))
+        .filter(|l| l["event"] == "journal-dropped")
+        .map(|l| l["files"].as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn history_rotated_away_just_under_the_drop_rate_still_moves_the_ladder() {
+    // Two files dropped a window, one fewer than the rate that raises an
+    // alarm: slow enough for the count, yet everything older than the two
+    // files kept is gone, minutes after it was written.
+    let w = Warden::start_with("slow-rotation", false, &[], |o| {
+        o.journal_rotation = Rotation {
+            max_bytes: 4096,
+            keep: 2,
+            keep_bytes: 1 << 30,
+            drop_alarm: 2,
+            drop_window: Duration::from_secs(3600),
+            ..Rotation::default()
+        };
+    });
+    let mut notes = 0;
+    while drops_recorded(&w) < 2 {
+        // A minute apart, so Slow (once reached) paces none of them.
+        w.clock.advance(61);
+        w.ask(&Request::Note {
+            text: "n".repeat(400),
+        });
+        notes += 1;
+        assert!(notes < 200, "rotation never dropped a file");
+    }
+    let Response::Verified { ok, report } = w.control(&Request::JournalVerify) else {
+        panic!("no report")
+    };
+    assert!(
+        ok && report.contains("earlier lines were rotated away"),
+        "{report}"
+    );
+    let st = w.status();
+    assert!(
+        st.ladder_step >= 1,
+        "the journal kept minutes of history and nothing moved"
+    );
+    assert!(
+        st.ladder_reason.contains("journal files rotated away"),
+        "{}",
+        st.ladder_reason
     );
 }

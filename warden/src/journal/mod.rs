@@ -208,6 +208,12 @@ pub struct Rotation {
     /// More files than this dropped within `drop_window` is reported.
     pub drop_alarm: usize,
     pub drop_window: Duration,
+    /// Dropping a file rotated out less than this long ago is reported
+    /// whatever the rate: what the journal keeps then covers less time
+    /// than this, so lines dripped in just under `drop_alarm` cannot
+    /// rotate recent history away unnoticed. (At most one report per
+    /// `drop_window`, as for the rate.)
+    pub min_history: Duration,
 }
 
 impl Default for Rotation {
@@ -225,6 +231,11 @@ impl Default for Rotation {
             // that one).
             drop_alarm: 2,
             drop_window: Duration::from_secs(86_400),
+            // A week: at the Worker's normal pace the journal holds months.
+            // A Worker keeping under the rate above (two files a day)
+            // with lines that compress badly fills the kept bytes in about
+            // four days.
+            min_history: Duration::from_secs(7 * 86_400),
         }
     }
 }
@@ -255,12 +266,17 @@ impl JournalConfig {
     }
 }
 
-/// Rotation dropped history faster than the configured rate.
+/// Rotation dropped history faster than the configured rate, or dropped
+/// a file younger than the history it must keep.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DropAlarm {
-    /// Files dropped within the window.
+    /// Files dropped within the window (`young`: files dropped that were
+    /// rotated out within `min_history`).
     pub dropped: usize,
+    /// `drop_window`, or `min_history` when `young`.
     pub window: Duration,
+    /// The journal kept less than `min_history`.
+    pub young: bool,
 }
 
 /// The head of the chain: what an outside anchor needs to detect truncation.
@@ -475,9 +491,21 @@ impl Journal {
             .sum();
         let mut through: Option<u64> = None;
         let mut dropped = 0;
+        let mut young = 0;
         while count > 1 && (count > limits.keep.max(1) || total > limits.keep_bytes) {
             let oldest = rotated(&self.path, count);
-            let size = std::fs::metadata(&oldest).map(|m| m.len()).unwrap_or(0);
+            let meta = std::fs::metadata(&oldest).ok();
+            let size = meta.as_ref().map_or(0, |m| m.len());
+            // A rotated file's time is when it was rotated out, which is
+            // when its newest line was written (renames keep it; only root
+            // writes here). One that cannot be read counts as young.
+            let age = meta
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| std::time::SystemTime::now().duration_since(t).ok())
+                .unwrap_or_default();
+            if age < limits.min_history {
+                young += 1;
+            }
             // Files go oldest first, so the last one read ends where the
             // chain kept starts. A damaged file is dropped all the same;
             // verify names what it can no longer see.
@@ -499,11 +527,11 @@ impl Journal {
         if dropped == 0 {
             return Ok(None);
         }
-        self.count_drops(dropped);
+        self.count_drops(dropped, young);
         Ok(Some((through.unwrap_or(0), dropped)))
     }
 
-    fn count_drops(&mut self, dropped: usize) {
+    fn count_drops(&mut self, dropped: usize, young: usize) {
         let now = Instant::now();
         let limits = &self.config.rotation;
         for _ in 0..dropped {
@@ -520,11 +548,26 @@ impl Journal {
         let quiet = self
             .last_alarm
             .is_none_or(|t| now.duration_since(t) >= limits.drop_window);
-        if self.drops.len() > limits.drop_alarm && quiet {
-            self.alarm = Some(DropAlarm {
+        if !quiet {
+            return;
+        }
+        let alarm = if self.drops.len() > limits.drop_alarm {
+            Some(DropAlarm {
                 dropped: self.drops.len(),
                 window: limits.drop_window,
-            });
+                young: false,
+            })
+        } else if young > 0 {
+            Some(DropAlarm {
+                dropped: young,
+                window: limits.min_history,
+                young: true,
+            })
+        } else {
+            None
+        };
+        if let Some(alarm) = alarm {
+            self.alarm = Some(alarm);
             self.last_alarm = Some(now);
             self.drops.clear();
         }

@@ -459,8 +459,9 @@ impl Server {
 }
 
 /// Appends a line; `None` when the journal could not take it. When
-/// rotation has dropped history faster than its configured rate, that is a
-/// ladder signal (at most one a window; the journal keeps the count).
+/// rotation has dropped history faster than its configured rate, or left
+/// the journal holding less than its minimum history, that is a ladder
+/// signal (at most one a window; the journal keeps the count).
 fn journal(shared: &Shared, kind: &str, mut fields: Map<String, Value>) -> Option<u64> {
     fields.insert("kind".into(), Value::from(kind));
     let (seq, alarm) = {
@@ -475,7 +476,11 @@ fn journal(shared: &Shared, kind: &str, mut fields: Map<String, Value>) -> Optio
             Signal::TooManyCommands {
                 count: alarm.dropped,
                 window_s: alarm.window.as_secs(),
-                what: "journal files rotated away",
+                what: if alarm.young {
+                    "journal files rotated away, though the journal keeps at least the lines written"
+                } else {
+                    "journal files rotated away"
+                },
             },
         );
     }
