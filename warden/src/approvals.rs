@@ -43,8 +43,7 @@
 use crate::layout::Layout;
 use minisign_verify::{PublicKey, Signature};
 use serde_json::{Map, Value};
-use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::Read;
 use std::path::PathBuf;
 
 /// How far a tap's time may be from the Warden's clock.
@@ -396,19 +395,10 @@ pub fn record(
 ) -> std::io::Result<String> {
     let dir = actions_dir(layout);
     let path = dir.join(format!("{}.json", id.0));
-    let tmp = dir.join(format!("{}.new", id.0));
     let bytes = serde_json::to_vec(&action.record(&text_sha256(text), now)).unwrap_or_default();
     // Whole or not at all: the record a tap is checked against is never a
     // half-written one.
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.write_all(&bytes)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, &path)?;
+    crate::atomic_file::replace(&path, &bytes, 0o600)?;
     Ok(id.0)
 }
 

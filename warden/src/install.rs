@@ -13,8 +13,6 @@ use crate::ladder::{Clock, Ladder};
 use crate::layout::{Layout, make_dir};
 use crate::policy;
 use crate::worker_dirs;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::path::PathBuf;
 
@@ -93,18 +91,7 @@ pub fn install(o: &InstallOptions<'_>) -> std::io::Result<Installed> {
     // Where chores of ours move what they take away (never deleted outright).
     make_dir(&layout.quarantine_dir, 0o700)?;
     let path = layout.policy_file();
-    let tmp = layout.config_dir.join(".policy.toml.new");
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)?;
-    f.write_all(policy::render().as_bytes())?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, &path)?;
-    std::fs::File::open(&layout.config_dir)?.sync_all()?;
+    crate::atomic_file::replace(&path, policy::render().as_bytes(), 0o644)?;
     let fences = layout.fences_file();
     if std::fs::symlink_metadata(&fences).is_err() {
         std::fs::write(&fences, "")?;

@@ -12,8 +12,6 @@ use crate::layout::Layout;
 use crate::policy;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,17 +119,8 @@ impl Baseline {
                     .collect(),
             ),
         );
-        let path = layout.baseline_file();
-        let tmp = path.with_extension("json.new");
-        let _ = std::fs::remove_file(&tmp);
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(&serde_json::to_vec(&Value::Object(m)).unwrap_or_default())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)
+        let bytes = serde_json::to_vec(&Value::Object(m)).unwrap_or_default();
+        crate::atomic_file::replace(&layout.baseline_file(), &bytes, 0o600)
     }
 
     /// The recorded baseline; `Ok(None)` when not installed.

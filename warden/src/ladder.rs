@@ -20,8 +20,7 @@
 
 use crate::signal::Signal;
 use serde_json::{Map, Value};
-use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -381,22 +380,7 @@ impl Ladder {
             path: self.path.clone(),
             source,
         };
-        let tmp = self.path.with_extension("json.new");
-        let _ = std::fs::remove_file(&tmp);
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(err)?;
-        f.write_all(&encode(&self.state)).map_err(err)?;
-        f.sync_all().map_err(err)?;
-        std::fs::rename(&tmp, &self.path).map_err(err)?;
-        if let Some(dir) = self.path.parent() {
-            std::fs::File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(err)?;
-        }
+        crate::atomic_file::replace(&self.path, &encode(&self.state), 0o600).map_err(err)?;
         // Read back what was written: a write that did not land is an error.
         let back = std::fs::read(&self.path).map_err(err)?;
         if decode(&back).as_ref() != Some(&self.state) {

@@ -17,6 +17,7 @@
 #![deny(unsafe_code)]
 
 pub mod approvals;
+pub mod atomic_file;
 pub mod cage;
 pub mod chores;
 pub mod cli;

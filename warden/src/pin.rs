@@ -31,8 +31,8 @@
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 use serde_json::{Map, Value};
-use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The state record holding the hash.
@@ -161,20 +161,7 @@ impl Attempts {
         m.insert("failures".into(), Value::from(self.failures));
         m.insert("locked_until".into(), Value::from(self.locked_until));
         let bytes = serde_json::to_vec(&Value::Object(m)).unwrap_or_default();
-        let tmp = path.with_extension("json.new");
-        let _ = std::fs::remove_file(&tmp);
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        if let Some(dir) = path.parent() {
-            std::fs::File::open(dir)?.sync_all()?;
-        }
-        Ok(())
+        crate::atomic_file::replace(path, &bytes, 0o600)
     }
 
     /// `Err` with the reason while PIN actions are locked. A count already

@@ -12,8 +12,6 @@
 
 use crate::integrity::Baseline;
 use crate::layout::Layout;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 #[derive(Debug)]
@@ -102,18 +100,8 @@ pub fn change(
     }
     match bytes {
         Some(bytes) => {
-            let tmp = path.with_file_name(format!("{name}.new"));
-            let _ = std::fs::remove_file(&tmp);
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)
-                .map_err(io(format!("create {}", tmp.display())))?;
-            f.write_all(bytes)
-                .and_then(|()| f.sync_all())
-                .map_err(io(format!("write {}", tmp.display())))?;
-            std::fs::rename(&tmp, &path).map_err(io(format!("replace {}", path.display())))?;
+            crate::atomic_file::replace(&path, bytes, 0o600)
+                .map_err(io(format!("replace {}", path.display())))?;
         }
         None => match std::fs::remove_file(&path) {
             Ok(()) => {}
