@@ -209,6 +209,11 @@ pub struct Ladder {
     path: PathBuf,
     clock: Arc<dyn Clock>,
     state: State,
+    /// Why the state in memory is not on disk yet (a full disk, an
+    /// unwritable directory). The step in memory is the one in force: a
+    /// move up holds whether or not it could be saved, and saving is
+    /// retried (`retry_save`).
+    unsaved: Option<String>,
 }
 
 impl std::fmt::Debug for Ladder {
@@ -338,7 +343,12 @@ impl Ladder {
             decode(&bytes)
                 .unwrap_or_else(|| fresh(Step::Cut, "the ladder's state file is malformed".into()))
         };
-        let ladder = Ladder { path, clock, state };
+        let ladder = Ladder {
+            path,
+            clock,
+            state,
+            unsaved: None,
+        };
         ladder.save()?;
         Ok(ladder)
     }
@@ -373,6 +383,30 @@ impl Ladder {
             .filter(|e| e.id > after)
             .cloned()
             .collect()
+    }
+
+    /// Saves the state, or notes why it could not be: a move is never
+    /// undone because the disk refused it (a Worker that fills the disk
+    /// must not be able to talk the ladder down, or the Warden out of
+    /// serving root).
+    fn persist(&mut self) {
+        self.unsaved = self.save().err().map(|e| e.to_string());
+    }
+
+    /// Why the state in memory is not on disk, if it is not.
+    pub fn unsaved(&self) -> Option<&str> {
+        self.unsaved.as_deref()
+    }
+
+    /// Tries again to save a state that could not be saved; `None` when
+    /// there was nothing to save, else whether it is saved now.
+    pub fn retry_save(&mut self) -> Option<Result<(), String>> {
+        self.unsaved.as_ref()?;
+        self.persist();
+        Some(match &self.unsaved {
+            None => Ok(()),
+            Some(e) => Err(e.clone()),
+        })
     }
 
     fn save(&self) -> Result<(), LadderError> {
@@ -417,7 +451,7 @@ impl Ladder {
         self.state.events.push(event.clone());
         let excess = self.state.events.len().saturating_sub(EVENTS_KEPT);
         self.state.events.drain(..excess);
-        self.save()?;
+        self.persist();
         Ok(Some(event))
     }
 
@@ -435,7 +469,7 @@ impl Ladder {
         if moved.is_none() {
             // No move, but the quiet hours Slow and Freeze wait for start
             // again: that much survives a restart.
-            self.save()?;
+            self.persist();
         }
         Ok(moved)
     }

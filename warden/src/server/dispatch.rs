@@ -206,7 +206,14 @@ pub(super) fn ladder_response(shared: &Shared) -> Response {
 pub(super) fn status(shared: &Shared) -> Response {
     let (step, reason) = {
         let l = shared.ladder.lock().unwrap_or_else(|p| p.into_inner());
-        (l.step(), l.reason().to_string())
+        let reason = match l.unsaved() {
+            None => l.reason().to_string(),
+            Some(why) => format!(
+                "{} (not saved to disk: {why}; in force all the same, saving is retried)",
+                l.reason()
+            ),
+        };
+        (l.step(), reason)
     };
     let now = shared.options.clock.now();
     let installed_at = shared.installed_at();

@@ -31,12 +31,9 @@ pub(super) fn after_move(shared: &Shared, moved: Result<Option<Event>, LadderErr
         Ok(Some(e)) => e,
         Ok(None) => return,
         Err(e) => {
-            // The ladder's file could not be written: stop serving rather
-            // than run on with a state that would not survive a restart.
             let mut m = Map::new();
             m.insert("error".into(), Value::from(e.to_string()));
             journal(shared, "ladder-unwritable", m);
-            shared.wake();
             return;
         }
     };
@@ -46,6 +43,17 @@ pub(super) fn after_move(shared: &Shared, moved: Result<Option<Event>, LadderErr
     m.insert("to".into(), Value::from(event.to.name()));
     m.insert("reason".into(), Value::from(event.reason.as_str()));
     m.insert("message".into(), Value::from(event.message.as_str()));
+    // The move holds even when its file could not be written (a full
+    // disk): the Warden serves on at the new step and retries the save.
+    let unsaved = shared
+        .ladder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .unsaved()
+        .map(str::to_string);
+    if let Some(why) = unsaved {
+        m.insert("unsaved".into(), Value::from(why));
+    }
     journal(shared, "ladder-move", m);
     if event.to >= Step::Cut {
         wipe_ai_key(shared);

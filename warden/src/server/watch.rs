@@ -86,6 +86,14 @@ pub(super) fn watch(shared: &Shared) {
             .unwrap_or_else(|p| p.into_inner())
             .decay();
         after_move(shared, decayed);
+        let retried = shared
+            .ladder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retry_save();
+        if let Some(Ok(())) = retried {
+            journal(shared, "ladder-saved", Map::new());
+        }
         super::pace::flush_quiet(shared);
         let allowed = crate::netwatch::Allowed::read(&shared.options.layout.network_file());
         for remote in crate::netwatch::connections_of(shared.options.worker_uid) {
