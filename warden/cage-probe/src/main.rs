@@ -43,6 +43,36 @@ fn main() -> ExitCode {
             })
             .unwrap_or_else(|e| format!("refused: {e}")),
         ["write", path] => outcome(std::fs::write(path, b"x")),
+        // Opens for writing and writes nothing: the write itself is what
+        // the cage must make impossible, and this machine is the host.
+        ["open-write", path] => outcome(std::fs::OpenOptions::new().write(true).open(path)),
+        // Writes back the value already there (read first): harmless if it
+        // goes through, and shows a sysctl write would.
+        ["rewrite", path] => outcome(std::fs::read(path).and_then(|v| {
+            use std::io::Write;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)?
+                .write_all(&v)
+        })),
+        // The options of the topmost mount at `path`, from mountinfo.
+        ["mount-options", path] => match std::fs::read_to_string("/proc/self/mountinfo") {
+            Ok(info) => info
+                .lines()
+                .rev()
+                .find_map(|l| {
+                    let f: Vec<&str> = l.split(' ').collect();
+                    (f.get(4) == Some(path))
+                        .then(|| f.get(5).map(|o| o.to_string()))
+                        .flatten()
+                })
+                .unwrap_or_else(|| "no mount".into()),
+            Err(e) => format!("refused: {e}"),
+        },
+        ["list", path] => match std::fs::read_dir(path) {
+            Ok(d) => format!("{} entries", d.count()),
+            Err(e) => format!("refused: {e}"),
+        },
         ["read", path] => match std::fs::read(path) {
             Ok(b) => format!("read {} bytes", b.len()),
             Err(e) => format!("refused: {e}"),
@@ -77,7 +107,7 @@ fn main() -> ExitCode {
         ["tiocsti"] => tiocsti(),
         _ => {
             eprintln!(
-                "usage: aromba-cage-probe socket-unix-high-bits|socket-unix|socket-inet|socketpair-unix|status|write PATH|read PATH|processes|tty|tiocsti"
+                "usage: aromba-cage-probe socket-unix-high-bits|socket-unix|socket-inet|socketpair-unix|status|write PATH|open-write PATH|rewrite PATH|read PATH|list DIR|mount-options PATH|processes|tty|tiocsti"
             );
             return ExitCode::from(2);
         }

@@ -2,7 +2,9 @@
 //! a chore must not be able to do. These need root and bubblewrap; they
 //! fail, never skip, without them.
 
-use aromba_warden::cage::{CageSpec, Hidden, bwrap_args, run_caged, secret_paths, tool_spec};
+use aromba_warden::cage::{
+    CageSpec, Hidden, bwrap_args, bwrap_args_with, run_caged, secret_paths, tool_spec,
+};
 use aromba_warden::exec::Bounds;
 use aromba_warden::layout::Layout;
 use std::path::{Path, PathBuf};
@@ -65,6 +67,71 @@ fn a_unix_socket_is_refused_even_with_high_bits_in_the_family() {
     // The filter is not simply refusing sockets: an inet socket is made
     // (in a network namespace with nothing in it).
     assert_eq!(probe(&spec, &["socket-inet"]), "allowed");
+}
+
+#[test]
+fn core_pattern_and_sysrq_trigger_cannot_be_opened_for_writing_from_a_dry_run() {
+    // A dry run's cage (nothing writable) and a chore's: uid 0 without
+    // capabilities still passes the sysctl's check, so only the read-only
+    // mount stands between a chore and `kernel.core_pattern = |command`,
+    // which the host runs as root at the next crash. The probe opens for
+    // writing and never writes a byte there.
+    let root = temp("procsys");
+    let layout = Layout::rooted(&root);
+    for spec in [CageSpec::default(), tool_spec(&layout, Vec::new())] {
+        let core = probe(&spec, &["open-write", "/proc/sys/kernel/core_pattern"]);
+        assert!(core.contains("Read-only file system"), "{core}");
+        if Path::new("/proc/sysrq-trigger").exists() {
+            let sysrq = probe(&spec, &["open-write", "/proc/sysrq-trigger"]);
+            assert!(sysrq.starts_with("refused"), "{sysrq}");
+        }
+        // A harmless sysctl, written back with the value it has: the write
+        // itself fails, not only the open of one file.
+        let rate = probe(&spec, &["rewrite", "/proc/sys/kernel/printk_ratelimit"]);
+        assert!(rate.contains("Read-only file system"), "{rate}");
+        // Each of the five is a read-only mount of its own in the cage (the
+        // topmost mount at that point is the one a process meets).
+        for dir in aromba_warden::cage::PROC_READ_ONLY {
+            if Path::new(dir).exists() {
+                let got = probe(&spec, &["mount-options", dir]);
+                assert!(got.split(',').any(|o| o == "ro"), "{dir}: {got}");
+            }
+        }
+        if Path::new("/proc/irq/default_smp_affinity").exists() {
+            let irq = probe(&spec, &["open-write", "/proc/irq/default_smp_affinity"]);
+            assert!(irq.starts_with("refused"), "{irq}");
+        }
+    }
+    // The sysctls are still readable: chores read them.
+    let spec = CageSpec::default();
+    assert!(probe(&spec, &["read", "/proc/sys/kernel/core_pattern"]).starts_with("read"));
+}
+
+#[test]
+fn kernel_memory_keys_timers_and_firmware_are_masked() {
+    let root = temp("masked");
+    let layout = Layout::rooted(&root);
+    for spec in [CageSpec::default(), tool_spec(&layout, Vec::new())] {
+        for file in [
+            "/proc/kcore",
+            "/proc/keys",
+            "/proc/timer_list",
+            "/proc/sched_debug",
+        ] {
+            let got = probe(&spec, &["read", file]);
+            assert!(
+                got == "read 0 bytes" || got.starts_with("refused"),
+                "{file}: {got}"
+            );
+        }
+        let firmware = probe(&spec, &["list", "/sys/firmware"]);
+        assert!(
+            firmware == "0 entries" || firmware.starts_with("refused"),
+            "{firmware}"
+        );
+        let planted = probe(&spec, &["write", "/sys/firmware/aromba-cage-test"]);
+        assert!(planted.starts_with("refused"), "{planted}");
+    }
 }
 
 #[test]
@@ -279,11 +346,14 @@ fn bwrap_argument_vector_is_exactly_this() {
         ],
         nothing_writable: false,
     };
-    let got = bwrap_args(
+    // A host with every kernel path the cage covers.
+    let all = |_: &Path| true;
+    let got = bwrap_args_with(
         &spec,
         7,
         "/usr/lib/aromba/chores/apt-clean",
         &["--dry-run".into()],
+        &all,
     );
     let want = [
         "--die-with-parent",
@@ -315,8 +385,39 @@ fn bwrap_argument_vector_is_exactly_this() {
         "--ro-bind",
         "/dev/null",
         "/etc/shadow",
+        "--ro-bind",
+        "/proc/sys",
+        "/proc/sys",
+        "--ro-bind",
+        "/proc/sysrq-trigger",
+        "/proc/sysrq-trigger",
+        "--ro-bind",
+        "/proc/irq",
+        "/proc/irq",
+        "--ro-bind",
+        "/proc/bus",
+        "/proc/bus",
+        "--ro-bind",
+        "/proc/fs",
+        "/proc/fs",
+        "--ro-bind",
+        "/dev/null",
+        "/proc/kcore",
+        "--ro-bind",
+        "/dev/null",
+        "/proc/keys",
+        "--ro-bind",
+        "/dev/null",
+        "/proc/timer_list",
+        "--ro-bind",
+        "/dev/null",
+        "/proc/sched_debug",
+        "--tmpfs",
+        "/sys/firmware",
         "--remount-ro",
         "/root/.ssh",
+        "--remount-ro",
+        "/sys/firmware",
         "--chdir",
         "/",
         "--seccomp",
@@ -328,7 +429,12 @@ fn bwrap_argument_vector_is_exactly_this() {
     assert_eq!(got, want);
     // An assistant tool's cage: the same, with scratch space read-only and
     // no touch bound whatever the spec lists.
-    let tool = bwrap_args(
+    // On a host without `/proc/sysrq-trigger`, `/proc/kcore` and
+    // `/proc/sched_debug` (kernel options), those are left out: bubblewrap
+    // cannot make a mount point in `/proc`.
+    let missing = ["/proc/sysrq-trigger", "/proc/kcore", "/proc/sched_debug"];
+    let some = |p: &Path| !missing.iter().any(|m| p == Path::new(m));
+    let tool = bwrap_args_with(
         &CageSpec {
             nothing_writable: true,
             ..spec.clone()
@@ -336,6 +442,7 @@ fn bwrap_argument_vector_is_exactly_this() {
         7,
         "/usr/lib/aromba/tools/disk-report",
         &[],
+        &some,
     );
     let tail: Vec<&str> = tool[21..].iter().map(String::as_str).collect();
     assert_eq!(
@@ -346,8 +453,30 @@ fn bwrap_argument_vector_is_exactly_this() {
             "--ro-bind",
             "/dev/null",
             "/etc/shadow",
+            "--ro-bind",
+            "/proc/sys",
+            "/proc/sys",
+            "--ro-bind",
+            "/proc/irq",
+            "/proc/irq",
+            "--ro-bind",
+            "/proc/bus",
+            "/proc/bus",
+            "--ro-bind",
+            "/proc/fs",
+            "/proc/fs",
+            "--ro-bind",
+            "/dev/null",
+            "/proc/keys",
+            "--ro-bind",
+            "/dev/null",
+            "/proc/timer_list",
+            "--tmpfs",
+            "/sys/firmware",
             "--remount-ro",
             "/root/.ssh",
+            "--remount-ro",
+            "/sys/firmware",
             "--remount-ro",
             "/tmp",
             "--remount-ro",

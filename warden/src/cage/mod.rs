@@ -6,7 +6,9 @@
 //! Real root inside bubblewrap keeps every capability unless dropped (seen
 //! here: `mount -o remount,rw /` succeeded without `--cap-drop ALL`), so the
 //! argument vector below always drops them, and bubblewrap sets
-//! `no_new_privs` before running the chore.
+//! `no_new_privs` before running the chore. uid 0 without capabilities still
+//! passes a sysctl's check, so the kernel's knobs in `/proc` and `/sys` are
+//! covered read-only or masked (`PROC_READ_ONLY`, `KERNEL_MASKED_*`).
 
 #![forbid(unsafe_code)]
 
@@ -115,10 +117,54 @@ pub fn secret_paths(layout: &Layout) -> Vec<Hidden> {
     hidden
 }
 
+/// The parts of `/proc` through which uid 0 without capabilities still
+/// changes the host (sysctls: `kernel.core_pattern` set to a pipe runs a
+/// command as host root; `sysrq-trigger`; interrupt affinity; PCI and
+/// filesystem knobs), bound read-only over the cage's own `/proc`.
+/// bubblewrap 0.8 covers some of them itself, but skips the cover when
+/// `access()` says EACCES, which left `/proc/sys` writable. runc's and
+/// Docker's list.
+pub const PROC_READ_ONLY: [&str; 5] = [
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+    "/proc/irq",
+    "/proc/bus",
+    "/proc/fs",
+];
+
+/// Kernel files a chore has no business reading (kernel memory, the
+/// kernel's keys, timers and scheduler internals): each covered by
+/// `/dev/null`. runc's and Docker's list.
+pub const KERNEL_MASKED_FILES: [&str; 4] = [
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/timer_list",
+    "/proc/sched_debug",
+];
+
+/// Kernel directories masked by an empty, read-only tmpfs (firmware
+/// tables and variables, EFI ones writable by root).
+pub const KERNEL_MASKED_DIRS: [&str; 1] = ["/sys/firmware"];
+
 /// The bubblewrap argument vector. The order matters: bubblewrap applies
 /// mounts in order, so the writable touches come after the read-only root
-/// and the hidden secrets after both.
+/// and the hidden secrets and the kernel's covers after both.
 pub fn bwrap_args(spec: &CageSpec, seccomp_fd: i32, program: &str, args: &[String]) -> Vec<String> {
+    bwrap_args_with(spec, seccomp_fd, program, args, &|p: &Path| {
+        std::fs::symlink_metadata(p).is_ok()
+    })
+}
+
+/// As [`bwrap_args`], with `exists` saying which of the kernel's paths this
+/// host has (a path the kernel lacks cannot be covered: bubblewrap would
+/// have to create it in `/proc`, and fail). Tests pass their own.
+pub fn bwrap_args_with(
+    spec: &CageSpec,
+    seccomp_fd: i32,
+    program: &str,
+    args: &[String],
+    exists: &dyn Fn(&Path) -> bool,
+) -> Vec<String> {
     let mut v: Vec<String> = ["--die-with-parent", "--new-session", "--unshare-all"]
         .iter()
         .map(|s| s.to_string())
@@ -186,6 +232,25 @@ pub fn bwrap_args(spec: &CageSpec, seccomp_fd: i32, program: &str, args: &[Strin
             ]),
             _ => {}
         }
+    }
+    // The kernel's covers, after the touches and the secrets so that no
+    // other mount can undo them. The source of each read-only bind is the
+    // host's own `/proc` entry: the same sysctls (their namespaced ones
+    // follow the namespaces of the process that opens them, not the
+    // mount), the same kernel files.
+    for p in PROC_READ_ONLY.iter().filter(|p| exists(Path::new(p))) {
+        v.extend(["--ro-bind".to_string(), p.to_string(), p.to_string()]);
+    }
+    for f in KERNEL_MASKED_FILES.iter().filter(|p| exists(Path::new(p))) {
+        v.extend([
+            "--ro-bind".to_string(),
+            "/dev/null".to_string(),
+            f.to_string(),
+        ]);
+    }
+    for d in KERNEL_MASKED_DIRS.iter().filter(|p| exists(Path::new(p))) {
+        v.extend(["--tmpfs".to_string(), d.to_string()]);
+        read_only.push(d.to_string());
     }
     // The stand-ins are read-only, so a write there fails like any other
     // outside the touches instead of vanishing into a scratch tmpfs.
