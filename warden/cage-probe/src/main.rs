@@ -1,12 +1,17 @@
 //! `aromba-cage-probe CHECK`: tries one thing from inside the cage and
 //! prints what happened, for the cage's tests. Never shipped.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
+
+mod raw;
 
 use std::os::unix::net::UnixDatagram;
 use std::process::ExitCode;
 
 const SOCK_STREAM: i32 = 1;
+const SOCK_DGRAM: i32 = 2;
+const AF_PACKET: u64 = 17;
+const AF_VSOCK: u64 = 40;
 
 fn outcome<T>(r: std::io::Result<T>) -> String {
     match r {
@@ -30,6 +35,27 @@ fn main() -> ExitCode {
         ["socket-unix"] => outcome(aromba_warden::system::socket_raw(1, SOCK_STREAM)),
         ["socket-inet"] => outcome(aromba_warden::system::socket_raw(2, SOCK_STREAM)),
         ["socketpair-unix"] => outcome(UnixDatagram::pair()),
+        // The kernel's surface the filter refuses (raw.rs says why each
+        // call's arguments are harmless where it is not refused).
+        ["socket-vsock"] => outcome(raw::socket(AF_VSOCK, SOCK_STREAM)),
+        ["socket-vsock-high-bits"] => outcome(raw::socket(0x7_0000_0000 | AF_VSOCK, SOCK_STREAM)),
+        ["socket-packet"] => outcome(raw::socket(AF_PACKET, SOCK_DGRAM)),
+        ["socket-inet-high-bits"] => outcome(raw::socket(0x1_0000_0002, SOCK_STREAM)),
+        ["socketpair-vsock"] => outcome(raw::socketpair(AF_VSOCK, SOCK_STREAM)),
+        ["unshare-user"] => outcome(raw::unshare_user()),
+        ["clone-user"] => outcome(raw::clone_user()),
+        ["clone3"] => outcome(raw::clone3()),
+        ["keyctl"] => outcome(raw::keyctl()),
+        ["bpf"] => outcome(raw::bpf()),
+        ["perf-event-open"] => outcome(raw::perf_event_open()),
+        ["userfaultfd"] => outcome(raw::userfaultfd()),
+        // A thread still starts: glibc's pthread_create tries clone3 first
+        // and falls back to clone on ENOSYS.
+        ["thread"] => outcome(
+            std::thread::spawn(|| 7)
+                .join()
+                .map_err(|_| std::io::Error::other("the thread panicked")),
+        ),
         ["status"] => std::fs::read_to_string("/proc/self/status")
             .map(|s| {
                 s.lines()
@@ -107,7 +133,7 @@ fn main() -> ExitCode {
         ["tiocsti"] => tiocsti(),
         _ => {
             eprintln!(
-                "usage: aromba-cage-probe socket-unix-high-bits|socket-unix|socket-inet|socketpair-unix|status|write PATH|open-write PATH|rewrite PATH|read PATH|list DIR|mount-options PATH|processes|tty|tiocsti"
+                "usage: aromba-cage-probe socket-unix-high-bits|socket-unix|socket-inet|socketpair-unix|socket-vsock|socket-vsock-high-bits|socket-packet|socket-inet-high-bits|socketpair-vsock|unshare-user|clone-user|clone3|keyctl|bpf|perf-event-open|userfaultfd|thread|status|write PATH|open-write PATH|rewrite PATH|read PATH|list DIR|mount-options PATH|processes|tty|tiocsti"
             );
             return ExitCode::from(2);
         }
