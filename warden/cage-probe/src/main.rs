@@ -1,9 +1,9 @@
 //! `aromba-cage-probe CHECK`: tries one thing from inside the cage and
 //! prints what happened, for the cage's tests. Never shipped.
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
-mod raw;
+use aromba_warden::system::probe;
 
 use std::os::unix::net::UnixDatagram;
 use std::process::ExitCode;
@@ -37,18 +37,18 @@ fn main() -> ExitCode {
         ["socketpair-unix"] => outcome(UnixDatagram::pair()),
         // The kernel's surface the filter refuses (raw.rs says why each
         // call's arguments are harmless where it is not refused).
-        ["socket-vsock"] => outcome(raw::socket(AF_VSOCK, SOCK_STREAM)),
-        ["socket-vsock-high-bits"] => outcome(raw::socket(0x7_0000_0000 | AF_VSOCK, SOCK_STREAM)),
-        ["socket-packet"] => outcome(raw::socket(AF_PACKET, SOCK_DGRAM)),
-        ["socket-inet-high-bits"] => outcome(raw::socket(0x1_0000_0002, SOCK_STREAM)),
-        ["socketpair-vsock"] => outcome(raw::socketpair(AF_VSOCK, SOCK_STREAM)),
-        ["unshare-user"] => outcome(raw::unshare_user()),
-        ["clone-user"] => outcome(raw::clone_user()),
-        ["clone3"] => outcome(raw::clone3()),
-        ["keyctl"] => outcome(raw::keyctl()),
-        ["bpf"] => outcome(raw::bpf()),
-        ["perf-event-open"] => outcome(raw::perf_event_open()),
-        ["userfaultfd"] => outcome(raw::userfaultfd()),
+        ["socket-vsock"] => outcome(probe::socket(AF_VSOCK, SOCK_STREAM)),
+        ["socket-vsock-high-bits"] => outcome(probe::socket(0x7_0000_0000 | AF_VSOCK, SOCK_STREAM)),
+        ["socket-packet"] => outcome(probe::socket(AF_PACKET, SOCK_DGRAM)),
+        ["socket-inet-high-bits"] => outcome(probe::socket(0x1_0000_0002, SOCK_STREAM)),
+        ["socketpair-vsock"] => outcome(probe::socketpair(AF_VSOCK, SOCK_STREAM)),
+        ["unshare-user"] => outcome(probe::unshare_user()),
+        ["clone-user"] => outcome(probe::clone_user()),
+        ["clone3"] => outcome(probe::clone3()),
+        ["keyctl"] => outcome(probe::keyctl()),
+        ["bpf"] => outcome(probe::bpf()),
+        ["perf-event-open"] => outcome(probe::perf_event_open()),
+        ["userfaultfd"] => outcome(probe::userfaultfd()),
         // A thread still starts: glibc's pthread_create tries clone3 first
         // and falls back to clone on ENOSYS.
         ["thread"] => outcome(
