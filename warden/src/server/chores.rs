@@ -121,6 +121,24 @@ fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) ->
     };
     let rule = allowed.rule;
     let mut run_args = allowed.args.clone();
+    if rule.cmd == "systemctl" {
+        // The policy saw only the name given; systemd acts on the unit it
+        // resolves to (an alias, an instance). That unit is judged, under
+        // every name it has, and is what the restart names.
+        match judge_unit(rule, &run_args) {
+            Ok(id) => {
+                if let Some(last) = run_args.last_mut() {
+                    *last = id;
+                }
+            }
+            Err(reason) => {
+                m.insert("verdict".into(), Value::from("refused"));
+                m.insert("reason".into(), Value::from(reason.as_str()));
+                journal(shared, "chore-action", m);
+                return format!("{shown}: refused ({reason})");
+            }
+        }
+    }
     if let Some((first, rest)) = run_args.split_first() {
         // The policy's own additions go right after the subcommand.
         let mut with = vec![first.clone()];
@@ -158,6 +176,155 @@ fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) ->
     };
     intent.outcome(shared, m);
     line
+}
+
+/// The unit a `systemctl restart NAME` acts on, resolved by systemd itself
+/// (`systemctl show --property=Id,Names,LoadState -- NAME`, run by the
+/// Warden, no shell), refused when it cannot be resolved, is not a loaded
+/// service, or when its Id or any of its names matches `never_restart`.
+/// Returns the unit's Id.
+fn judge_unit(rule: &'static policy::Rule, args: &[String]) -> Result<String, String> {
+    let [verb, name] = args else {
+        return Err("systemctl: expected one verb and one unit".into());
+    };
+    if verb != "restart" {
+        return Err(format!("systemctl: {verb} is not a restart"));
+    }
+    let bin = exec::pick_binary(rule.cmd, rule.bins)
+        .map_err(|e| format!("cannot resolve {name}: {e}"))?;
+    let show: Vec<String> = ["show", "--property=Id,Names,LoadState", "--", name.as_str()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let o = exec::run_program(&bin, &show, &[], &Bounds::for_rule(rule))
+        .map_err(|e| format!("cannot resolve {name}: {e}"))?;
+    if o.exit_code != Some(0) || o.cut {
+        return Err(format!(
+            "cannot resolve {name}: systemctl show failed: {}",
+            o.stderr.lossy().trim()
+        ));
+    }
+    let unit =
+        resolve_unit(&o.stdout.lossy()).map_err(|e| format!("cannot resolve {name}: {e}"))?;
+    if let Some(hit) = unit.names.iter().find(|n| policy::never_restart_matches(n)) {
+        return Err(format!(
+            "systemctl: {name} is {}, and its name {hit} matches never_restart",
+            unit.id
+        ));
+    }
+    Ok(unit.id)
+}
+
+/// A unit as `systemctl show --property=Id,Names,LoadState` describes it.
+#[derive(Debug, PartialEq, Eq)]
+struct ResolvedUnit {
+    id: String,
+    /// Every name of the unit, its Id first.
+    names: Vec<String>,
+}
+
+/// Parses `systemctl show --property=Id,Names,LoadState` output, strictly:
+/// exactly those three properties once each, a loaded service unit whose
+/// Id is among its names. Anything else is an error, never a guess.
+fn resolve_unit(show: &str) -> Result<ResolvedUnit, String> {
+    let (mut id, mut names, mut load) = (None, None, None);
+    for line in show.lines().filter(|l| !l.is_empty()) {
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(format!("unexpected line {line:?}"));
+        };
+        let slot = match key {
+            "Id" => &mut id,
+            "Names" => &mut names,
+            "LoadState" => &mut load,
+            _ => return Err(format!("unexpected property {key:?}")),
+        };
+        if slot.replace(value).is_some() {
+            return Err(format!("{key} given twice"));
+        }
+    }
+    let (Some(id), Some(names), Some(load)) = (id, names, load) else {
+        return Err("systemctl show left out Id, Names or LoadState".into());
+    };
+    if load != "loaded" {
+        return Err(format!("{id} is {load}, not a loaded unit"));
+    }
+    if id.is_empty() || !id.ends_with(".service") {
+        return Err(format!("{id:?} is not a service unit"));
+    }
+    let mut all = vec![id.to_string()];
+    for n in names.split_whitespace() {
+        if !all.iter().any(|a| a == n) {
+            all.push(n.to_string());
+        }
+    }
+    if !names.split_whitespace().any(|n| n == id) {
+        return Err(format!("{id} is not among its own names"));
+    }
+    Ok(ResolvedUnit {
+        id: id.to_string(),
+        names: all,
+    })
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    // Shapes of `systemctl show --property=Id,Names,LoadState -- NAME` on
+    // systemd 252 (Debian 12): the properties come in systemd's own order.
+
+    #[test]
+    fn an_alias_resolves_to_its_unit_and_every_name_is_judged() {
+        let out = "Id=systemd-logind.service\nNames=systemd-logind.service dbus-org.freedesktop.login1.service\nLoadState=loaded\n";
+        let u = resolve_unit(out).unwrap();
+        assert_eq!(u.id, "systemd-logind.service");
+        assert!(
+            u.names
+                .contains(&"dbus-org.freedesktop.login1.service".to_string())
+        );
+        assert!(u.names.iter().any(|n| policy::never_restart_matches(n)));
+    }
+
+    #[test]
+    fn an_instance_resolves_to_itself_and_matches_its_template() {
+        let out = "Id=getty@tty1.service\nNames=getty@tty1.service\nLoadState=loaded\n";
+        let u = resolve_unit(out).unwrap();
+        assert_eq!(u.names, vec!["getty@tty1.service".to_string()]);
+        let out = "Id=systemd-journald@audit.service\nNames=systemd-journald@audit.service\nLoadState=loaded\n";
+        let u = resolve_unit(out).unwrap();
+        assert!(u.names.iter().any(|n| policy::never_restart_matches(n)));
+    }
+
+    #[test]
+    fn an_ordinary_service_passes_with_its_aliases() {
+        let out = "Id=ssh.service\nNames=ssh.service sshd.service\nLoadState=loaded\n";
+        let u = resolve_unit(out).unwrap();
+        assert_eq!(u.id, "ssh.service");
+        assert!(!u.names.iter().any(|n| policy::never_restart_matches(n)));
+    }
+
+    #[test]
+    fn an_unknown_unit_is_not_resolved() {
+        let out = "Id=nosuch.service\nNames=nosuch.service\nLoadState=not-found\n";
+        let e = resolve_unit(out).unwrap_err();
+        assert!(e.contains("not-found"), "{e}");
+    }
+
+    #[test]
+    fn odd_output_is_never_guessed_at() {
+        for out in [
+            "",
+            "Id=a.service\nNames=a.service\n",
+            "Id=a.service\nId=b.service\nNames=a.service\nLoadState=loaded\n",
+            "Id=a.service\nNames=b.service\nLoadState=loaded\n",
+            "Id=a.socket\nNames=a.socket\nLoadState=loaded\n",
+            "Id=a.service\nNames=a.service\nLoadState=loaded\nUser=root\n",
+            "Id=\nNames=\nLoadState=loaded\n",
+            "garbage\n",
+        ] {
+            assert!(resolve_unit(out).is_err(), "{out:?}");
+        }
+    }
 }
 
 /// Who asked for a chore run, which is what stands for its approval.
