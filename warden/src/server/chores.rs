@@ -404,12 +404,59 @@ fn take_snapshot(shared: &Shared, chore: &Chore, now: u64) -> Result<snapshot::S
         &store,
         &id,
         &chore.header.name,
-        &chore.header.touches,
+        &snapshot_roots(shared, chore),
         &snapshot_exclusions(shared),
         now,
         room,
     )
     .map_err(|e| format!("a red run snapshots what it may change first, and that failed: {e}"))
+}
+
+/// What a red run's snapshot covers: the chore's touches but the
+/// quarantine. The quarantine is excluded from every snapshot (nothing in
+/// it is recorded or restored, and prod mode never purges it), so as a root
+/// it was refused and `apt-clean` and `old-logs` could not run in prod
+/// mode. Left out, undo still puts back all such a run took away: what it
+/// moved into the quarantine came from its other touches, which are
+/// snapshotted whole, so undo restores it from the snapshot's own copy and
+/// the quarantined copy stays where it is. (A touch inside the quarantine
+/// is refused by the run's rules.)
+fn snapshot_roots(shared: &Shared, chore: &Chore) -> Vec<std::path::PathBuf> {
+    let quarantine = &shared.options.layout.quarantine_dir;
+    chore
+        .header
+        .touches
+        .iter()
+        .filter(|t| *t != quarantine)
+        .cloned()
+        .collect()
+}
+
+/// Every path under the quarantine (not the quarantine itself, whose
+/// ctime moves with each folder added) by inode and ctime, which no process
+/// can set back: a path missing after a run or with another pair was
+/// removed, replaced or changed. Links are not followed. `None` when it
+/// cannot be listed whole or holds more than 200 000 paths.
+fn quarantine_held(
+    dir: &std::path::Path,
+) -> Option<std::collections::BTreeMap<std::path::PathBuf, (u64, i64, i64)>> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).ok()? {
+            let p = e.ok()?.path();
+            let meta = std::fs::symlink_metadata(&p).ok()?;
+            if meta.is_dir() {
+                stack.push(p.clone());
+            }
+            out.insert(p, (meta.ino(), meta.ctime(), meta.ctime_nsec()));
+            if out.len() > 200_000 {
+                return None;
+            }
+        }
+    }
+    Some(out)
 }
 
 /// What a snapshot never records or restores: the cage's hidden secret
@@ -574,9 +621,10 @@ pub(super) fn run_chore(
     let mut m = Map::new();
     m.insert("chore".into(), Value::from(name));
     // A red run that may change files snapshots them first, for Undo.
+    let mut no_quarantine_undo: Option<String> = None;
     let snap = if mode == Mode::Real
         && chore.header.color == Color::Red
-        && !chore.header.touches.is_empty()
+        && !snapshot_roots(shared, &chore).is_empty()
     {
         // The rules first, so a refused run costs no snapshot.
         match run::admissible(&chore, mode, &ctx).and_then(|()| take_snapshot(shared, &chore, now))
@@ -595,7 +643,36 @@ pub(super) fn run_chore(
     } else {
         None
     };
+    // What the quarantine held before a red run that may write it: undo
+    // never restores the quarantine, so what the run removed or changed
+    // there is found after it and named on the receipt.
+    let quarantine = &shared.options.layout.quarantine_dir;
+    let held = (mode == Mode::Real
+        && chore.header.color == Color::Red
+        && chore.header.touches.contains(quarantine))
+    .then(|| quarantine_held(quarantine));
     let result = run::run(&chore, mode, &ctx);
+    if let Some(before) = &held {
+        let lost = match (before, quarantine_held(quarantine)) {
+            (Some(before), Some(after)) => {
+                let n = before
+                    .iter()
+                    .filter(|(p, id)| after.get(*p) != Some(id))
+                    .count();
+                (n > 0).then(|| {
+                    format!("{n} paths the quarantine held before were removed or changed")
+                })
+            }
+            _ => Some("the quarantine could not be listed before and after".to_string()),
+        };
+        if let Some(lost) = lost {
+            m.insert(
+                "quarantine".into(),
+                Value::from(format!("{lost}: undo cannot put them back")),
+            );
+            no_quarantine_undo = Some(lost);
+        }
+    }
     // Nothing ran when the rules refused or the cage never started; any
     // other error may come after the chore changed files, so the snapshot
     // is sealed and kept.
@@ -708,6 +785,9 @@ pub(super) fn run_chore(
     }
     if let Some(why) = &no_undo {
         receipt.push_str(&format!("; {why}"));
+    }
+    if let Some(lost) = &no_quarantine_undo {
+        receipt.push_str(&format!("; {lost}: undo cannot put them back"));
     }
     if report.outside_touches {
         receipt.push_str("; killed at its first write outside its touches");
