@@ -116,6 +116,13 @@ fn deny_patterns() -> &'static [(&'static str, Regex)] {
     })
 }
 
+/// Whether a unit name matches `never_restart`: a service no chore action
+/// may restart, under any of its names (the server checks every name the
+/// unit has, aliases included, before a restart runs).
+pub fn never_restart_matches(unit: &str) -> bool {
+    never_restart().is_match(unit)
+}
+
 fn never_restart() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| Regex::new(CHORE_ACTION_RULES.never_restart).expect("never_restart compiles"))

@@ -121,6 +121,24 @@ fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) ->
     };
     let rule = allowed.rule;
     let mut run_args = allowed.args.clone();
+    if rule.cmd == "systemctl" {
+        // The policy saw only the name given; systemd acts on the unit it
+        // resolves to (an alias, an instance). That unit is judged, under
+        // every name it has, and is what the restart names.
+        match judge_unit(rule, &run_args) {
+            Ok(id) => {
+                if let Some(last) = run_args.last_mut() {
+                    *last = id;
+                }
+            }
+            Err(reason) => {
+                m.insert("verdict".into(), Value::from("refused"));
+                m.insert("reason".into(), Value::from(reason.as_str()));
+                journal(shared, "chore-action", m);
+                return format!("{shown}: refused ({reason})");
+            }
+        }
+    }
     if let Some((first, rest)) = run_args.split_first() {
         // The policy's own additions go right after the subcommand.
         let mut with = vec![first.clone()];
@@ -158,6 +176,155 @@ fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) ->
     };
     intent.outcome(shared, m);
     line
+}
+
+/// The unit a `systemctl restart NAME` acts on, resolved by systemd itself
+/// (`systemctl show --property=Id,Names,LoadState -- NAME`, run by the
+/// Warden, no shell), refused when it cannot be resolved, is not a loaded
+/// service, or when its Id or any of its names matches `never_restart`.
+/// Returns the unit's Id.
+fn judge_unit(rule: &'static policy::Rule, args: &[String]) -> Result<String, String> {
+    let [verb, name] = args else {
+        return Err("systemctl: expected one verb and one unit".into());
+    };
+    if verb != "restart" {
+        return Err(format!("systemctl: {verb} is not a restart"));
+    }
+    let bin = exec::pick_binary(rule.cmd, rule.bins)
+        .map_err(|e| format!("cannot resolve {name}: {e}"))?;
+    let show: Vec<String> = ["show", "--property=Id,Names,LoadState", "--", name.as_str()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let o = exec::run_program(&bin, &show, &[], &Bounds::for_rule(rule))
+        .map_err(|e| format!("cannot resolve {name}: {e}"))?;
+    if o.exit_code != Some(0) || o.cut {
+        return Err(format!(
+            "cannot resolve {name}: systemctl show failed: {}",
+            o.stderr.lossy().trim()
+        ));
+    }
+    let unit =
+        resolve_unit(&o.stdout.lossy()).map_err(|e| format!("cannot resolve {name}: {e}"))?;
+    if let Some(hit) = unit.names.iter().find(|n| policy::never_restart_matches(n)) {
+        return Err(format!(
+            "systemctl: {name} is {}, and its name {hit} matches never_restart",
+            unit.id
+        ));
+    }
+    Ok(unit.id)
+}
+
+/// A unit as `systemctl show --property=Id,Names,LoadState` describes it.
+#[derive(Debug, PartialEq, Eq)]
+struct ResolvedUnit {
+    id: String,
+    /// Every name of the unit, its Id first.
+    names: Vec<String>,
+}
+
+/// Parses `systemctl show --property=Id,Names,LoadState` output, strictly:
+/// exactly those three properties once each, a loaded service unit whose
+/// Id is among its names. Anything else is an error, never a guess.
+fn resolve_unit(show: &str) -> Result<ResolvedUnit, String> {
+    let (mut id, mut names, mut load) = (None, None, None);
+    for line in show.lines().filter(|l| !l.is_empty()) {
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(format!("unexpected line {line:?}"));
+        };
+        let slot = match key {
+            "Id" => &mut id,
+            "Names" => &mut names,
+            "LoadState" => &mut load,
+            _ => return Err(format!("unexpected property {key:?}")),
+        };
+        if slot.replace(value).is_some() {
+            return Err(format!("{key} given twice"));
+        }
+    }
+    let (Some(id), Some(names), Some(load)) = (id, names, load) else {
+        return Err("systemctl show left out Id, Names or LoadState".into());
+    };
+    if load != "loaded" {
+        return Err(format!("{id} is {load}, not a loaded unit"));
+    }
+    if id.is_empty() || !id.ends_with(".service") {
+        return Err(format!("{id:?} is not a service unit"));
+    }
+    let mut all = vec![id.to_string()];
+    for n in names.split_whitespace() {
+        if !all.iter().any(|a| a == n) {
+            all.push(n.to_string());
+        }
+    }
+    if !names.split_whitespace().any(|n| n == id) {
+        return Err(format!("{id} is not among its own names"));
+    }
+    Ok(ResolvedUnit {
+        id: id.to_string(),
+        names: all,
+    })
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    // Shapes of `systemctl show --property=Id,Names,LoadState -- NAME` on
+    // systemd 252 (Debian 12): the properties come in systemd's own order.
+
+    #[test]
+    fn an_alias_resolves_to_its_unit_and_every_name_is_judged() {
+        let out = "Id=systemd-logind.service\nNames=systemd-logind.service dbus-org.freedesktop.login1.service\nLoadState=loaded\n";
+        let u = resolve_unit(out).unwrap();
+        assert_eq!(u.id, "systemd-logind.service");
+        assert!(
+            u.names
+                .contains(&"dbus-org.freedesktop.login1.service".to_string())
+        );
+        assert!(u.names.iter().any(|n| policy::never_restart_matches(n)));
+    }
+
+    #[test]
+    fn an_instance_resolves_to_itself_and_matches_its_template() {
+        let out = "Id=getty@tty1.service\nNames=getty@tty1.service\nLoadState=loaded\n";
+        let u = resolve_unit(out).unwrap();
+        assert_eq!(u.names, vec!["getty@tty1.service".to_string()]);
+        let out = "Id=systemd-journald@audit.service\nNames=systemd-journald@audit.service\nLoadState=loaded\n";
+        let u = resolve_unit(out).unwrap();
+        assert!(u.names.iter().any(|n| policy::never_restart_matches(n)));
+    }
+
+    #[test]
+    fn an_ordinary_service_passes_with_its_aliases() {
+        let out = "Id=ssh.service\nNames=ssh.service sshd.service\nLoadState=loaded\n";
+        let u = resolve_unit(out).unwrap();
+        assert_eq!(u.id, "ssh.service");
+        assert!(!u.names.iter().any(|n| policy::never_restart_matches(n)));
+    }
+
+    #[test]
+    fn an_unknown_unit_is_not_resolved() {
+        let out = "Id=nosuch.service\nNames=nosuch.service\nLoadState=not-found\n";
+        let e = resolve_unit(out).unwrap_err();
+        assert!(e.contains("not-found"), "{e}");
+    }
+
+    #[test]
+    fn odd_output_is_never_guessed_at() {
+        for out in [
+            "",
+            "Id=a.service\nNames=a.service\n",
+            "Id=a.service\nId=b.service\nNames=a.service\nLoadState=loaded\n",
+            "Id=a.service\nNames=b.service\nLoadState=loaded\n",
+            "Id=a.socket\nNames=a.socket\nLoadState=loaded\n",
+            "Id=a.service\nNames=a.service\nLoadState=loaded\nUser=root\n",
+            "Id=\nNames=\nLoadState=loaded\n",
+            "garbage\n",
+        ] {
+            assert!(resolve_unit(out).is_err(), "{out:?}");
+        }
+    }
 }
 
 /// Who asked for a chore run, which is what stands for its approval.
@@ -237,12 +404,59 @@ fn take_snapshot(shared: &Shared, chore: &Chore, now: u64) -> Result<snapshot::S
         &store,
         &id,
         &chore.header.name,
-        &chore.header.touches,
+        &snapshot_roots(shared, chore),
         &snapshot_exclusions(shared),
         now,
         room,
     )
     .map_err(|e| format!("a red run snapshots what it may change first, and that failed: {e}"))
+}
+
+/// What a red run's snapshot covers: the chore's touches but the
+/// quarantine. The quarantine is excluded from every snapshot (nothing in
+/// it is recorded or restored, and prod mode never purges it), so as a root
+/// it was refused and `apt-clean` and `old-logs` could not run in prod
+/// mode. Left out, undo still puts back all such a run took away: what it
+/// moved into the quarantine came from its other touches, which are
+/// snapshotted whole, so undo restores it from the snapshot's own copy and
+/// the quarantined copy stays where it is. (A touch inside the quarantine
+/// is refused by the run's rules.)
+fn snapshot_roots(shared: &Shared, chore: &Chore) -> Vec<std::path::PathBuf> {
+    let quarantine = &shared.options.layout.quarantine_dir;
+    chore
+        .header
+        .touches
+        .iter()
+        .filter(|t| *t != quarantine)
+        .cloned()
+        .collect()
+}
+
+/// Every path under the quarantine (not the quarantine itself, whose
+/// ctime moves with each folder added) by inode and ctime, which no process
+/// can set back: a path missing after a run or with another pair was
+/// removed, replaced or changed. Links are not followed. `None` when it
+/// cannot be listed whole or holds more than 200 000 paths.
+fn quarantine_held(
+    dir: &std::path::Path,
+) -> Option<std::collections::BTreeMap<std::path::PathBuf, (u64, i64, i64)>> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).ok()? {
+            let p = e.ok()?.path();
+            let meta = std::fs::symlink_metadata(&p).ok()?;
+            if meta.is_dir() {
+                stack.push(p.clone());
+            }
+            out.insert(p, (meta.ino(), meta.ctime(), meta.ctime_nsec()));
+            if out.len() > 200_000 {
+                return None;
+            }
+        }
+    }
+    Some(out)
 }
 
 /// What a snapshot never records or restores: the cage's hidden secret
@@ -407,9 +621,10 @@ pub(super) fn run_chore(
     let mut m = Map::new();
     m.insert("chore".into(), Value::from(name));
     // A red run that may change files snapshots them first, for Undo.
+    let mut no_quarantine_undo: Option<String> = None;
     let snap = if mode == Mode::Real
         && chore.header.color == Color::Red
-        && !chore.header.touches.is_empty()
+        && !snapshot_roots(shared, &chore).is_empty()
     {
         // The rules first, so a refused run costs no snapshot.
         match run::admissible(&chore, mode, &ctx).and_then(|()| take_snapshot(shared, &chore, now))
@@ -428,7 +643,36 @@ pub(super) fn run_chore(
     } else {
         None
     };
+    // What the quarantine held before a red run that may write it: undo
+    // never restores the quarantine, so what the run removed or changed
+    // there is found after it and named on the receipt.
+    let quarantine = &shared.options.layout.quarantine_dir;
+    let held = (mode == Mode::Real
+        && chore.header.color == Color::Red
+        && chore.header.touches.contains(quarantine))
+    .then(|| quarantine_held(quarantine));
     let result = run::run(&chore, mode, &ctx);
+    if let Some(before) = &held {
+        let lost = match (before, quarantine_held(quarantine)) {
+            (Some(before), Some(after)) => {
+                let n = before
+                    .iter()
+                    .filter(|(p, id)| after.get(*p) != Some(id))
+                    .count();
+                (n > 0).then(|| {
+                    format!("{n} paths the quarantine held before were removed or changed")
+                })
+            }
+            _ => Some("the quarantine could not be listed before and after".to_string()),
+        };
+        if let Some(lost) = lost {
+            m.insert(
+                "quarantine".into(),
+                Value::from(format!("{lost}: undo cannot put them back")),
+            );
+            no_quarantine_undo = Some(lost);
+        }
+    }
     // Nothing ran when the rules refused or the cage never started; any
     // other error may come after the chore changed files, so the snapshot
     // is sealed and kept.
@@ -541,6 +785,9 @@ pub(super) fn run_chore(
     }
     if let Some(why) = &no_undo {
         receipt.push_str(&format!("; {why}"));
+    }
+    if let Some(lost) = &no_quarantine_undo {
+        receipt.push_str(&format!("; {lost}: undo cannot put them back"));
     }
     if report.outside_touches {
         receipt.push_str("; killed at its first write outside its touches");
