@@ -129,7 +129,7 @@ fn a_deny_list_hit_climbs_to_slow_and_slow_allows_one_command_a_minute() {
     let Response::Events { events } = w.ask(&Request::Events { after: 0 }) else {
         panic!("no events")
     };
-    assert_eq!(events.len(), 1);
+    assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(
         events[0].message,
         "Unusual activity, I've slowed down. Was that you?"
