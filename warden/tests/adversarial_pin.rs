@@ -10,20 +10,6 @@ use support::Warden;
 
 const PIN: &str = "472913";
 
-fn pin_set_and_prod_mode_on(w: &Warden) {
-    assert!(matches!(
-        w.control(&Request::SetPin { pin: PIN.into() }),
-        Response::Noted { .. }
-    ));
-    assert!(matches!(
-        w.control(&Request::ProdMode {
-            on: true,
-            pin: None
-        }),
-        Response::Noted { .. }
-    ));
-}
-
 fn prod_mode_off(w: &Warden, pin: &str) -> Response {
     w.control(&Request::ProdMode {
         on: false,
@@ -41,7 +27,7 @@ fn refused(r: Response) -> String {
 #[test]
 fn five_wrong_pins_stay_locked_across_a_restart() {
     let mut w = Warden::start("adv-pin-restart", true, &[]);
-    pin_set_and_prod_mode_on(&w);
+    w.set_pin_and_prod_mode_on(PIN);
     for guess in ["100000", "200000", "300000", "400000"] {
         assert_eq!(refused(prod_mode_off(&w, guess)), "wrong PIN");
     }
@@ -63,7 +49,7 @@ fn five_wrong_pins_stay_locked_across_a_restart() {
 #[test]
 fn pin_guesses_sent_at_once_are_each_counted_before_any_is_checked() {
     let w = Warden::start("adv-pin-together", true, &[]);
-    pin_set_and_prod_mode_on(&w);
+    w.set_pin_and_prod_mode_on(PIN);
     // Eight taps at once, each on its own proposal, each with a wrong PIN.
     let taps: Vec<Request> = (0..8)
         .map(|i| {

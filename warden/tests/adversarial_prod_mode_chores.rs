@@ -35,20 +35,6 @@ fn redirected(script: &str, name: &str, quarantine: &Path) -> (String, String) {
     (renamed, script)
 }
 
-fn prod_mode_on(w: &Warden) {
-    assert!(matches!(
-        w.control(&Request::SetPin { pin: PIN.into() }),
-        Response::Noted { .. }
-    ));
-    assert!(matches!(
-        w.control(&Request::ProdMode {
-            on: true,
-            pin: None
-        }),
-        Response::Noted { .. }
-    ));
-}
-
 fn real_run(w: &Warden, name: &str) -> String {
     let r = w.control(&Request::ChoreRun {
         name: name.into(),
@@ -142,7 +128,7 @@ fn apt_clean_and_old_logs_run_in_prod_mode_and_are_undone() {
     aged(&log.join("nginx/access.log.2.gz"));
     let archives_before = files(&archives);
     let log_before = files(&log);
-    prod_mode_on(&w);
+    w.set_pin_and_prod_mode_on(PIN);
     for chore in ["apt-clean-here", "old-logs-here"] {
         w.dry_run_shown(chore);
     }
@@ -183,7 +169,7 @@ fn a_red_run_emptying_the_quarantine_says_undo_cannot_put_it_back() {
     let w = Warden::start(name, false, &[chore]);
     std::fs::create_dir_all(quarantine.join("apt-clean-1")).unwrap();
     std::fs::write(quarantine.join("apt-clean-1/kept.deb"), "deb").unwrap();
-    prod_mode_on(&w);
+    w.set_pin_and_prod_mode_on(PIN);
     w.dry_run_shown("empty-quarantine");
     let receipt = real_run(&w, "empty-quarantine");
     assert!(!quarantine.join("apt-clean-1").exists(), "{receipt}");

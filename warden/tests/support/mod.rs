@@ -164,6 +164,21 @@ impl Warden {
         self.on(self.layout().control_socket(), r)
     }
 
+    /// From the root terminal: sets `pin`, then turns prod mode on.
+    pub fn set_pin_and_prod_mode_on(&self, pin: &str) {
+        assert!(matches!(
+            self.control(&Request::SetPin { pin: pin.into() }),
+            Response::Noted { .. }
+        ));
+        assert!(matches!(
+            self.control(&Request::ProdMode {
+                on: true,
+                pin: None
+            }),
+            Response::Noted { .. }
+        ));
+    }
+
     pub fn status(&self) -> aromba_warden_proto::Status {
         match self.control(&Request::Status) {
             Response::Status(st) => st,
