@@ -422,4 +422,148 @@ pub mod probe {
         let rc = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
         verdict(rc).map(close)
     }
+
+    /// A path as the kernel reads it.
+    fn c_path(path: &std::path::Path) -> io::Result<std::ffi::CString> {
+        use std::os::unix::ffi::OsStrExt;
+        std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::other("a path with a NUL byte"))
+    }
+
+    /// The calls that set a file's mode, each given the mode as a full
+    /// 64-bit register (high bits and all), on a path the probe's cage
+    /// owns (its `/tmp`): if the filter lets one through, the file it makes
+    /// lives in a tmpfs that ends with the cage.
+    #[derive(Clone, Copy, Debug)]
+    pub enum ModeCall {
+        Chmod,
+        Fchmod,
+        Fchmodat,
+        Fchmodat2,
+        Creat,
+        Mknod,
+        Mknodat,
+        /// `open(path, O_WRONLY | O_CREAT, mode)`.
+        OpenCreat,
+        /// `openat(AT_FDCWD, path, O_WRONLY | O_CREAT, mode)`.
+        OpenatCreat,
+        /// `open(dir, O_TMPFILE | O_RDWR, mode)`.
+        OpenTmpfile,
+        /// `openat(AT_FDCWD, dir, O_TMPFILE | O_RDWR, mode)`.
+        OpenatTmpfile,
+    }
+
+    impl ModeCall {
+        pub fn parse(name: &str) -> Option<ModeCall> {
+            Some(match name {
+                "chmod" => ModeCall::Chmod,
+                "fchmod" => ModeCall::Fchmod,
+                "fchmodat" => ModeCall::Fchmodat,
+                "fchmodat2" => ModeCall::Fchmodat2,
+                "creat" => ModeCall::Creat,
+                "mknod" => ModeCall::Mknod,
+                "mknodat" => ModeCall::Mknodat,
+                "open-creat" => ModeCall::OpenCreat,
+                "openat-creat" => ModeCall::OpenatCreat,
+                "open-tmpfile" => ModeCall::OpenTmpfile,
+                "openat-tmpfile" => ModeCall::OpenatTmpfile,
+                _ => return None,
+            })
+        }
+    }
+
+    /// Makes `call` on `path` with `mode` in a full register.
+    pub fn set_mode(call: ModeCall, path: &std::path::Path, mode: u64) -> io::Result<()> {
+        let c = c_path(path)?;
+        let p = c.as_ptr();
+        let at = libc::c_long::from(libc::AT_FDCWD);
+        let creat = libc::c_long::from(libc::O_WRONLY | libc::O_CREAT);
+        let tmpfile = libc::c_long::from(libc::O_TMPFILE | libc::O_RDWR);
+        // mknod's mode with a regular file's type (no CAP_MKNOD needed).
+        let node = mode | u64::from(libc::S_IFREG);
+        // SAFETY: `p` is a NUL-terminated path that lives across each call;
+        // the other arguments are plain integers; a descriptor the call
+        // returns is closed by `close`.
+        let rc = unsafe {
+            match call {
+                ModeCall::Chmod => libc::syscall(libc::SYS_chmod, p, mode),
+                ModeCall::Fchmod => {
+                    let f = std::fs::File::open(path)?;
+                    use std::os::fd::AsRawFd;
+                    libc::syscall(libc::SYS_fchmod, f.as_raw_fd(), mode)
+                }
+                ModeCall::Fchmodat => libc::syscall(libc::SYS_fchmodat, at, p, mode),
+                ModeCall::Fchmodat2 => libc::syscall(libc::SYS_fchmodat2, at, p, mode, 0),
+                ModeCall::Creat => libc::syscall(libc::SYS_creat, p, mode),
+                ModeCall::Mknod => libc::syscall(libc::SYS_mknod, p, node, 0),
+                ModeCall::Mknodat => libc::syscall(libc::SYS_mknodat, at, p, node, 0),
+                ModeCall::OpenCreat => libc::syscall(libc::SYS_open, p, creat, mode),
+                ModeCall::OpenatCreat => libc::syscall(libc::SYS_openat, at, p, creat, mode),
+                ModeCall::OpenTmpfile => libc::syscall(libc::SYS_open, p, tmpfile, mode),
+                ModeCall::OpenatTmpfile => libc::syscall(libc::SYS_openat, at, p, tmpfile, mode),
+            }
+        };
+        let rc = verdict(rc)?;
+        if matches!(
+            call,
+            ModeCall::Creat
+                | ModeCall::OpenCreat
+                | ModeCall::OpenatCreat
+                | ModeCall::OpenTmpfile
+                | ModeCall::OpenatTmpfile
+        ) {
+            close(rc);
+        }
+        Ok(())
+    }
+
+    /// `openat2(AT_FDCWD, path, {O_WRONLY | O_CREAT, 04755}, size)`: the
+    /// filter cannot read the mode in the struct, so it answers ENOSYS.
+    pub fn openat2_setuid(path: &std::path::Path) -> io::Result<()> {
+        let c = c_path(path)?;
+        let how: [u64; 3] = [(libc::O_WRONLY | libc::O_CREAT) as u64, 0o4755, 0];
+        // SAFETY: the path and the three-word `struct open_how` live across
+        // the call, whose size argument is the struct's.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                how.as_ptr(),
+                std::mem::size_of_val(&how),
+            )
+        };
+        verdict(rc).map(close)
+    }
+
+    /// `lsetxattr(path, "security.capability", …)` with a version 2
+    /// capability set granting CAP_SETUID, effective: what `setcap
+    /// cap_setuid+ep` writes. The kernel wants CAP_SETFCAP for it.
+    pub fn set_file_capability(path: &std::path::Path) -> io::Result<()> {
+        let c = c_path(path)?;
+        const VFS_CAP_REVISION_2: u32 = 0x0200_0000;
+        const VFS_CAP_FLAGS_EFFECTIVE: u32 = 1;
+        const CAP_SETUID: u32 = 7;
+        let words = [
+            VFS_CAP_REVISION_2 | VFS_CAP_FLAGS_EFFECTIVE,
+            1 << CAP_SETUID,
+            0,
+            0,
+            0,
+        ];
+        let value: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let name = c"security.capability";
+        // SAFETY: both strings are NUL-terminated and `value` is valid for
+        // reads of its length, all live across the call.
+        let rc = unsafe {
+            libc::lsetxattr(
+                c.as_ptr(),
+                name.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        };
+        verdict(libc::c_long::from(rc)).map(drop)
+    }
 }

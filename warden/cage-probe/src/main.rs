@@ -5,7 +5,9 @@
 
 use aromba_warden::system::probe;
 
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixDatagram;
+use std::path::Path;
 use std::process::ExitCode;
 
 const SOCK_STREAM: i32 = 1;
@@ -49,6 +51,20 @@ fn main() -> ExitCode {
         ["bpf"] => outcome(probe::bpf()),
         ["perf-event-open"] => outcome(probe::perf_event_open()),
         ["userfaultfd"] => outcome(probe::userfaultfd()),
+        // A setuid or setgid mode by each call that sets one; the mode in
+        // octal, with the high 32 bits of the register set too for
+        // `mode-call-high`. Paths in the cage's own /tmp.
+        ["mode-call", call, mode, path] => mode_call(call, mode, path, 0),
+        ["mode-call-high", call, mode, path] => {
+            mode_call(call, mode, path, 0xffff_ffff_0000_0000)
+        }
+        ["openat2", path] => outcome(probe::openat2_setuid(Path::new(path))),
+        ["setcap", path] => outcome(probe::set_file_capability(Path::new(path))),
+        // The mode of `path` in octal, not following a final link.
+        ["mode", path] => match std::fs::symlink_metadata(path) {
+            Ok(m) => format!("mode {:o}", m.permissions().mode()),
+            Err(e) => format!("refused: {e}"),
+        },
         // A thread still starts: glibc's pthread_create tries clone3 first
         // and falls back to clone on ENOSYS.
         ["thread"] => outcome(
@@ -133,13 +149,25 @@ fn main() -> ExitCode {
         ["tiocsti"] => tiocsti(),
         _ => {
             eprintln!(
-                "usage: aromba-cage-probe socket-unix-high-bits|socket-unix|socket-inet|socketpair-unix|socket-vsock|socket-vsock-high-bits|socket-packet|socket-inet-high-bits|socketpair-vsock|unshare-user|clone-user|clone3|keyctl|bpf|perf-event-open|userfaultfd|thread|status|write PATH|open-write PATH|rewrite PATH|read PATH|list DIR|mount-options PATH|processes|tty|tiocsti"
+                "usage: aromba-cage-probe socket-unix-high-bits|socket-unix|socket-inet|socketpair-unix|socket-vsock|socket-vsock-high-bits|socket-packet|socket-inet-high-bits|socketpair-vsock|unshare-user|clone-user|clone3|keyctl|bpf|perf-event-open|userfaultfd|mode-call[-high] CALL MODE PATH|openat2 PATH|setcap PATH|mode PATH|thread|status|write PATH|open-write PATH|rewrite PATH|read PATH|list DIR|mount-options PATH|processes|tty|tiocsti"
             );
             return ExitCode::from(2);
         }
     };
     println!("{line}");
     ExitCode::SUCCESS
+}
+
+/// `mode-call CALL MODE PATH`: the call's verdict, or why the probe could
+/// not make it.
+fn mode_call(call: &str, mode: &str, path: &str, high: u64) -> String {
+    let Some(call) = probe::ModeCall::parse(call) else {
+        return format!("no such call: {call}");
+    };
+    let Ok(mode) = u64::from_str_radix(mode, 8) else {
+        return format!("not an octal mode: {mode}");
+    };
+    outcome(probe::set_mode(call, Path::new(path), mode | high))
 }
 
 /// Tries to type into a terminal through every descriptor the cage left

@@ -196,15 +196,154 @@ fn the_cage_has_no_capabilities_and_no_new_privileges() {
 }
 
 #[test]
-fn a_copied_setuid_binary_does_not_elevate() {
+fn a_setuid_binary_made_outside_the_cage_does_not_elevate_inside_it() {
+    // The cage cannot make one (below), so the host does, in a touch: the
+    // touch is mounted nosuid and the cage runs with no_new_privs.
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp("suidcopy");
+    let copy = dir.join("p");
+    std::fs::copy(probe_bin(), &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let spec = CageSpec {
+        touches: vec![dir.clone()],
+        ..CageSpec::default()
+    };
+    let out = probe(&spec, &["mode", copy.to_str().unwrap()]);
+    assert_eq!(out, "mode 104755");
+    let (code, out, err) = caged(&spec, copy.to_str().unwrap(), &["status"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("CapEff:\t0000000000000000"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn chmod_u_s_on_a_copied_binary_is_refused_in_the_cage() {
     let script = format!(
-        "cp {} /tmp/p && chmod u+s /tmp/p && ls -l /tmp/p >&2 && /tmp/p status",
+        "cp {} /tmp/p && chmod 0755 /tmp/p && chmod u+s /tmp/p; echo \"chmod $?\"; ls -l /tmp/p >&2",
         probe_bin()
     );
     let (code, out, err) = caged(&CageSpec::default(), "/bin/sh", &["-c", &script]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(err.contains("rws"), "the copy is setuid: {err}");
-    assert!(out.contains("CapEff:\t0000000000000000"), "{out}");
+    assert_eq!(out, "chmod 1", "{err}");
+    assert!(err.contains("Operation not permitted"), "{err}");
+    assert!(err.contains("-rwxr-xr-x"), "the copy is not setuid: {err}");
+}
+
+/// Every call that sets a mode, through the filter's eyes.
+const MODE_SETTERS: [&str; 4] = ["chmod", "fchmod", "fchmodat", "fchmodat2"];
+const MODE_CREATORS: [&str; 5] = ["creat", "mknod", "mknodat", "open-creat", "openat-creat"];
+const TMPFILE_OPENERS: [&str; 2] = ["open-tmpfile", "openat-tmpfile"];
+
+fn host_mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn a_setuid_or_setgid_mode_is_refused_by_every_call_that_sets_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp("setid");
+    let spec = CageSpec {
+        touches: vec![dir.clone()],
+        ..CageSpec::default()
+    };
+    for call in MODE_SETTERS {
+        for mode in ["4755", "2755", "6755", "4000", "2000"] {
+            for how in ["mode-call", "mode-call-high"] {
+                let f = dir.join(format!("{call}-{mode}-{how}"));
+                std::fs::write(&f, "x").unwrap();
+                std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+                let got = probe(&spec, &[how, call, mode, f.to_str().unwrap()]);
+                assert_eq!(got, FILTER_EPERM, "{how} {call} {mode}");
+                assert_eq!(host_mode(&f), 0o644, "{how} {call} {mode}");
+            }
+        }
+        // A plain mode still goes through, sticky bit included.
+        let f = dir.join(format!("{call}-plain"));
+        std::fs::write(&f, "x").unwrap();
+        for (mode, want) in [("755", 0o755), ("1777", 0o1777), ("644", 0o644)] {
+            assert_eq!(
+                probe(&spec, &["mode-call", call, mode, f.to_str().unwrap()]),
+                "allowed",
+                "{call} {mode}"
+            );
+            assert_eq!(host_mode(&f), want, "{call} {mode}");
+        }
+    }
+    for call in MODE_CREATORS {
+        for mode in ["4755", "2755", "6777"] {
+            let f = dir.join(format!("{call}-{mode}"));
+            let got = probe(&spec, &["mode-call", call, mode, f.to_str().unwrap()]);
+            assert_eq!(got, FILTER_EPERM, "{call} {mode}");
+            assert!(!f.exists(), "{call} {mode} made the file");
+        }
+        let f = dir.join(format!("{call}-plain"));
+        let got = probe(&spec, &["mode-call", call, "644", f.to_str().unwrap()]);
+        assert_eq!(got, "allowed", "{call}");
+        assert_eq!(host_mode(&f) & 0o6000, 0, "{call}");
+    }
+    for call in TMPFILE_OPENERS {
+        let d = dir.to_str().unwrap();
+        assert_eq!(
+            probe(&spec, &["mode-call", call, "4755", d]),
+            FILTER_EPERM,
+            "{call}"
+        );
+        assert_eq!(probe(&spec, &["mode-call", call, "644", d]), "allowed", "{call}");
+    }
+    // openat2's mode is behind a pointer: ENOSYS, and libc's callers fall
+    // back to openat, which the filter judges.
+    let f = dir.join("openat2");
+    assert_eq!(
+        probe(&spec, &["openat2", f.to_str().unwrap()]),
+        "refused: Function not implemented (os error 38)"
+    );
+    assert!(!f.exists());
+    // File capabilities: left to the kernel, which refuses them to a cage
+    // without CAP_SETFCAP.
+    let f = dir.join("cap");
+    std::fs::write(&f, "x").unwrap();
+    let got = probe(&spec, &["setcap", f.to_str().unwrap()]);
+    assert_eq!(got, FILTER_EPERM, "the kernel refuses security.capability");
+    let cap = aromba_warden::system::lgetxattr(&f, c"security.capability").unwrap();
+    assert_eq!(cap, None);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ordinary_chmod_create_mkdir_and_install_still_work_in_a_touch() {
+    let dir = temp("plainmodes");
+    let spec = CageSpec {
+        touches: vec![dir.clone()],
+        ..CageSpec::default()
+    };
+    let script = format!(
+        "set -e; cd {d}; echo x > made; chmod 0755 made; mkdir sub; \
+         install -m 0644 made sub/installed; cp -p made copied; echo done",
+        d = dir.display()
+    );
+    let (code, out, err) = caged(&spec, "/bin/sh", &["-c", &script]);
+    assert_eq!((code, out.as_str()), (Some(0), "done"), "{err}");
+    assert_eq!(host_mode(&dir.join("made")), 0o755);
+    assert_eq!(host_mode(&dir.join("sub/installed")), 0o644);
+    assert_eq!(host_mode(&dir.join("copied")), 0o755);
+    assert!(dir.join("sub").is_dir());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_touches_are_mounted_nosuid_and_nodev() {
+    let dir = temp("nosuid");
+    let spec = CageSpec {
+        touches: vec![dir.clone()],
+        ..CageSpec::default()
+    };
+    let got = probe(&spec, &["mount-options", dir.to_str().unwrap()]);
+    let options: Vec<&str> = got.split(',').collect();
+    assert!(options.contains(&"rw"), "{got}");
+    assert!(options.contains(&"nosuid"), "{got}");
+    assert!(options.contains(&"nodev"), "{got}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
