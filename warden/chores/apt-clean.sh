@@ -10,12 +10,17 @@
 # end
 set -eu
 cache=/var/cache/apt/archives
-n=0
-for f in "$cache"/*.deb; do
-  [ -e "$f" ] && n=$((n + 1))
-done
+# Regular files in the cache itself, found and moved by find relative to
+# the directory it opened, never through a symbolic link (the cache as a
+# link, or a *.deb that is one): no path is resolved twice, so nothing
+# swapped in between can point the move elsewhere.
+debs() {
+  find -P "$cache" -xdev -mindepth 1 -maxdepth 1 -type f -name '*.deb' "$@"
+}
+n=$(debs -printf x | wc -c)
 if [ "${1:-}" = --dry-run ]; then
-  echo "would move $n package files ($(du -ch "$cache"/*.deb 2>/dev/null | tail -n 1 | cut -f1 || echo 0)) from $cache to quarantine"
+  kib=$(debs -printf '%k\n' | awk '{ s += $1 } END { print s + 0 }')
+  echo "would move $n package files ($(numfmt --to=iec --from-unit=1024 "$kib")) from $cache to quarantine"
   exit 0
 fi
 if [ "$n" -eq 0 ]; then
@@ -24,5 +29,5 @@ if [ "$n" -eq 0 ]; then
 fi
 dest=/var/lib/aromba-warden/quarantine/apt-clean-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$dest"
-mv "$cache"/*.deb "$dest"/
+debs -execdir mv -t "$dest" -- {} +
 echo "moved $n package files to $dest"
