@@ -26,7 +26,11 @@ fn run_hostile(name: &str, body: &str) -> (Warden, String) {
          seen() {{ for f; do echo \"seen $f $(stat -c %a \"$f\")\"; done; }}\n\
          cd TOUCHED\n{body}"
     );
-    let w = Warden::start(name, false, &[owner_chore("hostile", "yellow", "", &script)]);
+    let w = Warden::start(
+        name,
+        false,
+        &[owner_chore("hostile", "yellow", "", &script)],
+    );
     w.dry_run_shown("hostile");
     let r = w.control(&Request::ChoreRun {
         name: "hostile".into(),
@@ -126,7 +130,11 @@ fn a_chore_that_installs_a_shell_with_mode_4755_leaves_no_setuid_file() {
 fn a_chore_that_copies_a_setuid_system_binary_with_its_mode_leaves_no_setuid_file() {
     for bin in ["/usr/bin/passwd", "/usr/bin/su"] {
         let m = std::fs::metadata(bin).unwrap().permissions().mode();
-        assert_ne!(m & 0o4000, 0, "{bin} is setuid on this host: the test needs it");
+        assert_ne!(
+            m & 0o4000,
+            0,
+            "{bin} is setuid on this host: the test needs it"
+        );
     }
     let (w, receipt) = run_hostile(
         "adv-suid-cp",

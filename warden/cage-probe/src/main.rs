@@ -55,9 +55,7 @@ fn main() -> ExitCode {
         // octal, with the high 32 bits of the register set too for
         // `mode-call-high`. Paths in the cage's own /tmp.
         ["mode-call", call, mode, path] => mode_call(call, mode, path, 0),
-        ["mode-call-high", call, mode, path] => {
-            mode_call(call, mode, path, 0xffff_ffff_0000_0000)
-        }
+        ["mode-call-high", call, mode, path] => mode_call(call, mode, path, 0xffff_ffff_0000_0000),
         ["openat2", path] => outcome(probe::openat2_setuid(Path::new(path))),
         ["setcap", path] => outcome(probe::set_file_capability(Path::new(path))),
         // The mode of `path` in octal, not following a final link.

@@ -289,7 +289,11 @@ fn a_setuid_or_setgid_mode_is_refused_by_every_call_that_sets_one() {
             FILTER_EPERM,
             "{call}"
         );
-        assert_eq!(probe(&spec, &["mode-call", call, "644", d]), "allowed", "{call}");
+        assert_eq!(
+            probe(&spec, &["mode-call", call, "644", d]),
+            "allowed",
+            "{call}"
+        );
     }
     // openat2's mode is behind a pointer: ENOSYS, and libc's callers fall
     // back to openat, which the filter judges.

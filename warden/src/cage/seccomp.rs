@@ -354,7 +354,7 @@ pub fn evaluate_args(nr: u32, arch_id: u32, args: &[u64]) -> u32 {
     let load = |off: u32| match off {
         OFF_NR => Some(nr),
         OFF_ARCH => Some(arch_id),
-        o if o >= OFF_ARG0_LOW && (o - OFF_ARG0_LOW) % 8 == 0 && o < off_arg_low(6) => {
+        o if o >= OFF_ARG0_LOW && (o - OFF_ARG0_LOW).is_multiple_of(8) && o < off_arg_low(6) => {
             let i = ((o - OFF_ARG0_LOW) / 8) as usize;
             Some(args.get(i).copied().unwrap_or(0) as u32)
         }
