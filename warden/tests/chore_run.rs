@@ -82,7 +82,10 @@ fn a_real_run_writes_its_touches_and_is_killed_at_its_first_write_elsewhere() {
         t = d.touched.display(),
         u = d.untouched.display()
     );
-    let c = chore("green", &d.touched, "", &body, Origin::Mine);
+    // Shown, read-only: a path the cage does not show at all is simply not
+    // there (the write fails with ENOENT, and nothing was written either).
+    let reads = format!("# reads: {}\n", d.untouched.display());
+    let c = chore("green", &d.touched, &reads, &body, Origin::Mine);
     let r = run(&c, Mode::Real, &ctx(&layout, true, 30)).expect("runs");
     let err = r.outcome.stderr.lossy();
     assert!(err.contains("Read-only file system"), "{err}");
