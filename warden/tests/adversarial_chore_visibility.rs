@@ -284,25 +284,3 @@ fn a_read_of_the_wardens_own_files_fenced_data_or_through_a_symlink_is_refused()
     // A plain read is let through.
     assert!(run(&chore_reading(&root.join("data"), &touched), Mode::DryRun, &ctx).is_ok());
 }
-
-#[test]
-fn a_dry_run_sees_its_touches_read_only_and_a_real_run_writes_them() {
-    let body = "ls TOUCHED && echo listed\n\
-                if [ \"${1:-}\" = --dry-run ]; then exit 0; fi\n\
-                echo written > TOUCHED/out && echo wrote";
-    let chore = support::owner_chore("touch-view", "green", "", body);
-    let w = Warden::start("adv-vis-touch", false, &[chore]);
-    std::fs::write(w.touched.join("present.txt"), "here").unwrap();
-    let (out, _) = dry_run_output(&w, "touch-view");
-    assert!(out.contains("present.txt") && out.contains("listed"), "{out}");
-    w.dry_run_shown("touch-view");
-    let r = w.control(&Request::ChoreRun {
-        name: "touch-view".into(),
-        dry_run: false,
-    });
-    assert!(matches!(r, Response::Receipt { ok: true, .. }), "{r:?}");
-    assert_eq!(
-        std::fs::read_to_string(w.touched.join("out")).unwrap(),
-        "written\n"
-    );
-}

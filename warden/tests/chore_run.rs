@@ -131,6 +131,27 @@ fn a_dry_run_is_told_so_and_changes_nothing() {
 }
 
 #[test]
+fn a_dry_run_sees_its_touches_and_declared_reads_read_only_and_nothing_else_of_var() {
+    // The cage shows a dry run its touches (read-only), so that it can say
+    // what it would change; of /var, only those and its reads.
+    let d = Dirs::new("dry-sees");
+    let layout = Layout::rooted(&d.root.join("aromba"));
+    std::fs::write(d.touched.join("present.txt"), "here").unwrap();
+    std::fs::write(d.untouched.join("declared.txt"), "read").unwrap();
+    let body = format!(
+        "ls {t}; cat {u}/declared.txt; echo; ls /var\necho x > {u}/b 2>/dev/null || echo not-written",
+        t = d.touched.display(),
+        u = d.untouched.display()
+    );
+    let reads = format!("# reads: {}\n", d.untouched.display());
+    let c = chore("green", &d.touched, &reads, &body, Origin::Mine);
+    let r = run(&c, Mode::DryRun, &ctx(&layout, true, 30)).expect("runs");
+    // /var holds only the mount point of /var/tmp, where both live.
+    assert_eq!(stdout(&r), "present.txt\nread\ntmp\nnot-written\n");
+    assert!(!d.untouched.join("b").exists());
+}
+
+#[test]
 fn the_damage_cap_kills_a_run_that_changes_too_many_files() {
     let d = Dirs::new("cap");
     let layout = Layout::rooted(&d.root.join("aromba"));
