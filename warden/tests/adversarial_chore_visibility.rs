@@ -113,7 +113,10 @@ fn a_chore_cannot_read_a_tls_private_key_under_etc_ssl_private() {
     // its files are called.
     let secret_dir = PathBuf::from(format!("/etc/{key_name}-secrets"));
     planted.dir(&secret_dir);
-    planted.file(&secret_dir.join("plain.conf"), &format!("{secret} in a dir"));
+    planted.file(
+        &secret_dir.join("plain.conf"),
+        &format!("{secret} in a dir"),
+    );
     let body = format!(
         "cat {key} | base64 -w0; echo; base64 -w0 /etc/ssl/private/*.key; echo\n\
          cat {dir}/plain.conf; base64 -w0 {dir}/plain.conf; echo\n\
@@ -212,16 +215,24 @@ fn a_chore_whose_reads_name_a_secret_path_is_refused() {
     assert!(loaded.is_empty(), "{:?}", loaded.len());
     assert_eq!(refused.len(), 3, "{refused:?}");
     for why in &refused {
-            assert!(why.contains("reads:") && why.contains("is a secret"), "{why}");
+        assert!(
+            why.contains("reads:") && why.contains("is a secret"),
+            "{why}"
+        );
     }
-    for rule in ["secret_prefixes \"/root/.ssh\"", "secret_names \"*.key\"", "/proc/self"] {
-        assert!(refused.iter().any(|r| r.contains(rule)), "{rule}: {refused:?}");
+    for rule in [
+        "secret_prefixes \"/root/.ssh\"",
+        "secret_names \"*.key\"",
+        "/proc/self",
+    ] {
+        assert!(
+            refused.iter().any(|r| r.contains(rule)),
+            "{rule}: {refused:?}"
+        );
     }
     // Nothing of them runs.
     for name in ["read-root-ssh", "read-tls-key", "read-host-proc"] {
-        let r = w.ask(&Request::DryRun {
-            chore: name.into(),
-        });
+        let r = w.ask(&Request::DryRun { chore: name.into() });
         assert!(
             !matches!(r, Response::Receipt { ok: true, .. }),
             "{name} ran: {r:?}"
@@ -282,5 +293,12 @@ fn a_read_of_the_wardens_own_files_fenced_data_or_through_a_symlink_is_refused()
     std::os::unix::fs::symlink("/root", &link).unwrap();
     assert!(refused(&link).contains("symbolic link"));
     // A plain read is let through.
-    assert!(run(&chore_reading(&root.join("data"), &touched), Mode::DryRun, &ctx).is_ok());
+    assert!(
+        run(
+            &chore_reading(&root.join("data"), &touched),
+            Mode::DryRun,
+            &ctx
+        )
+        .is_ok()
+    );
 }

@@ -171,7 +171,9 @@ fn parse_schedule(v: &str) -> Option<Schedule> {
 /// trailing `/`), of plain characters, and no secret path of the policy.
 fn parse_path(key: &str, v: &str) -> Result<PathBuf, String> {
     if !v.starts_with('/') || v == "/" {
-        return Err(format!("{key}: {v:?} must be an absolute path other than /"));
+        return Err(format!(
+            "{key}: {v:?} must be an absolute path other than /"
+        ));
     }
     if v.len() > 4096
         || v.contains("//")
@@ -184,7 +186,9 @@ fn parse_path(key: &str, v: &str) -> Result<PathBuf, String> {
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'@' | b'+'))
     {
-        return Err(format!("{key}: {v:?} holds a character a path here may not"));
+        return Err(format!(
+            "{key}: {v:?} holds a character a path here may not"
+        ));
     }
     crate::policy::secret_rule(v).map_err(|e| format!("{key}: {e}"))?;
     Ok(PathBuf::from(v))
@@ -562,9 +566,15 @@ mod tests {
         .unwrap();
         assert_eq!(
             h.reads,
-            [PathBuf::from("/var/lib/dpkg"), PathBuf::from("/srv/www-data")]
+            [
+                PathBuf::from("/var/lib/dpkg"),
+                PathBuf::from("/srv/www-data")
+            ]
         );
-        assert!(h.render().contains("# reads: /var/lib/dpkg\n# reads: /srv/www-data\n"));
+        assert!(
+            h.render()
+                .contains("# reads: /var/lib/dpkg\n# reads: /srv/www-data\n")
+        );
         assert_eq!(Header::parse(&h.render()).unwrap(), h);
         // Optional: no line, or `none`, is no read at all.
         assert!(Header::parse(APT).unwrap().reads.is_empty());
@@ -606,11 +616,16 @@ mod tests {
             let script = with_reads(lines);
             assert!(Header::parse(&script).is_err(), "accepted:\n{script}");
         }
-        let many: String = (0..=MAX_READS).map(|i| format!("# reads: /srv/d{i}\n")).collect();
+        let many: String = (0..=MAX_READS)
+            .map(|i| format!("# reads: /srv/d{i}\n"))
+            .collect();
         assert!(Header::parse(&with_reads(&many)).is_err());
         let why = Header::parse(&with_reads("# reads: /etc/ssl/private/server.key\n"))
             .unwrap_err()
             .to_string();
-        assert!(why.contains("reads:") && why.contains("secret_names"), "{why}");
+        assert!(
+            why.contains("reads:") && why.contains("secret_names"),
+            "{why}"
+        );
     }
 }
