@@ -153,9 +153,10 @@ pub struct Host<'a> {
     pub system: Vec<SystemDir>,
     /// Secrets found by walking `/etc` and the reads ([`secrets_under`]).
     pub found: Vec<Hidden>,
-    /// The file `/etc/resolv.conf` leads to, when it lies outside what the
-    /// cage shows (`/run/systemd/resolve/…`): bound read-only, alone, for a
-    /// chore with network, so that names resolve without showing `/run`.
+    /// The file `/etc/resolv.conf` leads to, when it lies under `/run`
+    /// (`/run/systemd/resolve/…`), which the cage does not show: bound
+    /// read-only, alone, for a chore with network, so that names resolve
+    /// without `/run` being shown.
     pub resolver: Option<PathBuf>,
     /// Which of the kernel's paths this host has (a path the kernel lacks
     /// cannot be covered: bubblewrap would have to create it in `/proc`).
@@ -182,7 +183,7 @@ impl Host<'static> {
                 r.to_str()
                     .is_some_and(|s| crate::policy::secret_rule(s).is_ok())
                     && std::fs::metadata(r).is_ok_and(|m| m.is_file())
-                    && !shown_by_system(r)
+                    && r.starts_with("/run")
             });
         Host {
             system: system_dirs_here(),
@@ -191,10 +192,6 @@ impl Host<'static> {
             exists: &exists_here,
         }
     }
-}
-
-fn shown_by_system(p: &Path) -> bool {
-    SYSTEM_DIRS.iter().any(|d| p.starts_with(d))
 }
 
 /// The [`SYSTEM_DIRS`] this host has, and how.
