@@ -5,6 +5,7 @@
 # color: green
 # touches: /var/cache/apt/archives
 # touches: /var/lib/aromba-warden/quarantine
+# reads: none
 # network: no
 # schedule: weekly sun 04:00
 # end

@@ -4,6 +4,7 @@
 # description: Remove Docker's dangling images and the build cache no container uses
 # color: yellow
 # touches: none
+# reads: none
 # network: no
 # schedule: weekly sun 05:00
 # action: docker image prune -f

@@ -4,6 +4,7 @@
 # description: Install fail2ban, which bans addresses that keep failing to log in
 # color: red
 # touches: none
+# reads: none
 # network: no
 # schedule: manual
 # action: apt-get install -y fail2ban

@@ -4,6 +4,7 @@
 # description: Shrink the system journal's archived files to a size
 # color: green
 # touches: /var/log/journal
+# reads: none
 # network: no
 # schedule: weekly sun 03:20
 # env: JOURNAL_MAX=500M

@@ -5,6 +5,7 @@
 # color: yellow
 # touches: /var/log
 # touches: /var/lib/aromba-warden/quarantine
+# reads: none
 # network: no
 # schedule: weekly sun 04:30
 # env: KEEP_DAYS=30

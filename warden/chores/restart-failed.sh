@@ -4,6 +4,7 @@
 # description: Restart services systemd reports as failed (never Aromba's own or the system's core)
 # color: red
 # touches: none
+# reads: none
 # network: no
 # schedule: manual
 # action: systemctl restart @failed-services

@@ -4,6 +4,7 @@
 # description: Install the security updates of installed packages
 # color: red
 # touches: none
+# reads: none
 # network: no
 # schedule: daily 04:15
 # action: apt-get install -y --only-upgrade @security-upgrades

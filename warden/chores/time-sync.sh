@@ -4,6 +4,7 @@
 # description: Keep the clock right: network time sync on, and the time-sync service restarted
 # color: green
 # touches: none
+# reads: none
 # network: no
 # schedule: daily 03:10
 # action: timedatectl set-ntp true

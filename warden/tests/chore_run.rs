@@ -82,7 +82,10 @@ fn a_real_run_writes_its_touches_and_is_killed_at_its_first_write_elsewhere() {
         t = d.touched.display(),
         u = d.untouched.display()
     );
-    let c = chore("green", &d.touched, "", &body, Origin::Mine);
+    // Shown, read-only: a path the cage does not show at all is simply not
+    // there (the write fails with ENOENT, and nothing was written either).
+    let reads = format!("# reads: {}\n", d.untouched.display());
+    let c = chore("green", &d.touched, &reads, &body, Origin::Mine);
     let r = run(&c, Mode::Real, &ctx(&layout, true, 30)).expect("runs");
     let err = r.outcome.stderr.lossy();
     assert!(err.contains("Read-only file system"), "{err}");
@@ -114,10 +117,12 @@ fn a_dry_run_that_tries_to_write_is_killed() {
 
 #[test]
 fn a_dry_run_is_told_so_and_changes_nothing() {
+    // The refused write's message goes nowhere (the subshell's stderr): on
+    // the run's stderr it would race the tripwire's kill against the echo.
     let d = Dirs::new("dry");
     let layout = Layout::rooted(&d.root.join("aromba"));
     let body = format!(
-        "if [ \"$AROMBA_DRY_RUN\" = 1 ] && [ \"$1\" = --dry-run ]; then echo would-write; fi\necho x > {}/a 2>/dev/null || echo not-written",
+        "if [ \"$AROMBA_DRY_RUN\" = 1 ] && [ \"$1\" = --dry-run ]; then echo would-write; fi\n(echo x > {}/a) 2>/dev/null || echo not-written",
         d.touched.display()
     );
     let c = chore("green", &d.touched, "", &body, Origin::Mine);
@@ -125,6 +130,27 @@ fn a_dry_run_is_told_so_and_changes_nothing() {
     assert_eq!(stdout(&r), "would-write\nnot-written\n");
     assert_eq!(r.files_changed, 0);
     assert!(!d.touched.join("a").exists());
+}
+
+#[test]
+fn a_dry_run_sees_its_touches_and_declared_reads_read_only_and_nothing_else_of_var() {
+    // The cage shows a dry run its touches (read-only), so that it can say
+    // what it would change; of /var, only those and its reads.
+    let d = Dirs::new("dry-sees");
+    let layout = Layout::rooted(&d.root.join("aromba"));
+    std::fs::write(d.touched.join("present.txt"), "here").unwrap();
+    std::fs::write(d.untouched.join("declared.txt"), "read").unwrap();
+    let body = format!(
+        "ls {t}; cat {u}/declared.txt; echo; ls /var\n(echo x > {u}/b) 2>/dev/null || echo not-written",
+        t = d.touched.display(),
+        u = d.untouched.display()
+    );
+    let reads = format!("# reads: {}\n", d.untouched.display());
+    let c = chore("green", &d.touched, &reads, &body, Origin::Mine);
+    let r = run(&c, Mode::DryRun, &ctx(&layout, true, 30)).expect("runs");
+    // /var holds only the mount point of /var/tmp, where both live.
+    assert_eq!(stdout(&r), "present.txt\nread\ntmp\nnot-written\n");
+    assert!(!d.untouched.join("b").exists());
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! fail, never skip, without them.
 
 use aromba_warden::cage::{
-    CageSpec, Hidden, bwrap_args, bwrap_args_with, run_caged, secret_paths, tool_spec,
+    CageSpec, Hidden, Host, SystemDir, bwrap_args, bwrap_args_with, run_caged, secret_paths,
+    tool_spec,
 };
 use aromba_warden::exec::Bounds;
 use aromba_warden::layout::Layout;
@@ -36,7 +37,12 @@ fn bounds() -> Bounds {
 
 fn caged(spec: &CageSpec, program: &str, args: &[&str]) -> (Option<i32>, String, String) {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let o = run_caged(spec, Path::new(program), &args, &bounds())
+    // The probe's copy lives where the cage shows nothing undeclared.
+    let mut spec = spec.clone();
+    if let Some(dir) = Path::new(probe_bin()).parent() {
+        spec.reads.push(dir.to_path_buf());
+    }
+    let o = run_caged(&spec, Path::new(program), &args, &bounds())
         .expect("the cage runs (root and bubblewrap needed)");
     (
         o.exit_code,
@@ -362,6 +368,7 @@ fn only_the_touches_are_writable() {
     std::fs::create_dir_all(&untouched).unwrap();
     let spec = CageSpec {
         touches: vec![touched.clone()],
+        reads: vec![untouched.clone()],
         ..CageSpec::default()
     };
     assert_eq!(
@@ -417,6 +424,7 @@ fn a_secret_file_inside_a_hidden_directory_is_hidden_with_it() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("secrets.toml"), "api_key = 1").unwrap();
     let spec = CageSpec {
+        reads: vec![dir.clone()],
         hide: vec![
             Hidden::Dir(dir.clone()),
             Hidden::File(dir.join("secrets.toml")),
@@ -455,7 +463,9 @@ fn secret_paths_are_not_visible() {
     std::fs::write(layout.config_dir.join("audit.key"), [7u8; 32]).unwrap();
     std::fs::create_dir_all(layout.worker_home.join(".ssh")).unwrap();
     std::fs::write(layout.worker_home.join(".ssh/id_ed25519"), "key").unwrap();
+    // Shown (as a read), so that what hides the secrets in it is tested.
     let spec = CageSpec {
+        reads: vec![root.clone()],
         hide: secret_paths(&layout),
         ..CageSpec::default()
     };
@@ -524,6 +534,7 @@ fn the_environment_is_the_fixed_path_and_what_the_chore_declares() {
 fn bwrap_argument_vector_is_exactly_this() {
     let spec = CageSpec {
         touches: vec![PathBuf::from("/var/cache/apt")],
+        reads: vec![PathBuf::from("/var/lib/dpkg")],
         network: false,
         env: vec![("LANG".into(), "C.UTF-8".into())],
         hide: vec![
@@ -532,14 +543,32 @@ fn bwrap_argument_vector_is_exactly_this() {
         ],
         nothing_writable: false,
     };
-    // A host with every kernel path the cage covers.
+    // A merged-/usr host with every kernel path the cage covers, a TLS key
+    // under /etc and a resolver under /run.
     let all = |_: &Path| true;
+    let host = Host {
+        system: vec![
+            SystemDir::Dir("/usr".into()),
+            SystemDir::Link {
+                path: "/bin".into(),
+                target: "usr/bin".into(),
+            },
+            SystemDir::Link {
+                path: "/lib64".into(),
+                target: "usr/lib64".into(),
+            },
+            SystemDir::Dir("/etc".into()),
+        ],
+        found: vec![Hidden::File("/etc/ssl/private/web.key".into())],
+        resolver: Some("/run/systemd/resolve/stub-resolv.conf".into()),
+        exists: &all,
+    };
     let got = bwrap_args_with(
         &spec,
+        &host,
         7,
         "/usr/lib/aromba/chores/apt-clean",
         &["--dry-run".into()],
-        &all,
     );
     let want = [
         "--die-with-parent",
@@ -555,22 +584,36 @@ fn bwrap_argument_vector_is_exactly_this() {
         "LANG",
         "C.UTF-8",
         "--ro-bind",
-        "/",
-        "/",
+        "/usr",
+        "/usr",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--ro-bind",
+        "/etc",
+        "/etc",
         "--dev",
         "/dev",
         "--proc",
         "/proc",
         "--tmpfs",
         "/tmp",
+        "--ro-bind-try",
+        "/var/lib/dpkg",
+        "/var/lib/dpkg",
         "--bind",
         "/var/cache/apt",
         "/var/cache/apt",
-        "--tmpfs",
-        "/root/.ssh",
+        // /root is not shown: its .ssh needs no stand-in.
         "--ro-bind",
         "/dev/null",
         "/etc/shadow",
+        "--ro-bind",
+        "/dev/null",
+        "/etc/ssl/private/web.key",
         "--ro-bind",
         "/proc/sys",
         "/proc/sys",
@@ -601,9 +644,9 @@ fn bwrap_argument_vector_is_exactly_this() {
         "--tmpfs",
         "/sys/firmware",
         "--remount-ro",
-        "/root/.ssh",
-        "--remount-ro",
         "/sys/firmware",
+        "--remount-ro",
+        "/",
         "--chdir",
         "/",
         "--seccomp",
@@ -613,6 +656,29 @@ fn bwrap_argument_vector_is_exactly_this() {
         "--dry-run",
     ];
     assert_eq!(got, want);
+    // A read of /root shows it with its .ssh hidden; the resolver is bound
+    // only for a chore with network.
+    let root_read = bwrap_args_with(
+        &CageSpec {
+            reads: vec!["/root".into()],
+            network: true,
+            ..spec.clone()
+        },
+        &host,
+        7,
+        "/bin/true",
+        &[],
+    );
+    let joined = root_read.join(" ");
+    assert!(
+        joined.contains("--ro-bind /run/systemd/resolve/stub-resolv.conf /run/systemd/resolve/stub-resolv.conf --ro-bind-try /root /root"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains("--tmpfs /root/.ssh") && joined.contains("--remount-ro /root/.ssh"),
+        "{joined}"
+    );
+    assert!(!got.iter().any(|a| a.contains("/run")), "{got:?}");
     // An assistant tool's cage: the same, with scratch space read-only and
     // no touch bound whatever the spec lists.
     // On a host without `/proc/sysrq-trigger`, `/proc/kcore` and
@@ -623,22 +689,29 @@ fn bwrap_argument_vector_is_exactly_this() {
     let tool = bwrap_args_with(
         &CageSpec {
             nothing_writable: true,
+            reads: Vec::new(),
             ..spec.clone()
+        },
+        &Host {
+            exists: &some,
+            system: host.system.clone(),
+            found: host.found.clone(),
+            resolver: None,
         },
         7,
         "/usr/lib/aromba/tools/disk-report",
         &[],
-        &some,
     );
-    let tail: Vec<&str> = tool[21..].iter().map(String::as_str).collect();
+    let tail: Vec<&str> = tool[30..].iter().map(String::as_str).collect();
     assert_eq!(
         tail,
         [
-            "--tmpfs",
-            "/root/.ssh",
             "--ro-bind",
             "/dev/null",
             "/etc/shadow",
+            "--ro-bind",
+            "/dev/null",
+            "/etc/ssl/private/web.key",
             "--ro-bind",
             "/proc/sys",
             "/proc/sys",
@@ -660,9 +733,9 @@ fn bwrap_argument_vector_is_exactly_this() {
             "--tmpfs",
             "/sys/firmware",
             "--remount-ro",
-            "/root/.ssh",
-            "--remount-ro",
             "/sys/firmware",
+            "--remount-ro",
+            "/",
             "--remount-ro",
             "/tmp",
             "--remount-ro",
@@ -676,6 +749,7 @@ fn bwrap_argument_vector_is_exactly_this() {
         ],
         "{tool:?}"
     );
+    assert!(!tool.iter().any(|a| a == "--bind"), "{tool:?}");
     let with_net = bwrap_args(
         &CageSpec {
             network: true,
@@ -694,4 +768,43 @@ fn bwrap_argument_vector_is_exactly_this() {
             "--share-net"
         ]
     );
+}
+
+#[test]
+fn this_hosts_system_directories_are_bound_once_and_its_links_made_again() {
+    let dirs = aromba_warden::cage::system_dirs_here();
+    for d in ["/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"] {
+        let meta = std::fs::symlink_metadata(d);
+        let got = dirs.iter().find(|s| match s {
+            SystemDir::Dir(p) => p == d,
+            SystemDir::Link { path, .. } => path == d,
+        });
+        match meta {
+            Err(_) => assert!(got.is_none(), "{d} is not here: {got:?}"),
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(d).unwrap();
+                assert_eq!(
+                    got,
+                    Some(&SystemDir::Link {
+                        path: d.into(),
+                        target: target.to_string_lossy().into_owned()
+                    }),
+                    "{d}"
+                );
+            }
+            Ok(_) => assert_eq!(got, Some(&SystemDir::Dir(d.into())), "{d}"),
+        }
+    }
+    assert!(dirs.contains(&SystemDir::Dir("/usr".into())));
+    assert!(dirs.contains(&SystemDir::Dir("/etc".into())));
+    // And a shell runs in that cage, its programs and libraries found.
+    let (code, out, err) = caged(&CageSpec::default(), "/bin/sh", &["-c", "ls / && echo ran"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.ends_with("ran"), "{out}");
+    for absent in ["root", "home", "srv", "opt", "mnt", "media", "run", "boot"] {
+        assert!(
+            !out.lines().any(|l| l == absent),
+            "/{absent} is shown: {out}"
+        );
+    }
 }

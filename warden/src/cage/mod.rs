@@ -3,6 +3,15 @@
 //! but what the chore declares, no network unless asked, and a seccomp
 //! filter the Warden builds itself (`seccomp.rs`).
 //!
+//! A chore sees only what it needs: the system directories read-only
+//! (`SYSTEM_DIRS`, a merged-`/usr` host's links made again as links), `/etc`
+//! with every secret in it hidden (found by walking it, [`secrets_under`]),
+//! the paths its header `reads:` (read-only, their secrets hidden the same
+//! way), its touches, and the cage's own `/dev`, `/proc` and `/tmp`. The
+//! root they hang on is an empty tmpfs, read-only once they are mounted:
+//! `/root`, `/home`, `/srv`, `/opt`, `/var/lib`, `/mnt`, `/media`, `/run`
+//! are simply not there unless declared.
+//!
 //! Real root inside bubblewrap keeps every capability unless dropped (seen
 //! here: `mount -o remount,rw /` succeeded without `--cap-drop ALL`), so the
 //! argument vector below always drops them, and bubblewrap sets
@@ -17,6 +26,7 @@ pub mod seccomp;
 use crate::exec::{self, Bounds, ExecError, Outcome};
 use crate::layout::Layout;
 use crate::policy::PATHS;
+use std::collections::VecDeque;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -29,6 +39,9 @@ pub const CAGE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/
 pub struct CageSpec {
     /// Paths bound writable (they must exist).
     pub touches: Vec<PathBuf>,
+    /// Paths shown read-only beyond the system directories (a chore's
+    /// `reads:`, and a dry run's touches); one the host lacks is left out.
+    pub reads: Vec<PathBuf>,
     /// Keep the host's network (only when the chore's header asks).
     pub network: bool,
     /// The environment, beyond `PATH`.
@@ -47,6 +60,7 @@ pub struct CageSpec {
 pub fn tool_spec(layout: &Layout, env: Vec<(String, String)>) -> CageSpec {
     CageSpec {
         touches: Vec::new(),
+        reads: Vec::new(),
         network: false,
         env,
         hide: secret_paths(layout),
@@ -117,6 +131,224 @@ pub fn secret_paths(layout: &Layout) -> Vec<Hidden> {
     hidden
 }
 
+/// The system directories: programs, libraries, configuration. Each one the
+/// host has is shown read-only; `/etc` with its secrets hidden.
+pub const SYSTEM_DIRS: [&str; 8] = [
+    "/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
+];
+
+/// How the host holds one of [`SYSTEM_DIRS`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SystemDir {
+    /// A directory: bound read-only at the same path.
+    Dir(String),
+    /// A link into `/usr` (a merged-`/usr` host's `/bin -> usr/bin`): made
+    /// again as the same link, so `/usr` is not bound twice.
+    Link { path: String, target: String },
+}
+
+/// What the host holds that the argument vector depends on. [`Host::here`]
+/// looks; tests make their own.
+pub struct Host<'a> {
+    pub system: Vec<SystemDir>,
+    /// Secrets found by walking `/etc` and the reads ([`secrets_under`]).
+    pub found: Vec<Hidden>,
+    /// The file `/etc/resolv.conf` leads to, when it lies under `/run`
+    /// (`/run/systemd/resolve/…`), which the cage does not show: bound
+    /// read-only, alone, for a chore with network, so that names resolve
+    /// without `/run` being shown.
+    pub resolver: Option<PathBuf>,
+    /// Which of the kernel's paths this host has (a path the kernel lacks
+    /// cannot be covered: bubblewrap would have to create it in `/proc`).
+    pub exists: &'a dyn Fn(&Path) -> bool,
+}
+
+fn exists_here(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok()
+}
+
+impl Host<'static> {
+    /// This host, for `spec`: its system directories, the secrets under
+    /// `/etc` and the reads, and for a chore with network its resolver.
+    pub fn here(spec: &CageSpec) -> Host<'static> {
+        let mut found = secrets_under(Path::new("/etc"));
+        for r in &spec.reads {
+            found.extend(secrets_under(r));
+        }
+        let resolver = spec
+            .network
+            .then(|| std::fs::canonicalize("/etc/resolv.conf").ok())
+            .flatten()
+            .filter(|r| {
+                r.to_str()
+                    .is_some_and(|s| crate::policy::secret_rule(s).is_ok())
+                    && std::fs::metadata(r).is_ok_and(|m| m.is_file())
+                    && r.starts_with("/run")
+            });
+        Host {
+            system: system_dirs_here(),
+            found,
+            resolver,
+            exists: &exists_here,
+        }
+    }
+}
+
+/// The [`SYSTEM_DIRS`] this host has, and how.
+pub fn system_dirs_here() -> Vec<SystemDir> {
+    let mut out = Vec::new();
+    for d in SYSTEM_DIRS {
+        let Ok(meta) = std::fs::symlink_metadata(d) else {
+            continue;
+        };
+        if meta.is_dir() {
+            out.push(SystemDir::Dir(d.to_string()));
+        } else if meta.file_type().is_symlink() {
+            let (Ok(target), Ok(real)) = (std::fs::read_link(d), std::fs::canonicalize(d)) else {
+                continue;
+            };
+            match target.to_str() {
+                Some(t) if real.starts_with("/usr") && real.is_dir() => {
+                    out.push(SystemDir::Link {
+                        path: d.to_string(),
+                        target: t.to_string(),
+                    });
+                }
+                // A link elsewhere: bubblewrap binds what it leads to.
+                _ if real.is_dir() => out.push(SystemDir::Dir(d.to_string())),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Whether the cage may show `reads` (a chore's `reads:`, already parsed:
+/// absolute, clean, no secret path of the policy). A read may not be one of
+/// the Warden's or the Worker's directories or inside one (a read that
+/// holds one shows it hidden, as `/etc` does), may not overlap a fenced data
+/// folder either way, and may not pass through a symlink (bubblewrap would
+/// bind the link's target, which nothing checked).
+pub fn reads_allowed(name: &str, reads: &[PathBuf], layout: &Layout) -> Result<(), String> {
+    let own = [
+        &layout.state_dir,
+        &layout.journal_dir,
+        &layout.config_dir,
+        &layout.run_dir,
+        &layout.worker_config_dir,
+        &layout.worker_home,
+        &layout.quarantine_dir,
+    ];
+    let fences: Vec<PathBuf> = std::fs::read_to_string(layout.fences_file())
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with('/'))
+        .map(PathBuf::from)
+        .collect();
+    for r in reads {
+        if let Some(dir) = own.iter().find(|d| r.starts_with(d)) {
+            return Err(format!(
+                "{name} reads {}, which holds the Warden's or the Worker's own files ({})",
+                r.display(),
+                dir.display()
+            ));
+        }
+        if let Some(f) = fences.iter().find(|f| r.starts_with(f) || f.starts_with(r)) {
+            return Err(format!(
+                "{name} reads {}, and {} is fenced as data: no chore may read it",
+                r.display(),
+                f.display()
+            ));
+        }
+        let mut at = PathBuf::from("/");
+        for part in r.components().skip(1) {
+            at.push(part);
+            if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(format!(
+                    "{name} reads {}, and {} is a symbolic link: a read must be the real path",
+                    r.display(),
+                    at.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// At most this many entries are looked at under one root; the directories
+/// left unread past it are hidden whole (what was not looked at may hold a
+/// secret).
+pub const WALK_MAX_ENTRIES: usize = 100_000;
+/// Past this many secrets under one root, the root itself is hidden whole:
+/// each hidden file is a mount in the cage.
+pub const WALK_MAX_HIDDEN: usize = 2_000;
+
+/// The secrets under `root` by the policy's path rules (`secret_prefixes`,
+/// `secret_dirs`, `secret_names`: `/etc/ssl/private/*.key`, a `.ssh` under a
+/// declared `/home`, a directory named `*secret*`), found by walking it
+/// without following links. A secret directory is hidden whole and not
+/// walked. A link is left alone: it is judged where it leads (mounting over
+/// it would cover its target instead). A directory that cannot be read, or
+/// lies past [`WALK_MAX_ENTRIES`], or holds a name that is not UTF-8 (no
+/// rule can judge it) is hidden whole.
+pub fn secrets_under(root: &Path) -> Vec<Hidden> {
+    let mut found = Vec::new();
+    if !std::fs::symlink_metadata(root).is_ok_and(|m| m.is_dir()) {
+        return found;
+    }
+    let mut seen = 0usize;
+    let mut queue = VecDeque::from([root.to_path_buf()]);
+    while let Some(dir) = queue.pop_front() {
+        if seen >= WALK_MAX_ENTRIES {
+            found.push(Hidden::Dir(dir));
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+                found.push(Hidden::Dir(dir));
+            }
+            continue;
+        };
+        let mut children = Vec::new();
+        let mut unjudged = false;
+        for e in entries {
+            let Ok(e) = e else {
+                unjudged = true;
+                break;
+            };
+            seen += 1;
+            let path = e.path();
+            let (Some(text), Ok(kind)) = (path.to_str(), e.file_type()) else {
+                unjudged = true;
+                break;
+            };
+            if kind.is_symlink() {
+                continue;
+            }
+            if crate::policy::secret_rule(text).is_err() {
+                found.push(if kind.is_dir() {
+                    Hidden::Dir(path)
+                } else {
+                    Hidden::File(path)
+                });
+            } else if kind.is_dir() {
+                children.push(path);
+            }
+        }
+        if unjudged {
+            found.retain(|h| !matches!(h, Hidden::Dir(p) | Hidden::File(p) if p.starts_with(&dir)));
+            found.push(Hidden::Dir(dir));
+            continue;
+        }
+        queue.extend(children);
+        if found.len() > WALK_MAX_HIDDEN {
+            return vec![Hidden::Dir(root.to_path_buf())];
+        }
+    }
+    found
+}
+
 /// The parts of `/proc` through which uid 0 without capabilities still
 /// changes the host (sysctls: `kernel.core_pattern` set to a pipe runs a
 /// command as host root; `sysrq-trigger`; interrupt affinity; PCI and
@@ -146,25 +378,25 @@ pub const KERNEL_MASKED_FILES: [&str; 4] = [
 /// tables and variables, EFI ones writable by root).
 pub const KERNEL_MASKED_DIRS: [&str; 1] = ["/sys/firmware"];
 
-/// The bubblewrap argument vector. The order matters: bubblewrap applies
-/// mounts in order, so the writable touches come after the read-only root
-/// and the hidden secrets and the kernel's covers after both.
+/// The bubblewrap argument vector, for this host ([`Host::here`]).
 pub fn bwrap_args(spec: &CageSpec, seccomp_fd: i32, program: &str, args: &[String]) -> Vec<String> {
-    bwrap_args_with(spec, seccomp_fd, program, args, &|p: &Path| {
-        std::fs::symlink_metadata(p).is_ok()
-    })
+    bwrap_args_with(spec, &Host::here(spec), seccomp_fd, program, args)
 }
 
-/// As [`bwrap_args`], with `exists` saying which of the kernel's paths this
-/// host has (a path the kernel lacks cannot be covered: bubblewrap would
-/// have to create it in `/proc`, and fail). Tests pass their own.
+/// As [`bwrap_args`], for the host `host` describes. The order matters:
+/// bubblewrap applies mounts in order, so the reads come after the system
+/// directories, the writable touches after the reads (a touch inside a read
+/// stays writable), the hidden secrets and the kernel's covers after all of
+/// them, and the root goes read-only last, once every mount point in it is
+/// made.
 pub fn bwrap_args_with(
     spec: &CageSpec,
+    host: &Host<'_>,
     seccomp_fd: i32,
     program: &str,
     args: &[String],
-    exists: &dyn Fn(&Path) -> bool,
 ) -> Vec<String> {
+    let exists = host.exists;
     let mut v: Vec<String> = ["--die-with-parent", "--new-session", "--unshare-all"]
         .iter()
         .map(|s| s.to_string())
@@ -186,30 +418,53 @@ pub fn bwrap_args_with(
     for (k, val) in &spec.env {
         v.extend(["--setenv".to_string(), k.clone(), val.clone()]);
     }
-    v.extend(
-        [
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
-        ]
-        .map(String::from),
-    );
+    // What the chore sees: nothing but these, on an empty root.
+    let mut shown: Vec<PathBuf> = Vec::new();
+    for d in &host.system {
+        match d {
+            SystemDir::Dir(d) => {
+                v.extend(["--ro-bind".to_string(), d.clone(), d.clone()]);
+                shown.push(PathBuf::from(d));
+            }
+            SystemDir::Link { path, target } => {
+                v.extend(["--symlink".to_string(), target.clone(), path.clone()]);
+            }
+        }
+    }
+    v.extend(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"].map(String::from));
+    if spec.network
+        && let Some(r) = &host.resolver
+    {
+        let r = r.to_string_lossy().into_owned();
+        v.extend(["--ro-bind".to_string(), r.clone(), r]);
+    }
+    for r in &spec.reads {
+        let r = r.to_string_lossy().into_owned();
+        v.extend(["--ro-bind-try".to_string(), r.clone(), r]);
+    }
+    shown.extend(spec.reads.iter().cloned());
     if !spec.nothing_writable {
         for t in &spec.touches {
             let t = t.to_string_lossy().into_owned();
             v.extend(["--bind".to_string(), t.clone(), t]);
         }
+        shown.extend(spec.touches.iter().cloned());
     }
+    // A secret is hidden where the cage shows it; elsewhere it is not there
+    // at all, and a stand-in would only say that it exists.
+    let hide: Vec<&Hidden> = {
+        let mut all: Vec<&Hidden> = spec.hide.iter().chain(&host.found).collect();
+        all.retain(|h| {
+            let (Hidden::Dir(p) | Hidden::File(p)) = h;
+            shown.iter().any(|s| p.starts_with(s))
+        });
+        all.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+        all.dedup();
+        all
+    };
     // What is under a hidden directory is hidden with it: its own mount
     // would need a mount point inside the empty, read-only stand-in.
-    let dirs: Vec<&PathBuf> = spec
-        .hide
+    let dirs: Vec<&PathBuf> = hide
         .iter()
         .filter_map(|h| match h {
             Hidden::Dir(d) => Some(d),
@@ -218,7 +473,7 @@ pub fn bwrap_args_with(
         .collect();
     let covered = |p: &Path| dirs.iter().any(|d| p != d.as_path() && p.starts_with(d));
     let mut read_only = Vec::new();
-    for h in &spec.hide {
+    for h in hide {
         match h {
             Hidden::Dir(d) if !covered(d) => {
                 let d = d.to_string_lossy().into_owned();
@@ -248,12 +503,15 @@ pub fn bwrap_args_with(
             f.to_string(),
         ]);
     }
+    // `/sys` is shown only when declared, and then without the firmware.
     for d in KERNEL_MASKED_DIRS.iter().filter(|p| exists(Path::new(p))) {
         v.extend(["--tmpfs".to_string(), d.to_string()]);
         read_only.push(d.to_string());
     }
     // The stand-ins are read-only, so a write there fails like any other
-    // outside the touches instead of vanishing into a scratch tmpfs.
+    // outside the touches instead of vanishing into a scratch tmpfs; so is
+    // the root that holds the mount points.
+    read_only.push("/".to_string());
     for d in read_only {
         v.extend(["--remount-ro".to_string(), d]);
     }

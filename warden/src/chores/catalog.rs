@@ -108,4 +108,17 @@ mod tests {
         }
         assert_eq!(system().len(), SYSTEM.len());
     }
+
+    #[test]
+    fn every_embedded_chore_declares_what_it_reads() {
+        // The key is optional for the owner's chores; ours say it, `none`
+        // included, so that what each one is shown is written down.
+        for script in SYSTEM {
+            let header = script.split("\n# end\n").next().unwrap_or_default();
+            assert!(
+                header.lines().any(|l| l.starts_with("# reads: ")),
+                "{header}"
+            );
+        }
+    }
 }

@@ -9,6 +9,7 @@
 //! # description: Empty the apt package cache
 //! # color: green
 //! # touches: /var/cache/apt/archives
+//! # reads: /var/lib/dpkg
 //! # max_changes: 1000 files, 20 GB
 //! # network: no
 //! # schedule: weekly sun 04:00
@@ -23,6 +24,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub const MAX_TOUCHES: usize = 16;
+pub const MAX_READS: usize = 16;
 pub const MAX_ACTIONS: usize = 8;
 pub const MAX_ENV: usize = 16;
 /// The default damage cap: 1,000 files or 20 GB in one run.
@@ -95,6 +97,9 @@ pub struct Header {
     pub color: Color,
     /// The only paths the chore may write; empty for `touches: none`.
     pub touches: Vec<PathBuf>,
+    /// Paths the cage shows read-only beyond the system directories; empty
+    /// for `reads: none` or no `reads:` line.
+    pub reads: Vec<PathBuf>,
     pub max_files: u64,
     pub max_gb: u64,
     pub network: bool,
@@ -162,10 +167,12 @@ fn parse_schedule(v: &str) -> Option<Schedule> {
     }
 }
 
-fn parse_touch(v: &str) -> Result<PathBuf, String> {
+/// A `touches:` or `reads:` path: absolute, clean (no `//`, `.`, `..` or
+/// trailing `/`), of plain characters, and no secret path of the policy.
+fn parse_path(key: &str, v: &str) -> Result<PathBuf, String> {
     if !v.starts_with('/') || v == "/" {
         return Err(format!(
-            "touches: {v:?} must be an absolute path other than /"
+            "{key}: {v:?} must be an absolute path other than /"
         ));
     }
     if v.len() > 4096
@@ -173,18 +180,36 @@ fn parse_touch(v: &str) -> Result<PathBuf, String> {
         || v.ends_with('/')
         || v.split('/').any(|c| c == ".." || c == ".")
     {
-        return Err(format!("touches: {v:?} must be a clean absolute path"));
+        return Err(format!("{key}: {v:?} must be a clean absolute path"));
     }
     if !v
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'@' | b'+'))
     {
         return Err(format!(
-            "touches: {v:?} holds a character a path here may not"
+            "{key}: {v:?} holds a character a path here may not"
         ));
     }
-    crate::policy::secret_rule(v).map_err(|e| format!("touches: {e}"))?;
+    crate::policy::secret_rule(v).map_err(|e| format!("{key}: {e}"))?;
     Ok(PathBuf::from(v))
+}
+
+fn parse_touch(v: &str) -> Result<PathBuf, String> {
+    parse_path("touches", v)
+}
+
+/// The cage makes `/proc`, `/dev` and `/tmp` itself: a read there would
+/// put the host's own over them (the host's processes, its devices).
+const NOT_READABLE: [&str; 3] = ["/proc", "/dev", "/tmp"];
+
+fn parse_read(v: &str) -> Result<PathBuf, String> {
+    let path = parse_path("reads", v)?;
+    if let Some(top) = NOT_READABLE.iter().find(|t| path.starts_with(t)) {
+        return Err(format!(
+            "reads: {v:?} is under {top}, which the cage makes itself"
+        ));
+    }
+    Ok(path)
 }
 
 fn parse_max_changes(v: &str) -> Option<(u64, u64)> {
@@ -251,6 +276,7 @@ impl Header {
         }
         let (mut name, mut description, mut color, mut touches, mut max, mut network, mut schedule) =
             (None, None, None, None::<Vec<PathBuf>>, None, None, None);
+        let mut reads = None::<Vec<PathBuf>>;
         let mut actions = Vec::new();
         let mut env = Vec::new();
         for (n, line) in lines.by_ref() {
@@ -274,6 +300,7 @@ impl Header {
                     description: description.unwrap_or_default(),
                     color: color.unwrap_or(Color::Red),
                     touches: touches.unwrap_or_default(),
+                    reads: reads.unwrap_or_default(),
                     max_files,
                     max_gb,
                     network: network.unwrap_or(false),
@@ -343,6 +370,9 @@ impl Header {
                         once(touches.is_some())?;
                         touches = Some(Vec::new());
                     } else {
+                        if touches.as_ref().is_some_and(Vec::is_empty) {
+                            return Err(err(n, "touches: none, and then a path".into()));
+                        }
                         let t = touches.get_or_insert_with(Vec::new);
                         let path = parse_touch(value).map_err(|w| err(n, w))?;
                         if t.contains(&path) || t.len() >= MAX_TOUCHES {
@@ -354,6 +384,27 @@ impl Header {
                             ));
                         }
                         t.push(path);
+                    }
+                }
+                "reads" => {
+                    if value == "none" {
+                        once(reads.is_some())?;
+                        reads = Some(Vec::new());
+                    } else {
+                        if reads.as_ref().is_some_and(Vec::is_empty) {
+                            return Err(err(n, "reads: none, and then a path".into()));
+                        }
+                        let r = reads.get_or_insert_with(Vec::new);
+                        let path = parse_read(value).map_err(|w| err(n, w))?;
+                        if r.contains(&path) || r.len() >= MAX_READS {
+                            return Err(err(
+                                n,
+                                format!(
+                                    "reads: {value:?} is repeated or one too many (at most {MAX_READS})"
+                                ),
+                            ));
+                        }
+                        r.push(path);
                     }
                 }
                 "max_changes" => {
@@ -425,6 +476,9 @@ impl Header {
         for t in &self.touches {
             out.push_str(&format!("# touches: {}\n", t.display()));
         }
+        for r in &self.reads {
+            out.push_str(&format!("# reads: {}\n", r.display()));
+        }
         out.push_str(&format!(
             "# max_changes: {} files, {} GB\n",
             self.max_files, self.max_gb
@@ -493,9 +547,85 @@ mod tests {
                 "# network: no",
                 "# network: no\n# action: systemctl restart @failed-services now",
             ),
+            APT.replace("# network: no", "# touches: none\n# network: no"),
         ];
         for script in bad {
             assert!(Header::parse(&script).is_err(), "accepted:\n{script}");
         }
+    }
+
+    fn with_reads(lines: &str) -> String {
+        APT.replace("# network: no", &format!("{lines}# network: no"))
+    }
+
+    #[test]
+    fn parses_reads_one_path_a_line_and_renders_them_back() {
+        let h = Header::parse(&with_reads(
+            "# reads: /var/lib/dpkg\n# reads: /srv/www-data\n",
+        ))
+        .unwrap();
+        assert_eq!(
+            h.reads,
+            [
+                PathBuf::from("/var/lib/dpkg"),
+                PathBuf::from("/srv/www-data")
+            ]
+        );
+        assert!(
+            h.render()
+                .contains("# reads: /var/lib/dpkg\n# reads: /srv/www-data\n")
+        );
+        assert_eq!(Header::parse(&h.render()).unwrap(), h);
+        // Optional: no line, or `none`, is no read at all.
+        assert!(Header::parse(APT).unwrap().reads.is_empty());
+        let none = Header::parse(&with_reads("# reads: none\n")).unwrap();
+        assert!(none.reads.is_empty());
+        assert_eq!(Header::parse(&none.render()).unwrap(), none);
+    }
+
+    #[test]
+    fn refuses_reads_that_are_relative_unclean_repeated_secret_or_made_by_the_cage() {
+        let bad = [
+            "# reads: var/lib/dpkg\n",
+            "# reads: /var/lib/../../etc\n",
+            "# reads: /var/lib/./dpkg\n",
+            "# reads: /var//lib\n",
+            "# reads: /var/lib/\n",
+            "# reads: /\n",
+            "# reads: \n",
+            "# reads:\n",
+            "# reads: /var/lib/dpkg /srv\n",
+            "# reads: /var/lib/dpkg,/srv\n",
+            "# reads: /var/lib/dpkg \n",
+            "# reads: /var/lib/dpkg\n# reads: /var/lib/dpkg\n",
+            "# reads: none\n# reads: none\n",
+            "# reads: none\n# reads: /srv\n",
+            "# reads: /srv\n# reads: none\n",
+            "# reads: /root/.ssh\n",
+            "# reads: /home/alice/.aws\n",
+            "# reads: /etc/ssl/private/server.key\n",
+            "# reads: /etc/shadow\n",
+            "# reads: /etc/aromba/warden\n",
+            "# reads: /srv/app/.env\n",
+            "# reads: /proc\n",
+            "# reads: /proc/1/root\n",
+            "# reads: /dev/sda\n",
+            "# reads: /tmp/x\n",
+        ];
+        for lines in bad {
+            let script = with_reads(lines);
+            assert!(Header::parse(&script).is_err(), "accepted:\n{script}");
+        }
+        let many: String = (0..=MAX_READS)
+            .map(|i| format!("# reads: /srv/d{i}\n"))
+            .collect();
+        assert!(Header::parse(&with_reads(&many)).is_err());
+        let why = Header::parse(&with_reads("# reads: /etc/ssl/private/server.key\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            why.contains("reads:") && why.contains("secret_names"),
+            "{why}"
+        );
     }
 }

@@ -112,7 +112,8 @@ pub fn admissible(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<(), St
             h.name, h.max_files, h.max_gb
         ));
     }
-    touches_allowed(h, ctx.layout)
+    touches_allowed(h, ctx.layout)?;
+    cage::reads_allowed(&h.name, &h.reads, ctx.layout)
 }
 
 /// What the cage hides from a chore: the secret paths, and the quarantine
@@ -263,6 +264,11 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
     } else {
         Vec::new()
     };
+    // It sees its touches still, read-only: it reports what it would change.
+    let mut reads = h.reads.clone();
+    if mode == Mode::DryRun {
+        reads.extend(h.touches.iter().cloned());
+    }
     let before = file_tree(&h.touches);
     let max_bytes = h.max_gb.saturating_mul(1 << 30);
     let over_cap = Arc::new(AtomicBool::new(false));
@@ -296,6 +302,7 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
     let outcome = if ctx.isolation {
         let spec = CageSpec {
             touches,
+            reads,
             network: h.network,
             env,
             hide: hidden(&h.touches, ctx.layout),
