@@ -51,7 +51,8 @@ const SMALL_CAP: &str = "# max_changes: 10 files, 1 GB\n";
 
 /// 250-byte names 20 deep (5,000 bytes, past `PATH_MAX`), entered one at
 /// a time; the shell's commands after it run at the bottom.
-const LONG_CHAIN: &str = "n=$(printf 'n%.0s' $(seq 250))\nfor i in $(seq 20); do mkdir $n && cd -P $n || exit 1; done\n";
+const LONG_CHAIN: &str =
+    "n=$(printf 'n%.0s' $(seq 250))\nfor i in $(seq 20); do mkdir $n && cd -P $n || exit 1; done\n";
 
 #[test]
 fn same_size_rewrites_with_the_mtime_put_back_are_counted() {
@@ -70,8 +71,14 @@ fn same_size_rewrites_with_the_mtime_put_back_are_counted() {
     planted(&w, 12);
     let (receipt, ok) = real_run(&w, "rewrite");
     assert_eq!(std::fs::read(w.touched.join("f0")).unwrap(), b"bbbb");
-    assert!(receipt.contains(" 12 files changed (12 bytes)"), "{receipt}");
-    assert!(receipt.contains("killed at the damage cap") && !ok, "{receipt}");
+    assert!(
+        receipt.contains(" 12 files changed (12 bytes)"),
+        "{receipt}"
+    );
+    assert!(
+        receipt.contains("killed at the damage cap") && !ok,
+        "{receipt}"
+    );
     assert!(w.journal().contains("\"files_changed\":12"));
 }
 
@@ -96,7 +103,10 @@ fn chmod_only_changes_are_counted_even_to_the_same_mode() {
     }
     let (receipt, ok) = real_run(&w, "chmods");
     assert!(receipt.contains(" 12 files changed"), "{receipt}");
-    assert!(receipt.contains("killed at the damage cap") && !ok, "{receipt}");
+    assert!(
+        receipt.contains("killed at the damage cap") && !ok,
+        "{receipt}"
+    );
 }
 
 #[test]
@@ -114,7 +124,10 @@ fn a_thousand_and_one_new_directories_are_over_the_default_cap() {
     let (receipt, ok) = real_run(&w, "dirs");
     // 1,001 directories and the touch that holds them.
     assert!(receipt.contains(" 1002 files changed"), "{receipt}");
-    assert!(receipt.contains("killed at the damage cap") && !ok, "{receipt}");
+    assert!(
+        receipt.contains("killed at the damage cap") && !ok,
+        "{receipt}"
+    );
 }
 
 #[test]
@@ -151,7 +164,10 @@ fn a_sparse_50_gb_file_past_path_max_is_over_the_default_cap() {
     );
     let (receipt, ok) = real_run(&w, "sparse");
     assert!(receipt.contains(" 22 files changed ("), "{receipt}");
-    assert!(receipt.contains("killed at the damage cap") && !ok, "{receipt}");
+    assert!(
+        receipt.contains("killed at the damage cap") && !ok,
+        "{receipt}"
+    );
 }
 
 #[test]
@@ -169,7 +185,10 @@ fn blocks_preallocated_past_a_files_size_are_weighed() {
     );
     let (receipt, ok) = real_run(&w, "falloc");
     let _ = std::fs::remove_file(w.touched.join("hog"));
-    assert!(receipt.contains("killed at the damage cap") && !ok, "{receipt}");
+    assert!(
+        receipt.contains("killed at the damage cap") && !ok,
+        "{receipt}"
+    );
 }
 
 #[test]
@@ -177,7 +196,12 @@ fn a_hard_link_to_a_setuid_file_is_removed_journaled_and_signalled() {
     let w = Warden::start(
         "adv-cap-suid-link",
         false,
-        &[owner_chore("linker", "green", "", &hostile("ln suid rootsh"))],
+        &[owner_chore(
+            "linker",
+            "green",
+            "",
+            &hostile("ln suid rootsh"),
+        )],
     );
     // A setuid program the touch held before the run: the link is a new
     // name for it that no chmod made, so no filter on chmod sees it.
@@ -186,7 +210,10 @@ fn a_hard_link_to_a_setuid_file_is_removed_journaled_and_signalled() {
     std::fs::set_permissions(&suid, std::fs::Permissions::from_mode(0o4755)).unwrap();
     let step = w.ladder();
     let (receipt, ok) = real_run(&w, "linker");
-    assert!(!w.touched.join("rootsh").exists(), "the new link is still there");
+    assert!(
+        !w.touched.join("rootsh").exists(),
+        "the new link is still there"
+    );
     assert_eq!(
         std::fs::metadata(&suid).unwrap().permissions().mode() & 0o7777,
         0o4755,

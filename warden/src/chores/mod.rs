@@ -9,5 +9,5 @@ pub mod header;
 pub mod placeholders;
 pub mod quarantine;
 pub mod run;
-pub mod tree;
 pub mod snapshot;
+pub mod tree;

@@ -159,7 +159,14 @@ struct Walker {
 impl Walker {
     /// Records the entry `name` of `parent`, at `path`; a directory is
     /// queued to be listed.
-    fn record(&mut self, parent: &Rc<Dir>, name: &OsStr, path: PathBuf, m: &Metadata, depth: usize) {
+    fn record(
+        &mut self,
+        parent: &Rc<Dir>,
+        name: &OsStr,
+        path: PathBuf,
+        m: &Metadata,
+        depth: usize,
+    ) {
         if self.tree.entries.len() >= MAX_ENTRIES
             || self.path_bytes.saturating_add(path.as_os_str().len()) > MAX_PATH_BYTES
         {
@@ -448,7 +455,9 @@ fn parent_of(touches: &[PathBuf], path: &Path) -> Result<(Dir, OsString), String
         .file_name()
         .ok_or_else(|| "it has no name".to_string())?
         .to_os_string();
-    let parent = path.parent().ok_or_else(|| "it has no parent".to_string())?;
+    let parent = path
+        .parent()
+        .ok_or_else(|| "it has no parent".to_string())?;
     // The touch it lies under; the walk started at the touch's parent.
     let touch = touches
         .iter()

@@ -763,7 +763,12 @@ pub(super) fn run_chore(
     if !gained.is_empty() {
         m.insert(
             "gained_privilege".into(),
-            Value::from(gained.iter().map(|g| Value::from(g.as_str())).collect::<Vec<_>>()),
+            Value::from(
+                gained
+                    .iter()
+                    .map(|g| Value::from(g.as_str()))
+                    .collect::<Vec<_>>(),
+            ),
         );
     }
     m.insert(

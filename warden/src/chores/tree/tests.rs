@@ -13,7 +13,10 @@ struct Scratch(PathBuf);
 impl Scratch {
     /// Outside /tmp, like a touch.
     fn new(name: &str) -> Scratch {
-        let p = PathBuf::from(format!("/var/tmp/aromba-tree-{name}-{}", std::process::id()));
+        let p = PathBuf::from(format!(
+            "/var/tmp/aromba-tree-{name}-{}",
+            std::process::id()
+        ));
         let _ = fs::remove_dir_all(&p);
         fs::create_dir_all(&p).unwrap();
         Scratch(p)
@@ -47,13 +50,27 @@ fn every_entry_type_is_recorded_directories_included() {
     let kinds: Vec<u32> = ["", "d", "d/f", "l", "sock"]
         .iter()
         .map(|n| {
-            let p = if n.is_empty() { s.0.clone() } else { s.0.join(n) };
-            t.entries.get(&p).unwrap_or_else(|| panic!("{n} not walked")).mode & libc::S_IFMT
+            let p = if n.is_empty() {
+                s.0.clone()
+            } else {
+                s.0.join(n)
+            };
+            t.entries
+                .get(&p)
+                .unwrap_or_else(|| panic!("{n} not walked"))
+                .mode
+                & libc::S_IFMT
         })
         .collect();
     assert_eq!(
         kinds,
-        [libc::S_IFDIR, libc::S_IFDIR, libc::S_IFREG, libc::S_IFLNK, libc::S_IFSOCK]
+        [
+            libc::S_IFDIR,
+            libc::S_IFDIR,
+            libc::S_IFREG,
+            libc::S_IFLNK,
+            libc::S_IFSOCK
+        ]
     );
     assert_eq!(t.failed, 0);
     // The symlink was not followed: /etc/passwd is not in the tree.
@@ -75,7 +92,10 @@ fn a_same_size_rewrite_with_the_mtime_put_back_is_a_change() {
             .unwrap()
             .set_times(FileTimes::new().set_modified(mtime))
             .unwrap();
-        assert_eq!(fs::metadata(d.join("f")).unwrap().modified().unwrap(), mtime);
+        assert_eq!(
+            fs::metadata(d.join("f")).unwrap().modified().unwrap(),
+            mtime
+        );
     });
     assert_eq!((files, bytes), (1, 1));
 }
@@ -118,7 +138,8 @@ fn long_chain(top: &Path) -> Vec<OsString> {
         };
     }
     for i in 0..5 {
-        dir.create_file(OsStr::new(&format!("f{i}")), 0o644).unwrap();
+        dir.create_file(OsStr::new(&format!("f{i}")), 0o644)
+            .unwrap();
     }
     names
 }
@@ -161,7 +182,10 @@ fn remove_chain(top: &Path) {
 fn a_sparse_file_weighs_its_apparent_size_and_a_preallocated_one_its_blocks() {
     let s = Scratch::new("sparse");
     let (_, bytes) = counted(&s, |d| {
-        File::create(d.join("sparse")).unwrap().set_len(50 << 30).unwrap();
+        File::create(d.join("sparse"))
+            .unwrap()
+            .set_len(50 << 30)
+            .unwrap();
     });
     assert!(bytes >= 50 << 30, "{bytes}");
     let e = Entry {
@@ -182,7 +206,9 @@ fn a_sparse_file_weighs_its_apparent_size_and_a_preallocated_one_its_blocks() {
     assert_eq!(changes(&Tree::default(), &after), (1, 3 << 30));
     // Blocks allocated to a file of unchanged size weigh what they add.
     let mut before = Tree::default();
-    before.entries.insert(PathBuf::from("/t/pre"), Entry { allocated: 0, ..e });
+    before
+        .entries
+        .insert(PathBuf::from("/t/pre"), Entry { allocated: 0, ..e });
     assert_eq!(changes(&before, &after), (1, 3 << 30));
 }
 
@@ -313,7 +339,10 @@ fn a_new_link_to_a_setuid_file_the_touch_held_before_is_removed() {
     let after = walk(&s.touches());
     let found = strip_gained(&s.touches(), &before, &after);
     assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!((found[0].path.clone(), found[0].fix.clone()), (s.0.join("b"), Fix::Unlinked));
+    assert_eq!(
+        (found[0].path.clone(), found[0].fix.clone()),
+        (s.0.join("b"), Fix::Unlinked)
+    );
     assert!(!s.0.join("b").exists());
     assert_eq!(fs::metadata(s.0.join("a")).unwrap().mode() & 0o7777, 0o4755);
 }
