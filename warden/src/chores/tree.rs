@@ -127,6 +127,23 @@ pub fn shown(path: &Path) -> String {
     path.as_os_str().as_bytes().escape_ascii().to_string()
 }
 
+/// [`shown`], its middle cut when it is longer than [`SHOWN_BOUND`] bytes
+/// (a chain of names past `PATH_MAX` would fill a receipt): its start and
+/// its end stay.
+pub fn shown_short(path: &Path) -> String {
+    let full = shown(path);
+    if full.len() <= SHOWN_BOUND {
+        return full;
+    }
+    // `shown` is ASCII: any byte is a boundary.
+    let head = &full[..SHOWN_BOUND / 4];
+    let tail = &full[full.len() - SHOWN_BOUND / 2..];
+    format!("{head}...{tail}")
+}
+
+/// The most bytes of a path [`shown_short`] keeps.
+pub const SHOWN_BOUND: usize = 400;
+
 /// `/proc/self/fd/<fd>/<name>`: `name` looked up inside the open directory,
 /// its ancestors never walked again.
 fn at(dir: &Dir, name: &OsStr) -> PathBuf {
@@ -367,7 +384,7 @@ impl Gained {
             Fix::Unlinked => "link removed".to_string(),
             Fix::Failed(why) => format!("could not be stripped: {why}"),
         };
-        format!("{} gained {} ({fix})", shown(&self.path), self.what)
+        format!("{} gained {} ({fix})", shown_short(&self.path), self.what)
     }
 }
 
@@ -394,7 +411,8 @@ fn gained_bits(e: &Entry, old: Option<&Entry>) -> (u32, bool) {
 ///   replace it (a vulnerable setuid binary surviving an upgrade).
 ///
 /// A file moved within the touches (one name, privilege it had before) is
-/// left alone.
+/// left alone, and so is the setgid bit a new directory inherits from the
+/// directory it was made in.
 pub fn strip_gained(touches: &[PathBuf], before: &Tree, after: &Tree) -> Vec<Gained> {
     // Who had what before, by inode.
     let mut had: HashMap<(u64, u64), (u32, bool)> = HashMap::new();
@@ -412,7 +430,17 @@ pub fn strip_gained(touches: &[PathBuf], before: &Tree, after: &Tree) -> Vec<Gai
     paths.sort();
     for path in paths {
         let e = &after.entries[path];
-        let (bits, caps) = gained_bits(e, before.entries.get(path));
+        let (mut bits, caps) = gained_bits(e, before.entries.get(path));
+        // The kernel gives a new directory the setgid bit of the directory
+        // it is made in (with its group): inherited, not gained.
+        if e.is_dir()
+            && path
+                .parent()
+                .and_then(|p| after.entries.get(p))
+                .is_some_and(|p| p.is_dir() && p.mode & 0o2000 != 0 && p.gid == e.gid)
+        {
+            bits &= !0o2000;
+        }
         if bits == 0 && !caps {
             continue;
         }
@@ -420,8 +448,9 @@ pub fn strip_gained(touches: &[PathBuf], before: &Tree, after: &Tree) -> Vec<Gai
         let (had_bits, had_caps) = had.get(&ids).copied().unwrap_or((0, false));
         let inode_had_it = (bits & !had_bits) == 0 && (!caps || had_caps);
         let links_outside = !e.is_dir() && e.nlink > names.get(&ids).copied().unwrap_or(0);
-        if inode_had_it && e.nlink <= 1 {
-            // Moved within the touches, privilege and all.
+        if inode_had_it && (e.is_dir() || e.nlink <= 1) {
+            // Moved within the touches, privilege and all (a directory
+            // has one name whatever its link count).
             continue;
         }
         let mut what = Vec::new();

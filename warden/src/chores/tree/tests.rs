@@ -372,4 +372,32 @@ fn a_symlink_in_place_of_a_stripped_file_is_not_followed() {
 fn paths_are_shown_escaped() {
     let p = PathBuf::from(OsStr::from_bytes(b"/t/a\nb\x1b\xff"));
     assert_eq!(shown(&p), "/t/a\\nb\\x1b\\xff");
+    let long = PathBuf::from(format!("/t/{}/end", "n".repeat(5000)));
+    let short = shown_short(&long);
+    assert!(
+        short.len() < SHOWN_BOUND + 10 && short.starts_with("/t/nn") && short.ends_with("n/end")
+    );
+}
+
+#[test]
+fn a_setgid_bit_a_new_directory_inherits_is_not_gained_and_a_moved_one_is_kept() {
+    let s = Scratch::new("inherit");
+    fs::create_dir(s.0.join("journal")).unwrap();
+    fs::set_permissions(s.0.join("journal"), Permissions::from_mode(0o2755)).unwrap();
+    fs::create_dir(s.0.join("old")).unwrap();
+    fs::set_permissions(s.0.join("old"), Permissions::from_mode(0o2755)).unwrap();
+    let before = walk(&s.touches());
+    fs::create_dir(s.0.join("journal/new")).unwrap();
+    assert_eq!(
+        fs::metadata(s.0.join("journal/new")).unwrap().mode() & 0o2000,
+        0o2000,
+        "the kernel gave it the bit"
+    );
+    fs::rename(s.0.join("old"), s.0.join("moved")).unwrap();
+    let after = walk(&s.touches());
+    assert_eq!(strip_gained(&s.touches(), &before, &after), vec![]);
+    assert_eq!(
+        fs::metadata(s.0.join("moved")).unwrap().mode() & 0o7777,
+        0o2755
+    );
 }
