@@ -293,6 +293,25 @@ pub fn lgetxattr(path: &std::path::Path, name: &std::ffi::CStr) -> io::Result<Op
     ))
 }
 
+/// Removes the extended attribute `name` of `path`, following a final
+/// symbolic link (`removexattr`): meant for `/proc/self/fd/<fd>`, which
+/// leads to exactly the inode the descriptor holds. An attribute already
+/// absent is no error.
+pub fn removexattr(path: &std::path::Path, name: &std::ffi::CStr) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other("a path with a NUL byte"))?;
+    // SAFETY: both strings are NUL-terminated and live across the call.
+    let rc = unsafe { libc::removexattr(c.as_ptr(), name.as_ptr()) };
+    if rc != 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::ENODATA) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 /// The raw system calls the cage's probe (tests only) makes to show the
 /// seccomp filter refuses them, each with arguments that do nothing lasting
 /// if the kernel does take them: the probe runs on the host's kernel, and

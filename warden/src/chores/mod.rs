@@ -10,3 +10,4 @@ pub mod placeholders;
 pub mod quarantine;
 pub mod run;
 pub mod snapshot;
+pub mod tree;

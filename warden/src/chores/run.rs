@@ -1,15 +1,15 @@
 //! Runs one chore: the rules that decide whether it may run at all, then
 //! the script in the cage with only its touches writable (none for a dry
-//! run), the damage cap checked while it runs and counted exactly after.
+//! run), the damage cap checked while it runs and counted exactly after, and any
+//! setuid, setgid or capability a file gained in it taken away.
 
 #![forbid(unsafe_code)]
 
 use super::header::{Color, DEFAULT_MAX_FILES, DEFAULT_MAX_GB, Header};
+use super::tree::{self, Gained, changes};
 use crate::cage::{self, CageSpec};
 use crate::exec::{self, Bounds, Outcome};
 use crate::layout::Layout;
-use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,7 +65,8 @@ pub struct Context<'a> {
 pub struct Report {
     /// What the script did, its output redacted.
     pub outcome: Outcome,
-    /// Files added, removed or changed under the touches.
+    /// Entries (files, directories, links, fifos, sockets, devices) added,
+    /// removed or changed under the touches, and lookups that failed.
     pub files_changed: u64,
     pub bytes_changed: u64,
     /// Killed at the damage cap.
@@ -74,6 +75,9 @@ pub struct Report {
     pub outside_touches: bool,
     /// The line of (redacted) output that reported the refused write.
     pub refused_write: Option<String>,
+    /// Entries that left the run with setuid, setgid or file capabilities
+    /// they did not have before, and what was done about each.
+    pub gained_privilege: Vec<Gained>,
 }
 
 #[derive(Debug)]
@@ -186,54 +190,6 @@ fn touches_allowed(h: &Header, layout: &Layout) -> Result<(), String> {
     Ok(())
 }
 
-type Tree = HashMap<PathBuf, (u64, i64, i64, u64)>;
-
-/// Every file under the touches, by size, mtime and inode (symlinks not
-/// followed).
-fn file_tree(touches: &[PathBuf]) -> Tree {
-    let mut tree = Tree::new();
-    let mut stack: Vec<PathBuf> = touches.to_vec();
-    while let Some(p) = stack.pop() {
-        let Ok(meta) = std::fs::symlink_metadata(&p) else {
-            continue;
-        };
-        if meta.is_dir() {
-            if let Ok(entries) = std::fs::read_dir(&p) {
-                stack.extend(entries.filter_map(|e| e.ok().map(|e| e.path())));
-            }
-        } else {
-            tree.insert(p, (meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ino()));
-        }
-    }
-    tree
-}
-
-/// Files added, removed or changed, and the bytes that moved.
-fn changes(before: &Tree, after: &Tree) -> (u64, u64) {
-    let mut files = 0u64;
-    let mut bytes = 0u64;
-    for (path, old) in before {
-        match after.get(path) {
-            None => {
-                files += 1;
-                bytes += old.0;
-            }
-            Some(new) if new != old => {
-                files += 1;
-                bytes += new.0.abs_diff(old.0).max(1);
-            }
-            Some(_) => {}
-        }
-    }
-    for (path, new) in after {
-        if !before.contains_key(path) {
-            files += 1;
-            bytes += new.0;
-        }
-    }
-    (files, bytes)
-}
-
 /// Runs `chore` in `mode`. The caller journals the report, raises the
 /// ladder signal for `outside_touches`, and writes the receipt.
 pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunError> {
@@ -269,7 +225,16 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
     if mode == Mode::DryRun {
         reads.extend(h.touches.iter().cloned());
     }
-    let before = file_tree(&h.touches);
+    let before = tree::walk(&h.touches);
+    if before.over_bounds {
+        return Err(RunError::Refused(format!(
+            "{}'s touches hold more than the damage cap can count ({} entries, {} levels deep): it does not run",
+            h.name,
+            tree::MAX_ENTRIES,
+            tree::MAX_DEPTH
+        )));
+    }
+    let before = Arc::new(before);
     let max_bytes = h.max_gb.saturating_mul(1 << 30);
     let over_cap = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
@@ -290,8 +255,9 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
                     continue;
                 }
                 next += interval;
-                let (files, bytes) = changes(&before, &file_tree(&watched));
-                if files > max_files || bytes > max_bytes {
+                let now = tree::walk(&watched);
+                let (files, bytes) = changes(&before, &now);
+                if now.over_bounds || files > max_files || bytes > max_bytes {
                     over.store(true, Ordering::SeqCst);
                     stop.store(true, Ordering::SeqCst);
                     return;
@@ -316,7 +282,10 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
     done.store(true, Ordering::SeqCst);
     let _ = watcher.join();
     let outcome = outcome?;
-    let (files_changed, bytes_changed) = changes(&before, &file_tree(&h.touches));
+    let after = tree::walk(&h.touches);
+    let (files_changed, bytes_changed) = changes(&before, &after);
+    // What slipped past the filter: the walk sees every entry anyway.
+    let gained_privilege = tree::strip_gained(&h.touches, &before, &after);
     let outside_touches = bounds.tripwire.as_ref().is_some_and(|t| t.was_hit());
     // The tripwire saw the raw line inside exec; the report names it as the
     // redactor left it.
@@ -334,10 +303,12 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
         });
     Ok(Report {
         over_cap: over_cap.load(Ordering::SeqCst)
+            || after.over_bounds
             || files_changed > h.max_files
             || bytes_changed > max_bytes,
         outside_touches,
         refused_write,
+        gained_privilege,
         files_changed,
         bytes_changed,
         outcome,

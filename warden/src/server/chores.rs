@@ -733,6 +733,7 @@ pub(super) fn run_chore(
     let clean = report.outcome.exit_code == Some(0)
         && !report.over_cap
         && !report.outside_touches
+        && report.gained_privilege.is_empty()
         && !killed;
     m.insert(
         "exit_code".into(),
@@ -745,11 +746,48 @@ pub(super) fn run_chore(
         "outside_touches".into(),
         Value::from(report.outside_touches),
     );
+    // Named one by one up to a bound, so no run can make a line unbounded.
+    const NAMED: usize = 20;
+    let mut gained: Vec<String> = report
+        .gained_privilege
+        .iter()
+        .take(NAMED)
+        .map(|g| g.describe())
+        .collect();
+    if report.gained_privilege.len() > NAMED {
+        gained.push(format!(
+            "and {} more entries that gained setuid, setgid or capabilities",
+            report.gained_privilege.len() - NAMED
+        ));
+    }
+    if !gained.is_empty() {
+        m.insert(
+            "gained_privilege".into(),
+            Value::from(
+                gained
+                    .iter()
+                    .map(|g| Value::from(g.as_str()))
+                    .collect::<Vec<_>>(),
+            ),
+        );
+    }
     m.insert(
         "verdict".into(),
         Value::from(if clean { "clean" } else { "failed" }),
     );
     let ran_journaled = intent.outcome(shared, m).is_some();
+    if !gained.is_empty() {
+        // The spec's eight signals are a closed list; a privilege a file
+        // gained is a change no touch grants, the nearest of them.
+        raise(
+            shared,
+            None,
+            Signal::FilesOutsideTouches {
+                chore: name.to_string(),
+                paths: gained.clone(),
+            },
+        );
+    }
     if report.outside_touches {
         raise(
             shared,
@@ -791,6 +829,9 @@ pub(super) fn run_chore(
     }
     if report.outside_touches {
         receipt.push_str("; killed at its first write outside its touches");
+    }
+    for g in &gained {
+        receipt.push_str(&format!("; {g}"));
     }
     // Its actions run only once the run's outcome is in the journal.
     if report.outcome.exit_code == Some(0) && (mode == Mode::DryRun || (clean && ran_journaled)) {
