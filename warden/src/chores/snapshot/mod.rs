@@ -135,10 +135,10 @@ use manifest::{check_id, is_plain_absolute, read_manifest, read_meta};
 use safe_dir::{Chain, Dir, Expect, Ids, Reached, Sub, check_proc};
 use std::collections::HashMap;
 use std::fs::{self, DirBuilder, File, Metadata};
-use std::io::{self, Seek, SeekFrom};
+use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use walk::{absolute, copy_hashed, create_private, excluded, lstat, sync_dir, walk};
+use walk::{absolute, copy_sparse, create_private, excluded, lstat, sync_dir, walk};
 
 /// How long a snapshot can be undone, in seconds.
 pub const KEEP_S: u64 = 7 * 86_400;
@@ -266,10 +266,12 @@ fn take_bounded(
         entries.push(Entry::of(at.path, at.meta, at.kind, at.target()?));
         Ok(true)
     })?;
+    // What the copies will take on disk: holes are copied as holes, so a
+    // sparse file counts by its allocated blocks, not its length.
     let needed = entries
         .iter()
         .filter(|e| e.kind == Kind::File)
-        .fold(0u64, |sum, e| sum.saturating_add(e.size));
+        .fold(0u64, |sum, e| sum.saturating_add(e.allocated));
     if needed > bounds.max_bytes {
         return Err(SnapshotError::TooBig {
             needed,
@@ -449,16 +451,19 @@ impl Snapshot {
             // Not through a symlink, not blocking on a fifo or device swapped
             // in since the walk, and only the very file the walk listed.
             let (mut src, meta) = dir.open_listed(name, want)?;
-            if total.saturating_add(meta.size()) > max_bytes {
-                return Err(SnapshotError::TooBig {
-                    needed: total.saturating_add(meta.size()),
-                    allowed: max_bytes,
-                });
-            }
             let blob = self.blob_path(next);
             let mut dst = create_private(&blob)?;
-            let (copied, sha, meta) = copy_stable(&mut src, meta, &path, &mut dst, &blob, |_| {})?;
-            total = total.saturating_add(copied);
+            // The copy may write no more data than the room left; what it
+            // took on disk (holes are none) is what counts after it.
+            let room = max_bytes.saturating_sub(total);
+            let (copied, sha, meta) =
+                copy_stable(&mut src, meta, &path, &mut dst, &blob, room, |_| {})?;
+            let taken = dst
+                .metadata()
+                .map_err(io_err("inspect", &blob))?
+                .blocks()
+                .saturating_mul(512);
+            total = total.saturating_add(taken);
             if total > max_bytes {
                 return Err(SnapshotError::TooBig {
                     needed: total,
@@ -578,18 +583,20 @@ pub fn purge(store: &Path, now: u64) -> Result<Vec<String>, SnapshotError> {
     Ok(purged)
 }
 
-/// Copies `src` (whose `fstat` was `before`) into `dst`, then `fstat`s it
+/// Copies `src` (whose `fstat` was `before`) into `dst` sparse (see
+/// [`copy_sparse`]), writing at most `room` bytes of data, then `fstat`s it
 /// again: if its size, mtime or ctime moved during the copy, the copy is
 /// torn, and is made once more from the start; if it moves again, the file
-/// is refused ([`SnapshotError::Changed`]). Returns the bytes copied, their
-/// hash, and the file's `fstat` as copied. `between` runs after each copy,
-/// before the second `fstat` (tests change the file there).
+/// is refused ([`SnapshotError::Changed`]). Returns the bytes copied (holes
+/// included), their hash, and the file's `fstat` as copied. `between` runs
+/// after each copy, before the second `fstat` (tests change the file there).
 fn copy_stable(
     src: &mut File,
     before: Metadata,
     shown: &Path,
     dst: &mut File,
     dst_path: &Path,
+    room: u64,
     mut between: impl FnMut(u32),
 ) -> Result<(u64, String, Metadata), SnapshotError> {
     let same = |a: &Metadata, b: &Metadata| {
@@ -610,17 +617,13 @@ fn copy_stable(
     let mut before = before;
     for attempt in 0..2 {
         if attempt > 0 {
-            src.seek(SeekFrom::Start(0))
-                .map_err(io_err("read", shown))?;
-            dst.set_len(0)
-                .and_then(|()| dst.seek(SeekFrom::Start(0)).map(|_| ()))
-                .map_err(io_err("write", dst_path))?;
+            dst.set_len(0).map_err(io_err("write", dst_path))?;
         }
-        let (copied, sha) = copy_hashed(src, shown, dst, dst_path, before.size())?;
+        let c = copy_sparse(src, shown, dst, dst_path, before.size(), room)?;
         between(attempt);
         let after = src.metadata().map_err(io_err("inspect", shown))?;
-        if same(&before, &after) && copied == after.size() {
-            return Ok((copied, sha, after));
+        if same(&before, &after) && c.len == after.size() {
+            return Ok((c.len, c.sha256, after));
         }
         before = after;
     }

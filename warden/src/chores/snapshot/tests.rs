@@ -1705,7 +1705,7 @@ fn a_file_changing_while_copied_is_copied_again_or_refused() {
     let (mut f, meta) = root.open_listed(OsStr::new("a"), want).unwrap();
     let blob = s.base.join("blob");
     let mut dst = File::create(&blob).unwrap();
-    let (n, _, after) = copy_stable(&mut f, meta, &s.at("a"), &mut dst, &blob, |i| {
+    let (n, _, after) = copy_stable(&mut f, meta, &s.at("a"), &mut dst, &blob, u64::MAX, |i| {
         if i == 0 {
             append(b"bb");
         }
@@ -1716,7 +1716,7 @@ fn a_file_changing_while_copied_is_copied_again_or_refused() {
     // Changing all the time: refused.
     let (mut f, meta) = root.open_listed(OsStr::new("a"), want).unwrap();
     let mut dst = File::create(&blob).unwrap();
-    let err = copy_stable(&mut f, meta, &s.at("a"), &mut dst, &blob, |_| append(b"c")).unwrap_err();
+    let err = copy_stable(&mut f, meta, &s.at("a"), &mut dst, &blob, u64::MAX, |_| append(b"c")).unwrap_err();
     assert!(matches!(err, SnapshotError::Changed(_)), "{err}");
 }
 
