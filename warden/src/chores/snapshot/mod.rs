@@ -125,7 +125,7 @@ mod restore;
 pub(crate) mod safe_dir;
 mod walk;
 
-pub use diff::Diff;
+pub use diff::{Diff, MAX_LISTED, SealLimits, Unlisted};
 pub use error::SnapshotError;
 pub use restore::Restored;
 
@@ -511,8 +511,8 @@ pub fn load(store: &Path, id: &str) -> Result<Snapshot, SnapshotError> {
 
 /// What an undo of snapshot `id` would be about, read from its small
 /// `meta.json` alone. Refuses a snapshot that is undone, being undone (or
-/// whose undo stopped part-way), older than [`KEEP_S`] at `now`, or never
-/// sealed. `restore` checks all of this again, and more.
+/// whose undo stopped part-way), or older than [`KEEP_S`] at `now`.
+/// `restore` checks all of this again, and more.
 pub fn peek(store: &Path, id: &str, now: u64) -> Result<Meta, SnapshotError> {
     check_id(id)?;
     let dir = absolute(store)?.join(id);
@@ -522,12 +522,11 @@ pub fn peek(store: &Path, id: &str, now: u64) -> Result<Meta, SnapshotError> {
     if lstat(&dir.join(UNDOING))?.is_some() {
         return Err(SnapshotError::UnderWay(id.to_string()));
     }
-    let (meta, sealed) = read_meta(&dir, id)?;
+    // A snapshot never sealed can still be undone (see `restore`): its
+    // copies are the only ones of what the run removed.
+    let (meta, _sealed) = read_meta(&dir, id)?;
     if now.saturating_sub(meta.created_at) > KEEP_S {
         return Err(SnapshotError::Expired(id.to_string()));
-    }
-    if !sealed {
-        return Err(SnapshotError::NotSealed(id.to_string()));
     }
     Ok(meta)
 }

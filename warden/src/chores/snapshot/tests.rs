@@ -14,7 +14,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::{File, FileTimes, Permissions};
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt, symlink};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt, symlink};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const NOW: u64 = 1_700_000_000;
@@ -395,22 +395,48 @@ fn undo_after_seven_days_is_refused() {
 }
 
 #[test]
-fn an_unsealed_snapshot_cannot_be_undone() {
+fn an_unsealed_snapshot_puts_back_only_what_is_missing() {
     let s = Scratch::new("unsealed");
+    write(&s.at("a"), b"a");
+    write(&s.at("c"), b"c");
+    fs::create_dir(s.at("d")).unwrap();
+    write(&s.at("d/e"), b"e");
+    let snap = s.take(8);
+    // The run, never sealed: a and d (with e) removed, c rewritten, b made.
+    fs::remove_file(s.at("a")).unwrap();
+    fs::remove_dir_all(s.at("d")).unwrap();
+    tick();
+    write(&s.at("c"), b"C");
+    write(&s.at("b"), b"b");
+    let r = snap.restore(&s.quarantine, NOW).unwrap();
+    assert!(r.unsealed);
+    assert_eq!(fs::read(s.at("a")).unwrap(), b"a");
+    assert_eq!(fs::read(s.at("d/e")).unwrap(), b"e");
+    // Not known to be the run's: left, and named.
+    assert_eq!(fs::read(s.at("c")).unwrap(), b"C");
+    assert!(s.at("b").exists());
+    assert_eq!(r.conflict_examples, vec![s.at("c")]);
+    assert_eq!(
+        r.unlisted,
+        vec![Unlisted {
+            path: s.root.clone(),
+            count: None
+        }]
+    );
+    assert!(!snap.dir.join(UNDOING).exists());
+}
+
+#[test]
+fn a_snapshot_is_sealed_once_only() {
+    let s = Scratch::new("seal-once");
     write(&s.at("a"), b"a");
     let snap = s.take(8);
     fs::remove_file(s.at("a")).unwrap();
     write(&s.at("b"), b"b");
-    let err = snap.restore(&s.quarantine, NOW).unwrap_err();
-    assert!(matches!(err, SnapshotError::NotSealed(_)), "{err}");
-    assert!(!s.at("a").exists());
-    assert!(s.at("b").exists());
-    assert!(!snap.dir.join(UNDOING).exists());
-    assert!(!s.quarantine.exists());
-    // Sealed once, and only once.
     snap.seal().unwrap();
     assert!(matches!(snap.seal(), Err(SnapshotError::AlreadySealed(_))));
-    snap.restore(&s.quarantine, NOW).unwrap();
+    let r = snap.restore(&s.quarantine, NOW).unwrap();
+    assert!(!r.unsealed);
     assert!(s.at("a").exists());
     assert!(!s.at("b").exists());
 }
@@ -726,14 +752,12 @@ fn refuses_a_root_behind_a_symlink() {
 }
 
 #[test]
-fn peek_refuses_undone_expired_and_unsealed() {
+fn peek_refuses_undone_and_expired_but_not_unsealed() {
     let s = Scratch::new("peek");
     write(&s.at("a"), b"a");
     let snap = s.take(20);
-    assert!(matches!(
-        peek(&s.store, &id(20), NOW),
-        Err(SnapshotError::NotSealed(_))
-    ));
+    // Its copies are the only ones of what the run removed.
+    peek(&s.store, &id(20), NOW).unwrap();
     fs::remove_file(s.at("a")).unwrap();
     snap.seal().unwrap();
     let meta = peek(&s.store, &id(20), NOW).unwrap();
@@ -893,22 +917,20 @@ fn open_dir(path: &Path) -> Dir {
 #[test]
 fn refuses_a_snapshot_bigger_than_the_space_allowed() {
     let s = Scratch::new("too-big");
-    write(&s.at("a"), &[0; 600]);
-    write(&s.at("b"), &[0; 600]);
+    write(&s.at("a"), &[1; 600]);
+    write(&s.at("b"), &[1; 600]);
+    // Counted by what they take on disk.
+    let on_disk = |p: &Path| fs::metadata(p).unwrap().blocks() * 512;
+    let needed = on_disk(&s.at("a")) + on_disk(&s.at("b"));
+    assert!(needed >= 1_200);
     let roots = std::slice::from_ref(&s.root);
-    let err = take(&s.store, &id(25), "c", roots, &[], NOW, 1_000).unwrap_err();
+    let err = take(&s.store, &id(25), "c", roots, &[], NOW, needed - 1).unwrap_err();
     assert!(
-        matches!(
-            err,
-            SnapshotError::TooBig {
-                needed: 1_200,
-                allowed: 1_000
-            }
-        ),
+        matches!(err, SnapshotError::TooBig { needed: n, .. } if n == needed),
         "{err}"
     );
     assert!(!s.store.join(id(25)).exists());
-    take(&s.store, &id(25), "c", roots, &[], NOW, 1_200).unwrap();
+    take(&s.store, &id(25), "c", roots, &[], NOW, needed).unwrap();
 }
 
 #[test]
