@@ -6,7 +6,8 @@
 //!
 //! On disk a snapshot is the directory `<store>/<id>/` (0700, root's):
 //!
-//! - `blobs/<n>` (0600): the bytes of the n-th regular file, as read.
+//! - `blobs/<n>` (0600): the bytes of the n-th regular file, as read, its
+//!   holes kept as holes.
 //! - `manifest.json` (0600), written through `manifest.json.tmp`, fsync'd,
 //!   then renamed, so a snapshot with a manifest is whole:
 //!
@@ -54,7 +55,12 @@
 //!   directory swapped while walked, twice, as the seal walks again once
 //!   when it meets one; EACCES, EMFILE; more than 256 directories deep):
 //!   nothing below it is recorded, and undo leaves it, and all below it,
-//!   alone as a conflict. A snapshot without `after.json` cannot be undone.
+//!   alone as a conflict. `"unlisted": [{"path": "/var/cache/apt", "count":
+//!   40}]` names where new entries were too many to list (`count` null: not
+//!   all were reached); undo leaves those. Every change to an entry of the
+//!   snapshot is listed, however many. A snapshot without `after.json` (its
+//!   seal failed, or the Warden stopped during the run) is undone by what is
+//!   missing alone (see [`Snapshot::restore`]).
 //! - `undoing`: created (never overwritten) when an undo starts, removed
 //!   when it ends well; one left behind means an undo stopped part-way, and
 //!   no other undo of the snapshot runs while it is there.
