@@ -266,7 +266,8 @@ pub fn seek_hole(file: &std::fs::File, offset: u64) -> io::Result<u64> {
 }
 
 fn lseek(file: &std::fs::File, offset: u64, whence: i32) -> io::Result<u64> {
-    let off = libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let off =
+        libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: lseek only reads its integer arguments; the descriptor is
     // borrowed from `file` for the call.
     let rc = unsafe { libc::lseek(file.as_raw_fd(), off, whence) };

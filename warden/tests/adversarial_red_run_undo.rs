@@ -91,10 +91,7 @@ fn five_files_deleted_then_200001_directories_in_the_touch_are_undone_and_the_re
     let w = Warden::start(
         "adv-undo-flood-root",
         false,
-        &[flood_chore(
-            name,
-            "cd TOUCHED && seq 200001 | xargs mkdir",
-        )],
+        &[flood_chore(name, "cd TOUCHED && seq 200001 | xargs mkdir")],
     );
     five_files(&w.touched);
     confirm_cap(&w, name);

@@ -600,8 +600,11 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
                 ));
             }
             if r.unsealed {
-                let roots: Vec<String> =
-                    r.unlisted.iter().map(|u| u.path.display().to_string()).collect();
+                let roots: Vec<String> = r
+                    .unlisted
+                    .iter()
+                    .map(|u| u.path.display().to_string())
+                    .collect();
                 receipt.push_str(&format!(
                     "; the run was never sealed, so only what it removed was put back (and the owner and mode of its directories); what it made under {} was not removed",
                     roots.join(", ")

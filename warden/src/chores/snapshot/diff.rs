@@ -222,7 +222,7 @@ impl Overflow {
 /// What a lookup of one snapshot entry by itself found.
 pub(super) enum Found {
     /// The entry's path now (`None`: nothing there), and its kind.
-    Now(Option<(Metadata, Kind)>, Option<PathBuf>),
+    Now(Option<Box<(Metadata, Kind)>>, Option<PathBuf>),
     /// A symlink, or a directory not the one expected, on the way; or the
     /// lookup failed: not known.
     Unknown,
@@ -274,7 +274,12 @@ impl Snapshot {
         // Directories the walk could not list whole (too many names): what
         // is below them is looked up entry by entry.
         let mut partial: BTreeSet<PathBuf> = BTreeSet::new();
-        let root_of = |p: &Path| self.roots.iter().position(|r| p.starts_with(r)).unwrap_or(0);
+        let root_of = |p: &Path| {
+            self.roots
+                .iter()
+                .position(|r| p.starts_with(r))
+                .unwrap_or(0)
+        };
         let mut unreadable = |path: &Path, e: SnapshotError| {
             if !swaps && matches!(e, SnapshotError::Changed(_)) {
                 return Err(e);
@@ -350,7 +355,10 @@ impl Snapshot {
             changes.retain(|(p, _)| !under(&unknown, p));
         }
         for p in &partial {
-            let root = self.roots.get(root_of(p)).map_or(p.as_path(), PathBuf::as_path);
+            let root = self
+                .roots
+                .get(root_of(p))
+                .map_or(p.as_path(), PathBuf::as_path);
             overflow.add(p, root, None);
         }
         if let Some(from) = cut_at {
@@ -388,7 +396,8 @@ impl Snapshot {
                         changes.push((e.path.clone(), None));
                     }
                 }
-                Found::Now(Some((meta, kind)), target) => {
+                Found::Now(Some(now), target) => {
+                    let (meta, kind) = *now;
                     if kind == Kind::File {
                         d.bytes_after = d.bytes_after.saturating_add(meta.size());
                     }
@@ -474,7 +483,7 @@ impl Snapshot {
             Kind::Symlink => dir.read_link(name).ok(),
             _ => None,
         };
-        Ok(Found::Now(Some((meta, kind)), target))
+        Ok(Found::Now(Some(Box::new((meta, kind))), target))
     }
 
     /// The device and inode the snapshot has for the directory at `p`.

@@ -10,8 +10,8 @@ use super::error::{SnapshotError, io_err};
 use super::safe_dir::FILE_FLAGS;
 use super::walk::{create_private, excluded, lstat, sync_dir};
 use super::{
-    AFTER, AFTER_TMP, FORMAT, MANIFEST, MANIFEST_TMP, MAX_ENTRIES, MAX_MANIFEST_BYTES,
-    MAX_EXAMPLES, MAX_META_BYTES, META, META_TMP, Meta, Snapshot,
+    AFTER, AFTER_TMP, FORMAT, MANIFEST, MANIFEST_TMP, MAX_ENTRIES, MAX_EXAMPLES,
+    MAX_MANIFEST_BYTES, MAX_META_BYTES, META, META_TMP, Meta, Snapshot,
 };
 
 /// Directories `after.json` may name as holding unlisted new entries: one

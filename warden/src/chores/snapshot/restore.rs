@@ -307,7 +307,8 @@ impl Snapshot {
             }
             match self.look_up(e, &mut chain, &no_after)? {
                 Found::Now(None, _) => changes.push((e.path.clone(), None)),
-                Found::Now(Some((meta, kind)), target) => {
+                Found::Now(Some(now), target) => {
+                    let (meta, kind) = *now;
                     if !e.differs(&meta, kind, || target) {
                         continue;
                     }

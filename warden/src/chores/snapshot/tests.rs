@@ -1738,7 +1738,10 @@ fn a_file_changing_while_copied_is_copied_again_or_refused() {
     // Changing all the time: refused.
     let (mut f, meta) = root.open_listed(OsStr::new("a"), want).unwrap();
     let mut dst = File::create(&blob).unwrap();
-    let err = copy_stable(&mut f, meta, &s.at("a"), &mut dst, &blob, u64::MAX, |_| append(b"c")).unwrap_err();
+    let err = copy_stable(&mut f, meta, &s.at("a"), &mut dst, &blob, u64::MAX, |_| {
+        append(b"c")
+    })
+    .unwrap_err();
     assert!(matches!(err, SnapshotError::Changed(_)), "{err}");
 }
 
@@ -2246,7 +2249,11 @@ fn new_entries_past_the_seal_limit_are_named_and_the_removed_files_still_come_ba
             count: Some(40)
         }]
     );
-    assert!(d.summary().contains("40 new entries under"), "{}", d.summary());
+    assert!(
+        d.summary().contains("40 new entries under"),
+        "{}",
+        d.summary()
+    );
     let r = snap.restore(&s.quarantine, NOW).unwrap();
     for i in 0..5 {
         assert_eq!(
@@ -2258,7 +2265,13 @@ fn new_entries_past_the_seal_limit_are_named_and_the_removed_files_still_come_ba
     assert_eq!(r.unlisted, d.unlisted);
     let left = fs::read_dir(&s.root)
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("new"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("new")
+        })
         .count();
     assert_eq!(left, 40);
 }
