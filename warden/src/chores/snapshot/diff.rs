@@ -5,7 +5,7 @@
 
 use super::entry::{Change, Entry, Kind, State};
 use super::error::SnapshotError;
-use super::safe_dir::{Chain, Expect, Ids, Reached, check_proc};
+use super::safe_dir::{Chain, Expect, Ids, Reached, check_proc, ids};
 use super::walk::{Seen, lstat, walk_tolerant};
 use super::{AFTER, MAX_EXAMPLES, Snapshot};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -271,6 +271,7 @@ impl Snapshot {
         let mut cut_at: Option<usize> = None;
         let mut last_root = 0usize;
         let mut unknown: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut run_dirs: HashMap<PathBuf, Ids> = HashMap::new();
         // Directories the walk could not list whole (too many names): what
         // is below them is looked up entry by entry.
         let mut partial: BTreeSet<PathBuf> = BTreeSet::new();
@@ -337,6 +338,11 @@ impl Snapshot {
                 if keep {
                     changes.push((path.to_path_buf(), Some(State::of(meta, kind))));
                 }
+                // A directory of the snapshot's the run replaced: lookups go
+                // through the run's.
+                if old.is_some() && kind == Kind::Dir {
+                    run_dirs.insert(path.to_path_buf(), ids(meta));
+                }
             }
             Ok(true)
         };
@@ -367,14 +373,6 @@ impl Snapshot {
             }
         }
         let mut lookup: Option<(PathBuf, Chain)> = None;
-        let after_dirs: HashMap<PathBuf, Ids> = changes
-            .iter()
-            .filter_map(|(p, s)| {
-                s.as_ref()
-                    .filter(|s| s.kind == Kind::Dir)
-                    .map(|s| (p.clone(), (s.dev, s.ino)))
-            })
-            .collect();
         for (e, seen) in self.entries.iter().zip(&seen) {
             if *seen || e.kind.is_skipped() || under(&unknown, &e.path) {
                 continue;
@@ -389,7 +387,7 @@ impl Snapshot {
                 }
                 continue;
             }
-            match self.look_up(e, &mut lookup, &after_dirs)? {
+            match self.look_up(e, &mut lookup, &run_dirs)? {
                 Found::Now(None, _) => {
                     d.count(&e.path, Some(e.kind), None);
                     if keep {
@@ -402,6 +400,9 @@ impl Snapshot {
                         d.bytes_after = d.bytes_after.saturating_add(meta.size());
                     }
                     if e.differs(&meta, kind, || target) {
+                        if kind == Kind::Dir {
+                            run_dirs.insert(e.path.clone(), ids(&meta));
+                        }
                         d.count(&e.path, Some(e.kind), Some(kind));
                         if keep {
                             changes.push((e.path.clone(), Some(State::of(&meta, kind))));

@@ -2336,3 +2336,26 @@ fn a_seal_that_cannot_write_its_record_leaves_the_snapshot_whole() {
     assert!(r.unsealed);
     assert_eq!(fs::read(s.at("a")).unwrap(), b"only copy");
 }
+
+#[test]
+fn a_cut_walk_looks_up_entries_through_a_directory_the_run_replaced() {
+    let s = Scratch::new("seal-cut-replaced");
+    fs::create_dir(s.at("d")).unwrap();
+    write(&s.at("d/f0"), b"zero");
+    write(&s.at("d/f1"), b"one");
+    let snap = s.take(45);
+    fs::rename(s.at("d"), s.base.join("old-d")).unwrap();
+    fs::create_dir(s.at("d")).unwrap();
+    write(&s.at("d/f1"), b"ONE");
+    let limits = SealLimits {
+        max_visits: 1,
+        ..SealLimits::default()
+    };
+    let d = snap.seal_within(&limits).unwrap();
+    assert_eq!(d.unknown, 0, "{:?}", d.examples);
+    assert_eq!((d.removed, d.modified, d.dirs_modified), (1, 1, 1));
+    let r = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(r.conflicts, 0, "{:?}", r.conflict_examples);
+    assert_eq!(fs::read(s.at("d/f0")).unwrap(), b"zero");
+    assert_eq!(fs::read(s.at("d/f1")).unwrap(), b"one");
+}
