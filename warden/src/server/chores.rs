@@ -392,7 +392,9 @@ pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Re
 /// filesystem, whichever is more, so a snapshot never fills the disk the
 /// server's services write to. The caller holds the right to change files
 /// (`Shared::one_change_at_a_time`), so no other snapshot counts on the
-/// same space.
+/// same space. Refused for a chore whose damage cap is above what the seal
+/// lists (`SealLimits::max_listed`): a run within its cap is always sealed
+/// whole.
 fn take_snapshot(shared: &Shared, chore: &Chore, now: u64) -> Result<snapshot::Snapshot, String> {
     let store = shared.options.layout.snapshots_dir();
     std::fs::create_dir_all(&store).map_err(|e| format!("cannot make the snapshot store: {e}"))?;

@@ -204,9 +204,11 @@ struct Bounds {
 /// the store. Symlinks are recorded, not followed; fifos, sockets, devices
 /// and other filesystems mounted below a root are recorded as skipped.
 /// Refuses a root with a symlink anywhere in its path, a root that is
-/// excluded or in the store, more than `max_bytes` in regular files (the
-/// caller's measure of free space), more than 200 000 entries, and an `id`
-/// that is not 32 lower-case hex characters.
+/// excluded or in the store, regular files taking more than `max_bytes` on
+/// disk (the caller's measure of free space; counted by allocated blocks,
+/// since holes are copied as holes, and each copy's data bounded by what is
+/// left), more than 200 000 entries, and an `id` that is not 32 lower-case
+/// hex characters.
 pub fn take(
     store: &Path,
     id: &str,
