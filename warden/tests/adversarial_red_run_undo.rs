@@ -232,3 +232,27 @@ fn a_3_gb_sparse_file_in_a_red_touch_makes_a_small_snapshot_and_comes_back_spars
         .unwrap();
     assert!(cmp.status.success(), "{cmp:?}");
 }
+
+#[test]
+fn a_red_chore_with_a_cap_above_what_the_seal_lists_is_refused_before_it_runs() {
+    let name = "too-wide";
+    let chore = owner_chore(
+        name,
+        "red",
+        "# max_changes: 200001 files, 20 GB\n",
+        "[ \"$1\" = --dry-run ] && exit 0\necho ran > TOUCHED/ran",
+    );
+    let w = Warden::start("adv-undo-too-wide", false, &[chore]);
+    confirm_cap(&w, name);
+    w.dry_run_shown(name);
+    match w.control(&Request::ChoreRun {
+        name: name.into(),
+        dry_run: false,
+    }) {
+        Response::Refused { reason, .. } => {
+            assert!(reason.contains("at most 200000 files"), "{reason}")
+        }
+        other => panic!("ran: {other:?}"),
+    }
+    assert!(!w.touched.join("ran").exists());
+}
