@@ -247,6 +247,36 @@ pub fn space(dir: &std::path::Path) -> io::Result<(u64, u64)> {
     Ok((avail.saturating_mul(size), blocks.saturating_mul(size)))
 }
 
+/// `lseek(SEEK_DATA)`: where the first byte of data at or after `offset`
+/// in `file` is, or `None` when only a hole (or the end) follows. `Err`
+/// with `EINVAL` or `EOPNOTSUPP` where the filesystem cannot say; the
+/// caller then copies plainly. Moves the file's offset: use positioned
+/// reads after it. (`std::io::SeekFrom` has no `SEEK_DATA`/`SEEK_HOLE`.)
+pub fn seek_data(file: &std::fs::File, offset: u64) -> io::Result<Option<u64>> {
+    match lseek(file, offset, libc::SEEK_DATA) {
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+/// `lseek(SEEK_HOLE)`: where the first hole at or after `offset` in `file`
+/// begins (the end of the file counts as one). As [`seek_data`].
+pub fn seek_hole(file: &std::fs::File, offset: u64) -> io::Result<u64> {
+    lseek(file, offset, libc::SEEK_HOLE)
+}
+
+fn lseek(file: &std::fs::File, offset: u64, whence: i32) -> io::Result<u64> {
+    let off =
+        libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: lseek only reads its integer arguments; the descriptor is
+    // borrowed from `file` for the call.
+    let rc = unsafe { libc::lseek(file.as_raw_fd(), off, whence) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    u64::try_from(rc).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
 /// The value of the extended attribute `name` of `path`, not following a
 /// final symbolic link (`lgetxattr`); `None` when the entry has none or its
 /// filesystem keeps none.

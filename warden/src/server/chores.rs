@@ -392,13 +392,24 @@ pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Re
 /// filesystem, whichever is more, so a snapshot never fills the disk the
 /// server's services write to. The caller holds the right to change files
 /// (`Shared::one_change_at_a_time`), so no other snapshot counts on the
-/// same space.
+/// same space. Refused for a chore whose damage cap is above what the seal
+/// lists (`SealLimits::max_listed`): a run within its cap is always sealed
+/// whole.
 fn take_snapshot(shared: &Shared, chore: &Chore, now: u64) -> Result<snapshot::Snapshot, String> {
     let store = shared.options.layout.snapshots_dir();
     std::fs::create_dir_all(&store).map_err(|e| format!("cannot make the snapshot store: {e}"))?;
     let (avail, total) = crate::system::space(&store)
         .map_err(|e| format!("cannot see the snapshot store's free space: {e}"))?;
     let room = avail.saturating_sub((1u64 << 30).max(total / 10));
+    // Within its cap a run must be one the seal can list whole, so undo
+    // can take back all it made.
+    let listed = u64::try_from(shared.options.seal_limits.max_listed).unwrap_or(u64::MAX);
+    if chore.header.max_files > listed {
+        return Err(format!(
+            "a red run's damage cap may be at most {listed} files, what its seal can list for undo; {} declares {}",
+            chore.header.name, chore.header.max_files
+        ));
+    }
     let id = crate::approvals::new_id(16).map_err(|e| format!("cannot make an undo id: {e}"))?;
     snapshot::take(
         &store,
@@ -685,25 +696,27 @@ pub(super) fn run_chore(
             | Err(run::RunError::Exec(exec::ExecError::NoBinary { .. }))
             | Err(run::RunError::Exec(exec::ExecError::UnsafeBinary { .. }))
     );
-    let mut no_undo: Option<String> = None;
     let undo = match snap {
         None => None,
         Some(s) if never_ran => {
             let _ = s.discard();
             None
         }
-        Some(s) => match s.seal() {
+        Some(s) => match s.seal_within(&shared.options.seal_limits) {
             Ok(d) if d.is_empty() => {
                 let _ = s.discard();
                 None
             }
             Ok(d) => Some((s.id.clone(), d.summary())),
             Err(e) => {
-                // An unsealed snapshot cannot be undone: say so, keep nothing.
-                no_undo = Some(format!("no undo: {e}"));
-                m.insert("snapshot".into(), Value::from(format!("no undo: {e}")));
-                let _ = s.discard();
-                None
+                // The snapshot holds the only copies of what the run removed:
+                // a failed seal keeps it, and its undo puts back what is
+                // missing and names the rest.
+                let why = format!(
+                    "the seal failed ({e}): undo puts back what the run removed, and names what it cannot put back"
+                );
+                m.insert("snapshot".into(), Value::from(why.as_str()));
+                Some((s.id.clone(), why))
             }
         },
     };
@@ -820,9 +833,6 @@ pub(super) fn run_chore(
     }
     if let Some((id, summary)) = &undo {
         receipt.push_str(&format!("; changed: {summary}; undo id {id} (for 7 days)"));
-    }
-    if let Some(why) = &no_undo {
-        receipt.push_str(&format!("; {why}"));
     }
     if let Some(lost) = &no_quarantine_undo {
         receipt.push_str(&format!("; {lost}: undo cannot put them back"));

@@ -123,6 +123,8 @@ pub struct ServeOptions {
     /// request. Tests whose own uid (root) stands in for the Worker on the
     /// socket name a test account here.
     pub worker_account: Option<crate::users::WorkerAccount>,
+    /// How much a red run's seal lists and walks (tests make it small).
+    pub seal_limits: crate::chores::snapshot::SealLimits,
 }
 
 impl std::fmt::Debug for dyn Clock {
@@ -155,6 +157,7 @@ impl ServeOptions {
             journal_rotation: Rotation::default(),
             watch_network: true,
             worker_account: None,
+            seal_limits: crate::chores::snapshot::SealLimits::default(),
         }
     }
 

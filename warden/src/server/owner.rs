@@ -599,6 +599,28 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
                     examples.join(", ")
                 ));
             }
+            if r.unsealed {
+                let roots: Vec<String> = r
+                    .unlisted
+                    .iter()
+                    .map(|u| u.path.display().to_string())
+                    .collect();
+                receipt.push_str(&format!(
+                    "; the run was never sealed, so only what it removed was put back (and the owner and mode of its directories); what it made under {} was not removed",
+                    roots.join(", ")
+                ));
+            } else {
+                for u in &r.unlisted {
+                    receipt.push_str("; ");
+                    receipt.push_str(&u.note());
+                }
+            }
+            if !r.unlisted.is_empty() {
+                m.insert(
+                    "unlisted".into(),
+                    Value::from(r.unlisted.iter().map(|u| u.note()).collect::<Vec<_>>()),
+                );
+            }
             if !r.left_in_staging.is_empty() {
                 let left: Vec<String> = r
                     .left_in_staging

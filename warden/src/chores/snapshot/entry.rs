@@ -121,6 +121,9 @@ pub(super) struct Entry {
     pub(super) blob: Option<(u64, String)>,
     pub(super) dev: u64,
     pub(super) ino: u64,
+    /// Bytes a regular file takes on disk (`st_blocks * 512`) when listed:
+    /// what its sparse copy will take, for the room check. Not saved.
+    pub(super) allocated: u64,
 }
 
 impl Entry {
@@ -146,6 +149,11 @@ impl Entry {
             blob: None,
             dev: meta.dev(),
             ino: meta.ino(),
+            allocated: if kind == Kind::File {
+                meta.blocks().saturating_mul(512)
+            } else {
+                0
+            },
         }
     }
 
@@ -292,6 +300,7 @@ impl Entry {
             blob: None,
             dev: 0,
             ino: 0,
+            allocated: 0,
         };
         if kind.is_skipped() {
             return Ok(e);

@@ -4,14 +4,19 @@
 
 #![forbid(unsafe_code)]
 
+use super::diff::{MAX_LISTED, Unlisted};
 use super::entry::{Change, Entry, Kind, State};
 use super::error::{SnapshotError, io_err};
 use super::safe_dir::FILE_FLAGS;
 use super::walk::{create_private, excluded, lstat, sync_dir};
 use super::{
-    AFTER, AFTER_TMP, FORMAT, MANIFEST, MANIFEST_TMP, MAX_ENTRIES, MAX_MANIFEST_BYTES,
-    MAX_META_BYTES, META, META_TMP, Meta, Snapshot,
+    AFTER, AFTER_TMP, FORMAT, MANIFEST, MANIFEST_TMP, MAX_ENTRIES, MAX_EXAMPLES,
+    MAX_MANIFEST_BYTES, MAX_META_BYTES, META, META_TMP, Meta, Snapshot,
 };
+
+/// Directories `after.json` may name as holding unlisted new entries: one
+/// per example, and one per root (a snapshot has few).
+const MAX_UNLISTED: usize = MAX_EXAMPLES + 1024;
 use aromba_warden_proto::{decode_hex, encode_hex};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -347,8 +352,13 @@ impl Snapshot {
         write_record(&self.dir, META, META_TMP, &Value::Object(o))
     }
 
-    /// Writes `after.json`: every path in `changes`, as the run left it.
-    pub(super) fn write_after(&self, changes: &[Change]) -> Result<(), SnapshotError> {
+    /// Writes `after.json`: every path in `changes`, as the run left it,
+    /// and where new entries were too many to list.
+    pub(super) fn write_after(
+        &self,
+        changes: &[Change],
+        unlisted: &[Unlisted],
+    ) -> Result<(), SnapshotError> {
         let list: Vec<Value> = changes
             .iter()
             .map(|(path, after)| {
@@ -369,13 +379,24 @@ impl Snapshot {
         o.insert("format".into(), FORMAT.into());
         o.insert("id".into(), self.id.as_str().into());
         o.insert("changes".into(), Value::Array(list));
+        let unlisted: Vec<Value> = unlisted
+            .iter()
+            .map(|u| {
+                let mut o = Map::new();
+                o.insert("path".into(), path_to_json(&u.path));
+                o.insert("count".into(), u.count.map_or(Value::Null, Value::from));
+                Value::Object(o)
+            })
+            .collect();
+        o.insert("unlisted".into(), Value::Array(unlisted));
         write_record(&self.dir, AFTER, AFTER_TMP, &Value::Object(o))
     }
 
     /// Reads `after.json` back, refusing what a seal could not have written:
     /// a path outside the roots, excluded, twice, or that the snapshot
-    /// skipped; a path absent both before and after.
-    pub(super) fn load_after(&self) -> Result<Vec<Change>, SnapshotError> {
+    /// skipped; a path absent both before and after. Also returns where the
+    /// seal named new entries it could not list.
+    pub(super) fn load_after(&self) -> Result<(Vec<Change>, Vec<Unlisted>), SnapshotError> {
         let path = self.dir.join(AFTER);
         if lstat(&path)?.is_none() {
             return Err(SnapshotError::NotSealed(self.id.clone()));
@@ -389,7 +410,8 @@ impl Snapshot {
             .get("changes")
             .and_then(Value::as_array)
             .ok_or_else(|| bad("no changes".into()))?;
-        if list.len() > MAX_ENTRIES {
+        // Every entry of the snapshot, and the new ones a seal lists.
+        if list.len() > MAX_ENTRIES + MAX_LISTED {
             return Err(bad("too many changes".into()));
         }
         let kinds: HashMap<&Path, Kind> = self
@@ -447,6 +469,34 @@ impl Snapshot {
         {
             return Err(bad(format!("{} appears twice", p.display())));
         }
-        Ok(out)
+        let mut unlisted = Vec::new();
+        // Absent from a seal before they were kept: none.
+        let listed = o
+            .get("unlisted")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        if listed.len() > MAX_UNLISTED {
+            return Err(bad("too many unlisted directories".into()));
+        }
+        for u in listed {
+            let path = u
+                .get("path")
+                .and_then(path_from_json)
+                .filter(|p| is_plain_absolute(p) && self.root_of(p).is_some())
+                .ok_or_else(|| bad("an unlisted entry has no valid path".into()))?;
+            let count = match u.get("count") {
+                Some(Value::Null) => None,
+                Some(v) => Some(
+                    v.as_u64()
+                        .ok_or_else(|| bad("an unlisted count is not a number".into()))?,
+                ),
+                None => return Err(bad("an unlisted entry has no count".into())),
+            };
+            unlisted.push(Unlisted {
+                path: path.components().collect(),
+                count,
+            });
+        }
+        Ok((out, unlisted))
     }
 }

@@ -6,7 +6,8 @@
 //!
 //! On disk a snapshot is the directory `<store>/<id>/` (0700, root's):
 //!
-//! - `blobs/<n>` (0600): the bytes of the n-th regular file, as read.
+//! - `blobs/<n>` (0600): the bytes of the n-th regular file, as read, its
+//!   holes kept as holes.
 //! - `manifest.json` (0600), written through `manifest.json.tmp`, fsync'd,
 //!   then renamed, so a snapshot with a manifest is whole:
 //!
@@ -54,7 +55,12 @@
 //!   directory swapped while walked, twice, as the seal walks again once
 //!   when it meets one; EACCES, EMFILE; more than 256 directories deep):
 //!   nothing below it is recorded, and undo leaves it, and all below it,
-//!   alone as a conflict. A snapshot without `after.json` cannot be undone.
+//!   alone as a conflict. `"unlisted": [{"path": "/var/cache/apt", "count":
+//!   40}]` names where new entries were too many to list (`count` null: not
+//!   all were reached); undo leaves those. Every change to an entry of the
+//!   snapshot is listed, however many. A snapshot without `after.json` (its
+//!   seal failed, or the Warden stopped during the run) is undone by what is
+//!   missing alone (see [`Snapshot::restore`]).
 //! - `undoing`: created (never overwritten) when an undo starts, removed
 //!   when it ends well; one left behind means an undo stopped part-way, and
 //!   no other undo of the snapshot runs while it is there.
@@ -125,7 +131,7 @@ mod restore;
 pub(crate) mod safe_dir;
 mod walk;
 
-pub use diff::Diff;
+pub use diff::{Diff, MAX_LISTED, SealLimits, Unlisted};
 pub use error::SnapshotError;
 pub use restore::Restored;
 
@@ -135,10 +141,10 @@ use manifest::{check_id, is_plain_absolute, read_manifest, read_meta};
 use safe_dir::{Chain, Dir, Expect, Ids, Reached, Sub, check_proc};
 use std::collections::HashMap;
 use std::fs::{self, DirBuilder, File, Metadata};
-use std::io::{self, Seek, SeekFrom};
+use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use walk::{absolute, copy_hashed, create_private, excluded, lstat, sync_dir, walk};
+use walk::{absolute, copy_sparse, create_private, excluded, lstat, sync_dir, walk};
 
 /// How long a snapshot can be undone, in seconds.
 pub const KEEP_S: u64 = 7 * 86_400;
@@ -198,9 +204,11 @@ struct Bounds {
 /// the store. Symlinks are recorded, not followed; fifos, sockets, devices
 /// and other filesystems mounted below a root are recorded as skipped.
 /// Refuses a root with a symlink anywhere in its path, a root that is
-/// excluded or in the store, more than `max_bytes` in regular files (the
-/// caller's measure of free space), more than 200 000 entries, and an `id`
-/// that is not 32 lower-case hex characters.
+/// excluded or in the store, regular files taking more than `max_bytes` on
+/// disk (the caller's measure of free space; counted by allocated blocks,
+/// since holes are copied as holes, and each copy's data bounded by what is
+/// left), more than 200 000 entries, and an `id` that is not 32 lower-case
+/// hex characters.
 pub fn take(
     store: &Path,
     id: &str,
@@ -266,10 +274,12 @@ fn take_bounded(
         entries.push(Entry::of(at.path, at.meta, at.kind, at.target()?));
         Ok(true)
     })?;
+    // What the copies will take on disk: holes are copied as holes, so a
+    // sparse file counts by its allocated blocks, not its length.
     let needed = entries
         .iter()
         .filter(|e| e.kind == Kind::File)
-        .fold(0u64, |sum, e| sum.saturating_add(e.size));
+        .fold(0u64, |sum, e| sum.saturating_add(e.allocated));
     if needed > bounds.max_bytes {
         return Err(SnapshotError::TooBig {
             needed,
@@ -449,16 +459,19 @@ impl Snapshot {
             // Not through a symlink, not blocking on a fifo or device swapped
             // in since the walk, and only the very file the walk listed.
             let (mut src, meta) = dir.open_listed(name, want)?;
-            if total.saturating_add(meta.size()) > max_bytes {
-                return Err(SnapshotError::TooBig {
-                    needed: total.saturating_add(meta.size()),
-                    allowed: max_bytes,
-                });
-            }
             let blob = self.blob_path(next);
             let mut dst = create_private(&blob)?;
-            let (copied, sha, meta) = copy_stable(&mut src, meta, &path, &mut dst, &blob, |_| {})?;
-            total = total.saturating_add(copied);
+            // The copy may write no more data than the room left; what it
+            // took on disk (holes are none) is what counts after it.
+            let room = max_bytes.saturating_sub(total);
+            let (copied, sha, meta) =
+                copy_stable(&mut src, meta, &path, &mut dst, &blob, room, |_| {})?;
+            let taken = dst
+                .metadata()
+                .map_err(io_err("inspect", &blob))?
+                .blocks()
+                .saturating_mul(512);
+            total = total.saturating_add(taken);
             if total > max_bytes {
                 return Err(SnapshotError::TooBig {
                     needed: total,
@@ -506,8 +519,8 @@ pub fn load(store: &Path, id: &str) -> Result<Snapshot, SnapshotError> {
 
 /// What an undo of snapshot `id` would be about, read from its small
 /// `meta.json` alone. Refuses a snapshot that is undone, being undone (or
-/// whose undo stopped part-way), older than [`KEEP_S`] at `now`, or never
-/// sealed. `restore` checks all of this again, and more.
+/// whose undo stopped part-way), or older than [`KEEP_S`] at `now`.
+/// `restore` checks all of this again, and more.
 pub fn peek(store: &Path, id: &str, now: u64) -> Result<Meta, SnapshotError> {
     check_id(id)?;
     let dir = absolute(store)?.join(id);
@@ -517,12 +530,11 @@ pub fn peek(store: &Path, id: &str, now: u64) -> Result<Meta, SnapshotError> {
     if lstat(&dir.join(UNDOING))?.is_some() {
         return Err(SnapshotError::UnderWay(id.to_string()));
     }
-    let (meta, sealed) = read_meta(&dir, id)?;
+    // A snapshot never sealed can still be undone (see `restore`): its
+    // copies are the only ones of what the run removed.
+    let (meta, _sealed) = read_meta(&dir, id)?;
     if now.saturating_sub(meta.created_at) > KEEP_S {
         return Err(SnapshotError::Expired(id.to_string()));
-    }
-    if !sealed {
-        return Err(SnapshotError::NotSealed(id.to_string()));
     }
     Ok(meta)
 }
@@ -578,18 +590,20 @@ pub fn purge(store: &Path, now: u64) -> Result<Vec<String>, SnapshotError> {
     Ok(purged)
 }
 
-/// Copies `src` (whose `fstat` was `before`) into `dst`, then `fstat`s it
+/// Copies `src` (whose `fstat` was `before`) into `dst` sparse (see
+/// [`copy_sparse`]), writing at most `room` bytes of data, then `fstat`s it
 /// again: if its size, mtime or ctime moved during the copy, the copy is
 /// torn, and is made once more from the start; if it moves again, the file
-/// is refused ([`SnapshotError::Changed`]). Returns the bytes copied, their
-/// hash, and the file's `fstat` as copied. `between` runs after each copy,
-/// before the second `fstat` (tests change the file there).
+/// is refused ([`SnapshotError::Changed`]). Returns the bytes copied (holes
+/// included), their hash, and the file's `fstat` as copied. `between` runs
+/// after each copy, before the second `fstat` (tests change the file there).
 fn copy_stable(
     src: &mut File,
     before: Metadata,
     shown: &Path,
     dst: &mut File,
     dst_path: &Path,
+    room: u64,
     mut between: impl FnMut(u32),
 ) -> Result<(u64, String, Metadata), SnapshotError> {
     let same = |a: &Metadata, b: &Metadata| {
@@ -610,17 +624,13 @@ fn copy_stable(
     let mut before = before;
     for attempt in 0..2 {
         if attempt > 0 {
-            src.seek(SeekFrom::Start(0))
-                .map_err(io_err("read", shown))?;
-            dst.set_len(0)
-                .and_then(|()| dst.seek(SeekFrom::Start(0)).map(|_| ()))
-                .map_err(io_err("write", dst_path))?;
+            dst.set_len(0).map_err(io_err("write", dst_path))?;
         }
-        let (copied, sha) = copy_hashed(src, shown, dst, dst_path, before.size())?;
+        let c = copy_sparse(src, shown, dst, dst_path, before.size(), room)?;
         between(attempt);
         let after = src.metadata().map_err(io_err("inspect", shown))?;
-        if same(&before, &after) && copied == after.size() {
-            return Ok((copied, sha, after));
+        if same(&before, &after) && c.len == after.size() {
+            return Ok((c.len, c.sha256, after));
         }
         before = after;
     }

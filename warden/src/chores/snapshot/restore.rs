@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::diff::{Found, Unlisted, under};
 use super::entry::{Change, Entry, Kind, State, Why, still};
 use super::error::{SnapshotError, io_err};
 use super::manifest::write_marker;
@@ -48,6 +49,13 @@ pub struct Restored {
     /// left in its private staging directory (0700, beside where they
     /// were): where each now is. Everything else went to the quarantine.
     pub left_in_staging: Vec<PathBuf>,
+    /// New entries the seal could not list, by directory: left where they
+    /// are, not moved away.
+    pub unlisted: Vec<Unlisted>,
+    /// The run was never sealed (the seal failed, or the Warden stopped
+    /// first): only what is missing was put back (and the owner and mode of
+    /// directories still there); every other difference is a conflict.
+    pub unsealed: bool,
 }
 
 impl Restored {
@@ -198,19 +206,28 @@ impl Snapshot {
     /// rest is counted as conflicts and left alone. `quarantine` must be a
     /// directory of the Warden's (made 0700 if missing): no symlink in its
     /// path, owned by the Warden's user, not writable by group or others.
-    /// Refuses a snapshot never sealed, undone, older than [`KEEP_S`] at
-    /// `now`, or being undone; and one whose roots are not what was
-    /// snapshotted. An undo that fails part-way leaves the `undoing` claim,
+    /// A snapshot never sealed (the seal failed, or the Warden stopped
+    /// during the run) is undone as [`Snapshot::unsealed_changes`] says:
+    /// what is missing is put back, the rest named. Refuses a snapshot
+    /// undone, older than [`KEEP_S`] at `now`, or being undone; and one
+    /// whose roots are not what was snapshotted. An undo that fails part-way leaves the `undoing` claim,
     /// so no later one starts over it, and returns
     /// [`SnapshotError::Partial`]; one that fails while it only checks (the
     /// first pass, before anything is changed) lets go of its claim and
     /// returns the error itself.
     pub fn restore(&self, quarantine: &Path, now: u64) -> Result<Restored, SnapshotError> {
-        let mut changes = self.load_after()?;
         if now.saturating_sub(self.created_at) > KEEP_S {
             return Err(SnapshotError::Expired(self.id.clone()));
         }
         check_proc()?;
+        let (mut changes, unlisted, sealed) = match self.load_after() {
+            Ok((c, u)) => (c, u, true),
+            Err(SnapshotError::NotSealed(_)) => {
+                let (c, u) = self.unsealed_changes()?;
+                (c, u, false)
+            }
+            Err(e) => return Err(e),
+        };
         let quarantine = absolute(quarantine)?;
         let q = Quarantine::open(&quarantine, &self.id)?;
         let claim = self.dir.join(UNDOING);
@@ -253,7 +270,11 @@ impl Snapshot {
                 return Err(e);
             }
         };
-        let mut done = Restored::default();
+        let mut done = Restored {
+            unlisted,
+            unsealed: !sealed,
+            ..Restored::default()
+        };
         let finished = cx
             .revert(&changes, as_left, &mut done)
             .and_then(|()| write_marker(&self.dir.join(UNDONE), now))
@@ -266,6 +287,53 @@ impl Snapshot {
                 why: e.to_string(),
             }),
         }
+    }
+
+    /// What an undo of a snapshot never sealed goes by, as each entry of
+    /// the snapshot is found now (looked up by itself, through checked
+    /// directories): what is gone is put back; a directory still there (the
+    /// same inode) gets its owner and mode back; anything else that differs
+    /// may be the run's or someone's since, and is a conflict (unknown),
+    /// with all below it. New entries are not known: each root is named as
+    /// holding some that are left.
+    fn unsealed_changes(&self) -> Result<(Vec<Change>, Vec<Unlisted>), SnapshotError> {
+        let mut changes: Vec<Change> = Vec::new();
+        let mut unknown: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut chain = None;
+        let no_after = HashMap::new();
+        for e in &self.entries {
+            if e.kind.is_skipped() || under(&unknown, &e.path) {
+                continue;
+            }
+            match self.look_up(e, &mut chain, &no_after)? {
+                Found::Now(None, _) => changes.push((e.path.clone(), None)),
+                Found::Now(Some(now), target) => {
+                    let (meta, kind) = *now;
+                    if !e.differs(&meta, kind, || target) {
+                        continue;
+                    }
+                    if e.kind == Kind::Dir && kind == Kind::Dir && ids(&meta) == (e.dev, e.ino) {
+                        changes.push((e.path.clone(), Some(State::of(&meta, kind))));
+                    } else {
+                        unknown.insert(e.path.clone());
+                        changes.push((e.path.clone(), Some(State::unknown())));
+                    }
+                }
+                Found::Unknown => {
+                    unknown.insert(e.path.clone());
+                    changes.push((e.path.clone(), Some(State::unknown())));
+                }
+            }
+        }
+        let unlisted = self
+            .roots
+            .iter()
+            .map(|r| Unlisted {
+                path: r.clone(),
+                count: None,
+            })
+            .collect();
+        Ok((changes, unlisted))
     }
 
     /// The first pass: the undo's state, and whether each of `changes` is

@@ -14,7 +14,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::{File, FileTimes, Permissions};
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt, symlink};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt, symlink};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const NOW: u64 = 1_700_000_000;
@@ -395,22 +395,48 @@ fn undo_after_seven_days_is_refused() {
 }
 
 #[test]
-fn an_unsealed_snapshot_cannot_be_undone() {
+fn an_unsealed_snapshot_puts_back_only_what_is_missing() {
     let s = Scratch::new("unsealed");
+    write(&s.at("a"), b"a");
+    write(&s.at("c"), b"c");
+    fs::create_dir(s.at("d")).unwrap();
+    write(&s.at("d/e"), b"e");
+    let snap = s.take(8);
+    // The run, never sealed: a and d (with e) removed, c rewritten, b made.
+    fs::remove_file(s.at("a")).unwrap();
+    fs::remove_dir_all(s.at("d")).unwrap();
+    tick();
+    write(&s.at("c"), b"C");
+    write(&s.at("b"), b"b");
+    let r = snap.restore(&s.quarantine, NOW).unwrap();
+    assert!(r.unsealed);
+    assert_eq!(fs::read(s.at("a")).unwrap(), b"a");
+    assert_eq!(fs::read(s.at("d/e")).unwrap(), b"e");
+    // Not known to be the run's: left, and named.
+    assert_eq!(fs::read(s.at("c")).unwrap(), b"C");
+    assert!(s.at("b").exists());
+    assert_eq!(r.conflict_examples, vec![s.at("c")]);
+    assert_eq!(
+        r.unlisted,
+        vec![Unlisted {
+            path: s.root.clone(),
+            count: None
+        }]
+    );
+    assert!(!snap.dir.join(UNDOING).exists());
+}
+
+#[test]
+fn a_snapshot_is_sealed_once_only() {
+    let s = Scratch::new("seal-once");
     write(&s.at("a"), b"a");
     let snap = s.take(8);
     fs::remove_file(s.at("a")).unwrap();
     write(&s.at("b"), b"b");
-    let err = snap.restore(&s.quarantine, NOW).unwrap_err();
-    assert!(matches!(err, SnapshotError::NotSealed(_)), "{err}");
-    assert!(!s.at("a").exists());
-    assert!(s.at("b").exists());
-    assert!(!snap.dir.join(UNDOING).exists());
-    assert!(!s.quarantine.exists());
-    // Sealed once, and only once.
     snap.seal().unwrap();
     assert!(matches!(snap.seal(), Err(SnapshotError::AlreadySealed(_))));
-    snap.restore(&s.quarantine, NOW).unwrap();
+    let r = snap.restore(&s.quarantine, NOW).unwrap();
+    assert!(!r.unsealed);
     assert!(s.at("a").exists());
     assert!(!s.at("b").exists());
 }
@@ -726,14 +752,12 @@ fn refuses_a_root_behind_a_symlink() {
 }
 
 #[test]
-fn peek_refuses_undone_expired_and_unsealed() {
+fn peek_refuses_undone_and_expired_but_not_unsealed() {
     let s = Scratch::new("peek");
     write(&s.at("a"), b"a");
     let snap = s.take(20);
-    assert!(matches!(
-        peek(&s.store, &id(20), NOW),
-        Err(SnapshotError::NotSealed(_))
-    ));
+    // Its copies are the only ones of what the run removed.
+    peek(&s.store, &id(20), NOW).unwrap();
     fs::remove_file(s.at("a")).unwrap();
     snap.seal().unwrap();
     let meta = peek(&s.store, &id(20), NOW).unwrap();
@@ -893,22 +917,20 @@ fn open_dir(path: &Path) -> Dir {
 #[test]
 fn refuses_a_snapshot_bigger_than_the_space_allowed() {
     let s = Scratch::new("too-big");
-    write(&s.at("a"), &[0; 600]);
-    write(&s.at("b"), &[0; 600]);
+    write(&s.at("a"), &[1; 600]);
+    write(&s.at("b"), &[1; 600]);
+    // Counted by what they take on disk.
+    let on_disk = |p: &Path| fs::metadata(p).unwrap().blocks() * 512;
+    let needed = on_disk(&s.at("a")) + on_disk(&s.at("b"));
+    assert!(needed >= 1_200);
     let roots = std::slice::from_ref(&s.root);
-    let err = take(&s.store, &id(25), "c", roots, &[], NOW, 1_000).unwrap_err();
+    let err = take(&s.store, &id(25), "c", roots, &[], NOW, needed - 1).unwrap_err();
     assert!(
-        matches!(
-            err,
-            SnapshotError::TooBig {
-                needed: 1_200,
-                allowed: 1_000
-            }
-        ),
+        matches!(err, SnapshotError::TooBig { needed: n, .. } if n == needed),
         "{err}"
     );
     assert!(!s.store.join(id(25)).exists());
-    take(&s.store, &id(25), "c", roots, &[], NOW, 1_200).unwrap();
+    take(&s.store, &id(25), "c", roots, &[], NOW, needed).unwrap();
 }
 
 #[test]
@@ -1705,7 +1727,7 @@ fn a_file_changing_while_copied_is_copied_again_or_refused() {
     let (mut f, meta) = root.open_listed(OsStr::new("a"), want).unwrap();
     let blob = s.base.join("blob");
     let mut dst = File::create(&blob).unwrap();
-    let (n, _, after) = copy_stable(&mut f, meta, &s.at("a"), &mut dst, &blob, |i| {
+    let (n, _, after) = copy_stable(&mut f, meta, &s.at("a"), &mut dst, &blob, u64::MAX, |i| {
         if i == 0 {
             append(b"bb");
         }
@@ -1716,7 +1738,10 @@ fn a_file_changing_while_copied_is_copied_again_or_refused() {
     // Changing all the time: refused.
     let (mut f, meta) = root.open_listed(OsStr::new("a"), want).unwrap();
     let mut dst = File::create(&blob).unwrap();
-    let err = copy_stable(&mut f, meta, &s.at("a"), &mut dst, &blob, |_| append(b"c")).unwrap_err();
+    let err = copy_stable(&mut f, meta, &s.at("a"), &mut dst, &blob, u64::MAX, |_| {
+        append(b"c")
+    })
+    .unwrap_err();
     assert!(matches!(err, SnapshotError::Changed(_)), "{err}");
 }
 
@@ -2121,4 +2146,216 @@ fn a_file_growing_while_copied_across_stays_in_staging() {
     assert!(!dest_path.join("t/f").exists(), "no partial copy");
     assert_eq!(fs::read(dest_path.join("t/g")).unwrap(), b"g");
     assert!(!s.at("t").exists());
+}
+
+/// Makes `path` a sparse file of `len` bytes holding `data` at `at`.
+fn sparse(path: &Path, len: u64, at: u64, data: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let f = File::create(path).unwrap();
+    f.set_len(len).unwrap();
+    f.write_all_at(data, at).unwrap();
+    f.sync_all().unwrap();
+}
+
+fn sha256_of(path: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let mut f = File::open(path).unwrap();
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    aromba_warden_proto::encode_hex(&h.finalize())
+}
+
+#[test]
+fn a_sparse_file_is_copied_with_its_holes_and_put_back_sparse() {
+    let s = Scratch::new("sparse");
+    let len = 1u64 << 30;
+    sparse(&s.at("big"), len, 100 << 20, b"data in the middle");
+    let want = sha256_of(&s.at("big"));
+    let on_disk = fs::metadata(s.at("big")).unwrap().blocks() * 512;
+    assert!(on_disk < 1 << 20, "{on_disk}");
+    // Room for what it takes on disk, far less than its length.
+    let snap = take(
+        &s.store,
+        &id(40),
+        "c",
+        std::slice::from_ref(&s.root),
+        &[],
+        NOW,
+        1 << 20,
+    )
+    .unwrap();
+    let blob = snap.dir.join(BLOBS).join("0");
+    let m = fs::metadata(&blob).unwrap();
+    assert_eq!(m.len(), len);
+    assert!(m.blocks() * 512 < 1 << 20, "{}", m.blocks());
+    fs::remove_file(s.at("big")).unwrap();
+    snap.seal().unwrap();
+    snap.restore(&s.quarantine, NOW).unwrap();
+    let m = fs::metadata(s.at("big")).unwrap();
+    assert_eq!(m.len(), len);
+    assert!(m.blocks() * 512 < 1 << 20, "{}", m.blocks());
+    assert_eq!(sha256_of(&s.at("big")), want);
+}
+
+#[test]
+fn a_file_whose_data_exceeds_the_room_is_refused_however_sparse_it_looked() {
+    let s = Scratch::new("sparse-room");
+    write(&s.at("full"), &[7u8; 64 * 1024]);
+    let err = take(
+        &s.store,
+        &id(41),
+        "c",
+        std::slice::from_ref(&s.root),
+        &[],
+        NOW,
+        16 * 1024,
+    )
+    .unwrap_err();
+    assert!(matches!(err, SnapshotError::TooBig { .. }), "{err}");
+    assert!(!s.store.join(id(41)).exists());
+}
+
+#[test]
+fn new_entries_past_the_seal_limit_are_named_and_the_removed_files_still_come_back() {
+    let s = Scratch::new("seal-limit");
+    for i in 0..5 {
+        write(&s.at(&format!("f{i}")), format!("file {i}").as_bytes());
+    }
+    let snap = s.take(42);
+    for i in 0..5 {
+        fs::remove_file(s.at(&format!("f{i}"))).unwrap();
+    }
+    for i in 0..50 {
+        fs::create_dir(s.at(&format!("new{i:02}"))).unwrap();
+    }
+    let limits = SealLimits {
+        max_listed: 10,
+        ..SealLimits::default()
+    };
+    let d = snap.seal_within(&limits).unwrap();
+    assert_eq!(d.removed, 5);
+    assert_eq!(d.dirs_added, 50);
+    assert_eq!(
+        d.unlisted,
+        vec![Unlisted {
+            path: s.root.clone(),
+            count: Some(40)
+        }]
+    );
+    assert!(
+        d.summary().contains("40 new entries under"),
+        "{}",
+        d.summary()
+    );
+    let r = snap.restore(&s.quarantine, NOW).unwrap();
+    for i in 0..5 {
+        assert_eq!(
+            fs::read(s.at(&format!("f{i}"))).unwrap(),
+            format!("file {i}").as_bytes()
+        );
+    }
+    assert_eq!(r.quarantined_added, 10);
+    assert_eq!(r.unlisted, d.unlisted);
+    let left = fs::read_dir(&s.root)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("new")
+        })
+        .count();
+    assert_eq!(left, 40);
+}
+
+#[test]
+fn a_seal_walk_cut_short_looks_up_every_entry_it_did_not_reach() {
+    let s = Scratch::new("seal-cut");
+    fs::create_dir(s.at("d")).unwrap();
+    for i in 0..5 {
+        write(&s.at(&format!("d/f{i}")), format!("file {i}").as_bytes());
+    }
+    write(&s.at("kept"), b"kept");
+    write(&s.at("changed"), b"before");
+    fs::create_dir(s.at("gone")).unwrap();
+    write(&s.at("gone/x"), b"x");
+    let snap = s.take(43);
+    for i in 0..5 {
+        fs::remove_file(s.at(&format!("d/f{i}"))).unwrap();
+    }
+    fs::remove_dir_all(s.at("gone")).unwrap();
+    tick();
+    write(&s.at("changed"), b"after!");
+    // The walk stops at the root's first entry: nothing below is reached.
+    let limits = SealLimits {
+        max_visits: 1,
+        ..SealLimits::default()
+    };
+    let d = snap.seal_within(&limits).unwrap();
+    assert_eq!((d.removed, d.modified, d.dirs_removed), (6, 1, 1));
+    assert_eq!(d.unknown, 0);
+    assert_eq!(
+        d.unlisted,
+        vec![Unlisted {
+            path: s.root.clone(),
+            count: None
+        }]
+    );
+    let r = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(r.conflicts, 0, "{:?}", r.conflict_examples);
+    for i in 0..5 {
+        assert!(s.at(&format!("d/f{i}")).exists());
+    }
+    assert_eq!(fs::read(s.at("gone/x")).unwrap(), b"x");
+    assert_eq!(fs::read(s.at("changed")).unwrap(), b"before");
+    assert_eq!(fs::read(s.at("kept")).unwrap(), b"kept");
+}
+
+#[test]
+fn a_seal_that_cannot_write_its_record_leaves_the_snapshot_whole() {
+    let s = Scratch::new("seal-fails");
+    write(&s.at("a"), b"only copy");
+    let snap = s.take(44);
+    fs::remove_file(s.at("a")).unwrap();
+    // A directory where the seal writes its record: the write fails.
+    fs::create_dir(snap.dir.join(AFTER_TMP)).unwrap();
+    fs::create_dir(snap.dir.join(format!("{AFTER_TMP}/x"))).unwrap();
+    assert!(snap.seal().is_err());
+    assert!(snap.dir.join(MANIFEST).exists());
+    fs::remove_dir_all(snap.dir.join(AFTER_TMP)).unwrap();
+    peek(&s.store, &id(44), NOW).unwrap();
+    let r = snap.restore(&s.quarantine, NOW).unwrap();
+    assert!(r.unsealed);
+    assert_eq!(fs::read(s.at("a")).unwrap(), b"only copy");
+}
+
+#[test]
+fn a_cut_walk_looks_up_entries_through_a_directory_the_run_replaced() {
+    let s = Scratch::new("seal-cut-replaced");
+    fs::create_dir(s.at("d")).unwrap();
+    write(&s.at("d/f0"), b"zero");
+    write(&s.at("d/f1"), b"one");
+    let snap = s.take(45);
+    fs::rename(s.at("d"), s.base.join("old-d")).unwrap();
+    fs::create_dir(s.at("d")).unwrap();
+    write(&s.at("d/f1"), b"ONE");
+    let limits = SealLimits {
+        max_visits: 1,
+        ..SealLimits::default()
+    };
+    let d = snap.seal_within(&limits).unwrap();
+    assert_eq!(d.unknown, 0, "{:?}", d.examples);
+    assert_eq!((d.removed, d.modified, d.dirs_modified), (1, 1, 1));
+    let r = snap.restore(&s.quarantine, NOW).unwrap();
+    assert_eq!(r.conflicts, 0, "{:?}", r.conflict_examples);
+    assert_eq!(fs::read(s.at("d/f0")).unwrap(), b"zero");
+    assert_eq!(fs::read(s.at("d/f1")).unwrap(), b"one");
 }

@@ -12,7 +12,8 @@ use aromba_warden_proto::encode_hex;
 use sha2::{Digest, Sha256};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, Metadata, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io;
+use std::os::unix::fs::FileExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -223,7 +224,8 @@ pub(super) fn walk_below(
     Ok(())
 }
 
-/// Copies at most `limit` bytes, hashing them on the way.
+/// Copies at most `limit` bytes from the start of `src` into the empty
+/// `dst`, hashing them on the way; holes stay holes (see [`copy_sparse`]).
 pub(super) fn copy_hashed(
     src: &mut File,
     src_path: &Path,
@@ -231,23 +233,117 @@ pub(super) fn copy_hashed(
     dst_path: &Path,
     limit: u64,
 ) -> Result<(u64, String), SnapshotError> {
+    copy_sparse(src, src_path, dst, dst_path, limit, u64::MAX).map(|c| (c.len, c.sha256))
+}
+
+/// What [`copy_sparse`] did.
+pub(super) struct Copied {
+    /// The file's length as copied, holes included.
+    pub(super) len: u64,
+    /// SHA-256 of all `len` bytes, a hole read as zeros.
+    pub(super) sha256: String,
+}
+
+/// Copies at most `limit` bytes from the start of `src` into the empty
+/// `dst` at the same offsets, hashing every byte (a hole as zeros), but
+/// writing only the data `lseek(SEEK_DATA/SEEK_HOLE)` finds: a hole stays
+/// a hole, so a 3 GB sparse file of 8 KB on disk takes 8 KB in the copy.
+/// Where the filesystem cannot tell holes, all is copied as data. More than
+/// `room` bytes of data to write is [`SnapshotError::TooBig`]: the caller's
+/// room is never exceeded, sparse or not. Positioned reads and writes, so
+/// neither file's offset matters.
+pub(super) fn copy_sparse(
+    src: &File,
+    src_path: &Path,
+    dst: &File,
+    dst_path: &Path,
+    limit: u64,
+    room: u64,
+) -> Result<Copied, SnapshotError> {
+    let unsupported =
+        |e: &io::Error| matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EOPNOTSUPP));
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
-    let mut src = src.take(limit);
-    let mut copied = 0u64;
-    loop {
-        let n = match src.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_err("read", src_path)(e)),
+    let zeros = vec![0u8; 64 * 1024];
+    let hash_zeros = |hasher: &mut Sha256, mut n: u64| {
+        while n > 0 {
+            let k = n.min(zeros.len() as u64);
+            hasher.update(zeros.get(..k as usize).unwrap_or_default());
+            n -= k;
+        }
+    };
+    let mut pos = 0u64;
+    let mut written = 0u64;
+    let mut plain = false;
+    while pos < limit {
+        // The next stretch of data: [data, hole).
+        let (data, hole) = if plain {
+            (pos, limit)
+        } else {
+            match crate::system::seek_data(src, pos) {
+                Ok(Some(d)) => {
+                    let h = match crate::system::seek_hole(src, d) {
+                        Ok(h) => h,
+                        Err(e) => return Err(io_err("read", src_path)(e)),
+                    };
+                    (d.min(limit), h.min(limit))
+                }
+                // Only a hole to the end of the file (as it is now).
+                Ok(None) => {
+                    let end = src
+                        .metadata()
+                        .map_err(io_err("inspect", src_path))?
+                        .size()
+                        .clamp(pos, limit);
+                    hash_zeros(&mut hasher, end - pos);
+                    pos = end;
+                    break;
+                }
+                Err(e) if unsupported(&e) && pos == 0 => {
+                    plain = true;
+                    continue;
+                }
+                Err(e) => return Err(io_err("read", src_path)(e)),
+            }
         };
-        let chunk = buf.get(..n).unwrap_or_default();
-        hasher.update(chunk);
-        dst.write_all(chunk).map_err(io_err("write", dst_path))?;
-        copied += n as u64;
+        hash_zeros(&mut hasher, data.saturating_sub(pos));
+        pos = data.max(pos);
+        let mut ended = false;
+        while pos < hole {
+            let want = (hole - pos).min(buf.len() as u64) as usize;
+            let chunk = buf.get_mut(..want).unwrap_or_default();
+            let n = match src.read_at(chunk, pos) {
+                Ok(0) => {
+                    ended = true;
+                    break;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_err("read", src_path)(e)),
+            };
+            written = written.saturating_add(n as u64);
+            if written > room {
+                return Err(SnapshotError::TooBig {
+                    needed: written,
+                    allowed: room,
+                });
+            }
+            let chunk = buf.get(..n).unwrap_or_default();
+            hasher.update(chunk);
+            dst.write_all_at(chunk, pos)
+                .map_err(io_err("write", dst_path))?;
+            pos += n as u64;
+        }
+        if ended || plain {
+            break;
+        }
     }
-    Ok((copied, encode_hex(&hasher.finalize())))
+    // A trailing hole: the length without a byte written.
+    dst.set_len(pos).map_err(io_err("write", dst_path))?;
+    Ok(Copied {
+        len: pos,
+        sha256: encode_hex(&hasher.finalize()),
+    })
 }
 
 /// Creates one of the store's own files (0600; never an existing one).
