@@ -20,6 +20,11 @@ use support::{Warden, owner_chore};
 /// Runs `body` as a yellow chore of the owner's (dry run first, as the
 /// Worker would); the receipt, then the chore's stdout and stderr.
 fn run_hostile(name: &str, body: &str) -> (Warden, String) {
+    run_hostile_with(name, "", body)
+}
+
+/// As `run_hostile`, with `extra_header` lines in the chore's header.
+fn run_hostile_with(name: &str, extra_header: &str, body: &str) -> (Warden, String) {
     // `seen F…` prints the mode of each file as the chore sees it.
     let script = format!(
         "[ \"$1\" = --dry-run ] && {{ echo would; exit 0; }}\n\
@@ -29,7 +34,7 @@ fn run_hostile(name: &str, body: &str) -> (Warden, String) {
     let w = Warden::start(
         name,
         false,
-        &[owner_chore("hostile", "yellow", "", &script)],
+        &[owner_chore("hostile", "yellow", extra_header, &script)],
     );
     w.dry_run_shown("hostile");
     let r = w.control(&Request::ChoreRun {
@@ -153,7 +158,8 @@ fn a_chore_that_unpacks_a_tar_holding_a_setuid_shell_leaves_no_setuid_file() {
     let sh = w0.join("rootsh");
     std::fs::copy("/bin/bash", &sh).unwrap();
     std::fs::set_permissions(&sh, std::fs::Permissions::from_mode(0o4755)).unwrap();
-    let tarball = format!("/var/tmp/adv-suid-tar-{}.tar", std::process::id());
+    // The cage shows it to the chore as a declared read.
+    let tarball = format!("{}/rootsh.tar", w0.display());
     let out = assert_cmd::Command::new("tar")
         .args(["-cf", &tarball, "-C"])
         .arg(&w0)
@@ -161,14 +167,14 @@ fn a_chore_that_unpacks_a_tar_holding_a_setuid_shell_leaves_no_setuid_file() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let (w, receipt) = run_hostile(
+    let (w, receipt) = run_hostile_with(
         "adv-suid-tar",
+        &format!("# reads: {}\n", w0.display()),
         &format!(
             "tar -xpf {tarball} && echo 'tar -xp went through'\n\
              seen rootsh"
         ),
     );
-    let _ = std::fs::remove_file(&tarball);
     let _ = std::fs::remove_dir_all(&w0);
     refused_and_never_set(&w, &receipt, &["rootsh"]);
 }
