@@ -35,7 +35,7 @@
 mod assign;
 mod bytes;
 mod class;
-mod pem;
+mod keys;
 mod scan;
 mod tokens;
 mod url;

@@ -12,7 +12,6 @@
 use crate::Class;
 use crate::assign::assignment_at;
 use crate::class::Counts;
-use crate::pem::{pem_at, ssh2_at};
 use crate::tokens::{Found, Prefix, telegram_at_colon, token_at};
 use crate::url::url_password_at;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
@@ -156,21 +155,23 @@ fn scan_with(triggers: &Triggers, hay: &[u8], lower: &[u8]) -> Output {
         counts: Counts::default(),
     };
     let mut segment_start = 0;
-    let mut search_from = 0;
-    let finder = memchr::memmem::Finder::new(b"BEGIN");
-    while let Some(rel) = finder.find(&hay[search_from..]) {
-        let begin = search_from + rel;
-        let block = begin
-            .checked_sub(5)
-            .and_then(|dashes| pem_at(hay, dashes).or_else(|| ssh2_at(hay, dashes)));
-        match block {
-            Some(block) => {
-                scan_segment(triggers, whole.until(block.start), segment_start, &mut w);
-                w.replace(block);
-                segment_start = block.end;
-                search_from = block.end;
+    let keys = crate::keys::key_regions(hay);
+    let mut kept = keys.kept.iter().peekable();
+    for block in keys.removed {
+        while let Some(&(start, end)) = kept.next_if(|k| k.0 < block.start) {
+            if start >= segment_start {
+                scan_segment(triggers, whole.until(start), segment_start, &mut w);
+                segment_start = end.min(block.start);
             }
-            None => search_from = begin + 5,
+        }
+        scan_segment(triggers, whole.until(block.start), segment_start, &mut w);
+        w.replace(block);
+        segment_start = block.end;
+    }
+    for &(start, end) in kept {
+        if start >= segment_start {
+            scan_segment(triggers, whole.until(start), segment_start, &mut w);
+            segment_start = end;
         }
     }
     scan_segment(triggers, whole, segment_start, &mut w);

@@ -1,0 +1,685 @@
+//! Private-key material, found by its shape from either end.
+//!
+//! A key rarely reaches the redactor whole: `journalctl -n 10` and
+//! `docker logs --tail 10` show its last lines, a logger prefixes every line,
+//! a byte cap cuts it. So a block is not "BEGIN through END" but its body
+//! lines, walked line by line:
+//!
+//! - forwards from a `BEGIN` line: armor headers (`Proc-Type:`, `DEK-Info:`,
+//!   `Version:` …) and the blank line after them, base64 lines of the block's
+//!   width, one shorter last line, a PGP checksum (`=AbCd`), and the `END`
+//!   line when it is there;
+//! - backwards from an `END` line whose `BEGIN` is not in the output, the
+//!   same lines in reverse;
+//! - and a run of two or more full-width base64 lines with neither (a key's
+//!   middle).
+//!
+//! Each walk stops at the first line that cannot belong to a body (one
+//! interleaved line of another writer is passed over when the body goes on
+//! after it), so a cut key takes nothing with it but its own lines. A line's
+//! body is its last field, so a logger's prefix does not hide it. Inside a
+//! JSON string the lines are separated by `\n` escapes. Blocks whose own
+//! armor says they are a certificate or a public key are walked the same
+//! way and kept; their lines are never taken for a key's middle.
+
+use crate::Class;
+use crate::tokens::Found;
+use memchr::memmem;
+
+/// Base64 line widths of armored keys: PEM and PGP use 64, OpenSSH 70,
+/// RFC 4716 at most 72, MIME 76. A body line narrower than this is a last
+/// line; wider is not a body line.
+const MIN_FULL: usize = 40;
+const MAX_FULL: usize = 80;
+/// A run of unarmored lines is taken for a key's middle only at the widths
+/// key formats use, which ordinary output does not wrap at.
+const MIN_RUN_WIDTH: usize = 60;
+const MAX_RUN_WIDTH: usize = 76;
+const LABEL_CAP: usize = 96;
+
+/// Armor header names (RFC 1421, RFC 4880) that follow a BEGIN line.
+const HEADERS: &[&[u8]] = &[
+    b"Proc-Type: ",
+    b"DEK-Info: ",
+    b"Version: ",
+    b"Comment: ",
+    b"Hash: ",
+    b"Charset: ",
+    b"MessageID: ",
+    b"Subject: ",
+];
+
+/// How lines are separated: real line breaks, or `\n` escapes inside a
+/// JSON string (a service account's `"private_key"`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Sep {
+    Newline,
+    Escaped,
+}
+
+/// A line's content, without its separator.
+#[derive(Clone, Copy, Debug)]
+struct Line {
+    start: usize,
+    end: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    /// A trailing base64 field of this length; `padded` when it ends in `=`.
+    Field {
+        start: usize,
+        len: usize,
+        padded: bool,
+    },
+    Checksum,
+    Header,
+    Blank,
+    Other,
+}
+
+fn is_b64(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'+' || b == b'/'
+}
+
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// What a line is, judged by its last field.
+fn kind(hay: &[u8], line: Line) -> Kind {
+    let mut end = line.end;
+    while end > line.start && is_blank(hay[end - 1]) {
+        end -= 1;
+    }
+    // Empty, or a logger's prefix with an empty message (`app[812]: `).
+    if end == line.start || (end < line.end && hay[end - 1] == b':') {
+        return Kind::Blank;
+    }
+    let text = &hay[line.start..end];
+    if HEADERS.iter().any(|h| memmem::find(text, h).is_some()) {
+        return Kind::Header;
+    }
+    let mut body_end = end;
+    let mut pads = 0;
+    while body_end > line.start && hay[body_end - 1] == b'=' && pads < 3 {
+        body_end -= 1;
+        pads += 1;
+    }
+    let mut start = body_end;
+    while start > line.start && is_b64(hay[start - 1]) {
+        start -= 1;
+    }
+    // `=AbCd`: the checksum line of a PGP block.
+    if pads == 0
+        && body_end - start == 4
+        && start > line.start
+        && hay[start - 1] == b'='
+        && (start - 1 == line.start || is_blank(hay[start - 2]))
+    {
+        return Kind::Checksum;
+    }
+    let bounded = start == line.start || matches!(hay[start - 1], b' ' | b'\t' | b'"');
+    if start < body_end && bounded && pads <= 2 {
+        return Kind::Field {
+            start,
+            len: end - start,
+            padded: pads > 0,
+        };
+    }
+    Kind::Other
+}
+
+/// The next line after the separator that ends `line`, if any.
+fn next_line(hay: &[u8], line: Line, sep: Sep) -> Option<Line> {
+    let from = match sep {
+        Sep::Newline => {
+            let nl = memchr::memchr(b'\n', &hay[line.end..])? + line.end;
+            nl + 1
+        }
+        Sep::Escaped => {
+            if !hay[line.end..].starts_with(b"\\n") {
+                return None;
+            }
+            line.end + 2
+        }
+    };
+    Some(line_from(hay, from, sep))
+}
+
+/// The line that starts at `from`.
+fn line_from(hay: &[u8], from: usize, sep: Sep) -> Line {
+    let end = match sep {
+        Sep::Newline => {
+            let nl = memchr::memchr(b'\n', &hay[from..]).map_or(hay.len(), |i| from + i);
+            if nl > from && hay[nl - 1] == b'\r' {
+                nl - 1
+            } else {
+                nl
+            }
+        }
+        Sep::Escaped => escaped_line_end(hay, from),
+    };
+    Line { start: from, end }
+}
+
+/// Inside a JSON string a line ends at the next `\n` (or `\r\n`) escape, the
+/// string's closing quote or a real line break.
+fn escaped_line_end(hay: &[u8], from: usize) -> usize {
+    let mut i = from;
+    while i < hay.len() {
+        match hay[i] {
+            b'"' | b'\n' | b'\r' => return i,
+            b'\\' => match hay.get(i + 1) {
+                Some(b'n') => return i,
+                Some(b'r') if hay.get(i + 2..i + 4) == Some(b"\\n") => return i,
+                _ => i += 2,
+            },
+            _ => i += 1,
+        }
+    }
+    hay.len()
+}
+
+/// The line before the one that starts at `start`, if any.
+fn prev_line(hay: &[u8], start: usize, sep: Sep) -> Option<Line> {
+    match sep {
+        Sep::Newline => {
+            if start == 0 || hay[start - 1] != b'\n' {
+                return None;
+            }
+            let nl = start - 1;
+            let end = if nl > 0 && hay[nl - 1] == b'\r' {
+                nl - 1
+            } else {
+                nl
+            };
+            let begin = memchr::memrchr(b'\n', &hay[..nl]).map_or(0, |i| i + 1);
+            Some(Line { start: begin, end })
+        }
+        Sep::Escaped => {
+            if start < 2 || &hay[start - 2..start] != b"\\n" {
+                return None;
+            }
+            let mut end = start - 2;
+            if end >= 2 && &hay[end - 2..end] == b"\\r" {
+                end -= 2;
+            }
+            let mut begin = end;
+            while begin > 0 {
+                let b = hay[begin - 1];
+                if b == b'"' || b == b'\n' || b == b'\r' {
+                    break;
+                }
+                if begin >= 2 && b == b'n' && hay[begin - 2] == b'\\' {
+                    break;
+                }
+                begin -= 1;
+            }
+            Some(Line { start: begin, end })
+        }
+    }
+}
+
+/// An armor line: `-----BEGIN LABEL-----`, `-----END LABEL-----`, or the
+/// RFC 4716 `---- BEGIN SSH2 LABEL ----`.
+#[derive(Clone, Copy, Debug)]
+struct Armor {
+    begin: bool,
+    private: bool,
+    /// The first dash.
+    start: usize,
+    /// After the closing dashes, or the end of the line when it was cut.
+    end: usize,
+}
+
+/// Armor labels are upper-case words (`RSA PRIVATE KEY`, `PGP PRIVATE KEY
+/// BLOCK`); anything else between the dashes is not an armor line.
+fn is_label(label: &[u8]) -> bool {
+    !label.is_empty()
+        && label
+            .iter()
+            .all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b' ')
+}
+
+/// The armor line whose word (`BEGIN` or `END`) starts at `word`.
+fn armor_at(hay: &[u8], word: usize, begin: bool) -> Option<Armor> {
+    let word_len = if begin { 5 } else { 3 };
+    let after_word = word + word_len;
+    if hay.get(after_word) != Some(&b' ') {
+        return None;
+    }
+    let (start, closing, label_start) = if word >= 5 && &hay[word - 5..word] == b"-----" {
+        (word - 5, b"-----".as_slice(), after_word + 1)
+    } else if word >= 5
+        && &hay[word - 5..word] == b"---- "
+        && hay[after_word + 1..].starts_with(b"SSH2 ")
+    {
+        (word - 5, b" ----".as_slice(), after_word + 6)
+    } else {
+        return None;
+    };
+    let limit = label_start.saturating_add(LABEL_CAP).min(hay.len());
+    let window = &hay[label_start..limit];
+    let line = memchr::memchr3(b'\n', b'\r', b'\\', window).unwrap_or(window.len());
+    let window = &window[..line];
+    let (label_end, end) = match memmem::find(window, closing) {
+        Some(i) => (label_start + i, label_start + i + closing.len()),
+        // A BEGIN line cut inside its label still opens a block.
+        None if begin && label_start + line == hay.len() => (hay.len(), hay.len()),
+        None => return None,
+    };
+    let label = &hay[label_start..label_end];
+    if !is_label(label) && !(label_end == hay.len() && label.iter().all(u8::is_ascii)) {
+        return None;
+    }
+    Some(Armor {
+        begin,
+        private: memmem::find(label, b"PRIVATE").is_some(),
+        start,
+        end,
+    })
+}
+
+/// How lines around an armor line are separated: by `\n` escapes when the
+/// armor sits in a JSON string, else by line breaks.
+fn sep_after(hay: &[u8], end: usize) -> Sep {
+    if hay[end..].starts_with(b"\\n") || hay[end..].starts_with(b"\\r\\n") {
+        Sep::Escaped
+    } else {
+        Sep::Newline
+    }
+}
+
+fn sep_before(hay: &[u8], start: usize) -> Sep {
+    if start >= 2 && &hay[start - 2..start] == b"\\n" {
+        Sep::Escaped
+    } else {
+        Sep::Newline
+    }
+}
+
+/// The end of the END armor line `line` holds, if it holds one.
+fn end_armor_in(hay: &[u8], line: Line) -> Option<usize> {
+    let text = &hay[line.start..line.end];
+    let at = memmem::find(text, b"END ")? + line.start;
+    armor_at(&hay[..line.end], at, false).map(|a| a.end)
+}
+
+fn full_width(len: usize) -> bool {
+    (MIN_FULL..=MAX_FULL).contains(&len)
+}
+
+/// Walks forwards from the line after a BEGIN line; returns the end of the
+/// block (through its END line when one closes it).
+fn walk_forward(hay: &[u8], armor_end: usize) -> usize {
+    let sep = sep_after(hay, armor_end);
+    let mut end = armor_end;
+    let mut current = Line {
+        start: armor_end,
+        end: armor_end,
+    };
+    let mut width: Option<usize> = None;
+    let mut headers_allowed = true;
+    let mut after_headers = false;
+    let mut last_line_seen = false;
+    let mut tolerated = false;
+    while let Some(line) = next_line(hay, current, sep) {
+        current = line;
+        if let Some(armor_end) = end_armor_in(hay, line) {
+            return armor_end;
+        }
+        match kind(hay, line) {
+            Kind::Header if headers_allowed => {
+                after_headers = true;
+            }
+            Kind::Blank if after_headers && width.is_none() => {
+                headers_allowed = false;
+                after_headers = false;
+                continue;
+            }
+            Kind::Field { len, padded, .. } if !last_line_seen => {
+                headers_allowed = false;
+                match width {
+                    None if full_width(len) && !padded => width = Some(len),
+                    Some(w) if len == w && !padded => {}
+                    Some(w) if len <= w => last_line_seen = true,
+                    None => last_line_seen = true,
+                    Some(_) => break,
+                }
+            }
+            Kind::Checksum => last_line_seen = true,
+            _ => {
+                // One line of another writer inside the body is passed over
+                // when the body goes on after it.
+                let resumes = width.is_some_and(|w| {
+                    !last_line_seen
+                        && next_line(hay, line, sep).is_some_and(|next| {
+                            matches!(kind(hay, next), Kind::Field { len, padded: false, .. } if len == w)
+                        })
+                });
+                if resumes && !tolerated {
+                    tolerated = true;
+                    continue;
+                }
+                break;
+            }
+        }
+        end = line.end;
+    }
+    end
+}
+
+/// Walks backwards from the line before an END line; returns where the
+/// block starts (the first body field, or a BEGIN line).
+fn walk_backward(hay: &[u8], armor_start: usize) -> usize {
+    let sep = sep_before(hay, armor_start);
+    // The END line's own start: a logger prefix before the armor stays.
+    let end_line_start = match sep {
+        Sep::Newline => memchr::memrchr(b'\n', &hay[..armor_start]).map_or(0, |i| i + 1),
+        Sep::Escaped => armor_start,
+    };
+    let mut start = armor_start;
+    let mut width: Option<usize> = None;
+    let mut checksum_allowed = true;
+    let mut short_allowed = true;
+    let mut tolerated = false;
+    let mut cursor = end_line_start;
+    while let Some(line) = prev_line(hay, cursor, sep) {
+        cursor = line.start;
+        match kind(hay, line) {
+            Kind::Checksum if checksum_allowed => checksum_allowed = false,
+            Kind::Field {
+                start: field,
+                len,
+                padded,
+            } => {
+                checksum_allowed = false;
+                match width {
+                    Some(w) if len == w && !padded => {}
+                    Some(_) => break,
+                    None => {
+                        // The line before END is a full line, or the short
+                        // last line of a body whose width the line above it
+                        // tells.
+                        let above = prev_line(hay, line.start, sep).map(|l| kind(hay, l));
+                        match above {
+                            Some(Kind::Field {
+                                len: w,
+                                padded: false,
+                                ..
+                            }) if full_width(w) && (len < w || (len == w && padded)) => {
+                                width = Some(w);
+                            }
+                            _ if full_width(len) && !padded => width = Some(len),
+                            _ if short_allowed => {}
+                            _ => break,
+                        }
+                    }
+                }
+                short_allowed = false;
+                start = field;
+            }
+            Kind::Blank if width.is_some() => {
+                // The blank line after armor headers: take the headers too.
+                let mut cur = line.start;
+                let mut took = false;
+                while let Some(h) = prev_line(hay, cur, sep) {
+                    if kind(hay, h) != Kind::Header {
+                        break;
+                    }
+                    start = h.start;
+                    cur = h.start;
+                    took = true;
+                }
+                if !took {
+                    break;
+                }
+                break;
+            }
+            _ => {
+                let resumes = width.is_some_and(|w| {
+                    prev_line(hay, line.start, sep).is_some_and(|prev| {
+                        matches!(kind(hay, prev), Kind::Field { len, padded: false, .. } if len == w)
+                    })
+                });
+                if resumes && !tolerated {
+                    tolerated = true;
+                    continue;
+                }
+                break;
+            }
+        }
+    }
+    start
+}
+
+/// A span the armor walks claimed: removed when `private`, kept otherwise.
+#[derive(Clone, Copy, Debug)]
+struct Claim {
+    start: usize,
+    end: usize,
+    private: bool,
+}
+
+/// What the key pass found: the regions to remove, and the armor lines of
+/// certificates and public keys, which no other rule may touch (a second
+/// pass must find the same armor, or it would take the block's body for a
+/// key's middle).
+pub(crate) struct KeyScan {
+    /// Private-key material, in order, not overlapping.
+    pub removed: Vec<Found>,
+    /// Public armor lines, in order, not overlapping each other or a removal.
+    pub kept: Vec<(usize, usize)>,
+}
+
+pub(crate) fn key_regions(hay: &[u8]) -> KeyScan {
+    let (mut claims, kept) = armored(hay);
+    middle_runs(hay, &mut claims);
+    claims.sort_by_key(|c| c.start);
+    let mut removed: Vec<Found> = Vec::new();
+    for c in claims.into_iter().filter(|c| c.private) {
+        match removed.last_mut() {
+            Some(last) if c.start <= last.end => last.end = last.end.max(c.end),
+            _ => removed.push(Found {
+                start: c.start,
+                end: c.end,
+                class: Class::PrivateKey,
+            }),
+        }
+    }
+    KeyScan { removed, kept }
+}
+
+/// The armored blocks, whole or cut at either end, in order.
+fn armored(hay: &[u8]) -> (Vec<Claim>, Vec<(usize, usize)>) {
+    let mut armors: Vec<Armor> = Vec::new();
+    for at in memmem::find_iter(hay, b"BEGIN") {
+        if let Some(a) = armor_at(hay, at, true) {
+            armors.push(a);
+        }
+    }
+    for at in memmem::find_iter(hay, b"END") {
+        if let Some(a) = armor_at(hay, at, false) {
+            armors.push(a);
+        }
+    }
+    armors.sort_by_key(|a| a.start);
+    let mut claims: Vec<Claim> = Vec::new();
+    let mut kept = Vec::new();
+    let mut claimed_until = 0;
+    for a in armors {
+        if a.start < claimed_until {
+            // Inside a public block (its END line, or an armor line its
+            // walk passed over) the armor line is still kept whole.
+            if !a.private && claims.last().is_some_and(|c| !c.private) {
+                kept.push((a.start, a.end));
+            }
+            continue;
+        }
+        if !a.private {
+            kept.push((a.start, a.end));
+        }
+        let claim = if a.begin {
+            Claim {
+                start: a.start,
+                end: walk_forward(hay, a.end),
+                private: a.private,
+            }
+        } else {
+            Claim {
+                start: walk_backward(hay, a.start).max(claimed_until),
+                end: a.end,
+                private: a.private,
+            }
+        };
+        claimed_until = claim.end;
+        claims.push(claim);
+    }
+    (claims, kept)
+}
+
+/// A line's full-width base64 field for a key's middle: only at the widths
+/// key formats wrap at, mixed case, and not a hex digest.
+fn run_field(hay: &[u8], line: Line) -> Option<(usize, usize)> {
+    // Cheap rejections first: most lines end in a word, not 60 bytes of
+    // base64.
+    if line.end - line.start < MIN_RUN_WIDTH {
+        return None;
+    }
+    let tail = &hay[line.end - MIN_RUN_WIDTH..line.end];
+    if !tail.iter().step_by(7).all(|&b| is_b64(b) || b == b'=') {
+        return None;
+    }
+    let Kind::Field { start, len, .. } = kind(hay, line) else {
+        return None;
+    };
+    if !(MIN_RUN_WIDTH..=MAX_RUN_WIDTH).contains(&len) {
+        return None;
+    }
+    let field = &hay[start..start + len];
+    let upper = field.iter().any(u8::is_ascii_uppercase);
+    let lower = field.iter().any(u8::is_ascii_lowercase);
+    (upper && lower).then_some((start, len))
+}
+
+/// Runs of two or more full-width lines of one width outside every claim.
+fn middle_runs(hay: &[u8], claims: &mut Vec<Claim>) {
+    let armored: Vec<(usize, usize)> = claims.iter().map(|c| (c.start, c.end)).collect();
+    let inside = |pos: usize| armored.iter().any(|&(s, e)| s <= pos && pos < e);
+    let mut run: Option<(usize, usize, usize, usize)> = None; // start, end, width, lines
+    let flush = |run: &mut Option<(usize, usize, usize, usize)>, claims: &mut Vec<Claim>| {
+        if let Some((start, end, _, lines)) = run.take()
+            && lines >= 2
+        {
+            claims.push(Claim {
+                start,
+                end,
+                private: true,
+            });
+        }
+    };
+    let mut line_start = 0;
+    while line_start < hay.len() {
+        let line = line_from(hay, line_start, Sep::Newline);
+        let next = memchr::memchr(b'\n', &hay[line.end..]).map(|i| line.end + i + 1);
+        let field = if inside(line.start) {
+            None
+        } else {
+            run_field(hay, line)
+        };
+        match (field, run.as_mut()) {
+            (Some((start, width)), Some(r)) if r.2 == width => {
+                r.1 = start + width;
+                r.3 += 1;
+            }
+            (Some((start, width)), _) => {
+                flush(&mut run, claims);
+                run = Some((start, start + width, width, 1));
+            }
+            (None, Some(r)) => {
+                // The short last line of the key, right after its middle.
+                if r.3 >= 2
+                    && let Kind::Field { start, len, .. } = kind(hay, line)
+                    && len < r.2
+                    && !inside(line.start)
+                    && start == line.start
+                {
+                    r.1 = start + len;
+                }
+                flush(&mut run, claims);
+            }
+            (None, None) => {}
+        }
+        match next {
+            Some(n) => line_start = n,
+            None => break,
+        }
+    }
+    flush(&mut run, claims);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn removed(hay: &str) -> Vec<&str> {
+        key_regions(hay.as_bytes())
+            .removed
+            .into_iter()
+            .map(|f| &hay[f.start..f.end])
+            .collect()
+    }
+
+    const L1: &str = "MIIEpAIBAAKCAQEAu7x8Qd2Vh5cZ3mFq9nYk0wPzL1sJt4RbXe6gHa2KdUoNcMvW";
+    const L2: &str = "Yp0qSx3Tz7AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefghijklmnopqr";
+
+    #[test]
+    fn keeps_a_certificate() {
+        let hay = format!("-----BEGIN CERTIFICATE-----\n{L1}\n{L2}\n-----END CERTIFICATE-----\n");
+        assert!(removed(&hay).is_empty());
+    }
+
+    #[test]
+    fn removes_a_block_through_its_end_line() {
+        let hay = format!(
+            "x\n-----BEGIN RSA PRIVATE KEY-----\n{L1}\nAQAB\n-----END RSA PRIVATE KEY-----\ny"
+        );
+        let got = removed(&hay);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].starts_with("-----BEGIN") && got[0].ends_with("KEY-----"));
+    }
+
+    #[test]
+    fn a_block_without_end_line_takes_only_its_body() {
+        // The line after the body could be the key's short last line, so
+        // it goes too; nothing after it does.
+        let hay =
+            format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{L1}\n{L2}\nnext line\nmore words.\n");
+        let got = removed(&hay);
+        assert_eq!(got, vec![&hay[..hay.find("\nmore").unwrap()]]);
+    }
+
+    #[test]
+    fn a_tail_is_walked_back_from_its_end_line() {
+        let hay = format!(
+            "Dec 02 a[1]: {L1}\nDec 02 a[1]: {L2}\nDec 02 a[1]: AQAB==\nDec 02 a[1]: -----END RSA PRIVATE KEY-----\n"
+        );
+        let got = removed(&hay);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].starts_with(L1), "{got:?}");
+    }
+
+    #[test]
+    fn a_middle_without_armor_is_removed() {
+        let hay = format!("before\n{L1}\n{L2}\nafter words here\n");
+        assert_eq!(removed(&hay), vec![format!("{L1}\n{L2}").as_str()]);
+    }
+
+    #[test]
+    fn hex_digests_one_a_line_are_not_a_key() {
+        let a = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        let hay = format!("{a}\n{a}\n{a}\n");
+        assert!(removed(&hay).is_empty());
+    }
+}
