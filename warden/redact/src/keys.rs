@@ -270,7 +270,9 @@ fn armor_at(hay: &[u8], word: usize, begin: bool) -> Option<Armor> {
         None => return None,
     };
     let label = &hay[label_start..label_end];
-    if !is_label(label) && !(label_end == hay.len() && label.iter().all(u8::is_ascii)) {
+    // A label cut by the end of the input may be empty.
+    let cut_empty = label_end == hay.len() && label.is_empty();
+    if !(is_label(label) || cut_empty) {
         return None;
     }
     Some(Armor {
