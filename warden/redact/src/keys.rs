@@ -316,11 +316,14 @@ fn full_width(len: usize) -> bool {
 /// block (through its END line when one closes it).
 fn walk_forward(hay: &[u8], armor_end: usize) -> usize {
     let sep = sep_after(hay, armor_end);
+    // A body starts on the next line; text after the armor on its own line
+    // means this is not a block.
+    let rest = line_from(hay, armor_end, sep);
+    if !hay[rest.start..rest.end].iter().all(|&b| is_blank(b)) {
+        return armor_end;
+    }
     let mut end = armor_end;
-    let mut current = Line {
-        start: armor_end,
-        end: armor_end,
-    };
+    let mut current = rest;
     let mut width: Option<usize> = None;
     let mut headers_allowed = true;
     let mut after_headers = false;
