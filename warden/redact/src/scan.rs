@@ -13,18 +13,23 @@ use crate::Class;
 use crate::assign::assignment_at;
 use crate::class::Counts;
 use crate::tokens::{Found, Prefix, telegram_at_colon, token_at};
-use crate::url::url_password_at;
+use crate::url::{UrlForm, url_password_at};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
 
 #[derive(Clone, Copy, Debug)]
 enum Trigger {
     Keyword,
     Token(Prefix),
-    SchemeSeparator,
+    SchemeSeparator(UrlForm),
 }
 
 const TRIGGERS: &[(&str, Trigger)] = &[
-    ("://", Trigger::SchemeSeparator),
+    ("://", Trigger::SchemeSeparator(UrlForm::Plain)),
+    (":\\/\\/", Trigger::SchemeSeparator(UrlForm::JsonEscaped)),
+    (
+        "%3a%2f%2f",
+        Trigger::SchemeSeparator(UrlForm::PercentEncoded),
+    ),
     (
         "hooks.slack.com/services/",
         Trigger::Token(Prefix::SlackWebhook),
@@ -261,7 +266,7 @@ fn scan_segment(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Writer
                     found
                 }
                 Trigger::Token(prefix) => token_at(hay, m.start(), prefix, w.copied),
-                Trigger::SchemeSeparator => url_password_at(hay, m.start(), w.copied),
+                Trigger::SchemeSeparator(form) => url_password_at(hay, m.start(), w.copied, form),
             };
             (found, m.end())
         };
