@@ -1,7 +1,10 @@
 //! Named secrets: `NAME=value`, `NAME = value`, `NAME: value`,
 //! `"NAME": "value"`, `--name=value`, `--name value`, the bare `NAME value`
-//! when the value carries a digit, and the credential after `Bearer` or
-//! `Basic`.
+//! when the value carries a digit; the same written with escapes
+//! (`password\u003d…` as Gson prints it, `{\u0022Password\u0022:\u0022…`
+//! as .NET does, `client_secret%3D…` in a form body); a value on the lines
+//! after its name (YAML, see [`crate::yaml`]); and a connection string's
+//! `Password=two words;`.
 //!
 //! NAME is a run of `[A-Za-z0-9_.-]` that contains, in any case, one of the
 //! keywords `key`, `token`, `secret`, `password`, `passwd`, `pwd`,
@@ -10,19 +13,25 @@
 //! longer, is not already a marker, is not a path and is not a URL (a URL's
 //! password and query parameters are judged by their own rules). A value that
 //! is a known provider token is counted under that token's class.
+//!
+//! Not secrets, whatever their length: the values of names that say they are
+//! public (`public_key`, `PublicKey`, `public key:` as WireGuard prints it)
+//! or a challenge (`WWW-Authenticate`), a digest with its algorithm
+//! (`sha256:…`), and a value already masked (`********`).
 
 use crate::Class;
 use crate::bytes::{
-    MARKER_PREFIX, contains_ignore_case, is_blank, is_marker_at, is_name_byte, run_end,
-    skip_blanks, starts_with_ignore_case,
+    MARKER_PREFIX, contains_ignore_case, is_blank, is_marker_at, is_name_byte, skip_blanks,
+    starts_with_ignore_case,
 };
+use crate::header::{authorization_value, credential_after_scheme, scheme_len};
 use crate::tokens::{Found, class_of_value};
 
 /// A name longer than this is not a name but part of a blob (base64 and such).
 const NAME_CAP: usize = 64;
 const MIN_VALUE: usize = 12;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Form {
     /// `NAME=value`, `NAME: value`, `"NAME": "value"`, `--name=value`.
     Operator,
@@ -30,6 +39,29 @@ enum Form {
     OptionSpace,
     /// `NAME value`: prose shares this shape, so the value must carry a digit.
     Bare,
+}
+
+/// How the text around the operator is written.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Escape {
+    Plain,
+    /// `\u003d`, `\u0022`: JSON with every special byte escaped.
+    Unicode,
+    /// `%3D`: a form body or query string.
+    Percent,
+}
+
+/// What follows a name.
+#[derive(Clone, Copy, Debug)]
+struct Operator {
+    form: Form,
+    /// Where the value starts (after blanks).
+    value_at: usize,
+    escape: Escape,
+    /// The operator was `=` (a connection string's `;Password=…;` uses it).
+    equals: bool,
+    /// The operator was `:` (YAML puts a value on the next lines after it).
+    colon: bool,
 }
 
 /// At a keyword match `[kw_start, kw_end)`.
@@ -55,6 +87,9 @@ pub(crate) fn assignment_at(
         name_end += 1;
     }
     let name = &hay[name_start..name_end];
+    if names_no_secret(hay, name_start, name, floor) {
+        return None;
+    }
     let dashes = name.iter().take_while(|&&b| b == b'-').count();
     let bare_name = &name[dashes..];
 
@@ -64,16 +99,79 @@ pub(crate) fn assignment_at(
         return credential_after_scheme(hay, name_end, false);
     }
 
-    let (form, value_at) = operator_after_name(hay, name_end, dashes > 0)?;
-    let value = value_span(hay, value_at, form)?;
-    judge_value(hay, value, name, form)
+    let op = operator_after_name(hay, name_end, dashes > 0)?;
+    if op.form == Form::Operator && is_authorization(bare_name) {
+        return authorization_value(hay, op.value_at);
+    }
+    if op.colon
+        && let Some(value) = crate::yaml::value_after(hay, name_start, op.value_at)
+    {
+        let v = Value {
+            start: value.0,
+            end: value.1,
+            quoted: true,
+        };
+        return judge_value(hay, v, name, Form::Operator);
+    }
+    let mut value = value_span(hay, op.value_at, op.form, op.escape)?;
+    if op.equals
+        && !value.quoted
+        && let Some(end) = connection_string_value_end(hay, name_start, value.end, floor)
+    {
+        value.end = end;
+        if is_password_name(bare_name) {
+            // A connection string's password is a password at any length.
+            return (value.end > value.start && !is_masked(&hay[value.start..value.end]))
+                .then_some(Found {
+                    start: value.start,
+                    end: value.end,
+                    class: Class::SecretAssignment,
+                });
+        }
+    }
+    judge_value(hay, value, name, op.form)
+}
+
+/// `Authorization`, `Proxy-Authorization`, `X-Authorization`.
+fn is_authorization(name: &[u8]) -> bool {
+    name.len() >= 13 && name[name.len() - 13..].eq_ignore_ascii_case(b"authorization")
+}
+
+fn is_password_name(name: &[u8]) -> bool {
+    [b"password".as_slice(), b"pwd", b"passwd"]
+        .into_iter()
+        .any(|w| name.eq_ignore_ascii_case(w))
+}
+
+/// Names whose values are not secrets: public keys and authentication
+/// challenges. Judged on the name's own bytes and the word before it, never
+/// before `floor`.
+fn names_no_secret(hay: &[u8], name_start: usize, name: &[u8], floor: usize) -> bool {
+    if contains_ignore_case(name, b"public")
+        || contains_ignore_case(name, b"pubkey")
+        || contains_ignore_case(name, b"authenticate")
+    {
+        return true;
+    }
+    // `public key: …` (WireGuard's `wg show`): the word before says so.
+    let mut i = name_start;
+    if i > floor && is_blank(hay[i - 1]) {
+        i -= 1;
+        let word_end = i;
+        while i > floor && hay[i - 1].is_ascii_alphabetic() {
+            i -= 1;
+        }
+        return hay[i..word_end].eq_ignore_ascii_case(b"public");
+    }
+    false
 }
 
 /// Finds what follows the name: an operator and the value's start, or the
 /// space-separated value of an option or a bare name.
-fn operator_after_name(hay: &[u8], name_end: usize, is_option: bool) -> Option<(Form, usize)> {
+fn operator_after_name(hay: &[u8], name_end: usize, is_option: bool) -> Option<Operator> {
     let mut i = name_end;
     let mut quoted_name = false;
+    let mut escape = Escape::Plain;
     if let Some(&q) = hay.get(i)
         && (q == b'"' || q == b'\'')
     {
@@ -82,42 +180,76 @@ fn operator_after_name(hay: &[u8], name_end: usize, is_option: bool) -> Option<(
     } else if hay[i..].starts_with(b"\\\"") {
         i += 2;
         quoted_name = true;
+    } else if unicode_quote_at(hay, i) {
+        i += 6;
+        quoted_name = true;
+        escape = Escape::Unicode;
     }
     let j = skip_blanks(hay, i, 16);
-    let op_len = match hay.get(j..) {
-        Some([b':', b'=', ..]) | Some([b'=', b'>', ..]) => 2,
+    let (op_len, equals, colon) = match hay.get(j..) {
+        Some([b':', b'=', ..]) | Some([b'=', b'>', ..]) => (2, true, false),
         Some([b'=', b'=', ..]) => return None,
-        Some([b'=', ..]) => 1,
+        Some([b'=', ..]) => (1, true, false),
         Some([b':', b'/', b'/', ..]) => return None,
         Some([b':', b':', ..]) => return None,
-        Some([b':', ..]) => 1,
-        _ => 0,
+        Some([b':', ..]) => (1, false, true),
+        _ if starts_with_ignore_case(hay, j, b"\\u003d") => {
+            escape = Escape::Unicode;
+            (6, true, false)
+        }
+        _ if starts_with_ignore_case(hay, j, b"\\u003a") => {
+            escape = Escape::Unicode;
+            (6, false, false)
+        }
+        _ if starts_with_ignore_case(hay, j, b"%3d") => {
+            escape = Escape::Percent;
+            (3, true, false)
+        }
+        _ if starts_with_ignore_case(hay, j, b"%3a") => {
+            escape = Escape::Percent;
+            (3, false, false)
+        }
+        _ => (0, false, false),
     };
     if op_len > 0 {
-        return Some((Form::Operator, skip_blanks(hay, j + op_len, 16)));
+        return Some(Operator {
+            form: Form::Operator,
+            value_at: skip_blanks(hay, j + op_len, 16),
+            escape,
+            equals: equals && escape == Escape::Plain,
+            colon: colon && escape == Escape::Plain && !quoted_name,
+        });
     }
     if quoted_name || j == i || j >= hay.len() {
         return None;
     }
-    Some((
-        if is_option {
+    Some(Operator {
+        form: if is_option {
             Form::OptionSpace
         } else {
             Form::Bare
         },
-        j,
-    ))
+        value_at: j,
+        escape,
+        equals: false,
+        colon: false,
+    })
+}
+
+/// `\u0022` or `\u0027` (any case) at `i`: a quote written as an escape.
+fn unicode_quote_at(hay: &[u8], i: usize) -> bool {
+    starts_with_ignore_case(hay, i, b"\\u0022") || starts_with_ignore_case(hay, i, b"\\u0027")
 }
 
 /// A value's bytes, without its quotes.
-#[derive(Clone, Copy)]
-struct Value {
-    start: usize,
-    end: usize,
-    quoted: bool,
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Value {
+    pub start: usize,
+    pub end: usize,
+    pub quoted: bool,
 }
 
-fn value_span(hay: &[u8], at: usize, form: Form) -> Option<Value> {
+fn value_span(hay: &[u8], at: usize, form: Form, escape: Escape) -> Option<Value> {
     let first = *hay.get(at)?;
     if is_marker_at(hay, at) {
         return None;
@@ -134,26 +266,17 @@ fn value_span(hay: &[u8], at: usize, form: Form) -> Option<Value> {
         });
     }
     if hay[at..].starts_with(b"\\\"") {
-        let start = at + 2;
-        if is_marker_at(hay, start) {
-            return None;
-        }
-        let close = memchr::memmem::find(&hay[start..], b"\\\"").map_or(hay.len(), |i| start + i);
-        let window = &hay[start..close];
-        let line = memchr::memchr2(b'\n', b'\r', window).unwrap_or(window.len());
-        let marker = memchr::memmem::find(&window[..line], MARKER_PREFIX).unwrap_or(line);
-        return Some(Value {
-            start,
-            end: start + marker,
-            quoted: true,
-        });
+        return escaped_quoted(hay, at + 2, b"\\\"");
+    }
+    if unicode_quote_at(hay, at) {
+        return escaped_quoted(hay, at + 6, &hay[at..at + 6]);
     }
     if form != Form::Operator && first == b'-' {
         // The next option, not a value.
         return None;
     }
     let mut end = at;
-    while end < hay.len() && !ends_unquoted(hay, end) {
+    while end < hay.len() && !ends_unquoted(hay, end, escape) {
         end += 1;
     }
     if form == Form::Bare {
@@ -165,6 +288,26 @@ fn value_span(hay: &[u8], at: usize, form: Form) -> Option<Value> {
         start: at,
         end,
         quoted: false,
+    })
+}
+
+/// A value quoted by an escaped quote (`\"…\"`, `\u0022…\u0022`): it ends at
+/// the same escape (in any case), its line, or a marker.
+fn escaped_quoted(hay: &[u8], start: usize, quote: &[u8]) -> Option<Value> {
+    if is_marker_at(hay, start) {
+        return None;
+    }
+    let window_end = memchr::memchr2(b'\n', b'\r', &hay[start..]).map_or(hay.len(), |i| start + i);
+    let window = &hay[start..window_end];
+    let close = window
+        .windows(quote.len())
+        .position(|w| w.eq_ignore_ascii_case(quote))
+        .unwrap_or(window.len());
+    let marker = memchr::memmem::find(&window[..close], MARKER_PREFIX).unwrap_or(close);
+    Some(Value {
+        start,
+        end: start + marker,
+        quoted: true,
     })
 }
 
@@ -185,22 +328,77 @@ fn quoted_end(hay: &[u8], start: usize, quote: u8) -> usize {
     hay.len()
 }
 
-fn ends_unquoted(hay: &[u8], i: usize) -> bool {
+fn ends_unquoted(hay: &[u8], i: usize, escape: Escape) -> bool {
     match hay[i] {
         // A marker ends a value: what precedes it was judged on the first pass.
         b'[' => is_marker_at(hay, i),
         b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c => true,
         b'"' | b'\'' | b'`' | b',' | b';' | b'&' | b')' | b']' | b'}' | b'<' | b'>' => true,
-        // Inside escaped text (JSON in a log line): `\"`, `\n`.
-        b'\\' => matches!(hay.get(i + 1), Some(b'"' | b'\'' | b'n' | b'r' | b't')),
+        // Inside escaped text (JSON in a log line): `\"`, `\n`, and the
+        // `\u00XX` escapes of the bytes that would end a value.
+        b'\\' => match hay.get(i + 1) {
+            Some(b'"' | b'\'' | b'n' | b'r' | b't') => true,
+            Some(b'u' | b'U') => [b"0022".as_slice(), b"0027", b"0026", b"003c", b"003e"]
+                .into_iter()
+                .any(|code| starts_with_ignore_case(hay, i + 2, code)),
+            _ => false,
+        },
+        // In a form body `%26` is the `&` between fields.
+        b'%' if escape == Escape::Percent => {
+            starts_with_ignore_case(hay, i + 1, b"26") || starts_with_ignore_case(hay, i + 1, b"3b")
+        }
         _ => false,
     }
 }
 
+/// A connection string (`Server=db;User Id=sa;Password=two words;`): the
+/// pairs are separated by `;`, so a value runs to the `;` through its
+/// spaces. `value_end` is where the value stopped at a blank; returns the
+/// `;`-bounded end (also when the value stopped at that `;`) when the text
+/// is shaped like a connection string: the
+/// `;` comes on the same line with no `=` or quote before it, and the name
+/// follows a `;` or the value is followed by one.
+fn connection_string_value_end(
+    hay: &[u8],
+    name_start: usize,
+    value_end: usize,
+    floor: usize,
+) -> Option<usize> {
+    match hay.get(value_end) {
+        Some(b';') => {}
+        Some(&b) if is_blank(b) => {}
+        _ => return None,
+    }
+    let limit = value_end.saturating_add(256).min(hay.len());
+    let mut i = value_end;
+    while i < limit {
+        match hay[i] {
+            b';' => break,
+            b'=' | b'"' | b'\'' | b'\n' | b'\r' | b'[' | b'&' | b',' => return None,
+            _ => i += 1,
+        }
+    }
+    if i == limit {
+        return None;
+    }
+    let mut end = i;
+    while end > value_end && is_blank(hay[end - 1]) {
+        end -= 1;
+    }
+    // The pair before ends in `;` too, or the string is open before the
+    // name (`"Password=…;`, the line's start): both mark a connection string.
+    let mut b = name_start;
+    while b > floor && is_blank(hay[b - 1]) {
+        b -= 1;
+    }
+    let after_pair = b == floor || matches!(hay[b - 1], b';' | b'"' | b'\'' | b'\n');
+    after_pair.then_some(end)
+}
+
 fn judge_value(hay: &[u8], value: Value, name: &[u8], form: Form) -> Option<Found> {
     let bytes = &hay[value.start..value.end];
-    // `Authorization: Bearer …` and `"token": "Basic …"`: the credential only.
-    // An unquoted value ended at the blank after the scheme, so look past it.
+    // `"token": "Basic …"`: the credential only. An unquoted value ended at
+    // the blank after the scheme, so look past it.
     let scheme_window = if value.quoted {
         bytes
     } else {
@@ -225,7 +423,7 @@ fn judge_value(hay: &[u8], value: Value, name: &[u8], form: Form) -> Option<Foun
     if bytes.len() < MIN_VALUE || starts_with_scheme(bytes) {
         return None;
     }
-    if looks_like_path(name, bytes) {
+    if looks_like_path(name, bytes) || is_digest(bytes) || is_masked(bytes) {
         return None;
     }
     if form == Form::Bare && !bare_value_is_secret(bytes) {
@@ -248,55 +446,46 @@ fn starts_with_scheme(bytes: &[u8]) -> bool {
     scheme > 0 && bytes[0].is_ascii_alphabetic() && bytes[scheme..].starts_with(b"://")
 }
 
-/// `Bearer ` / `Basic ` at the start of a value: the length through the blanks.
-fn scheme_len(bytes: &[u8]) -> Option<usize> {
-    for scheme in [b"bearer".as_slice(), b"basic"] {
-        if starts_with_ignore_case(bytes, 0, scheme)
-            && bytes.get(scheme.len()).is_some_and(|&b| is_blank(b))
-        {
-            return Some(skip_blanks(bytes, scheme.len(), 16));
+/// `sha256:9f…` (hex) or `sha512-z4P…` (base64, a subresource digest): a
+/// digest that names its algorithm (`key_id=sha256:9f…`, an image digest)
+/// is an identifier, not a secret.
+fn is_digest(value: &[u8]) -> bool {
+    const ALGORITHMS: &[&[u8]] = &[
+        b"sha1",
+        b"sha224",
+        b"sha256",
+        b"sha384",
+        b"sha512",
+        b"sha3-256",
+        b"sha3-512",
+        b"md5",
+        b"blake2b",
+        b"blake3",
+    ];
+    ALGORITHMS.iter().any(|alg| {
+        if !starts_with_ignore_case(value, 0, alg) {
+            return false;
         }
-    }
-    None
-}
-
-/// RFC 7235 token68 bytes, which is what Basic and Bearer credentials are.
-fn is_token68(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/')
-}
-
-/// The credential after `Bearer`/`Basic` that ends at `scheme_end`. As the
-/// value of a named header (`Authorization: Bearer …`), any credential goes;
-/// after a bare `Bearer`/`Basic` it must be 8 bytes or more and not read
-/// like a word of prose ("Basic authentication"). The judgement uses only
-/// the bytes of the match, never its surroundings, so that redacting text
-/// nearby cannot change it.
-fn credential_after_scheme(hay: &[u8], scheme_end: usize, header: bool) -> Option<Found> {
-    let start = skip_blanks(hay, scheme_end, 16);
-    if start == scheme_end && !header {
-        return None;
-    }
-    if start >= hay.len() || is_marker_at(hay, start) {
-        return None;
-    }
-    let mut end = run_end(hay, start, is_token68);
-    end = run_end(hay, end, |b| b == b'=');
-    if end == start {
-        return None;
-    }
-    let cred = &hay[start..end];
-    let prose = !cred
-        .iter()
-        .any(|&b| b.is_ascii_digit() || !b.is_ascii_alphabetic() || b.is_ascii_uppercase())
-        || (cred.len() < 8);
-    if !header && prose {
-        return None;
-    }
-    Some(Found {
-        start,
-        end,
-        class: Class::AuthHeader,
+        let body = &value[alg.len()..];
+        match body.split_first() {
+            Some((b':', hex)) => hex.len() >= 16 && hex.iter().all(u8::is_ascii_hexdigit),
+            Some((b'-', b64)) => {
+                let digits = b64.iter().take_while(|&&b| b != b'=').count();
+                digits >= 16
+                    && b64[..digits]
+                        .iter()
+                        .all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+                    && b64[digits..].iter().all(|&b| b == b'=')
+                    && b64.len() - digits <= 2
+            }
+            _ => false,
+        }
     })
+}
+
+/// A value that is already masked: only `*` (`********`, `***`).
+fn is_masked(value: &[u8]) -> bool {
+    !value.is_empty() && value.iter().all(|&b| b == b'*')
 }
 
 /// A value is a path when it starts like one, holds only path bytes, has
@@ -355,9 +544,13 @@ mod tests {
         Some((s[found.start..found.end].to_string(), found.class))
     }
 
+    fn secret(v: &str) -> Option<(String, Class)> {
+        Some((v.to_string(), Class::SecretAssignment))
+    }
+
     #[test]
     fn finds_each_assignment_form() {
-        let want = Some(("hunter2hunter2x".to_string(), Class::SecretAssignment));
+        let want = secret("hunter2hunter2x");
         assert_eq!(value_of("DB_PASSWORD=hunter2hunter2x", "PASSWORD"), want);
         assert_eq!(value_of("db_password = hunter2hunter2x", "password"), want);
         assert_eq!(value_of("password: hunter2hunter2x", "password"), want);
@@ -368,6 +561,51 @@ mod tests {
         assert_eq!(value_of("app --password=hunter2hunter2x", "password"), want);
         assert_eq!(value_of("app --password hunter2hunter2x", "password"), want);
         assert_eq!(value_of("password hunter2hunter2x", "password"), want);
+    }
+
+    #[test]
+    fn finds_escaped_assignments() {
+        let want = secret("hunter2hunter2x");
+        assert_eq!(
+            value_of(
+                r"{\u0022login\u0022:\u0022bob\u0022,\u0022password\u003dhunter2hunter2x\u0026b",
+                "password"
+            ),
+            want
+        );
+        assert_eq!(
+            value_of(
+                r"{\u0022Password\u0022:\u0022hunter2hunter2x\u0022}",
+                "Password"
+            ),
+            want
+        );
+        assert_eq!(
+            value_of(
+                "grant_type=x&client_secret%3Dhunter2hunter2x%26scope%3Dall",
+                "secret"
+            ),
+            want
+        );
+    }
+
+    #[test]
+    fn a_connection_string_password_runs_to_its_semicolon() {
+        assert_eq!(
+            value_of(
+                "Server=db;User Id=sa;Password=two words;Encrypt=true",
+                "Password"
+            ),
+            secret("two words")
+        );
+        assert_eq!(
+            value_of("\"Data Source=db;Pwd=pass phrase 42;\"", "Pwd"),
+            secret("pass phrase 42")
+        );
+        assert_eq!(
+            value_of("Host=db;Username=app;Password=changeme;", "Password"),
+            secret("changeme")
+        );
     }
 
     #[test]
@@ -388,8 +626,28 @@ mod tests {
     }
 
     #[test]
-    fn takes_only_the_credential_of_an_authorization_header() {
-        let got = value_of("Authorization: Bearer abc.def-ghi", "Auth").unwrap();
-        assert_eq!(got, ("abc.def-ghi".to_string(), Class::AuthHeader));
+    fn keeps_public_keys_digests_and_masks() {
+        assert_eq!(
+            value_of(
+                "  public key: xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
+                "key"
+            ),
+            None
+        );
+        assert_eq!(
+            value_of(
+                "PublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
+                "Key"
+            ),
+            None
+        );
+        assert_eq!(
+            value_of(
+                "key_id=sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                "key"
+            ),
+            None
+        );
+        assert_eq!(value_of("password=****************", "password"), None);
     }
 }

@@ -35,10 +35,12 @@
 mod assign;
 mod bytes;
 mod class;
+mod header;
 mod keys;
 mod scan;
 mod tokens;
 mod url;
+mod yaml;
 
 pub use class::{Class, Counts};
 

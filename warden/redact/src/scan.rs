@@ -12,7 +12,7 @@
 use crate::Class;
 use crate::assign::assignment_at;
 use crate::class::Counts;
-use crate::tokens::{Found, Prefix, telegram_at_colon, token_at};
+use crate::tokens::{Found, Prefix, telegram_at_colon, telegram_at_encoded_colon, token_at};
 use crate::url::{UrlForm, url_password_at};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
 
@@ -21,6 +21,8 @@ enum Trigger {
     Keyword,
     Token(Prefix),
     SchemeSeparator(UrlForm),
+    /// `%3A`: a Telegram token's colon, percent-encoded.
+    EncodedColon,
 }
 
 const TRIGGERS: &[(&str, Trigger)] = &[
@@ -30,6 +32,7 @@ const TRIGGERS: &[(&str, Trigger)] = &[
         "%3a%2f%2f",
         Trigger::SchemeSeparator(UrlForm::PercentEncoded),
     ),
+    ("%3a", Trigger::EncodedColon),
     (
         "hooks.slack.com/services/",
         Trigger::Token(Prefix::SlackWebhook),
@@ -267,6 +270,7 @@ fn scan_segment(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Writer
                 }
                 Trigger::Token(prefix) => token_at(hay, m.start(), prefix, w.copied),
                 Trigger::SchemeSeparator(form) => url_password_at(hay, m.start(), w.copied, form),
+                Trigger::EncodedColon => telegram_at_encoded_colon(hay, m.start(), w.copied),
             };
             (found, m.end())
         };

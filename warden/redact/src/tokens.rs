@@ -244,11 +244,21 @@ fn jwt_at(hay: &[u8], at: usize) -> Option<Found> {
 /// bytes), found from its colon. It has no literal prefix, so the scanner
 /// offers every colon; the check fails within a byte or two on timestamps.
 pub(crate) fn telegram_at_colon(hay: &[u8], colon: usize, floor: usize) -> Option<Found> {
-    let mut start = colon;
-    while start > floor && colon - start < 13 && hay[start - 1].is_ascii_digit() {
+    telegram_at_separator(hay, colon, 1, floor)
+}
+
+/// The same token with its colon percent-encoded (`123456789%3AAA…`), as it
+/// appears in an encoded URL or form body.
+pub(crate) fn telegram_at_encoded_colon(hay: &[u8], at: usize, floor: usize) -> Option<Found> {
+    telegram_at_separator(hay, at, 3, floor)
+}
+
+fn telegram_at_separator(hay: &[u8], sep: usize, sep_len: usize, floor: usize) -> Option<Found> {
+    let mut start = sep;
+    while start > floor && sep - start < 13 && hay[start - 1].is_ascii_digit() {
         start -= 1;
     }
-    let digits = colon - start;
+    let digits = sep - start;
     if !(6..=12).contains(&digits) {
         return None;
     }
@@ -259,7 +269,7 @@ pub(crate) fn telegram_at_colon(hay: &[u8], colon: usize, floor: usize) -> Optio
     if !boundary {
         return None;
     }
-    let end = body(hay, colon + 1, 35, 35, is_token_byte)?;
+    let end = body(hay, sep + sep_len, 35, 35, is_token_byte)?;
     Some(Found {
         start,
         end,
@@ -299,6 +309,14 @@ pub(crate) fn class_of_value(value: &[u8]) -> Option<Class> {
     {
         return Some(found.class);
     }
+    if let Some(pct) = memchr::memchr(b'%', value)
+        && value[pct..].len() > 3
+        && value[pct + 1..pct + 3].eq_ignore_ascii_case(b"3a")
+        && let Some(found) = telegram_at_encoded_colon(value, pct, 0)
+        && found.start == 0
+    {
+        return Some(found.class);
+    }
     None
 }
 
@@ -318,6 +336,14 @@ mod tests {
         let colon = hay.iter().position(|&b| b == b':').unwrap();
         let found = telegram_at_colon(hay, colon, 0).unwrap();
         assert_eq!(&hay[found.start..found.start + 9], b"123456789");
+    }
+
+    #[test]
+    fn finds_a_telegram_token_with_an_encoded_colon() {
+        let hay = b"text=hi&token=123456789%3AAAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1&x";
+        let at = hay.windows(3).position(|w| w == b"%3A").unwrap();
+        let found = telegram_at_encoded_colon(hay, at, 0).unwrap();
+        assert_eq!(&hay[found.start..found.end], &hay[14..61]);
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub(crate) fn url_password_at(
             let text = &hay[authority..end];
             // The common case: no `@` at all, so no password.
             memchr::memchr(b'@', text)?;
-            let (pw_start, pw_end) = password_span(text)?;
+            let (pw_start, pw_end) = password_span(text, is_marker_at(hay, end))?;
             let password = &text[pw_start..pw_end];
             let class = class_of_value(password).unwrap_or(Class::UrlPassword);
             return Some(Found {
@@ -88,7 +88,8 @@ pub(crate) fn url_password_at(
         UrlForm::JsonEscaped => decode_json(hay, authority),
         UrlForm::PercentEncoded => decode_percent(hay, authority),
     };
-    let (pw_start, pw_end) = password_span(&text)?;
+    let at_marker = origin.last().is_some_and(|&end| is_marker_at(hay, end));
+    let (pw_start, pw_end) = password_span(&text, at_marker)?;
     let class = class_of_value(&text[pw_start..pw_end]).unwrap_or(Class::UrlPassword);
     Some(Found {
         start: origin[pw_start],
@@ -198,9 +199,11 @@ fn hex2(digits: &[u8]) -> Option<u8> {
 }
 
 /// The password of the URL whose authority starts `text`, as a span of it.
-fn password_span(text: &[u8]) -> Option<(usize, usize)> {
+/// `at_marker`: the text ends where an earlier rule removed something, so
+/// what ended there is not known.
+fn password_span(text: &[u8], at_marker: bool) -> Option<(usize, usize)> {
     let valid: Vec<usize> = memchr::memchr_iter(b'@', text)
-        .filter(|&at| userinfo_ends_at(text, at))
+        .filter(|&at| userinfo_ends_at(text, at, at_marker))
         .collect();
     let first = *valid.first()?;
     // An `@` in the URL's query (`?mail=a@b`, a `?` then a `=` after the
@@ -224,7 +227,7 @@ fn password_span(text: &[u8]) -> Option<(usize, usize)> {
 }
 
 /// Whether the `@` at `at` ends a userinfo `user:password` and starts a host.
-fn userinfo_ends_at(text: &[u8], at: usize) -> bool {
+fn userinfo_ends_at(text: &[u8], at: usize, at_marker: bool) -> bool {
     let Some(colon) = memchr::memchr(b':', &text[..at]) else {
         return false;
     };
@@ -261,7 +264,7 @@ fn userinfo_ends_at(text: &[u8], at: usize) -> bool {
         }
         i
     };
-    if host_end == host_start {
+    if host_end == host_start || (host_end == text.len() && at_marker) {
         return false;
     }
     let after = text.get(host_end).copied();
