@@ -120,7 +120,10 @@ fn kind(hay: &[u8], line: Line) -> Kind {
         return Kind::Checksum;
     }
     let bounded = start == line.start || matches!(hay[start - 1], b' ' | b'\t' | b'"');
-    if start < body_end && bounded && pads <= 2 {
+    // A full line of a key's base64 is never all hex digits: that is a
+    // digest or an id, one a line.
+    let hex = end - start >= MIN_FULL && hay[start..end].iter().all(u8::is_ascii_hexdigit);
+    if start < body_end && bounded && pads <= 2 && !hex {
         return Kind::Field {
             start,
             len: end - start,
@@ -128,6 +131,15 @@ fn kind(hay: &[u8], line: Line) -> Kind {
         };
     }
     Kind::Other
+}
+
+/// `kind`, where a body field must start `prefix` bytes into its line: the
+/// lines of one block carry one logger's prefix, of one length.
+fn kind_with_prefix(hay: &[u8], line: Line, prefix: usize) -> Kind {
+    match kind(hay, line) {
+        Kind::Field { start, .. } if start - line.start != prefix => Kind::Other,
+        k => k,
+    }
 }
 
 /// The next line after the separator that ends `line`, if any.
@@ -314,8 +326,14 @@ fn full_width(len: usize) -> bool {
 
 /// Walks forwards from the line after a BEGIN line; returns the end of the
 /// block (through its END line when one closes it).
-fn walk_forward(hay: &[u8], armor_end: usize) -> usize {
+fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> usize {
     let sep = sep_after(hay, armor_end);
+    let prefix = match sep {
+        Sep::Newline => {
+            armor_start - memchr::memrchr(b'\n', &hay[..armor_start]).map_or(0, |i| i + 1)
+        }
+        Sep::Escaped => 0,
+    };
     // A body starts on the next line; text after the armor on its own line
     // means this is not a block.
     let rest = line_from(hay, armor_end, sep);
@@ -334,7 +352,7 @@ fn walk_forward(hay: &[u8], armor_end: usize) -> usize {
         if let Some(armor_end) = end_armor_in(hay, line) {
             return armor_end;
         }
-        match kind(hay, line) {
+        match kind_with_prefix(hay, line, prefix) {
             Kind::Header if headers_allowed => {
                 after_headers = true;
             }
@@ -360,7 +378,7 @@ fn walk_forward(hay: &[u8], armor_end: usize) -> usize {
                 let resumes = width.is_some_and(|w| {
                     !last_line_seen
                         && next_line(hay, line, sep).is_some_and(|next| {
-                            matches!(kind(hay, next), Kind::Field { len, padded: false, .. } if len == w)
+                            matches!(kind_with_prefix(hay, next, prefix), Kind::Field { len, padded: false, .. } if len == w)
                         })
                 });
                 if resumes && !tolerated {
@@ -389,10 +407,12 @@ fn walk_backward(hay: &[u8], armor_start: usize) -> usize {
     let mut checksum_allowed = true;
     let mut short_allowed = true;
     let mut tolerated = false;
+    let prefix = armor_start - end_line_start;
+    let kind_of = |line: Line| kind_with_prefix(hay, line, prefix);
     let mut cursor = end_line_start;
     while let Some(line) = prev_line(hay, cursor, sep) {
         cursor = line.start;
-        match kind(hay, line) {
+        match kind_of(line) {
             Kind::Checksum if checksum_allowed => checksum_allowed = false,
             Kind::Field {
                 start: field,
@@ -407,7 +427,7 @@ fn walk_backward(hay: &[u8], armor_start: usize) -> usize {
                         // The line before END is a full line, or the short
                         // last line of a body whose width the line above it
                         // tells.
-                        let above = prev_line(hay, line.start, sep).map(|l| kind(hay, l));
+                        let above = prev_line(hay, line.start, sep).map(kind_of);
                         match above {
                             Some(Kind::Field {
                                 len: w,
@@ -445,7 +465,7 @@ fn walk_backward(hay: &[u8], armor_start: usize) -> usize {
             _ => {
                 let resumes = width.is_some_and(|w| {
                     prev_line(hay, line.start, sep).is_some_and(|prev| {
-                        matches!(kind(hay, prev), Kind::Field { len, padded: false, .. } if len == w)
+                        matches!(kind_of(prev), Kind::Field { len, padded: false, .. } if len == w)
                     })
                 });
                 if resumes && !tolerated {
@@ -478,9 +498,11 @@ pub(crate) struct KeyScan {
     pub kept: Vec<(usize, usize)>,
 }
 
-pub(crate) fn key_regions(hay: &[u8]) -> KeyScan {
+/// `cut`: the input was cut right after its last line, so a key's middle
+/// may go on past it: there one full-width line is enough.
+pub(crate) fn key_regions(hay: &[u8], cut: bool) -> KeyScan {
     let (mut claims, kept) = armored(hay);
-    middle_runs(hay, &mut claims);
+    middle_runs(hay, &mut claims, cut);
     claims.sort_by_key(|c| c.start);
     let mut removed: Vec<Found> = Vec::new();
     for c in claims.into_iter().filter(|c| c.private) {
@@ -528,7 +550,7 @@ fn armored(hay: &[u8]) -> (Vec<Claim>, Vec<(usize, usize)>) {
         let claim = if a.begin {
             Claim {
                 start: a.start,
-                end: walk_forward(hay, a.end),
+                end: walk_forward(hay, a.start, a.end),
                 private: a.private,
             }
         } else {
@@ -568,60 +590,85 @@ fn run_field(hay: &[u8], line: Line) -> Option<(usize, usize)> {
     (upper && lower).then_some((start, len))
 }
 
-/// Runs of two or more full-width lines of one width outside every claim.
-fn middle_runs(hay: &[u8], claims: &mut Vec<Claim>) {
+/// A run of full-width lines being gathered.
+struct Run {
+    start: usize,
+    end: usize,
+    width: usize,
+    prefix: usize,
+    lines: usize,
+}
+
+/// Runs of two or more full-width lines of one width and one prefix length,
+/// outside every claim; when the input was `cut`, also one such line that
+/// ends it.
+fn middle_runs(hay: &[u8], claims: &mut Vec<Claim>, cut: bool) {
     let armored: Vec<(usize, usize)> = claims.iter().map(|c| (c.start, c.end)).collect();
     let inside = |pos: usize| armored.iter().any(|&(s, e)| s <= pos && pos < e);
-    let mut run: Option<(usize, usize, usize, usize)> = None; // start, end, width, lines
-    let flush = |run: &mut Option<(usize, usize, usize, usize)>, claims: &mut Vec<Claim>| {
-        if let Some((start, end, _, lines)) = run.take()
-            && lines >= 2
+    let flush = |run: &mut Option<Run>, claims: &mut Vec<Claim>, min_lines: usize| {
+        if let Some(r) = run.take()
+            && r.lines >= min_lines
         {
             claims.push(Claim {
-                start,
-                end,
+                start: r.start,
+                end: r.end,
                 private: true,
             });
         }
     };
+    let mut run: Option<Run> = None;
     let mut line_start = 0;
-    while line_start < hay.len() {
-        let line = line_from(hay, line_start, Sep::Newline);
-        let next = memchr::memchr(b'\n', &hay[line.end..]).map(|i| line.end + i + 1);
-        let field = if inside(line.start) {
-            None
+    let breaks = memchr::memchr_iter(b'\n', hay).map(Some);
+    for nl in breaks.chain(std::iter::once(None)) {
+        let raw_end = nl.unwrap_or(hay.len());
+        let end = if raw_end > line_start && hay[raw_end - 1] == b'\r' {
+            raw_end - 1
         } else {
-            run_field(hay, line)
+            raw_end
         };
+        let line = Line {
+            start: line_start,
+            end,
+        };
+        line_start = raw_end + 1;
+        if nl.is_none() && line.start == line.end {
+            // The empty rest after a final line break.
+            break;
+        }
+        let field = run_field(hay, line).filter(|_| !inside(line.start));
         match (field, run.as_mut()) {
-            (Some((start, width)), Some(r)) if r.2 == width => {
-                r.1 = start + width;
-                r.3 += 1;
+            (Some((start, width)), Some(r))
+                if r.width == width && r.prefix == start - line.start =>
+            {
+                r.end = start + width;
+                r.lines += 1;
             }
             (Some((start, width)), _) => {
-                flush(&mut run, claims);
-                run = Some((start, start + width, width, 1));
+                flush(&mut run, claims, 2);
+                run = Some(Run {
+                    start,
+                    end: start + width,
+                    width,
+                    prefix: start - line.start,
+                    lines: 1,
+                });
             }
             (None, Some(r)) => {
                 // The short last line of the key, right after its middle.
-                if r.3 >= 2
+                if r.lines >= 2
                     && let Kind::Field { start, len, .. } = kind(hay, line)
-                    && len < r.2
+                    && len < r.width
+                    && start - line.start == r.prefix
                     && !inside(line.start)
-                    && start == line.start
                 {
-                    r.1 = start + len;
+                    r.end = start + len;
                 }
-                flush(&mut run, claims);
+                flush(&mut run, claims, 2);
             }
             (None, None) => {}
         }
-        match next {
-            Some(n) => line_start = n,
-            None => break,
-        }
     }
-    flush(&mut run, claims);
+    flush(&mut run, claims, if cut { 1 } else { 2 });
 }
 
 #[cfg(test)]
@@ -629,7 +676,7 @@ mod tests {
     use super::*;
 
     fn removed(hay: &str) -> Vec<&str> {
-        key_regions(hay.as_bytes())
+        key_regions(hay.as_bytes(), false)
             .removed
             .into_iter()
             .map(|f| &hay[f.start..f.end])
@@ -657,12 +704,27 @@ mod tests {
 
     #[test]
     fn a_block_without_end_line_takes_only_its_body() {
-        // The line after the body could be the key's short last line, so
-        // it goes too; nothing after it does.
+        // A bare word could be the key's short last line, so it goes too;
+        // a line shaped otherwise (a field after other text) does not.
         let hay =
             format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{L1}\n{L2}\nnext line\nmore words.\n");
         let got = removed(&hay);
+        assert_eq!(got, vec![&hay[..hay.find("\nnext").unwrap()]]);
+        let hay =
+            format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{L1}\n{L2}\nstarted\nmore words.\n");
+        let got = removed(&hay);
         assert_eq!(got, vec![&hay[..hay.find("\nmore").unwrap()]]);
+    }
+
+    #[test]
+    fn a_walk_passes_one_interleaved_line_but_not_lines_of_another_shape() {
+        let key = format!("app[1]: {L1}\napp[1]: {L2}\n");
+        let ids = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n".repeat(3);
+        let hay =
+            format!("{ids}other: interleaved line.\n{key}app[1]: -----END RSA PRIVATE KEY-----\n");
+        let got = removed(&hay);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].starts_with(L1), "{got:?}");
     }
 
     #[test]

@@ -74,7 +74,11 @@ impl Redactor {
 
     /// Redacts a complete output.
     pub fn redact(&self, input: &[u8]) -> Redacted {
-        let out = scan::scan(&self.triggers, input);
+        self.redact_lines(input, false)
+    }
+
+    fn redact_lines(&self, input: &[u8], cut: bool) -> Redacted {
+        let out = scan::scan(&self.triggers, input, cut);
         Redacted {
             text: out.text,
             counts: out.counts,
@@ -85,7 +89,8 @@ impl Redactor {
     /// the last line break is replaced by one `[redacted:cut-line]`.
     pub fn redact_cut(&self, input: &[u8]) -> Redacted {
         let whole_lines = memchr::memrchr(b'\n', input).map_or(0, |i| i + 1);
-        let mut out = self.redact(&input[..whole_lines]);
+        // The output went on past the cap: what ends it may be cut too.
+        let mut out = self.redact_lines(&input[..whole_lines], true);
         if whole_lines < input.len() {
             scan::push_marker(&mut out.text, Class::CutLine);
             out.counts.add(Class::CutLine);

@@ -140,11 +140,12 @@ thread_local! {
     static LOWER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-pub(crate) fn scan(triggers: &Triggers, hay: &[u8]) -> Output {
+/// `cut`: the input ends where a cap cut the output (see `keys::key_regions`).
+pub(crate) fn scan(triggers: &Triggers, hay: &[u8], cut: bool) -> Output {
     LOWER.with_borrow_mut(|lower| {
         lower.clear();
         lower.extend(hay.iter().map(u8::to_ascii_lowercase));
-        let out = scan_with(triggers, hay, lower);
+        let out = scan_with(triggers, hay, lower, cut);
         if lower.capacity() > KEEP_LOWER {
             // A one-off huge input (the CLI on a large file) does not pin
             // its copy for the life of the thread.
@@ -154,7 +155,7 @@ pub(crate) fn scan(triggers: &Triggers, hay: &[u8]) -> Output {
     })
 }
 
-fn scan_with(triggers: &Triggers, hay: &[u8], lower: &[u8]) -> Output {
+fn scan_with(triggers: &Triggers, hay: &[u8], lower: &[u8], cut: bool) -> Output {
     let whole = View { hay, lower };
     let mut w = Writer {
         hay,
@@ -163,7 +164,7 @@ fn scan_with(triggers: &Triggers, hay: &[u8], lower: &[u8]) -> Output {
         counts: Counts::default(),
     };
     let mut segment_start = 0;
-    let keys = crate::keys::key_regions(hay);
+    let keys = crate::keys::key_regions(hay, cut);
     let mut kept = keys.kept.iter().peekable();
     for block in keys.removed {
         while let Some(&(start, end)) = kept.next_if(|k| k.0 < block.start) {

@@ -243,8 +243,10 @@ fn userinfo_ends_at(text: &[u8], at: usize, at_marker: bool) -> bool {
         return false;
     }
     // `host:8443/a@b`: the authority is a host and a port, not a userinfo.
+    // With no user (`redis://:2517#x@cache`) there is no host either.
     let digits = password.iter().take_while(|b| b.is_ascii_digit()).count();
-    if (1..=5).contains(&digits)
+    if !user.is_empty()
+        && (1..=5).contains(&digits)
         && password
             .get(digits)
             .is_some_and(|&b| matches!(b, b'/' | b'?' | b'#' | b' ' | b'\t'))
@@ -315,6 +317,10 @@ mod tests {
         assert_eq!(
             password("postgres://app:Hx7#kLq92mZpW4@db/app"),
             Some("Hx7#kLq92mZpW4")
+        );
+        assert_eq!(
+            password("redis://:2517#qvnsEEU7C@cache:6379/0"),
+            Some("2517#qvnsEEU7C")
         );
         assert_eq!(
             password("redis://:my secret pass 42@cache/0"),

@@ -112,6 +112,11 @@ fn recall_is_complete_for_every_class_and_no_decoy_is_touched() {
         "public-key",
         "short-value",
         "url-without-password",
+        "public-key-cut",
+        "hex-lines",
+        "challenge",
+        "digest",
+        "masked",
     ] {
         let n = decoys_per_kind.get(kind).copied().unwrap_or(0);
         assert!(n >= 5, "decoy kind {kind} planted only {n} times");

@@ -10,9 +10,11 @@
 
 #![forbid(unsafe_code)]
 
+mod cut_keys;
 mod fill;
 pub mod invariants;
 mod secrets;
+mod shapes;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

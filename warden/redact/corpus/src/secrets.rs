@@ -9,46 +9,47 @@ use rand_chacha::ChaCha8Rng;
 
 pub type Maker = fn(&mut ChaCha8Rng) -> Item;
 
-const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-const B64URL: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-const HEX: &[u8] = b"0123456789abcdef";
-const UPPER_DIGIT: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-const DIGITS: &[u8] = b"0123456789";
+pub(crate) const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+pub(crate) const B64URL: &[u8] =
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+pub(crate) const HEX: &[u8] = b"0123456789abcdef";
+pub(crate) const UPPER_DIGIT: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+pub(crate) const DIGITS: &[u8] = b"0123456789";
 
-fn from(rng: &mut ChaCha8Rng, alphabet: &[u8], n: usize) -> String {
+pub(crate) fn from(rng: &mut ChaCha8Rng, alphabet: &[u8], n: usize) -> String {
     (0..n)
         .map(|_| char::from(alphabet[rng.random_range(0..alphabet.len())]))
         .collect()
 }
 
 /// A random value with at least one digit, as generated secrets have.
-fn opaque(rng: &mut ChaCha8Rng, n: usize) -> String {
+pub(crate) fn opaque(rng: &mut ChaCha8Rng, n: usize) -> String {
     let mut s = from(rng, ALNUM, n.saturating_sub(1));
     let at = rng.random_range(0..=s.len());
     s.insert(at, char::from(DIGITS[rng.random_range(0..10)]));
     s
 }
 
-fn from_r(rng: &mut ChaCha8Rng, alphabet: &[u8], n: std::ops::Range<usize>) -> String {
+pub(crate) fn from_r(rng: &mut ChaCha8Rng, alphabet: &[u8], n: std::ops::Range<usize>) -> String {
     let n = rng.random_range(n);
     from(rng, alphabet, n)
 }
 
-fn opaque_r(rng: &mut ChaCha8Rng, n: std::ops::Range<usize>) -> String {
+pub(crate) fn opaque_r(rng: &mut ChaCha8Rng, n: std::ops::Range<usize>) -> String {
     let n = rng.random_range(n);
     opaque(rng, n)
 }
 
-fn pem_body_r(rng: &mut ChaCha8Rng, n: std::ops::Range<usize>) -> Vec<String> {
+pub(crate) fn pem_body_r(rng: &mut ChaCha8Rng, n: std::ops::Range<usize>) -> Vec<String> {
     let n = rng.random_range(n);
     pem_body(rng, n)
 }
 
-fn pick<'a>(rng: &mut ChaCha8Rng, from: &[&'a str]) -> &'a str {
+pub(crate) fn pick<'a>(rng: &mut ChaCha8Rng, from: &[&'a str]) -> &'a str {
     from.choose(rng).copied().unwrap_or("")
 }
 
-fn clock(rng: &mut ChaCha8Rng) -> String {
+pub(crate) fn clock(rng: &mut ChaCha8Rng) -> String {
     format!(
         "{:02}:{:02}:{:02}",
         rng.random_range(0..24),
@@ -58,7 +59,7 @@ fn clock(rng: &mut ChaCha8Rng) -> String {
 }
 
 /// Base64 body lines of a PEM block, 64 columns.
-fn pem_body(rng: &mut ChaCha8Rng, bytes: usize) -> Vec<String> {
+pub(crate) fn pem_body(rng: &mut ChaCha8Rng, bytes: usize) -> Vec<String> {
     let raw: Vec<u8> = (0..bytes).map(|_| rng.random()).collect();
     let b64 = STANDARD.encode(raw);
     b64.as_bytes()
@@ -448,6 +449,17 @@ pub const SECRET_MAKERS: &[Maker] = &[
     auth_header,
     assignment,
     private_key_in_json,
+    crate::cut_keys::key_tail,
+    crate::cut_keys::key_middle,
+    crate::cut_keys::key_head,
+    crate::cut_keys::key_in_json_cut,
+    crate::shapes::url_password_reserved,
+    crate::shapes::url_password_json_escaped,
+    crate::shapes::url_password_percent_encoded,
+    crate::shapes::escaped_assignment,
+    crate::shapes::telegram_encoded,
+    crate::shapes::authorization_schemes,
+    crate::shapes::program_output,
 ];
 
 fn prose(rng: &mut ChaCha8Rng) -> Item {
@@ -598,4 +610,11 @@ pub const DECOY_MAKERS: &[Maker] = &[
     public_key,
     short_value,
     plain_url,
+    crate::cut_keys::public_block_cut,
+    crate::cut_keys::hex_ids,
+    crate::shapes::program_prose,
+    crate::shapes::challenge,
+    crate::shapes::wireguard_public_key,
+    crate::shapes::digest,
+    crate::shapes::masked,
 ];

@@ -1,0 +1,152 @@
+//! Private keys as output windows cut them — the tail `journalctl -n 10`
+//! shows, the middle `sed -n 5,12p` shows, the head a `head` shows with the
+//! output going on after it — and public blocks cut the same way, which
+//! must survive.
+
+use crate::Item;
+use crate::secrets::{HEX, clock, from, pem_body_r, pick};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+fn journal_prefix(rng: &mut ChaCha8Rng) -> String {
+    format!("Dec 02 {} web-1 app[812]: ", clock(rng))
+}
+
+fn docker_prefix(rng: &mut ChaCha8Rng) -> String {
+    format!(
+        "2026-12-02T{}.{:09}Z ",
+        clock(rng),
+        rng.random_range(0..1_000_000_000u32)
+    )
+}
+
+/// A line prefix: a logger's (with the clock ticking between lines, as it
+/// does), Docker's timestamps, or none.
+fn prefixer(rng: &mut ChaCha8Rng) -> fn(&mut ChaCha8Rng) -> String {
+    match rng.random_range(0..3) {
+        0 => journal_prefix,
+        1 => docker_prefix,
+        _ => |_| String::new(),
+    }
+}
+
+fn private_label(rng: &mut ChaCha8Rng) -> &'static str {
+    pick(
+        rng,
+        &[
+            "RSA PRIVATE KEY",
+            "PRIVATE KEY",
+            "EC PRIVATE KEY",
+            "OPENSSH PRIVATE KEY",
+        ],
+    )
+}
+
+/// OpenSSH wraps at 70 columns, PEM at 64.
+fn body_for(rng: &mut ChaCha8Rng, label: &str) -> Vec<String> {
+    let body = pem_body_r(rng, 600..1200);
+    if label.starts_with("OPENSSH") {
+        let joined = body.concat();
+        joined
+            .as_bytes()
+            .chunks(70)
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .collect()
+    } else {
+        body
+    }
+}
+
+fn fragments(lines: &[String]) -> Vec<String> {
+    lines.iter().filter(|l| l.len() >= 8).cloned().collect()
+}
+
+/// The last lines of a key and its END line; the BEGIN line is outside the
+/// window.
+pub fn key_tail(rng: &mut ChaCha8Rng) -> Item {
+    let label = private_label(rng);
+    let body = body_for(rng, label);
+    let shown = rng.random_range(2..body.len().min(9));
+    let tail = body[body.len() - shown..].to_vec();
+    let prefix = prefixer(rng);
+    let mut text: Vec<String> = tail.iter().map(|l| format!("{}{l}", prefix(rng))).collect();
+    text.push(format!("{}-----END {label}-----", prefix(rng)));
+    Item::secret(text.join("\n"), "private-key", fragments(&tail))
+}
+
+/// Full-width lines from the middle of a key, with neither armor line.
+pub fn key_middle(rng: &mut ChaCha8Rng) -> Item {
+    let label = private_label(rng);
+    let body = body_for(rng, label);
+    let from_line = rng.random_range(1..body.len() / 2);
+    let shown = rng.random_range(2..7).min(body.len() - 1 - from_line);
+    let middle = body[from_line..from_line + shown.max(2)].to_vec();
+    let prefix = prefixer(rng);
+    let text: Vec<String> = middle
+        .iter()
+        .map(|l| format!("{}{l}", prefix(rng)))
+        .collect();
+    Item::secret(text.join("\n"), "private-key", fragments(&middle))
+}
+
+/// A BEGIN line and the first lines of a key, with the output going on
+/// after it: only the key's lines may go.
+pub fn key_head(rng: &mut ChaCha8Rng) -> Item {
+    let label = private_label(rng);
+    let body = body_for(rng, label);
+    let shown = rng.random_range(2..body.len().min(8));
+    let head = body[..shown].to_vec();
+    let prefix = prefixer(rng);
+    let mut text = vec![format!("{}-----BEGIN {label}-----", prefix(rng))];
+    text.extend(head.iter().map(|l| format!("{}{l}", prefix(rng))));
+    // What comes next cannot be a key's line: it ends in punctuation.
+    text.push(format!(
+        "Dec 02 {} web-1 app[812]: key loaded, {} bytes.",
+        clock(rng),
+        rng.random_range(1000..4000)
+    ));
+    Item::secret(text.join("\n"), "private-key", fragments(&head))
+}
+
+/// A key inside a JSON string with `\n` escapes, its END cut by the window.
+pub fn key_in_json_cut(rng: &mut ChaCha8Rng) -> Item {
+    let body = pem_body_r(rng, 600..1200);
+    let shown = rng.random_range(3..body.len());
+    let head = body[..shown].to_vec();
+    let text = format!(
+        "{{\"level\":\"debug\",\"msg\":\"loaded credentials\",\"private_key\":\"-----BEGIN PRIVATE KEY-----\\n{}",
+        head.join("\\n")
+    );
+    Item::secret(text, "private-key", fragments(&head))
+}
+
+/// The tail and head of certificates and public keys: kept whole, and never
+/// taken for a key's middle.
+pub fn public_block_cut(rng: &mut ChaCha8Rng) -> Item {
+    let label = pick(rng, &["CERTIFICATE", "PUBLIC KEY", "PGP PUBLIC KEY BLOCK"]);
+    let body = pem_body_r(rng, 600..1200);
+    let text = if rng.random_bool(0.5) {
+        let shown = rng.random_range(2..body.len());
+        let mut lines = body[body.len() - shown..].to_vec();
+        lines.push(format!("-----END {label}-----"));
+        lines.join("\n")
+    } else {
+        let shown = rng.random_range(2..body.len());
+        let mut lines = vec![format!("-----BEGIN {label}-----")];
+        lines.extend(body[..shown].iter().cloned());
+        lines.push("issuer verified.".to_string());
+        lines.join("\n")
+    };
+    Item::decoy(text.clone(), "public-key-cut", text)
+}
+
+/// Hex identifiers one a line (`docker ps -q --no-trunc`): full-width, but
+/// not a key.
+pub fn hex_ids(rng: &mut ChaCha8Rng) -> Item {
+    let n = rng.random_range(2..6);
+    let text = (0..n)
+        .map(|_| from(rng, HEX, 64))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Item::decoy(text.clone(), "hex-lines", text)
+}
