@@ -29,6 +29,7 @@ use crate::policy::PATHS;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// The only `PATH` a caged program sees.
@@ -171,9 +172,9 @@ impl Host<'static> {
     /// This host, for `spec`: its system directories, the secrets under
     /// `/etc` and the reads, and for a chore with network its resolver.
     pub fn here(spec: &CageSpec) -> Host<'static> {
-        let mut found = secrets_under(Path::new("/etc"));
+        let mut found = secrets_under(Path::new("/etc"), true);
         for r in &spec.reads {
-            found.extend(secrets_under(r));
+            found.extend(secrets_under(r, false));
         }
         let resolver = spec
             .network
@@ -292,7 +293,15 @@ pub const WALK_MAX_HIDDEN: usize = 2_000;
 /// it would cover its target instead). A directory that cannot be read, or
 /// lies past [`WALK_MAX_ENTRIES`], or holds a name that is not UTF-8 (no
 /// rule can judge it) is hidden whole.
-pub fn secrets_under(root: &Path) -> Vec<Hidden> {
+///
+/// With `private`, also every file that not every local user may read and
+/// every directory not every local user may list (`/etc/ssl/private`,
+/// `/etc/security/opasswd`, a `sasl_passwd` or `.htpasswd` kept `0600`):
+/// no name rule lists every secret a package keeps under `/etc`, but what
+/// it keeps from other users is what it keeps secret, and a chore runs as
+/// uid 0, the owner of those files. `/etc` is walked so; a declared read
+/// is shown as the owner declared it.
+pub fn secrets_under(root: &Path, private: bool) -> Vec<Hidden> {
     let mut found = Vec::new();
     if !std::fs::symlink_metadata(root).is_ok_and(|m| m.is_dir()) {
         return found;
@@ -326,7 +335,17 @@ pub fn secrets_under(root: &Path) -> Vec<Hidden> {
             if kind.is_symlink() {
                 continue;
             }
-            if crate::policy::secret_rule(text).is_err() {
+            let hidden_from_others = private
+                && (kind.is_file() || kind.is_dir())
+                && e.metadata().map_or(true, |m| {
+                    let others = m.permissions().mode() & 0o007;
+                    if kind.is_dir() {
+                        others & 0o005 != 0o005
+                    } else {
+                        others & 0o004 == 0
+                    }
+                });
+            if hidden_from_others || crate::policy::secret_rule(text).is_err() {
                 found.push(if kind.is_dir() {
                     Hidden::Dir(path)
                 } else {
