@@ -77,7 +77,8 @@ pub enum Hidden {
 
 /// The secret paths present on this host: the policy's secret prefixes
 /// that are plain paths, the host keys, the secret directories of every
-/// home, and the Warden's and the Worker's own directories.
+/// home, and the Warden's and the Worker's own directories (its home
+/// included).
 pub fn secret_paths(layout: &Layout) -> Vec<Hidden> {
     let mut candidates: Vec<PathBuf> = PATHS
         .secret_prefixes
@@ -118,6 +119,10 @@ pub fn secret_paths(layout: &Layout) -> Vec<Hidden> {
         layout.journal_dir.clone(),
         layout.run_dir.clone(),
         layout.worker_config_dir.clone(),
+        // Whole, not only its secret directories: a read may hold it
+        // (`/var/lib` holds `/var/lib/aromba`), and no chore reads the
+        // Worker's own files.
+        layout.worker_home.clone(),
     ]);
     let mut hidden = Vec::new();
     for path in candidates {
