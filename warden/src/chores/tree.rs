@@ -491,6 +491,28 @@ pub struct Pinned {
     path: PathBuf,
     before: Entry,
     file: std::fs::File,
+    /// SHA-256 of its bytes before the run.
+    sha256: [u8; 32],
+}
+
+/// SHA-256 of the bytes of the regular file held by `file` (an `O_PATH`
+/// descriptor), read through `/proc/self/fd/<fd>`, which opens exactly
+/// that inode.
+fn content_hash(file: &std::fs::File) -> std::io::Result<[u8; 32]> {
+    use sha2::Digest;
+    use std::io::Read;
+    let own = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    let mut f = OpenOptions::new().read(true).open(own)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher.finalize().into())
 }
 
 /// Pins every privileged regular file of `before` ([`Pinned`]). `Err` when
@@ -523,26 +545,29 @@ pub fn pin_privileged(touches: &[PathBuf], before: &Tree) -> Result<Vec<Pinned>,
         let m = file
             .metadata()
             .map_err(|err| fail(format!("inspect: {err}")))?;
-        if (m.dev(), m.ino()) != (e.dev, e.ino) {
+        if (m.dev(), m.ino()) != (e.dev, e.ino) || !m.is_file() {
             return Err(fail("it changed while it was pinned".into()));
         }
+        let sha256 = content_hash(&file).map_err(|err| fail(format!("read: {err}")))?;
         pinned.push(Pinned {
             path: path.clone(),
             before: e,
             file,
+            sha256,
         });
     }
     Ok(pinned)
 }
 
-/// After the run: a pinned file the run changed in any way loses its
-/// privilege. The ctime is the kernel's and no process sets it back, so a
-/// write (through `write` or a shared `mmap`, which leaves the setuid bit
-/// where `write` would clear it), a new hard link (wherever the walk could
-/// not see it), a rename, a `chmod` or a `touch -r` all show: the chore
-/// could have made the file's content its own, and a setuid program with a
-/// chore's content is root for whoever runs it. A file whose last name is
-/// gone is left alone (nothing can run it).
+/// After the run (and after [`strip_gained`] removed the new names it
+/// found): a pinned file the run touched (its ctime, which no process sets
+/// back, moved) loses its privilege when its bytes are not those it had
+/// before, or it has more names than before. A write through a shared
+/// `mmap` leaves the setuid bit where `write` would clear it, and a
+/// `touch -r` puts the mtime back, so only the bytes tell; a hard link
+/// into a directory the walk could not see is a name no strip can find.
+/// A file only renamed or linked and unlinked again keeps its privilege. A
+/// file whose last name is gone is left alone (nothing can run it).
 pub fn strip_touched(pinned: Vec<Pinned>) -> Vec<Gained> {
     let mut found = Vec::new();
     for p in pinned {
@@ -563,6 +588,13 @@ pub fn strip_touched(pinned: Vec<Pinned>) -> Vec<Gained> {
         if bits == 0 && !now.caps {
             continue;
         }
+        let why = if now.nlink > p.before.nlink {
+            "a name the walk could not reach"
+        } else if content_hash(&p.file).ok() != Some(p.sha256) {
+            "bytes the run wrote"
+        } else {
+            continue;
+        };
         let mut what = Vec::new();
         if bits & 0o4000 != 0 {
             what.push("setuid");
@@ -590,7 +622,7 @@ pub fn strip_touched(pinned: Vec<Pinned>) -> Vec<Gained> {
         }
         found.push(Gained {
             path: p.path,
-            what: format!("{} and was changed in the run", what.join("+")),
+            what: format!("{} with {why}", what.join("+")),
             fix,
         });
     }
