@@ -278,8 +278,45 @@ pub fn reads_allowed(name: &str, reads: &[PathBuf], layout: &Layout) -> Result<(
                 ));
             }
         }
+        if let Some(why) = swappable_ancestor(r) {
+            return Err(format!(
+                "{name} reads {}, and {why}: another account could swap the path for a link before the cage binds it",
+                r.display()
+            ));
+        }
     }
     Ok(())
+}
+
+/// Why an account other than root could swap a directory on the way to
+/// `path` (a touch or a read) for a symbolic link between the Warden's
+/// checks and bubblewrap's bind, which resolves the path again and follows
+/// links: the bind would then show, or make writable, whatever the link
+/// leads to. `None` when every directory above `path` is root's and
+/// writable by nobody else (a sticky one, `/var/tmp`, protects root's
+/// entries). A component that does not exist could be made by whoever may
+/// write its parent, so that parent is judged as if for another's entry.
+pub fn swappable_ancestor(path: &Path) -> Option<String> {
+    use crate::writers::{Against, Dir, replaceable};
+    let mut dir = PathBuf::from("/");
+    for part in path.components().skip(1) {
+        let child = dir.join(part);
+        let Ok(here) = Dir::look(&dir) else {
+            return Some(format!("{} cannot be inspected", dir.display()));
+        };
+        let child_uid = std::fs::symlink_metadata(&child).map_or(u32::MAX, |m| {
+            use std::os::unix::fs::MetadataExt;
+            m.uid()
+        });
+        if let Some(why) = replaceable(&here, child_uid, Against::AllButRoot) {
+            return Some(format!("{} {why}", dir.display()));
+        }
+        if child_uid == u32::MAX {
+            return None;
+        }
+        dir = child;
+    }
+    None
 }
 
 /// At most this many entries are looked at under one root; the directories

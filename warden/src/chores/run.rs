@@ -186,6 +186,13 @@ fn touches_allowed(h: &Header, layout: &Layout) -> Result<(), String> {
                 ));
             }
         }
+        if let Some(why) = cage::swappable_ancestor(t) {
+            return Err(format!(
+                "{} touches {}, and {why}: another account could swap the path for a link before the cage binds it",
+                h.name,
+                t.display()
+            ));
+        }
     }
     Ok(())
 }
