@@ -323,6 +323,26 @@ pub fn lgetxattr(path: &std::path::Path, name: &std::ffi::CStr) -> io::Result<Op
     ))
 }
 
+/// Whether `path` has the extended attribute `name`, following a final
+/// symbolic link (`getxattr`): meant for `/proc/self/fd/<fd>`, which leads
+/// to exactly the inode the descriptor holds (an `O_PATH` one included).
+pub fn has_xattr(path: &std::path::Path, name: &std::ffi::CStr) -> io::Result<bool> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other("a path with a NUL byte"))?;
+    // SAFETY: both strings are NUL-terminated and live across the call; a
+    // null buffer of size 0 asks only for the value's size.
+    let size = unsafe { libc::getxattr(c.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0) };
+    if size >= 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::ENODATA) | Some(libc::ENOTSUP) => Ok(false),
+        _ => Err(e),
+    }
+}
+
 /// Removes the extended attribute `name` of `path`, following a final
 /// symbolic link (`removexattr`): meant for `/proc/self/fd/<fd>`, which
 /// leads to exactly the inode the descriptor holds. An attribute already

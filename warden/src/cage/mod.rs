@@ -29,6 +29,7 @@ use crate::policy::PATHS;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// The only `PATH` a caged program sees.
@@ -76,7 +77,8 @@ pub enum Hidden {
 
 /// The secret paths present on this host: the policy's secret prefixes
 /// that are plain paths, the host keys, the secret directories of every
-/// home, and the Warden's and the Worker's own directories.
+/// home, and the Warden's and the Worker's own directories (its home
+/// included).
 pub fn secret_paths(layout: &Layout) -> Vec<Hidden> {
     let mut candidates: Vec<PathBuf> = PATHS
         .secret_prefixes
@@ -117,6 +119,10 @@ pub fn secret_paths(layout: &Layout) -> Vec<Hidden> {
         layout.journal_dir.clone(),
         layout.run_dir.clone(),
         layout.worker_config_dir.clone(),
+        // Whole, not only its secret directories: a read may hold it
+        // (`/var/lib` holds `/var/lib/aromba`), and no chore reads the
+        // Worker's own files.
+        layout.worker_home.clone(),
     ]);
     let mut hidden = Vec::new();
     for path in candidates {
@@ -171,9 +177,9 @@ impl Host<'static> {
     /// This host, for `spec`: its system directories, the secrets under
     /// `/etc` and the reads, and for a chore with network its resolver.
     pub fn here(spec: &CageSpec) -> Host<'static> {
-        let mut found = secrets_under(Path::new("/etc"));
+        let mut found = secrets_under(Path::new("/etc"), true);
         for r in &spec.reads {
-            found.extend(secrets_under(r));
+            found.extend(secrets_under(r, false));
         }
         let resolver = spec
             .network
@@ -272,8 +278,45 @@ pub fn reads_allowed(name: &str, reads: &[PathBuf], layout: &Layout) -> Result<(
                 ));
             }
         }
+        if let Some(why) = swappable_ancestor(r) {
+            return Err(format!(
+                "{name} reads {}, and {why}: another account could swap the path for a link before the cage binds it",
+                r.display()
+            ));
+        }
     }
     Ok(())
+}
+
+/// Why an account other than root could swap a directory on the way to
+/// `path` (a touch or a read) for a symbolic link between the Warden's
+/// checks and bubblewrap's bind, which resolves the path again and follows
+/// links: the bind would then show, or make writable, whatever the link
+/// leads to. `None` when every directory above `path` is root's and
+/// writable by nobody else (a sticky one, `/var/tmp`, protects root's
+/// entries). A component that does not exist could be made by whoever may
+/// write its parent, so that parent is judged as if for another's entry.
+pub fn swappable_ancestor(path: &Path) -> Option<String> {
+    use crate::writers::{Against, Dir, replaceable};
+    let mut dir = PathBuf::from("/");
+    for part in path.components().skip(1) {
+        let child = dir.join(part);
+        let Ok(here) = Dir::look(&dir) else {
+            return Some(format!("{} cannot be inspected", dir.display()));
+        };
+        let child_uid = std::fs::symlink_metadata(&child).map_or(u32::MAX, |m| {
+            use std::os::unix::fs::MetadataExt;
+            m.uid()
+        });
+        if let Some(why) = replaceable(&here, child_uid, Against::AllButRoot) {
+            return Some(format!("{} {why}", dir.display()));
+        }
+        if child_uid == u32::MAX {
+            return None;
+        }
+        dir = child;
+    }
+    None
 }
 
 /// At most this many entries are looked at under one root; the directories
@@ -292,7 +335,15 @@ pub const WALK_MAX_HIDDEN: usize = 2_000;
 /// it would cover its target instead). A directory that cannot be read, or
 /// lies past [`WALK_MAX_ENTRIES`], or holds a name that is not UTF-8 (no
 /// rule can judge it) is hidden whole.
-pub fn secrets_under(root: &Path) -> Vec<Hidden> {
+///
+/// With `private`, also every file that not every local user may read and
+/// every directory not every local user may list (`/etc/ssl/private`,
+/// `/etc/security/opasswd`, a `sasl_passwd` or `.htpasswd` kept `0600`):
+/// no name rule lists every secret a package keeps under `/etc`, but what
+/// it keeps from other users is what it keeps secret, and a chore runs as
+/// uid 0, the owner of those files. `/etc` is walked so; a declared read
+/// is shown as the owner declared it.
+pub fn secrets_under(root: &Path, private: bool) -> Vec<Hidden> {
     let mut found = Vec::new();
     if !std::fs::symlink_metadata(root).is_ok_and(|m| m.is_dir()) {
         return found;
@@ -326,7 +377,17 @@ pub fn secrets_under(root: &Path) -> Vec<Hidden> {
             if kind.is_symlink() {
                 continue;
             }
-            if crate::policy::secret_rule(text).is_err() {
+            let hidden_from_others = private
+                && (kind.is_file() || kind.is_dir())
+                && e.metadata().map_or(true, |m| {
+                    let others = m.permissions().mode() & 0o007;
+                    if kind.is_dir() {
+                        others & 0o005 != 0o005
+                    } else {
+                        others & 0o004 == 0
+                    }
+                });
+            if hidden_from_others || crate::policy::secret_rule(text).is_err() {
                 found.push(if kind.is_dir() {
                     Hidden::Dir(path)
                 } else {

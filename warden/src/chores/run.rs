@@ -186,6 +186,13 @@ fn touches_allowed(h: &Header, layout: &Layout) -> Result<(), String> {
                 ));
             }
         }
+        if let Some(why) = cage::swappable_ancestor(t) {
+            return Err(format!(
+                "{} touches {}, and {why}: another account could swap the path for a link before the cage binds it",
+                h.name,
+                t.display()
+            ));
+        }
     }
     Ok(())
 }
@@ -234,6 +241,10 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
             tree::MAX_DEPTH
         )));
     }
+    // Every privileged file the touches hold, held by descriptor: found
+    // after the run however it was renamed or linked.
+    let pinned = tree::pin_privileged(&h.touches, &before)
+        .map_err(|why| RunError::Refused(format!("{}: {why}: it does not run", h.name)))?;
     let before = Arc::new(before);
     let max_bytes = h.max_gb.saturating_mul(1 << 30);
     let over_cap = Arc::new(AtomicBool::new(false));
@@ -285,7 +296,9 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
     let after = tree::walk(&h.touches);
     let (files_changed, bytes_changed) = changes(&before, &after);
     // What slipped past the filter: the walk sees every entry anyway.
-    let gained_privilege = tree::strip_gained(&h.touches, &before, &after);
+    let mut gained_privilege = tree::strip_gained(&h.touches, &before, &after);
+    // And what was privileged before and the run changed, wherever it is.
+    gained_privilege.extend(tree::strip_touched(pinned));
     let outside_touches = bounds.tripwire.as_ref().is_some_and(|t| t.was_hit());
     // The tripwire saw the raw line inside exec; the report names it as the
     // redactor left it.

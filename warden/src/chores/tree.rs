@@ -477,6 +477,165 @@ pub fn strip_gained(touches: &[PathBuf], before: &Tree, after: &Tree) -> Vec<Gai
     found
 }
 
+/// At most this many privileged files are pinned in one run's touches
+/// ([`pin_privileged`]): each is a descriptor the Warden holds while the
+/// chore runs. A touch holding more does not run.
+pub const MAX_PINNED: usize = 256;
+
+/// A regular file that carried setuid, setgid or file capabilities before
+/// the run, held by an `O_PATH` descriptor so that it is found after the
+/// run wherever its names went: renamed or linked past the walk's bounds,
+/// or into a directory the walk cannot open.
+#[derive(Debug)]
+pub struct Pinned {
+    path: PathBuf,
+    before: Entry,
+    file: std::fs::File,
+    /// SHA-256 of its bytes before the run.
+    sha256: [u8; 32],
+}
+
+/// SHA-256 of the bytes of the regular file held by `file` (an `O_PATH`
+/// descriptor), read through `/proc/self/fd/<fd>`, which opens exactly
+/// that inode.
+fn content_hash(file: &std::fs::File) -> std::io::Result<[u8; 32]> {
+    use sha2::Digest;
+    use std::io::Read;
+    let own = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    let mut f = OpenOptions::new().read(true).open(own)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher.finalize().into())
+}
+
+/// Pins every privileged regular file of `before` ([`Pinned`]). `Err` when
+/// there are more than [`MAX_PINNED`], or one cannot be opened as the inode
+/// the walk saw (the run must not start: what is not pinned is not checked).
+pub fn pin_privileged(touches: &[PathBuf], before: &Tree) -> Result<Vec<Pinned>, String> {
+    let mut paths: Vec<&PathBuf> = before
+        .entries
+        .iter()
+        .filter(|(_, e)| e.is_file() && (e.setid() != 0 || e.caps))
+        .map(|(p, _)| p)
+        .collect();
+    if paths.len() > MAX_PINNED {
+        return Err(format!(
+            "its touches hold {} setuid, setgid or capability files, more than the {MAX_PINNED} a run can watch",
+            paths.len()
+        ));
+    }
+    paths.sort();
+    let mut pinned = Vec::new();
+    for path in paths {
+        let e = before.entries[path];
+        let fail = |why: String| format!("{} could not be pinned: {why}", shown_short(path));
+        let (dir, name) = parent_of(touches, path).map_err(fail)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
+            .open(at(&dir, &name))
+            .map_err(|err| fail(format!("open: {err}")))?;
+        let m = file
+            .metadata()
+            .map_err(|err| fail(format!("inspect: {err}")))?;
+        if (m.dev(), m.ino()) != (e.dev, e.ino) || !m.is_file() {
+            return Err(fail("it changed while it was pinned".into()));
+        }
+        let sha256 = content_hash(&file).map_err(|err| fail(format!("read: {err}")))?;
+        pinned.push(Pinned {
+            path: path.clone(),
+            before: e,
+            file,
+            sha256,
+        });
+    }
+    Ok(pinned)
+}
+
+/// After the run (and after [`strip_gained`] removed the new names it
+/// found): a pinned file the run touched (its ctime, which no process sets
+/// back, moved) loses its privilege when its bytes are not those it had
+/// before, or it has more names than before. A write through a shared
+/// `mmap` leaves the setuid bit where `write` would clear it, and a
+/// `touch -r` puts the mtime back, so only the bytes tell; a hard link
+/// into a directory the walk could not see is a name no strip can find.
+/// A file only renamed or linked and unlinked again keeps its privilege. A
+/// file whose last name is gone is left alone (nothing can run it).
+pub fn strip_touched(pinned: Vec<Pinned>) -> Vec<Gained> {
+    let mut found = Vec::new();
+    for p in pinned {
+        let Ok(m) = p.file.metadata() else {
+            continue;
+        };
+        if m.nlink() == 0 {
+            continue;
+        }
+        let now = match has_caps_fd(&p.file) {
+            Ok(caps) => Entry::of(&m, caps),
+            Err(_) => Entry::of(&m, true),
+        };
+        if (now.ctime, now.nlink) == (p.before.ctime, p.before.nlink) {
+            continue;
+        }
+        let bits = now.setid();
+        if bits == 0 && !now.caps {
+            continue;
+        }
+        let why = if now.nlink > p.before.nlink {
+            "a name the walk could not reach"
+        } else if content_hash(&p.file).ok() != Some(p.sha256) {
+            "bytes the run wrote"
+        } else {
+            continue;
+        };
+        let mut what = Vec::new();
+        if bits & 0o4000 != 0 {
+            what.push("setuid");
+        }
+        if bits & 0o2000 != 0 {
+            what.push("setgid");
+        }
+        if now.caps {
+            what.push("file capabilities");
+        }
+        let own = PathBuf::from(format!("/proc/self/fd/{}", p.file.as_raw_fd()));
+        let mut fix = Fix::Stripped;
+        if now.caps
+            && let Err(e) = crate::system::removexattr(&own, CAPABILITY)
+        {
+            fix = Fix::Failed(format!("removexattr: {e}"));
+        }
+        if bits != 0
+            && let Err(e) = std::fs::set_permissions(
+                &own,
+                Permissions::from_mode(now.mode & 0o7777 & !SETID_BITS),
+            )
+        {
+            fix = Fix::Failed(format!("chmod: {e}"));
+        }
+        found.push(Gained {
+            path: p.path,
+            what: format!("{} with {why}", what.join("+")),
+            fix,
+        });
+    }
+    found
+}
+
+/// Whether the file open as `file` (any descriptor, `O_PATH` included) has
+/// file capabilities.
+fn has_caps_fd(file: &std::fs::File) -> std::io::Result<bool> {
+    let own = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    crate::system::has_xattr(&own, CAPABILITY)
+}
+
 /// Opens the directory holding `path` from its touch down, one component
 /// at a time relative to the last (no length limit, no symlink followed).
 fn parent_of(touches: &[PathBuf], path: &Path) -> Result<(Dir, OsString), String> {

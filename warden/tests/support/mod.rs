@@ -86,6 +86,22 @@ impl Warden {
         adjust: fn(&mut ServeOptions),
     ) -> Warden {
         let root = std::env::temp_dir().join(format!("aromba-{name}-{}", std::process::id()));
+        Warden::start_at(root, name, paired, chores, adjust)
+    }
+
+    /// As [`Warden::start`], with the Warden's directories under `root`
+    /// (one outside `/tmp`, which a chore may declare as a read).
+    pub fn start_rooted(root: PathBuf, name: &str, chores: &[(String, String)]) -> Warden {
+        Warden::start_at(root, name, false, chores, |_| {})
+    }
+
+    fn start_at(
+        root: PathBuf,
+        name: &str,
+        paired: bool,
+        chores: &[(String, String)],
+        adjust: fn(&mut ServeOptions),
+    ) -> Warden {
         let _ = std::fs::remove_dir_all(&root);
         let touched = PathBuf::from(format!("/var/tmp/aromba-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&touched);

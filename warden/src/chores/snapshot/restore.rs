@@ -581,8 +581,36 @@ impl Revert<'_> {
         Ok(match self.look(ri, path)? {
             Look::At { now, root_dev, .. } => still(state, now.as_deref(), root_dev, false),
             Look::ParentMissing => state.is_none(),
-            Look::Blocked => false,
+            // Removed by the run under a directory the run then replaced
+            // (by a symlink, a file, a fifo): as good as gone, if that
+            // replacement is still as the run left it; undo puts the
+            // directory back first, then this.
+            Look::Blocked => state.is_none() && self.replaced_above(path)?,
         })
+    }
+
+    /// Whether the nearest directory above `path` that the run did not
+    /// simply remove is one the snapshot had as a directory and the run
+    /// replaced with something else, still as the run left it.
+    fn replaced_above(&mut self, path: &Path) -> Result<bool, SnapshotError> {
+        for a in path.ancestors().skip(1) {
+            if self.root_index(a).is_none() {
+                return Ok(false);
+            }
+            match self.after.get(a).copied() {
+                // Removed by the run too: look further up.
+                Some(None) => continue,
+                Some(Some(s)) => {
+                    let was_dir = self.index.get(a).is_some_and(|e| e.kind == Kind::Dir);
+                    if !was_dir || s.kind == Kind::Dir {
+                        return Ok(false);
+                    }
+                    return self.as_the_run_left(a, Some(s));
+                }
+                None => return Ok(false),
+            }
+        }
+        Ok(false)
     }
 
     fn revert_one(
@@ -617,14 +645,13 @@ impl Revert<'_> {
         if !still(state, now.as_ref(), root_dev, ours) {
             return Ok(Outcome::Conflict);
         }
-        if state.is_some_and(|s| s.kind.is_skipped()) {
-            // Never touched: left as the run made it. Where the snapshot had
-            // something else, that is not put back, which is a conflict.
-            return Ok(if before.is_some() {
-                Outcome::Conflict
-            } else {
-                Outcome::LeftAlone
-            });
+        if state.is_some_and(|s| s.kind.is_skipped()) && before.is_none() {
+            // Never touched: left as the run made it (a fifo, socket or
+            // device the run added). Where the snapshot had something, the
+            // run's fifo is moved to quarantine (a rename: it is never
+            // opened) and the snapshot's entry put back below, so that a
+            // fifo in place of a directory cannot keep what was in it.
+            return Ok(Outcome::LeftAlone);
         }
         let outcome = match (before, state) {
             (None, None) => Outcome::Done,
