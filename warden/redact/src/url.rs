@@ -242,10 +242,12 @@ fn userinfo_ends_at(text: &[u8], at: usize, at_marker: bool) -> bool {
     if password.is_empty() || memchr::memmem::find(password, b"://").is_some() {
         return false;
     }
-    // `host:8443/a@b`: the authority is a host and a port, not a userinfo.
-    // With no user (`redis://:2517#x@cache`) there is no host either.
+    // `example.com:8443/a@b`: the authority is a host and a port, not a
+    // userinfo. A host has a dot (or is `localhost`); a user name rarely
+    // does (`root:7033#x@db` is a password).
     let digits = password.iter().take_while(|b| b.is_ascii_digit()).count();
-    if !user.is_empty()
+    let host_like = user.contains(&b'.') || user.eq_ignore_ascii_case(b"localhost");
+    if host_like
         && (1..=5).contains(&digits)
         && password
             .get(digits)
@@ -321,6 +323,10 @@ mod tests {
         assert_eq!(
             password("redis://:2517#qvnsEEU7C@cache:6379/0"),
             Some("2517#qvnsEEU7C")
+        );
+        assert_eq!(
+            password("mysql://root:7033#zQzKn8zp@127.0.0.1:3306/app"),
+            Some("7033#zQzKn8zp")
         );
         assert_eq!(
             password("redis://:my secret pass 42@cache/0"),
