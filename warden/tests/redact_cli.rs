@@ -128,3 +128,34 @@ fn help_lists_the_redact_command() {
     assert!(out.status.success());
     assert!(String::from_utf8(out.stdout).unwrap().contains("redact"));
 }
+
+#[test]
+fn redact_streams_a_large_input_in_bounded_memory() {
+    // 64 MiB through a process whose whole address space may not exceed
+    // 40 MiB: reading all of standard input first cannot fit.
+    let (input, planted) = aromba_redact_corpus::realistic_output(11, 64 << 20, 400);
+    let whole = aromba_redact::redact(&input);
+    let out = Command::new("prlimit")
+        .arg(format!("--as={}", 40 << 20))
+        .arg("--")
+        .arg(assert_cmd::cargo::cargo_bin("aromba-warden"))
+        .arg("redact")
+        .write_stdin(input)
+        .output()
+        .expect("prlimit (util-linux) runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, total) = parse_counts(&String::from_utf8(out.stderr).unwrap());
+    assert!(
+        total as usize >= planted,
+        "{total} removals, {planted} planted"
+    );
+    assert_eq!(u64::from(total), whole.counts.total());
+    assert!(
+        out.stdout == whole.text,
+        "streamed output differs from the whole-buffer redaction"
+    );
+}

@@ -496,14 +496,22 @@ pub(crate) struct KeyScan {
     pub removed: Vec<Found>,
     /// Public armor lines, in order, not overlapping each other or a removal.
     pub kept: Vec<(usize, usize)>,
+    /// The whole public blocks those lines belong to.
+    pub public: Vec<(usize, usize)>,
 }
 
-/// `cut`: the input was cut right after its last line, so a key's middle
-/// may go on past it: there one full-width line is enough.
-pub(crate) fn key_regions(hay: &[u8], cut: bool) -> KeyScan {
+/// `continues`: the input starts in the middle of a key's lines; `cut`: it
+/// was cut right after its last line, so a key's middle may go on past it.
+/// At either end one full-width line is enough.
+pub(crate) fn key_regions(hay: &[u8], continues: bool, cut: bool) -> KeyScan {
     let (mut claims, kept) = armored(hay);
-    middle_runs(hay, &mut claims, cut);
+    middle_runs(hay, &mut claims, continues, cut);
     claims.sort_by_key(|c| c.start);
+    let public = claims
+        .iter()
+        .filter(|c| !c.private)
+        .map(|c| (c.start, c.end))
+        .collect();
     let mut removed: Vec<Found> = Vec::new();
     for c in claims.into_iter().filter(|c| c.private) {
         match removed.last_mut() {
@@ -515,7 +523,11 @@ pub(crate) fn key_regions(hay: &[u8], cut: bool) -> KeyScan {
             }),
         }
     }
-    KeyScan { removed, kept }
+    KeyScan {
+        removed,
+        kept,
+        public,
+    }
 }
 
 /// The armored blocks, whole or cut at either end, in order.
@@ -592,6 +604,8 @@ fn run_field(hay: &[u8], line: Line) -> Option<(usize, usize)> {
 
 /// A run of full-width lines being gathered.
 struct Run {
+    /// Where the run's first line starts.
+    first_line: usize,
     start: usize,
     end: usize,
     width: usize,
@@ -600,9 +614,9 @@ struct Run {
 }
 
 /// Runs of two or more full-width lines of one width and one prefix length,
-/// outside every claim; when the input was `cut`, also one such line that
-/// ends it.
-fn middle_runs(hay: &[u8], claims: &mut Vec<Claim>, cut: bool) {
+/// outside every claim; also one such line that ends a `cut` input or
+/// starts one that `continues` a key.
+fn middle_runs(hay: &[u8], claims: &mut Vec<Claim>, continues: bool, cut: bool) {
     let armored: Vec<(usize, usize)> = claims.iter().map(|c| (c.start, c.end)).collect();
     let inside = |pos: usize| armored.iter().any(|&(s, e)| s <= pos && pos < e);
     let flush = |run: &mut Option<Run>, claims: &mut Vec<Claim>, min_lines: usize| {
@@ -614,6 +628,15 @@ fn middle_runs(hay: &[u8], claims: &mut Vec<Claim>, cut: bool) {
                 end: r.end,
                 private: true,
             });
+        }
+    };
+    // A run that starts the input of a stream that `continues` a key.
+    let first_min = |run: &Option<Run>| {
+        // (after the line break that ended the removal before it)
+        if continues && run.as_ref().is_some_and(|r| r.first_line <= 2) {
+            1
+        } else {
+            2
         }
     };
     let mut run: Option<Run> = None;
@@ -644,8 +667,10 @@ fn middle_runs(hay: &[u8], claims: &mut Vec<Claim>, cut: bool) {
                 r.lines += 1;
             }
             (Some((start, width)), _) => {
-                flush(&mut run, claims, 2);
+                let min = first_min(&run);
+                flush(&mut run, claims, min);
                 run = Some(Run {
+                    first_line: line.start,
                     start,
                     end: start + width,
                     width,
@@ -663,12 +688,14 @@ fn middle_runs(hay: &[u8], claims: &mut Vec<Claim>, cut: bool) {
                 {
                     r.end = start + len;
                 }
-                flush(&mut run, claims, 2);
+                let min = first_min(&run);
+                flush(&mut run, claims, min);
             }
             (None, None) => {}
         }
     }
-    flush(&mut run, claims, if cut { 1 } else { 2 });
+    let min = if cut { 1 } else { first_min(&run) };
+    flush(&mut run, claims, min);
 }
 
 #[cfg(test)]
@@ -676,7 +703,7 @@ mod tests {
     use super::*;
 
     fn removed(hay: &str) -> Vec<&str> {
-        key_regions(hay.as_bytes(), false)
+        key_regions(hay.as_bytes(), false, false)
             .removed
             .into_iter()
             .map(|f| &hay[f.start..f.end])

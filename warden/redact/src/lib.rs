@@ -38,11 +38,13 @@ mod class;
 mod header;
 mod keys;
 mod scan;
+mod stream;
 mod tokens;
 mod url;
 mod yaml;
 
 pub use class::{Class, Counts};
+pub use stream::{Limits, Stream};
 
 use std::sync::OnceLock;
 
@@ -70,6 +72,10 @@ impl Redactor {
         Redactor {
             triggers: scan::Triggers::new(),
         }
+    }
+
+    pub(crate) fn triggers(&self) -> &scan::Triggers {
+        &self.triggers
     }
 
     /// Redacts a complete output.

@@ -89,23 +89,75 @@ pub(crate) struct Output {
     pub counts: Counts,
 }
 
-struct Writer<'h> {
-    hay: &'h [u8],
-    out: Vec<u8>,
-    copied: usize,
-    counts: Counts,
+/// One removal and the earliest byte its judgement read: a cut of the input
+/// between the two would change the judgement (see `crate::stream`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hit {
+    pub found: Found,
+    pub anchor: usize,
 }
 
-impl Writer<'_> {
-    fn replace(&mut self, found: Found) {
+/// Everything one pass found, in order and not overlapping.
+pub(crate) struct Scan {
+    pub hits: Vec<Hit>,
+    /// Certificates and public keys: kept, but a cut through one would
+    /// show its lines without their armor.
+    pub public: Vec<(usize, usize)>,
+}
+
+/// How far before its trigger a rule may read (a name, a scheme, a bot id):
+/// the anchor is the trigger's line start, but never further back than this.
+const LOOKBACK: usize = 256;
+
+struct Recorder<'h> {
+    hay: &'h [u8],
+    hits: Vec<Hit>,
+    /// The end of the last removal: rules read nothing before it.
+    copied: usize,
+}
+
+impl Recorder<'_> {
+    fn replace(&mut self, found: Found, trigger: usize) {
         // A secret overlapping one already removed: remove what is left of it.
         let start = found.start.max(self.copied);
         let end = found.end.max(start);
-        self.out.extend_from_slice(&self.hay[self.copied..start]);
-        push_marker(&mut self.out, found.class);
+        let line_start = memchr::memrchr(b'\n', &self.hay[..trigger]).map_or(0, |i| i + 1);
+        let anchor = line_start.max(trigger.saturating_sub(LOOKBACK)).min(start);
+        self.hits.push(Hit {
+            found: Found {
+                start,
+                end,
+                ..found
+            },
+            anchor,
+        });
         self.copied = end;
-        self.counts.add(found.class);
     }
+}
+
+/// Writes `hay[from..upto]` with every hit that ends by `upto` replaced by
+/// its marker, and counts them. A hit that starts before `from` (in bytes
+/// already written) is marked from `from` on.
+pub(crate) fn write(
+    hay: &[u8],
+    hits: &[Hit],
+    from: usize,
+    upto: usize,
+    out: &mut Vec<u8>,
+    counts: &mut Counts,
+) {
+    let mut copied = from;
+    for hit in hits.iter().take_while(|h| h.found.end <= upto) {
+        if hit.found.end <= from {
+            continue;
+        }
+        let start = hit.found.start.max(copied);
+        out.extend_from_slice(&hay[copied..start]);
+        push_marker(out, hit.found.class);
+        counts.add(hit.found.class);
+        copied = hit.found.end;
+    }
+    out.extend_from_slice(&hay[copied..upto]);
 }
 
 pub(crate) fn push_marker(out: &mut Vec<u8>, class: Class) {
@@ -140,31 +192,41 @@ thread_local! {
     static LOWER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// `cut`: the input ends where a cap cut the output (see `keys::key_regions`).
+/// Redacts `hay` whole. `cut`: the input ends where a cap cut the output
+/// (see `keys::key_regions`).
 pub(crate) fn scan(triggers: &Triggers, hay: &[u8], cut: bool) -> Output {
+    let found = find(triggers, hay, false, cut);
+    let mut text = Vec::with_capacity(hay.len());
+    let mut counts = Counts::default();
+    write(hay, &found.hits, 0, hay.len(), &mut text, &mut counts);
+    Output { text, counts }
+}
+
+/// Finds every removal in `hay`. `continues`: the input starts in the
+/// middle of a key's lines; `cut`: it ends in them.
+pub(crate) fn find(triggers: &Triggers, hay: &[u8], continues: bool, cut: bool) -> Scan {
     LOWER.with_borrow_mut(|lower| {
         lower.clear();
         lower.extend(hay.iter().map(u8::to_ascii_lowercase));
-        let out = scan_with(triggers, hay, lower, cut);
+        let out = find_with(triggers, hay, lower, continues, cut);
         if lower.capacity() > KEEP_LOWER {
-            // A one-off huge input (the CLI on a large file) does not pin
-            // its copy for the life of the thread.
+            // A one-off huge input does not pin its copy for the life of
+            // the thread.
             *lower = Vec::new();
         }
         out
     })
 }
 
-fn scan_with(triggers: &Triggers, hay: &[u8], lower: &[u8], cut: bool) -> Output {
+fn find_with(triggers: &Triggers, hay: &[u8], lower: &[u8], continues: bool, cut: bool) -> Scan {
     let whole = View { hay, lower };
-    let mut w = Writer {
+    let mut w = Recorder {
         hay,
-        out: Vec::with_capacity(hay.len()),
+        hits: Vec::new(),
         copied: 0,
-        counts: Counts::default(),
     };
     let mut segment_start = 0;
-    let keys = crate::keys::key_regions(hay, cut);
+    let keys = crate::keys::key_regions(hay, continues, cut);
     let mut kept = keys.kept.iter().peekable();
     for block in keys.removed {
         while let Some(&(start, end)) = kept.next_if(|k| k.0 < block.start) {
@@ -174,7 +236,7 @@ fn scan_with(triggers: &Triggers, hay: &[u8], lower: &[u8], cut: bool) -> Output
             }
         }
         scan_segment(triggers, whole.until(block.start), segment_start, &mut w);
-        w.replace(block);
+        w.replace(block, block.start);
         segment_start = block.end;
     }
     for &(start, end) in kept {
@@ -184,24 +246,23 @@ fn scan_with(triggers: &Triggers, hay: &[u8], lower: &[u8], cut: bool) -> Output
         }
     }
     scan_segment(triggers, whole, segment_start, &mut w);
-    w.out.extend_from_slice(&hay[w.copied..]);
-    Output {
-        text: w.out,
-        counts: w.counts,
+    Scan {
+        hits: w.hits,
+        public: keys.public,
     }
 }
 
 /// Removes tokens that sit in an assignment's name after its keyword
 /// (`api_key-ghp_…=value`): the scan resumes after the value, so it would
 /// never come back to them. `view` ends where the value starts.
-fn tokens_between(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Writer<'_>) {
+fn tokens_between(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Recorder<'_>) {
     let input = Input::new(view.lower).span(from..view.lower.len());
     for m in triggers.automaton.find_iter(input) {
         if let Trigger::Token(prefix) = TRIGGERS[m.pattern().as_usize()].1
             && m.start() >= w.copied
             && let Some(token) = token_at(view.hay, m.start(), prefix, w.copied)
         {
-            w.replace(token);
+            w.replace(token, m.start());
         }
     }
 }
@@ -230,7 +291,7 @@ fn telegram_candidates(hay: &[u8], from: usize) -> Vec<usize> {
 
 /// Runs the rules over `view[from..]`; the view ends where the next key block
 /// starts (or is the whole input).
-fn scan_segment(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Writer<'_>) {
+fn scan_segment(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Recorder<'_>) {
     let hay = view.hay;
     let find_trigger = |from: usize| {
         triggers
@@ -256,9 +317,9 @@ fn scan_segment(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Writer
             (None, Some(_)) => true,
             (Some(_), None) => false,
         };
-        let (found, resume) = if colon_first {
+        let (found, resume, trigger) = if colon_first {
             let c = next_colon.unwrap_or(at);
-            (telegram_at_colon(hay, c, w.copied), c + 1)
+            (telegram_at_colon(hay, c, w.copied), c + 1, c)
         } else {
             let Some(m) = next_trigger else { break };
             let found = match TRIGGERS[m.pattern().as_usize()].1 {
@@ -273,12 +334,12 @@ fn scan_segment(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Writer
                 Trigger::SchemeSeparator(form) => url_password_at(hay, m.start(), w.copied, form),
                 Trigger::EncodedColon => telegram_at_encoded_colon(hay, m.start(), w.copied),
             };
-            (found, m.end())
+            (found, m.end(), m.start())
         };
         match found {
             Some(found) if found.end > w.copied => {
                 at = found.end;
-                w.replace(found);
+                w.replace(found, trigger);
             }
             _ => at = resume,
         }
