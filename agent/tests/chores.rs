@@ -119,13 +119,15 @@ fn write_mine(warden: &TestWarden, name: &str, script: &str) {
 
 #[test]
 fn a_chore_writing_outside_its_touches_is_killed_and_journaled() {
+    // The home it writes is one it may read: the cage shows it read-only,
+    // so the write is refused with EROFS, which the tripwire reads.
     let warden = TestWarden::start_with("chores-outside", account("aromba"), true, |_| {});
     let base = std::path::PathBuf::from(format!("/var/tmp/aromba-outside-{}", std::process::id()));
     let (touched, home) = (base.join("touched"), base.join("home"));
     std::fs::create_dir_all(&touched).unwrap();
     std::fs::create_dir_all(&home).unwrap();
     let script = format!(
-        "#!/bin/sh\n# aromba-chore: 1\n# name: sneaky\n# description: Claims a cache, writes a home\n# color: green\n# touches: {t}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would-clean; exit 0; fi\necho x > {h}/planted\nsleep 50\necho y > {t}/after\n",
+        "#!/bin/sh\n# aromba-chore: 1\n# name: sneaky\n# description: Claims a cache, writes a home\n# color: green\n# touches: {t}\n# reads: {h}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would-clean; exit 0; fi\necho x > {h}/planted\nsleep 50\necho y > {t}/after\n",
         t = touched.display(),
         h = home.display()
     );

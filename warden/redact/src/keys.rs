@@ -123,7 +123,8 @@ fn kind(hay: &[u8], line: Line) -> Kind {
     // A full line of a key's base64 is never all hex digits: that is a
     // digest or an id, one a line.
     let hex = end - start >= MIN_FULL && hay[start..end].iter().all(u8::is_ascii_hexdigit);
-    if start < body_end && bounded && pads <= 2 && !hex {
+    // A last line may be padding alone (`==`, a body wrapped at 70).
+    if (start < body_end || pads > 0) && bounded && pads <= 2 && !hex {
         return Kind::Field {
             start,
             len: end - start,
@@ -680,15 +681,22 @@ fn middle_runs(hay: &[u8], claims: &mut Vec<Claim>, continues: bool, cut: bool) 
             }
             (None, Some(r)) => {
                 // The short last line of the key, right after its middle.
-                if r.lines >= 2
-                    && let Kind::Field { start, len, .. } = kind(hay, line)
-                    && len < r.width
-                    && start - line.start == r.prefix
-                    && !inside(line.start)
-                {
+                let short_last = matches!(
+                    kind(hay, line),
+                    Kind::Field { start, len, .. }
+                        if len < r.width && start - line.start == r.prefix
+                ) && !inside(line.start);
+                if short_last && let Kind::Field { start, len, .. } = kind(hay, line) {
                     r.end = start + len;
                 }
-                let min = first_min(&run);
+                // A cut output that ends right after it: one full line and
+                // the last line are enough.
+                let ends_input = nl.is_none_or(|n| n + 1 >= hay.len());
+                let min = if cut && short_last && ends_input {
+                    1
+                } else {
+                    first_min(&run)
+                };
                 flush(&mut run, claims, min);
             }
             (None, None) => {}

@@ -13,22 +13,27 @@
 //!
 //! # What is removed
 //!
-//! Private-key blocks (PEM, OpenSSH, PGP, SSH2) whole, also when cut off;
-//! OpenAI, Anthropic, OpenRouter, Stripe, GitHub, AWS, Slack, Google and
-//! Telegram bot tokens (also inside Bot API URLs); JWTs; passwords in URLs of
-//! any scheme; `Basic`/`Bearer` credentials; and values of assignments whose
-//! name contains `key`, `token`, `secret`, `password`, `passwd`, `pwd`,
-//! `credential`, `bearer` or `auth` when 12 bytes or longer and not a path.
-//! Each removal becomes `[redacted:CLASS]`.
+//! Private-key material by its shape from either end (a key cut by an
+//! output window takes only its own lines); OpenAI, Anthropic, OpenRouter,
+//! Stripe, GitHub, AWS, Slack, Google and Telegram bot tokens (also inside
+//! Bot API URLs); JWTs; passwords in URLs of any scheme, to the last `@`
+//! before the host, also JSON-escaped or percent-encoded; the credential of
+//! an `Authorization` header whatever its scheme; and values of assignments
+//! whose name contains `key`, `token`, `secret`, `password`, `passwd`,
+//! `pwd`, `credential`, `bearer` or `auth` when 12 bytes or longer and not a
+//! path — also escaped (`\u003d`, `\u0022`, `%3D`), on the next lines (YAML)
+//! or in a connection string. Each removal becomes `[redacted:CLASS]`.
+//! SECURITY.md's Redaction section is the full account, with what is kept.
 //!
-//! # Whole buffers, not a stream
+//! # Whole buffers, and a stream
 //!
 //! The Warden collects a command's output up to its byte cap and answers only
-//! when the command has ended, so the redactor is given the whole buffer and
-//! a secret can never straddle two reads. When the Warden had to cut the
-//! output at the cap, it calls [`redact_cut`]: the last, unfinished line is
-//! dropped whole, because whatever secret it held may now be too short for
-//! its rule to recognise.
+//! when the command has ended, so it calls [`redact`] on the whole buffer.
+//! When it had to cut the output at the cap, it calls [`redact_cut`]: the
+//! last, unfinished line is dropped whole, because whatever secret it held
+//! may now be too short for its rule to recognise. [`Stream`] redacts input
+//! of any size in bounded memory, with the same result (the command-line
+//! filter uses it).
 
 #![forbid(unsafe_code)]
 
