@@ -39,15 +39,27 @@ const LABEL_CAP: usize = 96;
 
 /// Armor header names (RFC 1421, RFC 4880) that follow a BEGIN line.
 const HEADERS: &[&[u8]] = &[
-    b"Proc-Type: ",
-    b"DEK-Info: ",
-    b"Version: ",
-    b"Comment: ",
-    b"Hash: ",
-    b"Charset: ",
-    b"MessageID: ",
-    b"Subject: ",
+    b"Proc-Type",
+    b"DEK-Info",
+    b"Version",
+    b"Comment",
+    b"Hash",
+    b"Charset",
+    b"MessageID",
+    b"Subject",
 ];
+
+/// `Name: value` with an armor header's name, after any prefix.
+fn is_header(text: &[u8]) -> bool {
+    memchr::memchr_iter(b':', text).any(|colon| {
+        text.get(colon + 1) == Some(&b' ')
+            && HEADERS.iter().any(|h| {
+                colon >= h.len()
+                    && &text[colon - h.len()..colon] == *h
+                    && (colon == h.len() || is_blank(text[colon - h.len() - 1]))
+            })
+    })
+}
 
 /// How lines are separated: real line breaks, or `\n` escapes inside a
 /// JSON string (a service account's `"private_key"`).
@@ -96,8 +108,7 @@ fn kind(hay: &[u8], line: Line) -> Kind {
     if end == line.start || (end < line.end && hay[end - 1] == b':') {
         return Kind::Blank;
     }
-    let text = &hay[line.start..end];
-    if HEADERS.iter().any(|h| memmem::find(text, h).is_some()) {
+    if is_header(&hay[line.start..end]) {
         return Kind::Header;
     }
     let mut body_end = end;
@@ -504,8 +515,10 @@ pub(crate) struct KeyScan {
 /// `continues`: the input starts in the middle of a key's lines; `cut`: it
 /// was cut right after its last line, so a key's middle may go on past it.
 /// At either end one full-width line is enough.
-pub(crate) fn key_regions(hay: &[u8], continues: bool, cut: bool) -> KeyScan {
-    let (mut claims, kept) = armored(hay);
+/// `dashes`: where runs of four dashes start, in order (every armor line
+/// has one).
+pub(crate) fn key_regions(hay: &[u8], dashes: &[usize], continues: bool, cut: bool) -> KeyScan {
+    let (mut claims, kept) = armored(hay, dashes);
     middle_runs(hay, &mut claims, continues, cut);
     claims.sort_by_key(|c| c.start);
     let public = claims
@@ -532,19 +545,31 @@ pub(crate) fn key_regions(hay: &[u8], continues: bool, cut: bool) -> KeyScan {
 }
 
 /// The armored blocks, whole or cut at either end, in order.
-fn armored(hay: &[u8]) -> (Vec<Claim>, Vec<(usize, usize)>) {
+fn armored(hay: &[u8], dashes: &[usize]) -> (Vec<Claim>, Vec<(usize, usize)>) {
+    // Every armor line has a run of four or more dashes before its word:
+    // one search finds both kinds.
     let mut armors: Vec<Armor> = Vec::new();
-    for at in memmem::find_iter(hay, b"BEGIN") {
-        if let Some(a) = armor_at(hay, at, true) {
-            armors.push(a);
+    let mut from = 0;
+    for &at in dashes {
+        if at < from {
+            continue;
         }
+        let run_end = at + hay[at..].iter().take_while(|&&b| b == b'-').count();
+        let word = if hay[run_end..].starts_with(b" ") {
+            run_end + 1
+        } else {
+            run_end
+        };
+        let armor = if hay[word..].starts_with(b"BEGIN") {
+            armor_at(hay, word, true)
+        } else if hay[word..].starts_with(b"END") {
+            armor_at(hay, word, false)
+        } else {
+            None
+        };
+        armors.extend(armor);
+        from = run_end;
     }
-    for at in memmem::find_iter(hay, b"END") {
-        if let Some(a) = armor_at(hay, at, false) {
-            armors.push(a);
-        }
-    }
-    armors.sort_by_key(|a| a.start);
     let mut claims: Vec<Claim> = Vec::new();
     let mut kept = Vec::new();
     let mut claimed_until = 0;
@@ -620,90 +645,113 @@ struct Run {
 fn middle_runs(hay: &[u8], claims: &mut Vec<Claim>, continues: bool, cut: bool) {
     let armored: Vec<(usize, usize)> = claims.iter().map(|c| (c.start, c.end)).collect();
     let inside = |pos: usize| armored.iter().any(|&(s, e)| s <= pos && pos < e);
-    let flush = |run: &mut Option<Run>, claims: &mut Vec<Claim>, min_lines: usize| {
-        if let Some(r) = run.take()
-            && r.lines >= min_lines
-        {
-            claims.push(Claim {
-                start: r.start,
-                end: r.end,
-                private: true,
-            });
-        }
-    };
-    // A run that starts the input of a stream that `continues` a key.
-    let first_min = |run: &Option<Run>| {
-        // (after the line break that ended the removal before it)
-        if continues && run.as_ref().is_some_and(|r| r.first_line <= 2) {
-            1
-        } else {
-            2
-        }
-    };
     let mut run: Option<Run> = None;
-    let mut line_start = 0;
-    let breaks = memchr::memchr_iter(b'\n', hay).map(Some);
-    for nl in breaks.chain(std::iter::once(None)) {
-        let raw_end = nl.unwrap_or(hay.len());
-        let end = if raw_end > line_start && hay[raw_end - 1] == b'\r' {
-            raw_end - 1
-        } else {
-            raw_end
+    for line in full_width_lines(hay) {
+        let Some((start, width)) = run_field(hay, line).filter(|_| !inside(line.start)) else {
+            continue;
         };
-        let line = Line {
-            start: line_start,
-            end,
-        };
-        line_start = raw_end + 1;
-        if nl.is_none() && line.start == line.end {
-            // The empty rest after a final line break.
-            break;
-        }
-        let field = run_field(hay, line).filter(|_| !inside(line.start));
-        match (field, run.as_mut()) {
-            (Some((start, width)), Some(r))
-                if r.width == width && r.prefix == start - line.start =>
-            {
+        let prefix = start - line.start;
+        // The line right after the run's last one continues it.
+        let adjacent = run
+            .as_ref()
+            .is_some_and(|r| next_line_start(hay, r.end) == line.start);
+        match run.as_mut() {
+            Some(r) if adjacent && r.width == width && r.prefix == prefix => {
                 r.end = start + width;
                 r.lines += 1;
+                continue;
             }
-            (Some((start, width)), _) => {
-                let min = first_min(&run);
-                flush(&mut run, claims, min);
-                run = Some(Run {
-                    first_line: line.start,
-                    start,
-                    end: start + width,
-                    width,
-                    prefix: start - line.start,
-                    lines: 1,
-                });
-            }
-            (None, Some(r)) => {
-                // The short last line of the key, right after its middle.
-                let short_last = matches!(
-                    kind(hay, line),
-                    Kind::Field { start, len, .. }
-                        if len < r.width && start - line.start == r.prefix
-                ) && !inside(line.start);
-                if short_last && let Kind::Field { start, len, .. } = kind(hay, line) {
-                    r.end = start + len;
-                }
-                // A cut output that ends right after it: one full line and
-                // the last line are enough.
-                let ends_input = nl.is_none_or(|n| n + 1 >= hay.len());
-                let min = if cut && short_last && ends_input {
-                    1
-                } else {
-                    first_min(&run)
-                };
-                flush(&mut run, claims, min);
-            }
-            (None, None) => {}
+            _ => {}
+        }
+        if let Some(r) = run.take() {
+            claims.extend(close_run(hay, r, continues, cut, &inside));
+        }
+        run = Some(Run {
+            first_line: line.start,
+            start,
+            end: start + width,
+            width,
+            prefix,
+            lines: 1,
+        });
+    }
+    if let Some(r) = run {
+        claims.extend(close_run(hay, r, continues, cut, &inside));
+    }
+}
+
+/// Ends a run: takes the short last line after it when there is one, and
+/// claims it when it has enough lines — two, or one that ends a `cut` input
+/// or starts one that `continues` a key (after the line break that ended
+/// the removal before it).
+fn close_run(
+    hay: &[u8],
+    mut r: Run,
+    continues: bool,
+    cut: bool,
+    inside: &dyn Fn(usize) -> bool,
+) -> Option<Claim> {
+    let next = next_line_start(hay, r.end);
+    let mut ends_input = next >= hay.len();
+    if !ends_input {
+        // The short last line of the key, right after its middle.
+        let line = line_from(hay, next, Sep::Newline);
+        if let Kind::Field { start, len, .. } = kind(hay, line)
+            && len < r.width
+            && start - line.start == r.prefix
+            && !inside(line.start)
+        {
+            r.end = start + len;
+            ends_input = next_line_start(hay, r.end) >= hay.len();
+        } else {
+            ends_input = false;
         }
     }
-    let min = if cut { 1 } else { first_min(&run) };
-    flush(&mut run, claims, min);
+    let enough = r.lines >= 2 || (cut && ends_input) || (continues && r.first_line <= 2);
+    enough.then_some(Claim {
+        start: r.start,
+        end: r.end,
+        private: true,
+    })
+}
+
+/// The start of the line after the one `pos` is in (or the input's end).
+fn next_line_start(hay: &[u8], pos: usize) -> usize {
+    memchr::memchr(b'\n', &hay[pos.min(hay.len())..]).map_or(hay.len(), |i| pos + i + 1)
+}
+
+/// The lines that may end in a full-width field, in order: a cheap look at
+/// a few of the last 60 bytes of each line rejects almost every line of
+/// ordinary output.
+fn full_width_lines(hay: &[u8]) -> impl Iterator<Item = Line> + '_ {
+    let mut line_start = 0;
+    let mut breaks = memchr::memchr_iter(b'\n', hay)
+        .map(Some)
+        .chain(std::iter::once(None));
+    std::iter::from_fn(move || {
+        for nl in breaks.by_ref() {
+            let raw_end = nl.unwrap_or(hay.len());
+            let end = if raw_end > line_start && hay[raw_end - 1] == b'\r' {
+                raw_end - 1
+            } else {
+                raw_end
+            };
+            let line = Line {
+                start: line_start,
+                end,
+            };
+            line_start = raw_end + 1;
+            let e = line.end;
+            if e - line.start >= MIN_RUN_WIDTH
+                && [1, 20, 40, MIN_RUN_WIDTH]
+                    .into_iter()
+                    .all(|back| is_b64(hay[e - back]) || hay[e - back] == b'=')
+            {
+                return Some(line);
+            }
+        }
+        None
+    })
 }
 
 #[cfg(test)]
@@ -711,7 +759,8 @@ mod tests {
     use super::*;
 
     fn removed(hay: &str) -> Vec<&str> {
-        key_regions(hay.as_bytes(), false, false)
+        let dashes: Vec<usize> = memmem::find_iter(hay.as_bytes(), b"----").collect();
+        key_regions(hay.as_bytes(), &dashes, false, false)
             .removed
             .into_iter()
             .map(|f| &hay[f.start..f.end])

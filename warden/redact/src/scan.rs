@@ -11,6 +11,7 @@
 
 use crate::Class;
 use crate::assign::assignment_at;
+use crate::bytes::MARKER_PREFIX;
 use crate::class::Counts;
 use crate::tokens::{Found, Prefix, telegram_at_colon, telegram_at_encoded_colon, token_at};
 use crate::url::{UrlForm, url_password_at};
@@ -18,21 +19,26 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
 
 #[derive(Clone, Copy, Debug)]
 enum Trigger {
-    Keyword,
     Token(Prefix),
     SchemeSeparator(UrlForm),
+}
+
+/// Candidates found outside the automaton: a Telegram token's colon (no
+/// literal at all), and the rare escaped separators, each found with
+/// `memchr`/`memmem` on the byte that makes it rare (`%`, `\`), so that the
+/// automaton keeps few enough literals for its fastest (slim Teddy) search.
+#[derive(Clone, Copy, Debug)]
+enum Rare {
+    /// `123456:`
+    TelegramColon,
     /// `%3A`: a Telegram token's colon, percent-encoded.
     EncodedColon,
+    /// `:\/\/` or `%3A%2F%2F`.
+    Scheme(UrlForm),
 }
 
 const TRIGGERS: &[(&str, Trigger)] = &[
     ("://", Trigger::SchemeSeparator(UrlForm::Plain)),
-    (":\\/\\/", Trigger::SchemeSeparator(UrlForm::JsonEscaped)),
-    (
-        "%3a%2f%2f",
-        Trigger::SchemeSeparator(UrlForm::PercentEncoded),
-    ),
-    ("%3a", Trigger::EncodedColon),
     (
         "hooks.slack.com/services/",
         Trigger::Token(Prefix::SlackWebhook),
@@ -56,30 +62,79 @@ const TRIGGERS: &[(&str, Trigger)] = &[
     ("ya29.", Trigger::Token(Prefix::GoogleAccessToken)),
     ("1//0", Trigger::Token(Prefix::GoogleRefreshToken)),
     ("eyj", Trigger::Token(Prefix::Jwt)),
-    ("credential", Trigger::Keyword),
-    ("password", Trigger::Keyword),
-    ("passwd", Trigger::Keyword),
-    ("secret", Trigger::Keyword),
-    ("bearer", Trigger::Keyword),
-    ("basic", Trigger::Keyword),
-    ("token", Trigger::Keyword),
-    ("auth", Trigger::Keyword),
-    ("key", Trigger::Keyword),
-    ("pwd", Trigger::Keyword),
+];
+
+/// The keywords of a secret's name. They have an automaton of their own:
+/// two small sets search about twice as fast as one large one (the packed
+/// search keeps each set's fingerprints apart).
+const KEYWORDS: &[&str] = &[
+    "credential",
+    "password",
+    "passwd",
+    "secret",
+    "bearer",
+    "basic",
+    "token",
+    "auth",
+    "key",
+    "pwd",
 ];
 
 pub(crate) struct Triggers {
-    automaton: AhoCorasick,
+    tokens: AhoCorasick,
+    keywords: AhoCorasick,
+    /// `----`, `:a`, `%3a`, `:\/\/`: see [`Rares`].
+    rare: AhoCorasick,
 }
 
 impl Triggers {
     pub(crate) fn new() -> Triggers {
-        let automaton = AhoCorasickBuilder::new()
-            .match_kind(MatchKind::LeftmostFirst)
-            .build(TRIGGERS.iter().map(|(literal, _)| literal))
-            // A fixed, small set of literals: building cannot fail.
-            .expect("the trigger literals build an automaton");
-        Triggers { automaton }
+        let build = |literals: &mut dyn Iterator<Item = &str>| {
+            AhoCorasickBuilder::new()
+                .match_kind(MatchKind::LeftmostFirst)
+                .build(literals)
+                // A fixed, small set of literals: building cannot fail.
+                .expect("the trigger literals build an automaton")
+        };
+        Triggers {
+            tokens: build(&mut TRIGGERS.iter().map(|(literal, _)| *literal)),
+            keywords: build(&mut KEYWORDS.iter().copied()),
+            rare: build(&mut RARE.iter().copied()),
+        }
+    }
+}
+
+/// A running search of one automaton over a segment, restarted only where
+/// a removal ended in the middle of a match (a trigger may start inside it).
+struct Matches<'a> {
+    automaton: &'a AhoCorasick,
+    lower: &'a [u8],
+    iter: aho_corasick::FindIter<'a, 'a>,
+    next: Option<aho_corasick::Match>,
+}
+
+impl<'a> Matches<'a> {
+    fn new(automaton: &'a AhoCorasick, lower: &'a [u8], from: usize) -> Matches<'a> {
+        let mut iter = automaton.find_iter(Input::new(lower).span(from..lower.len()));
+        let next = iter.next();
+        Matches {
+            automaton,
+            lower,
+            iter,
+            next,
+        }
+    }
+
+    /// The first match that starts at `at` or later.
+    fn peek_from(&mut self, at: usize) -> Option<aho_corasick::Match> {
+        while let Some(m) = self.next.filter(|m| m.start() < at) {
+            if m.end() > at {
+                *self = Matches::new(self.automaton, self.lower, at);
+            } else {
+                self.next = self.iter.next();
+            }
+        }
+        self.next
     }
 }
 
@@ -196,7 +251,12 @@ thread_local! {
 /// (see `keys::key_regions`).
 pub(crate) fn scan(triggers: &Triggers, hay: &[u8], cut: bool) -> Output {
     let found = find(triggers, hay, false, cut);
-    let mut text = Vec::with_capacity(hay.len());
+    // The exact length, so that the buffer is never grown (a grown 1 MiB
+    // buffer is a fresh mapping to fault in).
+    let len = found.hits.iter().fold(hay.len(), |len, h| {
+        len - (h.found.end - h.found.start) + MARKER_PREFIX.len() + h.found.class.name().len() + 1
+    });
+    let mut text = Vec::with_capacity(len);
     let mut counts = Counts::default();
     write(hay, &found.hits, 0, hay.len(), &mut text, &mut counts);
     Output { text, counts }
@@ -225,27 +285,35 @@ fn find_with(triggers: &Triggers, hay: &[u8], lower: &[u8], continues: bool, cut
         hits: Vec::new(),
         copied: 0,
     };
+    let rares = rares(triggers, hay, lower);
+    let rare = &rares.candidates;
     let mut segment_start = 0;
-    let keys = crate::keys::key_regions(hay, continues, cut);
+    let keys = crate::keys::key_regions(hay, &rares.dashes, continues, cut);
     let mut kept = keys.kept.iter().peekable();
     for block in keys.removed {
         while let Some(&(start, end)) = kept.next_if(|k| k.0 < block.start) {
             if start >= segment_start {
-                scan_segment(triggers, whole.until(start), segment_start, &mut w);
+                scan_segment(triggers, whole.until(start), rare, segment_start, &mut w);
                 segment_start = end.min(block.start);
             }
         }
-        scan_segment(triggers, whole.until(block.start), segment_start, &mut w);
+        scan_segment(
+            triggers,
+            whole.until(block.start),
+            rare,
+            segment_start,
+            &mut w,
+        );
         w.replace(block, block.start);
         segment_start = block.end;
     }
     for &(start, end) in kept {
         if start >= segment_start {
-            scan_segment(triggers, whole.until(start), segment_start, &mut w);
+            scan_segment(triggers, whole.until(start), rare, segment_start, &mut w);
             segment_start = end;
         }
     }
-    scan_segment(triggers, whole, segment_start, &mut w);
+    scan_segment(triggers, whole, rare, segment_start, &mut w);
     Scan {
         hits: w.hits,
         public: keys.public,
@@ -257,9 +325,11 @@ fn find_with(triggers: &Triggers, hay: &[u8], lower: &[u8], continues: bool, cut
 /// never come back to them. `view` ends where the value starts.
 fn tokens_between(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Recorder<'_>) {
     let input = Input::new(view.lower).span(from..view.lower.len());
-    for m in triggers.automaton.find_iter(input) {
-        if let Trigger::Token(prefix) = TRIGGERS[m.pattern().as_usize()].1
-            && m.start() >= w.copied
+    for m in triggers.tokens.find_iter(input) {
+        let Trigger::Token(prefix) = TRIGGERS[m.pattern().as_usize()].1 else {
+            continue;
+        };
+        if m.start() >= w.copied
             && let Some(token) = token_at(view.hay, m.start(), prefix, w.copied)
         {
             w.replace(token, m.start());
@@ -267,74 +337,111 @@ fn tokens_between(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Reco
     }
 }
 
-/// Colons that may end a Telegram bot id: six digits before, a token byte
-/// after. Cheap enough to run over every colon (clock times fail at the
-/// third byte); the full rule runs on these few.
-fn telegram_candidates(hay: &[u8], from: usize) -> Vec<usize> {
+/// Literals that are rare in output, found in one search of their own
+/// (four literals: the fastest packed search) so that the two main
+/// automata stay small: the dashes of armor lines, and the separators of
+/// the rare candidates below.
+const RARE: &[&str] = &["----", ":a", "%3a", ":\\/\\/"];
+
+/// What the rare search found in a whole input, in order.
+pub(crate) struct Rares {
+    /// Where runs of four dashes start (armor lines have one).
+    pub dashes: Vec<usize>,
+    /// Colons that may end a Telegram bot id — six digits before, and the
+    /// secret's first byte after: `A`, as in every token Telegram issues
+    /// (its secret is base64url of bytes that start with a zero; secret
+    /// scanners such as gitleaks anchor on it too), found as `:a` in the
+    /// lower-cased copy instead of by a walk over every colon of the output;
+    /// percent-encoded colons; JSON-escaped and percent-encoded schemes.
+    candidates: Vec<(usize, Rare)>,
+}
+
+fn rares(triggers: &Triggers, hay: &[u8], lower: &[u8]) -> Rares {
     let digit = |i: usize| hay[i].is_ascii_digit();
-    memchr::memchr_iter(b':', &hay[from..])
-        .map(|i| from + i)
-        .filter(|&c| {
-            c >= from + 6
-                && digit(c - 3)
-                && digit(c - 1)
-                && digit(c - 2)
-                && digit(c - 4)
-                && digit(c - 5)
-                && digit(c - 6)
-                && hay
-                    .get(c + 1)
-                    .is_some_and(|&b| crate::bytes::is_token_byte(b))
-        })
-        .collect()
+    let mut out = Rares {
+        dashes: Vec::new(),
+        candidates: Vec::new(),
+    };
+    for m in triggers.rare.find_iter(lower) {
+        let at = m.start();
+        match m.pattern().as_usize() {
+            0 => out.dashes.push(at),
+            1 => {
+                if at >= 6 && (1..=6).all(|k| digit(at - k)) {
+                    out.candidates.push((at, Rare::TelegramColon));
+                }
+            }
+            2 => {
+                let kind = if lower[at..].starts_with(b"%3a%2f%2f") {
+                    Rare::Scheme(UrlForm::PercentEncoded)
+                } else {
+                    Rare::EncodedColon
+                };
+                out.candidates.push((at, kind));
+            }
+            _ => out
+                .candidates
+                .push((at, Rare::Scheme(UrlForm::JsonEscaped))),
+        }
+    }
+    out
 }
 
 /// Runs the rules over `view[from..]`; the view ends where the next key block
 /// starts (or is the whole input).
-fn scan_segment(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Recorder<'_>) {
+fn scan_segment(
+    triggers: &Triggers,
+    view: View<'_>,
+    rare: &[(usize, Rare)],
+    from: usize,
+    w: &mut Recorder<'_>,
+) {
     let hay = view.hay;
-    let find_trigger = |from: usize| {
-        triggers
-            .automaton
-            .find(Input::new(view.lower).span(from..hay.len()))
-    };
-    let colons = telegram_candidates(hay, from);
-    let mut colon_index = 0;
+    let mut tokens = Matches::new(&triggers.tokens, view.lower, from);
+    let mut keywords = Matches::new(&triggers.keywords, view.lower, from);
+    let first = rare.partition_point(|&(c, _)| c < from);
+    let end = rare.partition_point(|&(c, _)| c < hay.len());
+    let rare = &rare[first..end.max(first)];
+    let mut rare_index = 0;
 
     let mut at = from;
-    let mut next_trigger = find_trigger(from);
     while at < hay.len() {
-        if next_trigger.is_some_and(|m| m.start() < at) {
-            next_trigger = find_trigger(at);
+        while rare.get(rare_index).is_some_and(|&(c, _)| c < at) {
+            rare_index += 1;
         }
-        while colons.get(colon_index).is_some_and(|&c| c < at) {
-            colon_index += 1;
-        }
-        let next_colon = colons.get(colon_index).copied();
-        let colon_first = match (next_trigger, next_colon) {
-            (None, None) => break,
-            (Some(m), Some(c)) => c < m.start(),
-            (None, Some(_)) => true,
-            (Some(_), None) => false,
+        // The leftmost candidate of the three; on a tie a token prefix
+        // before a keyword, as one automaton listing them first would.
+        let token = tokens.peek_from(at);
+        let keyword = keywords.peek_from(at);
+        let next_rare = rare.get(rare_index).copied();
+        let starts = [
+            token.map(|m| m.start()),
+            keyword.map(|m| m.start()),
+            next_rare.map(|(c, _)| c),
+        ];
+        let Some(first) = starts.iter().flatten().min().copied() else {
+            break;
         };
-        let (found, resume, trigger) = if colon_first {
-            let c = next_colon.unwrap_or(at);
-            (telegram_at_colon(hay, c, w.copied), c + 1, c)
-        } else {
-            let Some(m) = next_trigger else { break };
+        let (found, resume, trigger) = if let Some(m) = token.filter(|m| m.start() == first) {
             let found = match TRIGGERS[m.pattern().as_usize()].1 {
-                Trigger::Keyword => {
-                    let found = assignment_at(hay, m.start(), m.end(), w.copied);
-                    if let Some(value) = found {
-                        tokens_between(triggers, view.until(value.start), m.end(), w);
-                    }
-                    found
-                }
                 Trigger::Token(prefix) => token_at(hay, m.start(), prefix, w.copied),
                 Trigger::SchemeSeparator(form) => url_password_at(hay, m.start(), w.copied, form),
-                Trigger::EncodedColon => telegram_at_encoded_colon(hay, m.start(), w.copied),
             };
             (found, m.end(), m.start())
+        } else if let Some(m) = keyword.filter(|m| m.start() == first) {
+            let found = assignment_at(hay, m.start(), m.end(), w.copied);
+            if let Some(value) = found {
+                tokens_between(triggers, view.until(value.start), m.end(), w);
+            }
+            (found, m.end(), m.start())
+        } else {
+            let Some((c, kind)) = next_rare else { break };
+            let found = match kind {
+                Rare::TelegramColon => telegram_at_colon(hay, c, w.copied),
+                Rare::EncodedColon => telegram_at_encoded_colon(hay, c, w.copied),
+                Rare::Scheme(form) => url_password_at(hay, c, w.copied, form),
+            };
+            (found, c + 1, c)
         };
         match found {
             Some(found) if found.end > w.copied => {
