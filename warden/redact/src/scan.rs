@@ -425,7 +425,15 @@ fn scan_segment(
         let (found, resume, trigger) = if let Some(m) = token.filter(|m| m.start() == first) {
             let found = match TRIGGERS[m.pattern().as_usize()].1 {
                 Trigger::Token(prefix) => token_at(hay, m.start(), prefix, w.copied),
-                Trigger::SchemeSeparator(form) => url_password_at(hay, m.start(), w.copied, form),
+                Trigger::SchemeSeparator(form) => {
+                    let found = url_password_at(hay, m.start(), w.copied, form);
+                    if let Some(password) = found {
+                        // A token as the URL's user name
+                        // (`https://ghp_…:x-oauth-basic@github.com`).
+                        tokens_between(triggers, view.until(password.start), m.end(), w);
+                    }
+                    found
+                }
             };
             (found, m.end(), m.start())
         } else if let Some(m) = keyword.filter(|m| m.start() == first) {
@@ -439,7 +447,13 @@ fn scan_segment(
             let found = match kind {
                 Rare::TelegramColon => telegram_at_colon(hay, c, w.copied),
                 Rare::EncodedColon => telegram_at_encoded_colon(hay, c, w.copied),
-                Rare::Scheme(form) => url_password_at(hay, c, w.copied, form),
+                Rare::Scheme(form) => {
+                    let found = url_password_at(hay, c, w.copied, form);
+                    if let Some(password) = found {
+                        tokens_between(triggers, view.until(password.start), c + 1, w);
+                    }
+                    found
+                }
             };
             (found, c + 1, c)
         };

@@ -11,9 +11,11 @@
 //!
 //! A construct longer than the largest window (8 MiB of one key's lines, or
 //! a line with no break) is cut all the same: a removal that spans the cut
-//! is marked once and its remaining bytes dropped from the next window, and
-//! a key's lines that go on past the cut are removed from the next window
-//! even when only one of them is left.
+//! is marked once and its remaining bytes dropped from the next window; a
+//! key's lines that go on past the cut are removed from the next window even
+//! when only one of them is left; and a cut inside a line (after a blank)
+//! keeps the 256 bytes before it as read-only context of the next window,
+//! more than any rule looks back.
 
 use crate::scan::{self, Hit, Triggers};
 use crate::{Class, Counts};
