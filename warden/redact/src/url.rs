@@ -231,10 +231,20 @@ fn userinfo_ends_at(text: &[u8], at: usize, at_marker: bool) -> bool {
     let Some(colon) = memchr::memchr(b':', &text[..at]) else {
         return false;
     };
+    // A user name is made of the bytes RFC 3986 allows in a userinfo (and
+    // UTF-8), without `=`: then no other rule's trigger (an assignment, an
+    // encoded colon) can sit in it unseen while the password is judged.
     let user = &text[..colon];
-    if user
-        .iter()
-        .any(|&b| matches!(b, b'/' | b'?' | b'#' | b' ' | b'\t' | b'@' | b'\\'))
+    let user_byte = |b: u8| {
+        b >= 0x80
+            || b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'.' | b'_' | b'~' | b'-' | b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'%'
+            )
+    };
+    if !user.iter().all(|&b| user_byte(b))
+        || user.windows(3).any(|w| w.eq_ignore_ascii_case(b"%3a"))
     {
         return false;
     }
