@@ -23,6 +23,7 @@
 //! way and kept; their lines are never taken for a key's middle.
 
 use crate::Class;
+use crate::bytes::MARKER_PREFIX;
 use crate::tokens::Found;
 use memchr::memmem;
 
@@ -87,6 +88,10 @@ enum Kind {
     Checksum,
     Header,
     Blank,
+    /// A line with a marker in it: another rule judged part of it, so it is
+    /// never a key's line and a walk stops at it (a second pass must judge
+    /// as the first did, which saw the line whole).
+    Marker,
     Other,
 }
 
@@ -100,6 +105,11 @@ fn is_blank(b: u8) -> bool {
 
 /// What a line is, judged by its last field.
 fn kind(hay: &[u8], line: Line) -> Kind {
+    if memchr::memchr_iter(b'[', &hay[line.start..line.end])
+        .any(|i| hay[line.start + i..].starts_with(MARKER_PREFIX))
+    {
+        return Kind::Marker;
+    }
     let mut end = line.end;
     while end > line.start && is_blank(hay[end - 1]) {
         end -= 1;
@@ -384,6 +394,7 @@ fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> usize {
                 }
             }
             Kind::Checksum => last_line_seen = true,
+            Kind::Marker => break,
             _ => {
                 // One line of another writer inside the body is passed over
                 // when the body goes on after it.
@@ -474,6 +485,7 @@ fn walk_backward(hay: &[u8], armor_start: usize) -> usize {
                 }
                 break;
             }
+            Kind::Marker => break,
             _ => {
                 let resumes = width.is_some_and(|w| {
                     prev_line(hay, line.start, sep).is_some_and(|prev| {

@@ -240,7 +240,20 @@ fn userinfo_ends_at(text: &[u8], at: usize, at_marker: bool) -> bool {
             || b.is_ascii_alphanumeric()
             || matches!(
                 b,
-                b'.' | b'_' | b'~' | b'-' | b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'%'
+                b'.' | b'_'
+                    | b'~'
+                    | b'-'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'%'
             )
     };
     if !user.iter().all(|&b| user_byte(b))
