@@ -78,10 +78,12 @@ pub(crate) fn value_after(
         next = end + 1;
     }
     let start = first?;
-    // A marker ends the value: what follows it was judged by another rule
-    // (as the first pass saw it, where the value ended at that rule's match).
-    let mut end =
-        memchr::memmem::find(&hay[start..last_end], MARKER_PREFIX).map_or(last_end, |i| start + i);
+    // A marker in the lines means another rule judged part of them, on a
+    // pass that saw them whole: that pass's judgement stands.
+    if memchr::memmem::find(&hay[start..last_end], MARKER_PREFIX).is_some() {
+        return None;
+    }
+    let mut end = last_end;
     while end > start && hay[end - 1].is_ascii_whitespace() {
         end -= 1;
     }
