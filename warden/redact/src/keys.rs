@@ -336,9 +336,19 @@ fn full_width(len: usize) -> bool {
     (MIN_FULL..=MAX_FULL).contains(&len)
 }
 
+/// The line of another writer a walk passed over: it is not the key's and
+/// stays. `before` is where the body before it ends, `after` where the body
+/// after it starts (its first field).
+#[derive(Clone, Copy, Debug)]
+struct Gap {
+    before: usize,
+    after: usize,
+}
+
 /// Walks forwards from the line after a BEGIN line; returns the end of the
-/// block (through its END line when one closes it).
-fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> usize {
+/// block (through its END line when one closes it) and the interleaved line
+/// it passed over, if any.
+fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> (usize, Option<Gap>) {
     let sep = sep_after(hay, armor_end);
     let prefix = match sep {
         Sep::Newline => {
@@ -350,7 +360,7 @@ fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> usize {
     // means this is not a block.
     let rest = line_from(hay, armor_end, sep);
     if !hay[rest.start..rest.end].iter().all(|&b| is_blank(b)) {
-        return armor_end;
+        return (armor_end, None);
     }
     let mut end = armor_end;
     let mut current = rest;
@@ -358,11 +368,11 @@ fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> usize {
     let mut headers_allowed = true;
     let mut after_headers = false;
     let mut last_line_seen = false;
-    let mut tolerated = false;
+    let mut gap: Option<Gap> = None;
     while let Some(line) = next_line(hay, current, sep) {
         current = line;
         if let Some(armor_end) = end_armor_in(hay, line) {
-            return armor_end;
+            return (armor_end, gap);
         }
         match kind_with_prefix(hay, line, prefix) {
             Kind::Header if headers_allowed => {
@@ -387,14 +397,24 @@ fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> usize {
             _ => {
                 // One line of another writer inside the body is passed over
                 // when the body goes on after it.
-                let resumes = width.is_some_and(|w| {
-                    !last_line_seen
-                        && next_line(hay, line, sep).is_some_and(|next| {
-                            matches!(kind_with_prefix(hay, next, prefix), Kind::Field { len, padded: false, .. } if len == w)
-                        })
+                let resumes = width.and_then(|w| {
+                    if last_line_seen {
+                        return None;
+                    }
+                    let next = next_line(hay, line, sep)?;
+                    match kind_with_prefix(hay, next, prefix) {
+                        Kind::Field {
+                            start,
+                            len,
+                            padded: false,
+                        } if len == w => Some(start),
+                        _ => None,
+                    }
                 });
-                if resumes && !tolerated {
-                    tolerated = true;
+                if let Some(after) = resumes
+                    && gap.is_none()
+                {
+                    gap = Some(Gap { before: end, after });
                     continue;
                 }
                 break;
@@ -402,12 +422,13 @@ fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> usize {
         }
         end = line.end;
     }
-    end
+    (end, gap)
 }
 
 /// Walks backwards from the line before an END line; returns where the
-/// block starts (the first body field, or a BEGIN line).
-fn walk_backward(hay: &[u8], armor_start: usize) -> usize {
+/// block starts (the first body field, or a BEGIN line) and the interleaved
+/// line it passed over, if any.
+fn walk_backward(hay: &[u8], armor_start: usize) -> (usize, Option<Gap>) {
     let sep = sep_before(hay, armor_start);
     // The END line's own start: a logger prefix before the armor stays.
     let end_line_start = match sep {
@@ -418,7 +439,7 @@ fn walk_backward(hay: &[u8], armor_start: usize) -> usize {
     let mut width: Option<usize> = None;
     let mut checksum_allowed = true;
     let mut short_allowed = true;
-    let mut tolerated = false;
+    let mut gap: Option<Gap> = None;
     let prefix = armor_start - end_line_start;
     let kind_of = |line: Line| kind_with_prefix(hay, line, prefix);
     let mut cursor = end_line_start;
@@ -475,20 +496,29 @@ fn walk_backward(hay: &[u8], armor_start: usize) -> usize {
                 break;
             }
             _ => {
-                let resumes = width.is_some_and(|w| {
-                    prev_line(hay, line.start, sep).is_some_and(|prev| {
-                        matches!(kind_of(prev), Kind::Field { len, padded: false, .. } if len == w)
-                    })
+                let resumes = width.and_then(|w| {
+                    let prev = prev_line(hay, line.start, sep)?;
+                    match kind_of(prev) {
+                        Kind::Field {
+                            len, padded: false, ..
+                        } if len == w => Some(prev.end),
+                        _ => None,
+                    }
                 });
-                if resumes && !tolerated {
-                    tolerated = true;
+                if let Some(before) = resumes
+                    && gap.is_none()
+                {
+                    gap = Some(Gap {
+                        before,
+                        after: start,
+                    });
                     continue;
                 }
                 break;
             }
         }
     }
-    start
+    (start, gap)
 }
 
 /// A span the armor walks claimed: removed when `private`, kept otherwise.
@@ -497,6 +527,9 @@ struct Claim {
     start: usize,
     end: usize,
     private: bool,
+    /// The earliest byte the judgement read before `start` (the BEGIN line
+    /// of a body resumed after an interleaved line).
+    anchor: usize,
 }
 
 /// What the key pass found: the regions to remove, and the armor lines of
@@ -504,8 +537,9 @@ struct Claim {
 /// pass must find the same armor, or it would take the block's body for a
 /// key's middle).
 pub(crate) struct KeyScan {
-    /// Private-key material, in order, not overlapping.
-    pub removed: Vec<Found>,
+    /// Private-key material, in order, not overlapping, each with the
+    /// earliest byte its judgement read.
+    pub removed: Vec<(Found, usize)>,
     /// Public armor lines, in order, not overlapping each other or a removal.
     pub kept: Vec<(usize, usize)>,
     /// The whole public blocks those lines belong to.
@@ -526,15 +560,21 @@ pub(crate) fn key_regions(hay: &[u8], dashes: &[usize], continues: bool, cut: bo
         .filter(|c| !c.private)
         .map(|c| (c.start, c.end))
         .collect();
-    let mut removed: Vec<Found> = Vec::new();
+    let mut removed: Vec<(Found, usize)> = Vec::new();
     for c in claims.into_iter().filter(|c| c.private) {
         match removed.last_mut() {
-            Some(last) if c.start <= last.end => last.end = last.end.max(c.end),
-            _ => removed.push(Found {
-                start: c.start,
-                end: c.end,
-                class: Class::PrivateKey,
-            }),
+            Some((last, anchor)) if c.start <= last.end => {
+                last.end = last.end.max(c.end);
+                *anchor = (*anchor).min(c.anchor);
+            }
+            _ => removed.push((
+                Found {
+                    start: c.start,
+                    end: c.end,
+                    class: Class::PrivateKey,
+                },
+                c.anchor,
+            )),
         }
     }
     KeyScan {
@@ -585,21 +625,41 @@ fn armored(hay: &[u8], dashes: &[usize]) -> (Vec<Claim>, Vec<(usize, usize)>) {
         if !a.private {
             kept.push((a.start, a.end));
         }
-        let claim = if a.begin {
-            Claim {
-                start: a.start,
-                end: walk_forward(hay, a.start, a.end),
-                private: a.private,
-            }
+        let (start, end, gap) = if a.begin {
+            let (end, gap) = walk_forward(hay, a.start, a.end);
+            (a.start, end, gap)
         } else {
-            Claim {
-                start: walk_backward(hay, a.start).max(claimed_until),
-                end: a.end,
-                private: a.private,
-            }
+            let (start, gap) = walk_backward(hay, a.start);
+            (start.max(claimed_until), a.end, gap)
         };
-        claimed_until = claim.end;
-        claims.push(claim);
+        claimed_until = end;
+        match gap {
+            // The interleaved line is another writer's and stays: a key
+            // takes only its own lines. The body after it was judged from
+            // the body before it.
+            Some(gap) if a.private => {
+                if gap.before > start {
+                    claims.push(Claim {
+                        start,
+                        end: gap.before,
+                        private: true,
+                        anchor: start,
+                    });
+                }
+                claims.push(Claim {
+                    start: gap.after.max(start),
+                    end,
+                    private: true,
+                    anchor: start,
+                });
+            }
+            _ => claims.push(Claim {
+                start,
+                end,
+                private: a.private,
+                anchor: start,
+            }),
+        }
     }
     (claims, kept)
 }
@@ -712,6 +772,7 @@ fn close_run(
         start: r.start,
         end: r.end,
         private: true,
+        anchor: r.start,
     })
 }
 
@@ -763,7 +824,7 @@ mod tests {
         key_regions(hay.as_bytes(), &dashes, false, false)
             .removed
             .into_iter()
-            .map(|f| &hay[f.start..f.end])
+            .map(|(f, _)| &hay[f.start..f.end])
             .collect()
     }
 
