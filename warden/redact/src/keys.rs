@@ -345,10 +345,57 @@ struct Gap {
     after: usize,
 }
 
+/// A block whose BEGIN line sits in a JSON string (its line breaks written
+/// `\n`, or `\\n` when that JSON is itself a string in JSON, as
+/// `kubectl -o json` prints a last-applied annotation and Docker's
+/// json-file log a JSON log line) runs to its END line or the end of the
+/// string, whichever comes first: line by line it cannot be read, because
+/// PHP's `json_encode` writes each `/` of the base64 as `\/` and the lines
+/// lose their width. The string ends at a quote (escaped or not: base64 and
+/// armor hold none) or a real line break. None when the BEGIN line is not
+/// followed by an escaped line break.
+fn escaped_block_end(hay: &[u8], armor_end: usize) -> Option<usize> {
+    let rest = &hay[armor_end..];
+    let escaped = [b"\\n".as_slice(), b"\\r\\n", b"\\\\n", b"\\\\r\\\\n"]
+        .iter()
+        .any(|sep| rest.starts_with(sep));
+    if !escaped {
+        return None;
+    }
+    let stop = memchr::memchr3(b'"', b'\n', b'\r', rest).map_or(hay.len(), |i| armor_end + i);
+    let mut from = armor_end;
+    while let Some(i) = memmem::find(&hay[from..stop], b"-----END ") {
+        let word = from + i + 5;
+        if let Some(armor) = armor_at(&hay[..stop], word, false) {
+            return Some(armor.end);
+        }
+        from = word;
+    }
+    // No END line: the string's own trailing line breaks stay.
+    let mut end = stop;
+    loop {
+        let before = end;
+        for sep in [b"\\n".as_slice(), b"\\r"] {
+            if end >= armor_end + sep.len() && hay[..end].ends_with(sep) {
+                end -= sep.len();
+            }
+        }
+        while end > armor_end && hay[end - 1] == b'\\' {
+            end -= 1;
+        }
+        if end == before {
+            return Some(end);
+        }
+    }
+}
+
 /// Walks forwards from the line after a BEGIN line; returns the end of the
 /// block (through its END line when one closes it) and the interleaved line
 /// it passed over, if any.
 fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> (usize, Option<Gap>) {
+    if let Some(end) = escaped_block_end(hay, armor_end) {
+        return (end, None);
+    }
     let sep = sep_after(hay, armor_end);
     let prefix = match sep {
         Sep::Newline => {

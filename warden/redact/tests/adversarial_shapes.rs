@@ -170,3 +170,73 @@ fn kubectl_pod_json_env_value_under_a_secret_name_is_removed() {
     assert_eq!(counts.get(Class::SecretAssignment), 2);
     stream_agrees(input);
 }
+
+/// A key's lines with `/` in them, as base64 has.
+const S1: &str = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQCkqk1AqBCSfvsB";
+const S2: &str = "F3rH8DBmNkEDmipWm3cANQXHUYeEER5hhT6ANhpQJSR/HXwtCVwuTPIrVOE3po2q";
+const S3: &str = "6gMceOJz6/g78EYPlBA01uDY/O/O6t8Km1tnLLUi7gw1aimvYyCMbKW8/5GX3SuI";
+const S4: &str = "zNoI/lSXsI3Xt3BA6hljpSCEsa+TodjAMIdY/bnvy9UI8SoRqN4UEV8FevgmYMFc";
+
+fn fragments() -> Vec<String> {
+    // What would survive: each line's run after its last `/`.
+    [S1, S2, S3, S4]
+        .iter()
+        .map(|l| l.rsplit('/').next().unwrap_or(l).to_string())
+        .collect()
+}
+
+#[test]
+fn php_json_encode_key_with_escaped_slashes_is_removed() {
+    // `json_encode` writes `/` as `\/`, so the lines of the key lose the
+    // width of a key's line.
+    let key = format!(
+        "-----BEGIN PRIVATE KEY-----\\n{S1}\\n{S2}\\n{S3}\\n{S4}\\nAQAB\\n-----END PRIVATE KEY-----\\n"
+    )
+    .replace('/', "\\/");
+    let input = format!(
+        "[2026-12-03 04:22:56] local.DEBUG: config {{\"app_key\":\"{key}\",\"debug\":true}}\n"
+    );
+    let secrets = fragments();
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    let counts = gone(
+        &input,
+        &secrets,
+        &["local.DEBUG: config {\"app_key\":\"", "\",\"debug\":true}"],
+    );
+    assert_eq!(counts.get(Class::PrivateKey), 1);
+    stream_agrees(&input);
+}
+
+#[test]
+fn kubectl_json_last_applied_key_escaped_twice_is_removed() {
+    // A JSON document kept as a string in JSON (a last-applied-configuration
+    // annotation, a Docker json-file log line of a JSON logger): the key's
+    // line breaks are `\\n`.
+    let input = format!(
+        "            \"kubectl.kubernetes.io/last-applied-configuration\": \"{{\\\"stringData\\\":{{\\\"tls.pem\\\":\\\"-----BEGIN RSA PRIVATE KEY-----\\\\n{S1}\\\\n{S2}\\\\n{S3}\\\\n{S4}\\\\nAQAB\\\\n-----END RSA PRIVATE KEY-----\\\\n\\\"}}}}\\n\"\n"
+    );
+    let secrets = fragments();
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    let counts = gone(
+        &input,
+        &secrets,
+        &["{\\\"stringData\\\":{\\\"tls.pem\\\":\\\""],
+    );
+    assert_eq!(counts.get(Class::PrivateKey), 1);
+    stream_agrees(&input);
+}
+
+#[test]
+fn key_in_a_json_string_cut_before_its_end_line_takes_only_the_string() {
+    let input = format!(
+        "{{\"k\": \"-----BEGIN PRIVATE KEY-----\\n{S1}\\n{S2}\\n{}\", \"level\": \"info\"}}\nnext line\n",
+        &S3[..20]
+    )
+    .replace('/', "\\/");
+    gone(
+        &input,
+        &[&S1[40..], &S2[45..], &S3[12..20]],
+        &["{\"k\": \"", "\", \"level\": \"info\"}\nnext line\n"],
+    );
+    stream_agrees(&input);
+}
