@@ -389,6 +389,65 @@ fn escaped_block_end(hay: &[u8], armor_end: usize) -> Option<usize> {
     }
 }
 
+/// The start of a key's tail whose END line sits in a JSON string (see
+/// [`escaped_block_end`]): the lines before the END line back to the
+/// string's start, as long as each is base64 once its escapes are dropped
+/// (`\/`) and no wider than a key's line. None when the END line does not
+/// follow an escaped line break.
+fn escaped_block_start(hay: &[u8], armor_start: usize) -> Option<usize> {
+    if !hay[..armor_start].ends_with(b"\\n") {
+        return None;
+    }
+    // The string starts after a quote (escaped or not) or a real line break.
+    let string_start =
+        memchr::memrchr3(b'"', b'\n', b'\r', &hay[..armor_start]).map_or(0, |i| i + 1);
+    // Split into lines at runs of backslashes followed by `n` (`\n`, `\\n`),
+    // dropping `\r` escapes before them.
+    let mut lines: Vec<(usize, usize)> = Vec::new();
+    let mut line_start = string_start;
+    let mut i = string_start;
+    while i < armor_start {
+        if hay[i] == b'\\' {
+            let run = hay[i..armor_start]
+                .iter()
+                .take_while(|&&b| b == b'\\')
+                .count();
+            if hay.get(i + run) == Some(&b'n') {
+                let mut end = i;
+                // A `\r` escape before the `\n`.
+                if end > line_start && hay[end - 1] == b'r' {
+                    let r_run = hay[line_start..end - 1]
+                        .iter()
+                        .rev()
+                        .take_while(|&&b| b == b'\\')
+                        .count();
+                    if r_run == run {
+                        end -= 1 + r_run;
+                    }
+                }
+                lines.push((line_start, end));
+                i += run + 1;
+                line_start = i;
+                continue;
+            }
+            i += run;
+            continue;
+        }
+        i += 1;
+    }
+    let mut start = armor_start;
+    for &(from, to) in lines.iter().rev() {
+        let body = hay[from..to].iter().filter(|&&b| b != b'\\');
+        let width = body.clone().count();
+        let b64 = body.clone().all(|&b| is_b64(b) || b == b'=');
+        if width == 0 || width > MAX_FULL || !b64 {
+            break;
+        }
+        start = from;
+    }
+    (start < armor_start).then_some(start)
+}
+
 /// Walks forwards from the line after a BEGIN line; returns the end of the
 /// block (through its END line when one closes it) and the interleaved line
 /// it passed over, if any.
@@ -676,7 +735,10 @@ fn armored(hay: &[u8], dashes: &[usize]) -> (Vec<Claim>, Vec<(usize, usize)>) {
             let (end, gap) = walk_forward(hay, a.start, a.end);
             (a.start, end, gap)
         } else {
-            let (start, gap) = walk_backward(hay, a.start);
+            let (start, gap) = match escaped_block_start(hay, a.start) {
+                Some(start) => (start, None),
+                None => walk_backward(hay, a.start),
+            };
             (start.max(claimed_until), a.end, gap)
         };
         claimed_until = end;

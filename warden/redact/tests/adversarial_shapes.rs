@@ -240,3 +240,22 @@ fn key_in_a_json_string_cut_before_its_end_line_takes_only_the_string() {
     );
     stream_agrees(&input);
 }
+
+#[test]
+fn tail_of_a_php_json_encoded_key_without_its_begin_line_is_removed() {
+    let body = format!("{S1}\\n{S2}\\n{S3}\\n{S4}\\nAQAB\\n-----END PRIVATE KEY-----\\n")
+        .replace('/', "\\/");
+    let input = format!("{{\"level\":\"debug\",\"msg\":\"loaded key:\\n{body}\"}}\nnext line\n");
+    let secrets = fragments();
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    let counts = gone(
+        &input,
+        &secrets,
+        &[
+            "{\"level\":\"debug\",\"msg\":\"loaded key:\\n",
+            "next line\n",
+        ],
+    );
+    assert_eq!(counts.get(Class::PrivateKey), 1);
+    stream_agrees(&input);
+}
