@@ -3,8 +3,9 @@
 //! when the value carries a digit; the same written with escapes
 //! (`password\u003d…` as Gson prints it, `{\u0022Password\u0022:\u0022…`
 //! as .NET does, `client_secret%3D…` in a form body); a value on the lines
-//! after its name (YAML, see [`crate::yaml`]); and a connection string's
-//! `Password=two words;`.
+//! after its name (YAML, see [`crate::yaml`]); a connection string's
+//! `Password=two words;`; an assignment quoted whole (`"NAME=two words"`);
+//! and the `value` after a `name` that is a secret's (Kubernetes env).
 //!
 //! NAME is a run of `[A-Za-z0-9_.-]` that contains, in any case, one of the
 //! keywords `key`, `token`, `secret`, `password`, `passwd`, `pwd`,

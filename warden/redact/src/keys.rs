@@ -16,9 +16,11 @@
 //!
 //! Each walk stops at the first line that cannot belong to a body (one
 //! interleaved line of another writer is passed over when the body goes on
-//! after it), so a cut key takes nothing with it but its own lines. A line's
-//! body is its last field, so a logger's prefix does not hide it. Inside a
-//! JSON string the lines are separated by `\n` escapes. Blocks whose own
+//! after it, and kept), so a cut key takes nothing with it but its own
+//! lines. A line's body is its last field, so a logger's prefix does not
+//! hide it. A key inside a JSON string runs from its BEGIN line to its END
+//! line or the string's end (escapes such as PHP's `\/` break its lines'
+//! width), and a tail of one back over its escaped lines. Blocks whose own
 //! armor says they are a certificate or a public key are walked the same
 //! way and kept; their lines are never taken for a key's middle.
 
