@@ -3,8 +3,9 @@
 //! when the value carries a digit; the same written with escapes
 //! (`password\u003d…` as Gson prints it, `{\u0022Password\u0022:\u0022…`
 //! as .NET does, `client_secret%3D…` in a form body); a value on the lines
-//! after its name (YAML, see [`crate::yaml`]); and a connection string's
-//! `Password=two words;`.
+//! after its name (YAML, see [`crate::yaml`]); a connection string's
+//! `Password=two words;`; an assignment quoted whole (`"NAME=two words"`);
+//! and the `value` after a `name` that is a secret's (Kubernetes env).
 //!
 //! NAME is a run of `[A-Za-z0-9_.-]` that contains, in any case, one of the
 //! keywords `key`, `token`, `secret`, `password`, `passwd`, `pwd`,
@@ -99,6 +100,11 @@ pub(crate) fn assignment_at(
         return credential_after_scheme(hay, name_end, false);
     }
 
+    if dashes == 0
+        && let Some(value) = pair_value(hay, name_start, name_end, floor)
+    {
+        return judge_value(hay, value, name, Form::Operator);
+    }
     let op = operator_after_name(hay, name_end, dashes > 0)?;
     if op.form == Form::Operator && is_authorization(bare_name) {
         return authorization_value(hay, op.value_at);
@@ -114,6 +120,12 @@ pub(crate) fn assignment_at(
         return judge_value(hay, v, name, Form::Operator);
     }
     let mut value = value_span(hay, op.value_at, op.form, op.escape)?;
+    if op.equals
+        && !value.quoted
+        && let Some(end) = enclosed_value_end(hay, name_start, value.end, floor)
+    {
+        value.end = end;
+    }
     if op.equals
         && !value.quoted
         && let Some(end) = connection_string_value_end(hay, name_start, value.end, floor)
@@ -349,6 +361,156 @@ fn ends_unquoted(hay: &[u8], i: usize, escape: Escape) -> bool {
         }
         _ => false,
     }
+}
+
+/// A name given as the value of a `name` key, its value under a `value` key
+/// right after it, as Kubernetes prints a container's environment
+/// (`- name: DB_PASSWORD` then `  value: …`, or `{"name": "DB_PASSWORD",
+/// "value": "…"}` in JSON, one pair a line or both on one) and ECS and SSM
+/// print theirs (`"Name"`, `"Value"`). Returns the value of `value`.
+fn pair_value(hay: &[u8], name_start: usize, name_end: usize, floor: usize) -> Option<Value> {
+    // Before the name: an optional quote, blanks, `:`, the key `name`,
+    // itself quoted in JSON.
+    let mut i = name_start;
+    let mut quote = None;
+    if i > floor && matches!(hay[i - 1], b'"' | b'\'') {
+        quote = Some(hay[i - 1]);
+        i -= 1;
+    }
+    while i > floor && is_blank(hay[i - 1]) {
+        i -= 1;
+    }
+    if i <= floor || hay[i - 1] != b':' {
+        return None;
+    }
+    i -= 1;
+    let json = i > floor && hay[i - 1] == b'"';
+    if json {
+        i -= 1;
+    }
+    if i < floor + 4 || !hay[i - 4..i].eq_ignore_ascii_case(b"name") {
+        return None;
+    }
+    let key_start = i - 4;
+    if key_start > floor && is_name_byte(hay[key_start - 1]) {
+        return None;
+    }
+    // After the name: its closing quote.
+    let mut j = name_end;
+    if let Some(q) = quote {
+        if hay.get(j) != Some(&q) {
+            return None;
+        }
+        j += 1;
+    }
+    let value_key = if json {
+        // `, "value":` on the same line or the next ones (pretty-printed).
+        j = skip_space(hay, j, 32);
+        if hay.get(j) != Some(&b',') {
+            return None;
+        }
+        j = skip_space(hay, j + 1, 64);
+        if hay.get(j) != Some(&b'"') {
+            return None;
+        }
+        j + 1
+    } else {
+        // YAML: the next line, its key in the column of `name`.
+        let rest = skip_blanks(hay, j, 16);
+        let nl = match hay.get(rest) {
+            Some(b'\n') => rest,
+            Some(b'\r') if hay.get(rest + 1) == Some(&b'\n') => rest + 1,
+            _ => return None,
+        };
+        let line_start = memchr::memrchr(b'\n', &hay[..key_start]).map_or(0, |p| p + 1);
+        let column = key_start - line_start;
+        let next = nl + 1;
+        let indent = hay[next..]
+            .iter()
+            .take(column + 1)
+            .take_while(|&&b| b == b' ')
+            .count();
+        if indent != column {
+            return None;
+        }
+        next + column
+    };
+    if !starts_with_ignore_case(hay, value_key, b"value") {
+        return None;
+    }
+    let mut k = value_key + 5;
+    if json {
+        if hay.get(k) != Some(&b'"') {
+            return None;
+        }
+        k += 1;
+    }
+    k = skip_blanks(hay, k, 16);
+    if hay.get(k) != Some(&b':') {
+        return None;
+    }
+    let at = skip_blanks(hay, k + 1, 16);
+    let value = value_span(hay, at, Form::Operator, Escape::Plain)?;
+    if json || value.quoted {
+        return Some(value);
+    }
+    // A YAML plain scalar runs to the end of its line.
+    let mut end = memchr::memchr2(b'\n', b'\r', &hay[at..]).map_or(hay.len(), |p| at + p);
+    if let Some(m) = memchr::memmem::find(&hay[at..end], MARKER_PREFIX) {
+        end = at + m;
+    }
+    while end > at && is_blank(hay[end - 1]) {
+        end -= 1;
+    }
+    Some(Value { end, ..value })
+}
+
+/// Skips blanks and line breaks, at most `cap` bytes.
+fn skip_space(hay: &[u8], mut i: usize, cap: usize) -> usize {
+    let limit = i.saturating_add(cap).min(hay.len());
+    while i < limit && matches!(hay[i], b' ' | b'\t' | b'\r' | b'\n') {
+        i += 1;
+    }
+    i
+}
+
+/// A whole assignment in quotes (`"SMTP_PASSWORD=two words 42"`, as
+/// `systemctl show -p Environment` quotes an entry with spaces and `docker
+/// inspect` writes `Env`): the value runs to the closing quote through its
+/// spaces. `value_end` is where the value stopped at a blank; returns the
+/// quote's position when the name follows that quote and the quote closes
+/// on the same line, before any marker.
+fn enclosed_value_end(
+    hay: &[u8],
+    name_start: usize,
+    value_end: usize,
+    floor: usize,
+) -> Option<usize> {
+    if name_start <= floor || !hay.get(value_end).is_some_and(|&b| is_blank(b)) {
+        return None;
+    }
+    let quote = hay[name_start - 1];
+    if quote != b'"' && quote != b'\'' {
+        return None;
+    }
+    let mut i = value_end;
+    while i < hay.len() {
+        match hay[i] {
+            b'\n' | b'\r' => return None,
+            b'[' if is_marker_at(hay, i) => return None,
+            b'\\' if quote == b'"' => i += 2,
+            b if b == quote => break,
+            _ => i += 1,
+        }
+    }
+    if i >= hay.len() {
+        return None;
+    }
+    let mut end = i;
+    while end > value_end && is_blank(hay[end - 1]) {
+        end -= 1;
+    }
+    Some(end)
 }
 
 /// A connection string (`Server=db;User Id=sa;Password=two words;`): the

@@ -16,9 +16,11 @@
 //!
 //! Each walk stops at the first line that cannot belong to a body (one
 //! interleaved line of another writer is passed over when the body goes on
-//! after it), so a cut key takes nothing with it but its own lines. A line's
-//! body is its last field, so a logger's prefix does not hide it. Inside a
-//! JSON string the lines are separated by `\n` escapes. Blocks whose own
+//! after it, and kept), so a cut key takes nothing with it but its own
+//! lines. A line's body is its last field, so a logger's prefix does not
+//! hide it. A key inside a JSON string runs from its BEGIN line to its END
+//! line or the string's end (escapes such as PHP's `\/` break its lines'
+//! width), and a tail of one back over its escaped lines. Blocks whose own
 //! armor says they are a certificate or a public key are walked the same
 //! way and kept; their lines are never taken for a key's middle.
 
@@ -346,9 +348,125 @@ fn full_width(len: usize) -> bool {
     (MIN_FULL..=MAX_FULL).contains(&len)
 }
 
+/// The line of another writer a walk passed over: it is not the key's and
+/// stays. `before` is where the body before it ends, `after` where the body
+/// after it starts (its first field).
+#[derive(Clone, Copy, Debug)]
+struct Gap {
+    before: usize,
+    after: usize,
+}
+
+/// A block whose BEGIN line sits in a JSON string (its line breaks written
+/// `\n`, or `\\n` when that JSON is itself a string in JSON, as
+/// `kubectl -o json` prints a last-applied annotation and Docker's
+/// json-file log a JSON log line) runs to its END line or the end of the
+/// string, whichever comes first: line by line it cannot be read, because
+/// PHP's `json_encode` writes each `/` of the base64 as `\/` and the lines
+/// lose their width. The string ends at a quote (escaped or not: base64 and
+/// armor hold none) or a real line break. None when the BEGIN line is not
+/// followed by an escaped line break.
+fn escaped_block_end(hay: &[u8], armor_end: usize) -> Option<usize> {
+    let rest = &hay[armor_end..];
+    let escaped = [b"\\n".as_slice(), b"\\r\\n", b"\\\\n", b"\\\\r\\\\n"]
+        .iter()
+        .any(|sep| rest.starts_with(sep));
+    if !escaped {
+        return None;
+    }
+    let stop = memchr::memchr3(b'"', b'\n', b'\r', rest).map_or(hay.len(), |i| armor_end + i);
+    let mut from = armor_end;
+    while let Some(i) = memmem::find(&hay[from..stop], b"-----END ") {
+        let word = from + i + 5;
+        if let Some(armor) = armor_at(&hay[..stop], word, false) {
+            return Some(armor.end);
+        }
+        from = word;
+    }
+    // No END line: the string's own trailing line breaks stay.
+    let mut end = stop;
+    loop {
+        let before = end;
+        for sep in [b"\\n".as_slice(), b"\\r"] {
+            if end >= armor_end + sep.len() && hay[..end].ends_with(sep) {
+                end -= sep.len();
+            }
+        }
+        while end > armor_end && hay[end - 1] == b'\\' {
+            end -= 1;
+        }
+        if end == before {
+            return Some(end);
+        }
+    }
+}
+
+/// The start of a key's tail whose END line sits in a JSON string (see
+/// [`escaped_block_end`]): the lines before the END line back to the
+/// string's start, as long as each is base64 once its escapes are dropped
+/// (`\/`) and no wider than a key's line. None when the END line does not
+/// follow an escaped line break.
+fn escaped_block_start(hay: &[u8], armor_start: usize) -> Option<usize> {
+    if !hay[..armor_start].ends_with(b"\\n") {
+        return None;
+    }
+    // The string starts after a quote (escaped or not) or a real line break.
+    let string_start =
+        memchr::memrchr3(b'"', b'\n', b'\r', &hay[..armor_start]).map_or(0, |i| i + 1);
+    // Split into lines at runs of backslashes followed by `n` (`\n`, `\\n`),
+    // dropping `\r` escapes before them.
+    let mut lines: Vec<(usize, usize)> = Vec::new();
+    let mut line_start = string_start;
+    let mut i = string_start;
+    while i < armor_start {
+        if hay[i] == b'\\' {
+            let run = hay[i..armor_start]
+                .iter()
+                .take_while(|&&b| b == b'\\')
+                .count();
+            if hay.get(i + run) == Some(&b'n') {
+                let mut end = i;
+                // A `\r` escape before the `\n`.
+                if end > line_start && hay[end - 1] == b'r' {
+                    let r_run = hay[line_start..end - 1]
+                        .iter()
+                        .rev()
+                        .take_while(|&&b| b == b'\\')
+                        .count();
+                    if r_run == run {
+                        end -= 1 + r_run;
+                    }
+                }
+                lines.push((line_start, end));
+                i += run + 1;
+                line_start = i;
+                continue;
+            }
+            i += run;
+            continue;
+        }
+        i += 1;
+    }
+    let mut start = armor_start;
+    for &(from, to) in lines.iter().rev() {
+        let body = hay[from..to].iter().filter(|&&b| b != b'\\');
+        let width = body.clone().count();
+        let b64 = body.clone().all(|&b| is_b64(b) || b == b'=');
+        if width == 0 || width > MAX_FULL || !b64 {
+            break;
+        }
+        start = from;
+    }
+    (start < armor_start).then_some(start)
+}
+
 /// Walks forwards from the line after a BEGIN line; returns the end of the
-/// block (through its END line when one closes it).
-fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> usize {
+/// block (through its END line when one closes it) and the interleaved line
+/// it passed over, if any.
+fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> (usize, Option<Gap>) {
+    if let Some(end) = escaped_block_end(hay, armor_end) {
+        return (end, None);
+    }
     let sep = sep_after(hay, armor_end);
     let prefix = match sep {
         Sep::Newline => {
@@ -360,7 +478,7 @@ fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> usize {
     // means this is not a block.
     let rest = line_from(hay, armor_end, sep);
     if !hay[rest.start..rest.end].iter().all(|&b| is_blank(b)) {
-        return armor_end;
+        return (armor_end, None);
     }
     let mut end = armor_end;
     let mut current = rest;
@@ -368,11 +486,11 @@ fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> usize {
     let mut headers_allowed = true;
     let mut after_headers = false;
     let mut last_line_seen = false;
-    let mut tolerated = false;
+    let mut gap: Option<Gap> = None;
     while let Some(line) = next_line(hay, current, sep) {
         current = line;
         if let Some(armor_end) = end_armor_in(hay, line) {
-            return armor_end;
+            return (armor_end, gap);
         }
         match kind_with_prefix(hay, line, prefix) {
             Kind::Header if headers_allowed => {
@@ -398,14 +516,24 @@ fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> usize {
             _ => {
                 // One line of another writer inside the body is passed over
                 // when the body goes on after it.
-                let resumes = width.is_some_and(|w| {
-                    !last_line_seen
-                        && next_line(hay, line, sep).is_some_and(|next| {
-                            matches!(kind_with_prefix(hay, next, prefix), Kind::Field { len, padded: false, .. } if len == w)
-                        })
+                let resumes = width.and_then(|w| {
+                    if last_line_seen {
+                        return None;
+                    }
+                    let next = next_line(hay, line, sep)?;
+                    match kind_with_prefix(hay, next, prefix) {
+                        Kind::Field {
+                            start,
+                            len,
+                            padded: false,
+                        } if len == w => Some(start),
+                        _ => None,
+                    }
                 });
-                if resumes && !tolerated {
-                    tolerated = true;
+                if let Some(after) = resumes
+                    && gap.is_none()
+                {
+                    gap = Some(Gap { before: end, after });
                     continue;
                 }
                 break;
@@ -413,12 +541,13 @@ fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> usize {
         }
         end = line.end;
     }
-    end
+    (end, gap)
 }
 
 /// Walks backwards from the line before an END line; returns where the
-/// block starts (the first body field, or a BEGIN line).
-fn walk_backward(hay: &[u8], armor_start: usize) -> usize {
+/// block starts (the first body field, or a BEGIN line) and the interleaved
+/// line it passed over, if any.
+fn walk_backward(hay: &[u8], armor_start: usize) -> (usize, Option<Gap>) {
     let sep = sep_before(hay, armor_start);
     // The END line's own start: a logger prefix before the armor stays.
     let end_line_start = match sep {
@@ -429,7 +558,7 @@ fn walk_backward(hay: &[u8], armor_start: usize) -> usize {
     let mut width: Option<usize> = None;
     let mut checksum_allowed = true;
     let mut short_allowed = true;
-    let mut tolerated = false;
+    let mut gap: Option<Gap> = None;
     let prefix = armor_start - end_line_start;
     let kind_of = |line: Line| kind_with_prefix(hay, line, prefix);
     let mut cursor = end_line_start;
@@ -487,20 +616,29 @@ fn walk_backward(hay: &[u8], armor_start: usize) -> usize {
             }
             Kind::Marker => break,
             _ => {
-                let resumes = width.is_some_and(|w| {
-                    prev_line(hay, line.start, sep).is_some_and(|prev| {
-                        matches!(kind_of(prev), Kind::Field { len, padded: false, .. } if len == w)
-                    })
+                let resumes = width.and_then(|w| {
+                    let prev = prev_line(hay, line.start, sep)?;
+                    match kind_of(prev) {
+                        Kind::Field {
+                            len, padded: false, ..
+                        } if len == w => Some(prev.end),
+                        _ => None,
+                    }
                 });
-                if resumes && !tolerated {
-                    tolerated = true;
+                if let Some(before) = resumes
+                    && gap.is_none()
+                {
+                    gap = Some(Gap {
+                        before,
+                        after: start,
+                    });
                     continue;
                 }
                 break;
             }
         }
     }
-    start
+    (start, gap)
 }
 
 /// A span the armor walks claimed: removed when `private`, kept otherwise.
@@ -509,6 +647,9 @@ struct Claim {
     start: usize,
     end: usize,
     private: bool,
+    /// The earliest byte the judgement read before `start` (the BEGIN line
+    /// of a body resumed after an interleaved line).
+    anchor: usize,
 }
 
 /// What the key pass found: the regions to remove, and the armor lines of
@@ -516,8 +657,9 @@ struct Claim {
 /// pass must find the same armor, or it would take the block's body for a
 /// key's middle).
 pub(crate) struct KeyScan {
-    /// Private-key material, in order, not overlapping.
-    pub removed: Vec<Found>,
+    /// Private-key material, in order, not overlapping, each with the
+    /// earliest byte its judgement read.
+    pub removed: Vec<(Found, usize)>,
     /// Public armor lines, in order, not overlapping each other or a removal.
     pub kept: Vec<(usize, usize)>,
     /// The whole public blocks those lines belong to.
@@ -538,15 +680,21 @@ pub(crate) fn key_regions(hay: &[u8], dashes: &[usize], continues: bool, cut: bo
         .filter(|c| !c.private)
         .map(|c| (c.start, c.end))
         .collect();
-    let mut removed: Vec<Found> = Vec::new();
+    let mut removed: Vec<(Found, usize)> = Vec::new();
     for c in claims.into_iter().filter(|c| c.private) {
         match removed.last_mut() {
-            Some(last) if c.start <= last.end => last.end = last.end.max(c.end),
-            _ => removed.push(Found {
-                start: c.start,
-                end: c.end,
-                class: Class::PrivateKey,
-            }),
+            Some((last, anchor)) if c.start <= last.end => {
+                last.end = last.end.max(c.end);
+                *anchor = (*anchor).min(c.anchor);
+            }
+            _ => removed.push((
+                Found {
+                    start: c.start,
+                    end: c.end,
+                    class: Class::PrivateKey,
+                },
+                c.anchor,
+            )),
         }
     }
     KeyScan {
@@ -597,21 +745,44 @@ fn armored(hay: &[u8], dashes: &[usize]) -> (Vec<Claim>, Vec<(usize, usize)>) {
         if !a.private {
             kept.push((a.start, a.end));
         }
-        let claim = if a.begin {
-            Claim {
-                start: a.start,
-                end: walk_forward(hay, a.start, a.end),
-                private: a.private,
-            }
+        let (start, end, gap) = if a.begin {
+            let (end, gap) = walk_forward(hay, a.start, a.end);
+            (a.start, end, gap)
         } else {
-            Claim {
-                start: walk_backward(hay, a.start).max(claimed_until),
-                end: a.end,
-                private: a.private,
-            }
+            let (start, gap) = match escaped_block_start(hay, a.start) {
+                Some(start) => (start, None),
+                None => walk_backward(hay, a.start),
+            };
+            (start.max(claimed_until), a.end, gap)
         };
-        claimed_until = claim.end;
-        claims.push(claim);
+        claimed_until = end;
+        match gap {
+            // The interleaved line is another writer's and stays: a key
+            // takes only its own lines. The body after it was judged from
+            // the body before it.
+            Some(gap) if a.private => {
+                if gap.before > start {
+                    claims.push(Claim {
+                        start,
+                        end: gap.before,
+                        private: true,
+                        anchor: start,
+                    });
+                }
+                claims.push(Claim {
+                    start: gap.after.max(start),
+                    end,
+                    private: true,
+                    anchor: start,
+                });
+            }
+            _ => claims.push(Claim {
+                start,
+                end,
+                private: a.private,
+                anchor: start,
+            }),
+        }
     }
     (claims, kept)
 }
@@ -724,6 +895,7 @@ fn close_run(
         start: r.start,
         end: r.end,
         private: true,
+        anchor: r.start,
     })
 }
 
@@ -775,7 +947,7 @@ mod tests {
         key_regions(hay.as_bytes(), &dashes, false, false)
             .removed
             .into_iter()
-            .map(|f| &hay[f.start..f.end])
+            .map(|(f, _)| &hay[f.start..f.end])
             .collect()
     }
 

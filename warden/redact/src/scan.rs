@@ -290,7 +290,7 @@ fn find_with(triggers: &Triggers, hay: &[u8], lower: &[u8], continues: bool, cut
     let mut segment_start = 0;
     let keys = crate::keys::key_regions(hay, &rares.dashes, continues, cut);
     let mut kept = keys.kept.iter().peekable();
-    for block in keys.removed {
+    for (block, anchor) in keys.removed {
         while let Some(&(start, end)) = kept.next_if(|k| k.0 < block.start) {
             if start >= segment_start {
                 scan_segment(triggers, whole.until(start), rare, segment_start, &mut w);
@@ -304,7 +304,7 @@ fn find_with(triggers: &Triggers, hay: &[u8], lower: &[u8], continues: bool, cut
             segment_start,
             &mut w,
         );
-        w.replace(block, block.start);
+        w.replace(block, anchor);
         segment_start = block.end;
     }
     for &(start, end) in kept {

@@ -1,0 +1,261 @@
+//! Shapes an adversarial pass got through the redactor, or made it destroy
+//! text, or made the stream disagree with the whole-buffer redaction: each
+//! as a real program prints it.
+
+use aromba_redact::{Class, Limits, Redactor, Stream, redact};
+
+const L1: &str = "MIIEpAIBAAKCAQEAu7x8Qd2Vh5cZ3mFq9nYk0wPzL1sJt4RbXe6gHa2KdUoNcMvW";
+const L2: &str = "Yp0qSx3Tz7AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefghijklmnopqr";
+const L3: &str = "h7Kq2LmN9pQrStUvWxYzAbCdEfGhIjKl0123456789MnOpQrStUvWxYzAbCd+/Aa";
+const L4: &str = "Qm9vdHN0cmFwS2V5TWF0ZXJpYWxGb3JUZXN0c09ubHlOb3RBUmVhbEtleUF0QWxs";
+
+fn out(input: &str) -> (String, aromba_redact::Counts) {
+    let r = redact(input.as_bytes());
+    (String::from_utf8(r.text).expect("UTF-8"), r.counts)
+}
+
+fn gone(input: &str, secrets: &[&str], kept: &[&str]) -> aromba_redact::Counts {
+    let (text, counts) = out(input);
+    for s in secrets {
+        assert!(!text.contains(s), "{s:?} survived in {text:?}");
+    }
+    for k in kept {
+        assert!(text.contains(k), "{k:?} was destroyed in {text:?}");
+    }
+    counts
+}
+
+/// The stream, with windows small enough to cut the input everywhere,
+/// writes what the whole-buffer redaction writes.
+fn stream_agrees(input: &str) {
+    let redactor = Redactor::new();
+    for (window, margin) in [(256, 96), (256, 200), (512, 96), (512, 200)] {
+        let limits = Limits {
+            window,
+            margin,
+            max_window: 4096,
+        };
+        for pad in 0..120 {
+            let padded = format!("{}\n{input}", "-".repeat(pad));
+            let whole = redact(padded.as_bytes());
+            let mut s = Stream::with_limits(&redactor, limits);
+            let mut text = Vec::new();
+            for piece in padded.as_bytes().chunks(17) {
+                s.push(piece, &mut text);
+            }
+            let counts = s.finish(false, &mut text);
+            assert_eq!(
+                String::from_utf8_lossy(&text),
+                String::from_utf8_lossy(&whole.text),
+                "window {window}, margin {margin}, pad {pad}"
+            );
+            assert_eq!(
+                counts, whole.counts,
+                "window {window}, margin {margin}, pad {pad}"
+            );
+        }
+    }
+}
+
+#[test]
+fn docker_compose_line_of_another_service_inside_a_key_tail_is_kept() {
+    // `docker compose logs --tail` interleaves services: the database's line
+    // between two lines of the web service's key is not the key's.
+    let input = format!(
+        "web-1  | {L1}\nweb-1  | {L2}\ndb-1   | LOG:  checkpoint starting: time\nweb-1  | {L3}\nweb-1  | {L4}\nweb-1  | AQAB\nweb-1  | -----END RSA PRIVATE KEY-----\nweb-1  | listening on :8080\n"
+    );
+    let counts = gone(
+        &input,
+        &[L1, L2, L3, L4, "AQAB"],
+        &[
+            "db-1   | LOG:  checkpoint starting: time\n",
+            "listening on :8080",
+        ],
+    );
+    assert_eq!(counts.get(Class::PrivateKey), 2);
+    stream_agrees(&input);
+}
+
+#[test]
+fn line_of_another_writer_inside_a_whole_key_is_kept() {
+    let input = format!(
+        "app | -----BEGIN RSA PRIVATE KEY-----\napp | {L1}\napp | {L2}\ncron | (root) CMD (run-parts /etc/cron.hourly)\napp | {L3}\napp | {L4}\napp | AQAB\napp | -----END RSA PRIVATE KEY-----\napp | ready\n"
+    );
+    let counts = gone(
+        &input,
+        &[L1, L2, L3, L4, "AQAB", "BEGIN RSA", "END RSA"],
+        &[
+            "cron | (root) CMD (run-parts /etc/cron.hourly)\n",
+            "app | ready",
+        ],
+    );
+    assert_eq!(counts.get(Class::PrivateKey), 2);
+    stream_agrees(&input);
+}
+
+#[test]
+fn line_of_another_writer_inside_a_key_cut_before_its_end_is_kept() {
+    // A BEGIN line and the body after the interleaved line: the body after
+    // it was judged from the BEGIN line before it, so the stream must not
+    // cut between the two.
+    let input = format!(
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n{L1}\n{L2}\nkernel: eth0: link up\n{L3}\nmore words.\n"
+    );
+    gone(
+        &input,
+        &[L1, L2, L3],
+        &["kernel: eth0: link up\n", "more words."],
+    );
+    stream_agrees(&input);
+}
+
+#[test]
+fn systemctl_show_environment_quoted_entry_with_spaces_loses_its_whole_value() {
+    // systemd quotes an entry with spaces whole: `"NAME=value with spaces"`.
+    let input = "Environment=LANG=C.UTF-8 \"SMTP_PASSWORD=my secret pass 42\" PATH=/usr/bin:/bin\n";
+    let counts = gone(
+        input,
+        &["my secret", "pass 42"],
+        &[
+            "Environment=LANG=C.UTF-8 \"SMTP_PASSWORD=",
+            "\" PATH=/usr/bin:/bin",
+        ],
+    );
+    assert_eq!(counts.get(Class::SecretAssignment), 1);
+    stream_agrees(input);
+}
+
+#[test]
+fn docker_inspect_env_entry_with_spaces_loses_its_whole_value() {
+    let input = "        \"Env\": [\n            \"POSTGRES_PASSWORD=correct horse 42 battery\",\n            \"PATH=/usr/local/sbin:/usr/local/bin\"\n        ],\n";
+    gone(
+        input,
+        &["correct", "horse 42", "battery"],
+        &[
+            "\"POSTGRES_PASSWORD=",
+            "\"PATH=/usr/local/sbin:/usr/local/bin\"",
+        ],
+    );
+    stream_agrees(input);
+}
+
+#[test]
+fn kubectl_pod_yaml_env_value_under_a_secret_name_is_removed() {
+    let input = "    env:\n    - name: DB_PASSWORD\n      value: Hx7kLq92mZpW4a\n    - name: SMTP_PASSWORD\n      value: \"my secret pass 42\"\n    - name: API_TOKEN\n      valueFrom:\n        secretKeyRef:\n          name: api\n    - name: TOKEN_FILE\n      value: /var/run/secrets/api/token\n    - name: LOG_LEVEL\n      value: debug\n";
+    let counts = gone(
+        input,
+        &["Hx7kLq92mZpW4a", "my secret pass 42"],
+        &[
+            "- name: DB_PASSWORD\n      value: ",
+            "      valueFrom:\n        secretKeyRef:\n          name: api\n",
+            "value: /var/run/secrets/api/token",
+            "value: debug",
+        ],
+    );
+    assert_eq!(counts.get(Class::SecretAssignment), 2);
+    stream_agrees(input);
+}
+
+#[test]
+fn kubectl_pod_json_env_value_under_a_secret_name_is_removed() {
+    let input = "                \"env\": [\n                    {\n                        \"name\": \"DB_PASSWORD\",\n                        \"value\": \"Hx7kLq92mZpW4a\"\n                    },\n                    {\"name\":\"API_KEY\",\"value\":\"a1b2c3d4e5f6g7h8\"}\n                ],\n";
+    let counts = gone(
+        input,
+        &["Hx7kLq92mZpW4a", "a1b2c3d4e5f6g7h8"],
+        &[
+            "\"name\": \"DB_PASSWORD\",",
+            "{\"name\":\"API_KEY\",\"value\":\"",
+        ],
+    );
+    assert_eq!(counts.get(Class::SecretAssignment), 2);
+    stream_agrees(input);
+}
+
+/// A key's lines with `/` in them, as base64 has.
+const S1: &str = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQCkqk1AqBCSfvsB";
+const S2: &str = "F3rH8DBmNkEDmipWm3cANQXHUYeEER5hhT6ANhpQJSR/HXwtCVwuTPIrVOE3po2q";
+const S3: &str = "6gMceOJz6/g78EYPlBA01uDY/O/O6t8Km1tnLLUi7gw1aimvYyCMbKW8/5GX3SuI";
+const S4: &str = "zNoI/lSXsI3Xt3BA6hljpSCEsa+TodjAMIdY/bnvy9UI8SoRqN4UEV8FevgmYMFc";
+
+fn fragments() -> Vec<String> {
+    // What would survive: each line's run after its last `/`.
+    [S1, S2, S3, S4]
+        .iter()
+        .map(|l| l.rsplit('/').next().unwrap_or(l).to_string())
+        .collect()
+}
+
+#[test]
+fn php_json_encode_key_with_escaped_slashes_is_removed() {
+    // `json_encode` writes `/` as `\/`, so the lines of the key lose the
+    // width of a key's line.
+    let key = format!(
+        "-----BEGIN PRIVATE KEY-----\\n{S1}\\n{S2}\\n{S3}\\n{S4}\\nAQAB\\n-----END PRIVATE KEY-----\\n"
+    )
+    .replace('/', "\\/");
+    let input = format!(
+        "[2026-12-03 04:22:56] local.DEBUG: config {{\"app_key\":\"{key}\",\"debug\":true}}\n"
+    );
+    let secrets = fragments();
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    let counts = gone(
+        &input,
+        &secrets,
+        &["local.DEBUG: config {\"app_key\":\"", "\",\"debug\":true}"],
+    );
+    assert_eq!(counts.get(Class::PrivateKey), 1);
+    stream_agrees(&input);
+}
+
+#[test]
+fn kubectl_json_last_applied_key_escaped_twice_is_removed() {
+    // A JSON document kept as a string in JSON (a last-applied-configuration
+    // annotation, a Docker json-file log line of a JSON logger): the key's
+    // line breaks are `\\n`.
+    let input = format!(
+        "            \"kubectl.kubernetes.io/last-applied-configuration\": \"{{\\\"stringData\\\":{{\\\"tls.pem\\\":\\\"-----BEGIN RSA PRIVATE KEY-----\\\\n{S1}\\\\n{S2}\\\\n{S3}\\\\n{S4}\\\\nAQAB\\\\n-----END RSA PRIVATE KEY-----\\\\n\\\"}}}}\\n\"\n"
+    );
+    let secrets = fragments();
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    let counts = gone(
+        &input,
+        &secrets,
+        &["{\\\"stringData\\\":{\\\"tls.pem\\\":\\\""],
+    );
+    assert_eq!(counts.get(Class::PrivateKey), 1);
+    stream_agrees(&input);
+}
+
+#[test]
+fn key_in_a_json_string_cut_before_its_end_line_takes_only_the_string() {
+    let input = format!(
+        "{{\"k\": \"-----BEGIN PRIVATE KEY-----\\n{S1}\\n{S2}\\n{}\", \"level\": \"info\"}}\nnext line\n",
+        &S3[..20]
+    )
+    .replace('/', "\\/");
+    gone(
+        &input,
+        &[&S1[40..], &S2[45..], &S3[12..20]],
+        &["{\"k\": \"", "\", \"level\": \"info\"}\nnext line\n"],
+    );
+    stream_agrees(&input);
+}
+
+#[test]
+fn tail_of_a_php_json_encoded_key_without_its_begin_line_is_removed() {
+    let body = format!("{S1}\\n{S2}\\n{S3}\\n{S4}\\nAQAB\\n-----END PRIVATE KEY-----\\n")
+        .replace('/', "\\/");
+    let input = format!("{{\"level\":\"debug\",\"msg\":\"loaded key:\\n{body}\"}}\nnext line\n");
+    let secrets = fragments();
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    let counts = gone(
+        &input,
+        &secrets,
+        &[
+            "{\"level\":\"debug\",\"msg\":\"loaded key:\\n",
+            "next line\n",
+        ],
+    );
+    assert_eq!(counts.get(Class::PrivateKey), 1);
+    stream_agrees(&input);
+}
