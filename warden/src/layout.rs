@@ -142,6 +142,18 @@ impl Layout {
         self.config_dir.join("fences")
     }
 
+    /// The fenced data folders the fence list names (none when it is
+    /// missing or unreadable; lines that are not absolute paths are skipped).
+    pub fn fenced_paths(&self) -> Vec<PathBuf> {
+        std::fs::read_to_string(self.fences_file())
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with('/'))
+            .map(PathBuf::from)
+            .collect()
+    }
+
     /// Decoy secrets where a compromised Worker would look.
     pub fn honeypots(&self) -> Vec<PathBuf> {
         vec![

@@ -2,28 +2,12 @@
 //! text, or made the stream disagree with the whole-buffer redaction: each
 //! as a real program prints it.
 
+mod support;
+
 use aromba_redact::{Class, Limits, Redactor, Stream, redact};
+use support::{L1, L2, L3, gone};
 
-const L1: &str = "MIIEpAIBAAKCAQEAu7x8Qd2Vh5cZ3mFq9nYk0wPzL1sJt4RbXe6gHa2KdUoNcMvW";
-const L2: &str = "Yp0qSx3Tz7AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefghijklmnopqr";
-const L3: &str = "h7Kq2LmN9pQrStUvWxYzAbCdEfGhIjKl0123456789MnOpQrStUvWxYzAbCd+/Aa";
 const L4: &str = "Qm9vdHN0cmFwS2V5TWF0ZXJpYWxGb3JUZXN0c09ubHlOb3RBUmVhbEtleUF0QWxs";
-
-fn out(input: &str) -> (String, aromba_redact::Counts) {
-    let r = redact(input.as_bytes());
-    (String::from_utf8(r.text).expect("UTF-8"), r.counts)
-}
-
-fn gone(input: &str, secrets: &[&str], kept: &[&str]) -> aromba_redact::Counts {
-    let (text, counts) = out(input);
-    for s in secrets {
-        assert!(!text.contains(s), "{s:?} survived in {text:?}");
-    }
-    for k in kept {
-        assert!(text.contains(k), "{k:?} was destroyed in {text:?}");
-    }
-    counts
-}
 
 /// The stream, with windows small enough to cut the input everywhere,
 /// writes what the whole-buffer redaction writes.

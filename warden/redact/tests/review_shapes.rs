@@ -1,27 +1,10 @@
 //! Each shape a review found passing whole or destroyed, as real programs
 //! print it: a secret is gone, the text around it and every decoy stay.
 
-use aromba_redact::{Class, redact};
+mod support;
 
-const L1: &str = "MIIEpAIBAAKCAQEAu7x8Qd2Vh5cZ3mFq9nYk0wPzL1sJt4RbXe6gHa2KdUoNcMvW";
-const L2: &str = "Yp0qSx3Tz7AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefghijklmnopqr";
-const L3: &str = "h7Kq2LmN9pQrStUvWxYzAbCdEfGhIjKl0123456789MnOpQrStUvWxYzAbCd+/Aa";
-
-fn out(input: &str) -> (String, aromba_redact::Counts) {
-    let r = redact(input.as_bytes());
-    (String::from_utf8(r.text).expect("UTF-8"), r.counts)
-}
-
-fn gone(input: &str, secrets: &[&str], kept: &[&str]) -> aromba_redact::Counts {
-    let (text, counts) = out(input);
-    for s in secrets {
-        assert!(!text.contains(s), "{s:?} survived in {text:?}");
-    }
-    for k in kept {
-        assert!(text.contains(k), "{k:?} was destroyed in {text:?}");
-    }
-    counts
-}
+use aromba_redact::Class;
+use support::{L1, L2, L3, gone, out};
 
 #[test]
 fn the_tail_of_a_key_journalctl_shows_without_its_begin_line_is_removed() {

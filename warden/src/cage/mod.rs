@@ -245,13 +245,7 @@ pub fn reads_allowed(name: &str, reads: &[PathBuf], layout: &Layout) -> Result<(
         &layout.worker_home,
         &layout.quarantine_dir,
     ];
-    let fences: Vec<PathBuf> = std::fs::read_to_string(layout.fences_file())
-        .unwrap_or_default()
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with('/'))
-        .map(PathBuf::from)
-        .collect();
+    let fences = layout.fenced_paths();
     for r in reads {
         if let Some(dir) = own.iter().find(|d| r.starts_with(d)) {
             return Err(format!(

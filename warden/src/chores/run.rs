@@ -143,13 +143,7 @@ fn touches_allowed(h: &Header, layout: &Layout) -> Result<(), String> {
         &layout.run_dir,
         &layout.worker_config_dir,
     ];
-    let fences: Vec<PathBuf> = std::fs::read_to_string(layout.fences_file())
-        .unwrap_or_default()
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with('/'))
-        .map(PathBuf::from)
-        .collect();
+    let fences = layout.fenced_paths();
     let quarantine = layout.quarantine_dir.clone();
     for t in &h.touches {
         if t != &quarantine && t.starts_with(&quarantine) {

@@ -453,16 +453,7 @@ pub fn strip_gained(touches: &[PathBuf], before: &Tree, after: &Tree) -> Vec<Gai
             // has one name whatever its link count).
             continue;
         }
-        let mut what = Vec::new();
-        if bits & 0o4000 != 0 {
-            what.push("setuid");
-        }
-        if bits & 0o2000 != 0 {
-            what.push("setgid");
-        }
-        if caps {
-            what.push("file capabilities");
-        }
+        let what = privileges(bits, caps);
         let unlink = !e.is_dir() && (inode_had_it || links_outside);
         let fix = match fix_entry(touches, path, e, bits, caps, unlink) {
             Ok(f) => f,
@@ -595,16 +586,7 @@ pub fn strip_touched(pinned: Vec<Pinned>) -> Vec<Gained> {
         } else {
             continue;
         };
-        let mut what = Vec::new();
-        if bits & 0o4000 != 0 {
-            what.push("setuid");
-        }
-        if bits & 0o2000 != 0 {
-            what.push("setgid");
-        }
-        if now.caps {
-            what.push("file capabilities");
-        }
+        let what = privileges(bits, now.caps);
         let own = PathBuf::from(format!("/proc/self/fd/{}", p.file.as_raw_fd()));
         let mut fix = Fix::Stripped;
         if now.caps
@@ -705,6 +687,21 @@ fn fix_entry(
             .map_err(|e| format!("chmod: {e}"))?;
     }
     Ok(Fix::Stripped)
+}
+
+/// The privileges `bits` (a mode) and `caps` name, for a journal line.
+fn privileges(bits: u32, caps: bool) -> Vec<&'static str> {
+    let mut what = Vec::new();
+    if bits & 0o4000 != 0 {
+        what.push("setuid");
+    }
+    if bits & 0o2000 != 0 {
+        what.push("setgid");
+    }
+    if caps {
+        what.push("file capabilities");
+    }
+    what
 }
 
 #[cfg(test)]
