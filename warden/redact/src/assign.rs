@@ -65,6 +65,10 @@ struct Operator {
     colon: bool,
 }
 
+/// Where the first token that its own rule removes starts in
+/// `[start, end)`, if one does.
+pub(crate) type TokenInside<'a> = &'a dyn Fn(usize, usize) -> Option<usize>;
+
 /// At a keyword match `[kw_start, kw_end)`.
 /// Nothing before `floor` is read: it was already replaced.
 pub(crate) fn assignment_at(
@@ -72,6 +76,7 @@ pub(crate) fn assignment_at(
     kw_start: usize,
     kw_end: usize,
     floor: usize,
+    token_inside: TokenInside<'_>,
 ) -> Option<Found> {
     let mut name_start = kw_start;
     while name_start > floor && is_name_byte(hay[name_start - 1]) {
@@ -103,7 +108,7 @@ pub(crate) fn assignment_at(
     if dashes == 0
         && let Some(value) = pair_value(hay, name_start, name_end, floor)
     {
-        return judge_value(hay, value, name, Form::Operator);
+        return judge_value(hay, value, name, Form::Operator, token_inside);
     }
     let op = operator_after_name(hay, name_end, dashes > 0)?;
     if op.form == Form::Operator && is_authorization(bare_name) {
@@ -117,7 +122,7 @@ pub(crate) fn assignment_at(
             end: value.1,
             quoted: true,
         };
-        return judge_value(hay, v, name, Form::Operator);
+        return judge_value(hay, v, name, Form::Operator, token_inside);
     }
     let mut value = value_span(hay, op.value_at, op.form, op.escape)?;
     if op.equals
@@ -141,7 +146,7 @@ pub(crate) fn assignment_at(
                 });
         }
     }
-    judge_value(hay, value, name, op.form)
+    judge_value(hay, value, name, op.form, token_inside)
 }
 
 /// `Authorization`, `Proxy-Authorization`, `X-Authorization`.
@@ -557,7 +562,33 @@ fn connection_string_value_end(
     after_pair.then_some(end)
 }
 
-fn judge_value(hay: &[u8], value: Value, name: &[u8], form: Form) -> Option<Found> {
+/// A value that is kept whole (a path, a digest) may hold a token that its
+/// own rule removes; a second pass then sees the value end at that token's
+/// marker and judges only what precedes it. Judge that now, so that
+/// redacting twice is redacting once.
+fn judge_value(
+    hay: &[u8],
+    value: Value,
+    name: &[u8],
+    form: Form,
+    token_inside: TokenInside<'_>,
+) -> Option<Found> {
+    if let Some(found) = judge_whole_value(hay, value, name, form) {
+        return Some(found);
+    }
+    let token = token_inside(value.start, value.end).filter(|&t| t > value.start)?;
+    judge_whole_value(
+        hay,
+        Value {
+            end: token,
+            ..value
+        },
+        name,
+        form,
+    )
+}
+
+fn judge_whole_value(hay: &[u8], value: Value, name: &[u8], form: Form) -> Option<Found> {
     let bytes = &hay[value.start..value.end];
     // `"token": "Basic …"`: the credential only. An unquoted value ended at
     // the blank after the scheme, so look past it.
@@ -702,7 +733,7 @@ mod tests {
 
     fn value_of(s: &str, keyword: &str) -> Option<(String, Class)> {
         let start = s.find(keyword)?;
-        let found = assignment_at(s.as_bytes(), start, start + keyword.len(), 0)?;
+        let found = assignment_at(s.as_bytes(), start, start + keyword.len(), 0, &|_, _| None)?;
         Some((s[found.start..found.end].to_string(), found.class))
     }
 

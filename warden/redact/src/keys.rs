@@ -91,8 +91,10 @@ enum Kind {
     Header,
     Blank,
     /// A line with a marker in it: another rule judged part of it, so it is
-    /// never a key's line and a walk stops at it (a second pass must judge
-    /// as the first did, which saw the line whole).
+    /// never a key's line. A private key's walk stops at it (a second pass
+    /// must judge as the first did, which saw the line whole); a public
+    /// block's walk passes over it, since the first pass may have walked
+    /// that line whole, and a public block only ever keeps lines.
     Marker,
     Other,
 }
@@ -344,6 +346,13 @@ fn end_armor_in(hay: &[u8], line: Line) -> Option<usize> {
     armor_at(&hay[..line.end], at, false).map(|a| a.end)
 }
 
+/// A line a walk may pass over as another writer's: one that holds no
+/// armor. An armor line kept inside a walk would start a walk of its own on
+/// a second pass, once the lines around it are markers.
+fn passable(hay: &[u8], line: Line) -> bool {
+    memmem::find(&hay[line.start..line.end], b"----").is_none()
+}
+
 fn full_width(len: usize) -> bool {
     (MIN_FULL..=MAX_FULL).contains(&len)
 }
@@ -462,8 +471,13 @@ fn escaped_block_start(hay: &[u8], armor_start: usize) -> Option<usize> {
 
 /// Walks forwards from the line after a BEGIN line; returns the end of the
 /// block (through its END line when one closes it) and the interleaved line
-/// it passed over, if any.
-fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> (usize, Option<Gap>) {
+/// it passed over, if any. `private`: the armor names a private key.
+fn walk_forward(
+    hay: &[u8],
+    armor_start: usize,
+    armor_end: usize,
+    private: bool,
+) -> (usize, Option<Gap>) {
     if let Some(end) = escaped_block_end(hay, armor_end) {
         return (end, None);
     }
@@ -512,12 +526,13 @@ fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> (usize, Opt
                 }
             }
             Kind::Checksum => last_line_seen = true,
+            Kind::Marker if !private => {}
             Kind::Marker => break,
             _ => {
                 // One line of another writer inside the body is passed over
                 // when the body goes on after it.
                 let resumes = width.and_then(|w| {
-                    if last_line_seen {
+                    if last_line_seen || !passable(hay, line) {
                         return None;
                     }
                     let next = next_line(hay, line, sep)?;
@@ -546,8 +561,8 @@ fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize) -> (usize, Opt
 
 /// Walks backwards from the line before an END line; returns where the
 /// block starts (the first body field, or a BEGIN line) and the interleaved
-/// line it passed over, if any.
-fn walk_backward(hay: &[u8], armor_start: usize) -> (usize, Option<Gap>) {
+/// line it passed over, if any. `private`: the armor names a private key.
+fn walk_backward(hay: &[u8], armor_start: usize, private: bool) -> (usize, Option<Gap>) {
     let sep = sep_before(hay, armor_start);
     // The END line's own start: a logger prefix before the armor stays.
     let end_line_start = match sep {
@@ -614,9 +629,13 @@ fn walk_backward(hay: &[u8], armor_start: usize) -> (usize, Option<Gap>) {
                 }
                 break;
             }
+            Kind::Marker if !private => {}
             Kind::Marker => break,
             _ => {
                 let resumes = width.and_then(|w| {
+                    if !passable(hay, line) {
+                        return None;
+                    }
                     let prev = prev_line(hay, line.start, sep)?;
                     match kind_of(prev) {
                         Kind::Field {
@@ -746,12 +765,12 @@ fn armored(hay: &[u8], dashes: &[usize]) -> (Vec<Claim>, Vec<(usize, usize)>) {
             kept.push((a.start, a.end));
         }
         let (start, end, gap) = if a.begin {
-            let (end, gap) = walk_forward(hay, a.start, a.end);
+            let (end, gap) = walk_forward(hay, a.start, a.end, a.private);
             (a.start, end, gap)
         } else {
             let (start, gap) = match escaped_block_start(hay, a.start) {
                 Some(start) => (start, None),
-                None => walk_backward(hay, a.start),
+                None => walk_backward(hay, a.start, a.private),
             };
             (start.max(claimed_until), a.end, gap)
         };

@@ -337,6 +337,20 @@ fn tokens_between(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Reco
     }
 }
 
+/// Where the first token that its own rule removes starts in
+/// `view[start..end]`.
+fn first_token(triggers: &Triggers, view: View<'_>, start: usize, end: usize) -> Option<usize> {
+    let input = Input::new(view.lower).span(start..end.min(view.lower.len()));
+    triggers.tokens.find_iter(input).find_map(|m| {
+        let Trigger::Token(prefix) = TRIGGERS[m.pattern().as_usize()].1 else {
+            return None;
+        };
+        token_at(view.hay, m.start(), prefix, start)
+            .map(|token| token.start)
+            .filter(|&t| t < end)
+    })
+}
+
 /// Literals that are rare in output, found in one search of their own
 /// (four literals: the fastest packed search) so that the two main
 /// automata stay small: the dashes of armor lines, and the separators of
@@ -437,7 +451,9 @@ fn scan_segment(
             };
             (found, m.end(), m.start())
         } else if let Some(m) = keyword.filter(|m| m.start() == first) {
-            let found = assignment_at(hay, m.start(), m.end(), w.copied);
+            let floor = w.copied;
+            let token_inside = |start: usize, end: usize| first_token(triggers, view, start, end);
+            let found = assignment_at(hay, m.start(), m.end(), floor, &token_inside);
             if let Some(value) = found {
                 tokens_between(triggers, view.until(value.start), m.end(), w);
             }

@@ -243,3 +243,58 @@ fn tail_of_a_php_json_encoded_key_without_its_begin_line_is_removed() {
     assert_eq!(counts.get(Class::PrivateKey), 1);
     stream_agrees(&input);
 }
+
+/// Redacting the output again changes nothing.
+fn twice_is_once(input: &str) -> String {
+    let once = redact(input.as_bytes());
+    let twice = redact(&once.text);
+    assert_eq!(
+        String::from_utf8_lossy(&twice.text),
+        String::from_utf8_lossy(&once.text),
+        "a second pass changed the output"
+    );
+    String::from_utf8_lossy(&once.text).into_owned()
+}
+
+#[test]
+fn path_like_value_holding_a_token_is_judged_as_a_second_pass_sees_it() {
+    // Found by the fuzzer: whole, the value reads as a path and is kept,
+    // and the token inside it goes by its own rule; a second pass saw the
+    // value end at the token's marker, no longer a path, and removed it.
+    let input =
+        "API_PASSWORD=/Hx7kLq92mZpW4-sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789/getMe\n";
+    let text = twice_is_once(input);
+    assert!(!text.contains("Hx7kLq92"), "{text}");
+    assert!(!text.contains("AbCdEfGhIjKl"), "{text}");
+}
+
+#[test]
+fn public_block_whose_interleaved_line_held_a_secret_keeps_its_body_on_a_second_pass() {
+    // Found by the fuzzer: the walk over a certificate passed a line of
+    // another writer; that line's secret became a marker, and a second
+    // pass stopped its walk there and took the rest of the body for a
+    // key's middle.
+    let input = format!(
+        "-----BEGIN PGP PUBLIC KEY BLOCK-----\n{L1}\napp | password=Hx7kLq92mZpW4aB\n{L2}\n{L3}\n{L4}\ndb | LOG:  checkpoint starting: time\n-----END PGP PUBLIC KEY BLOCK-----\n"
+    );
+    let text = twice_is_once(&input);
+    for line in [L1, L2, L3, L4] {
+        assert!(text.contains(line), "{line} was destroyed in {text}");
+    }
+    assert!(!text.contains("Hx7kLq92"), "{text}");
+}
+
+#[test]
+fn armor_line_inside_a_key_is_not_passed_over_as_another_writers_line() {
+    // Found by the fuzzer: a second BEGIN line inside a key was passed over
+    // as an interleaved line and kept; on a second pass, with the lines
+    // around it markers, it was a key of its own and went.
+    let input = format!(
+        "app | -----BEGIN EC PRIVATE KEY-----\napp | {L1}\napp | -----BEGIN EC PRIVATE KEY-----\napp | {L2}\napp | key loaded.\n"
+    );
+    let text = twice_is_once(&input);
+    for line in [L1, L2] {
+        assert!(!text.contains(line), "{line} survived in {text}");
+    }
+    assert!(text.contains("app | key loaded.\n"), "{text}");
+}

@@ -150,3 +150,69 @@ pub fn hex_ids(rng: &mut ChaCha8Rng) -> Item {
         .join("\n");
     Item::decoy(text.clone(), "hex-lines", text)
 }
+
+/// `docker compose logs --tail` interleaves services: another service's line
+/// between the lines of a key's tail is not the key's, and survives.
+pub fn key_tail_interleaved(rng: &mut ChaCha8Rng) -> Item {
+    let label = private_label(rng);
+    let body = body_for(rng, label);
+    let shown = rng.random_range(3..body.len().min(9));
+    let tail = body[body.len() - shown..].to_vec();
+    let other = format!(
+        "db-1   | {} UTC [{}] LOG:  checkpoint starting: time",
+        clock(rng),
+        rng.random_range(20..90)
+    );
+    let at = rng.random_range(1..tail.len());
+    let mut text: Vec<String> = tail.iter().map(|l| format!("web-1  | {l}")).collect();
+    text.insert(at, other.clone());
+    text.push(format!("web-1  | -----END {label}-----"));
+    text.push("web-1  | listening on :8080".to_string());
+    // The key's lines on either side of the other line go as two removals.
+    let mut item = Item::secret(text.join("\n"), "private-key", fragments(&tail[..at]));
+    item.secrets.push(crate::Planted {
+        class: "private-key".to_string(),
+        fragments: fragments(&tail[at..]),
+    });
+    item.decoys.push(crate::Decoy {
+        kind: "interleaved-line".to_string(),
+        text: format!("\n{other}\n"),
+    });
+    item
+}
+
+/// The pieces of escaped key lines that must be gone: what lies between
+/// the escapes.
+fn escaped_fragments(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .flat_map(|l| l.split('/'))
+        .filter(|piece| piece.len() >= 8)
+        .map(str::to_string)
+        .collect()
+}
+
+/// A whole key as PHP's `json_encode` writes it (`\/` for `/`, `\n` for a
+/// line break), or as a JSON document kept in a JSON string writes it
+/// (`\\n`, a Kubernetes last-applied-configuration annotation).
+pub fn key_in_escaped_json(rng: &mut ChaCha8Rng) -> Item {
+    let body = pem_body_r(rng, 600..1200);
+    let label = private_label(rng);
+    let text = if rng.random_bool(0.5) {
+        let key = format!(
+            "-----BEGIN {label}-----\\n{}\\n-----END {label}-----\\n",
+            body.join("\\n")
+        )
+        .replace('/', "\\/");
+        format!(
+            "[2026-12-03 {}] local.DEBUG: config {{\"app_key\":\"{key}\",\"debug\":true}}",
+            clock(rng)
+        )
+    } else {
+        format!(
+            "            \"kubectl.kubernetes.io/last-applied-configuration\": \"{{\\\"stringData\\\":{{\\\"tls.pem\\\":\\\"-----BEGIN {label}-----\\\\n{}\\\\n-----END {label}-----\\\\n\\\"}}}}\\n\"",
+            body.join("\\\\n")
+        )
+    };
+    Item::secret(text, "private-key", escaped_fragments(&body))
+}

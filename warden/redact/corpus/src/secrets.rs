@@ -453,6 +453,8 @@ pub const SECRET_MAKERS: &[Maker] = &[
     crate::cut_keys::key_middle,
     crate::cut_keys::key_head,
     crate::cut_keys::key_in_json_cut,
+    crate::cut_keys::key_tail_interleaved,
+    crate::cut_keys::key_in_escaped_json,
     crate::shapes::url_password_reserved,
     crate::shapes::url_password_json_escaped,
     crate::shapes::url_password_percent_encoded,
@@ -460,6 +462,8 @@ pub const SECRET_MAKERS: &[Maker] = &[
     crate::shapes::telegram_encoded,
     crate::shapes::authorization_schemes,
     crate::shapes::program_output,
+    crate::shapes::quoted_whole_assignment,
+    crate::shapes::env_name_value_pair,
 ];
 
 fn prose(rng: &mut ChaCha8Rng) -> Item {

@@ -295,3 +295,69 @@ fn program_decoy(rng: &mut ChaCha8Rng, variants: std::ops::Range<u32>) -> Item {
     };
     Item::decoy(text, kind, keep)
 }
+
+/// A passphrase with spaces, as people choose them.
+fn phrase(rng: &mut ChaCha8Rng) -> String {
+    format!(
+        "{} {} {} {}",
+        pick(rng, &["my", "correct", "old", "blue"]),
+        pick(rng, &["secret", "horse", "moon", "river"]),
+        pick(rng, &["pass", "battery", "staple", "bridge"]),
+        from(rng, DIGITS, 2)
+    )
+}
+
+/// A whole assignment quoted as one word (`systemctl show`'s
+/// `Environment=`, `docker inspect`'s `Env`): the value runs to the quote,
+/// spaces and all.
+pub fn quoted_whole_assignment(rng: &mut ChaCha8Rng) -> Item {
+    let value = phrase(rng);
+    let name = pick(rng, &["SMTP_PASSWORD", "DB_PASSWORD", "API_SECRET"]);
+    let text = if rng.random_bool(0.5) {
+        format!("Environment=LANG=C.UTF-8 \"{name}={value}\" PATH=/usr/bin:/bin")
+    } else {
+        format!(
+            "        \"Env\": [\n            \"{name}={value}\",\n            \"PATH=/usr/local/sbin:/usr/local/bin\"\n        ],"
+        )
+    };
+    let mut item = Item::secret(text, "secret-assignment", vec![value]);
+    item.decoys.push(crate::Decoy {
+        kind: "neighbour-assignment".to_string(),
+        text: "PATH=/usr/".to_string(),
+    });
+    item
+}
+
+/// Kubernetes env entries: the value sits under a `name:` that names a
+/// secret (YAML or JSON), and a value under a harmless name survives.
+pub fn env_name_value_pair(rng: &mut ChaCha8Rng) -> Item {
+    let value = if rng.random_bool(0.5) {
+        opaque_r(rng, 14..26)
+    } else {
+        phrase(rng)
+    };
+    let name = pick(
+        rng,
+        &["DB_PASSWORD", "SMTP_PASSWORD", "API_KEY", "JWT_SECRET"],
+    );
+    let text = if rng.random_bool(0.5) {
+        format!(
+            "    env:\n    - name: {name}\n      value: \"{value}\"\n    - name: LOG_LEVEL\n      value: info"
+        )
+    } else {
+        format!(
+            "                \"env\": [\n                    {{\n                        \"name\": \"{name}\",\n                        \"value\": \"{value}\"\n                    }},\n                    {{\"name\":\"LOG_LEVEL\",\"value\":\"info\"}}\n                ],"
+        )
+    };
+    let keep = if text.contains("\"LOG_LEVEL\"") {
+        "{\"name\":\"LOG_LEVEL\",\"value\":\"info\"}"
+    } else {
+        "- name: LOG_LEVEL\n      value: info"
+    };
+    let mut item = Item::secret(text, "secret-assignment", vec![value]);
+    item.decoys.push(crate::Decoy {
+        kind: "env-pair".to_string(),
+        text: keep.to_string(),
+    });
+    item
+}
