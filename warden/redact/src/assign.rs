@@ -102,7 +102,7 @@ pub(crate) fn assignment_at(
     if dashes == 0
         && (bare_name.eq_ignore_ascii_case(b"bearer") || bare_name.eq_ignore_ascii_case(b"basic"))
     {
-        return credential_after_scheme(hay, name_end, false);
+        return credential_after_scheme(hay, name_end, false, token_inside);
     }
 
     if dashes == 0
@@ -573,7 +573,7 @@ fn judge_value(
     form: Form,
     token_inside: TokenInside<'_>,
 ) -> Option<Found> {
-    if let Some(found) = judge_whole_value(hay, value, name, form) {
+    if let Some(found) = judge_whole_value(hay, value, name, form, token_inside) {
         return Some(found);
     }
     let token = token_inside(value.start, value.end).filter(|&t| t > value.start)?;
@@ -585,10 +585,17 @@ fn judge_value(
         },
         name,
         form,
+        token_inside,
     )
 }
 
-fn judge_whole_value(hay: &[u8], value: Value, name: &[u8], form: Form) -> Option<Found> {
+fn judge_whole_value(
+    hay: &[u8],
+    value: Value,
+    name: &[u8],
+    form: Form,
+    token_inside: TokenInside<'_>,
+) -> Option<Found> {
     let bytes = &hay[value.start..value.end];
     // `"token": "Basic …"`: the credential only. An unquoted value ended at
     // the blank after the scheme, so look past it.
@@ -598,7 +605,7 @@ fn judge_whole_value(hay: &[u8], value: Value, name: &[u8], form: Form) -> Optio
         &hay[value.start..]
     };
     if let Some(scheme_len) = scheme_len(scheme_window) {
-        let found = credential_after_scheme(hay, value.start + scheme_len, true)?;
+        let found = credential_after_scheme(hay, value.start + scheme_len, true, token_inside)?;
         let end = if value.quoted {
             found.end.min(value.end)
         } else {

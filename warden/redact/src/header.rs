@@ -9,6 +9,7 @@
 //! (see `assign::names_no_secret`).
 
 use crate::Class;
+use crate::assign::TokenInside;
 use crate::bytes::{is_blank, is_marker_at, run_end, skip_blanks, starts_with_ignore_case};
 use crate::tokens::Found;
 
@@ -31,18 +32,22 @@ fn is_token68(b: u8) -> bool {
 
 /// The token68 credential at `start`: its end, or `None` when what is there
 /// is an auth-param (`realm="api"`, `charset=UTF-8`), not a credential.
-fn token68_end(hay: &[u8], start: usize) -> Option<usize> {
-    let body = run_end(hay, start, is_token68);
-    let end = run_end(hay, body, |b| b == b'=');
+fn token68_end(hay: &[u8], start: usize, limit: usize) -> Option<usize> {
+    let within = &hay[..limit];
+    let body = run_end(within, start, is_token68);
+    let end = run_end(within, body, |b| b == b'=');
     if end == start {
         return None;
     }
     // `name=value`: a parameter. Padding is followed by nothing of a token
-    // (nor by a marker, where a value was already removed).
+    // (nor by a marker, where a value was already removed — or will be: a
+    // token its own rule removes starts at `limit`).
+    let marker_after = end == limit && limit < hay.len();
     if end > body
-        && hay
-            .get(end)
-            .is_some_and(|&b| b == b'"' || is_token68(b) || is_marker_at(hay, end))
+        && (marker_after
+            || within
+                .get(end)
+                .is_some_and(|&b| b == b'"' || is_token68(b) || is_marker_at(hay, end)))
     {
         return None;
     }
@@ -55,10 +60,15 @@ fn token68_end(hay: &[u8], start: usize) -> Option<usize> {
 /// like a word of prose ("Basic authentication"). The judgement uses only
 /// the bytes of the match, never its surroundings, so that redacting text
 /// nearby cannot change it.
+///
+/// A credential that is kept may hold a token its own rule removes; a
+/// second pass sees the credential end at that token's marker, so it is
+/// judged that way too.
 pub(crate) fn credential_after_scheme(
     hay: &[u8],
     scheme_end: usize,
     header: bool,
+    token_inside: TokenInside<'_>,
 ) -> Option<Found> {
     let start = skip_blanks(hay, scheme_end, 16);
     if start == scheme_end && !header {
@@ -67,20 +77,25 @@ pub(crate) fn credential_after_scheme(
     if start >= hay.len() || is_marker_at(hay, start) {
         return None;
     }
-    let end = token68_end(hay, start)?;
-    let cred = &hay[start..end];
-    let prose = !cred
-        .iter()
-        .any(|&b| b.is_ascii_digit() || !b.is_ascii_alphabetic() || b.is_ascii_uppercase())
-        || (cred.len() < 8);
-    if !header && prose {
-        return None;
+    let judge = |limit: usize| {
+        let end = token68_end(hay, start, limit)?;
+        let cred = &hay[start..end];
+        let prose = !cred
+            .iter()
+            .any(|&b| b.is_ascii_digit() || !b.is_ascii_alphabetic() || b.is_ascii_uppercase())
+            || (cred.len() < 8);
+        (header || !prose).then_some(Found {
+            start,
+            end,
+            class: Class::AuthHeader,
+        })
+    };
+    if let Some(found) = judge(hay.len()) {
+        return Some(found);
     }
-    Some(Found {
-        start,
-        end,
-        class: Class::AuthHeader,
-    })
+    let read = run_end(hay, start, |b| is_token68(b) || b == b'=');
+    let token = token_inside(start, read).filter(|&t| t > start)?;
+    judge(token)
 }
 
 /// The value of an `Authorization` header, starting at `at` (after the
@@ -119,7 +134,7 @@ pub(crate) fn authorization_value(hay: &[u8], at: usize) -> Option<Found> {
         return None;
     }
     if scheme > start && cred > scheme && cred < end {
-        return match token68_end(hay, cred) {
+        return match token68_end(hay, cred, hay.len()) {
             // A token68 credential that ends the header, or is followed by
             // something else on the line (a URL on a `curl` command line).
             Some(t) if t >= end || !matches!(hay[t], b',' | b'=') => found(cred, t.min(end)),
@@ -190,6 +205,6 @@ mod tests {
     #[test]
     fn a_challenge_parameter_is_not_a_credential() {
         let hay = b"Bearer realm=\"api\"";
-        assert_eq!(credential_after_scheme(hay, 6, true), None);
+        assert_eq!(credential_after_scheme(hay, 6, true, &|_, _| None), None);
     }
 }

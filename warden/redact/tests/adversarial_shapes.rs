@@ -298,3 +298,14 @@ fn armor_line_inside_a_key_is_not_passed_over_as_another_writers_line() {
     }
     assert!(text.contains("app | key loaded.\n"), "{text}");
 }
+
+#[test]
+fn bearer_credential_holding_a_token_is_judged_as_a_second_pass_sees_it() {
+    // Found by the fuzzer: whole, the word after `Bearer` read as a
+    // parameter (`…=19`) and was kept; the token inside it went by its own
+    // rule, and a second pass judged the word up to the token's marker a
+    // credential.
+    let input = "6curition: Bearer KEY-----sk-sLgSNrvRamQHghJjjrDST=19 amd64\n";
+    let text = twice_is_once(input);
+    assert!(!text.contains("sLgSNrvRamQHghJjjrDST"), "{text}");
+}
