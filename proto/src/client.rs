@@ -1,0 +1,374 @@
+//! The server's side of the connection: dial, hello, then sealed frames;
+//! and [`run`], which does that forever, backing off with full jitter
+//! (a random delay up to an exponentially growing bound, capped near a
+//! minute, and a random delay before the very first attempt, so that ten
+//! thousand servers restarted together do not dial together).
+//!
+//! Deliveries are acknowledged only after the handler has them, so a
+//! delivery is handled at least once; the client remembers recent ids and
+//! hands each to the handler once. What the server sends stays queued until
+//! the relay acknowledges it, and is sent again after a reconnect.
+
+use crate::frame::{Accept, Body, Delivery, Hello, MAX_MESSAGE, Nonce, PROTOCOL_VERSION};
+use crate::session::{Direction, Key, Opener, Refusal, Sealer, derive, now_ms};
+use crate::token::ServerToken;
+use futures_util::{SinkExt, StreamExt};
+use rand::Rng;
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
+use uuid::Uuid;
+
+pub type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("the relay URL {0:?} is not wss:// (ws:// only to a loopback address)")]
+    Scheme(String),
+    #[error("cannot reach the relay: {0}")]
+    Connect(#[source] Box<tokio_tungstenite::tungstenite::Error>),
+    #[error("the relay closed the connection")]
+    Closed,
+    #[error("the relay refused the hello")]
+    HelloRefused,
+    #[error("the relay's frame was refused: {0}")]
+    Frame(#[from] Refusal),
+    #[error("the relay sent something that is not a frame")]
+    Malformed,
+    #[error("the relay's answer came too late")]
+    Timeout,
+}
+
+impl From<tokio_tungstenite::tungstenite::Error> for ClientError {
+    fn from(e: tokio_tungstenite::tungstenite::Error) -> ClientError {
+        ClientError::Connect(Box::new(e))
+    }
+}
+
+/// Where and who.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    /// `wss://relay.example/v1/connect`; `ws://` only to 127.0.0.1 or ::1.
+    pub url: String,
+    pub server_id: Uuid,
+    pub token: ServerToken,
+    /// The roots the relay's certificate is checked against; `None`: the
+    /// webpki roots. There is no way to switch the check off.
+    pub roots: Option<Arc<rustls::RootCertStore>>,
+}
+
+/// The sealed session of one connection.
+#[derive(Debug)]
+pub struct Session {
+    sealer: Sealer,
+    opener: Opener,
+    /// Seconds between the relay's pings.
+    pub ping_secs: u32,
+    up: Key,
+}
+
+impl Session {
+    /// Seals and sends one frame.
+    pub async fn send(&mut self, ws: &mut Socket, body: &Body) -> Result<(), ClientError> {
+        let frame = self.sealer.seal(body, now_ms());
+        ws.send(Message::Text(frame.into())).await?;
+        Ok(())
+    }
+
+    /// The next frame from the relay (answering pings on the way).
+    pub async fn recv(&mut self, ws: &mut Socket) -> Result<Body, ClientError> {
+        loop {
+            match ws.next().await {
+                Some(Ok(Message::Text(text))) => {
+                    return Ok(self.opener.open(text.as_bytes(), now_ms())?);
+                }
+                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
+                Some(Ok(Message::Binary(_))) => return Err(ClientError::Malformed),
+                Some(Ok(Message::Close(_))) | None => return Err(ClientError::Closed),
+                Some(Err(e)) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// The key this side seals with: for tests that play a hostile server.
+    pub fn sealing_key(&self) -> &Key {
+        &self.up
+    }
+}
+
+fn loopback_url(url: &str) -> bool {
+    let rest = url.strip_prefix("ws://").unwrap_or("");
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    host.starts_with("127.0.0.1:")
+        || host.starts_with("[::1]:")
+        || host == "127.0.0.1"
+        || host == "[::1]"
+}
+
+fn ws_config() -> WebSocketConfig {
+    WebSocketConfig::default()
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(0)
+        .max_write_buffer_size(4 * MAX_MESSAGE)
+        .max_message_size(Some(MAX_MESSAGE))
+        .max_frame_size(Some(MAX_MESSAGE))
+}
+
+/// Dials the relay and opens the WebSocket (no hello yet).
+pub async fn dial(endpoint: &Endpoint) -> Result<Socket, ClientError> {
+    let connector = if endpoint.url.starts_with("wss://") {
+        let roots = endpoint.roots.clone().unwrap_or_else(|| {
+            Arc::new(rustls::RootCertStore::from_iter(
+                webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
+            ))
+        });
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| {
+                ClientError::Connect(Box::new(tokio_tungstenite::tungstenite::Error::Io(
+                    std::io::Error::other(e),
+                )))
+            })?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Some(Connector::Rustls(Arc::new(config)))
+    } else if loopback_url(&endpoint.url) {
+        Some(Connector::Plain)
+    } else {
+        return Err(ClientError::Scheme(endpoint.url.clone()));
+    };
+    let (ws, _response) = tokio_tungstenite::connect_async_tls_with_config(
+        endpoint.url.as_str(),
+        Some(ws_config()),
+        true,
+        connector,
+    )
+    .await?;
+    Ok(ws)
+}
+
+/// Sends the hello and opens the welcome.
+pub async fn handshake(ws: &mut Socket, endpoint: &Endpoint) -> Result<Session, ClientError> {
+    let nonce = Nonce::random();
+    let hello = Hello {
+        v: PROTOCOL_VERSION,
+        server_id: endpoint.server_id,
+        token: endpoint.token.clone(),
+        nonce,
+        ts: now_ms(),
+    };
+    let text = serde_json::to_string(&hello).map_err(|_| ClientError::Malformed)?;
+    ws.send(Message::Text(text.into())).await?;
+    let answer = tokio::time::timeout(Duration::from_secs(15), ws.next())
+        .await
+        .map_err(|_| ClientError::Timeout)?;
+    let accept: Accept = match answer {
+        Some(Ok(Message::Text(text))) => {
+            serde_json::from_str(text.as_str()).map_err(|_| ClientError::Malformed)?
+        }
+        Some(Ok(Message::Close(_))) | None => return Err(ClientError::HelloRefused),
+        Some(Ok(_)) => return Err(ClientError::Malformed),
+        Some(Err(e)) => return Err(e.into()),
+    };
+    if accept.v != PROTOCOL_VERSION {
+        return Err(ClientError::Malformed);
+    }
+    let up = derive(
+        &endpoint.token,
+        &nonce,
+        &accept.nonce,
+        Direction::ServerToRelay,
+    );
+    let down = derive(
+        &endpoint.token,
+        &nonce,
+        &accept.nonce,
+        Direction::RelayToServer,
+    );
+    let mut opener = Opener::new(down);
+    let ping_secs = match opener.open(accept.welcome.as_bytes(), now_ms())? {
+        Body::Welcome { ping_secs } => ping_secs,
+        _ => return Err(ClientError::Malformed),
+    };
+    Ok(Session {
+        sealer: Sealer::new(up.clone()),
+        opener,
+        ping_secs,
+        up,
+    })
+}
+
+/// Full-jitter exponential backoff.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    attempt: u32,
+    base_ms: u64,
+    cap_ms: u64,
+}
+
+impl Backoff {
+    pub fn new(base_ms: u64, cap_ms: u64) -> Backoff {
+        Backoff {
+            attempt: 0,
+            base_ms,
+            cap_ms,
+        }
+    }
+
+    /// The delay before the next attempt: uniform in `[0, min(cap, base·2ⁿ)]`.
+    pub fn next_delay(&mut self) -> Duration {
+        let bound = self
+            .base_ms
+            .saturating_mul(1u64 << self.attempt.min(20))
+            .min(self.cap_ms);
+        self.attempt = self.attempt.saturating_add(1);
+        Duration::from_millis(rand::rng().random_range(0..=bound))
+    }
+
+    /// A connection held: start again from the base.
+    pub fn reset(&mut self) {
+        self.attempt = 0;
+    }
+}
+
+impl Default for Backoff {
+    /// Base one second, cap one minute.
+    fn default() -> Backoff {
+        Backoff::new(1_000, 60_000)
+    }
+}
+
+/// What the server wants sent: a message or an edit, kept until the relay
+/// acknowledges it.
+#[derive(Clone, Debug)]
+pub struct Outgoing(pub Body);
+
+/// Delivery ids remembered to hand each delivery to the handler once.
+const REMEMBERED: usize = 4096;
+
+/// Connects forever. `deliver` is called once per delivery id; `outgoing`
+/// feeds messages and edits, each sent until acknowledged (again after every
+/// reconnect); `stop` ends the loop.
+pub async fn run(
+    endpoint: Endpoint,
+    mut deliver: impl FnMut(i64, Delivery) + Send,
+    mut outgoing: tokio::sync::mpsc::Receiver<Outgoing>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut backoff = Backoff::default();
+    let mut seen: HashSet<i64> = HashSet::new();
+    let mut seen_order: VecDeque<i64> = VecDeque::new();
+    let mut unacked: Vec<Body> = Vec::new();
+    // The first attempt waits too: servers that start together spread out.
+    let mut delay = Duration::from_millis(rand::rng().random_range(0..=backoff.base_ms));
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            _ = stop.changed() => return,
+        }
+        let attempt = async {
+            let mut ws = dial(&endpoint).await?;
+            let session = handshake(&mut ws, &endpoint).await?;
+            Ok::<_, ClientError>((ws, session))
+        };
+        let (mut ws, mut session) = match attempt.await {
+            Ok(pair) => pair,
+            Err(e) => {
+                tracing::info!(error = %e, "relay connection failed");
+                delay = backoff.next_delay();
+                continue;
+            }
+        };
+        backoff.reset();
+        let mut restart: Option<Duration> = None;
+        let mut resend_failed = false;
+        for body in &unacked {
+            if session.send(&mut ws, body).await.is_err() {
+                resend_failed = true;
+                break;
+            }
+        }
+        if !resend_failed {
+            loop {
+                tokio::select! {
+                    frame = session.recv(&mut ws) => match frame {
+                        Ok(Body::Deliver { id, delivery }) => {
+                            if seen.insert(id) {
+                                seen_order.push_back(id);
+                                if seen_order.len() > REMEMBERED
+                                    && let Some(old) = seen_order.pop_front()
+                                {
+                                    seen.remove(&old);
+                                }
+                                deliver(id, delivery);
+                            }
+                            if session.send(&mut ws, &Body::AckDelivery { id }).await.is_err() {
+                                break;
+                            }
+                        }
+                        Ok(Body::AckMessage { id }) => unacked.retain(|b| body_id(b) != Some(id)),
+                        Ok(Body::Restarting { after_ms, jitter_ms }) => {
+                            restart = Some(Duration::from_millis(
+                                after_ms + rand::rng().random_range(0..=jitter_ms),
+                            ));
+                            break;
+                        }
+                        Ok(_) => {}
+                        Err(_) => break,
+                    },
+                    next = outgoing.recv() => {
+                        let Some(Outgoing(body)) = next else { return };
+                        unacked.push(body.clone());
+                        if session.send(&mut ws, &body).await.is_err() {
+                            break;
+                        }
+                    }
+                    _ = stop.changed() => {
+                        let _ = ws.close(None).await;
+                        return;
+                    }
+                }
+            }
+        }
+        delay = restart.unwrap_or_else(|| backoff.next_delay());
+    }
+}
+
+fn body_id(body: &Body) -> Option<Uuid> {
+    match body {
+        Body::Send { id, .. } | Body::Edit { id, .. } => Some(*id),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_to_its_cap_and_resets() {
+        let mut b = Backoff::new(100, 1_000);
+        for _ in 0..50 {
+            assert!(b.next_delay() <= Duration::from_millis(1_000));
+        }
+        b.reset();
+        for _ in 0..20 {
+            let mut fresh = b.clone();
+            assert!(fresh.next_delay() <= Duration::from_millis(100));
+        }
+    }
+
+    #[test]
+    fn plain_websocket_only_to_loopback() {
+        assert!(loopback_url("ws://127.0.0.1:8080/v1/connect"));
+        assert!(loopback_url("ws://[::1]:80/v1/connect"));
+        assert!(!loopback_url("ws://127.0.0.1.example.com/v1/connect"));
+        assert!(!loopback_url("ws://relay.example/v1/connect"));
+        assert!(!loopback_url("wss://127.0.0.1:8080/"));
+    }
+}

@@ -1,0 +1,305 @@
+//! The frames, versioned from the first one.
+//!
+//! The hello is the only frame sent in the clear (inside TLS): it proves the
+//! server holds its token. Every later frame is a [`Body`] sealed by
+//! [`crate::session`]: a counter, a timestamp and an HMAC under the session
+//! key. Every field is checked on the way in; unknown fields are refused.
+
+use crate::token::ServerToken;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// The protocol version this build speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The largest message either side accepts, checked before parsing: a
+/// Telegram message (4096 characters, at most 16 KiB of UTF-8) with its
+/// buttons and the framing around it.
+pub const MAX_MESSAGE: usize = 24 * 1024;
+
+/// Telegram's limit on a message's text, in characters.
+pub const MAX_TEXT_CHARS: usize = 4096;
+/// Buttons a message may carry.
+pub const MAX_BUTTONS: usize = 8;
+/// A button's label, in characters.
+pub const MAX_LABEL_CHARS: usize = 64;
+/// A button's id: the server's own name for it, 1–32 bytes of `[A-Za-z0-9_-]`.
+pub const MAX_BUTTON_ID: usize = 32;
+
+/// The 32 random bytes each side contributes to the session key, base64url.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Nonce(pub [u8; 32]);
+
+impl Nonce {
+    pub fn random() -> Nonce {
+        use rand::RngCore;
+        let mut bytes = [0u8; 32];
+        rand::rng().fill_bytes(&mut bytes);
+        Nonce(bytes)
+    }
+}
+
+impl Serialize for Nonce {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use base64::Engine;
+        s.serialize_str(&base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Nonce {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Nonce, D::Error> {
+        use base64::Engine;
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text.as_bytes())
+            .map_err(serde::de::Error::custom)?;
+        let bytes: [u8; 32] = bytes
+            .try_into()
+            .map_err(|_| serde::de::Error::custom("a nonce is 32 bytes"))?;
+        Ok(Nonce(bytes))
+    }
+}
+
+/// Server → relay, the first message of a connection.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hello {
+    pub v: u32,
+    pub server_id: Uuid,
+    pub token: ServerToken,
+    pub nonce: Nonce,
+    /// Milliseconds since the Unix epoch.
+    pub ts: i64,
+}
+
+/// Relay → server, the answer to an accepted hello: the relay's nonce, and
+/// the welcome sealed under the key both sides now derive (so the server
+/// knows the relay derived the same key before it sends anything sealed).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Accept {
+    pub v: u32,
+    pub nonce: Nonce,
+    /// A sealed frame holding [`Body::Welcome`].
+    pub welcome: String,
+}
+
+/// A button on a message: the server's id for it and its label.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Button {
+    pub id: String,
+    pub label: String,
+}
+
+/// What the relay delivers to a server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Delivery {
+    /// A message the person wrote in the chat.
+    Message { text: String },
+    /// A tap on a button of a message the server sent.
+    Tap { message: Uuid, button: String },
+}
+
+/// Every frame after the hello.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Body {
+    /// Relay → server: the hello was accepted.
+    Welcome {
+        /// Seconds between the relay's pings.
+        ping_secs: u32,
+    },
+    /// Relay → server: a chat message or a tap, at least once, by id.
+    Deliver { id: i64, delivery: Delivery },
+    /// Server → relay: a message for the chat, with buttons.
+    Send {
+        id: Uuid,
+        text: String,
+        buttons: Vec<Button>,
+    },
+    /// Server → relay: a new text and buttons for a message it sent.
+    Edit {
+        id: Uuid,
+        message: Uuid,
+        text: String,
+        buttons: Vec<Button>,
+    },
+    /// Server → relay: the delivery is safely kept and need not be sent
+    /// again.
+    AckDelivery { id: i64 },
+    /// Relay → server: the message or edit is safely kept and need not be
+    /// sent again.
+    AckMessage { id: Uuid },
+    /// Server → relay: a pairing code, please.
+    PairingRequest {},
+    /// Relay → server: the code to show, and until when it holds.
+    PairingCode { code: String, expires_at: i64 },
+    /// Server → relay: the head of the Warden's journal (never its entries).
+    JournalHead { seq: u64, hash: String },
+    /// Relay → server: a planned shutdown; come back after this long.
+    Restarting { after_ms: u64, jitter_ms: u64 },
+    /// Relay → server: a frame was refused; the connection closes.
+    Error { reason: String },
+}
+
+/// Why a frame's content is refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ContentError {
+    #[error("text is empty or longer than {MAX_TEXT_CHARS} characters")]
+    Text,
+    #[error("more than {MAX_BUTTONS} buttons")]
+    TooManyButtons,
+    #[error("a button id is 1 to {MAX_BUTTON_ID} bytes of letters, digits, `_` and `-`")]
+    ButtonId,
+    #[error("a button label is 1 to {MAX_LABEL_CHARS} characters")]
+    ButtonLabel,
+    #[error("two buttons share an id")]
+    DuplicateButton,
+    #[error("a journal hash is 64 lowercase hex digits")]
+    JournalHash,
+}
+
+fn check_text(text: &str) -> Result<(), ContentError> {
+    let chars = text.chars().count();
+    if chars == 0 || chars > MAX_TEXT_CHARS {
+        return Err(ContentError::Text);
+    }
+    Ok(())
+}
+
+/// A button id's shape.
+pub fn valid_button_id(id: &str) -> bool {
+    (1..=MAX_BUTTON_ID).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn check_buttons(buttons: &[Button]) -> Result<(), ContentError> {
+    if buttons.len() > MAX_BUTTONS {
+        return Err(ContentError::TooManyButtons);
+    }
+    for (i, b) in buttons.iter().enumerate() {
+        if !valid_button_id(&b.id) {
+            return Err(ContentError::ButtonId);
+        }
+        let chars = b.label.chars().count();
+        if chars == 0 || chars > MAX_LABEL_CHARS {
+            return Err(ContentError::ButtonLabel);
+        }
+        if buttons[..i].iter().any(|o| o.id == b.id) {
+            return Err(ContentError::DuplicateButton);
+        }
+    }
+    Ok(())
+}
+
+impl Body {
+    /// Checks what serde cannot: lengths, counts and shapes.
+    pub fn check(&self) -> Result<(), ContentError> {
+        match self {
+            Body::Send { text, buttons, .. } | Body::Edit { text, buttons, .. } => {
+                check_text(text)?;
+                check_buttons(buttons)
+            }
+            Body::Deliver {
+                delivery: Delivery::Message { text },
+                ..
+            } => check_text(text),
+            Body::Deliver {
+                delivery: Delivery::Tap { button, .. },
+                ..
+            } => {
+                if valid_button_id(button) {
+                    Ok(())
+                } else {
+                    Err(ContentError::ButtonId)
+                }
+            }
+            Body::JournalHead { hash, .. } => {
+                if hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+                {
+                    Ok(())
+                } else {
+                    Err(ContentError::JournalHash)
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The frame's type, for counts and logs (never its content).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Body::Welcome { .. } => "welcome",
+            Body::Deliver { .. } => "deliver",
+            Body::Send { .. } => "send",
+            Body::Edit { .. } => "edit",
+            Body::AckDelivery { .. } => "ack_delivery",
+            Body::AckMessage { .. } => "ack_message",
+            Body::PairingRequest {} => "pairing_request",
+            Body::PairingCode { .. } => "pairing_code",
+            Body::JournalHead { .. } => "journal_head",
+            Body::Restarting { .. } => "restarting",
+            Body::Error { .. } => "error",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_unknown_fields_and_types() {
+        assert!(serde_json::from_str::<Body>(r#"{"type":"pairing_request","x":1}"#).is_err());
+        assert!(serde_json::from_str::<Body>(r#"{"type":"shell","cmd":"id"}"#).is_err());
+        assert!(serde_json::from_str::<Body>(r#"{"type":"pairing_request"}"#).is_ok());
+    }
+
+    #[test]
+    fn checks_text_buttons_and_hashes() {
+        let send = |text: &str, buttons: Vec<Button>| Body::Send {
+            id: Uuid::nil(),
+            text: text.into(),
+            buttons,
+        };
+        let b = |id: &str, label: &str| Button {
+            id: id.into(),
+            label: label.into(),
+        };
+        assert_eq!(send("hi", vec![b("ok", "OK")]).check(), Ok(()));
+        assert_eq!(send("", vec![]).check(), Err(ContentError::Text));
+        assert_eq!(
+            send(&"é".repeat(MAX_TEXT_CHARS + 1), vec![]).check(),
+            Err(ContentError::Text)
+        );
+        assert_eq!(
+            send("hi", vec![b("a b", "x")]).check(),
+            Err(ContentError::ButtonId)
+        );
+        assert_eq!(
+            send("hi", vec![b("a", "")]).check(),
+            Err(ContentError::ButtonLabel)
+        );
+        assert_eq!(
+            send("hi", vec![b("a", "x"), b("a", "y")]).check(),
+            Err(ContentError::DuplicateButton)
+        );
+        assert_eq!(
+            send("hi", (0..9).map(|i| b(&i.to_string(), "x")).collect()).check(),
+            Err(ContentError::TooManyButtons)
+        );
+        let head = |hash: &str| Body::JournalHead {
+            seq: 1,
+            hash: hash.into(),
+        };
+        assert_eq!(head(&"a".repeat(64)).check(), Ok(()));
+        assert_eq!(
+            head(&"A".repeat(64)).check(),
+            Err(ContentError::JournalHash)
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! The relay's settings: flags with environment fallbacks, checked at start.
+//! A missing or malformed setting stops the start with one sentence naming
+//! it.
+
+use crate::clock::{Clock, SystemClock};
+use clap::Parser;
+use ipnet::IpNet;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The shortest pepper the relay accepts, in bytes.
+pub const MIN_PEPPER: usize = 32;
+
+/// Aromba's relay: registers servers, holds one authenticated WebSocket to
+/// each, and keeps what waits for them in PostgreSQL.
+#[derive(Parser, Debug)]
+#[command(name = "aromba-relay", version, about, long_about = None)]
+pub struct Cli {
+    /// PostgreSQL connection URL (postgres://user:password@host/db).
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: String,
+    /// Address for the API and the WebSocket.
+    #[arg(long, env = "AROMBA_RELAY_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Address for GET /metrics (Prometheus text format), apart from the API.
+    #[arg(
+        long,
+        env = "AROMBA_RELAY_METRICS_LISTEN",
+        default_value = "127.0.0.1:9090"
+    )]
+    pub metrics_listen: SocketAddr,
+    /// Secret key for the stored hashes of server tokens and addresses: at
+    /// least 32 bytes. Changing it invalidates every registered server.
+    #[arg(long, env = "AROMBA_TOKEN_PEPPER", hide_env_values = true)]
+    pub token_pepper: String,
+    /// Reverse proxies whose X-Forwarded-For is believed, as CIDRs separated
+    /// by commas (e.g. 10.0.0.0/8,::1/128). Empty: the peer address counts.
+    #[arg(
+        long,
+        env = "AROMBA_TRUSTED_PROXIES",
+        default_value = "",
+        value_name = "CIDRS"
+    )]
+    pub trusted_proxies: String,
+    /// PEM certificate chain: with --tls-key, the relay terminates TLS
+    /// itself and rereads both files on SIGHUP. Without them it serves plain
+    /// HTTP for a reverse proxy in front.
+    #[arg(long, env = "AROMBA_RELAY_TLS_CERT", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for --tls-cert.
+    #[arg(long, env = "AROMBA_RELAY_TLS_KEY", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// A setting the relay cannot start with.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("AROMBA_TOKEN_PEPPER is {0} bytes; it must be at least {MIN_PEPPER}")]
+    ShortPepper(usize),
+    #[error("AROMBA_TRUSTED_PROXIES has {0:?}, which is not a CIDR such as 10.0.0.0/8")]
+    BadProxy(String),
+    #[error("AROMBA_RELAY_TLS_CERT and AROMBA_RELAY_TLS_KEY go together; only {0} is set")]
+    HalfTls(&'static str),
+}
+
+/// The secret behind the stored hashes. `Debug` hides it.
+#[derive(Clone)]
+pub struct Pepper(Arc<[u8]>);
+
+impl Pepper {
+    pub fn new(bytes: &[u8]) -> Result<Pepper, ConfigError> {
+        if bytes.len() < MIN_PEPPER {
+            return Err(ConfigError::ShortPepper(bytes.len()));
+        }
+        Ok(Pepper(bytes.into()))
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Pepper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pepper(…)")
+    }
+}
+
+/// Parses `AROMBA_TRUSTED_PROXIES`.
+pub fn parse_proxies(text: &str) -> Result<Vec<IpNet>, ConfigError> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<IpNet>()
+                .or_else(|_| s.parse::<std::net::IpAddr>().map(IpNet::from))
+                .map(|n| n.trunc())
+                .map_err(|_| ConfigError::BadProxy(s.to_string()))
+        })
+        .collect()
+}
+
+/// Limits the relay enforces; the defaults are the production values, and
+/// tests lower them.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Registrations one address may make per UTC day, across replicas.
+    pub registrations_per_day: u32,
+    /// The cheap first gate: a burst of this many requests per address…
+    pub burst: u32,
+    /// …refilled at one per this many milliseconds.
+    pub refill_ms: u64,
+    /// Connected servers one replica holds; past it, close code 1013.
+    pub max_connections: usize,
+    /// Deliveries waiting for one server; past it the oldest is dropped.
+    pub max_pending: i64,
+    /// How long the hello may take after the upgrade.
+    pub hello_timeout_ms: u64,
+    /// Seconds between pings; a connection that misses two pongs closes.
+    pub ping_secs: u32,
+    /// How often the sweeps run.
+    pub sweep_every_ms: u64,
+    /// Before a planned shutdown every server is told to come back after
+    /// this many milliseconds…
+    pub restart_after_ms: u64,
+    /// …plus a random delay up to this, so they do not all come at once.
+    pub restart_jitter_ms: u64,
+    /// How long a shutdown waits for connections to close.
+    pub drain_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            registrations_per_day: 20,
+            burst: 10,
+            refill_ms: 6_000,
+            max_connections: 50_000,
+            max_pending: 500,
+            hello_timeout_ms: 10_000,
+            ping_secs: 30,
+            sweep_every_ms: 60_000,
+            restart_after_ms: 2_000,
+            restart_jitter_ms: 5_000,
+            drain_ms: 5_000,
+        }
+    }
+}
+
+/// What `Relay::serve` needs besides its listeners and database.
+#[derive(Clone)]
+pub struct Config {
+    pub pepper: Pepper,
+    pub trusted_proxies: Vec<IpNet>,
+    pub limits: Limits,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Config {
+    /// Production settings with this pepper.
+    pub fn new(pepper: Pepper) -> Config {
+        Config {
+            pepper,
+            trusted_proxies: Vec::new(),
+            limits: Limits::default(),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("trusted_proxies", &self.trusted_proxies)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The TLS files, when the relay terminates TLS itself.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl Cli {
+    /// Checks the settings that need more than a parse.
+    pub fn checked(&self) -> Result<(Config, Option<TlsFiles>), ConfigError> {
+        let pepper = Pepper::new(self.token_pepper.as_bytes())?;
+        let mut config = Config::new(pepper);
+        config.trusted_proxies = parse_proxies(&self.trusted_proxies)?;
+        let tls = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            (Some(_), None) => return Err(ConfigError::HalfTls("AROMBA_RELAY_TLS_CERT")),
+            (None, Some(_)) => return Err(ConfigError::HalfTls("AROMBA_RELAY_TLS_KEY")),
+            (None, None) => None,
+        };
+        Ok((config, tls))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_a_short_pepper() {
+        assert_eq!(
+            Pepper::new(&[7; 31]).err(),
+            Some(ConfigError::ShortPepper(31))
+        );
+        assert!(Pepper::new(&[7; 32]).is_ok());
+    }
+
+    #[test]
+    fn parses_proxies_and_names_a_bad_one() {
+        let nets = parse_proxies(" 10.0.0.0/8, ::1 ,192.168.1.7/24").unwrap_or_default();
+        assert_eq!(nets.len(), 3);
+        assert_eq!(nets[2].to_string(), "192.168.1.0/24");
+        assert_eq!(
+            parse_proxies("10.0.0.0/8,example.com"),
+            Err(ConfigError::BadProxy("example.com".into()))
+        );
+        assert_eq!(parse_proxies(""), Ok(vec![]));
+    }
+}

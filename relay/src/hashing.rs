@@ -1,0 +1,33 @@
+//! The keyed hashes the relay stores instead of secrets and addresses:
+//! HMAC-SHA256 under the pepper, each with its own label.
+
+use crate::config::Pepper;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+fn keyed(pepper: &Pepper, label: &[u8], data: &[u8]) -> [u8; 32] {
+    // HMAC takes a key of any length.
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(pepper.bytes()) else {
+        unreachable!("HMAC-SHA256 takes any key length")
+    };
+    mac.update(label);
+    mac.update(&[0]);
+    mac.update(data);
+    mac.finalize().into_bytes().into()
+}
+
+/// What the relay keeps of a server token.
+pub fn token_hash(pepper: &Pepper, token: &aromba_proto::token::ServerToken) -> [u8; 32] {
+    keyed(pepper, b"aromba server token", token.expose().as_bytes())
+}
+
+/// What the relay keeps of an address, for a day.
+pub fn address_hash(pepper: &Pepper, key: crate::address::AddressKey) -> [u8; 32] {
+    keyed(pepper, b"aromba address", &key.to_bytes())
+}
+
+/// Constant-time equality of two stored hashes.
+pub fn same(a: &[u8], b: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.ct_eq(b))
+}

@@ -1,0 +1,139 @@
+//! The routes. Auth lives in the hello (the WebSocket) and the address
+//! limits (registration); every refusal is an [`ApiError`] with a JSON body.
+
+use crate::address::{AddressKey, client_address};
+use crate::error::ApiError;
+use crate::state::App;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
+use axum::http::{Request, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use ipnet::IpNet;
+use serde_json::json;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tower_governor::GovernorLayer;
+use tower_governor::governor::GovernorConfigBuilder;
+use tower_governor::key_extractor::KeyExtractor;
+
+/// The largest request body any route reads.
+pub const MAX_BODY: usize = 2 * 1024;
+
+/// The governor's key: the address a request counts against.
+#[derive(Clone)]
+pub struct AddressExtractor {
+    proxies: Arc<[IpNet]>,
+}
+
+impl KeyExtractor for AddressExtractor {
+    type Key = AddressKey;
+
+    fn extract<T>(&self, req: &Request<T>) -> Result<AddressKey, tower_governor::GovernorError> {
+        let peer = req
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.ip())
+            .ok_or(tower_governor::GovernorError::UnableToExtractKey)?;
+        Ok(client_address(peer, req.headers(), &self.proxies))
+    }
+}
+
+pub fn router(app: App) -> Router {
+    let limits = &app.config.limits;
+    let mut builder = GovernorConfigBuilder::default().key_extractor(AddressExtractor {
+        proxies: app.config.trusted_proxies.clone().into(),
+    });
+    builder
+        .per_millisecond(limits.refill_ms.max(1))
+        .burst_size(limits.burst.max(1));
+    let governor = builder.finish().map(Arc::new);
+    let mut registration = Router::new().route("/v1/servers", post(crate::servers::register));
+    if let Some(config) = governor {
+        let limiter = config.limiter().clone();
+        // Forget addresses that have not been seen for a while.
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(60));
+            loop {
+                every.tick().await;
+                limiter.retain_recent();
+            }
+        });
+        let metrics_app = app.clone();
+        registration = registration.layer(GovernorLayer::new(config).error_handler(move |_| {
+            metrics_app.metrics.refuse("registration_burst");
+            ApiError::TooManyRequests.into_response()
+        }));
+    }
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/openapi.json", get(openapi))
+        .route("/v1/connect", get(crate::ws::connect))
+        .merge(registration)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(app)
+}
+
+async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({"status": "ok"}))
+}
+
+async fn readyz(State(app): State<App>) -> Response {
+    match crate::db::ready(&app.db).await {
+        Ok(()) => Json(json!({"status": "ready"})).into_response(),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"error": "not_ready", "message": e.to_string()})),
+        )
+            .into_response(),
+    }
+}
+
+async fn openapi() -> Json<serde_json::Value> {
+    Json(crate::openapi::document())
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound
+}
+
+async fn method_not_allowed() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        Json(json!({"error": "method_not_allowed", "message": "this route does not take that method"})),
+    )
+        .into_response()
+}
+
+/// The metrics address's only route.
+pub fn metrics_router(app: App) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .with_state(app)
+}
+
+async fn metrics(State(app): State<App>) -> Response {
+    let idle = app.db.num_idle() as i64;
+    let size = i64::from(app.db.size());
+    app.metrics
+        .pool
+        .get_or_create(&crate::metrics::PoolState { state: "idle" })
+        .set(idle);
+    app.metrics
+        .pool
+        .get_or_create(&crate::metrics::PoolState { state: "used" })
+        .set(size - idle);
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        app.metrics.encode(),
+    )
+        .into_response()
+}

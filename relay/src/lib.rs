@@ -1,0 +1,123 @@
+//! Aromba's relay: servers register here and hold one authenticated
+//! WebSocket each; what waits for them lives in PostgreSQL, the one source
+//! of truth, so any number of replicas can run behind a load balancer.
+//!
+//! [`Relay::serve`] runs the whole service on listeners the caller binds,
+//! against a database the caller connects, until `shutdown` resolves, so
+//! every test starts the real server on `127.0.0.1:0`:
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), aromba_relay::RelayError> {
+//! use aromba_relay::{Config, Listeners, Pepper, Relay};
+//! let db = sqlx::PgPool::connect("postgres://localhost/aromba").await?;
+//! let api = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let config = Config::new(Pepper::new(&[7; 32])?);
+//! Relay::serve(Listeners { api, metrics: None }, db, config, std::future::pending()).await
+//! # }
+//! ```
+//!
+//! Map: [`config`] (settings), [`servers`] (registration), [`ws`] (the
+//! WebSocket session), [`hub`] (connections on this replica), [`outbox`]
+//! and [`listener`] (delivery across replicas), [`sweep`] (what is erased
+//! when), [`metrics`], [`http`] (routes), [`db`] (migrations, readiness).
+
+#![forbid(unsafe_code)]
+
+pub mod address;
+pub mod clock;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod hashing;
+pub mod http;
+pub mod hub;
+pub mod listener;
+pub mod metrics;
+pub mod openapi;
+pub mod outbox;
+pub mod servers;
+pub mod state;
+pub mod sweep;
+pub mod ws;
+
+pub use config::{Config, ConfigError, Limits, Pepper};
+pub use state::App;
+
+use rand::Rng;
+use sqlx::PgPool;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// Where the relay listens: the API and WebSocket, and (apart from them)
+/// the metrics.
+pub struct Listeners {
+    pub api: TcpListener,
+    pub metrics: Option<TcpListener>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error("the database migrations could not be applied: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("the database could not be reached: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("a listener failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+pub struct Relay;
+
+impl Relay {
+    /// Applies the migrations, then serves until `shutdown` resolves. On
+    /// shutdown every connected server is told when to come back, and the
+    /// connections are given `drain_ms` to close.
+    pub async fn serve(
+        listeners: Listeners,
+        db: PgPool,
+        config: Config,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), RelayError> {
+        db::MIGRATOR.run(&db).await?;
+        let (restart_tx, restart_rx) = tokio::sync::watch::channel(None);
+        let app = App::new(db, config, restart_rx);
+        let limits = app.config.limits.clone();
+        let mut tasks = tokio::task::JoinSet::new();
+        tasks.spawn(sweep::run(app.clone()));
+        tasks.spawn(listener::run(app.clone()));
+        if let Some(metrics) = listeners.metrics {
+            let router = http::metrics_router(app.clone());
+            tasks.spawn(async move {
+                if let Err(e) = axum::serve(metrics, router).await {
+                    tracing::error!(error = %e, "metrics listener failed");
+                }
+            });
+        }
+        let router = http::router(app.clone());
+        let announce = async move {
+            shutdown.await;
+            let jitter = limits.restart_jitter_ms;
+            let after = limits.restart_after_ms + rand::rng().random_range(0..=jitter / 2);
+            let _ = restart_tx.send(Some((after, jitter)));
+        };
+        tracing::info!(addr = %listeners.api.local_addr()?, "relay listening");
+        axum::serve(
+            listeners.api,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(announce)
+        .await?;
+        // The WebSockets outlive the HTTP server's graceful shutdown (they
+        // were handed off at the upgrade); give them time to say goodbye.
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(limits.drain_ms);
+        while app.sockets.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tasks.abort_all();
+        Ok(())
+    }
+}

@@ -1,0 +1,45 @@
+//! Every replica listens for outbox notifications (ids only) and wakes the
+//! connections it holds. Notifications sent while the listener's connection
+//! was down are lost, so after every reconnect it wakes all of them: each
+//! rereads its rows.
+
+use crate::outbox::{CHANNEL, parse_notification};
+use crate::state::App;
+use sqlx::postgres::PgListener;
+use std::time::Duration;
+
+pub async fn run(app: App) {
+    loop {
+        let mut listener = match PgListener::connect_with(&app.db).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(error = %e, "outbox listener cannot connect");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+        };
+        if let Err(e) = listener.listen(CHANNEL).await {
+            tracing::warn!(error = %e, "outbox listener cannot listen");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            continue;
+        }
+        // Whatever was notified before this point may have been missed.
+        app.hub.wake_all();
+        loop {
+            match listener.try_recv().await {
+                Ok(Some(n)) => {
+                    if let Some((server, _row)) = parse_notification(n.payload()) {
+                        app.hub.wake(server);
+                    }
+                }
+                // The connection dropped: listen anew, then resync.
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "outbox listener lost its connection");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    break;
+                }
+            }
+        }
+    }
+}

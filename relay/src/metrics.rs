@@ -1,0 +1,123 @@
+//! What `GET /metrics` shows, in the Prometheus text format, on the metrics
+//! address only: counts and ids' worth of state, never content.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Reason {
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Direction {
+    pub direction: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PoolState {
+    pub state: &'static str,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    pub connected: Gauge,
+    pub frames: Family<Direction, Counter>,
+    pub refusals: Family<Reason, Counter>,
+    pub outbox_depth: Gauge,
+    pub outbox_dropped: Counter,
+    pub delivery_latency: Histogram,
+    pub pool: Family<PoolState, Gauge>,
+    pub registrations: Family<Reason, Counter>,
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("aromba_relay");
+        let connected = Gauge::default();
+        registry.register(
+            "connected_servers",
+            "Servers holding a WebSocket to this replica",
+            connected.clone(),
+        );
+        let frames = Family::<Direction, Counter>::default();
+        registry.register("frames", "Sealed frames, by direction", frames.clone());
+        let refusals = Family::<Reason, Counter>::default();
+        registry.register(
+            "refusals",
+            "Hellos, frames and requests refused, by reason",
+            refusals.clone(),
+        );
+        let outbox_depth = Gauge::default();
+        registry.register(
+            "outbox_depth",
+            "Deliveries waiting in the outbox, all servers",
+            outbox_depth.clone(),
+        );
+        let outbox_dropped = Counter::default();
+        registry.register(
+            "outbox_dropped",
+            "Deliveries dropped because a server's queue was full",
+            outbox_dropped.clone(),
+        );
+        let delivery_latency = Histogram::new(
+            [
+                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0, 300.0,
+            ]
+            .into_iter(),
+        );
+        registry.register(
+            "delivery_latency_seconds",
+            "From enqueue to the server's acknowledgement",
+            delivery_latency.clone(),
+        );
+        let pool = Family::<PoolState, Gauge>::default();
+        registry.register(
+            "db_pool_connections",
+            "Database pool connections, by state",
+            pool.clone(),
+        );
+        let registrations = Family::<Reason, Counter>::default();
+        registry.register(
+            "registrations",
+            "Server registrations, by outcome",
+            registrations.clone(),
+        );
+        Metrics {
+            registry,
+            connected,
+            frames,
+            refusals,
+            outbox_depth,
+            outbox_dropped,
+            delivery_latency,
+            pool,
+            registrations,
+        }
+    }
+
+    pub fn refuse(&self, reason: &'static str) {
+        self.refusals.get_or_create(&Reason { reason }).inc();
+    }
+
+    pub fn frame(&self, direction: &'static str) {
+        self.frames.get_or_create(&Direction { direction }).inc();
+    }
+
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}

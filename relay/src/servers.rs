@@ -1,0 +1,164 @@
+//! `POST /v1/servers`: a server registers the id and token it generated.
+//!
+//! The relay keeps `HMAC-SHA256(pepper, token)`, never the token. The same
+//! id, token and boot id again is an idempotent 200. A known id with another
+//! boot id never overwrites the record: it opens a duplicate case that the
+//! chat decides. A known id with the same boot id and another token is a
+//! conflict. Every request first counts against its address's daily limit,
+//! which PostgreSQL keeps across replicas and restarts.
+
+use crate::address::client_address;
+use crate::error::{ApiError, ApiJson};
+use crate::hashing::{address_hash, same, token_hash};
+use crate::state::App;
+use aromba_proto::token::ServerToken;
+use axum::Json;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, StatusCode};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use uuid::Uuid;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Registration {
+    pub id: Uuid,
+    pub token: ServerToken,
+    pub boot_id: Uuid,
+    pub install_source: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Newly registered.
+    Registered,
+    /// Already registered exactly so.
+    Unchanged,
+    /// The id is known from another boot: the chat decides.
+    Duplicate,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Registered {
+    pub outcome: Outcome,
+}
+
+/// An install source names how the server was installed: `deb`, `script`…
+pub fn valid_install_source(s: &str) -> bool {
+    (1..=32).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+pub async fn register(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    ApiJson(reg): ApiJson<Registration>,
+) -> Result<(StatusCode, Json<Registered>), ApiError> {
+    if !valid_install_source(&reg.install_source) {
+        return Err(ApiError::Unprocessable(
+            "install_source is 1 to 32 of a-z, 0-9 and -".into(),
+        ));
+    }
+    if reg.id.is_nil() || reg.boot_id.is_nil() {
+        return Err(ApiError::Unprocessable(
+            "id and boot_id must not be nil".into(),
+        ));
+    }
+    let now = app.config.clock.now();
+    let address = client_address(peer.ip(), &headers, &app.config.trusted_proxies);
+    let address = address_hash(&app.config.pepper, address);
+    let hash = token_hash(&app.config.pepper, &reg.token);
+
+    let mut tx = app.db.begin().await.map_err(ApiError::internal)?;
+    let count = sqlx::query_scalar!(
+        r#"INSERT INTO registration_counts (address_hash, day, registrations)
+           VALUES ($1, $2, 1)
+           ON CONFLICT (address_hash, day)
+           DO UPDATE SET registrations = registration_counts.registrations + 1
+           RETURNING registrations"#,
+        &address[..],
+        now.date_naive(),
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(ApiError::internal)?;
+    if i64::from(count) > i64::from(app.config.limits.registrations_per_day) {
+        // The count stays: refused attempts use up the day too.
+        tx.commit().await.map_err(ApiError::internal)?;
+        app.metrics.refuse("registration_daily_limit");
+        return Err(ApiError::TooManyRequests);
+    }
+
+    let known = sqlx::query!(
+        "SELECT token_hash, boot_id FROM servers WHERE id = $1 FOR UPDATE",
+        reg.id
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(ApiError::internal)?;
+    let outcome = match known {
+        None => {
+            sqlx::query!(
+                r#"INSERT INTO servers (id, token_hash, boot_id, install_source, registered_at)
+                   VALUES ($1, $2, $3, $4, $5)"#,
+                reg.id,
+                &hash[..],
+                reg.boot_id,
+                reg.install_source,
+                now,
+            )
+            .execute(&mut *tx)
+            .await
+            .map_err(ApiError::internal)?;
+            sqlx::query!(
+                r#"INSERT INTO daily_counts (day, install_source, installs) VALUES ($1, $2, 1)
+                   ON CONFLICT (day, install_source)
+                   DO UPDATE SET installs = daily_counts.installs + 1"#,
+                now.date_naive(),
+                reg.install_source,
+            )
+            .execute(&mut *tx)
+            .await
+            .map_err(ApiError::internal)?;
+            Outcome::Registered
+        }
+        Some(row) if row.boot_id == reg.boot_id => {
+            if !same(&row.token_hash, &hash) {
+                tx.commit().await.map_err(ApiError::internal)?;
+                app.metrics.refuse("registration_conflict");
+                return Err(ApiError::Conflict);
+            }
+            Outcome::Unchanged
+        }
+        Some(_) => {
+            sqlx::query!(
+                r#"INSERT INTO duplicate_cases (server_id, boot_id, token_hash, opened_at)
+                   VALUES ($1, $2, $3, $4)
+                   ON CONFLICT (server_id, boot_id) DO NOTHING"#,
+                reg.id,
+                reg.boot_id,
+                &hash[..],
+                now,
+            )
+            .execute(&mut *tx)
+            .await
+            .map_err(ApiError::internal)?;
+            Outcome::Duplicate
+        }
+    };
+    tx.commit().await.map_err(ApiError::internal)?;
+    let (status, label) = match outcome {
+        Outcome::Registered => (StatusCode::CREATED, "registered"),
+        Outcome::Unchanged => (StatusCode::OK, "unchanged"),
+        Outcome::Duplicate => (StatusCode::ACCEPTED, "duplicate"),
+    };
+    app.metrics
+        .registrations
+        .get_or_create(&crate::metrics::Reason { reason: label })
+        .inc();
+    tracing::info!(server = %reg.id, outcome = label, "registration");
+    Ok((status, Json(Registered { outcome })))
+}

@@ -1,0 +1,46 @@
+//! What every handler shares.
+
+use crate::config::Config;
+use crate::hub::Hub;
+use crate::metrics::Metrics;
+use sqlx::PgPool;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use tokio::sync::watch;
+
+/// A planned shutdown: come back after this many ms, ± this jitter.
+pub type Restart = Option<(u64, u64)>;
+
+#[derive(Clone)]
+pub struct App(Arc<Inner>);
+
+pub struct Inner {
+    pub db: PgPool,
+    pub config: Config,
+    pub hub: Hub,
+    pub metrics: Metrics,
+    /// WebSockets open on this replica, hello or not.
+    pub sockets: AtomicUsize,
+    /// Set when the relay is shutting down.
+    pub shutdown: watch::Receiver<Restart>,
+}
+
+impl std::ops::Deref for App {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl App {
+    pub fn new(db: PgPool, config: Config, shutdown: watch::Receiver<Restart>) -> App {
+        App(Arc::new(Inner {
+            db,
+            config,
+            hub: Hub::default(),
+            metrics: Metrics::new(),
+            sockets: AtomicUsize::new(0),
+            shutdown,
+        }))
+    }
+}

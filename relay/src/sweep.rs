@@ -1,0 +1,80 @@
+//! The background sweeps: what the specification says the relay may not
+//! keep past a time goes at that time.
+//!
+//! - unpaired servers, 24 hours after they registered;
+//! - deliveries and chat messages, 24 hours after they were queued;
+//! - registration counts, once their day is over.
+
+use crate::state::App;
+use chrono::Duration;
+use std::time::Duration as StdDuration;
+
+/// How long anything the sweep erases may live.
+pub const RETENTION_HOURS: i64 = 24;
+
+/// What one sweep erased.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Swept {
+    pub servers: u64,
+    pub deliveries: u64,
+    pub chat_messages: u64,
+    pub counts: u64,
+}
+
+/// Runs every sweep once, at the relay clock's now.
+pub async fn sweep_once(app: &App) -> Result<Swept, sqlx::Error> {
+    let now = app.config.clock.now();
+    let cutoff = now - Duration::hours(RETENTION_HOURS);
+    let servers = sqlx::query!(
+        "DELETE FROM servers WHERE paired_at IS NULL AND registered_at <= $1",
+        cutoff
+    )
+    .execute(&app.db)
+    .await?
+    .rows_affected();
+    let deliveries = sqlx::query!("DELETE FROM outbox WHERE created_at <= $1", cutoff)
+        .execute(&app.db)
+        .await?
+        .rows_affected();
+    let chat_messages = sqlx::query!("DELETE FROM chat_outbox WHERE created_at <= $1", cutoff)
+        .execute(&app.db)
+        .await?
+        .rows_affected();
+    let counts = sqlx::query!(
+        "DELETE FROM registration_counts WHERE day < $1",
+        now.date_naive()
+    )
+    .execute(&app.db)
+    .await?
+    .rows_affected();
+    if let Ok(depth) = crate::outbox::depth(&app.db).await {
+        app.metrics.outbox_depth.set(depth);
+    }
+    Ok(Swept {
+        servers,
+        deliveries,
+        chat_messages,
+        counts,
+    })
+}
+
+/// Sweeps forever at the configured interval.
+pub async fn run(app: App) {
+    let mut every = tokio::time::interval(StdDuration::from_millis(
+        app.config.limits.sweep_every_ms.max(10),
+    ));
+    loop {
+        every.tick().await;
+        match sweep_once(&app).await {
+            Ok(swept) if swept != Swept::default() => tracing::info!(
+                servers = swept.servers,
+                deliveries = swept.deliveries,
+                chat_messages = swept.chat_messages,
+                counts = swept.counts,
+                "swept"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "sweep failed"),
+        }
+    }
+}

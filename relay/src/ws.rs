@@ -1,0 +1,374 @@
+//! `GET /v1/connect`: one server's WebSocket.
+//!
+//! The first message is the hello: the server's id and token (which the
+//! relay hashes, compares in constant time and then drops) and a nonce.
+//! The relay answers with its own nonce and a sealed welcome; from then on
+//! every frame both ways is sealed ([`aromba_proto::session`]). A refused
+//! hello or frame is counted by reason and closes the connection.
+
+use crate::hashing::{same, token_hash};
+use crate::outbox;
+use crate::state::App;
+use aromba_proto::frame::{Accept, Body, Hello, MAX_MESSAGE, Nonce, PROTOCOL_VERSION};
+use aromba_proto::session::{Direction, MAX_SKEW_MS, Opener, Refusal, Sealer, derive, now_ms};
+use axum::extract::State;
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
+use axum::response::Response;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Close code for a newer connection of the same server.
+pub const CLOSE_REPLACED: u16 = 4001;
+/// Deliveries read from the outbox per round.
+const BATCH: i64 = 64;
+
+pub async fn connect(State(app): State<App>, upgrade: WebSocketUpgrade) -> Response {
+    upgrade
+        // Buffers set by hand: the defaults hold 128 KiB per connection.
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(0)
+        .max_write_buffer_size(4 * MAX_MESSAGE)
+        .max_message_size(MAX_MESSAGE)
+        .max_frame_size(MAX_MESSAGE)
+        .on_upgrade(move |socket| async move {
+            let live = app.sockets.fetch_add(1, Ordering::SeqCst) + 1;
+            if live > app.config.limits.max_connections {
+                app.metrics.refuse("at_capacity");
+                close(socket, close_code::AGAIN, "at capacity, try again later").await;
+            } else {
+                session(app.clone(), socket).await;
+            }
+            app.sockets.fetch_sub(1, Ordering::SeqCst);
+        })
+}
+
+async fn close(mut socket: WebSocket, code: u16, reason: &'static str) {
+    let _ = socket
+        .send(Message::Close(Some(CloseFrame {
+            code,
+            reason: Utf8Bytes::from_static(reason),
+        })))
+        .await;
+}
+
+/// Why a hello was refused.
+#[derive(Debug, Clone, Copy)]
+enum HelloRefusal {
+    Timeout,
+    Malformed,
+    Oversize,
+    Version,
+    Stale,
+    BadToken,
+}
+
+impl HelloRefusal {
+    fn reason(self) -> &'static str {
+        match self {
+            HelloRefusal::Timeout => "hello_timeout",
+            HelloRefusal::Malformed => "hello_malformed",
+            HelloRefusal::Oversize => "oversize",
+            HelloRefusal::Version => "hello_version",
+            HelloRefusal::Stale => "stale",
+            HelloRefusal::BadToken => "bad_token",
+        }
+    }
+}
+
+async fn read_hello(app: &App, socket: &mut WebSocket) -> Result<Hello, HelloRefusal> {
+    let wait = Duration::from_millis(app.config.limits.hello_timeout_ms);
+    let first = tokio::time::timeout(wait, socket.recv())
+        .await
+        .map_err(|_| HelloRefusal::Timeout)?;
+    let text = match first {
+        Some(Ok(Message::Text(text))) => text,
+        Some(Err(e)) if is_oversize(&e) => return Err(HelloRefusal::Oversize),
+        _ => return Err(HelloRefusal::Malformed),
+    };
+    let hello: Hello = serde_json::from_str(text.as_str()).map_err(|_| HelloRefusal::Malformed)?;
+    if hello.v != PROTOCOL_VERSION {
+        return Err(HelloRefusal::Version);
+    }
+    if (hello.ts - now_ms()).abs() > MAX_SKEW_MS {
+        return Err(HelloRefusal::Stale);
+    }
+    let stored = sqlx::query_scalar!(
+        "SELECT token_hash FROM servers WHERE id = $1",
+        hello.server_id
+    )
+    .fetch_optional(&app.db)
+    .await
+    .map_err(|_| HelloRefusal::Malformed)?;
+    let offered = token_hash(&app.config.pepper, &hello.token);
+    // An unknown id and a wrong token look the same from outside.
+    let known = stored.as_deref().is_some_and(|s| same(s, &offered));
+    if !known {
+        return Err(HelloRefusal::BadToken);
+    }
+    Ok(hello)
+}
+
+fn is_oversize(e: &axum::Error) -> bool {
+    let text = e.to_string();
+    text.contains("too long") || text.contains("Space limit") || text.contains("capacity")
+}
+
+async fn session(app: App, mut socket: WebSocket) {
+    let hello = match read_hello(&app, &mut socket).await {
+        Ok(hello) => hello,
+        Err(refusal) => {
+            app.metrics.refuse(refusal.reason());
+            tracing::info!(reason = refusal.reason(), "hello refused");
+            close(socket, close_code::POLICY, "refused").await;
+            return;
+        }
+    };
+    let server = hello.server_id;
+    let relay_nonce = Nonce::random();
+    let up = derive(
+        &hello.token,
+        &hello.nonce,
+        &relay_nonce,
+        Direction::ServerToRelay,
+    );
+    let down = derive(
+        &hello.token,
+        &hello.nonce,
+        &relay_nonce,
+        Direction::RelayToServer,
+    );
+    // The token is needed no longer.
+    drop(hello);
+    let mut sealer = Sealer::new(down);
+    let mut opener = Opener::new(up);
+    let welcome = sealer.seal(
+        &Body::Welcome {
+            ping_secs: app.config.limits.ping_secs,
+        },
+        now_ms(),
+    );
+    let accept = Accept {
+        v: PROTOCOL_VERSION,
+        nonce: relay_nonce,
+        welcome,
+    };
+    let Ok(accept) = serde_json::to_string(&accept) else {
+        return;
+    };
+    if socket.send(Message::Text(accept.into())).await.is_err() {
+        return;
+    }
+    let slot = app.hub.attach(server);
+    app.metrics.connected.set(app.hub.len() as i64);
+    tracing::info!(server = %server, "connected");
+    let ended = run(&app, &mut socket, server, &slot, &mut sealer, &mut opener).await;
+    app.hub.detach(server, &slot);
+    app.metrics.connected.set(app.hub.len() as i64);
+    match ended {
+        End::Refused(refusal) => {
+            app.metrics.refuse(refusal);
+            tracing::info!(server = %server, reason = refusal, "frame refused");
+            let error = sealer.seal(
+                &Body::Error {
+                    reason: refusal.to_string(),
+                },
+                now_ms(),
+            );
+            let _ = socket.send(Message::Text(error.into())).await;
+            close(socket, close_code::POLICY, "refused").await;
+        }
+        End::Replaced => close(socket, CLOSE_REPLACED, "replaced by a newer connection").await,
+        End::Shutdown(after_ms, jitter_ms) => {
+            let frame = sealer.seal(
+                &Body::Restarting {
+                    after_ms,
+                    jitter_ms,
+                },
+                now_ms(),
+            );
+            let _ = socket.send(Message::Text(frame.into())).await;
+            close(socket, close_code::RESTART, "restarting").await;
+        }
+        End::Timeout => close(socket, close_code::AWAY, "missed pongs").await,
+        End::Gone => {}
+        End::Failed => close(socket, close_code::ERROR, "relay error").await,
+    }
+    tracing::info!(server = %server, "disconnected");
+}
+
+enum End {
+    Refused(&'static str),
+    Replaced,
+    Shutdown(u64, u64),
+    Timeout,
+    Gone,
+    Failed,
+}
+
+async fn run(
+    app: &App,
+    socket: &mut WebSocket,
+    server: Uuid,
+    slot: &crate::hub::Slot,
+    sealer: &mut Sealer,
+    opener: &mut Opener,
+) -> End {
+    let mut shutdown = app.shutdown.clone();
+    let mut ping = tokio::time::interval(Duration::from_secs(u64::from(
+        app.config.limits.ping_secs.max(1),
+    )));
+    ping.tick().await;
+    let mut unanswered = 0u32;
+    // The newest row sent on this connection: a wake reads only after it.
+    let mut sent_up_to = 0i64;
+    // Everything already waiting goes first.
+    slot.wake.notify_one();
+    loop {
+        tokio::select! {
+            message = socket.recv() => {
+                let message = match message {
+                    Some(Ok(m)) => m,
+                    Some(Err(e)) if is_oversize(&e) => return End::Refused(Refusal::Oversize.reason()),
+                    _ => return End::Gone,
+                };
+                let text = match message {
+                    Message::Text(t) => t,
+                    Message::Pong(_) => { unanswered = 0; continue; }
+                    Message::Ping(_) => continue,
+                    Message::Close(_) => return End::Gone,
+                    Message::Binary(_) => return End::Refused(Refusal::Malformed.reason()),
+                };
+                let body = match opener.open(text.as_bytes(), now_ms()) {
+                    Ok(body) => body,
+                    Err(refusal) => return End::Refused(refusal.reason()),
+                };
+                app.metrics.frame("in");
+                match handle(app, server, body).await {
+                    Ok(Some(reply)) => {
+                        let frame = sealer.seal(&reply, now_ms());
+                        if socket.send(Message::Text(frame.into())).await.is_err() {
+                            return End::Gone;
+                        }
+                        app.metrics.frame("out");
+                    }
+                    Ok(None) => {}
+                    Err(Handled::Refused(reason)) => return End::Refused(reason),
+                    Err(Handled::Failed) => return End::Failed,
+                }
+            }
+            () = slot.wake.notified() => {
+                loop {
+                    let rows = match outbox::pending_after(&app.db, server, sent_up_to, BATCH).await {
+                        Ok(rows) => rows,
+                        Err(e) => {
+                            tracing::warn!(server = %server, error = %e, "outbox read failed");
+                            return End::Failed;
+                        }
+                    };
+                    let full = rows.len() as i64 == BATCH;
+                    for row in rows {
+                        let frame = sealer.seal(&Body::Deliver { id: row.id, delivery: row.delivery }, now_ms());
+                        if socket.send(Message::Text(frame.into())).await.is_err() {
+                            return End::Gone;
+                        }
+                        app.metrics.frame("out");
+                        sent_up_to = row.id;
+                    }
+                    if !full { break; }
+                }
+            }
+            () = slot.replaced.notified() => return End::Replaced,
+            _ = ping.tick() => {
+                if unanswered >= 2 {
+                    return End::Timeout;
+                }
+                unanswered += 1;
+                if socket.send(Message::Ping(Default::default())).await.is_err() {
+                    return End::Gone;
+                }
+            }
+            changed = shutdown.changed() => {
+                if changed.is_err() {
+                    return End::Shutdown(0, 0);
+                }
+                if let Some((after, jitter)) = *shutdown.borrow() {
+                    return End::Shutdown(after, jitter);
+                }
+            }
+        }
+    }
+}
+
+enum Handled {
+    Refused(&'static str),
+    Failed,
+}
+
+/// Acts on one frame from a server; returns the reply, if any.
+async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Handled> {
+    let now = app.config.clock.now();
+    match body {
+        Body::AckDelivery { id } => {
+            match outbox::acknowledge(&app.db, server, id).await {
+                Ok(Some(enqueued)) => {
+                    let secs = (now - enqueued).num_milliseconds().max(0) as f64 / 1000.0;
+                    app.metrics.delivery_latency.observe(secs);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(server = %server, error = %e, "acknowledge failed");
+                    return Err(Handled::Failed);
+                }
+            }
+            Ok(None)
+        }
+        Body::Send { id, .. } | Body::Edit { id, .. } => {
+            let Ok(json) = serde_json::to_value(&body) else {
+                return Err(Handled::Failed);
+            };
+            let stored = sqlx::query!(
+                r#"INSERT INTO chat_outbox (server_id, id, body, created_at)
+                   VALUES ($1, $2, $3, $4) ON CONFLICT (server_id, id) DO NOTHING"#,
+                server,
+                id,
+                json,
+                now,
+            )
+            .execute(&app.db)
+            .await;
+            if let Err(e) = stored {
+                tracing::warn!(server = %server, error = %e, "chat outbox insert failed");
+                return Err(Handled::Failed);
+            }
+            Ok(Some(Body::AckMessage { id }))
+        }
+        Body::JournalHead { seq, hash } => {
+            let Ok(seq) = i64::try_from(seq) else {
+                return Err(Handled::Refused("journal_head"));
+            };
+            let updated = sqlx::query!(
+                r#"UPDATE servers SET journal_seq = $2, journal_hash = $3
+                   WHERE id = $1 AND (journal_seq IS NULL OR journal_seq <= $2)"#,
+                server,
+                seq,
+                hash,
+            )
+            .execute(&app.db)
+            .await;
+            match updated {
+                Ok(r) if r.rows_affected() == 1 => Ok(None),
+                // A journal never goes back: a head older than the one kept
+                // is a rollback, and the connection ends.
+                Ok(_) => Err(Handled::Refused("journal_rollback")),
+                Err(e) => {
+                    tracing::warn!(server = %server, error = %e, "journal head update failed");
+                    Err(Handled::Failed)
+                }
+            }
+        }
+        // Frames only the relay sends, and pairing, which the Telegram side
+        // answers, are not a server's to send here.
+        _ => Err(Handled::Refused("unexpected_frame")),
+    }
+}

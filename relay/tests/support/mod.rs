@@ -1,0 +1,180 @@
+//! What the relay's tests share: the real relay on 127.0.0.1:0 against a
+//! fresh database (`#[sqlx::test]` makes one per test from DATABASE_URL and
+//! fails, never skips, when there is none), an HTTP client, and a server
+//! that registers and connects with the real protocol client.
+
+#![allow(dead_code)]
+
+use aromba_proto::client::{Endpoint, Session, Socket, dial, handshake};
+use aromba_proto::token::ServerToken;
+use aromba_relay::{Config, Limits, Listeners, Pepper, Relay, RelayError};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use std::net::SocketAddr;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+/// A test pepper, clearly not a secret.
+pub const TEST_PEPPER: &[u8] = b"test-pepper-0123456789abcdef-0123456789";
+
+pub fn config() -> Config {
+    let mut config = Config::new(Pepper::new(TEST_PEPPER).expect("a long pepper"));
+    config.limits = Limits {
+        sweep_every_ms: 50,
+        restart_after_ms: 10,
+        restart_jitter_ms: 20,
+        drain_ms: 2_000,
+        ..Limits::default()
+    };
+    config
+}
+
+pub struct TestRelay {
+    pub addr: SocketAddr,
+    pub metrics: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<(), RelayError>>,
+}
+
+pub async fn start(db: PgPool, config: Config) -> TestRelay {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let api = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let metrics = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = api.local_addr().expect("addr");
+    let metrics_addr = metrics.local_addr().expect("addr");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(Relay::serve(
+        Listeners {
+            api,
+            metrics: Some(metrics),
+        },
+        db,
+        config,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let relay = TestRelay {
+        addr,
+        metrics: metrics_addr,
+        stop: Some(stop),
+        task,
+    };
+    // Ready once the migrations ran.
+    for _ in 0..200 {
+        if let Ok(r) = reqwest::get(relay.url("/readyz")).await
+            && r.status() == 200
+        {
+            return relay;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("the relay did not become ready");
+}
+
+impl TestRelay {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}/v1/connect", self.addr)
+    }
+
+    /// Graceful shutdown, as SIGTERM does it.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let ended = tokio::time::timeout(std::time::Duration::from_secs(10), &mut self.task)
+            .await
+            .expect("the relay stops within 10 s");
+        ended
+            .expect("the relay task")
+            .expect("the relay ends cleanly");
+    }
+
+    /// Gone at once, as a killed process: nothing said to anyone.
+    pub fn kill(self) {
+        self.task.abort();
+    }
+
+    pub async fn metrics_text(&self) -> String {
+        reqwest::get(format!("http://{}/metrics", self.metrics))
+            .await
+            .expect("metrics answer")
+            .text()
+            .await
+            .expect("metrics text")
+    }
+}
+
+/// A server's identity.
+#[derive(Clone, Debug)]
+pub struct Server {
+    pub id: Uuid,
+    pub token: ServerToken,
+    pub boot_id: Uuid,
+}
+
+impl Server {
+    pub fn new() -> Server {
+        Server {
+            id: Uuid::new_v4(),
+            token: ServerToken::generate(),
+            boot_id: Uuid::new_v4(),
+        }
+    }
+
+    pub fn registration(&self) -> Value {
+        json!({
+            "id": self.id,
+            "token": self.token.expose(),
+            "boot_id": self.boot_id,
+            "install_source": "test",
+        })
+    }
+
+    pub fn endpoint(&self, relay: &TestRelay) -> Endpoint {
+        Endpoint {
+            url: relay.ws_url(),
+            server_id: self.id,
+            token: self.token.clone(),
+            roots: None,
+        }
+    }
+}
+
+/// POSTs `body` to /v1/servers; the status and the JSON answer.
+pub async fn post_json(relay: &TestRelay, body: &Value) -> (u16, Value) {
+    let r = reqwest::Client::new()
+        .post(relay.url("/v1/servers"))
+        .json(body)
+        .send()
+        .await
+        .expect("the relay answers");
+    let status = r.status().as_u16();
+    let body = r.json::<Value>().await.expect("a JSON body");
+    (status, body)
+}
+
+/// A registered server, connected and past the hello.
+pub async fn connected(relay: &TestRelay) -> (Server, Socket, Session) {
+    let server = Server::new();
+    let (status, _) = post_json(relay, &server.registration()).await;
+    assert_eq!(status, 201);
+    let (ws, session) = connect(relay, &server).await;
+    (server, ws, session)
+}
+
+pub async fn connect(relay: &TestRelay, server: &Server) -> (Socket, Session) {
+    let endpoint = server.endpoint(relay);
+    let mut ws = dial(&endpoint).await.expect("dial");
+    let session = handshake(&mut ws, &endpoint).await.expect("hello accepted");
+    (ws, session)
+}
