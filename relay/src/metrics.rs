@@ -64,12 +64,9 @@ impl Metrics {
             "Deliveries dropped because a server's queue was full",
             outbox_dropped.clone(),
         );
-        let delivery_latency = Histogram::new(
-            [
-                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0, 300.0,
-            ]
-            .into_iter(),
-        );
+        let delivery_latency = Histogram::new([
+            0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0, 300.0,
+        ]);
         registry.register(
             "delivery_latency_seconds",
             "From enqueue to the server's acknowledgement",
