@@ -18,6 +18,15 @@ use tower_governor::GovernorLayer;
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::key_extractor::KeyExtractor;
 
+/// Every HTTP route but the WebSocket's, as `(method, path)`: the router is
+/// built from this list, and a test keeps the OpenAPI document equal to it.
+pub const HTTP_ROUTES: &[(&str, &str)] = &[
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/openapi.json"),
+    ("POST", "/v1/servers"),
+];
+
 /// The largest request body any route reads.
 pub const MAX_BODY: usize = 2 * 1024;
 
@@ -49,29 +58,38 @@ pub fn router(app: App) -> Router {
         .per_millisecond(limits.refill_ms.max(1))
         .burst_size(limits.burst.max(1));
     let governor = builder.finish().map(Arc::new);
-    let mut registration = Router::new().route("/v1/servers", post(crate::servers::register));
-    if let Some(config) = governor {
-        let limiter = config.limiter().clone();
-        // Forget addresses that have not been seen for a while.
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(Duration::from_secs(60));
-            loop {
-                every.tick().await;
-                limiter.retain_recent();
+    let mut router = Router::new();
+    for &(method, path) in HTTP_ROUTES {
+        let handler = match (method, path) {
+            ("GET", "/healthz") => get(healthz),
+            ("GET", "/readyz") => get(readyz),
+            ("GET", "/openapi.json") => get(openapi),
+            ("POST", "/v1/servers") => {
+                let mut route = post(crate::servers::register);
+                if let Some(config) = governor.clone() {
+                    let limiter = config.limiter().clone();
+                    // Forget addresses that have not been seen for a while.
+                    tokio::spawn(async move {
+                        let mut every = tokio::time::interval(Duration::from_secs(60));
+                        loop {
+                            every.tick().await;
+                            limiter.retain_recent();
+                        }
+                    });
+                    let metrics_app = app.clone();
+                    route = route.layer(GovernorLayer::new(config).error_handler(move |_| {
+                        metrics_app.metrics.refuse("registration_burst");
+                        ApiError::TooManyRequests.into_response()
+                    }));
+                }
+                route
             }
-        });
-        let metrics_app = app.clone();
-        registration = registration.layer(GovernorLayer::new(config).error_handler(move |_| {
-            metrics_app.metrics.refuse("registration_burst");
-            ApiError::TooManyRequests.into_response()
-        }));
+            _ => unreachable!("every route in HTTP_ROUTES has a handler"),
+        };
+        router = router.route(path, handler);
     }
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/openapi.json", get(openapi))
+    router
         .route("/v1/connect", get(crate::ws::connect))
-        .merge(registration)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY))

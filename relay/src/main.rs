@@ -8,7 +8,10 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     // rustls picks no provider by itself when two are linked.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (config, _tls) = match cli.checked() {
@@ -58,6 +61,62 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Help and version as clap prints them; any other mistake in one sentence
+/// that names the setting.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        ErrorKind::MissingRequiredArgument => {
+            let names: Vec<String> = match e.get(ContextKind::InvalidArg) {
+                Some(ContextValue::Strings(args)) => args.iter().map(|a| setting_name(a)).collect(),
+                _ => Vec::new(),
+            };
+            eprintln!("aromba-relay: {} is not set.", names.join(" and "));
+        }
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation => {
+            let arg = match e.get(ContextKind::InvalidArg) {
+                Some(ContextValue::String(a)) => setting_name(a),
+                _ => "a setting".to_string(),
+            };
+            eprintln!("aromba-relay: {arg} has a value that cannot be used.");
+        }
+        _ => {
+            let first = e.render().to_string();
+            let first = first
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ");
+            eprintln!("aromba-relay: {first}");
+        }
+    }
+    ExitCode::from(2)
+}
+
+/// `--database-url <DATABASE_URL>` → `DATABASE_URL (--database-url)`.
+fn setting_name(arg: &str) -> String {
+    let flag = arg.split_whitespace().next().unwrap_or(arg);
+    let env = flag
+        .trim_start_matches('-')
+        .replace('-', "_")
+        .to_uppercase();
+    let env = match env.as_str() {
+        "DATABASE_URL" | "AROMBA_TOKEN_PEPPER" | "AROMBA_TRUSTED_PROXIES" => env,
+        "LISTEN" => "AROMBA_RELAY_LISTEN".into(),
+        "METRICS_LISTEN" => "AROMBA_RELAY_METRICS_LISTEN".into(),
+        "TOKEN_PEPPER" => "AROMBA_TOKEN_PEPPER".into(),
+        "TRUSTED_PROXIES" => "AROMBA_TRUSTED_PROXIES".into(),
+        "TLS_CERT" => "AROMBA_RELAY_TLS_CERT".into(),
+        "TLS_KEY" => "AROMBA_RELAY_TLS_KEY".into(),
+        other => other.to_string(),
+    };
+    format!("{env} ({flag})")
 }
 
 /// SIGTERM or SIGINT.

@@ -25,6 +25,9 @@ pub fn config() -> Config {
         restart_after_ms: 10,
         restart_jitter_ms: 20,
         drain_ms: 2_000,
+        // Tests register many servers from one address.
+        burst: 1_000,
+        registrations_per_day: 10_000,
         ..Limits::default()
     };
     config
@@ -38,46 +41,26 @@ pub struct TestRelay {
 }
 
 pub async fn start(db: PgPool, config: Config) -> TestRelay {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let api = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
-    let metrics = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = api.local_addr().expect("addr");
-    let metrics_addr = metrics.local_addr().expect("addr");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(Relay::serve(
-        Listeners {
-            api,
-            metrics: Some(metrics),
-        },
-        db,
-        config,
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-    let relay = TestRelay {
-        addr,
-        metrics: metrics_addr,
-        stop: Some(stop),
-        task,
-    };
-    // Ready once the migrations ran.
-    for _ in 0..200 {
-        if let Ok(r) = reqwest::get(relay.url("/readyz")).await
-            && r.status() == 200
-        {
-            return relay;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    panic!("the relay did not become ready");
+    start_on(db, config, api).await
 }
 
 impl TestRelay {
+    /// Ready once the migrations ran.
+    async fn wait_ready(&self) {
+        for _ in 0..200 {
+            if let Ok(r) = reqwest::get(self.url("/readyz")).await
+                && r.status() == 200
+            {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("the relay did not become ready");
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
@@ -177,4 +160,125 @@ pub async fn connect(relay: &TestRelay, server: &Server) -> (Socket, Session) {
     let mut ws = dial(&endpoint).await.expect("dial");
     let session = handshake(&mut ws, &endpoint).await.expect("hello accepted");
     (ws, session)
+}
+
+impl Server {
+    pub fn endpoint_url(&self, url: String) -> Endpoint {
+        Endpoint {
+            url,
+            server_id: self.id,
+            token: self.token.clone(),
+            roots: None,
+        }
+    }
+}
+
+/// The relay on a listener the test already bound (to come back on the
+/// address a killed relay had).
+pub async fn start_on(db: PgPool, config: Config, api: tokio::net::TcpListener) -> TestRelay {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let metrics = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = api.local_addr().expect("addr");
+    let metrics_addr = metrics.local_addr().expect("addr");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(Relay::serve(
+        Listeners {
+            api,
+            metrics: Some(metrics),
+        },
+        db,
+        config,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let relay = TestRelay {
+        addr,
+        metrics: metrics_addr,
+        stop: Some(stop),
+        task,
+    };
+    relay.wait_ready().await;
+    relay
+}
+
+/// The database URL of the test's own database, for a relay process.
+pub fn database_url(db: &PgPool) -> String {
+    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL is set");
+    let name = db
+        .connect_options()
+        .get_database()
+        .expect("the test database has a name")
+        .to_string();
+    let (server, _) = base
+        .rsplit_once('/')
+        .expect("DATABASE_URL ends in a database name");
+    format!("{server}/{name}")
+}
+
+/// A free port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The `aromba-relay` binary as its own process, on `port`.
+pub struct RelayProcess {
+    pub child: std::process::Child,
+    pub addr: SocketAddr,
+}
+
+impl RelayProcess {
+    pub async fn spawn(db: &PgPool, port: u16) -> RelayProcess {
+        use assert_cmd::cargo::CommandCargoExt;
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+        let child = std::process::Command::cargo_bin("aromba-relay")
+            .expect("the aromba-relay binary is built")
+            .env_clear()
+            .env("DATABASE_URL", database_url(db))
+            .env("AROMBA_RELAY_LISTEN", addr.to_string())
+            .env(
+                "AROMBA_RELAY_METRICS_LISTEN",
+                format!("127.0.0.1:{}", free_port()),
+            )
+            .env(
+                "AROMBA_TOKEN_PEPPER",
+                std::str::from_utf8(TEST_PEPPER).expect("ascii"),
+            )
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map(|child| RelayProcess { child, addr })
+            .expect("the relay starts");
+        for _ in 0..400 {
+            if let Ok(r) = reqwest::get(format!("http://{addr}/readyz")).await
+                && r.status() == 200
+            {
+                return child;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("the relay process did not become ready");
+    }
+
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}/v1/connect", self.addr)
+    }
+
+    /// SIGKILL: nothing said to anyone.
+    pub fn kill(self) {
+        drop(self);
+    }
+}
+
+impl Drop for RelayProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

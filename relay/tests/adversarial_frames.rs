@@ -1,0 +1,326 @@
+//! A hostile server (or anyone holding a connection) against the relay's
+//! WebSocket: each attack is refused, counted under its reason, and the
+//! connection closed with 1008.
+
+mod support;
+
+use aromba_proto::client::{Socket, dial, handshake};
+use aromba_proto::frame::{Body, Button, Delivery, Hello, MAX_MESSAGE, Nonce, PROTOCOL_VERSION};
+use aromba_proto::session::{Direction, MAX_SKEW_MS, derive, now_ms, seal_raw};
+use aromba_proto::token::ServerToken;
+use futures_util::{SinkExt, StreamExt};
+use sqlx::PgPool;
+use std::time::Duration;
+use support::{Server, TestRelay, config, connected, post_json, start};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use uuid::Uuid;
+
+/// Reads until the relay closes; the close code, and whether an `error`
+/// frame came first.
+async fn closed_with(ws: &mut Socket) -> u16 {
+    let wait = async {
+        while let Some(m) = ws.next().await {
+            match m {
+                Ok(Message::Close(Some(frame))) => return u16::from(frame.code),
+                Ok(Message::Close(None)) => return 1005,
+                Ok(_) => continue,
+                Err(_) => return 1006,
+            }
+        }
+        1006
+    };
+    tokio::time::timeout(Duration::from_secs(10), wait)
+        .await
+        .expect("the relay closes the connection")
+}
+
+async fn refusals(relay: &TestRelay, reason: &str) -> u64 {
+    let text = relay.metrics_text().await;
+    let needle = format!("aromba_relay_refusals_total{{reason=\"{reason}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&needle))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn head(seq: u64) -> Body {
+    Body::JournalHead {
+        seq,
+        hash: "ab".repeat(32),
+    }
+}
+
+async fn refused(relay: &TestRelay, ws: &mut Socket, reason: &str) {
+    assert_eq!(closed_with(ws).await, u16::from(CloseCode::Policy));
+    assert_eq!(refusals(relay, reason).await, 1, "refusals under {reason}");
+}
+
+#[sqlx::test(migrations = false)]
+async fn replayed_frame_is_refused(db: PgPool) {
+    let relay = start(db, config()).await;
+    let (_, mut ws, session) = connected(&relay).await;
+    let frame = seal_raw(session.sealing_key(), 1, now_ms(), &head(1));
+    ws.send(Message::Text(frame.clone().into()))
+        .await
+        .expect("send");
+    ws.send(Message::Text(frame.into())).await.expect("send");
+    refused(&relay, &mut ws, "replay").await;
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn reordered_frame_is_refused(db: PgPool) {
+    let relay = start(db, config()).await;
+    let (_, mut ws, session) = connected(&relay).await;
+    let second = seal_raw(session.sealing_key(), 2, now_ms(), &head(1));
+    ws.send(Message::Text(second.into())).await.expect("send");
+    refused(&relay, &mut ws, "reorder").await;
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn stale_frame_is_refused(db: PgPool) {
+    let relay = start(db, config()).await;
+    let (_, mut ws, session) = connected(&relay).await;
+    let old = seal_raw(
+        session.sealing_key(),
+        1,
+        now_ms() - MAX_SKEW_MS - 1_000,
+        &head(1),
+    );
+    ws.send(Message::Text(old.into())).await.expect("send");
+    refused(&relay, &mut ws, "stale").await;
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn forged_frame_is_refused(db: PgPool) {
+    let relay = start(db, config()).await;
+    let (_, mut ws, session) = connected(&relay).await;
+    let frame = seal_raw(session.sealing_key(), 1, now_ms(), &head(1));
+    let forged = frame.replace("\"seq\":1", "\"seq\":9");
+    assert_ne!(frame, forged);
+    ws.send(Message::Text(forged.into())).await.expect("send");
+    refused(&relay, &mut ws, "forged").await;
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn frame_sealed_with_the_relays_own_key_is_refused(db: PgPool) {
+    // Reflection: a frame the relay sealed, sent back to it.
+    let relay = start(db, config()).await;
+    let server = Server::new();
+    assert_eq!(post_json(&relay, &server.registration()).await.0, 201);
+    let endpoint = server.endpoint(&relay);
+    let mut ws = dial(&endpoint).await.expect("dial");
+    let nonce = Nonce::random();
+    let hello = Hello {
+        v: PROTOCOL_VERSION,
+        server_id: server.id,
+        token: server.token.clone(),
+        nonce,
+        ts: now_ms(),
+    };
+    ws.send(Message::Text(
+        serde_json::to_string(&hello).expect("json").into(),
+    ))
+    .await
+    .expect("send");
+    let Some(Ok(Message::Text(accept))) = ws.next().await else {
+        panic!("no accept")
+    };
+    let accept: aromba_proto::frame::Accept =
+        serde_json::from_str(accept.as_str()).expect("accept");
+    ws.send(Message::Text(accept.welcome.into()))
+        .await
+        .expect("send");
+    refused(&relay, &mut ws, "forged").await;
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn oversize_frame_is_refused(db: PgPool) {
+    let relay = start(db, config()).await;
+    let (_, mut ws, _) = connected(&relay).await;
+    let big = "x".repeat(MAX_MESSAGE + 1);
+    let _ = ws.send(Message::Text(big.into())).await;
+    let code = closed_with(&mut ws).await;
+    // tungstenite refuses the message as it reads it; the relay closes.
+    assert!(
+        code == u16::from(CloseCode::Policy) || code == u16::from(CloseCode::Size) || code == 1006,
+        "closed with {code}"
+    );
+    assert_eq!(refusals(&relay, "oversize").await, 1);
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn hello_with_a_wrong_token_is_refused(db: PgPool) {
+    let relay = start(db, config()).await;
+    let mut server = Server::new();
+    assert_eq!(post_json(&relay, &server.registration()).await.0, 201);
+    server.token = ServerToken::generate();
+    let endpoint = server.endpoint(&relay);
+    let mut ws = dial(&endpoint).await.expect("dial");
+    assert!(handshake(&mut ws, &endpoint).await.is_err());
+    assert_eq!(refusals(&relay, "bad_token").await, 1);
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn hello_for_an_unknown_server_is_refused_like_a_wrong_token(db: PgPool) {
+    let relay = start(db, config()).await;
+    let server = Server::new();
+    let endpoint = server.endpoint(&relay);
+    let mut ws = dial(&endpoint).await.expect("dial");
+    assert!(handshake(&mut ws, &endpoint).await.is_err());
+    assert_eq!(refusals(&relay, "bad_token").await, 1);
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn stale_hello_is_refused(db: PgPool) {
+    let relay = start(db, config()).await;
+    let server = Server::new();
+    assert_eq!(post_json(&relay, &server.registration()).await.0, 201);
+    let mut ws = dial(&server.endpoint(&relay)).await.expect("dial");
+    let hello = Hello {
+        v: PROTOCOL_VERSION,
+        server_id: server.id,
+        token: server.token.clone(),
+        nonce: Nonce::random(),
+        ts: now_ms() - MAX_SKEW_MS - 1_000,
+    };
+    ws.send(Message::Text(
+        serde_json::to_string(&hello).expect("json").into(),
+    ))
+    .await
+    .expect("send");
+    refused(&relay, &mut ws, "stale").await;
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn hello_with_unknown_fields_or_version_is_refused(db: PgPool) {
+    let relay = start(db, config()).await;
+    let server = Server::new();
+    assert_eq!(post_json(&relay, &server.registration()).await.0, 201);
+    let mut hello = serde_json::to_value(Hello {
+        v: PROTOCOL_VERSION,
+        server_id: server.id,
+        token: server.token.clone(),
+        nonce: Nonce::random(),
+        ts: now_ms(),
+    })
+    .expect("json");
+    hello["admin"] = serde_json::json!(true);
+    let mut ws = dial(&server.endpoint(&relay)).await.expect("dial");
+    ws.send(Message::Text(hello.to_string().into()))
+        .await
+        .expect("send");
+    refused(&relay, &mut ws, "hello_malformed").await;
+    hello.as_object_mut().expect("object").remove("admin");
+    hello["v"] = serde_json::json!(PROTOCOL_VERSION + 1);
+    let mut ws = dial(&server.endpoint(&relay)).await.expect("dial");
+    ws.send(Message::Text(hello.to_string().into()))
+        .await
+        .expect("send");
+    refused(&relay, &mut ws, "hello_version").await;
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn silence_instead_of_a_hello_is_cut_off(db: PgPool) {
+    let mut c = config();
+    c.limits.hello_timeout_ms = 200;
+    let relay = start(db, c).await;
+    let server = Server::new();
+    let mut ws = dial(&server.endpoint(&relay)).await.expect("dial");
+    refused(&relay, &mut ws, "hello_timeout").await;
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn server_sending_a_relay_only_frame_is_refused(db: PgPool) {
+    // A server may not pretend to be the relay (a delivery, a pairing code).
+    let relay = start(db, config()).await;
+    let (_, mut ws, mut session) = connected(&relay).await;
+    session
+        .send(
+            &mut ws,
+            &Body::Deliver {
+                id: 1,
+                delivery: Delivery::Message { text: "hi".into() },
+            },
+        )
+        .await
+        .expect("send");
+    refused(&relay, &mut ws, "unexpected_frame").await;
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn message_longer_than_telegram_allows_is_refused(db: PgPool) {
+    let relay = start(db, config()).await;
+    let (_, mut ws, mut session) = connected(&relay).await;
+    session
+        .send(
+            &mut ws,
+            &Body::Send {
+                id: Uuid::new_v4(),
+                text: "a".repeat(4097),
+                buttons: vec![Button {
+                    id: "ok".into(),
+                    label: "OK".into(),
+                }],
+            },
+        )
+        .await
+        .expect("send");
+    refused(&relay, &mut ws, "content").await;
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn binary_message_is_refused(db: PgPool) {
+    let relay = start(db, config()).await;
+    let (_, mut ws, _) = connected(&relay).await;
+    ws.send(Message::Binary(vec![1, 2, 3].into()))
+        .await
+        .expect("send");
+    refused(&relay, &mut ws, "malformed").await;
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn journal_head_going_back_is_refused(db: PgPool) {
+    let relay = start(db, config()).await;
+    let (_, mut ws, mut session) = connected(&relay).await;
+    session.send(&mut ws, &head(10)).await.expect("send");
+    session.send(&mut ws, &head(9)).await.expect("send");
+    refused(&relay, &mut ws, "journal_rollback").await;
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn the_derived_keys_differ_per_session(db: PgPool) {
+    // A frame sealed in one session does not open in the next.
+    let relay = start(db, config()).await;
+    let (server, mut ws, mut session) = connected(&relay).await;
+    session.send(&mut ws, &head(1)).await.expect("send");
+    let old_key_frame = seal_raw(session.sealing_key(), 1, now_ms(), &head(2));
+    drop(ws);
+    let (mut ws2, _) = support::connect(&relay, &server).await;
+    ws2.send(Message::Text(old_key_frame.into()))
+        .await
+        .expect("send");
+    refused(&relay, &mut ws2, "forged").await;
+    let _ = derive(
+        &server.token,
+        &Nonce::random(),
+        &Nonce::random(),
+        Direction::ServerToRelay,
+    );
+    relay.stop().await;
+}

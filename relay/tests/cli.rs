@@ -1,0 +1,119 @@
+//! The binary: a missing or malformed setting stops the start with one
+//! sentence naming it; SIGTERM stops it gracefully.
+
+mod support;
+
+use assert_cmd::Command;
+use sqlx::PgPool;
+
+fn relay() -> Command {
+    let mut cmd = Command::cargo_bin("aromba-relay").expect("the aromba-relay binary is built");
+    cmd.env_clear();
+    cmd
+}
+
+fn one_sentence(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr).trim_end().to_string();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.starts_with("aromba-relay: ") && text.ends_with('.'),
+        "{text}"
+    );
+    text
+}
+
+#[test]
+fn a_missing_database_url_is_named() {
+    let out = relay()
+        .env("AROMBA_TOKEN_PEPPER", "x".repeat(32))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let text = one_sentence(&out.stderr);
+    assert!(text.contains("DATABASE_URL"), "{text}");
+}
+
+#[test]
+fn a_short_pepper_is_refused() {
+    let out = relay()
+        .env("DATABASE_URL", "postgres://127.0.0.1:1/none")
+        .env("AROMBA_TOKEN_PEPPER", "short")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let text = one_sentence(&out.stderr);
+    assert!(text.contains("AROMBA_TOKEN_PEPPER is 5 bytes"), "{text}");
+}
+
+#[test]
+fn a_malformed_setting_is_named() {
+    for (name, value, want) in [
+        (
+            "AROMBA_TRUSTED_PROXIES",
+            "10.0.0.0/8,proxy.example",
+            "AROMBA_TRUSTED_PROXIES",
+        ),
+        ("AROMBA_RELAY_LISTEN", "everywhere", "AROMBA_RELAY_LISTEN"),
+        (
+            "AROMBA_RELAY_TLS_CERT",
+            "/etc/cert.pem",
+            "AROMBA_RELAY_TLS_KEY",
+        ),
+    ] {
+        let out = relay()
+            .env("DATABASE_URL", "postgres://127.0.0.1:1/none")
+            .env("AROMBA_TOKEN_PEPPER", "x".repeat(32))
+            .env(name, value)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let text = one_sentence(&out.stderr);
+        assert!(text.contains(want), "{text}");
+    }
+}
+
+#[test]
+fn an_unreachable_database_is_one_sentence() {
+    let out = relay()
+        .env(
+            "DATABASE_URL",
+            format!("postgres://u:p@127.0.0.1:{}/none", support::free_port()),
+        )
+        .env("AROMBA_TOKEN_PEPPER", "x".repeat(32))
+        .env(
+            "AROMBA_RELAY_LISTEN",
+            format!("127.0.0.1:{}", support::free_port()),
+        )
+        .env(
+            "AROMBA_RELAY_METRICS_LISTEN",
+            format!("127.0.0.1:{}", support::free_port()),
+        )
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stderr);
+    let last = text.trim_end().lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("aromba-relay: the database could not be reached"),
+        "{text}"
+    );
+}
+
+#[sqlx::test(migrations = false)]
+async fn sigterm_stops_the_relay_gracefully(db: PgPool) {
+    let mut process = support::RelayProcess::spawn(&db, support::free_port()).await;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(process.child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+    let child = &mut process.child;
+    let mut status = None;
+    for _ in 0..200 {
+        if let Some(s) = child.try_wait().expect("wait") {
+            status = Some(s);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let status = status.expect("the relay exits within 10 s of SIGTERM");
+    assert!(status.success(), "{status:?}");
+}

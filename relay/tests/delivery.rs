@@ -1,0 +1,416 @@
+//! Delivery: the outbox is the truth, NOTIFY carries ids, the replica that
+//! holds the socket delivers, the body goes on acknowledgement, and nothing
+//! acknowledged is lost or handed over twice across kills, restarts and
+//! database outages.
+
+mod support;
+
+use aromba_proto::client::{Outgoing, run};
+use aromba_proto::frame::{Body, Button, Delivery};
+use aromba_relay::outbox::enqueue;
+use sqlx::PgPool;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::{Server, config, connect, connected, post_json, start};
+use tokio_tungstenite::tungstenite::Message;
+use uuid::Uuid;
+
+fn message(text: &str) -> Delivery {
+    Delivery::Message { text: text.into() }
+}
+
+async fn rows(db: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM outbox")
+        .fetch_one(db)
+        .await
+        .expect("count")
+}
+
+async fn next_delivery(
+    ws: &mut aromba_proto::client::Socket,
+    session: &mut aromba_proto::client::Session,
+) -> (i64, Delivery) {
+    loop {
+        let body = tokio::time::timeout(Duration::from_secs(10), session.recv(ws))
+            .await
+            .expect("a frame within 10 s")
+            .expect("a frame");
+        if let Body::Deliver { id, delivery } = body {
+            return (id, delivery);
+        }
+    }
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_delivery_reaches_its_server_and_its_body_goes_on_ack(db: PgPool) {
+    let relay = start(db.clone(), config()).await;
+    let (server, mut ws, mut session) = connected(&relay).await;
+    let (id, _) = enqueue(
+        &db,
+        server.id,
+        &message("disk is 91% full"),
+        chrono::Utc::now(),
+        100,
+    )
+    .await
+    .expect("enqueue");
+    let (got, delivery) = next_delivery(&mut ws, &mut session).await;
+    assert_eq!((got, delivery), (id, message("disk is 91% full")));
+    assert_eq!(rows(&db).await, 1, "kept until acknowledged");
+    session
+        .send(&mut ws, &Body::AckDelivery { id })
+        .await
+        .expect("ack");
+    for _ in 0..100 {
+        if rows(&db).await == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(rows(&db).await, 0, "the body is deleted on ack");
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn what_waited_while_the_server_was_away_comes_on_connect(db: PgPool) {
+    let relay = start(db.clone(), config()).await;
+    let server = Server::new();
+    assert_eq!(post_json(&relay, &server.registration()).await.0, 201);
+    let mut ids = Vec::new();
+    for i in 0..70 {
+        let (id, _) = enqueue(
+            &db,
+            server.id,
+            &message(&format!("m{i}")),
+            chrono::Utc::now(),
+            500,
+        )
+        .await
+        .expect("enqueue");
+        ids.push(id);
+    }
+    let (mut ws, mut session) = connect(&relay, &server).await;
+    let mut got = Vec::new();
+    while got.len() < ids.len() {
+        got.push(next_delivery(&mut ws, &mut session).await.0);
+    }
+    assert_eq!(got, ids, "every one, once, in order");
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_message_for_a_server_on_another_replica_is_delivered_there(db: PgPool) {
+    let a = start(db.clone(), config()).await;
+    let b = start(db.clone(), config()).await;
+    let (server, mut ws, mut session) = connected(&b).await;
+    let other = Server::new();
+    assert_eq!(post_json(&a, &other.registration()).await.0, 201);
+    let (mut ws_a, mut session_a) = connect(&a, &other).await;
+    // Enqueued as replica A would: the row and a NOTIFY with ids only.
+    let (id, _) = enqueue(&db, server.id, &message("for b"), chrono::Utc::now(), 100)
+        .await
+        .expect("enqueue");
+    let (id_a, _) = enqueue(&db, other.id, &message("for a"), chrono::Utc::now(), 100)
+        .await
+        .expect("enqueue");
+    assert_eq!(next_delivery(&mut ws, &mut session).await.0, id);
+    assert_eq!(next_delivery(&mut ws_a, &mut session_a).await.0, id_a);
+    a.stop().await;
+    b.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn the_pending_queue_is_bounded_and_drops_the_oldest(db: PgPool) {
+    let relay = start(db.clone(), config()).await;
+    let server = Server::new();
+    assert_eq!(post_json(&relay, &server.registration()).await.0, 201);
+    let mut dropped = 0;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let (id, d) = enqueue(
+            &db,
+            server.id,
+            &message(&format!("m{i}")),
+            chrono::Utc::now(),
+            3,
+        )
+        .await
+        .expect("enqueue");
+        ids.push(id);
+        dropped += d;
+    }
+    assert_eq!(dropped, 2);
+    let kept: Vec<i64> = sqlx::query_scalar("SELECT id FROM outbox ORDER BY id")
+        .fetch_all(&db)
+        .await
+        .expect("ids");
+    assert_eq!(kept, ids[2..].to_vec());
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_message_from_a_server_is_kept_once_and_acknowledged(db: PgPool) {
+    let relay = start(db.clone(), config()).await;
+    let (_, mut ws, mut session) = connected(&relay).await;
+    let id = Uuid::new_v4();
+    let send = Body::Send {
+        id,
+        text: "Apply 3 security updates?".into(),
+        buttons: vec![Button {
+            id: "apply".into(),
+            label: "Apply".into(),
+        }],
+    };
+    for _ in 0..2 {
+        session.send(&mut ws, &send).await.expect("send");
+        let ack = tokio::time::timeout(Duration::from_secs(10), session.recv(&mut ws))
+            .await
+            .expect("in time")
+            .expect("a frame");
+        assert_eq!(ack, Body::AckMessage { id });
+    }
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM chat_outbox")
+        .fetch_one(&db)
+        .await
+        .expect("count");
+    assert_eq!(kept, 1);
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_new_connection_replaces_the_old(db: PgPool) {
+    let relay = start(db.clone(), config()).await;
+    let (server, mut old, _) = connected(&relay).await;
+    let (mut new, mut session) = connect(&relay, &server).await;
+    let code = loop {
+        match tokio::time::timeout(
+            Duration::from_secs(10),
+            futures_util::StreamExt::next(&mut old),
+        )
+        .await
+        .expect("the old connection ends")
+        {
+            Some(Ok(Message::Close(Some(f)))) => break u16::from(f.code),
+            Some(Ok(_)) => continue,
+            _ => break 1006,
+        }
+    };
+    assert_eq!(code, aromba_relay::ws::CLOSE_REPLACED);
+    let (id, _) = enqueue(
+        &db,
+        server.id,
+        &message("to the new one"),
+        chrono::Utc::now(),
+        100,
+    )
+    .await
+    .expect("enqueue");
+    assert_eq!(next_delivery(&mut new, &mut session).await.0, id);
+    relay.stop().await;
+}
+
+/// How many times the handler saw each delivery id.
+type Seen = Arc<Mutex<HashMap<i64, u32>>>;
+
+/// A server running the real client: what its handler saw, by id.
+fn running_client(
+    server: &Server,
+    url: String,
+) -> (
+    Seen,
+    tokio::sync::watch::Sender<bool>,
+    tokio::sync::mpsc::Sender<Outgoing>,
+) {
+    let seen = Arc::new(Mutex::new(HashMap::<i64, u32>::new()));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let (out, outgoing) = tokio::sync::mpsc::channel(16);
+    let mut endpoint = server.endpoint_url(url);
+    endpoint.roots = None;
+    let record = seen.clone();
+    tokio::spawn(run(
+        endpoint,
+        move |id, _| {
+            *record.lock().expect("lock").entry(id).or_default() += 1;
+        },
+        outgoing,
+        stopped,
+    ));
+    (seen, stop, out)
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_relay_killed_mid_delivery_loses_nothing_acknowledged_and_duplicates_nothing(db: PgPool) {
+    // The relay as its own process, killed with SIGKILL mid-stream: some
+    // deliveries handled and acknowledged, some handled and not yet
+    // acknowledged, some not yet sent.
+    let port = support::free_port();
+    let first = support::RelayProcess::spawn(&db, port).await;
+    let server = Server::new();
+    let r = reqwest::Client::new()
+        .post(format!("http://{}/v1/servers", first.addr))
+        .json(&server.registration())
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(r.status(), 201);
+    let (seen, stop, _out) = running_client(&server, first.ws_url());
+    let mut ids = Vec::new();
+    for i in 0..200 {
+        let (id, _) = enqueue(
+            &db,
+            server.id,
+            &message(&format!("m{i}")),
+            chrono::Utc::now(),
+            500,
+        )
+        .await
+        .expect("enqueue");
+        ids.push(id);
+        if i == 100 {
+            while seen.lock().expect("lock").len() < 50 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    }
+    first.kill();
+    // The replacement listens where the old one did, as a restart would.
+    let listener = loop {
+        match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+            Ok(l) => break l,
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    };
+    let second = support::start_on(db.clone(), config(), listener).await;
+    let mut all = false;
+    for _ in 0..600 {
+        if seen.lock().expect("lock").len() == ids.len() && rows(&db).await == 0 {
+            all = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let seen = seen.lock().expect("lock").clone();
+    assert!(
+        all,
+        "{} of {} handled, {} rows left",
+        seen.len(),
+        ids.len(),
+        rows(&db).await
+    );
+    assert!(
+        seen.values().all(|&n| n == 1),
+        "a delivery was handled twice"
+    );
+    let _ = stop.send(true);
+    second.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn after_the_database_drops_every_connection_pending_rows_are_still_delivered(db: PgPool) {
+    let relay = start(db.clone(), config()).await;
+    let mut clients = Vec::new();
+    for _ in 0..5 {
+        let server = Server::new();
+        assert_eq!(post_json(&relay, &server.registration()).await.0, 201);
+        let (seen, stop, out) = running_client(&server, relay.ws_url());
+        clients.push((server, seen, stop, out));
+    }
+    // Everyone connected, then PostgreSQL drops all of the relay's
+    // sessions (as a restart does) while deliveries are being queued.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let admin = db.clone();
+    let mut expected = 0;
+    for round in 0..4 {
+        for (server, ..) in &clients {
+            for i in 0..5 {
+                loop {
+                    match enqueue(
+                        &db,
+                        server.id,
+                        &message(&format!("r{round} m{i}")),
+                        chrono::Utc::now(),
+                        500,
+                    )
+                    .await
+                    {
+                        Ok(_) => break,
+                        Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                    }
+                }
+                expected += 1;
+            }
+        }
+        let _ = sqlx::query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        .execute(&admin)
+        .await;
+    }
+    let per_client = expected / clients.len();
+    let mut done = false;
+    for _ in 0..600 {
+        if clients
+            .iter()
+            .all(|(_, seen, ..)| seen.lock().expect("lock").len() == per_client)
+        {
+            done = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let counts: Vec<usize> = clients
+        .iter()
+        .map(|(_, seen, ..)| seen.lock().expect("lock").len())
+        .collect();
+    assert!(done, "handled {counts:?}, {per_client} each expected");
+    for (_, _, stop, _) in &clients {
+        let _ = stop.send(true);
+    }
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_planned_shutdown_tells_every_server_when_to_come_back(db: PgPool) {
+    let relay = start(db.clone(), config()).await;
+    let (_, mut ws, mut session) = connected(&relay).await;
+    let stopping = tokio::spawn(relay.stop());
+    let body = tokio::time::timeout(Duration::from_secs(10), session.recv(&mut ws))
+        .await
+        .expect("in time")
+        .expect("a frame");
+    assert!(
+        matches!(body, Body::Restarting { after_ms, jitter_ms } if after_ms >= 10 && jitter_ms == 20),
+        "{body:?}"
+    );
+    stopping.await.expect("stopped");
+}
+
+#[sqlx::test(migrations = false)]
+async fn past_its_connection_limit_the_relay_answers_1013(db: PgPool) {
+    let mut c = config();
+    c.limits.max_connections = 1;
+    let relay = start(db.clone(), c).await;
+    let (_first, _ws, _session) = connected(&relay).await;
+    let second = Server::new();
+    assert_eq!(post_json(&relay, &second.registration()).await.0, 201);
+    let mut ws = aromba_proto::client::dial(&second.endpoint(&relay))
+        .await
+        .expect("dial");
+    let code = loop {
+        match tokio::time::timeout(
+            Duration::from_secs(10),
+            futures_util::StreamExt::next(&mut ws),
+        )
+        .await
+        .expect("closed in time")
+        {
+            Some(Ok(Message::Close(Some(f)))) => break u16::from(f.code),
+            Some(Ok(_)) => continue,
+            _ => break 1006,
+        }
+    };
+    assert_eq!(code, 1013);
+    relay.stop().await;
+}
