@@ -155,6 +155,8 @@ pub struct Config {
     pub trusted_proxies: Vec<IpNet>,
     pub limits: Limits,
     pub clock: Arc<dyn Clock>,
+    /// Terminate TLS with these files; `None`: plain HTTP behind a proxy.
+    pub tls: Option<TlsFiles>,
 }
 
 impl Config {
@@ -165,6 +167,7 @@ impl Config {
             trusted_proxies: Vec::new(),
             limits: Limits::default(),
             clock: Arc::new(SystemClock),
+            tls: None,
         }
     }
 }
@@ -174,6 +177,7 @@ impl std::fmt::Debug for Config {
         f.debug_struct("Config")
             .field("trusted_proxies", &self.trusted_proxies)
             .field("limits", &self.limits)
+            .field("tls", &self.tls)
             .finish_non_exhaustive()
     }
 }
@@ -187,11 +191,11 @@ pub struct TlsFiles {
 
 impl Cli {
     /// Checks the settings that need more than a parse.
-    pub fn checked(&self) -> Result<(Config, Option<TlsFiles>), ConfigError> {
+    pub fn checked(&self) -> Result<Config, ConfigError> {
         let pepper = Pepper::new(self.token_pepper.as_bytes())?;
         let mut config = Config::new(pepper);
         config.trusted_proxies = parse_proxies(&self.trusted_proxies)?;
-        let tls = match (&self.tls_cert, &self.tls_key) {
+        config.tls = match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => Some(TlsFiles {
                 cert: cert.clone(),
                 key: key.clone(),
@@ -200,7 +204,7 @@ impl Cli {
             (None, Some(_)) => return Err(ConfigError::HalfTls("AROMBA_RELAY_TLS_KEY")),
             (None, None) => None,
         };
-        Ok((config, tls))
+        Ok(config)
     }
 }
 

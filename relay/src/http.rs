@@ -11,7 +11,6 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use ipnet::IpNet;
 use serde_json::json;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_governor::GovernorLayer;
@@ -42,8 +41,8 @@ impl KeyExtractor for AddressExtractor {
     fn extract<T>(&self, req: &Request<T>) -> Result<AddressKey, tower_governor::GovernorError> {
         let peer = req
             .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip())
+            .get::<ConnectInfo<crate::tls::PeerAddr>>()
+            .map(|c| c.0.0.ip())
             .ok_or(tower_governor::GovernorError::UnableToExtractKey)?;
         Ok(client_address(peer, req.headers(), &self.proxies))
     }

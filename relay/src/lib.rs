@@ -38,6 +38,7 @@ pub mod outbox;
 pub mod servers;
 pub mod state;
 pub mod sweep;
+pub mod tls;
 pub mod ws;
 
 pub use config::{Config, ConfigError, Limits, Pepper};
@@ -46,7 +47,7 @@ pub use state::App;
 use rand::Rng;
 use sqlx::PgPool;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -68,6 +69,8 @@ pub enum RelayError {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Config(#[from] ConfigError),
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
 }
 
 pub struct Relay;
@@ -104,13 +107,36 @@ impl Relay {
             let after = limits.restart_after_ms + rand::rng().random_range(0..=jitter / 2);
             let _ = restart_tx.send(Some((after, jitter)));
         };
-        tracing::info!(addr = %listeners.api.local_addr()?, "relay listening");
-        axum::serve(
-            listeners.api,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(announce)
-        .await?;
+        let addr = listeners.api.local_addr()?;
+        match &app.config.tls {
+            Some(files) => {
+                let certs = Arc::new(tls::Certificates::load(files.clone())?);
+                let server_config = tls::server_config(certs.clone())?;
+                // Registered before the first connection is accepted, so a
+                // SIGHUP never finds the default action (which would end the
+                // process).
+                let hangups =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+                tasks.spawn(reload_on_hangup(certs, hangups));
+                tracing::info!(addr = %addr, tls = true, "relay listening");
+                let listener = tls::TlsListener::new(listeners.api, server_config)?;
+                axum::serve(
+                    listener,
+                    router.into_make_service_with_connect_info::<tls::PeerAddr>(),
+                )
+                .with_graceful_shutdown(announce)
+                .await?;
+            }
+            None => {
+                tracing::info!(addr = %addr, tls = false, "relay listening");
+                axum::serve(
+                    listeners.api,
+                    router.into_make_service_with_connect_info::<tls::PeerAddr>(),
+                )
+                .with_graceful_shutdown(announce)
+                .await?;
+            }
+        }
         // The WebSockets outlive the HTTP server's graceful shutdown (they
         // were handed off at the upgrade); give them time to say goodbye.
         let deadline = tokio::time::Instant::now() + Duration::from_millis(limits.drain_ms);
@@ -119,5 +145,15 @@ impl Relay {
         }
         tasks.abort_all();
         Ok(())
+    }
+}
+
+/// Rereads the certificate and key on every SIGHUP.
+async fn reload_on_hangup(certs: Arc<tls::Certificates>, mut hangups: tokio::signal::unix::Signal) {
+    while hangups.recv().await.is_some() {
+        match certs.reload() {
+            Ok(()) => tracing::info!("certificate reloaded"),
+            Err(e) => tracing::warn!(error = %e, "certificate reload failed; the old one stays"),
+        }
     }
 }

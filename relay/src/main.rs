@@ -14,7 +14,7 @@ fn main() -> ExitCode {
     };
     // rustls picks no provider by itself when two are linked.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let (config, _tls) = match cli.checked() {
+    let config = match cli.checked() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("aromba-relay: {e}.");

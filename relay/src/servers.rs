@@ -16,7 +16,6 @@ use axum::Json;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
-use std::net::SocketAddr;
 use uuid::Uuid;
 
 #[derive(Debug, Deserialize)]
@@ -53,7 +52,7 @@ pub fn valid_install_source(s: &str) -> bool {
 
 pub async fn register(
     State(app): State<App>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(crate::tls::PeerAddr(peer)): ConnectInfo<crate::tls::PeerAddr>,
     headers: HeaderMap,
     ApiJson(reg): ApiJson<Registration>,
 ) -> Result<(StatusCode, Json<Registered>), ApiError> {

@@ -234,10 +234,25 @@ pub struct RelayProcess {
 
 impl RelayProcess {
     pub async fn spawn(db: &PgPool, port: u16) -> RelayProcess {
+        let process = RelayProcess::spawn_with(db, port, &[]);
+        for _ in 0..400 {
+            if let Ok(r) = reqwest::get(format!("http://{}/readyz", process.addr)).await
+                && r.status() == 200
+            {
+                return process;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("the relay process did not become ready");
+    }
+
+    /// Started with these settings added; not yet ready.
+    pub fn spawn_with(db: &PgPool, port: u16, settings: &[(&str, String)]) -> RelayProcess {
         use assert_cmd::cargo::CommandCargoExt;
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
-        let child = std::process::Command::cargo_bin("aromba-relay")
-            .expect("the aromba-relay binary is built")
+        let mut command = std::process::Command::cargo_bin("aromba-relay")
+            .expect("the aromba-relay binary is built");
+        command
             .env_clear()
             .env("DATABASE_URL", database_url(db))
             .env("AROMBA_RELAY_LISTEN", addr.to_string())
@@ -251,19 +266,14 @@ impl RelayProcess {
             )
             .env("RUST_LOG", "warn")
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        for (name, value) in settings {
+            command.env(name, value);
+        }
+        command
             .spawn()
             .map(|child| RelayProcess { child, addr })
-            .expect("the relay starts");
-        for _ in 0..400 {
-            if let Ok(r) = reqwest::get(format!("http://{addr}/readyz")).await
-                && r.status() == 200
-            {
-                return child;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-        }
-        panic!("the relay process did not become ready");
+            .expect("the relay starts")
     }
 
     pub fn ws_url(&self) -> String {
@@ -280,5 +290,46 @@ impl Drop for RelayProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Started, without waiting on /readyz over plain HTTP (a TLS relay).
+pub async fn start_unchecked(db: PgPool, config: Config) -> TestRelay {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let api = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let metrics = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = api.local_addr().expect("addr");
+    let metrics_addr = metrics.local_addr().expect("addr");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(Relay::serve(
+        Listeners {
+            api,
+            metrics: Some(metrics),
+        },
+        db,
+        config,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    // Ready once the metrics answer: the migrations ran before they listen.
+    for _ in 0..200 {
+        if reqwest::get(format!("http://{metrics_addr}/metrics"))
+            .await
+            .is_ok()
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    TestRelay {
+        addr,
+        metrics: metrics_addr,
+        stop: Some(stop),
+        task,
     }
 }
