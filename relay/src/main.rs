@@ -21,8 +21,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // JSON lines on standard error; standard output stays empty.
     tracing_subscriber::fmt()
         .json()
+        .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
