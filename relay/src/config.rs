@@ -15,11 +15,13 @@ pub const MIN_PEPPER: usize = 32;
 /// Aromba's relay: registers servers, holds one authenticated WebSocket to
 /// each, and keeps what waits for them in PostgreSQL.
 #[derive(Parser, Debug)]
-#[command(name = "aromba-relay", version, about, long_about = None)]
+#[command(name = "aromba-relay", version, about, long_about = None, subcommand_negates_reqs = true)]
 pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
     /// PostgreSQL connection URL (postgres://user:password@host/db).
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: String,
+    pub database_url: Option<String>,
     /// Address for the API and the WebSocket.
     #[arg(long, env = "AROMBA_RELAY_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
@@ -33,7 +35,7 @@ pub struct Cli {
     /// Secret key for the stored hashes of server tokens and addresses: at
     /// least 32 bytes. Changing it invalidates every registered server.
     #[arg(long, env = "AROMBA_TOKEN_PEPPER", hide_env_values = true)]
-    pub token_pepper: String,
+    pub token_pepper: Option<String>,
     /// Reverse proxies whose X-Forwarded-For is believed, as CIDRs separated
     /// by commas (e.g. 10.0.0.0/8,::1/128). Empty: the peer address counts.
     #[arg(
@@ -53,6 +55,22 @@ pub struct Cli {
     pub tls_key: Option<PathBuf>,
 }
 
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Exit 0 when the relay on this host is ready (GET /readyz on the
+    /// metrics address, which is always plain HTTP), 1 otherwise: for a
+    /// container's healthcheck, where there is no shell or curl.
+    Healthcheck {
+        /// The metrics address to ask.
+        #[arg(
+            long,
+            env = "AROMBA_RELAY_METRICS_LISTEN",
+            default_value = "127.0.0.1:9090"
+        )]
+        metrics_listen: SocketAddr,
+    },
+}
+
 /// A setting the relay cannot start with.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
@@ -62,6 +80,8 @@ pub enum ConfigError {
     BadProxy(String),
     #[error("AROMBA_RELAY_TLS_CERT and AROMBA_RELAY_TLS_KEY go together; only {0} is set")]
     HalfTls(&'static str),
+    #[error("{0} is not set")]
+    Missing(&'static str),
 }
 
 /// The secret behind the stored hashes. `Debug` hides it.
@@ -192,7 +212,14 @@ pub struct TlsFiles {
 impl Cli {
     /// Checks the settings that need more than a parse.
     pub fn checked(&self) -> Result<Config, ConfigError> {
-        let pepper = Pepper::new(self.token_pepper.as_bytes())?;
+        if self.database_url.is_none() {
+            return Err(ConfigError::Missing("DATABASE_URL (--database-url)"));
+        }
+        let pepper = self
+            .token_pepper
+            .as_deref()
+            .ok_or(ConfigError::Missing("AROMBA_TOKEN_PEPPER (--token-pepper)"))?;
+        let pepper = Pepper::new(pepper.as_bytes())?;
         let mut config = Config::new(pepper);
         config.trusted_proxies = parse_proxies(&self.trusted_proxies)?;
         config.tls = match (&self.tls_cert, &self.tls_key) {

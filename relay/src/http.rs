@@ -130,6 +130,8 @@ async fn method_not_allowed() -> Response {
 pub fn metrics_router(app: App) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
+        // For the container's healthcheck: this address is always plain.
+        .route("/readyz", get(readyz))
         .fallback(not_found)
         .with_state(app)
 }

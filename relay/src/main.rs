@@ -12,6 +12,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
+    if let Some(aromba_relay::config::Command::Healthcheck { metrics_listen }) = &cli.command {
+        return healthcheck(*metrics_listen);
+    }
     // rustls picks no provider by itself when two are linked.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = match cli.checked() {
@@ -41,7 +44,7 @@ fn main() -> ExitCode {
         let db = sqlx::postgres::PgPoolOptions::new()
             .max_connections(32)
             .acquire_timeout(std::time::Duration::from_secs(5))
-            .connect(&cli.database_url)
+            .connect(cli.database_url.as_deref().unwrap_or_default())
             .await?;
         let api = tokio::net::TcpListener::bind(cli.listen).await?;
         let metrics = tokio::net::TcpListener::bind(cli.metrics_listen).await?;
@@ -60,6 +63,32 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("aromba-relay: {e}.");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `aromba-relay healthcheck`: GET /readyz on the metrics address.
+fn healthcheck(addr: std::net::SocketAddr) -> ExitCode {
+    use std::io::{Read, Write};
+    let timeout = std::time::Duration::from_secs(3);
+    let answer = (|| -> std::io::Result<String> {
+        let mut stream = std::net::TcpStream::connect_timeout(&addr, timeout)?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
+        stream.write_all(b"GET /readyz HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n")?;
+        let mut head = [0u8; 64];
+        let n = stream.read(&mut head)?;
+        Ok(String::from_utf8_lossy(&head[..n]).into_owned())
+    })();
+    match answer {
+        Ok(status) if status.starts_with("HTTP/1.1 200") => ExitCode::SUCCESS,
+        Ok(_) => {
+            eprintln!("aromba-relay: the relay at {addr} is not ready.");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("aromba-relay: the relay at {addr} does not answer: {e}.");
             ExitCode::FAILURE
         }
     }

@@ -117,3 +117,31 @@ async fn sigterm_stops_the_relay_gracefully(db: PgPool) {
     let status = status.expect("the relay exits within 10 s of SIGTERM");
     assert!(status.success(), "{status:?}");
 }
+
+#[sqlx::test(migrations = false)]
+async fn healthcheck_answers_for_a_ready_relay_and_fails_without_one(db: PgPool) {
+    let relay = support::start(db, support::config()).await;
+    let ready = relay.metrics.to_string();
+    let nobody = format!("127.0.0.1:{}", support::free_port());
+    let (up, down) = tokio::task::spawn_blocking(move || {
+        let up = relay()
+            .args(["healthcheck", "--metrics-listen", &ready])
+            .output()
+            .expect("runs");
+        let down = relay()
+            .args(["healthcheck", "--metrics-listen", &nobody])
+            .output()
+            .expect("runs");
+        (up, down)
+    })
+    .await
+    .expect("joined");
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    assert_eq!(down.status.code(), Some(1));
+    one_sentence(&down.stderr);
+    relay.stop().await;
+}

@@ -126,7 +126,10 @@ async fn the_log_holds_no_message_text_and_no_token(db: PgPool) {
         .read_to_string(&mut log)
         .expect("the log");
 
-    assert!(log.contains(&server.id.to_string()), "ids are logged:\n{log}");
+    assert!(
+        log.contains(&server.id.to_string()),
+        "ids are logged:\n{log}"
+    );
     for needle in [
         &server.token.expose()[4..],
         &thief.token.expose()[4..],
