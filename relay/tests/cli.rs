@@ -120,8 +120,8 @@ async fn sigterm_stops_the_relay_gracefully(db: PgPool) {
 
 #[sqlx::test(migrations = false)]
 async fn healthcheck_answers_for_a_ready_relay_and_fails_without_one(db: PgPool) {
-    let relay = support::start(db, support::config()).await;
-    let ready = relay.metrics.to_string();
+    let running = support::start(db, support::config()).await;
+    let ready = running.metrics.to_string();
     let nobody = format!("127.0.0.1:{}", support::free_port());
     let (up, down) = tokio::task::spawn_blocking(move || {
         let up = relay()
@@ -143,5 +143,5 @@ async fn healthcheck_answers_for_a_ready_relay_and_fails_without_one(db: PgPool)
     );
     assert_eq!(down.status.code(), Some(1));
     one_sentence(&down.stderr);
-    relay.stop().await;
+    running.stop().await;
 }
