@@ -190,7 +190,10 @@ async fn session(app: App, mut socket: WebSocket) {
             let _ = socket.send(Message::Text(frame.into())).await;
             close(socket, close_code::RESTART, "restarting").await;
         }
-        End::Timeout => close(socket, close_code::AWAY, "missed pongs").await,
+        End::Timeout => {
+            app.metrics.refuse("missed_pongs");
+            close(socket, close_code::AWAY, "missed pongs").await;
+        }
         End::Gone => {}
         End::Failed => close(socket, close_code::ERROR, "relay error").await,
     }

@@ -324,3 +324,25 @@ async fn the_derived_keys_differ_per_session(db: PgPool) {
     );
     relay.stop().await;
 }
+
+#[sqlx::test(migrations = false)]
+async fn a_server_that_stops_answering_pings_is_closed(db: PgPool) {
+    // A peer that holds its connection open but reads nothing (so answers
+    // no ping) does not hold a slot for ever.
+    let mut c = config();
+    c.limits.ping_secs = 1;
+    let relay = start(db, c).await;
+    let (_, mut ws, _) = connected(&relay).await;
+    tokio::time::sleep(Duration::from_millis(3_500)).await;
+    // Two pings came, unanswered; then the relay closed (the client's
+    // late pongs meet a closed socket).
+    let mut pings = 0;
+    while let Some(Ok(m)) = ws.next().await {
+        if matches!(m, Message::Ping(_)) {
+            pings += 1;
+        }
+    }
+    assert_eq!(pings, 2);
+    assert_eq!(refusals(&relay, "missed_pongs").await, 1);
+    relay.stop().await;
+}

@@ -414,3 +414,72 @@ async fn past_its_connection_limit_the_relay_answers_1013(db: PgPool) {
     assert_eq!(code, 1013);
     relay.stop().await;
 }
+
+#[sqlx::test(migrations = false)]
+async fn nothing_waits_longer_than_24_hours(db: PgPool) {
+    use aromba_relay::clock::Clock;
+    let clock = Arc::new(aromba_relay::clock::ManualClock::new(chrono::Utc::now()));
+    let mut c = config();
+    c.clock = clock.clone();
+    let relay = start(db.clone(), c).await;
+    let (server, mut ws, mut session) = connected(&relay).await;
+    // Paired, so that the server itself stays.
+    sqlx::query("UPDATE servers SET paired_at = now() WHERE id = $1")
+        .bind(server.id)
+        .execute(&db)
+        .await
+        .expect("pair");
+    // A delivery the server never acknowledges, and a message it sent.
+    enqueue(&db, server.id, &message("old news"), clock.now(), 100)
+        .await
+        .expect("enqueue");
+    let id = Uuid::new_v4();
+    let send = Body::Send {
+        id,
+        text: "kept a day at most".into(),
+        buttons: vec![],
+    };
+    session.send(&mut ws, &send).await.expect("send");
+    loop {
+        let body = tokio::time::timeout(Duration::from_secs(10), session.recv(&mut ws))
+            .await
+            .expect("in time")
+            .expect("a frame");
+        if body == (Body::AckMessage { id }) {
+            break;
+        }
+    }
+    let counts = || {
+        let db = db.clone();
+        async move {
+            let outbox: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
+                .fetch_one(&db)
+                .await
+                .expect("count");
+            let chat: i64 = sqlx::query_scalar("SELECT count(*) FROM chat_outbox")
+                .fetch_one(&db)
+                .await
+                .expect("count");
+            (outbox, chat)
+        }
+    };
+    clock.advance(chrono::Duration::hours(24) - chrono::Duration::seconds(1));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(counts().await, (1, 1), "erased before 24 hours");
+    clock.advance(chrono::Duration::seconds(1));
+    let mut gone = false;
+    for _ in 0..100 {
+        if counts().await == (0, 0) {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(gone, "kept past 24 hours");
+    let servers: i64 = sqlx::query_scalar("SELECT count(*) FROM servers")
+        .fetch_one(&db)
+        .await
+        .expect("count");
+    assert_eq!(servers, 1, "a paired server stays");
+    relay.stop().await;
+}
