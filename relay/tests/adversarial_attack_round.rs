@@ -664,6 +664,33 @@ async fn install_sources_kept_for_good_are_not_chosen_by_the_client(db: PgPool) 
     relay.stop().await;
 }
 
+#[sqlx::test(migrations = false)]
+#[ignore = "finding: a forwarded entry with a port (ip:port, [v6]:port, as some load balancers write it) is unparsable, so every client behind the proxy shares the proxy's bucket"]
+async fn clients_behind_a_proxy_that_writes_ports_keep_their_own_buckets(db: PgPool) {
+    // The rightmost entry is the trusted proxy's own writing; when it
+    // carries a port the parse fails and the request counts against the
+    // proxy. Then one client's few requests use up everyone's burst and
+    // daily count.
+    let mut c = behind_proxy();
+    c.limits.burst = 1;
+    c.limits.refill_ms = 600_000;
+    let relay = start(db.clone(), c).await;
+    assert_eq!(
+        post_from(&relay, "203.0.113.1:50000", &Server::new().registration()).await,
+        201
+    );
+    assert_eq!(
+        post_from(&relay, "203.0.113.2:50001", &Server::new().registration()).await,
+        201,
+        "another client behind the proxy was refused with the first one's bucket"
+    );
+    assert_eq!(
+        post_from(&relay, "[2001:db8:9::1]:443", &Server::new().registration()).await,
+        201
+    );
+    relay.stop().await;
+}
+
 // ---------------------------------------------------------------------------
 // Attacks the relay withstood (regression tests)
 
