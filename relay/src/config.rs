@@ -161,8 +161,8 @@ impl Default for Limits {
             hello_timeout_ms: 10_000,
             ping_secs: 30,
             sweep_every_ms: 60_000,
-            restart_after_ms: 2_000,
-            restart_jitter_ms: 5_000,
+            restart_after_ms: 1_000,
+            restart_jitter_ms: 3_000,
             drain_ms: 5_000,
         }
     }
