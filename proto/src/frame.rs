@@ -147,7 +147,7 @@ pub enum Body {
 /// Why a frame's content is refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ContentError {
-    #[error("text is empty or longer than {MAX_TEXT_CHARS} characters")]
+    #[error("text is empty, longer than {MAX_TEXT_CHARS} characters, or holds a control character")]
     Text,
     #[error("more than {MAX_BUTTONS} buttons")]
     TooManyButtons,
@@ -161,9 +161,16 @@ pub enum ContentError {
     JournalHash,
 }
 
+/// Control characters other than line breaks and tabs: never in a chat
+/// message, and U+0000 cannot be stored at all.
+fn has_control(text: &str) -> bool {
+    text.chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r')
+}
+
 fn check_text(text: &str) -> Result<(), ContentError> {
     let chars = text.chars().count();
-    if chars == 0 || chars > MAX_TEXT_CHARS {
+    if chars == 0 || chars > MAX_TEXT_CHARS || has_control(text) {
         return Err(ContentError::Text);
     }
     Ok(())
@@ -186,7 +193,7 @@ fn check_buttons(buttons: &[Button]) -> Result<(), ContentError> {
             return Err(ContentError::ButtonId);
         }
         let chars = b.label.chars().count();
-        if chars == 0 || chars > MAX_LABEL_CHARS {
+        if chars == 0 || chars > MAX_LABEL_CHARS || has_control(&b.label) {
             return Err(ContentError::ButtonLabel);
         }
         if buttons[..i].iter().any(|o| o.id == b.id) {

@@ -219,7 +219,7 @@ impl Opener {
         if inner.n != self.last + 1 {
             return Err(Refusal::Reorder);
         }
-        if (inner.t - now_ms).abs() > MAX_SKEW_MS {
+        if !within_skew(inner.t, now_ms) {
             return Err(Refusal::Stale);
         }
         inner.b.check().map_err(|_| Refusal::Content)?;
@@ -253,6 +253,12 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
         out[i] = digit(pair[0])? << 4 | digit(pair[1])?;
     }
     Some(out)
+}
+
+/// Whether a timestamp lies within [`MAX_SKEW_MS`] of `now_ms`, for any
+/// pair of values (no overflow: a peer chooses `ts`).
+pub fn within_skew(ts: i64, now_ms: i64) -> bool {
+    ts.abs_diff(now_ms) <= MAX_SKEW_MS.unsigned_abs()
 }
 
 /// The current time in milliseconds since the Unix epoch.

@@ -20,10 +20,8 @@ async fn main() -> std::io::Result<()> {
                 return;
             };
             while let Some(Ok(message)) = ws.next().await {
-                if message.is_text() || message.is_binary() {
-                    if ws.send(message).await.is_err() {
-                        return;
-                    }
+                if (message.is_text() || message.is_binary()) && ws.send(message).await.is_err() {
+                    return;
                 }
             }
         });

@@ -49,6 +49,17 @@ fn trusted(addr: IpAddr, proxies: &[IpNet]) -> bool {
     proxies.iter().any(|net| net.contains(&addr))
 }
 
+/// An X-Forwarded-For entry: an address, or (as some load balancers write
+/// it) an address with a port, `1.2.3.4:5678` or `[2001:db8::1]:5678`.
+fn parse_entry(entry: &str) -> Result<IpAddr, std::net::AddrParseError> {
+    entry.parse::<IpAddr>().or_else(|e| {
+        entry
+            .parse::<std::net::SocketAddr>()
+            .map(|s| s.ip())
+            .map_err(|_| e)
+    })
+}
+
 /// The address a request counts against.
 pub fn client_address(peer: IpAddr, headers: &HeaderMap, proxies: &[IpNet]) -> AddressKey {
     if !trusted(peer, proxies) {
@@ -63,7 +74,7 @@ pub fn client_address(peer: IpAddr, headers: &HeaderMap, proxies: &[IpNet]) -> A
         .map(str::trim)
         .collect();
     for entry in entries.iter().rev() {
-        match entry.parse::<IpAddr>() {
+        match parse_entry(entry) {
             Ok(addr) if trusted(addr, proxies) => continue,
             Ok(addr) => return AddressKey::of(addr),
             // An entry no proxy of ours wrote: what is right of it is all we
@@ -120,6 +131,20 @@ mod tests {
             client_address(ip("10.0.0.2"), &h, &proxies),
             AddressKey::of(ip("10.0.0.2"))
         );
+    }
+
+    #[test]
+    fn forwarded_entries_with_ports_are_read() {
+        let proxies = crate::config::parse_proxies("10.0.0.0/8").unwrap_or_default();
+        for (entry, want) in [
+            ("198.51.100.7:4711", "198.51.100.7"),
+            ("[2001:db8::1]:443", "2001:db8::1"),
+        ] {
+            assert_eq!(
+                client_address(ip("10.0.0.2"), &headers(&[entry]), &proxies),
+                AddressKey::of(ip(want))
+            );
+        }
     }
 
     #[test]

@@ -133,8 +133,21 @@ pub struct Limits {
     pub refill_ms: u64,
     /// Connected servers one replica holds; past it, close code 1013.
     pub max_connections: usize,
+    /// HTTP connections at once, before any becomes a WebSocket.
+    pub max_http_connections: usize,
+    /// Sockets waiting for their hello, all addresses together…
+    pub max_pending_hellos: usize,
+    /// …and from one address (an IPv6 /64).
+    pub hellos_per_address: u32,
     /// Deliveries waiting for one server; past it the oldest is dropped.
     pub max_pending: i64,
+    /// Messages from one server waiting for the chat; past it a server's
+    /// message is refused (and its connection closed).
+    pub max_chat_pending: i64,
+    /// Frames a server may send (acknowledgements aside): a burst…
+    pub frame_burst: u32,
+    /// …then this many per second.
+    pub frames_per_second: u32,
     /// How long the hello may take after the upgrade.
     pub hello_timeout_ms: u64,
     /// Seconds between pings; a connection that misses two pongs closes.
@@ -157,7 +170,13 @@ impl Default for Limits {
             burst: 10,
             refill_ms: 6_000,
             max_connections: 50_000,
+            max_http_connections: 4_096,
+            max_pending_hellos: 4_096,
+            hellos_per_address: 64,
             max_pending: 500,
+            max_chat_pending: 200,
+            frame_burst: 64,
+            frames_per_second: 10,
             hello_timeout_ms: 10_000,
             ping_secs: 30,
             sweep_every_ms: 60_000,

@@ -4,7 +4,6 @@
 
 use axum::Json;
 use axum::extract::FromRequest;
-use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -73,36 +72,43 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// `Json<T>` whose every rejection is an [`ApiError`].
-pub struct ApiJson<T>(pub T);
+/// The raw body, its rejections as [`ApiError`]s: for handlers that must
+/// count a request before they judge it.
+pub struct ApiBytes(pub axum::body::Bytes);
 
-impl<S, T> FromRequest<S> for ApiJson<T>
-where
-    Json<T>: FromRequest<S, Rejection = JsonRejection>,
-    S: Send + Sync,
-{
+impl<S: Send + Sync> FromRequest<S> for ApiBytes {
     type Rejection = ApiError;
 
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(v)) => Ok(ApiJson(v)),
-            Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::UnsupportedMediaType),
-            Err(JsonRejection::JsonDataError(e)) => Err(ApiError::Unprocessable(
-                // serde's message names the field and what was wrong, never
-                // echoes a value longer than the type name.
-                e.body_text(),
-            )),
-            Err(JsonRejection::JsonSyntaxError(_)) => {
-                Err(ApiError::BadRequest("the body is not valid JSON".into()))
-            }
-            Err(JsonRejection::BytesRejection(e)) => {
-                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    Err(ApiError::TooLarge)
-                } else {
-                    Err(ApiError::BadRequest("the body could not be read".into()))
-                }
-            }
-            Err(_) => Err(ApiError::BadRequest("the body was refused".into())),
+        match axum::body::Bytes::from_request(req, state).await {
+            Ok(b) => Ok(ApiBytes(b)),
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::TooLarge),
+            Err(_) => Err(ApiError::BadRequest("the body could not be read".into())),
         }
     }
+}
+
+/// A JSON body as `Json` would take it, the refusals as [`ApiError`]s.
+pub fn parse_json<T: serde::de::DeserializeOwned>(
+    headers: &axum::http::HeaderMap,
+    body: &[u8],
+) -> Result<T, ApiError> {
+    let json_type = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|m| {
+            let m = m.trim().to_ascii_lowercase();
+            m == "application/json" || (m.starts_with("application/") && m.ends_with("+json"))
+        })
+        .unwrap_or(false);
+    if !json_type {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    serde_json::from_slice(body).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => {
+            ApiError::Unprocessable(format!("the body does not fit the request's shape: {e}"))
+        }
+        _ => ApiError::BadRequest("the body is not valid JSON".into()),
+    })
 }

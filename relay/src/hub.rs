@@ -12,6 +12,12 @@ use uuid::Uuid;
 #[derive(Debug)]
 pub struct Slot {
     pub generation: u64,
+    /// The server's connection generation in PostgreSQL when this
+    /// connection took it: a higher one anywhere replaces this connection.
+    pub db_generation: i64,
+    /// Woken after notifications may have been lost: the connection checks
+    /// its generation against the database.
+    pub recheck: Notify,
     /// Woken when the server's outbox may hold something new.
     pub wake: Notify,
     /// Woken when a newer connection of the same server replaced this one.
@@ -31,9 +37,11 @@ impl Hub {
 
     /// Registers a connection for `server`, replacing (and telling) any
     /// older one.
-    pub fn attach(&self, server: Uuid) -> Arc<Slot> {
+    pub fn attach(&self, server: Uuid, db_generation: i64) -> Arc<Slot> {
         let slot = Arc::new(Slot {
             generation: self.next_generation.fetch_add(1, Ordering::Relaxed),
+            db_generation,
+            recheck: Notify::new(),
             wake: Notify::new(),
             replaced: Notify::new(),
         });
@@ -69,6 +77,17 @@ impl Hub {
     pub fn wake_all(&self) {
         for slot in self.slots().values() {
             slot.wake.notify_one();
+            slot.recheck.notify_one();
+        }
+    }
+
+    /// A connection of `server` with `db_generation` started somewhere:
+    /// an older one here goes.
+    pub fn superseded(&self, server: Uuid, db_generation: i64) {
+        if let Some(slot) = self.slots().get(&server)
+            && slot.db_generation < db_generation
+        {
+            slot.replaced.notify_one();
         }
     }
 

@@ -29,12 +29,14 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod hashing;
+pub mod hellos;
 pub mod http;
 pub mod hub;
 pub mod listener;
 pub mod metrics;
 pub mod openapi;
 pub mod outbox;
+pub mod serve;
 pub mod servers;
 pub mod state;
 pub mod sweep;
@@ -120,21 +122,11 @@ impl Relay {
                 tasks.spawn(reload_on_hangup(certs, hangups));
                 tracing::info!(addr = %addr, tls = true, "relay listening");
                 let listener = tls::TlsListener::new(listeners.api, server_config)?;
-                axum::serve(
-                    listener,
-                    router.into_make_service_with_connect_info::<tls::PeerAddr>(),
-                )
-                .with_graceful_shutdown(announce)
-                .await?;
+                serve::run(listener, router, limits.max_http_connections, announce).await;
             }
             None => {
                 tracing::info!(addr = %addr, tls = false, "relay listening");
-                axum::serve(
-                    listeners.api,
-                    router.into_make_service_with_connect_info::<tls::PeerAddr>(),
-                )
-                .with_graceful_shutdown(announce)
-                .await?;
+                serve::run(listeners.api, router, limits.max_http_connections, announce).await;
             }
         }
         // The WebSockets outlive the HTTP server's graceful shutdown (they

@@ -1,9 +1,10 @@
 //! Every replica listens for outbox notifications (ids only) and wakes the
-//! connections it holds. Notifications sent while the listener's connection
+//! connections it holds, and for new connections, which replace an older
+//! connection of the same server wherever it is. Notifications sent while the listener's connection
 //! was down are lost, so after every reconnect it wakes all of them: each
 //! rereads its rows.
 
-use crate::outbox::{CHANNEL, parse_notification};
+use crate::outbox::{CHANNEL, CONNECTIONS, parse_notification};
 use crate::state::App;
 use sqlx::postgres::PgListener;
 use std::time::Duration;
@@ -18,7 +19,7 @@ pub async fn run(app: App) {
                 continue;
             }
         };
-        if let Err(e) = listener.listen(CHANNEL).await {
+        if let Err(e) = listener.listen_all([CHANNEL, CONNECTIONS]).await {
             tracing::warn!(error = %e, "outbox listener cannot listen");
             tokio::time::sleep(Duration::from_millis(500)).await;
             continue;
@@ -27,11 +28,15 @@ pub async fn run(app: App) {
         app.hub.wake_all();
         loop {
             match listener.try_recv().await {
-                Ok(Some(n)) => {
-                    if let Some((server, _row)) = parse_notification(n.payload()) {
+                Ok(Some(n)) => match (n.channel(), parse_notification(n.payload())) {
+                    (CHANNEL, Some((server, _row))) => {
                         app.hub.wake(server);
                     }
-                }
+                    (CONNECTIONS, Some((server, generation))) => {
+                        app.hub.superseded(server, generation);
+                    }
+                    _ => {}
+                },
                 // The connection dropped: listen anew, then resync.
                 Ok(None) => break,
                 Err(e) => {

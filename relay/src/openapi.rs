@@ -46,7 +46,7 @@ pub fn document() -> Value {
                     "413": error_response("Body too large"),
                     "415": error_response("Not application/json"),
                     "422": error_response("A field is missing, unknown or malformed"),
-                    "429": error_response("Too many registrations from this address")
+                    "429": error_response("Too many registrations from this address, or too many open duplicate cases for this id")
                 }
             }}
         },
@@ -63,7 +63,7 @@ pub fn document() -> Value {
                     "id": {"type": "string", "format": "uuid"},
                     "token": {"type": "string", "pattern": "^arb_[A-Za-z0-9_-]{43}$"},
                     "boot_id": {"type": "string", "format": "uuid"},
-                    "install_source": {"type": "string", "pattern": "^[a-z0-9-]{1,32}$"}
+                    "install_source": {"type": "string", "enum": crate::servers::INSTALL_SOURCES}
                 }
             },
             "Registered": {

@@ -11,8 +11,37 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-/// The channel every replica listens on.
+/// The channel every replica listens on for deliveries (`server:row`).
 pub const CHANNEL: &str = "aromba_outbox";
+/// The channel for new connections (`server:generation`).
+pub const CONNECTIONS: &str = "aromba_connection";
+
+/// Takes the server's next connection generation and tells every replica.
+pub async fn next_generation(db: &PgPool, server: Uuid) -> Result<i64, OutboxError> {
+    let row = sqlx::query!(
+        r#"WITH bumped AS (
+               UPDATE servers SET connection_gen = connection_gen + 1
+               WHERE id = $1 RETURNING connection_gen),
+           notified AS (
+               SELECT pg_notify($2, $1::text || ':' || connection_gen::text) FROM bumped)
+           SELECT connection_gen AS "generation!", (SELECT count(*) FROM notified) AS "notified!"
+           FROM bumped"#,
+        server,
+        CONNECTIONS,
+    )
+    .fetch_optional(db)
+    .await?
+    .ok_or(OutboxError::UnknownServer(server))?;
+    Ok(row.generation)
+}
+
+/// The server's current connection generation.
+pub async fn generation(db: &PgPool, server: Uuid) -> Result<i64, OutboxError> {
+    sqlx::query_scalar!("SELECT connection_gen FROM servers WHERE id = $1", server)
+        .fetch_optional(db)
+        .await?
+        .ok_or(OutboxError::UnknownServer(server))
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutboxError {
@@ -34,37 +63,40 @@ pub async fn enqueue(
     max_pending: i64,
 ) -> Result<(i64, u64), OutboxError> {
     let body = serde_json::to_value(delivery)?;
-    let mut tx = db.begin().await?;
-    let id = sqlx::query_scalar!(
-        r#"INSERT INTO outbox (server_id, delivery, created_at)
-           SELECT id, $2, $3 FROM servers WHERE id = $1
-           RETURNING id"#,
+    // One statement, one round trip. The server's row is locked first, so
+    // enqueues for one server take their ids and commit in the same order:
+    // a connection that has sent up to id N never misses a row below N
+    // that commits later. The DELETE sees the table as it was before the
+    // INSERT, so it keeps `max_pending - 1` older rows.
+    let row = sqlx::query!(
+        r#"WITH locked AS (
+               SELECT id FROM servers WHERE id = $1 FOR NO KEY UPDATE),
+           inserted AS (
+               INSERT INTO outbox (server_id, delivery, created_at)
+               SELECT id, $2, $3 FROM locked
+               RETURNING id),
+           dropped AS (
+               DELETE FROM outbox WHERE id IN (
+                   SELECT id FROM outbox
+                   WHERE server_id = $1 AND EXISTS (SELECT 1 FROM inserted)
+                   ORDER BY id DESC OFFSET $4)
+               RETURNING 1),
+           notified AS (
+               SELECT pg_notify($5, $1::text || ':' || inserted.id::text) FROM inserted)
+           SELECT inserted.id AS "id!",
+                  (SELECT count(*) FROM dropped) AS "dropped!",
+                  (SELECT count(*) FROM notified) AS "notified!"
+           FROM inserted"#,
         server,
         body,
         now,
+        (max_pending - 1).max(0),
+        CHANNEL,
     )
-    .fetch_optional(&mut *tx)
+    .fetch_optional(db)
     .await?
     .ok_or(OutboxError::UnknownServer(server))?;
-    let dropped = sqlx::query!(
-        r#"DELETE FROM outbox WHERE id IN (
-               SELECT id FROM outbox WHERE server_id = $1
-               ORDER BY id DESC OFFSET $2)"#,
-        server,
-        max_pending,
-    )
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
-    sqlx::query!(
-        "SELECT pg_notify($1, $2)",
-        CHANNEL,
-        format!("{server}:{id}")
-    )
-    .execute(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok((id, dropped))
+    Ok((row.id, u64::try_from(row.dropped).unwrap_or(0)))
 }
 
 /// A delivery read back for sending.

@@ -8,7 +8,7 @@
 //! which PostgreSQL keeps across replicas and restarts.
 
 use crate::address::client_address;
-use crate::error::{ApiError, ApiJson};
+use crate::error::{ApiBytes, ApiError, parse_json};
 use crate::hashing::{address_hash, same, token_hash};
 use crate::state::App;
 use aromba_proto::token::ServerToken;
@@ -43,35 +43,32 @@ pub struct Registered {
     pub outcome: Outcome,
 }
 
-/// An install source names how the server was installed: `deb`, `script`…
+/// How a server can have been installed. A closed list: the counts per
+/// install source are kept for good, so a client may not add rows of its
+/// own choosing to them.
+pub const INSTALL_SOURCES: &[&str] = &[
+    "deb", "tarball", "script", "docker", "source", "demo", "test",
+];
+
+/// Open duplicate cases one server may have; past that, registrations for
+/// its id are refused until the chat decides (or the cases expire).
+pub const MAX_DUPLICATE_CASES: i64 = 8;
+
 pub fn valid_install_source(s: &str) -> bool {
-    (1..=32).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    INSTALL_SOURCES.contains(&s)
 }
 
 pub async fn register(
     State(app): State<App>,
     ConnectInfo(crate::tls::PeerAddr(peer)): ConnectInfo<crate::tls::PeerAddr>,
     headers: HeaderMap,
-    ApiJson(reg): ApiJson<Registration>,
+    ApiBytes(body): ApiBytes,
 ) -> Result<(StatusCode, Json<Registered>), ApiError> {
-    if !valid_install_source(&reg.install_source) {
-        return Err(ApiError::Unprocessable(
-            "install_source is 1 to 32 of a-z, 0-9 and -".into(),
-        ));
-    }
-    if reg.id.is_nil() || reg.boot_id.is_nil() {
-        return Err(ApiError::Unprocessable(
-            "id and boot_id must not be nil".into(),
-        ));
-    }
     let now = app.config.clock.now();
     let address = client_address(peer.ip(), &headers, &app.config.trusted_proxies);
     let address = address_hash(&app.config.pepper, address);
-    let hash = token_hash(&app.config.pepper, &reg.token);
-
-    let mut tx = app.db.begin().await.map_err(ApiError::internal)?;
+    // Every request counts against its address's day, before it is judged:
+    // malformed ones use up the day too.
     let count = sqlx::query_scalar!(
         r#"INSERT INTO registration_counts (address_hash, day, registrations)
            VALUES ($1, $2, 1)
@@ -81,58 +78,91 @@ pub async fn register(
         &address[..],
         now.date_naive(),
     )
-    .fetch_one(&mut *tx)
+    .fetch_one(&app.db)
     .await
     .map_err(ApiError::internal)?;
     if i64::from(count) > i64::from(app.config.limits.registrations_per_day) {
-        // The count stays: refused attempts use up the day too.
-        tx.commit().await.map_err(ApiError::internal)?;
         app.metrics.refuse("registration_daily_limit");
         return Err(ApiError::TooManyRequests);
     }
-
-    let known = sqlx::query!(
-        "SELECT token_hash, boot_id FROM servers WHERE id = $1 FOR UPDATE",
-        reg.id
+    let reg: Registration = parse_json(&headers, &body)?;
+    if !valid_install_source(&reg.install_source) {
+        return Err(ApiError::Unprocessable(format!(
+            "install_source is one of {}",
+            INSTALL_SOURCES.join(", ")
+        )));
+    }
+    if reg.id.is_nil() || reg.boot_id.is_nil() {
+        return Err(ApiError::Unprocessable(
+            "id and boot_id must not be nil".into(),
+        ));
+    }
+    let hash = token_hash(&app.config.pepper, &reg.token);
+    let mut tx = app.db.begin().await.map_err(ApiError::internal)?;
+    // Insert first: two concurrent registrations of one new id cannot both
+    // see "no row" (a lock on a row that does not exist locks nothing).
+    let inserted = sqlx::query_scalar!(
+        r#"INSERT INTO servers (id, token_hash, boot_id, install_source, registered_at)
+           VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (id) DO NOTHING
+           RETURNING id"#,
+        reg.id,
+        &hash[..],
+        reg.boot_id,
+        reg.install_source,
+        now,
     )
     .fetch_optional(&mut *tx)
     .await
     .map_err(ApiError::internal)?;
-    let outcome = match known {
-        None => {
-            sqlx::query!(
-                r#"INSERT INTO servers (id, token_hash, boot_id, install_source, registered_at)
-                   VALUES ($1, $2, $3, $4, $5)"#,
-                reg.id,
-                &hash[..],
-                reg.boot_id,
-                reg.install_source,
-                now,
-            )
-            .execute(&mut *tx)
-            .await
-            .map_err(ApiError::internal)?;
-            sqlx::query!(
-                r#"INSERT INTO daily_counts (day, install_source, installs) VALUES ($1, $2, 1)
-                   ON CONFLICT (day, install_source)
-                   DO UPDATE SET installs = daily_counts.installs + 1"#,
-                now.date_naive(),
-                reg.install_source,
-            )
-            .execute(&mut *tx)
-            .await
-            .map_err(ApiError::internal)?;
-            Outcome::Registered
-        }
-        Some(row) if row.boot_id == reg.boot_id => {
-            if !same(&row.token_hash, &hash) {
+    let outcome = if inserted.is_some() {
+        sqlx::query!(
+            r#"INSERT INTO daily_counts (day, install_source, installs) VALUES ($1, $2, 1)
+               ON CONFLICT (day, install_source)
+               DO UPDATE SET installs = daily_counts.installs + 1"#,
+            now.date_naive(),
+            reg.install_source,
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(ApiError::internal)?;
+        Outcome::Registered
+    } else {
+        let known = sqlx::query!(
+            "SELECT token_hash, boot_id FROM servers WHERE id = $1 FOR UPDATE",
+            reg.id
+        )
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(ApiError::internal)?;
+        if known.boot_id == reg.boot_id {
+            if !same(&known.token_hash, &hash) {
                 tx.commit().await.map_err(ApiError::internal)?;
                 app.metrics.refuse("registration_conflict");
                 return Err(ApiError::Conflict);
             }
             Outcome::Unchanged
-        }
-        Some(_) => {
+        } else {
+            let open = sqlx::query_scalar!(
+                r#"SELECT count(*) AS "n!" FROM duplicate_cases WHERE server_id = $1"#,
+                reg.id
+            )
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(ApiError::internal)?;
+            let known_case = sqlx::query_scalar!(
+                r#"SELECT count(*) AS "n!" FROM duplicate_cases WHERE server_id = $1 AND boot_id = $2"#,
+                reg.id,
+                reg.boot_id
+            )
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(ApiError::internal)?;
+            if known_case == 0 && open >= MAX_DUPLICATE_CASES {
+                tx.commit().await.map_err(ApiError::internal)?;
+                app.metrics.refuse("duplicate_cases_full");
+                return Err(ApiError::TooManyRequests);
+            }
             sqlx::query!(
                 r#"INSERT INTO duplicate_cases (server_id, boot_id, token_hash, opened_at)
                    VALUES ($1, $2, $3, $4)

@@ -19,8 +19,10 @@ pub struct Inner {
     pub config: Config,
     pub hub: Hub,
     pub metrics: Metrics,
-    /// WebSockets open on this replica, hello or not.
+    /// Servers connected to this replica (past their hello).
     pub sockets: AtomicUsize,
+    /// Sockets waiting for their hello.
+    pub hellos: Arc<crate::hellos::Hellos>,
     /// Set when the relay is shutting down.
     pub shutdown: watch::Receiver<Restart>,
 }
@@ -40,6 +42,7 @@ impl App {
             hub: Hub::default(),
             metrics: Metrics::new(),
             sockets: AtomicUsize::new(0),
+            hellos: Arc::default(),
             shutdown,
         }))
     }

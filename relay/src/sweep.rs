@@ -3,6 +3,7 @@
 //!
 //! - unpaired servers, 24 hours after they registered;
 //! - deliveries and chat messages, 24 hours after they were queued;
+//! - duplicate cases the chat has not decided, 24 hours after they opened;
 //! - registration counts, once their day is over.
 
 use crate::state::App;
@@ -40,6 +41,9 @@ pub async fn sweep_once(app: &App) -> Result<Swept, sqlx::Error> {
         .execute(&app.db)
         .await?
         .rows_affected();
+    sqlx::query!("DELETE FROM duplicate_cases WHERE opened_at <= $1", cutoff)
+        .execute(&app.db)
+        .await?;
     let counts = sqlx::query!(
         "DELETE FROM registration_counts WHERE day < $1",
         now.date_naive()

@@ -6,15 +6,18 @@
 //! every frame both ways is sealed ([`aromba_proto::session`]). A refused
 //! hello or frame is counted by reason and closes the connection.
 
+use crate::address::client_address;
 use crate::hashing::{same, token_hash};
 use crate::outbox;
 use crate::state::App;
+use crate::tls::PeerAddr;
 use aromba_proto::frame::{Accept, Body, Hello, MAX_MESSAGE, Nonce, PROTOCOL_VERSION};
-use aromba_proto::session::{Direction, MAX_SKEW_MS, Opener, Refusal, Sealer, derive, now_ms};
-use axum::extract::State;
+use aromba_proto::session::{Direction, Opener, Refusal, Sealer, derive, now_ms, within_skew};
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
+use axum::extract::{ConnectInfo, State};
+use axum::http::HeaderMap;
 use axum::response::Response;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -23,7 +26,18 @@ pub const CLOSE_REPLACED: u16 = 4001;
 /// Deliveries read from the outbox per round.
 const BATCH: i64 = 64;
 
-pub async fn connect(State(app): State<App>, upgrade: WebSocketUpgrade) -> Response {
+/// How long any one write to a peer may take: a peer that stops reading
+/// (a zero receive window) must not freeze its session, which also answers
+/// replacement, pings and shutdown.
+const SEND_DEADLINE: Duration = Duration::from_secs(10);
+
+pub async fn connect(
+    State(app): State<App>,
+    ConnectInfo(PeerAddr(peer)): ConnectInfo<PeerAddr>,
+    headers: HeaderMap,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    let address = client_address(peer.ip(), &headers, &app.config.trusted_proxies);
     upgrade
         // Buffers set by hand: the defaults hold 128 KiB per connection.
         .read_buffer_size(4 * 1024)
@@ -32,24 +46,48 @@ pub async fn connect(State(app): State<App>, upgrade: WebSocketUpgrade) -> Respo
         .max_message_size(MAX_MESSAGE)
         .max_frame_size(MAX_MESSAGE)
         .on_upgrade(move |socket| async move {
-            let live = app.sockets.fetch_add(1, Ordering::SeqCst) + 1;
-            if live > app.config.limits.max_connections {
-                app.metrics.refuse("at_capacity");
-                close(socket, close_code::AGAIN, "at capacity, try again later").await;
-            } else {
-                session(app.clone(), socket).await;
-            }
-            app.sockets.fetch_sub(1, Ordering::SeqCst);
+            // Before its hello a socket holds a slot of its own address's
+            // small budget, never one of the servers' connections.
+            let Some(_pending) = app.hellos.admit(address, &app.config.limits) else {
+                app.metrics.refuse("hello_budget");
+                close(
+                    socket,
+                    close_code::AGAIN,
+                    "too many connections, try again later",
+                )
+                .await;
+                return;
+            };
+            session(app.clone(), socket, _pending).await;
         })
 }
 
+async fn send(socket: &mut WebSocket, message: Message) -> Result<(), ()> {
+    match tokio::time::timeout(SEND_DEADLINE, socket.send(message)).await {
+        Ok(Ok(())) => Ok(()),
+        _ => Err(()),
+    }
+}
+
 async fn close(mut socket: WebSocket, code: u16, reason: &'static str) {
-    let _ = socket
-        .send(Message::Close(Some(CloseFrame {
+    let _ = send(
+        &mut socket,
+        Message::Close(Some(CloseFrame {
             code,
             reason: Utf8Bytes::from_static(reason),
-        })))
-        .await;
+        })),
+    )
+    .await;
+}
+
+/// Holds one count of a gauge while it lives, whichever way the session
+/// ends (a panic included).
+struct Counted<'a>(&'a AtomicUsize);
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Why a hello was refused.
@@ -61,6 +99,7 @@ enum HelloRefusal {
     Version,
     Stale,
     BadToken,
+    Unavailable,
 }
 
 impl HelloRefusal {
@@ -72,6 +111,7 @@ impl HelloRefusal {
             HelloRefusal::Version => "hello_version",
             HelloRefusal::Stale => "stale",
             HelloRefusal::BadToken => "bad_token",
+            HelloRefusal::Unavailable => "hello_database_unavailable",
         }
     }
 }
@@ -90,7 +130,7 @@ async fn read_hello(app: &App, socket: &mut WebSocket) -> Result<Hello, HelloRef
     if hello.v != PROTOCOL_VERSION {
         return Err(HelloRefusal::Version);
     }
-    if (hello.ts - now_ms()).abs() > MAX_SKEW_MS {
+    if !within_skew(hello.ts, now_ms()) {
         return Err(HelloRefusal::Stale);
     }
     let stored = sqlx::query_scalar!(
@@ -99,7 +139,7 @@ async fn read_hello(app: &App, socket: &mut WebSocket) -> Result<Hello, HelloRef
     )
     .fetch_optional(&app.db)
     .await
-    .map_err(|_| HelloRefusal::Malformed)?;
+    .map_err(|_| HelloRefusal::Unavailable)?;
     let offered = token_hash(&app.config.pepper, &hello.token);
     // An unknown id and a wrong token look the same from outside.
     let known = stored.as_deref().is_some_and(|s| same(s, &offered));
@@ -114,7 +154,7 @@ fn is_oversize(e: &axum::Error) -> bool {
     text.contains("too long") || text.contains("Space limit") || text.contains("capacity")
 }
 
-async fn session(app: App, mut socket: WebSocket) {
+async fn session(app: App, mut socket: WebSocket, pending: crate::hellos::Pending) {
     let hello = match read_hello(&app, &mut socket).await {
         Ok(hello) => hello,
         Err(refusal) => {
@@ -124,6 +164,14 @@ async fn session(app: App, mut socket: WebSocket) {
             return;
         }
     };
+    drop(pending);
+    let live = app.sockets.fetch_add(1, Ordering::SeqCst) + 1;
+    let _counted = Counted(&app.sockets);
+    if live > app.config.limits.max_connections {
+        app.metrics.refuse("at_capacity");
+        close(socket, close_code::AGAIN, "at capacity, try again later").await;
+        return;
+    }
     let server = hello.server_id;
     let relay_nonce = Nonce::random();
     let up = derive(
@@ -148,19 +196,36 @@ async fn session(app: App, mut socket: WebSocket) {
         },
         now_ms(),
     );
+    let generation = match outbox::next_generation(&app.db, server).await {
+        Ok(g) => g,
+        Err(e) => {
+            tracing::warn!(server = %server, error = %e, "connection generation failed");
+            close(socket, close_code::ERROR, "relay error").await;
+            return;
+        }
+    };
+    let slot = app.hub.attach(server, generation);
+    // A newer connection on another replica may have been announced before
+    // this one was in the hub to hear it: check once now.
+    slot.recheck.notify_one();
+    app.metrics.connected.set(app.hub.len() as i64);
     let accept = Accept {
         v: PROTOCOL_VERSION,
         nonce: relay_nonce,
         welcome,
     };
     let Ok(accept) = serde_json::to_string(&accept) else {
+        app.hub.detach(server, &slot);
         return;
     };
-    if socket.send(Message::Text(accept.into())).await.is_err() {
+    if send(&mut socket, Message::Text(accept.into()))
+        .await
+        .is_err()
+    {
+        app.hub.detach(server, &slot);
+        app.metrics.connected.set(app.hub.len() as i64);
         return;
     }
-    let slot = app.hub.attach(server);
-    app.metrics.connected.set(app.hub.len() as i64);
     tracing::info!(server = %server, "connected");
     let ended = run(&app, &mut socket, server, &slot, &mut sealer, &mut opener).await;
     app.hub.detach(server, &slot);
@@ -175,7 +240,7 @@ async fn session(app: App, mut socket: WebSocket) {
                 },
                 now_ms(),
             );
-            let _ = socket.send(Message::Text(error.into())).await;
+            let _ = send(&mut socket, Message::Text(error.into())).await;
             close(socket, close_code::POLICY, "refused").await;
         }
         End::Replaced => close(socket, CLOSE_REPLACED, "replaced by a newer connection").await,
@@ -187,7 +252,7 @@ async fn session(app: App, mut socket: WebSocket) {
                 },
                 now_ms(),
             );
-            let _ = socket.send(Message::Text(frame.into())).await;
+            let _ = send(&mut socket, Message::Text(frame.into())).await;
             close(socket, close_code::RESTART, "restarting").await;
         }
         End::Timeout => {
@@ -225,6 +290,10 @@ async fn run(
     let mut unanswered = 0u32;
     // The newest row sent on this connection: a wake reads only after it.
     let mut sent_up_to = 0i64;
+    // Deliveries sent on this connection and not yet acknowledged: an
+    // acknowledgement must name one of them.
+    let mut outstanding: std::collections::HashSet<i64> = std::collections::HashSet::new();
+    let mut budget = FrameBudget::new(&app.config.limits);
     // Everything already waiting goes first.
     slot.wake.notify_one();
     loop {
@@ -238,7 +307,12 @@ async fn run(
                 let text = match message {
                     Message::Text(t) => t,
                     Message::Pong(_) => { unanswered = 0; continue; }
-                    Message::Ping(_) => continue,
+                    Message::Ping(_) => {
+                        if !budget.take() {
+                            return End::Refused("frame_rate");
+                        }
+                        continue;
+                    }
                     Message::Close(_) => return End::Gone,
                     Message::Binary(_) => return End::Refused(Refusal::Malformed.reason()),
                 };
@@ -247,10 +321,19 @@ async fn run(
                     Err(refusal) => return End::Refused(refusal.reason()),
                 };
                 app.metrics.frame("in");
+                if let Body::AckDelivery { id } = body {
+                    // Acknowledgements are as many as the deliveries, not
+                    // the peer's to multiply.
+                    if !outstanding.remove(&id) {
+                        return End::Refused("unexpected_ack");
+                    }
+                } else if !budget.take() {
+                    return End::Refused("frame_rate");
+                }
                 match handle(app, server, body).await {
                     Ok(Some(reply)) => {
                         let frame = sealer.seal(&reply, now_ms());
-                        if socket.send(Message::Text(frame.into())).await.is_err() {
+                        if send(socket, Message::Text(frame.into())).await.is_err() {
                             return End::Gone;
                         }
                         app.metrics.frame("out");
@@ -272,22 +355,31 @@ async fn run(
                     let full = rows.len() as i64 == BATCH;
                     for row in rows {
                         let frame = sealer.seal(&Body::Deliver { id: row.id, delivery: row.delivery }, now_ms());
-                        if socket.send(Message::Text(frame.into())).await.is_err() {
+                        if send(socket, Message::Text(frame.into())).await.is_err() {
                             return End::Gone;
                         }
                         app.metrics.frame("out");
                         sent_up_to = row.id;
+                        outstanding.insert(row.id);
                     }
                     if !full { break; }
                 }
             }
             () = slot.replaced.notified() => return End::Replaced,
+            () = slot.recheck.notified() => {
+                // Notifications may have been lost: ask the database.
+                match outbox::generation(&app.db, server).await {
+                    Ok(g) if g > slot.db_generation => return End::Replaced,
+                    Ok(_) => {}
+                    Err(_) => return End::Failed,
+                }
+            }
             _ = ping.tick() => {
                 if unanswered >= 2 {
                     return End::Timeout;
                 }
                 unanswered += 1;
-                if socket.send(Message::Ping(Default::default())).await.is_err() {
+                if send(socket, Message::Ping(Default::default())).await.is_err() {
                     return End::Gone;
                 }
             }
@@ -299,6 +391,39 @@ async fn run(
                     return End::Shutdown(after, jitter);
                 }
             }
+        }
+    }
+}
+
+/// A token bucket over the frames a server sends (acknowledgements
+/// aside): a burst, then a steady rate.
+struct FrameBudget {
+    tokens: f64,
+    burst: f64,
+    per_second: f64,
+    last: tokio::time::Instant,
+}
+
+impl FrameBudget {
+    fn new(limits: &crate::config::Limits) -> FrameBudget {
+        FrameBudget {
+            tokens: f64::from(limits.frame_burst),
+            burst: f64::from(limits.frame_burst),
+            per_second: f64::from(limits.frames_per_second),
+            last: tokio::time::Instant::now(),
+        }
+    }
+
+    fn take(&mut self) -> bool {
+        let now = tokio::time::Instant::now();
+        let refill = now.duration_since(self.last).as_secs_f64() * self.per_second;
+        self.tokens = (self.tokens + refill).min(self.burst);
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
         }
     }
 }
@@ -330,21 +455,37 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
             let Ok(json) = serde_json::to_value(&body) else {
                 return Err(Handled::Failed);
             };
+            // Kept once by its id (a resend after a reconnect is not a new
+            // message), and at most `max_chat_pending` per server.
             let stored = sqlx::query!(
-                r#"INSERT INTO chat_outbox (server_id, id, body, created_at)
-                   VALUES ($1, $2, $3, $4) ON CONFLICT (server_id, id) DO NOTHING"#,
+                r#"WITH existing AS (
+                       SELECT 1 AS one FROM chat_outbox WHERE server_id = $1 AND id = $2),
+                   room AS (
+                       SELECT count(*) < $5 AS ok FROM chat_outbox WHERE server_id = $1),
+                   inserted AS (
+                       INSERT INTO chat_outbox (server_id, id, body, created_at)
+                       SELECT $1, $2, $3, $4
+                       WHERE NOT EXISTS (SELECT 1 FROM existing) AND (SELECT ok FROM room)
+                       ON CONFLICT (server_id, id) DO NOTHING
+                       RETURNING 1 AS one)
+                   SELECT EXISTS (SELECT 1 FROM existing) AS "known!",
+                          EXISTS (SELECT 1 FROM inserted) AS "stored!""#,
                 server,
                 id,
                 json,
                 now,
+                app.config.limits.max_chat_pending,
             )
-            .execute(&app.db)
+            .fetch_one(&app.db)
             .await;
-            if let Err(e) = stored {
-                tracing::warn!(server = %server, error = %e, "chat outbox insert failed");
-                return Err(Handled::Failed);
+            match stored {
+                Ok(r) if r.known || r.stored => Ok(Some(Body::AckMessage { id })),
+                Ok(_) => Err(Handled::Refused("chat_queue_full")),
+                Err(e) => {
+                    tracing::warn!(server = %server, error = %e, "chat outbox insert failed");
+                    Err(Handled::Failed)
+                }
             }
-            Ok(Some(Body::AckMessage { id }))
         }
         Body::JournalHead { seq, hash } => {
             let Ok(seq) = i64::try_from(seq) else {
@@ -352,7 +493,9 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
             };
             let updated = sqlx::query!(
                 r#"UPDATE servers SET journal_seq = $2, journal_hash = $3
-                   WHERE id = $1 AND (journal_seq IS NULL OR journal_seq <= $2)"#,
+                   WHERE id = $1
+                     AND (journal_seq IS NULL OR journal_seq < $2
+                          OR (journal_seq = $2 AND journal_hash = $3))"#,
                 server,
                 seq,
                 hash,
@@ -361,8 +504,9 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
             .await;
             match updated {
                 Ok(r) if r.rows_affected() == 1 => Ok(None),
-                // A journal never goes back: a head older than the one kept
-                // is a rollback, and the connection ends.
+                // A journal never goes back, and a seq once reported keeps
+                // its hash: an older head, or the same seq with another
+                // hash (a rewritten journal), ends the connection.
                 Ok(_) => Err(Handled::Refused("journal_rollback")),
                 Err(e) => {
                     tracing::warn!(server = %server, error = %e, "journal head update failed");

@@ -395,9 +395,23 @@ async fn past_its_connection_limit_the_relay_answers_1013(db: PgPool) {
     let (_first, _ws, _session) = connected(&relay).await;
     let second = Server::new();
     assert_eq!(post_json(&relay, &second.registration()).await.0, 201);
-    let mut ws = aromba_proto::client::dial(&second.endpoint(&relay))
-        .await
-        .expect("dial");
+    // The limit counts servers past their hello: the second one's hello is
+    // answered with 1013.
+    let endpoint = second.endpoint(&relay);
+    let mut ws = aromba_proto::client::dial(&endpoint).await.expect("dial");
+    let hello = aromba_proto::frame::Hello {
+        v: aromba_proto::frame::PROTOCOL_VERSION,
+        server_id: second.id,
+        token: second.token.clone(),
+        nonce: aromba_proto::frame::Nonce::random(),
+        ts: aromba_proto::session::now_ms(),
+    };
+    futures_util::SinkExt::send(
+        &mut ws,
+        Message::Text(serde_json::to_string(&hello).expect("json").into()),
+    )
+    .await
+    .expect("send");
     let code = loop {
         match tokio::time::timeout(
             Duration::from_secs(10),

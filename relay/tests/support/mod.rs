@@ -28,6 +28,7 @@ pub fn config() -> Config {
         // Tests register many servers from one address.
         burst: 1_000,
         registrations_per_day: 10_000,
+        hellos_per_address: 100_000,
         ..Limits::default()
     };
     config
