@@ -47,3 +47,27 @@ impl App {
         }))
     }
 }
+
+impl App {
+    /// Queues a delivery for a server with this relay's clock and bound,
+    /// counting what the bound dropped: the entry point for the chat side.
+    pub async fn enqueue(
+        &self,
+        server: uuid::Uuid,
+        delivery: &aromba_proto::frame::Delivery,
+    ) -> Result<i64, crate::outbox::OutboxError> {
+        let (id, dropped) = crate::outbox::enqueue(
+            &self.db,
+            server,
+            delivery,
+            self.config.clock.now(),
+            self.config.limits.max_pending,
+        )
+        .await?;
+        if dropped > 0 {
+            self.metrics.outbox_dropped.inc_by(dropped);
+            tracing::info!(server = %server, dropped, "outbox bound reached");
+        }
+        Ok(id)
+    }
+}

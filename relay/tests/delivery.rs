@@ -497,3 +497,98 @@ async fn nothing_waits_longer_than_24_hours(db: PgPool) {
     assert_eq!(servers, 1, "a paired server stays");
     relay.stop().await;
 }
+
+#[sqlx::test(migrations = false)]
+async fn deliveries_dropped_at_the_bound_are_counted(db: PgPool) {
+    aromba_relay::db::MIGRATOR.run(&db).await.expect("migrate");
+    let mut c = config();
+    c.limits.max_pending = 2;
+    let (_tx, rx) = tokio::sync::watch::channel(None);
+    let app = aromba_relay::App::new(db.clone(), c, rx);
+    let server = Server::new();
+    sqlx::query(
+        "INSERT INTO servers (id, token_hash, boot_id, install_source, registered_at)
+         VALUES ($1, $2, $3, 'test', now())",
+    )
+    .bind(server.id)
+    .bind(vec![0u8; 32])
+    .bind(server.boot_id)
+    .execute(&db)
+    .await
+    .expect("insert");
+    for i in 0..3 {
+        app.enqueue(server.id, &message(&format!("m{i}")))
+            .await
+            .expect("enqueue");
+    }
+    assert!(
+        app.metrics
+            .encode()
+            .contains("aromba_relay_outbox_dropped_total 1"),
+        "{}",
+        app.metrics.encode()
+    );
+    assert_eq!(rows(&db).await, 2);
+}
+
+#[sqlx::test(migrations = false)]
+async fn two_relay_processes_on_one_database_deliver_across_them(db: PgPool) {
+    let a = support::RelayProcess::spawn(&db, support::free_port()).await;
+    let b = support::RelayProcess::spawn(&db, support::free_port()).await;
+    let client = reqwest::Client::new();
+    let mut seen_by = Vec::new();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut keep = Vec::new();
+    let mut servers = Vec::new();
+    // One server on each process, both registered through A.
+    for process in [&a, &b] {
+        let server = Server::new();
+        let r = client
+            .post(format!("http://{}/v1/servers", a.addr))
+            .json(&server.registration())
+            .send()
+            .await
+            .expect("answer");
+        assert_eq!(r.status(), 201);
+        let seen = Arc::new(Mutex::new(HashMap::<i64, u32>::new()));
+        let record = seen.clone();
+        let (tx, rx) = tokio::sync::mpsc::channel::<Outgoing>(1);
+        keep.push(tx);
+        tokio::spawn(run(
+            server.endpoint_url(process.ws_url()),
+            move |id, _| {
+                *record.lock().expect("lock").entry(id).or_default() += 1;
+            },
+            rx,
+            stopped.clone(),
+        ));
+        seen_by.push(seen);
+        servers.push(server);
+    }
+    // Queued in the database the processes share (as either's chat side
+    // would): each is delivered by the process holding its server.
+    let mut ids = Vec::new();
+    for server in &servers {
+        let (id, _) = enqueue(&db, server.id, &message("across"), chrono::Utc::now(), 100)
+            .await
+            .expect("enqueue");
+        ids.push(id);
+    }
+    let mut both = false;
+    for _ in 0..400 {
+        if seen_by
+            .iter()
+            .zip(&ids)
+            .all(|(seen, id)| seen.lock().expect("lock").get(id) == Some(&1))
+        {
+            both = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        both,
+        "a delivery did not reach the process holding its server"
+    );
+    let _ = stop.send(true);
+}

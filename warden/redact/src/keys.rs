@@ -839,6 +839,9 @@ struct Run {
     width: usize,
     prefix: usize,
     lines: usize,
+    /// One line of another writer the run passed over: where the run's
+    /// part before it ends and its part after it starts.
+    gap: Option<(usize, usize)>,
 }
 
 /// Runs of two or more full-width lines of one width and one prefix length,
@@ -853,12 +856,24 @@ fn middle_runs(hay: &[u8], claims: &mut Vec<Claim>, continues: bool, cut: bool) 
             continue;
         };
         let prefix = start - line.start;
-        // The line right after the run's last one continues it.
+        // The line right after the run's last one continues it; so does
+        // the line after one line of another writer (`docker compose logs`
+        // interleaves them), once per run.
         let adjacent = run
             .as_ref()
             .is_some_and(|r| next_line_start(hay, r.end) == line.start);
+        let after_gap = run.as_ref().is_some_and(|r| {
+            let between = next_line_start(hay, r.end);
+            r.gap.is_none()
+                && between < line.start
+                && next_line_start(hay, between) == line.start
+                && passable(hay, line_from(hay, between, Sep::Newline))
+        });
         match run.as_mut() {
-            Some(r) if adjacent && r.width == width && r.prefix == prefix => {
+            Some(r) if (adjacent || after_gap) && r.width == width && r.prefix == prefix => {
+                if after_gap {
+                    r.gap = Some((r.end, start));
+                }
                 r.end = start + width;
                 r.lines += 1;
                 continue;
@@ -875,6 +890,7 @@ fn middle_runs(hay: &[u8], claims: &mut Vec<Claim>, continues: bool, cut: bool) 
             width,
             prefix,
             lines: 1,
+            gap: None,
         });
     }
     if let Some(r) = run {
@@ -892,7 +908,7 @@ fn close_run(
     continues: bool,
     cut: bool,
     inside: &dyn Fn(usize) -> bool,
-) -> Option<Claim> {
+) -> Vec<Claim> {
     let next = next_line_start(hay, r.end);
     let mut ends_input = next >= hay.len();
     if !ends_input {
@@ -906,16 +922,29 @@ fn close_run(
             r.end = start + len;
             ends_input = next_line_start(hay, r.end) >= hay.len();
         } else {
-            ends_input = false;
+            // `docker compose logs` interleaves writers: one line of
+            // another between a key's last shown line and the cut.
+            ends_input = cut
+                && r.lines == 1
+                && passable(hay, line)
+                && next_line_start(hay, line.end) >= hay.len();
         }
     }
     let enough = r.lines >= 2 || (cut && ends_input) || (continues && r.first_line <= 2);
-    enough.then_some(Claim {
-        start: r.start,
-        end: r.end,
+    if !enough {
+        return Vec::new();
+    }
+    let claim = |start: usize, end: usize| Claim {
+        start,
+        end,
         private: true,
         anchor: r.start,
-    })
+    };
+    match r.gap {
+        // The other writer's line stays: a key takes only its own lines.
+        Some((before, after)) => vec![claim(r.start, before), claim(after, r.end)],
+        None => vec![claim(r.start, r.end)],
+    }
 }
 
 /// The start of the line after the one `pos` is in (or the input's end).

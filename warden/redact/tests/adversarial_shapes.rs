@@ -309,3 +309,36 @@ fn bearer_credential_holding_a_token_is_judged_as_a_second_pass_sees_it() {
     let text = twice_is_once(input);
     assert!(!text.contains("sLgSNrvRamQHghJjjrDST"), "{text}");
 }
+
+#[test]
+fn two_key_lines_around_another_writers_line_are_a_keys_middle() {
+    // Found by the property tests: `docker compose logs` put a database
+    // line between the only two lines of a key it showed.
+    let input = format!(
+        "web-1  | {L1}\ndb-1   | 20:29:52 UTC [49] LOG:  checkpoint starting: time\nweb-1  | {L2}\nweb-1  | listening on :8080\n"
+    );
+    let counts = gone(
+        &input,
+        &[L1, L2],
+        &[
+            "db-1   | 20:29:52 UTC [49] LOG:  checkpoint starting: time\n",
+            "listening on :8080",
+        ],
+    );
+    assert_eq!(counts.get(Class::PrivateKey), 2);
+    twice_is_once(&input);
+}
+
+#[test]
+fn a_key_line_then_another_writers_line_then_the_cut_is_removed() {
+    let input = format!(
+        "web-1  | {L1}\ndb-1   | 20:29:52 UTC [49] LOG:  checkpoint starting: time\nweb-1  | vU7voBMSVrB/mnMWH6Gb"
+    );
+    let out = aromba_redact::redact_cut(input.as_bytes());
+    let text = String::from_utf8_lossy(&out.text);
+    assert!(!text.contains(&L1[..20]), "{text}");
+    assert!(
+        text.contains("db-1   | 20:29:52 UTC [49] LOG:  checkpoint starting: time\n"),
+        "{text}"
+    );
+}
