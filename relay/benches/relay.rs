@@ -108,6 +108,8 @@ async fn start_relay(relay: &escargot::CargoRun, url: &str, port: u16, metrics: 
             format!("127.0.0.1:{metrics}"),
         )
         .env("AROMBA_TOKEN_PEPPER", PEPPER)
+        // Every client of the benchmark dials from 127.0.0.1.
+        .env("AROMBA_RELAY_HELLOS_PER_ADDRESS", "100000")
         .env("RUST_LOG", "error")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());

@@ -50,6 +50,10 @@ pub struct Cli {
     /// HTTP for a reverse proxy in front.
     #[arg(long, env = "AROMBA_RELAY_TLS_CERT", value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,
+    /// Sockets one address (an IPv6 /64) may hold open before their hello;
+    /// raise it when many servers share one address (a large NAT).
+    #[arg(long, env = "AROMBA_RELAY_HELLOS_PER_ADDRESS", default_value_t = 64)]
+    pub hellos_per_address: u32,
     /// PEM private key for --tls-cert.
     #[arg(long, env = "AROMBA_RELAY_TLS_KEY", value_name = "FILE")]
     pub tls_key: Option<PathBuf>,
@@ -241,6 +245,7 @@ impl Cli {
         let pepper = Pepper::new(pepper.as_bytes())?;
         let mut config = Config::new(pepper);
         config.trusted_proxies = parse_proxies(&self.trusted_proxies)?;
+        config.limits.hellos_per_address = self.hellos_per_address.max(1);
         config.tls = match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => Some(TlsFiles {
                 cert: cert.clone(),
