@@ -117,6 +117,41 @@ fn a_red_run_snapshots_first_and_undo_puts_everything_back() {
     assert!(w.journal().contains("\"kind\":\"undo\""));
 }
 
+#[test]
+fn a_red_run_whose_snapshot_has_no_room_is_refused_and_changes_nothing() {
+    // Every byte of the disk is kept free: there is no room for a snapshot.
+    let w = Warden::start_with("owner-no-room", true, &[tidy()], |o| {
+        o.snapshot_keep_free = aromba_warden::chores::snapshot::KeepFree::Bytes(u64::MAX);
+    });
+    seed(&w);
+    receipt(run(&w, "tidy", true));
+    let why = refused(run(&w, "tidy", false));
+    assert!(
+        why.contains("snapshots what it may change first")
+            && why.contains("but only 0 B may be used"),
+        "{why}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.touched.join("keep.txt")).unwrap(),
+        "original\n"
+    );
+    assert!(w.touched.join("old.log").exists());
+    assert!(!w.touched.join("sub/new.txt").exists());
+}
+
+/// The rule a real Warden keeps: the larger of 1 GiB and a tenth of the
+/// filesystem stays free.
+#[test]
+fn a_snapshot_keeps_a_gigabyte_or_a_tenth_of_the_disk_free() {
+    use aromba_warden::chores::snapshot::KeepFree;
+    let rule = KeepFree::default();
+    assert_eq!(rule.of(1 << 40), (1 << 40) / 10);
+    assert_eq!(rule.of(4 << 30), 1 << 30);
+    assert_eq!(rule.room(3 << 30, 4 << 30), 2 << 30);
+    assert_eq!(rule.room(1 << 29, 4 << 30), 0, "less free than the margin");
+    assert_eq!(KeepFree::Bytes(10).room(15, 1 << 40), 5);
+}
+
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];

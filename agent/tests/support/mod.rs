@@ -100,6 +100,9 @@ impl TestWarden {
         }
         let mut options = ServeOptions::new(Layout::rooted(&root), worker.uid, worker.gid);
         options.watch_interval = std::time::Duration::from_millis(100);
+        // The machine's disk is not the test's: a red run's snapshot keeps
+        // a fixed margin free, not a tenth of whatever disk this runs on.
+        options.snapshot_keep_free = aromba_warden::chores::snapshot::KeepFree::Bytes(64 << 20);
         adjust(&mut options);
         let server = Server::bind(options).expect("the Warden binds");
         let handle = server.shutdown_handle();

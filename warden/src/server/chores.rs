@@ -388,9 +388,9 @@ pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Re
 
 /// Snapshots what a red run of `chore` may change, in the Warden's state
 /// (where no cage and not the Worker can see it). It may use the space an
-/// unprivileged writer has, less a margin of a gigabyte or a tenth of the
-/// filesystem, whichever is more, so a snapshot never fills the disk the
-/// server's services write to. The caller holds the right to change files
+/// unprivileged writer has, less what `snapshot_keep_free` keeps (by
+/// default a gigabyte or a tenth of the filesystem, whichever is more), so
+/// a snapshot never fills the disk the server's services write to. The caller holds the right to change files
 /// (`Shared::one_change_at_a_time`), so no other snapshot counts on the
 /// same space. Refused for a chore whose damage cap is above what the seal
 /// lists (`SealLimits::max_listed`): a run within its cap is always sealed
@@ -400,7 +400,7 @@ fn take_snapshot(shared: &Shared, chore: &Chore, now: u64) -> Result<snapshot::S
     std::fs::create_dir_all(&store).map_err(|e| format!("cannot make the snapshot store: {e}"))?;
     let (avail, total) = crate::system::space(&store)
         .map_err(|e| format!("cannot see the snapshot store's free space: {e}"))?;
-    let room = avail.saturating_sub((1u64 << 30).max(total / 10));
+    let room = shared.options.snapshot_keep_free.room(avail, total);
     // Within its cap a run must be one the seal can list whole, so undo
     // can take back all it made.
     let listed = u64::try_from(shared.options.seal_limits.max_listed).unwrap_or(u64::MAX);

@@ -125,6 +125,9 @@ pub struct ServeOptions {
     pub worker_account: Option<crate::users::WorkerAccount>,
     /// How much a red run's seal lists and walks (tests make it small).
     pub seal_limits: crate::chores::snapshot::SealLimits,
+    /// What a red run's snapshot leaves free on the store's filesystem
+    /// (tests, on a machine whose disk is not theirs, name a few bytes).
+    pub snapshot_keep_free: crate::chores::snapshot::KeepFree,
 }
 
 impl std::fmt::Debug for dyn Clock {
@@ -158,6 +161,7 @@ impl ServeOptions {
             watch_network: true,
             worker_account: None,
             seal_limits: crate::chores::snapshot::SealLimits::default(),
+            snapshot_keep_free: crate::chores::snapshot::KeepFree::default(),
         }
     }
 

@@ -319,6 +319,9 @@ fn serve(
     let mut o = ServeOptions::new(layout, 0, 0);
     o.watch_network = false;
     o.clock = clock;
+    // The machine's disk is not the test's: a red run's snapshot keeps a
+    // fixed margin free, not a tenth of whatever disk the tests run on.
+    o.snapshot_keep_free = aromba_warden::chores::snapshot::KeepFree::Bytes(TEST_KEEP_FREE);
     // Root stands in for the Worker on the socket; the path check judges
     // reads as from an account that owns nothing here, as the real Worker
     // owns nothing on the paths the tests read.
@@ -376,3 +379,6 @@ pub fn signed_over(
         pin: pin.map(String::from),
     }
 }
+
+/// Bytes a test Warden's snapshots leave free on the disk.
+pub const TEST_KEEP_FREE: u64 = 64 << 20;

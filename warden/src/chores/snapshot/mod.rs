@@ -133,6 +133,7 @@ mod walk;
 
 pub use diff::{Diff, MAX_LISTED, SealLimits, Unlisted};
 pub use error::SnapshotError;
+pub use quarantine::KeepFree;
 pub use restore::Restored;
 
 use entry::{Entry, Kind, nanos};

@@ -224,7 +224,35 @@ fn free_name(dir: &Dir, name: &OsStr) -> Result<OsString, SnapshotError> {
 /// Bytes kept free on the quarantine's filesystem by a move across
 /// filesystems: the larger of 1 GiB and a tenth of it.
 pub(super) fn reserve(total: u64) -> u64 {
-    (1u64 << 30).max(total / 10)
+    KeepFree::GigabyteOrTenth.of(total)
+}
+
+/// What a snapshot leaves free on the filesystem it is written to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeepFree {
+    /// The larger of 1 GiB and a tenth of the filesystem, so a snapshot
+    /// never fills the disk the server's services write to.
+    #[default]
+    GigabyteOrTenth,
+    /// Exactly this many bytes. For tests on a shared machine, whose disk
+    /// may be mostly full of what is not theirs: they measure the Warden,
+    /// not how much of the machine is free.
+    Bytes(u64),
+}
+
+impl KeepFree {
+    /// Bytes kept free on a filesystem of `total` bytes.
+    pub fn of(self, total: u64) -> u64 {
+        match self {
+            KeepFree::GigabyteOrTenth => (1u64 << 30).max(total / 10),
+            KeepFree::Bytes(n) => n,
+        }
+    }
+
+    /// Bytes a snapshot may fill where `avail` of `total` are free.
+    pub fn room(self, avail: u64, total: u64) -> u64 {
+        avail.saturating_sub(self.of(total))
+    }
 }
 
 /// Moves `name` in `from` (which was `expect` when looked at) to

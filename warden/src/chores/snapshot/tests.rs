@@ -5,7 +5,7 @@
 
 use super::entry::Why;
 use super::quarantine::{
-    Left, copy_tree, move_across, move_across_within, move_by_copy, remove_copied, undo_dirs,
+    Left, copy_tree, move_across_within, move_by_copy, remove_copied, undo_dirs,
 };
 use super::safe_dir::{Staging, check_proc_at, fresh_dir};
 use super::*;
@@ -1619,7 +1619,7 @@ fn a_cross_filesystem_move_loses_nothing_added_late() {
     write(&s.at("u/h"), b"h");
     let u = OsStr::new("u");
     let expect = src.lstat(u).unwrap().map(|m| (m.dev(), m.ino()));
-    let moved = move_across(&src, u, expect, &dest, u).unwrap();
+    let moved = move_across_within(&src, u, expect, &dest, u, ROOMY).unwrap();
     assert_eq!(moved.ids.len(), 2, "u and u/h: {moved:?}");
     assert!(!s.at("u").exists());
     assert_eq!(fs::read(dest_path.join("u/h")).unwrap(), b"h");
@@ -1924,7 +1924,7 @@ fn fifos_in_a_cross_filesystem_move_stay_in_staging_and_are_reported() {
     let (src, dest) = (open_dir(&s.root), open_dir(&dest_path));
     let t = OsStr::new("t");
     let expect = src.lstat(t).unwrap().map(|m| (m.dev(), m.ino()));
-    let moved = move_across(&src, t, expect, &dest, t).unwrap();
+    let moved = move_across_within(&src, t, expect, &dest, t, ROOMY).unwrap();
     assert_eq!(moved.kept.len(), 1, "{moved:?}");
     let kept = &moved.kept[0];
     assert!(kept.starts_with(&s.root) && kept.ends_with("staged/sub/pipe"));
@@ -1935,7 +1935,7 @@ fn fifos_in_a_cross_filesystem_move_stay_in_staging_and_are_reported() {
     // Only the inode looked at is recorded as moved.
     write(&s.at("v/f"), b"f");
     let v = OsStr::new("v");
-    let moved = move_across(&src, v, Some((0, 0)), &dest, v).unwrap();
+    let moved = move_across_within(&src, v, Some((0, 0)), &dest, v, ROOMY).unwrap();
     assert!(moved.ids.is_empty(), "{moved:?}");
     assert_eq!(fs::read(dest_path.join("v/f")).unwrap(), b"f");
 }
@@ -2137,7 +2137,7 @@ fn a_file_growing_while_copied_across_stays_in_staging() {
                 .unwrap();
         }
     })));
-    let moved = move_across(&src, t, expect, &dest, t);
+    let moved = move_across_within(&src, t, expect, &dest, t, ROOMY);
     super::walk::churn::set(None);
     let moved = moved.unwrap();
     assert_eq!(moved.kept.len(), 1, "{moved:?}");
