@@ -209,7 +209,14 @@ pub struct Backoff {
     attempt: u32,
     base_ms: u64,
     cap_ms: u64,
+    /// Failed attempts left to retry within `window_ms` (after a restart
+    /// the relay announced) before the delays double again.
+    patient: u32,
+    window_ms: u64,
 }
+
+/// Failed attempts after an announced restart retried within its window.
+const PATIENT_TRIES: u32 = 5;
 
 impl Backoff {
     pub fn new(base_ms: u64, cap_ms: u64) -> Backoff {
@@ -217,11 +224,18 @@ impl Backoff {
             attempt: 0,
             base_ms,
             cap_ms,
+            patient: 0,
+            window_ms: 0,
         }
     }
 
-    /// The delay before the next attempt: uniform in `[0, min(cap, base·2ⁿ)]`.
+    /// The delay before the next attempt: uniform in `[0, min(cap, base·2ⁿ)]`,
+    /// or within the announced window while [`Backoff::expect_back`] holds.
     pub fn next_delay(&mut self) -> Duration {
+        if self.patient > 0 {
+            self.patient -= 1;
+            return Duration::from_millis(rand::rng().random_range(0..=self.window_ms));
+        }
         let bound = self
             .base_ms
             .saturating_mul(1u64 << self.attempt.min(20))
@@ -230,9 +244,20 @@ impl Backoff {
         Duration::from_millis(rand::rng().random_range(0..=bound))
     }
 
+    /// The relay said it restarts and comes back within `window_ms`: an
+    /// attempt that finds it not yet listening is early, not a sign of an
+    /// outage, so the next few retry within that window (as spread as the
+    /// relay asked) instead of doubling their delay.
+    pub fn expect_back(&mut self, window_ms: u64) {
+        self.attempt = 0;
+        self.patient = PATIENT_TRIES;
+        self.window_ms = window_ms.clamp(250, self.cap_ms);
+    }
+
     /// A connection held: start again from the base.
     pub fn reset(&mut self) {
         self.attempt = 0;
+        self.patient = 0;
     }
 }
 
@@ -316,6 +341,7 @@ pub async fn run(
                             restart = Some(Duration::from_millis(
                                 after_ms + rand::rng().random_range(0..=jitter_ms),
                             ));
+                            backoff.expect_back(jitter_ms);
                             break;
                         }
                         Ok(_) => {}
@@ -349,6 +375,25 @@ fn body_id(body: &Body) -> Option<Uuid> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn after_an_announced_restart_retries_stay_within_its_window_then_double() {
+        let mut b = Backoff::new(1_000, 60_000);
+        // Long failing: each delay is drawn from up to a minute.
+        for _ in 0..10 {
+            b.next_delay();
+        }
+        b.expect_back(3_000);
+        for _ in 0..PATIENT_TRIES {
+            assert!(b.next_delay() <= Duration::from_millis(3_000));
+        }
+        // Then the usual doubling from the base, not from where it was.
+        assert!(b.next_delay() <= Duration::from_millis(1_000));
+        assert!(b.next_delay() <= Duration::from_millis(2_000));
+        // A window wider than the cap is held to the cap.
+        b.expect_back(u64::MAX);
+        assert!(b.next_delay() <= Duration::from_millis(60_000));
+    }
 
     #[test]
     fn backoff_grows_to_its_cap_and_resets() {

@@ -333,19 +333,28 @@ async fn bench_on(url: &str, servers: usize, messages: usize) -> R<()> {
     let ids: Vec<Uuid> = endpoints.iter().take(fleet).map(|e| e.server_id).collect();
     let start = Instant::now();
     let next = Arc::new(AtomicUsize::new(0));
+    // The writers enqueue as a replica's chat side does: through its
+    // outbox writer (a commit per batch).
+    let (outbox, outbox_tasks) = aromba_relay::writer::Writer::start(
+        db.clone(),
+        aromba_relay::metrics::Metrics::new().writer(),
+        Arc::new(aromba_relay::clock::SystemClock),
+        500,
+    );
     let mut writers = Vec::new();
     for _ in 0..32 {
-        let (db, ids, next) = (db.clone(), ids.clone(), next.clone());
+        let (outbox, ids, next) = (outbox.clone(), ids.clone(), next.clone());
         writers.push(tokio::spawn(async move {
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= messages {
-                    return Ok::<_, aromba_relay::outbox::OutboxError>(());
+                    return Ok::<_, aromba_relay::writer::WriterError>(());
                 }
                 let d = Delivery::Message {
                     text: unix_nanos().to_string(),
                 };
-                aromba_relay::outbox::enqueue(&db, ids[i % ids.len()], &d, chrono::Utc::now(), 500)
+                outbox
+                    .enqueue(ids[i % ids.len()], d, chrono::Utc::now())
                     .await?;
             }
         }));
@@ -353,6 +362,7 @@ async fn bench_on(url: &str, servers: usize, messages: usize) -> R<()> {
     for w in writers {
         w.await??;
     }
+    outbox_tasks.drain(Duration::from_secs(10)).await;
     while handled.load(Ordering::Relaxed) < messages || outbox_rows(&db).await? > 0 {
         if start.elapsed() > Duration::from_secs(600) {
             return Err("deliveries did not finish within 10 minutes".into());

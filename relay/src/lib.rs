@@ -18,7 +18,8 @@
 //!
 //! Map: [`config`] (settings), [`servers`] (registration), [`ws`] (the
 //! WebSocket session), [`hub`] (connections on this replica), [`outbox`]
-//! and [`listener`] (delivery across replicas), [`sweep`] (what is erased
+//! and [`listener`] (delivery across replicas), [`writer`] (group commit of
+//! enqueues and acknowledgements), [`sweep`] (what is erased
 //! when), [`metrics`], [`http`] (routes), [`db`] (migrations, readiness).
 
 #![forbid(unsafe_code)]
@@ -41,6 +42,7 @@ pub mod servers;
 pub mod state;
 pub mod sweep;
 pub mod tls;
+pub mod writer;
 pub mod ws;
 
 pub use config::{Config, ConfigError, Limits, Pepper};
@@ -89,7 +91,7 @@ impl Relay {
     ) -> Result<(), RelayError> {
         db::MIGRATOR.run(&db).await?;
         let (restart_tx, restart_rx) = tokio::sync::watch::channel(None);
-        let app = App::new(db, config, restart_rx);
+        let (app, writers) = App::new(db, config, restart_rx);
         let limits = app.config.limits.clone();
         let mut tasks = tokio::task::JoinSet::new();
         tasks.spawn(sweep::run(app.clone()));
@@ -136,6 +138,9 @@ impl Relay {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         tasks.abort_all();
+        // What the connections acknowledged and the chat side queued is
+        // written before the relay is gone.
+        writers.drain(Duration::from_millis(limits.drain_ms)).await;
         Ok(())
     }
 }

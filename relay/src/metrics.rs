@@ -23,6 +23,14 @@ pub struct PoolState {
     pub state: &'static str,
 }
 
+/// What the outbox writers count (shared with [`Metrics`]).
+#[derive(Clone)]
+pub struct WriterMetrics {
+    pub outbox_dropped: Counter,
+    pub acks_lost: Counter,
+    pub delivery_latency: Histogram,
+}
+
 pub struct Metrics {
     registry: Registry,
     pub connected: Gauge,
@@ -30,6 +38,7 @@ pub struct Metrics {
     pub refusals: Family<Reason, Counter>,
     pub outbox_depth: Gauge,
     pub outbox_dropped: Counter,
+    pub acks_lost: Counter,
     pub delivery_latency: Histogram,
     pub pool: Family<PoolState, Gauge>,
     pub registrations: Family<Reason, Counter>,
@@ -64,6 +73,12 @@ impl Metrics {
             "Deliveries dropped because a server's queue was full",
             outbox_dropped.clone(),
         );
+        let acks_lost = Counter::default();
+        registry.register(
+            "acks_lost",
+            "Acknowledgements not written while the database refused them (their rows are sent again)",
+            acks_lost.clone(),
+        );
         let delivery_latency = Histogram::new([
             0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0, 300.0,
         ]);
@@ -91,6 +106,7 @@ impl Metrics {
             refusals,
             outbox_depth,
             outbox_dropped,
+            acks_lost,
             delivery_latency,
             pool,
             registrations,
@@ -103,6 +119,15 @@ impl Metrics {
 
     pub fn frame(&self, direction: &'static str) {
         self.frames.get_or_create(&Direction { direction }).inc();
+    }
+
+    /// The counters the outbox writers add to.
+    pub fn writer(&self) -> WriterMetrics {
+        WriterMetrics {
+            outbox_dropped: self.outbox_dropped.clone(),
+            acks_lost: self.acks_lost.clone(),
+            delivery_latency: self.delivery_latency.clone(),
+        }
     }
 
     pub fn encode(&self) -> String {

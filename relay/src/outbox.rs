@@ -18,21 +18,66 @@ pub const CONNECTIONS: &str = "aromba_connection";
 
 /// Takes the server's next connection generation and tells every replica.
 pub async fn next_generation(db: &PgPool, server: Uuid) -> Result<i64, OutboxError> {
-    let row = sqlx::query!(
-        r#"WITH bumped AS (
-               UPDATE servers SET connection_gen = connection_gen + 1
-               WHERE id = $1 RETURNING connection_gen),
+    next_generations(db, &[server])
+        .await?
+        .first()
+        .copied()
+        .flatten()
+        .ok_or(OutboxError::UnknownServer(server))
+}
+
+/// Takes the next connection generation of each server in `servers` (one
+/// per entry: a server named twice gets two, the later entry the higher)
+/// and tells every replica, in one transaction. The rows are locked in id
+/// order first, as [`enqueue_batch`] locks them, so the two never deadlock.
+/// Returns each entry's generation, or `None` for an unknown server.
+pub async fn next_generations(
+    db: &PgPool,
+    servers: &[Uuid],
+) -> Result<Vec<Option<i64>>, OutboxError> {
+    if servers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut sorted = servers.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut tx = db.begin().await?;
+    sqlx::query_scalar!(
+        "SELECT id FROM servers WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
+        &sorted,
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let rows = sqlx::query!(
+        r#"WITH wanted AS (
+               SELECT id, count(*) AS n FROM unnest($1::uuid[]) AS t(id) GROUP BY id),
+           bumped AS (
+               UPDATE servers s SET connection_gen = s.connection_gen + w.n
+               FROM wanted w WHERE s.id = w.id
+               RETURNING s.id, s.connection_gen),
            notified AS (
-               SELECT pg_notify($2, $1::text || ':' || connection_gen::text) FROM bumped)
-           SELECT connection_gen AS "generation!", (SELECT count(*) FROM notified) AS "notified!"
+               SELECT pg_notify($2, id::text || ':' || connection_gen::text) FROM bumped)
+           SELECT id AS "id!", connection_gen AS "generation!",
+                  (SELECT count(*) FROM notified) AS "notified!"
            FROM bumped"#,
-        server,
+        servers,
         CONNECTIONS,
     )
-    .fetch_optional(db)
-    .await?
-    .ok_or(OutboxError::UnknownServer(server))?;
-    Ok(row.generation)
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    let mut newest: std::collections::HashMap<Uuid, i64> =
+        rows.into_iter().map(|r| (r.id, r.generation)).collect();
+    // Hand the generations out newest last: walking the entries backwards,
+    // each takes the highest left.
+    let mut each = vec![None; servers.len()];
+    for (slot, server) in each.iter_mut().zip(servers).rev() {
+        if let Some(g) = newest.get_mut(server) {
+            *slot = Some(*g);
+            *g -= 1;
+        }
+    }
+    Ok(each)
 }
 
 /// The server's current connection generation.
@@ -49,8 +94,34 @@ pub enum OutboxError {
     UnknownServer(Uuid),
     #[error("the database refused the outbox operation")]
     Db(#[from] sqlx::Error),
+    #[error("the database refused the outbox write: {0}")]
+    Failed(String),
     #[error("a stored delivery is not a delivery")]
     Corrupt(#[from] serde_json::Error),
+}
+
+/// One delivery to queue.
+pub struct Enqueue {
+    pub server: Uuid,
+    pub delivery: Delivery,
+    pub now: DateTime<Utc>,
+}
+
+/// Where one queued delivery went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enqueued {
+    /// Its row id.
+    Queued(i64),
+    /// No such server is registered.
+    UnknownServer,
+}
+
+/// What a batch did: each delivery's fate, in the order given, and how
+/// many older rows the per-server bound dropped.
+#[derive(Debug)]
+pub struct BatchEnqueued {
+    pub each: Vec<Enqueued>,
+    pub dropped: u64,
 }
 
 /// Queues `delivery` for `server`; past `max_pending` rows the oldest go.
@@ -62,41 +133,134 @@ pub async fn enqueue(
     now: DateTime<Utc>,
     max_pending: i64,
 ) -> Result<(i64, u64), OutboxError> {
-    let body = serde_json::to_value(delivery)?;
-    // One statement, one round trip. The server's row is locked first, so
-    // enqueues for one server take their ids and commit in the same order:
-    // a connection that has sent up to id N never misses a row below N
-    // that commits later. The DELETE sees the table as it was before the
-    // INSERT, so it keeps `max_pending - 1` older rows.
-    let row = sqlx::query!(
-        r#"WITH locked AS (
-               SELECT id FROM servers WHERE id = $1 FOR NO KEY UPDATE),
-           inserted AS (
-               INSERT INTO outbox (server_id, delivery, created_at)
-               SELECT id, $2, $3 FROM locked
-               RETURNING id),
-           dropped AS (
-               DELETE FROM outbox WHERE id IN (
-                   SELECT id FROM outbox
-                   WHERE server_id = $1 AND EXISTS (SELECT 1 FROM inserted)
-                   ORDER BY id DESC OFFSET $4)
+    let one = [Enqueue {
+        server,
+        delivery: delivery.clone(),
+        now,
+    }];
+    let done = enqueue_batch(db, &one, max_pending).await?;
+    match done.each.first() {
+        Some(Enqueued::Queued(id)) => Ok((*id, done.dropped)),
+        _ => Err(OutboxError::UnknownServer(server)),
+    }
+}
+
+/// Queues a batch in one transaction (one commit, one wait for the disk,
+/// however many deliveries): the group commit that lets many writers share
+/// the cost of making a row durable. Past `max_pending` rows a server's
+/// oldest go.
+///
+/// The servers' rows are locked first, in id order (so two batches never
+/// deadlock), and only then are the row ids taken: enqueues for one server
+/// take their ids and commit in the same order, so a connection that has
+/// sent up to id N never misses a row below N that commits later. Within
+/// the batch, an earlier delivery gets a smaller id.
+pub async fn enqueue_batch(
+    db: &PgPool,
+    batch: &[Enqueue],
+    max_pending: i64,
+) -> Result<BatchEnqueued, OutboxError> {
+    if batch.is_empty() {
+        return Ok(BatchEnqueued {
+            each: Vec::new(),
+            dropped: 0,
+        });
+    }
+    let mut servers: Vec<Uuid> = batch.iter().map(|e| e.server).collect();
+    servers.sort_unstable();
+    servers.dedup();
+    let mut bodies = Vec::with_capacity(batch.len());
+    for e in batch {
+        bodies.push(serde_json::to_value(&e.delivery)?);
+    }
+    let mut tx = db.begin().await?;
+    let known = sqlx::query_scalar!(
+        "SELECT id FROM servers WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
+        &servers,
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let known: std::collections::HashSet<Uuid> = known.into_iter().collect();
+    let wanted = batch.iter().filter(|e| known.contains(&e.server)).count();
+    if wanted == 0 {
+        tx.rollback().await?;
+        return Ok(BatchEnqueued {
+            each: vec![Enqueued::UnknownServer; batch.len()],
+            dropped: 0,
+        });
+    }
+    let mut ids = sqlx::query_scalar!(
+        r#"SELECT nextval(pg_get_serial_sequence('outbox', 'id')) AS "id!"
+           FROM generate_series(1, $1::int)"#,
+        i32::try_from(wanted).unwrap_or(i32::MAX),
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    ids.sort_unstable();
+    let mut each = Vec::with_capacity(batch.len());
+    let (mut row_ids, mut row_servers, mut row_bodies, mut row_times) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut next = ids.into_iter();
+    // The newest row per server, for its notification.
+    let mut newest: std::collections::BTreeMap<Uuid, i64> = std::collections::BTreeMap::new();
+    for (e, body) in batch.iter().zip(bodies) {
+        if !known.contains(&e.server) {
+            each.push(Enqueued::UnknownServer);
+            continue;
+        }
+        let Some(id) = next.next() else {
+            return Err(OutboxError::Db(sqlx::Error::RowNotFound));
+        };
+        each.push(Enqueued::Queued(id));
+        newest.insert(e.server, id);
+        row_ids.push(id);
+        row_servers.push(e.server);
+        row_bodies.push(body);
+        row_times.push(e.now);
+    }
+    let (notify_servers, notify_ids): (Vec<Uuid>, Vec<i64>) = newest.into_iter().unzip();
+    // The rows and their notifications (ids only) in one statement; the
+    // notifications go out when the transaction commits.
+    sqlx::query!(
+        r#"WITH inserted AS (
+               INSERT INTO outbox (id, server_id, delivery, created_at) OVERRIDING SYSTEM VALUE
+               SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::jsonb[], $4::timestamptz[])
                RETURNING 1),
            notified AS (
-               SELECT pg_notify($5, $1::text || ':' || inserted.id::text) FROM inserted)
-           SELECT inserted.id AS "id!",
-                  (SELECT count(*) FROM dropped) AS "dropped!",
-                  (SELECT count(*) FROM notified) AS "notified!"
-           FROM inserted"#,
-        server,
-        body,
-        now,
-        (max_pending - 1).max(0),
+               SELECT pg_notify($5, s::text || ':' || m::text)
+               FROM unnest($6::uuid[], $7::bigint[]) AS t(s, m))
+           SELECT (SELECT count(*) FROM inserted) AS "inserted!",
+                  (SELECT count(*) FROM notified) AS "notified!""#,
+        &row_ids,
+        &row_servers,
+        &row_bodies,
+        &row_times,
         CHANNEL,
+        &notify_servers,
+        &notify_ids,
     )
-    .fetch_optional(db)
-    .await?
-    .ok_or(OutboxError::UnknownServer(server))?;
-    Ok((row.id, u64::try_from(row.dropped).unwrap_or(0)))
+    .fetch_one(&mut *tx)
+    .await?;
+    // The bound, now that the new rows are there to count.
+    let dropped = sqlx::query_scalar!(
+        r#"WITH dropped AS (
+               DELETE FROM outbox WHERE id IN (
+                   SELECT id FROM (
+                       SELECT id, row_number() OVER (PARTITION BY server_id ORDER BY id DESC) AS n
+                       FROM outbox WHERE server_id = ANY($1)) ranked
+                   WHERE n > $2)
+               RETURNING 1)
+           SELECT count(*) AS "dropped!" FROM dropped"#,
+        &notify_servers,
+        max_pending.max(1),
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(BatchEnqueued {
+        each,
+        dropped: u64::try_from(dropped).unwrap_or(0),
+    })
 }
 
 /// A delivery read back for sending.
@@ -138,12 +302,32 @@ pub async fn acknowledge(
     server: Uuid,
     id: i64,
 ) -> Result<Option<DateTime<Utc>>, OutboxError> {
+    Ok(acknowledge_batch(db, &[(server, id)])
+        .await?
+        .into_iter()
+        .next())
+}
+
+/// Deletes every acknowledged row of `acks` (server, row) in one
+/// statement; returns when each row still there was enqueued. A row is
+/// deleted only with its own server's id: a server cannot acknowledge
+/// another's.
+pub async fn acknowledge_batch(
+    db: &PgPool,
+    acks: &[(Uuid, i64)],
+) -> Result<Vec<DateTime<Utc>>, OutboxError> {
+    if acks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (servers, ids): (Vec<Uuid>, Vec<i64>) = acks.iter().copied().unzip();
     Ok(sqlx::query_scalar!(
-        "DELETE FROM outbox WHERE id = $1 AND server_id = $2 RETURNING created_at",
-        id,
-        server,
+        r#"DELETE FROM outbox o USING unnest($1::uuid[], $2::bigint[]) AS a(s, id)
+           WHERE o.id = a.id AND o.server_id = a.s
+           RETURNING o.created_at"#,
+        &servers,
+        &ids,
     )
-    .fetch_optional(db)
+    .fetch_all(db)
     .await?)
 }
 

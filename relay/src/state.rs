@@ -25,6 +25,8 @@ pub struct Inner {
     pub hellos: Arc<crate::hellos::Hellos>,
     /// Set when the relay is shutting down.
     pub shutdown: watch::Receiver<Restart>,
+    /// Enqueues and acknowledgements, a commit per batch.
+    pub writer: crate::writer::Writer,
 }
 
 impl std::ops::Deref for App {
@@ -35,39 +37,47 @@ impl std::ops::Deref for App {
 }
 
 impl App {
-    pub fn new(db: PgPool, config: Config, shutdown: watch::Receiver<Restart>) -> App {
-        App(Arc::new(Inner {
+    /// The shared state, and the outbox writers it starts (to be drained
+    /// when the relay stops).
+    pub fn new(
+        db: PgPool,
+        config: Config,
+        shutdown: watch::Receiver<Restart>,
+    ) -> (App, crate::writer::Tasks) {
+        let metrics = Metrics::new();
+        let (writer, tasks) = crate::writer::Writer::start(
+            db.clone(),
+            metrics.writer(),
+            config.clock.clone(),
+            config.limits.max_pending,
+        );
+        let app = App(Arc::new(Inner {
             db,
             config,
             hub: Hub::default(),
-            metrics: Metrics::new(),
+            metrics,
             sockets: AtomicUsize::new(0),
             hellos: Arc::default(),
             shutdown,
-        }))
+            writer,
+        }));
+        (app, tasks)
     }
 }
 
 impl App {
-    /// Queues a delivery for a server with this relay's clock and bound,
-    /// counting what the bound dropped: the entry point for the chat side.
+    /// Queues a delivery for a server with this relay's clock and bound
+    /// (the writer counts what the bound dropped), and waits for its
+    /// commit: the entry point for the chat side.
     pub async fn enqueue(
         &self,
         server: uuid::Uuid,
         delivery: &aromba_proto::frame::Delivery,
-    ) -> Result<i64, crate::outbox::OutboxError> {
-        let (id, dropped) = crate::outbox::enqueue(
-            &self.db,
-            server,
-            delivery,
-            self.config.clock.now(),
-            self.config.limits.max_pending,
-        )
-        .await?;
-        if dropped > 0 {
-            self.metrics.outbox_dropped.inc_by(dropped);
-            tracing::info!(server = %server, dropped, "outbox bound reached");
-        }
+    ) -> Result<i64, crate::writer::WriterError> {
+        let (id, _dropped) = self
+            .writer
+            .enqueue(server, delivery.clone(), self.config.clock.now())
+            .await?;
         Ok(id)
     }
 }

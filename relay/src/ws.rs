@@ -196,7 +196,7 @@ async fn session(app: App, mut socket: WebSocket, pending: crate::hellos::Pendin
         },
         now_ms(),
     );
-    let generation = match outbox::next_generation(&app.db, server).await {
+    let generation = match app.writer.next_generation(server).await {
         Ok(g) => g,
         Err(e) => {
             tracing::warn!(server = %server, error = %e, "connection generation failed");
@@ -438,16 +438,10 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
     let now = app.config.clock.now();
     match body {
         Body::AckDelivery { id } => {
-            match outbox::acknowledge(&app.db, server, id).await {
-                Ok(Some(enqueued)) => {
-                    let secs = (now - enqueued).num_milliseconds().max(0) as f64 / 1000.0;
-                    app.metrics.delivery_latency.observe(secs);
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::warn!(server = %server, error = %e, "acknowledge failed");
-                    return Err(Handled::Failed);
-                }
+            // Deleted with the next batch; the writer retries what the
+            // database refuses.
+            if app.writer.acknowledge(server, id).await.is_err() {
+                return Err(Handled::Failed);
             }
             Ok(None)
         }

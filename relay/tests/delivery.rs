@@ -504,7 +504,7 @@ async fn deliveries_dropped_at_the_bound_are_counted(db: PgPool) {
     let mut c = config();
     c.limits.max_pending = 2;
     let (_tx, rx) = tokio::sync::watch::channel(None);
-    let app = aromba_relay::App::new(db.clone(), c, rx);
+    let (app, _writers) = aromba_relay::App::new(db.clone(), c, rx);
     let server = Server::new();
     sqlx::query(
         "INSERT INTO servers (id, token_hash, boot_id, install_source, registered_at)

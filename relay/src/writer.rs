@@ -1,0 +1,321 @@
+//! The outbox's writers on this replica: group commit for enqueues,
+//! acknowledgements and connection generations.
+//!
+//! A row is durable only once its transaction's commit reached the disk,
+//! and that wait, not the statement, is what an outbox write costs. So
+//! each kind of write has one task here: it takes whatever is waiting
+//! (up to [`MAX_BATCH`]), writes it in one transaction, and meanwhile the
+//! next batch gathers. One writer alone waits for one commit, as before;
+//! many share each commit.
+//!
+//! An enqueue's caller waits for its commit (the id it gets is durable), as
+//! a new connection waits for its generation (a commit, with a `NOTIFY` to
+//! every replica: ten thousand servers back after a restart share a few
+//! hundred commits, not ten thousand).
+//! An acknowledgement's connection does not wait: the row is deleted in
+//! the next batch, and one the database refused is retried with the next
+//! batch, so a body outlives its acknowledgement only while the database
+//! is unreachable. If the relay stops before it is deleted, the server is
+//! sent it again and drops it by its id.
+
+use crate::clock::Clock;
+use crate::metrics::WriterMetrics as Metrics;
+use crate::outbox::{self, Enqueue, Enqueued, OutboxError};
+use aromba_proto::frame::Delivery;
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+use uuid::Uuid;
+
+/// Rows one transaction writes at most.
+pub const MAX_BATCH: usize = 256;
+/// Writes waiting for a writer at most; past it, callers wait.
+const QUEUE: usize = 8_192;
+/// Acknowledgements kept for a retry while the database refuses them.
+const MAX_CARRIED: usize = 100_000;
+/// The pause after a refused batch.
+const RETRY_AFTER: Duration = Duration::from_millis(200);
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriterError {
+    #[error(transparent)]
+    Outbox(#[from] OutboxError),
+    #[error("the relay is shutting down")]
+    Closed,
+}
+
+type Reply = oneshot::Sender<Result<(i64, u64), WriterError>>;
+
+struct Job {
+    enqueue: Enqueue,
+    reply: Reply,
+}
+
+struct GenerationJob {
+    server: Uuid,
+    reply: oneshot::Sender<Result<i64, WriterError>>,
+}
+
+/// The handle connections and the chat side write through.
+#[derive(Clone)]
+pub struct Writer {
+    enqueues: mpsc::Sender<Job>,
+    acks: mpsc::Sender<(Uuid, i64)>,
+    generations: mpsc::Sender<GenerationJob>,
+}
+
+/// The writer tasks, to be drained when the relay stops.
+pub struct Tasks {
+    closing: watch::Sender<bool>,
+    enqueues: tokio::task::JoinHandle<()>,
+    acks: tokio::task::JoinHandle<()>,
+    generations: tokio::task::JoinHandle<()>,
+}
+
+impl Writer {
+    /// Starts the two writer tasks; [`Tasks::drain`] ends them once what
+    /// was queued is written.
+    pub fn start(
+        db: PgPool,
+        metrics: Metrics,
+        clock: Arc<dyn Clock>,
+        max_pending: i64,
+    ) -> (Writer, Tasks) {
+        let (enqueues, enqueue_rx) = mpsc::channel(QUEUE);
+        let (acks, ack_rx) = mpsc::channel(QUEUE);
+        let (generations, generation_rx) = mpsc::channel(QUEUE);
+        let (closing, closed) = watch::channel(false);
+        let tasks = Tasks {
+            closing,
+            enqueues: tokio::spawn(write_enqueues(
+                db.clone(),
+                metrics.clone(),
+                Queue::new(enqueue_rx, closed.clone()),
+                max_pending,
+            )),
+            generations: tokio::spawn(write_generations(
+                db.clone(),
+                Queue::new(generation_rx, closed.clone()),
+            )),
+            acks: tokio::spawn(write_acks(db, metrics, clock, Queue::new(ack_rx, closed))),
+        };
+        (
+            Writer {
+                enqueues,
+                acks,
+                generations,
+            },
+            tasks,
+        )
+    }
+
+    /// Queues `delivery` for `server` and waits for its commit: returns the
+    /// row's id and how many older rows the bound dropped.
+    pub async fn enqueue(
+        &self,
+        server: Uuid,
+        delivery: Delivery,
+        now: DateTime<Utc>,
+    ) -> Result<(i64, u64), WriterError> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job {
+            enqueue: Enqueue {
+                server,
+                delivery,
+                now,
+            },
+            reply,
+        };
+        self.enqueues
+            .send(job)
+            .await
+            .map_err(|_| WriterError::Closed)?;
+        answer.await.map_err(|_| WriterError::Closed)?
+    }
+
+    /// Takes `server`'s next connection generation (told to every replica)
+    /// and waits for its commit.
+    pub async fn next_generation(&self, server: Uuid) -> Result<i64, WriterError> {
+        let (reply, answer) = oneshot::channel();
+        self.generations
+            .send(GenerationJob { server, reply })
+            .await
+            .map_err(|_| WriterError::Closed)?;
+        answer.await.map_err(|_| WriterError::Closed)?
+    }
+
+    /// Hands over row `id` of `server` for deletion; waits only while the
+    /// writer's queue is full.
+    pub async fn acknowledge(&self, server: Uuid, id: i64) -> Result<(), WriterError> {
+        self.acks
+            .send((server, id))
+            .await
+            .map_err(|_| WriterError::Closed)
+    }
+}
+
+impl Tasks {
+    /// Takes no more writes, and waits (at most `deadline`) for the
+    /// writers to write what was queued. A write handed over later is
+    /// refused as [`WriterError::Closed`].
+    pub async fn drain(self, deadline: Duration) {
+        let _ = self.closing.send(true);
+        let both = async {
+            let _ = self.enqueues.await;
+            let _ = self.generations.await;
+            let _ = self.acks.await;
+        };
+        if tokio::time::timeout(deadline, both).await.is_err() {
+            tracing::warn!("the outbox writers did not finish in time");
+        }
+    }
+}
+
+/// A writer's inbox, which closes (what is in it is still taken) once the
+/// relay stops.
+struct Queue<T> {
+    rx: mpsc::Receiver<T>,
+    closing: watch::Receiver<bool>,
+    closed: bool,
+}
+
+impl<T> Queue<T> {
+    fn new(rx: mpsc::Receiver<T>, closing: watch::Receiver<bool>) -> Queue<T> {
+        Queue {
+            rx,
+            closing,
+            closed: false,
+        }
+    }
+
+    async fn next(&mut self) -> Option<T> {
+        if !self.closed {
+            tokio::select! {
+                item = self.rx.recv() => return item,
+                // Told to close, or the relay dropped the switch.
+                _ = self.closing.changed() => {
+                    self.closed = true;
+                    self.rx.close();
+                }
+            }
+        }
+        self.rx.recv().await
+    }
+
+    /// Takes the first waiting item (unless `into` holds some carried
+    /// over), then whatever else is already there; false once closed and
+    /// empty.
+    async fn gather(&mut self, into: &mut Vec<T>, max: usize) -> bool {
+        if into.is_empty() {
+            match self.next().await {
+                Some(first) => into.push(first),
+                None => return false,
+            }
+        }
+        while into.len() < max {
+            match self.rx.try_recv() {
+                Ok(next) => into.push(next),
+                Err(_) => break,
+            }
+        }
+        true
+    }
+}
+
+async fn write_enqueues(db: PgPool, metrics: Metrics, mut queue: Queue<Job>, max_pending: i64) {
+    let mut jobs = Vec::with_capacity(MAX_BATCH);
+    while queue.gather(&mut jobs, MAX_BATCH).await {
+        let (batch, replies): (Vec<Enqueue>, Vec<Reply>) =
+            jobs.drain(..).map(|j| (j.enqueue, j.reply)).unzip();
+        match outbox::enqueue_batch(&db, &batch, max_pending).await {
+            Ok(done) => {
+                if done.dropped > 0 {
+                    metrics.outbox_dropped.inc_by(done.dropped);
+                    tracing::info!(dropped = done.dropped, "outbox bound reached");
+                }
+                for ((reply, fate), e) in replies.into_iter().zip(done.each).zip(&batch) {
+                    let answer = match fate {
+                        Enqueued::Queued(id) => Ok((id, done.dropped)),
+                        Enqueued::UnknownServer => {
+                            Err(WriterError::Outbox(OutboxError::UnknownServer(e.server)))
+                        }
+                    };
+                    let _ = reply.send(answer);
+                }
+            }
+            Err(e) => {
+                // Nothing of the batch was committed; each caller is told.
+                tracing::warn!(error = %e, rows = batch.len(), "outbox enqueue failed");
+                let shown = e.to_string();
+                for reply in replies {
+                    let _ =
+                        reply.send(Err(WriterError::Outbox(OutboxError::Failed(shown.clone()))));
+                }
+            }
+        }
+    }
+}
+
+async fn write_generations(db: PgPool, mut queue: Queue<GenerationJob>) {
+    let mut jobs = Vec::with_capacity(MAX_BATCH);
+    while queue.gather(&mut jobs, MAX_BATCH).await {
+        let (servers, replies): (Vec<Uuid>, Vec<_>) =
+            jobs.drain(..).map(|j| (j.server, j.reply)).unzip();
+        match outbox::next_generations(&db, &servers).await {
+            Ok(each) => {
+                for ((reply, generation), server) in replies.into_iter().zip(each).zip(servers) {
+                    let _ = reply.send(
+                        generation.ok_or(WriterError::Outbox(OutboxError::UnknownServer(server))),
+                    );
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, servers = servers.len(), "connection generations failed");
+                let shown = e.to_string();
+                for reply in replies {
+                    let _ =
+                        reply.send(Err(WriterError::Outbox(OutboxError::Failed(shown.clone()))));
+                }
+            }
+        }
+    }
+}
+
+async fn write_acks(
+    db: PgPool,
+    metrics: Metrics,
+    clock: Arc<dyn Clock>,
+    mut queue: Queue<(Uuid, i64)>,
+) {
+    let mut acks = Vec::with_capacity(MAX_BATCH);
+    loop {
+        let max = acks.len() + MAX_BATCH;
+        if !queue.gather(&mut acks, max).await {
+            return;
+        }
+        let now = clock.now();
+        match outbox::acknowledge_batch(&db, &acks).await {
+            Ok(enqueued) => {
+                for at in enqueued {
+                    let secs = (now - at).num_milliseconds().max(0) as f64 / 1000.0;
+                    metrics.delivery_latency.observe(secs);
+                }
+                acks.clear();
+            }
+            Err(e) => {
+                // Kept for the next batch; past the bound the oldest go
+                // (their rows are sent again on the server's next
+                // connection, or erased by the sweep).
+                tracing::warn!(error = %e, rows = acks.len(), "outbox acknowledgements failed; retrying");
+                if acks.len() > MAX_CARRIED {
+                    let over = acks.len() - MAX_CARRIED;
+                    acks.drain(..over);
+                    metrics.acks_lost.inc_by(over as u64);
+                }
+                tokio::time::sleep(RETRY_AFTER).await;
+            }
+        }
+    }
+}
