@@ -9,7 +9,7 @@
 //! hands each to the handler once. What the server sends stays queued until
 //! the relay acknowledges it, and is sent again after a reconnect.
 
-use crate::frame::{Accept, Body, Delivery, Hello, MAX_MESSAGE, Nonce, PROTOCOL_VERSION};
+use crate::frame::{Accept, Body, Delivery, Hello, MAX_MESSAGE, PROTOCOL_VERSION};
 use crate::session::{Direction, Key, Opener, Refusal, Sealer, derive, now_ms};
 use crate::token::ServerToken;
 use futures_util::{SinkExt, StreamExt};
@@ -154,14 +154,8 @@ pub async fn dial(endpoint: &Endpoint) -> Result<Socket, ClientError> {
 
 /// Sends the hello and opens the welcome.
 pub async fn handshake(ws: &mut Socket, endpoint: &Endpoint) -> Result<Session, ClientError> {
-    let nonce = Nonce::random();
-    let hello = Hello {
-        v: PROTOCOL_VERSION,
-        server_id: endpoint.server_id,
-        token: endpoint.token.clone(),
-        nonce,
-        ts: now_ms(),
-    };
+    let hello = Hello::new(endpoint.server_id, endpoint.token.clone());
+    let nonce = hello.nonce;
     let text = serde_json::to_string(&hello).map_err(|_| ClientError::Malformed)?;
     ws.send(Message::Text(text.into())).await?;
     let answer = tokio::time::timeout(Duration::from_secs(15), ws.next())

@@ -72,6 +72,20 @@ pub struct Hello {
     pub ts: i64,
 }
 
+impl Hello {
+    /// The hello of this protocol version for `server_id`, with a fresh
+    /// nonce, stamped now.
+    pub fn new(server_id: Uuid, token: ServerToken) -> Hello {
+        Hello {
+            v: PROTOCOL_VERSION,
+            server_id,
+            token,
+            nonce: Nonce::random(),
+            ts: crate::session::now_ms(),
+        }
+    }
+}
+
 /// Relay → server, the answer to an accepted hello: the relay's nonce, and
 /// the welcome sealed under the key both sides now derive (so the server
 /// knows the relay derived the same key before it sends anything sealed).
@@ -145,7 +159,7 @@ pub enum Body {
 }
 
 /// Why a frame's content is refused.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, thiserror::Error, PartialEq, Eq)]
 pub enum ContentError {
     #[error("text is empty, longer than {MAX_TEXT_CHARS} characters, or holds a control character")]
     Text,
@@ -203,6 +217,24 @@ fn check_buttons(buttons: &[Button]) -> Result<(), ContentError> {
     Ok(())
 }
 
+impl Delivery {
+    /// Checks what serde cannot, as the server checks a `deliver` frame: a
+    /// message's text, a tap's button id. The relay queues nothing that
+    /// fails it (a row the server must refuse would block its queue).
+    pub fn check(&self) -> Result<(), ContentError> {
+        match self {
+            Delivery::Message { text } => check_text(text),
+            Delivery::Tap { button, .. } => {
+                if valid_button_id(button) {
+                    Ok(())
+                } else {
+                    Err(ContentError::ButtonId)
+                }
+            }
+        }
+    }
+}
+
 impl Body {
     /// Checks what serde cannot: lengths, counts and shapes.
     pub fn check(&self) -> Result<(), ContentError> {
@@ -211,20 +243,7 @@ impl Body {
                 check_text(text)?;
                 check_buttons(buttons)
             }
-            Body::Deliver {
-                delivery: Delivery::Message { text },
-                ..
-            } => check_text(text),
-            Body::Deliver {
-                delivery: Delivery::Tap { button, .. },
-                ..
-            } => {
-                if valid_button_id(button) {
-                    Ok(())
-                } else {
-                    Err(ContentError::ButtonId)
-                }
-            }
+            Body::Deliver { delivery, .. } => delivery.check(),
             Body::JournalHead { hash, .. } => {
                 if hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
                 {

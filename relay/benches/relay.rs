@@ -67,10 +67,22 @@ fn cpu_seconds(pid: u32) -> R<f64> {
     Ok(ticks / 100.0)
 }
 
-fn raise_descriptor_limit() -> R<()> {
+/// Raises this process's descriptor limit (which the relay and the echo
+/// server inherit) to `wanted`: past the hard limit too where that is
+/// allowed (root), else to the hard limit, which must then suffice.
+fn raise_descriptor_limit(wanted: u64) -> R<()> {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
+    if wanted > hard && setrlimit(Resource::RLIMIT_NOFILE, wanted, wanted).is_ok() {
+        return Ok(());
+    }
     setrlimit(Resource::RLIMIT_NOFILE, hard, hard)?;
+    if hard < wanted {
+        return Err(format!(
+            "{wanted} descriptors are needed and the hard limit is {hard} (raise it, or run as root)"
+        )
+        .into());
+    }
     Ok(())
 }
 
@@ -168,7 +180,10 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 fn main() -> R<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    raise_descriptor_limit()?;
+    // One descriptor per connection in the process that holds it, and room
+    // for the rest.
+    let servers = env_usize("AROMBA_BENCH_SERVERS", 10_000);
+    raise_descriptor_limit(u64::try_from(servers)? + 512)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

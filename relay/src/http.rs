@@ -48,7 +48,9 @@ impl KeyExtractor for AddressExtractor {
     }
 }
 
-pub fn router(app: App) -> Router {
+/// The API's routes. Tasks they need (the rate limiter forgetting
+/// addresses not seen for a while) go in `tasks`, which end with the relay.
+pub fn router(app: App, tasks: &mut tokio::task::JoinSet<()>) -> Router {
     let limits = &app.config.limits;
     let mut builder = GovernorConfigBuilder::default().key_extractor(AddressExtractor {
         proxies: app.config.trusted_proxies.clone().into(),
@@ -67,8 +69,7 @@ pub fn router(app: App) -> Router {
                 let mut route = post(crate::servers::register);
                 if let Some(config) = governor.clone() {
                     let limiter = config.limiter().clone();
-                    // Forget addresses that have not been seen for a while.
-                    tokio::spawn(async move {
+                    tasks.spawn(async move {
                         let mut every = tokio::time::interval(Duration::from_secs(60));
                         loop {
                             every.tick().await;

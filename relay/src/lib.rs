@@ -104,7 +104,7 @@ impl Relay {
                 }
             });
         }
-        let router = http::router(app.clone());
+        let router = http::router(app.clone(), &mut tasks);
         let announce = async move {
             shutdown.await;
             let jitter = limits.restart_jitter_ms;

@@ -96,6 +96,8 @@ pub enum OutboxError {
     Db(#[from] sqlx::Error),
     #[error("the database refused the outbox write: {0}")]
     Failed(String),
+    #[error("a delivery the server would refuse is not queued: {0}")]
+    Content(aromba_proto::frame::ContentError),
     #[error("a stored delivery is not a delivery")]
     Corrupt(#[from] serde_json::Error),
 }
@@ -114,6 +116,9 @@ pub enum Enqueued {
     Queued(i64),
     /// No such server is registered.
     UnknownServer,
+    /// Its content fails the check the server makes (it is not queued, and
+    /// the rest of the batch is).
+    Refused(aromba_proto::frame::ContentError),
 }
 
 /// What a batch did: each delivery's fate, in the order given, and how
@@ -141,6 +146,7 @@ pub async fn enqueue(
     let done = enqueue_batch(db, &one, max_pending).await?;
     match done.each.first() {
         Some(Enqueued::Queued(id)) => Ok((*id, done.dropped)),
+        Some(Enqueued::Refused(e)) => Err(OutboxError::Content(*e)),
         _ => Err(OutboxError::UnknownServer(server)),
     }
 }
@@ -181,11 +187,17 @@ pub async fn enqueue_batch(
     .fetch_all(&mut *tx)
     .await?;
     let known: std::collections::HashSet<Uuid> = known.into_iter().collect();
-    let wanted = batch.iter().filter(|e| known.contains(&e.server)).count();
+    // What is refused is left out on its own; the batch goes on.
+    let fate = |e: &Enqueue| match e.delivery.check() {
+        Err(refused) => Some(Enqueued::Refused(refused)),
+        Ok(()) if !known.contains(&e.server) => Some(Enqueued::UnknownServer),
+        Ok(()) => None,
+    };
+    let wanted = batch.iter().filter(|e| fate(e).is_none()).count();
     if wanted == 0 {
         tx.rollback().await?;
         return Ok(BatchEnqueued {
-            each: vec![Enqueued::UnknownServer; batch.len()],
+            each: batch.iter().filter_map(fate).collect(),
             dropped: 0,
         });
     }
@@ -204,8 +216,8 @@ pub async fn enqueue_batch(
     // The newest row per server, for its notification.
     let mut newest: std::collections::BTreeMap<Uuid, i64> = std::collections::BTreeMap::new();
     for (e, body) in batch.iter().zip(bodies) {
-        if !known.contains(&e.server) {
-            each.push(Enqueued::UnknownServer);
+        if let Some(not_queued) = fate(e) {
+            each.push(not_queued);
             continue;
         }
         let Some(id) = next.next() else {

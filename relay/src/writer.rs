@@ -241,6 +241,9 @@ async fn write_enqueues(db: PgPool, metrics: Metrics, mut queue: Queue<Job>, max
                         Enqueued::UnknownServer => {
                             Err(WriterError::Outbox(OutboxError::UnknownServer(e.server)))
                         }
+                        Enqueued::Refused(why) => {
+                            Err(WriterError::Outbox(OutboxError::Content(why)))
+                        }
                     };
                     let _ = reply.send(answer);
                 }

@@ -17,7 +17,9 @@ use sqlx::PgPool;
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use support::{Server, TestRelay, config, connect, connected, post_json, start};
+use support::{
+    Server, TestRelay, closed_with, config, connect, connected, post_json, refusals, start,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -27,37 +29,6 @@ use uuid::Uuid;
 
 // ---------------------------------------------------------------------------
 // Helpers
-
-async fn refusals(relay: &TestRelay, reason: &str) -> u64 {
-    let text = relay.metrics_text().await;
-    let needle = format!("aromba_relay_refusals_total{{reason=\"{reason}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&needle))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// Reads until the relay closes; the close code (1006 when the TCP
-/// connection just ended).
-async fn closed_with<S>(ws: &mut WebSocketStream<S>) -> u16
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-{
-    let wait = async {
-        while let Some(m) = ws.next().await {
-            match m {
-                Ok(Message::Close(Some(frame))) => return u16::from(frame.code),
-                Ok(Message::Close(None)) => return 1005,
-                Ok(_) => continue,
-                Err(_) => return 1006,
-            }
-        }
-        1006
-    };
-    tokio::time::timeout(Duration::from_secs(10), wait)
-        .await
-        .expect("the relay closes the connection")
-}
 
 fn head(seq: u64, hash: &str) -> Body {
     Body::JournalHead {
@@ -121,14 +92,8 @@ async fn hand_hello(
     ws: &mut WebSocketStream<tokio::net::TcpStream>,
     server: &Server,
 ) -> aromba_proto::session::Key {
-    let nonce = Nonce::random();
-    let hello = Hello {
-        v: PROTOCOL_VERSION,
-        server_id: server.id,
-        token: server.token.clone(),
-        nonce,
-        ts: now_ms(),
-    };
+    let hello = Hello::new(server.id, server.token.clone());
+    let nonce = hello.nonce;
     ws.send(Message::Text(
         serde_json::to_string(&hello).expect("json").into(),
     ))

@@ -11,38 +11,10 @@ use aromba_proto::token::ServerToken;
 use futures_util::{SinkExt, StreamExt};
 use sqlx::PgPool;
 use std::time::Duration;
-use support::{Server, TestRelay, config, connected, post_json, start};
+use support::{Server, TestRelay, closed_with, config, connected, post_json, refusals, start};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use uuid::Uuid;
-
-/// Reads until the relay closes; the close code, and whether an `error`
-/// frame came first.
-async fn closed_with(ws: &mut Socket) -> u16 {
-    let wait = async {
-        while let Some(m) = ws.next().await {
-            match m {
-                Ok(Message::Close(Some(frame))) => return u16::from(frame.code),
-                Ok(Message::Close(None)) => return 1005,
-                Ok(_) => continue,
-                Err(_) => return 1006,
-            }
-        }
-        1006
-    };
-    tokio::time::timeout(Duration::from_secs(10), wait)
-        .await
-        .expect("the relay closes the connection")
-}
-
-async fn refusals(relay: &TestRelay, reason: &str) -> u64 {
-    let text = relay.metrics_text().await;
-    let needle = format!("aromba_relay_refusals_total{{reason=\"{reason}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&needle))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
-}
 
 fn head(seq: u64) -> Body {
     Body::JournalHead {
@@ -114,14 +86,7 @@ async fn frame_sealed_with_the_relays_own_key_is_refused(db: PgPool) {
     assert_eq!(post_json(&relay, &server.registration()).await.0, 201);
     let endpoint = server.endpoint(&relay);
     let mut ws = dial(&endpoint).await.expect("dial");
-    let nonce = Nonce::random();
-    let hello = Hello {
-        v: PROTOCOL_VERSION,
-        server_id: server.id,
-        token: server.token.clone(),
-        nonce,
-        ts: now_ms(),
-    };
+    let hello = Hello::new(server.id, server.token.clone());
     ws.send(Message::Text(
         serde_json::to_string(&hello).expect("json").into(),
     ))
@@ -185,13 +150,8 @@ async fn stale_hello_is_refused(db: PgPool) {
     let server = Server::new();
     assert_eq!(post_json(&relay, &server.registration()).await.0, 201);
     let mut ws = dial(&server.endpoint(&relay)).await.expect("dial");
-    let hello = Hello {
-        v: PROTOCOL_VERSION,
-        server_id: server.id,
-        token: server.token.clone(),
-        nonce: Nonce::random(),
-        ts: now_ms() - MAX_SKEW_MS - 1_000,
-    };
+    let mut hello = Hello::new(server.id, server.token.clone());
+    hello.ts -= MAX_SKEW_MS + 1_000;
     ws.send(Message::Text(
         serde_json::to_string(&hello).expect("json").into(),
     ))
@@ -206,14 +166,8 @@ async fn hello_with_unknown_fields_or_version_is_refused(db: PgPool) {
     let relay = start(db, config()).await;
     let server = Server::new();
     assert_eq!(post_json(&relay, &server.registration()).await.0, 201);
-    let mut hello = serde_json::to_value(Hello {
-        v: PROTOCOL_VERSION,
-        server_id: server.id,
-        token: server.token.clone(),
-        nonce: Nonce::random(),
-        ts: now_ms(),
-    })
-    .expect("json");
+    let mut hello =
+        serde_json::to_value(Hello::new(server.id, server.token.clone())).expect("json");
     hello["admin"] = serde_json::json!(true);
     let mut ws = dial(&server.endpoint(&relay)).await.expect("dial");
     ws.send(Message::Text(hello.to_string().into()))

@@ -399,13 +399,7 @@ async fn past_its_connection_limit_the_relay_answers_1013(db: PgPool) {
     // answered with 1013.
     let endpoint = second.endpoint(&relay);
     let mut ws = aromba_proto::client::dial(&endpoint).await.expect("dial");
-    let hello = aromba_proto::frame::Hello {
-        v: aromba_proto::frame::PROTOCOL_VERSION,
-        server_id: second.id,
-        token: second.token.clone(),
-        nonce: aromba_proto::frame::Nonce::random(),
-        ts: aromba_proto::session::now_ms(),
-    };
+    let hello = aromba_proto::frame::Hello::new(second.id, second.token.clone());
     futures_util::SinkExt::send(
         &mut ws,
         Message::Text(serde_json::to_string(&hello).expect("json").into()),

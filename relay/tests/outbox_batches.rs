@@ -75,7 +75,7 @@ async fn a_batch_keeps_each_servers_order_and_refuses_only_the_unknown(db: PgPoo
         .iter()
         .filter_map(|e| match e {
             Enqueued::Queued(id) => Some(*id),
-            Enqueued::UnknownServer => None,
+            Enqueued::UnknownServer | Enqueued::Refused(_) => None,
         })
         .collect();
     assert_eq!(ids.len(), 5);
@@ -218,4 +218,34 @@ async fn a_server_named_twice_in_one_batch_gets_two_generations_the_later_higher
         aromba_relay::outbox::generation(&db, a).await.expect("a"),
         before + 2
     );
+}
+
+/// A delivery the server would refuse (U+0000 cannot even be stored as
+/// jsonb) would fail a whole batch, or, stored, block its server's queue:
+/// it is refused alone, and the rest of the batch is queued.
+#[sqlx::test(migrations = false)]
+async fn a_delivery_holding_nul_is_refused_alone_and_the_batch_goes_on(db: PgPool) {
+    migrated(&db).await;
+    let a = registered(&db).await;
+    let tap = Enqueue {
+        server: a,
+        delivery: Delivery::Tap {
+            message: Uuid::new_v4(),
+            button: "no spaces allowed".into(),
+        },
+        now: chrono::Utc::now(),
+    };
+    let batch = [one(a, "before"), one(a, "nul\0here"), tap, one(a, "after")];
+    let done = enqueue_batch(&db, &batch, 100).await.expect("enqueue");
+    assert!(
+        matches!(done.each[1], Enqueued::Refused(_)),
+        "{:?}",
+        done.each
+    );
+    assert!(
+        matches!(done.each[2], Enqueued::Refused(_)),
+        "{:?}",
+        done.each
+    );
+    assert_eq!(waiting(&db, a).await, ["before", "after"]);
 }

@@ -104,7 +104,7 @@ async fn the_relay_terminates_tls_and_the_client_verifies_it(db: PgPool) {
 
 /// A relay with TLS; its port.
 async fn start_tls(db: PgPool, config: aromba_relay::Config) -> (support::TestRelay, u16) {
-    let relay = support::start_unchecked(db, config).await;
+    let relay = support::start_tls(db, config).await;
     let port = relay.addr.port();
     (relay, port)
 }

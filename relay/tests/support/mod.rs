@@ -175,8 +175,35 @@ impl Server {
 }
 
 /// The relay on a listener the test already bound (to come back on the
-/// address a killed relay had).
+/// address a killed relay had), once `/readyz` answers.
 pub async fn start_on(db: PgPool, config: Config, api: tokio::net::TcpListener) -> TestRelay {
+    let relay = spawn(db, config, api).await;
+    relay.wait_ready().await;
+    relay
+}
+
+/// A relay terminating TLS itself, once its metrics (which listen after
+/// the migrations ran) answer: `/readyz` is behind TLS.
+pub async fn start_tls(db: PgPool, config: Config) -> TestRelay {
+    let api = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let relay = spawn(db, config, api).await;
+    for _ in 0..200 {
+        if reqwest::get(format!("http://{}/metrics", relay.metrics))
+            .await
+            .is_ok()
+        {
+            return relay;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("the relay's metrics did not answer");
+}
+
+/// `Relay::serve` on `api` and a metrics listener of its own, not yet
+/// waited for.
+async fn spawn(db: PgPool, config: Config, api: tokio::net::TcpListener) -> TestRelay {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let metrics = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -195,14 +222,46 @@ pub async fn start_on(db: PgPool, config: Config, api: tokio::net::TcpListener) 
             let _ = stopped.await;
         },
     ));
-    let relay = TestRelay {
+    TestRelay {
         addr,
         metrics: metrics_addr,
         stop: Some(stop),
         task,
+    }
+}
+
+/// How many refusals the relay counted under `reason`.
+pub async fn refusals(relay: &TestRelay, reason: &str) -> u64 {
+    let text = relay.metrics_text().await;
+    let needle = format!("aromba_relay_refusals_total{{reason=\"{reason}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&needle))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Reads until the relay closes; the close code (1006 when the TCP
+/// connection just ended).
+pub async fn closed_with<S>(ws: &mut tokio_tungstenite::WebSocketStream<S>) -> u16
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let wait = async {
+        while let Some(m) = ws.next().await {
+            match m {
+                Ok(Message::Close(Some(frame))) => return u16::from(frame.code),
+                Ok(Message::Close(None)) => return 1005,
+                Ok(_) => continue,
+                Err(_) => return 1006,
+            }
+        }
+        1006
     };
-    relay.wait_ready().await;
-    relay
+    tokio::time::timeout(std::time::Duration::from_secs(10), wait)
+        .await
+        .expect("the relay closes the connection")
 }
 
 /// The database URL of the test's own database, for a relay process.
@@ -291,46 +350,5 @@ impl Drop for RelayProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// Started, without waiting on /readyz over plain HTTP (a TLS relay).
-pub async fn start_unchecked(db: PgPool, config: Config) -> TestRelay {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let api = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let metrics = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = api.local_addr().expect("addr");
-    let metrics_addr = metrics.local_addr().expect("addr");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(Relay::serve(
-        Listeners {
-            api,
-            metrics: Some(metrics),
-        },
-        db,
-        config,
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-    // Ready once the metrics answer: the migrations ran before they listen.
-    for _ in 0..200 {
-        if reqwest::get(format!("http://{metrics_addr}/metrics"))
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    TestRelay {
-        addr,
-        metrics: metrics_addr,
-        stop: Some(stop),
-        task,
     }
 }
