@@ -55,7 +55,7 @@ struct Job {
 
 struct GenerationJob {
     server: Uuid,
-    reply: oneshot::Sender<Result<i64, WriterError>>,
+    reply: GenerationReply,
 }
 
 /// The handle connections and the chat side write through.
@@ -230,34 +230,57 @@ async fn write_enqueues(db: PgPool, metrics: Metrics, mut queue: Queue<Job>, max
         let (batch, replies): (Vec<Enqueue>, Vec<Reply>) =
             jobs.drain(..).map(|j| (j.enqueue, j.reply)).unzip();
         match outbox::enqueue_batch(&db, &batch, max_pending).await {
-            Ok(done) => {
-                if done.dropped > 0 {
-                    metrics.outbox_dropped.inc_by(done.dropped);
-                    tracing::info!(dropped = done.dropped, "outbox bound reached");
-                }
-                for ((reply, fate), e) in replies.into_iter().zip(done.each).zip(&batch) {
-                    let answer = match fate {
-                        Enqueued::Queued(id) => Ok((id, done.dropped)),
-                        Enqueued::UnknownServer => {
-                            Err(WriterError::Outbox(OutboxError::UnknownServer(e.server)))
-                        }
-                        Enqueued::Refused(why) => {
-                            Err(WriterError::Outbox(OutboxError::Content(why)))
-                        }
-                    };
-                    let _ = reply.send(answer);
+            Ok(done) => answer_enqueues(&metrics, done, &batch, replies),
+            // The database refused the batch (a deadlock with the sweep, a
+            // row held elsewhere past the lock bound): what one delivery
+            // ran into must not fail the others, so each is written alone
+            // and gets its own answer.
+            Err(e) if e.refused_by_database() && batch.len() > 1 => {
+                tracing::warn!(error = %e, rows = batch.len(), "outbox batch refused; writing each alone");
+                for (enqueue, reply) in batch.into_iter().zip(replies) {
+                    let one = [enqueue];
+                    match outbox::enqueue_batch(&db, &one, max_pending).await {
+                        Ok(done) => answer_enqueues(&metrics, done, &one, vec![reply]),
+                        Err(e) => refuse_all(&e, vec![reply]),
+                    }
                 }
             }
             Err(e) => {
                 // Nothing of the batch was committed; each caller is told.
                 tracing::warn!(error = %e, rows = batch.len(), "outbox enqueue failed");
-                let shown = e.to_string();
-                for reply in replies {
-                    let _ =
-                        reply.send(Err(WriterError::Outbox(OutboxError::Failed(shown.clone()))));
-                }
+                refuse_all(&e, replies);
             }
         }
+    }
+}
+
+fn answer_enqueues(
+    metrics: &Metrics,
+    done: outbox::BatchEnqueued,
+    batch: &[Enqueue],
+    replies: Vec<Reply>,
+) {
+    if done.dropped > 0 {
+        metrics.outbox_dropped.inc_by(done.dropped);
+        tracing::info!(dropped = done.dropped, "outbox bound reached");
+    }
+    for ((reply, fate), e) in replies.into_iter().zip(done.each).zip(batch) {
+        let answer = match fate {
+            Enqueued::Queued(id) => Ok((id, done.dropped)),
+            Enqueued::UnknownServer => {
+                Err(WriterError::Outbox(OutboxError::UnknownServer(e.server)))
+            }
+            Enqueued::Refused(why) => Err(WriterError::Outbox(OutboxError::Content(why))),
+        };
+        let _ = reply.send(answer);
+    }
+}
+
+/// Tells each caller that its write failed with `e`.
+fn refuse_all<T>(e: &OutboxError, replies: Vec<oneshot::Sender<Result<T, WriterError>>>) {
+    let shown = e.to_string();
+    for reply in replies {
+        let _ = reply.send(Err(WriterError::Outbox(OutboxError::Failed(shown.clone()))));
     }
 }
 
@@ -267,22 +290,31 @@ async fn write_generations(db: PgPool, mut queue: Queue<GenerationJob>) {
         let (servers, replies): (Vec<Uuid>, Vec<_>) =
             jobs.drain(..).map(|j| (j.server, j.reply)).unzip();
         match outbox::next_generations(&db, &servers).await {
-            Ok(each) => {
-                for ((reply, generation), server) in replies.into_iter().zip(each).zip(servers) {
-                    let _ = reply.send(
-                        generation.ok_or(WriterError::Outbox(OutboxError::UnknownServer(server))),
-                    );
+            Ok(each) => answer_generations(each, &servers, replies),
+            // As for enqueues: one server's refusal is not the others'.
+            Err(e) if e.refused_by_database() && servers.len() > 1 => {
+                tracing::warn!(error = %e, servers = servers.len(), "connection generations refused; taking each alone");
+                for (server, reply) in servers.into_iter().zip(replies) {
+                    match outbox::next_generations(&db, &[server]).await {
+                        Ok(each) => answer_generations(each, &[server], vec![reply]),
+                        Err(e) => refuse_all(&e, vec![reply]),
+                    }
                 }
             }
             Err(e) => {
                 tracing::warn!(error = %e, servers = servers.len(), "connection generations failed");
-                let shown = e.to_string();
-                for reply in replies {
-                    let _ =
-                        reply.send(Err(WriterError::Outbox(OutboxError::Failed(shown.clone()))));
-                }
+                refuse_all(&e, replies);
             }
         }
+    }
+}
+
+type GenerationReply = oneshot::Sender<Result<i64, WriterError>>;
+
+fn answer_generations(each: Vec<Option<i64>>, servers: &[Uuid], replies: Vec<GenerationReply>) {
+    for ((reply, generation), server) in replies.into_iter().zip(each).zip(servers) {
+        let _ =
+            reply.send(generation.ok_or(WriterError::Outbox(OutboxError::UnknownServer(*server))));
     }
 }
 
