@@ -236,14 +236,24 @@ async fn write_enqueues(db: PgPool, metrics: Metrics, mut queue: Queue<Job>, max
             // ran into must not fail the others, so each is written alone
             // and gets its own answer.
             Err(e) if e.refused_by_database() && batch.len() > 1 => {
-                tracing::warn!(error = %e, rows = batch.len(), "outbox batch refused; writing each alone");
-                for (enqueue, reply) in batch.into_iter().zip(replies) {
-                    let one = [enqueue];
-                    match outbox::enqueue_batch(&db, &one, max_pending).await {
-                        Ok(done) => answer_enqueues(&metrics, done, &one, vec![reply]),
-                        Err(e) => refuse_all(&e, vec![reply]),
+                tracing::warn!(error = %e, rows = batch.len(), "outbox batch refused; writing each server's alone");
+                let jobs = batch
+                    .into_iter()
+                    .zip(replies)
+                    .map(|(enqueue, reply)| Job { enqueue, reply });
+                let groups = per_server(jobs, |j| j.enqueue.server);
+                apart(groups, |jobs| {
+                    let (db, metrics) = (db.clone(), metrics.clone());
+                    async move {
+                        let (one, replies): (Vec<Enqueue>, Vec<Reply>) =
+                            jobs.into_iter().map(|j| (j.enqueue, j.reply)).unzip();
+                        match outbox::enqueue_batch(&db, &one, max_pending).await {
+                            Ok(done) => answer_enqueues(&metrics, done, &one, replies),
+                            Err(e) => refuse_all(&e, replies),
+                        }
                     }
-                }
+                })
+                .await;
             }
             Err(e) => {
                 // Nothing of the batch was committed; each caller is told.
@@ -293,13 +303,24 @@ async fn write_generations(db: PgPool, mut queue: Queue<GenerationJob>) {
             Ok(each) => answer_generations(each, &servers, replies),
             // As for enqueues: one server's refusal is not the others'.
             Err(e) if e.refused_by_database() && servers.len() > 1 => {
-                tracing::warn!(error = %e, servers = servers.len(), "connection generations refused; taking each alone");
-                for (server, reply) in servers.into_iter().zip(replies) {
-                    match outbox::next_generations(&db, &[server]).await {
-                        Ok(each) => answer_generations(each, &[server], vec![reply]),
-                        Err(e) => refuse_all(&e, vec![reply]),
+                tracing::warn!(error = %e, servers = servers.len(), "connection generations refused; taking each server's alone");
+                let jobs = servers
+                    .into_iter()
+                    .zip(replies)
+                    .map(|(server, reply)| GenerationJob { server, reply });
+                let groups = per_server(jobs, |j| j.server);
+                apart(groups, |jobs| {
+                    let db = db.clone();
+                    async move {
+                        let (servers, replies): (Vec<Uuid>, Vec<_>) =
+                            jobs.into_iter().map(|j| (j.server, j.reply)).unzip();
+                        match outbox::next_generations(&db, &servers).await {
+                            Ok(each) => answer_generations(each, &servers, replies),
+                            Err(e) => refuse_all(&e, replies),
+                        }
                     }
-                }
+                })
+                .await;
             }
             Err(e) => {
                 tracing::warn!(error = %e, servers = servers.len(), "connection generations failed");
@@ -307,6 +328,44 @@ async fn write_generations(db: PgPool, mut queue: Queue<GenerationJob>) {
             }
         }
     }
+}
+
+/// How many servers' writes of a refused batch run at once.
+const APART: usize = 16;
+
+/// `jobs` grouped by server, each group in the order given (a server's
+/// enqueues keep their order).
+fn per_server<J>(jobs: impl Iterator<Item = J>, server: impl Fn(&J) -> Uuid) -> Vec<Vec<J>> {
+    let mut groups: Vec<(Uuid, Vec<J>)> = Vec::new();
+    for job in jobs {
+        let id = server(&job);
+        match groups.iter_mut().find(|(s, _)| *s == id) {
+            Some((_, group)) => group.push(job),
+            None => groups.push((id, vec![job])),
+        }
+    }
+    groups.into_iter().map(|(_, group)| group).collect()
+}
+
+/// Writes each server's group of a refused batch as its own transaction,
+/// [`APART`] at once: a server whose row is held elsewhere waits out its
+/// lock bound beside the others, not before them. Returns once all are
+/// answered, so a later batch never overtakes a server's earlier writes.
+async fn apart<J, F>(groups: Vec<Vec<J>>, write: impl Fn(Vec<J>) -> F)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let slots = Arc::new(tokio::sync::Semaphore::new(APART));
+    let mut running = tokio::task::JoinSet::new();
+    for group in groups {
+        let slots = slots.clone();
+        let write = write(group);
+        running.spawn(async move {
+            let _slot = slots.acquire_owned().await;
+            write.await;
+        });
+    }
+    while running.join_next().await.is_some() {}
 }
 
 type GenerationReply = oneshot::Sender<Result<i64, WriterError>>;

@@ -6,8 +6,8 @@
 
 mod support;
 
-use aromba_proto::client::{dial, handshake};
-use aromba_proto::frame::{Body, Delivery};
+use aromba_proto::client::{Session, Socket, dial, handshake};
+use aromba_proto::frame::{Body, Button, Delivery};
 use sqlx::{Connection, PgConnection, PgPool};
 use std::time::Duration;
 use support::{Server, TestRelay, closed_with, config, connect, connected, refusals, start};
@@ -180,6 +180,64 @@ async fn a_server_row_locked_elsewhere_stalls_no_other_servers_hello(db: PgPool)
     relay.stop().await;
 }
 
+/// A replica frozen mid-batch holds many servers' rows; those servers
+/// reconnect here and share a generation batch with a victim's hello. The
+/// refused batch must not then wait for each held row in turn (a lock bound
+/// per server, one after another, past the client's hello deadline).
+#[sqlx::test(migrations = false)]
+async fn many_servers_held_by_a_frozen_replica_do_not_outlast_another_servers_hello(db: PgPool) {
+    let relay = start(db.clone(), config()).await;
+    let mut held = Vec::new();
+    for _ in 0..13 {
+        let server = Server::new();
+        let (status, _) = support::post_json(&relay, &server.registration()).await;
+        assert_eq!(status, 201);
+        held.push(server);
+    }
+    let victim = Server::new();
+    let (status, _) = support::post_json(&relay, &victim.registration()).await;
+    assert_eq!(status, 201);
+    let mut frozen = other_connection(&db).await;
+    sqlx::query("BEGIN")
+        .execute(&mut frozen)
+        .await
+        .expect("begin");
+    let ids: Vec<Uuid> = held.iter().map(|s| s.id).collect();
+    sqlx::query("SELECT id FROM servers WHERE id = ANY($1) ORDER BY id FOR UPDATE")
+        .bind(&ids)
+        .execute(&mut frozen)
+        .await
+        .expect("lock");
+    let hello = |server: &Server| {
+        let endpoint = server.endpoint(&relay);
+        tokio::spawn(async move {
+            let Ok(mut ws) = dial(&endpoint).await else {
+                return;
+            };
+            let _ = handshake(&mut ws, &endpoint).await;
+        })
+    };
+    // The first holds the writer; the others gather behind it, into one
+    // batch with the victim's.
+    let first = hello(&held[0]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rest: Vec<_> = held[1..].iter().map(hello).collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        gets_in(&relay, &victim).await,
+        "the victim's hello waited for every held row in turn"
+    );
+    sqlx::query("ROLLBACK")
+        .execute(&mut frozen)
+        .await
+        .expect("end");
+    let _ = first.await;
+    for task in rest {
+        let _ = task.await;
+    }
+    relay.stop().await;
+}
+
 /// The same for the chat side: an enqueue for a server whose row is held
 /// elsewhere delayed every other server's enqueue without end.
 #[sqlx::test(migrations = false)]
@@ -222,4 +280,261 @@ async fn an_enqueue_for_a_locked_server_stalls_no_other_servers_enqueue(db: PgPo
         .await
         .expect("end");
     writers.drain(Duration::from_secs(10)).await;
+}
+
+// ---------------------------------------------------------------------------
+// Attacks the relay withstood (regression tests)
+
+/// Whether the connection still answers: a message for the chat, and its
+/// acknowledgement back. A replaced or closed connection answers with its
+/// close, or not at all.
+async fn alive(ws: &mut Socket, session: &mut Session) -> bool {
+    let id = Uuid::new_v4();
+    let body = Body::Send {
+        id,
+        text: "probe".into(),
+        buttons: vec![Button {
+            id: "ok".into(),
+            label: "OK".into(),
+        }],
+    };
+    if session.send(ws, &body).await.is_err() {
+        return false;
+    }
+    let answer = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match session.recv(ws).await {
+                Ok(Body::AckMessage { id: acked }) if acked == id => return true,
+                Ok(_) => continue,
+                Err(_) => return false,
+            }
+        }
+    })
+    .await;
+    answer.expect("a live connection answers, a closed one ends, within 10 s")
+}
+
+/// Of `connections`, those still answering, until at most `most` do (or
+/// 10 s pass): a replaced connection may take a notification's time to go.
+async fn settle_to(connections: &mut Vec<(Socket, Session)>, most: usize) -> usize {
+    for _ in 0..20 {
+        let mut open = Vec::new();
+        for (mut ws, mut session) in connections.drain(..) {
+            if alive(&mut ws, &mut session).await {
+                open.push((ws, session));
+            }
+        }
+        *connections = open;
+        if connections.len() <= most {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    connections.len()
+}
+
+async fn storm(relays: &[&TestRelay], server: &Server, hellos: usize) -> Vec<(Socket, Session)> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..hellos {
+        let endpoint = server.endpoint(relays[i % relays.len()]);
+        tasks.spawn(async move {
+            let mut ws = dial(&endpoint).await.ok()?;
+            let session = handshake(&mut ws, &endpoint).await.ok()?;
+            Some((ws, session))
+        });
+    }
+    let mut connections = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        if let Some(pair) = done.expect("task") {
+            connections.push(pair);
+        }
+    }
+    connections
+}
+
+/// One server's hellos at once land in one generation batch, the server
+/// named many times: each takes its own generation, and however their
+/// sessions race into the hub, at most one connection stays; the next
+/// hello holds.
+#[sqlx::test(migrations = false)]
+async fn a_hello_storm_of_one_server_leaves_at_most_one_connection(db: PgPool) {
+    let relay = start(db.clone(), config()).await;
+    let (server, _first, _) = connected(&relay).await;
+    let mut connections = storm(&[&relay], &server, 24).await;
+    assert!(!connections.is_empty(), "no hello of the storm got in");
+    assert!(
+        settle_to(&mut connections, 1).await <= 1,
+        "two connections of one server stayed open"
+    );
+    let (mut ws, mut session) = connect(&relay, &server).await;
+    assert!(alive(&mut ws, &mut session).await, "the next hello holds");
+    assert_eq!(settle_to(&mut connections, 0).await, 0);
+    relay.stop().await;
+}
+
+/// The same storm split across two replicas on one database: generation
+/// batches of both lock the server's row in turn, and notifications and
+/// the recheck after attaching leave at most one connection anywhere.
+#[sqlx::test(migrations = false)]
+async fn a_hello_storm_across_two_replicas_leaves_at_most_one_connection(db: PgPool) {
+    let a = start(db.clone(), config()).await;
+    let b = start(db.clone(), config()).await;
+    let (server, _first, _) = connected(&a).await;
+    let mut connections = storm(&[&a, &b], &server, 24).await;
+    assert!(!connections.is_empty(), "no hello of the storm got in");
+    assert!(
+        settle_to(&mut connections, 1).await <= 1,
+        "two connections of one server stayed open across replicas"
+    );
+    let (mut ws, mut session) = connect(&b, &server).await;
+    assert!(alive(&mut ws, &mut session).await, "the next hello holds");
+    assert_eq!(settle_to(&mut connections, 0).await, 0);
+    a.stop().await;
+    b.stop().await;
+}
+
+/// A server that reconnects without pause fills generation batches with
+/// itself; another server's hello still gets its turn.
+#[sqlx::test(migrations = false)]
+async fn a_reconnect_loop_does_not_starve_another_servers_hello(db: PgPool) {
+    let relay = start(db.clone(), config()).await;
+    let (hostile, _ws, _) = connected(&relay).await;
+    let victim = Server::new();
+    let (status, _) = support::post_json(&relay, &victim.registration()).await;
+    assert_eq!(status, 201);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut loops = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let endpoint = hostile.endpoint(&relay);
+        let stopped = stopped.clone();
+        loops.spawn(async move {
+            while !*stopped.borrow() {
+                if let Ok(mut ws) = dial(&endpoint).await {
+                    let _ = handshake(&mut ws, &endpoint).await;
+                }
+            }
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for _ in 0..3 {
+        assert!(gets_in(&relay, &victim).await, "the victim's hello starved");
+    }
+    let _ = stop.send(true);
+    while loops.join_next().await.is_some() {}
+    relay.stop().await;
+}
+
+/// The same delivery acknowledged twice: the second names nothing
+/// outstanding and ends the connection; the first is still written.
+#[sqlx::test(migrations = false)]
+async fn a_duplicate_acknowledgement_is_refused_and_the_first_still_written(db: PgPool) {
+    let relay = start(db.clone(), config()).await;
+    let (server, mut ws, mut session) = connected(&relay).await;
+    let (id, _) =
+        aromba_relay::outbox::enqueue(&db, server.id, &message("one"), chrono::Utc::now(), 100)
+            .await
+            .expect("enqueue");
+    let (kept, _) =
+        aromba_relay::outbox::enqueue(&db, server.id, &message("two"), chrono::Utc::now(), 100)
+            .await
+            .expect("enqueue");
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let body = tokio::time::timeout(Duration::from_secs(10), session.recv(&mut ws))
+            .await
+            .expect("deliveries within 10 s")
+            .expect("a frame");
+        if let Body::Deliver { id, .. } = body {
+            seen.push(id);
+        }
+    }
+    for _ in 0..2 {
+        let _ = session.send(&mut ws, &Body::AckDelivery { id }).await;
+    }
+    assert_eq!(closed_with(&mut ws).await, 1008);
+    assert_eq!(refusals(&relay, "unexpected_ack").await, 1);
+    relay.stop().await;
+    let left: Vec<i64> = sqlx::query_scalar("SELECT id FROM outbox WHERE server_id = $1")
+        .bind(server.id)
+        .fetch_all(&db)
+        .await
+        .expect("rows");
+    assert_eq!(left, [kept], "the acknowledged row went, the other stayed");
+}
+
+/// Acknowledgements of ids never sent: the extremes, zero, and the next
+/// id the sequence will hand out.
+#[sqlx::test(migrations = false)]
+async fn an_acknowledgement_of_an_id_never_sent_is_refused(db: PgPool) {
+    let relay = start(db.clone(), config()).await;
+    for id in [i64::MIN, -1, 0, i64::MAX, 1] {
+        let (_, mut ws, mut session) = connected(&relay).await;
+        let _ = session.send(&mut ws, &Body::AckDelivery { id }).await;
+        assert_eq!(closed_with(&mut ws).await, 1008, "ack of {id}");
+    }
+    assert_eq!(refusals(&relay, "unexpected_ack").await, 5);
+    relay.stop().await;
+}
+
+/// An acknowledgement the connection handed over just before a planned
+/// shutdown is deleted before the relay is gone.
+#[sqlx::test(migrations = false)]
+async fn an_acknowledgement_handed_over_before_a_shutdown_is_written(db: PgPool) {
+    let relay = start(db.clone(), config()).await;
+    let (server, mut ws, mut session) = connected(&relay).await;
+    let (id, _) =
+        aromba_relay::outbox::enqueue(&db, server.id, &message("one"), chrono::Utc::now(), 100)
+            .await
+            .expect("enqueue");
+    loop {
+        let body = tokio::time::timeout(Duration::from_secs(10), session.recv(&mut ws))
+            .await
+            .expect("a delivery within 10 s")
+            .expect("a frame");
+        if matches!(body, Body::Deliver { id: got, .. } if got == id) {
+            break;
+        }
+    }
+    session
+        .send(&mut ws, &Body::AckDelivery { id })
+        .await
+        .expect("ack");
+    // Frames are handled in order: once the probe is answered, the ack was
+    // handed to the writer.
+    assert!(alive(&mut ws, &mut session).await);
+    relay.stop().await;
+    assert_eq!(waiting(&db, server.id).await, 0);
+}
+
+/// Enqueues racing the writers' drain are each answered (written, or
+/// refused as closed), never left waiting.
+#[sqlx::test(migrations = false)]
+async fn enqueues_racing_the_shutdown_are_answered_not_hung(db: PgPool) {
+    migrated(&db).await;
+    let server = Uuid::new_v4();
+    insert_server(&db, server).await;
+    let (_tx, rx) = tokio::sync::watch::channel(None);
+    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..400 {
+        let app = app.clone();
+        tasks.spawn(async move { app.enqueue(server, &message(&format!("m{i}"))).await });
+    }
+    writers.drain(Duration::from_secs(10)).await;
+    let mut written = 0i64;
+    let all = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(done) = tasks.join_next().await {
+            match done.expect("task") {
+                Ok(_) => written += 1,
+                Err(aromba_relay::writer::WriterError::Closed) => {}
+                Err(e) => panic!("an enqueue failed otherwise: {e}"),
+            }
+        }
+    })
+    .await;
+    assert!(all.is_ok(), "an enqueue was left waiting after the drain");
+    assert_eq!(
+        waiting(&db, server).await,
+        written.min(config().limits.max_pending)
+    );
 }
