@@ -538,3 +538,82 @@ async fn enqueues_racing_the_shutdown_are_answered_not_hung(db: PgPool) {
         written.min(config().limits.max_pending)
     );
 }
+
+/// Chat text at every edge the check lets through — the longest text in
+/// four-byte characters, quotes and backslashes that double when escaped,
+/// bidi overrides, byte-order marks, noncharacters, separators JSON does
+/// not escape, private use, the last code point — beside what it refuses
+/// (NUL, C1 controls, one character too many), all at once with another
+/// server's message: each gets its own answer, and every accepted text
+/// reaches its server byte for byte.
+#[sqlx::test(migrations = false)]
+async fn hostile_unicode_at_the_bounds_is_queued_alone_and_delivered_intact(db: PgPool) {
+    let relay = start(db.clone(), config()).await;
+    let (server, mut ws, mut session) = connected(&relay).await;
+    let (other, _other_ws, _) = connected(&relay).await;
+    let (_tx, rx) = tokio::sync::watch::channel(None);
+    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx);
+    let accepted: Vec<String> = vec![
+        "𝕏".repeat(4096),
+        "\"".repeat(4096),
+        "\\".repeat(4096),
+        "\r\n\t".repeat(1365),
+        "\u{202E}\u{FEFF}\u{FFFE}\u{FFFF}\u{2028}\u{2029}\u{E000}\u{10FFFF}e\u{301}".into(),
+        "\u{1F469}\u{200D}\u{1F4BB}\u{FE0F}".repeat(500),
+    ];
+    let refused: Vec<String> = vec![
+        "nul\0".into(),
+        "next line\u{85}".into(),
+        "delete\u{7F}".into(),
+        "x".repeat(4097),
+        String::new(),
+    ];
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, text) in accepted.iter().chain(&refused).enumerate() {
+        let (app, text) = (app.clone(), text.clone());
+        tasks.spawn(async move { (i, app.enqueue(server.id, &message(&text)).await) });
+    }
+    let beside = {
+        let app = app.clone();
+        tokio::spawn(async move { app.enqueue(other.id, &message("beside")).await })
+    };
+    let mut answers = vec![None; accepted.len() + refused.len()];
+    while let Some(done) = tasks.join_next().await {
+        let (i, answer) = done.expect("task");
+        answers[i] = Some(answer.map_err(|e| e.to_string()));
+    }
+    for (i, answer) in answers.iter().enumerate() {
+        let answer = answer.as_ref().expect("answered");
+        if i < accepted.len() {
+            assert!(answer.is_ok(), "text {i} refused: {answer:?}");
+        } else {
+            let refusal = answer.as_ref().expect_err("refused");
+            assert!(refusal.contains("would refuse"), "text {i}: {refusal}");
+        }
+    }
+    assert!(beside.await.expect("task").is_ok());
+    let mut got = Vec::new();
+    while got.len() < accepted.len() {
+        let body = tokio::time::timeout(Duration::from_secs(10), session.recv(&mut ws))
+            .await
+            .expect("deliveries within 10 s")
+            .expect("a frame the client accepts");
+        if let Body::Deliver {
+            id,
+            delivery: Delivery::Message { text },
+        } = body
+        {
+            session
+                .send(&mut ws, &Body::AckDelivery { id })
+                .await
+                .expect("ack");
+            got.push(text);
+        }
+    }
+    let mut want = accepted.clone();
+    want.sort();
+    got.sort();
+    assert!(got == want, "a text changed on its way");
+    writers.drain(Duration::from_secs(10)).await;
+    relay.stop().await;
+}
