@@ -17,6 +17,12 @@
 //! batch, so a body outlives its acknowledgement only while the database
 //! is unreachable. If the relay stops before it is deleted, the server is
 //! sent it again and drops it by its id.
+//!
+//! Nothing here waits without end or for another server: a transaction
+//! gives up on a row held elsewhere after [`outbox::LOCK_WAIT`] and on a
+//! database that stops answering after `BATCH_DEADLINE`; a caller waits at
+//! most `CALLER_DEADLINE`; and a batch the database refused is written
+//! again a server at a time, so one server's trouble is its own.
 
 use crate::clock::Clock;
 use crate::metrics::WriterMetrics as Metrics;
@@ -37,6 +43,13 @@ const QUEUE: usize = 8_192;
 const MAX_CARRIED: usize = 100_000;
 /// The pause after a refused batch.
 const RETRY_AFTER: Duration = Duration::from_millis(200);
+/// How long one transaction may take, answer included: a database that
+/// stops answering mid-batch (a partition, a frozen host: no reset, no
+/// error) must not hold the writer, and every caller behind it, for as
+/// long as TCP takes to notice.
+const BATCH_DEADLINE: Duration = Duration::from_secs(10);
+/// How long a caller waits for its write, queue included.
+const CALLER_DEADLINE: Duration = Duration::from_secs(15);
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriterError {
@@ -44,6 +57,31 @@ pub enum WriterError {
     Outbox(#[from] OutboxError),
     #[error("the relay is shutting down")]
     Closed,
+    #[error("the database did not answer in time")]
+    Timeout,
+}
+
+/// `write` within [`BATCH_DEADLINE`]; past it the transaction is given up
+/// (dropped, so never committed by us) and reported as failed.
+async fn within<T>(
+    write: impl std::future::Future<Output = Result<T, OutboxError>>,
+) -> Result<T, OutboxError> {
+    tokio::time::timeout(BATCH_DEADLINE, write)
+        .await
+        .unwrap_or_else(|_| {
+            Err(OutboxError::Failed(
+                "the database did not answer in time".into(),
+            ))
+        })
+}
+
+/// Waits at most [`CALLER_DEADLINE`] for the whole exchange.
+async fn bounded<T>(
+    exchange: impl std::future::Future<Output = Result<T, WriterError>>,
+) -> Result<T, WriterError> {
+    tokio::time::timeout(CALLER_DEADLINE, exchange)
+        .await
+        .unwrap_or(Err(WriterError::Timeout))
 }
 
 type Reply = oneshot::Sender<Result<(i64, u64), WriterError>>;
@@ -128,31 +166,40 @@ impl Writer {
             },
             reply,
         };
-        self.enqueues
-            .send(job)
-            .await
-            .map_err(|_| WriterError::Closed)?;
-        answer.await.map_err(|_| WriterError::Closed)?
+        bounded(async {
+            self.enqueues
+                .send(job)
+                .await
+                .map_err(|_| WriterError::Closed)?;
+            answer.await.map_err(|_| WriterError::Closed)?
+        })
+        .await
     }
 
     /// Takes `server`'s next connection generation (told to every replica)
     /// and waits for its commit.
     pub async fn next_generation(&self, server: Uuid) -> Result<i64, WriterError> {
         let (reply, answer) = oneshot::channel();
-        self.generations
-            .send(GenerationJob { server, reply })
-            .await
-            .map_err(|_| WriterError::Closed)?;
-        answer.await.map_err(|_| WriterError::Closed)?
+        bounded(async {
+            self.generations
+                .send(GenerationJob { server, reply })
+                .await
+                .map_err(|_| WriterError::Closed)?;
+            answer.await.map_err(|_| WriterError::Closed)?
+        })
+        .await
     }
 
     /// Hands over row `id` of `server` for deletion; waits only while the
-    /// writer's queue is full.
+    /// writer's queue is full, and not past the caller's deadline.
     pub async fn acknowledge(&self, server: Uuid, id: i64) -> Result<(), WriterError> {
-        self.acks
-            .send((server, id))
-            .await
-            .map_err(|_| WriterError::Closed)
+        bounded(async {
+            self.acks
+                .send((server, id))
+                .await
+                .map_err(|_| WriterError::Closed)
+        })
+        .await
     }
 }
 
@@ -229,7 +276,7 @@ async fn write_enqueues(db: PgPool, metrics: Metrics, mut queue: Queue<Job>, max
     while queue.gather(&mut jobs, MAX_BATCH).await {
         let (batch, replies): (Vec<Enqueue>, Vec<Reply>) =
             jobs.drain(..).map(|j| (j.enqueue, j.reply)).unzip();
-        match outbox::enqueue_batch(&db, &batch, max_pending).await {
+        match within(outbox::enqueue_batch(&db, &batch, max_pending)).await {
             Ok(done) => answer_enqueues(&metrics, done, &batch, replies),
             // The database refused the batch (a deadlock with the sweep, a
             // row held elsewhere past the lock bound): what one delivery
@@ -247,7 +294,7 @@ async fn write_enqueues(db: PgPool, metrics: Metrics, mut queue: Queue<Job>, max
                     async move {
                         let (one, replies): (Vec<Enqueue>, Vec<Reply>) =
                             jobs.into_iter().map(|j| (j.enqueue, j.reply)).unzip();
-                        match outbox::enqueue_batch(&db, &one, max_pending).await {
+                        match within(outbox::enqueue_batch(&db, &one, max_pending)).await {
                             Ok(done) => answer_enqueues(&metrics, done, &one, replies),
                             Err(e) => refuse_all(&e, replies),
                         }
@@ -299,7 +346,7 @@ async fn write_generations(db: PgPool, mut queue: Queue<GenerationJob>) {
     while queue.gather(&mut jobs, MAX_BATCH).await {
         let (servers, replies): (Vec<Uuid>, Vec<_>) =
             jobs.drain(..).map(|j| (j.server, j.reply)).unzip();
-        match outbox::next_generations(&db, &servers).await {
+        match within(outbox::next_generations(&db, &servers)).await {
             Ok(each) => answer_generations(each, &servers, replies),
             // As for enqueues: one server's refusal is not the others'.
             Err(e) if e.refused_by_database() && servers.len() > 1 => {
@@ -314,7 +361,7 @@ async fn write_generations(db: PgPool, mut queue: Queue<GenerationJob>) {
                     async move {
                         let (servers, replies): (Vec<Uuid>, Vec<_>) =
                             jobs.into_iter().map(|j| (j.server, j.reply)).unzip();
-                        match outbox::next_generations(&db, &servers).await {
+                        match within(outbox::next_generations(&db, &servers)).await {
                             Ok(each) => answer_generations(each, &servers, replies),
                             Err(e) => refuse_all(&e, replies),
                         }
@@ -390,7 +437,7 @@ async fn write_acks(
             return;
         }
         let now = clock.now();
-        match outbox::acknowledge_batch(&db, &acks).await {
+        match within(outbox::acknowledge_batch(&db, &acks)).await {
             Ok(enqueued) => {
                 for at in enqueued {
                     let secs = (now - at).num_milliseconds().max(0) as f64 / 1000.0;

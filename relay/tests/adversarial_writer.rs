@@ -617,3 +617,118 @@ async fn hostile_unicode_at_the_bounds_is_queued_alone_and_delivered_intact(db: 
     writers.drain(Duration::from_secs(10)).await;
     relay.stop().await;
 }
+
+/// A TCP relay to PostgreSQL that can go silent: the network path drops
+/// every packet, and nothing is closed (no reset, no FIN), as a partition
+/// or a frozen database host looks to the relay.
+struct SilentLink {
+    port: u16,
+    silent: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl SilentLink {
+    async fn to_postgres() -> SilentLink {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let silent = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = silent.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect("127.0.0.1:5432").await else {
+                    continue;
+                };
+                let (cr, cw) = client.into_split();
+                let (sr, sw) = server.into_split();
+                let pipe =
+                    |mut from: tokio::net::tcp::OwnedReadHalf,
+                     mut to: tokio::net::tcp::OwnedWriteHalf,
+                     silent: std::sync::Arc<std::sync::atomic::AtomicBool>| async move {
+                        let mut buf = vec![0u8; 16 * 1024];
+                        while let Ok(n) = from.read(&mut buf).await {
+                            if n == 0 {
+                                break;
+                            }
+                            if silent.load(Ordering::SeqCst) {
+                                // Dropped on the floor; the sockets stay open.
+                                std::future::pending::<()>().await;
+                            }
+                            if to.write_all(&buf[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                    };
+                tokio::spawn(pipe(cr, sw, flag.clone()));
+                tokio::spawn(pipe(sr, cw, flag.clone()));
+            }
+        });
+        SilentLink { port, silent }
+    }
+
+    fn silence(&self) {
+        self.silent.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The database host stops answering mid-flight (a partition: no reset,
+/// no error). The writer's transaction waited for an answer without end,
+/// and with it every caller: the chat side's enqueue, a server's hello,
+/// for hours of TCP keepalive. Each batch, and each caller's wait, now
+/// has a deadline.
+#[sqlx::test(migrations = false)]
+async fn a_database_that_goes_silent_mid_batch_leaves_no_caller_waiting(db: PgPool) {
+    migrated(&db).await;
+    let server = Uuid::new_v4();
+    insert_server(&db, server).await;
+    let link = SilentLink::to_postgres().await;
+    let mut options: sqlx::postgres::PgConnectOptions =
+        support::database_url(&db).parse().expect("url");
+    options = options.host("127.0.0.1").port(link.port);
+    let through = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(4)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_with(options)
+        .await
+        .expect("pool through the link");
+    let (_tx, rx) = tokio::sync::watch::channel(None);
+    let (app, writers) = aromba_relay::App::new(through, config(), rx);
+    app.enqueue(server, &message("before"))
+        .await
+        .expect("written while the link answers");
+    // Hold the next batch inside its transaction (past the pool's own
+    // checks), and go silent there.
+    let mut hold = other_connection(&db).await;
+    sqlx::query("BEGIN")
+        .execute(&mut hold)
+        .await
+        .expect("begin");
+    sqlx::query("SELECT id FROM servers WHERE id = $1 FOR UPDATE")
+        .bind(server)
+        .execute(&mut hold)
+        .await
+        .expect("lock");
+    let enqueue = {
+        let app = app.clone();
+        tokio::spawn(async move { app.enqueue(server, &message("lost")).await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    link.silence();
+    sqlx::query("ROLLBACK")
+        .execute(&mut hold)
+        .await
+        .expect("end");
+    let enqueue = tokio::time::timeout(Duration::from_secs(60), enqueue)
+        .await
+        .expect("the enqueue waited past a minute for a silent database")
+        .expect("task");
+    assert!(enqueue.is_err(), "{enqueue:?}");
+    let generation =
+        tokio::time::timeout(Duration::from_secs(60), app.writer.next_generation(server))
+            .await
+            .expect("the hello's generation waited past a minute for a silent database");
+    assert!(generation.is_err(), "{generation:?}");
+    writers.drain(Duration::from_secs(1)).await;
+}
