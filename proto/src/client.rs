@@ -248,6 +248,21 @@ impl Backoff {
         self.window_ms = window_ms.clamp(250, self.cap_ms);
     }
 
+    /// The relay announced a restart: the delay before coming back (after
+    /// `after_ms`, plus up to `jitter_ms`), never past the cap whatever
+    /// the frame says (a sum that overflows, a delay of years), and the
+    /// retries after it held to the window as [`Backoff::expect_back`].
+    pub fn announced_restart(&mut self, after_ms: u64, jitter_ms: u64) -> Duration {
+        let jitter = rand::rng().random_range(0..=jitter_ms.min(self.cap_ms));
+        self.expect_back(jitter_ms);
+        Duration::from_millis(
+            after_ms
+                .min(self.cap_ms)
+                .saturating_add(jitter)
+                .min(self.cap_ms),
+        )
+    }
+
     /// A connection held: start again from the base.
     pub fn reset(&mut self) {
         self.attempt = 0;
@@ -332,10 +347,7 @@ pub async fn run(
                         }
                         Ok(Body::AckMessage { id }) => unacked.retain(|b| body_id(b) != Some(id)),
                         Ok(Body::Restarting { after_ms, jitter_ms }) => {
-                            restart = Some(Duration::from_millis(
-                                after_ms + rand::rng().random_range(0..=jitter_ms),
-                            ));
-                            backoff.expect_back(jitter_ms);
+                            restart = Some(backoff.announced_restart(after_ms, jitter_ms));
                             break;
                         }
                         Ok(_) => {}
@@ -387,6 +399,22 @@ mod tests {
         // A window wider than the cap is held to the cap.
         b.expect_back(u64::MAX);
         assert!(b.next_delay() <= Duration::from_millis(60_000));
+    }
+
+    #[test]
+    fn a_restart_announced_at_u64_max_waits_no_longer_than_the_cap() {
+        let mut b = Backoff::new(1_000, 60_000);
+        // The sum overflowed (a panic in a debug build, a wrap in release),
+        // and a delay of years left the server unreachable for good.
+        for _ in 0..20 {
+            assert!(b.announced_restart(u64::MAX, u64::MAX) <= Duration::from_millis(60_000));
+            assert!(b.announced_restart(u64::MAX, 0) <= Duration::from_millis(60_000));
+        }
+        let asked = b.announced_restart(1_000, 0);
+        assert_eq!(asked, Duration::from_millis(1_000), "an honest one is kept");
+        for _ in 0..PATIENT_TRIES {
+            assert!(b.next_delay() <= Duration::from_millis(250));
+        }
     }
 
     #[test]

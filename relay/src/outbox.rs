@@ -15,6 +15,20 @@ use uuid::Uuid;
 pub const CHANNEL: &str = "aromba_outbox";
 /// The channel for new connections (`server:generation`).
 pub const CONNECTIONS: &str = "aromba_connection";
+/// How long a batch waits for a row another transaction holds (another
+/// replica's batch frozen mid-way, the sweep, an operator's session) before
+/// it gives up: a batch is every server's on this replica, and one row must
+/// not hold them all.
+pub const LOCK_WAIT: &str = "2s";
+
+/// Bounds the lock waits of the transaction `tx` is in.
+async fn bound_lock_waits(tx: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT set_config('lock_timeout', $1, true)")
+        .bind(LOCK_WAIT)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
 
 /// Takes the server's next connection generation and tells every replica.
 pub async fn next_generation(db: &PgPool, server: Uuid) -> Result<i64, OutboxError> {
@@ -42,6 +56,7 @@ pub async fn next_generations(
     sorted.sort_unstable();
     sorted.dedup();
     let mut tx = db.begin().await?;
+    bound_lock_waits(&mut tx).await?;
     sqlx::query_scalar!(
         "SELECT id FROM servers WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
         &sorted,
@@ -180,6 +195,7 @@ pub async fn enqueue_batch(
         bodies.push(serde_json::to_value(&e.delivery)?);
     }
     let mut tx = db.begin().await?;
+    bound_lock_waits(&mut tx).await?;
     let known = sqlx::query_scalar!(
         "SELECT id FROM servers WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
         &servers,
@@ -332,15 +348,28 @@ pub async fn acknowledge_batch(
         return Ok(Vec::new());
     }
     let (servers, ids): (Vec<Uuid>, Vec<i64>) = acks.iter().copied().unzip();
-    Ok(sqlx::query_scalar!(
+    let mut tx = db.begin().await?;
+    bound_lock_waits(&mut tx).await?;
+    let enqueued = sqlx::query_scalar!(
         r#"DELETE FROM outbox o USING unnest($1::uuid[], $2::bigint[]) AS a(s, id)
            WHERE o.id = a.id AND o.server_id = a.s
            RETURNING o.created_at"#,
         &servers,
         &ids,
     )
-    .fetch_all(db)
-    .await?)
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(enqueued)
+}
+
+impl OutboxError {
+    /// The database answered and refused this write (a deadlock, a lock
+    /// held too long, a constraint): another write may well succeed. Not
+    /// so when it could not be reached.
+    pub fn refused_by_database(&self) -> bool {
+        matches!(self, OutboxError::Db(sqlx::Error::Database(_)))
+    }
 }
 
 /// Deliveries waiting, all servers.

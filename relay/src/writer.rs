@@ -17,6 +17,12 @@
 //! batch, so a body outlives its acknowledgement only while the database
 //! is unreachable. If the relay stops before it is deleted, the server is
 //! sent it again and drops it by its id.
+//!
+//! Nothing here waits without end or for another server: a transaction
+//! gives up on a row held elsewhere after [`outbox::LOCK_WAIT`] and on a
+//! database that stops answering after `BATCH_DEADLINE`; a caller waits at
+//! most `CALLER_DEADLINE`; and a batch the database refused is written
+//! again a server at a time, so one server's trouble is its own.
 
 use crate::clock::Clock;
 use crate::metrics::WriterMetrics as Metrics;
@@ -37,6 +43,13 @@ const QUEUE: usize = 8_192;
 const MAX_CARRIED: usize = 100_000;
 /// The pause after a refused batch.
 const RETRY_AFTER: Duration = Duration::from_millis(200);
+/// How long one transaction may take, answer included: a database that
+/// stops answering mid-batch (a partition, a frozen host: no reset, no
+/// error) must not hold the writer, and every caller behind it, for as
+/// long as TCP takes to notice.
+const BATCH_DEADLINE: Duration = Duration::from_secs(10);
+/// How long a caller waits for its write, queue included.
+const CALLER_DEADLINE: Duration = Duration::from_secs(15);
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriterError {
@@ -44,6 +57,31 @@ pub enum WriterError {
     Outbox(#[from] OutboxError),
     #[error("the relay is shutting down")]
     Closed,
+    #[error("the database did not answer in time")]
+    Timeout,
+}
+
+/// `write` within [`BATCH_DEADLINE`]; past it the transaction is given up
+/// (dropped, so never committed by us) and reported as failed.
+async fn within<T>(
+    write: impl std::future::Future<Output = Result<T, OutboxError>>,
+) -> Result<T, OutboxError> {
+    tokio::time::timeout(BATCH_DEADLINE, write)
+        .await
+        .unwrap_or_else(|_| {
+            Err(OutboxError::Failed(
+                "the database did not answer in time".into(),
+            ))
+        })
+}
+
+/// Waits at most [`CALLER_DEADLINE`] for the whole exchange.
+async fn bounded<T>(
+    exchange: impl std::future::Future<Output = Result<T, WriterError>>,
+) -> Result<T, WriterError> {
+    tokio::time::timeout(CALLER_DEADLINE, exchange)
+        .await
+        .unwrap_or(Err(WriterError::Timeout))
 }
 
 type Reply = oneshot::Sender<Result<(i64, u64), WriterError>>;
@@ -55,7 +93,7 @@ struct Job {
 
 struct GenerationJob {
     server: Uuid,
-    reply: oneshot::Sender<Result<i64, WriterError>>,
+    reply: GenerationReply,
 }
 
 /// The handle connections and the chat side write through.
@@ -128,31 +166,40 @@ impl Writer {
             },
             reply,
         };
-        self.enqueues
-            .send(job)
-            .await
-            .map_err(|_| WriterError::Closed)?;
-        answer.await.map_err(|_| WriterError::Closed)?
+        bounded(async {
+            self.enqueues
+                .send(job)
+                .await
+                .map_err(|_| WriterError::Closed)?;
+            answer.await.map_err(|_| WriterError::Closed)?
+        })
+        .await
     }
 
     /// Takes `server`'s next connection generation (told to every replica)
     /// and waits for its commit.
     pub async fn next_generation(&self, server: Uuid) -> Result<i64, WriterError> {
         let (reply, answer) = oneshot::channel();
-        self.generations
-            .send(GenerationJob { server, reply })
-            .await
-            .map_err(|_| WriterError::Closed)?;
-        answer.await.map_err(|_| WriterError::Closed)?
+        bounded(async {
+            self.generations
+                .send(GenerationJob { server, reply })
+                .await
+                .map_err(|_| WriterError::Closed)?;
+            answer.await.map_err(|_| WriterError::Closed)?
+        })
+        .await
     }
 
     /// Hands over row `id` of `server` for deletion; waits only while the
-    /// writer's queue is full.
+    /// writer's queue is full, and not past the caller's deadline.
     pub async fn acknowledge(&self, server: Uuid, id: i64) -> Result<(), WriterError> {
-        self.acks
-            .send((server, id))
-            .await
-            .map_err(|_| WriterError::Closed)
+        bounded(async {
+            self.acks
+                .send((server, id))
+                .await
+                .map_err(|_| WriterError::Closed)
+        })
+        .await
     }
 }
 
@@ -229,35 +276,68 @@ async fn write_enqueues(db: PgPool, metrics: Metrics, mut queue: Queue<Job>, max
     while queue.gather(&mut jobs, MAX_BATCH).await {
         let (batch, replies): (Vec<Enqueue>, Vec<Reply>) =
             jobs.drain(..).map(|j| (j.enqueue, j.reply)).unzip();
-        match outbox::enqueue_batch(&db, &batch, max_pending).await {
-            Ok(done) => {
-                if done.dropped > 0 {
-                    metrics.outbox_dropped.inc_by(done.dropped);
-                    tracing::info!(dropped = done.dropped, "outbox bound reached");
-                }
-                for ((reply, fate), e) in replies.into_iter().zip(done.each).zip(&batch) {
-                    let answer = match fate {
-                        Enqueued::Queued(id) => Ok((id, done.dropped)),
-                        Enqueued::UnknownServer => {
-                            Err(WriterError::Outbox(OutboxError::UnknownServer(e.server)))
+        match within(outbox::enqueue_batch(&db, &batch, max_pending)).await {
+            Ok(done) => answer_enqueues(&metrics, done, &batch, replies),
+            // The database refused the batch (a deadlock with the sweep, a
+            // row held elsewhere past the lock bound): what one delivery
+            // ran into must not fail the others, so each is written alone
+            // and gets its own answer.
+            Err(e) if e.refused_by_database() && batch.len() > 1 => {
+                tracing::warn!(error = %e, rows = batch.len(), "outbox batch refused; writing each server's alone");
+                let jobs = batch
+                    .into_iter()
+                    .zip(replies)
+                    .map(|(enqueue, reply)| Job { enqueue, reply });
+                let groups = per_server(jobs, |j| j.enqueue.server);
+                apart(groups, |jobs| {
+                    let (db, metrics) = (db.clone(), metrics.clone());
+                    async move {
+                        let (one, replies): (Vec<Enqueue>, Vec<Reply>) =
+                            jobs.into_iter().map(|j| (j.enqueue, j.reply)).unzip();
+                        match within(outbox::enqueue_batch(&db, &one, max_pending)).await {
+                            Ok(done) => answer_enqueues(&metrics, done, &one, replies),
+                            Err(e) => refuse_all(&e, replies),
                         }
-                        Enqueued::Refused(why) => {
-                            Err(WriterError::Outbox(OutboxError::Content(why)))
-                        }
-                    };
-                    let _ = reply.send(answer);
-                }
+                    }
+                })
+                .await;
             }
             Err(e) => {
                 // Nothing of the batch was committed; each caller is told.
                 tracing::warn!(error = %e, rows = batch.len(), "outbox enqueue failed");
-                let shown = e.to_string();
-                for reply in replies {
-                    let _ =
-                        reply.send(Err(WriterError::Outbox(OutboxError::Failed(shown.clone()))));
-                }
+                refuse_all(&e, replies);
             }
         }
+    }
+}
+
+fn answer_enqueues(
+    metrics: &Metrics,
+    done: outbox::BatchEnqueued,
+    batch: &[Enqueue],
+    replies: Vec<Reply>,
+) {
+    if done.dropped > 0 {
+        metrics.outbox_dropped.inc_by(done.dropped);
+        tracing::info!(dropped = done.dropped, "outbox bound reached");
+    }
+    for ((reply, fate), e) in replies.into_iter().zip(done.each).zip(batch) {
+        let answer = match fate {
+            Enqueued::Queued(id) => Ok((id, done.dropped)),
+            Enqueued::UnknownServer => {
+                Err(WriterError::Outbox(OutboxError::UnknownServer(e.server)))
+            }
+            Enqueued::Refused(why) => Err(WriterError::Outbox(OutboxError::Content(why))),
+        };
+        let _ = reply.send(answer);
+    }
+}
+
+/// Tells each caller that its write failed with `e`.
+fn refuse_all<T>(e: &OutboxError, replies: Vec<oneshot::Sender<Result<T, WriterError>>>) {
+    let shown = e.to_string();
+    for reply in replies {
+        let _ = reply.send(Err(WriterError::Outbox(OutboxError::Failed(shown.clone()))));
     }
 }
 
@@ -266,23 +346,81 @@ async fn write_generations(db: PgPool, mut queue: Queue<GenerationJob>) {
     while queue.gather(&mut jobs, MAX_BATCH).await {
         let (servers, replies): (Vec<Uuid>, Vec<_>) =
             jobs.drain(..).map(|j| (j.server, j.reply)).unzip();
-        match outbox::next_generations(&db, &servers).await {
-            Ok(each) => {
-                for ((reply, generation), server) in replies.into_iter().zip(each).zip(servers) {
-                    let _ = reply.send(
-                        generation.ok_or(WriterError::Outbox(OutboxError::UnknownServer(server))),
-                    );
-                }
+        match within(outbox::next_generations(&db, &servers)).await {
+            Ok(each) => answer_generations(each, &servers, replies),
+            // As for enqueues: one server's refusal is not the others'.
+            Err(e) if e.refused_by_database() && servers.len() > 1 => {
+                tracing::warn!(error = %e, servers = servers.len(), "connection generations refused; taking each server's alone");
+                let jobs = servers
+                    .into_iter()
+                    .zip(replies)
+                    .map(|(server, reply)| GenerationJob { server, reply });
+                let groups = per_server(jobs, |j| j.server);
+                apart(groups, |jobs| {
+                    let db = db.clone();
+                    async move {
+                        let (servers, replies): (Vec<Uuid>, Vec<_>) =
+                            jobs.into_iter().map(|j| (j.server, j.reply)).unzip();
+                        match within(outbox::next_generations(&db, &servers)).await {
+                            Ok(each) => answer_generations(each, &servers, replies),
+                            Err(e) => refuse_all(&e, replies),
+                        }
+                    }
+                })
+                .await;
             }
             Err(e) => {
                 tracing::warn!(error = %e, servers = servers.len(), "connection generations failed");
-                let shown = e.to_string();
-                for reply in replies {
-                    let _ =
-                        reply.send(Err(WriterError::Outbox(OutboxError::Failed(shown.clone()))));
-                }
+                refuse_all(&e, replies);
             }
         }
+    }
+}
+
+/// How many servers' writes of a refused batch run at once.
+const APART: usize = 16;
+
+/// `jobs` grouped by server, each group in the order given (a server's
+/// enqueues keep their order).
+fn per_server<J>(jobs: impl Iterator<Item = J>, server: impl Fn(&J) -> Uuid) -> Vec<Vec<J>> {
+    let mut groups: Vec<(Uuid, Vec<J>)> = Vec::new();
+    for job in jobs {
+        let id = server(&job);
+        match groups.iter_mut().find(|(s, _)| *s == id) {
+            Some((_, group)) => group.push(job),
+            None => groups.push((id, vec![job])),
+        }
+    }
+    groups.into_iter().map(|(_, group)| group).collect()
+}
+
+/// Writes each server's group of a refused batch as its own transaction,
+/// [`APART`] at once: a server whose row is held elsewhere waits out its
+/// lock bound beside the others, not before them. Returns once all are
+/// answered, so a later batch never overtakes a server's earlier writes.
+async fn apart<J, F>(groups: Vec<Vec<J>>, write: impl Fn(Vec<J>) -> F)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let slots = Arc::new(tokio::sync::Semaphore::new(APART));
+    let mut running = tokio::task::JoinSet::new();
+    for group in groups {
+        let slots = slots.clone();
+        let write = write(group);
+        running.spawn(async move {
+            let _slot = slots.acquire_owned().await;
+            write.await;
+        });
+    }
+    while running.join_next().await.is_some() {}
+}
+
+type GenerationReply = oneshot::Sender<Result<i64, WriterError>>;
+
+fn answer_generations(each: Vec<Option<i64>>, servers: &[Uuid], replies: Vec<GenerationReply>) {
+    for ((reply, generation), server) in replies.into_iter().zip(each).zip(servers) {
+        let _ =
+            reply.send(generation.ok_or(WriterError::Outbox(OutboxError::UnknownServer(*server))));
     }
 }
 
@@ -299,7 +437,7 @@ async fn write_acks(
             return;
         }
         let now = clock.now();
-        match outbox::acknowledge_batch(&db, &acks).await {
+        match within(outbox::acknowledge_batch(&db, &acks)).await {
             Ok(enqueued) => {
                 for at in enqueued {
                     let secs = (now - at).num_milliseconds().max(0) as f64 / 1000.0;
