@@ -36,7 +36,9 @@ impl Hub {
     }
 
     /// Registers a connection for `server`, replacing (and telling) any
-    /// older one.
+    /// older one. Older is by the database's generation, not by arrival:
+    /// a connection whose hello took an older generation but reached the
+    /// hub later is told to go at once, and the newer one stays.
     pub fn attach(&self, server: Uuid, db_generation: i64) -> Arc<Slot> {
         let slot = Arc::new(Slot {
             generation: self.next_generation.fetch_add(1, Ordering::Relaxed),
@@ -45,8 +47,14 @@ impl Hub {
             wake: Notify::new(),
             replaced: Notify::new(),
         });
-        if let Some(old) = self.slots().insert(server, slot.clone()) {
-            old.replaced.notify_one();
+        let mut slots = self.slots();
+        match slots.get(&server) {
+            Some(held) if held.db_generation > db_generation => slot.replaced.notify_one(),
+            _ => {
+                if let Some(old) = slots.insert(server, slot.clone()) {
+                    old.replaced.notify_one();
+                }
+            }
         }
         slot
     }
@@ -97,5 +105,53 @@ impl Hub {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+
+    #[test]
+    fn a_connection_of_an_older_generation_attached_later_goes_and_the_newer_stays() {
+        let hub = Hub::default();
+        let server = Uuid::new_v4();
+        let newer = hub.attach(server, 7);
+        let older = hub.attach(server, 6);
+        // The older one is told to go; the newer one is not.
+        let told = older.replaced.notified();
+        tokio::pin!(told);
+        assert!(polled_ready(told.as_mut()));
+        let not_told = newer.replaced.notified();
+        tokio::pin!(not_told);
+        assert!(!polled_ready(not_told.as_mut()));
+        // Detaching the older one leaves the newer one in place.
+        hub.detach(server, &older);
+        assert!(hub.wake(server));
+        let woken = newer.wake.notified();
+        tokio::pin!(woken);
+        assert!(polled_ready(woken.as_mut()));
+    }
+
+    #[test]
+    fn a_newer_generation_replaces_the_one_held() {
+        let hub = Hub::default();
+        let server = Uuid::new_v4();
+        let first = hub.attach(server, 1);
+        let second = hub.attach(server, 2);
+        let told = first.replaced.notified();
+        tokio::pin!(told);
+        assert!(polled_ready(told.as_mut()));
+        hub.detach(server, &first);
+        assert_eq!(hub.len(), 1, "the newer one stays");
+        drop(second);
+    }
+
+    /// Polls once: whether the notification was already there.
+    fn polled_ready(f: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>) -> bool {
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        f.poll(&mut cx).is_ready()
     }
 }

@@ -273,10 +273,12 @@ pub async fn enqueue_batch(
     let dropped = sqlx::query_scalar!(
         r#"WITH dropped AS (
                DELETE FROM outbox WHERE id IN (
-                   SELECT id FROM (
-                       SELECT id, row_number() OVER (PARTITION BY server_id ORDER BY id DESC) AS n
-                       FROM outbox WHERE server_id = ANY($1)) ranked
-                   WHERE n > $2)
+                   SELECT id FROM outbox WHERE id IN (
+                       SELECT id FROM (
+                           SELECT id, row_number() OVER (PARTITION BY server_id ORDER BY id DESC) AS n
+                           FROM outbox WHERE server_id = ANY($1)) ranked
+                       WHERE n > $2)
+                   ORDER BY id FOR UPDATE)
                RETURNING 1)
            SELECT count(*) AS "dropped!" FROM dropped"#,
         &notify_servers,
@@ -339,7 +341,8 @@ pub async fn acknowledge(
 /// Deletes every acknowledged row of `acks` (server, row) in one
 /// statement; returns when each row still there was enqueued. A row is
 /// deleted only with its own server's id: a server cannot acknowledge
-/// another's.
+/// another's. Rows are locked in id order, as the bound and the sweep lock
+/// them, so none of them deadlock.
 pub async fn acknowledge_batch(
     db: &PgPool,
     acks: &[(Uuid, i64)],
@@ -351,9 +354,12 @@ pub async fn acknowledge_batch(
     let mut tx = db.begin().await?;
     bound_lock_waits(&mut tx).await?;
     let enqueued = sqlx::query_scalar!(
-        r#"DELETE FROM outbox o USING unnest($1::uuid[], $2::bigint[]) AS a(s, id)
-           WHERE o.id = a.id AND o.server_id = a.s
-           RETURNING o.created_at"#,
+        r#"WITH doomed AS (
+               SELECT o.id FROM outbox o
+               JOIN unnest($1::uuid[], $2::bigint[]) AS a(s, id) ON o.id = a.id AND o.server_id = a.s
+               ORDER BY o.id FOR UPDATE OF o)
+           DELETE FROM outbox WHERE id IN (SELECT id FROM doomed)
+           RETURNING created_at"#,
         &servers,
         &ids,
     )

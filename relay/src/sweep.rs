@@ -27,16 +27,24 @@ pub async fn sweep_once(app: &App) -> Result<Swept, sqlx::Error> {
     let now = app.config.clock.now();
     let cutoff = now - Duration::hours(RETENTION_HOURS);
     let servers = sqlx::query!(
-        "DELETE FROM servers WHERE paired_at IS NULL AND registered_at <= $1",
+        // Locked in id order, as the outbox writers lock servers, so the
+        // sweep and a batch never deadlock.
+        "DELETE FROM servers WHERE id IN (
+             SELECT id FROM servers WHERE paired_at IS NULL AND registered_at <= $1
+             ORDER BY id FOR UPDATE)",
         cutoff
     )
     .execute(&app.db)
     .await?
     .rows_affected();
-    let deliveries = sqlx::query!("DELETE FROM outbox WHERE created_at <= $1", cutoff)
-        .execute(&app.db)
-        .await?
-        .rows_affected();
+    let deliveries = sqlx::query!(
+        "DELETE FROM outbox WHERE id IN (
+             SELECT id FROM outbox WHERE created_at <= $1 ORDER BY id FOR UPDATE)",
+        cutoff
+    )
+    .execute(&app.db)
+    .await?
+    .rows_affected();
     let chat_messages = sqlx::query!("DELETE FROM chat_outbox WHERE created_at <= $1", cutoff)
         .execute(&app.db)
         .await?

@@ -383,15 +383,16 @@ const APART: usize = 16;
 /// `jobs` grouped by server, each group in the order given (a server's
 /// enqueues keep their order).
 fn per_server<J>(jobs: impl Iterator<Item = J>, server: impl Fn(&J) -> Uuid) -> Vec<Vec<J>> {
-    let mut groups: Vec<(Uuid, Vec<J>)> = Vec::new();
+    let mut groups: Vec<Vec<J>> = Vec::new();
+    let mut index: std::collections::HashMap<Uuid, usize> = std::collections::HashMap::new();
     for job in jobs {
-        let id = server(&job);
-        match groups.iter_mut().find(|(s, _)| *s == id) {
-            Some((_, group)) => group.push(job),
-            None => groups.push((id, vec![job])),
-        }
+        let at = *index.entry(server(&job)).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[at].push(job);
     }
-    groups.into_iter().map(|(_, group)| group).collect()
+    groups
 }
 
 /// Writes each server's group of a refused batch as its own transaction,
@@ -444,6 +445,39 @@ async fn write_acks(
                     metrics.delivery_latency.observe(secs);
                 }
                 acks.clear();
+            }
+            // A row held elsewhere past the lock bound: each server's
+            // acknowledgements are written apart, and only what is still
+            // refused is kept for the next round.
+            Err(e) if e.refused_by_database() && acks.len() > 1 => {
+                tracing::warn!(error = %e, rows = acks.len(), "outbox acknowledgements refused; writing each server's alone");
+                let groups = per_server(acks.drain(..), |a| a.0);
+                let kept = Arc::new(std::sync::Mutex::new(Vec::new()));
+                apart(groups, |one| {
+                    let (db, metrics, kept) = (db.clone(), metrics.clone(), kept.clone());
+                    async move {
+                        match within(outbox::acknowledge_batch(&db, &one)).await {
+                            Ok(enqueued) => {
+                                for at in enqueued {
+                                    let secs = (now - at).num_milliseconds().max(0) as f64 / 1000.0;
+                                    metrics.delivery_latency.observe(secs);
+                                }
+                            }
+                            Err(_) => {
+                                if let Ok(mut kept) = kept.lock() {
+                                    kept.extend(one);
+                                }
+                            }
+                        }
+                    }
+                })
+                .await;
+                if let Ok(mut kept) = kept.lock() {
+                    acks.append(&mut kept);
+                }
+                if !acks.is_empty() {
+                    tokio::time::sleep(RETRY_AFTER).await;
+                }
             }
             Err(e) => {
                 // Kept for the next batch; past the bound the oldest go

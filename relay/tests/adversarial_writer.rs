@@ -282,6 +282,60 @@ async fn an_enqueue_for_a_locked_server_stalls_no_other_servers_enqueue(db: PgPo
     writers.drain(Duration::from_secs(10)).await;
 }
 
+/// A delivery row held by another transaction (an operator's session, a
+/// frozen replica) made the whole acknowledgement batch fail and retry,
+/// so no other server's acknowledged body was deleted until it was let go.
+#[sqlx::test(migrations = false)]
+async fn an_acknowledgement_of_a_row_held_elsewhere_holds_back_no_other_servers(db: PgPool) {
+    migrated(&db).await;
+    let (stuck, other) = (Uuid::new_v4(), Uuid::new_v4());
+    insert_server(&db, stuck).await;
+    insert_server(&db, other).await;
+    let (_tx, rx) = tokio::sync::watch::channel(None);
+    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx);
+    let held = app.enqueue(stuck, &message("held")).await.expect("enqueue");
+    let freed = app
+        .enqueue(other, &message("freed"))
+        .await
+        .expect("enqueue");
+    let mut hold = other_connection(&db).await;
+    sqlx::query("BEGIN")
+        .execute(&mut hold)
+        .await
+        .expect("begin");
+    sqlx::query("SELECT id FROM outbox WHERE id = $1 FOR UPDATE")
+        .bind(held)
+        .execute(&mut hold)
+        .await
+        .expect("lock");
+    // Both in one batch.
+    app.writer.acknowledge(stuck, held).await.expect("queued");
+    app.writer.acknowledge(other, freed).await.expect("queued");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while waiting(&db, other).await > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "another server's acknowledged body waited for a row held elsewhere"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(waiting(&db, stuck).await, 1, "held, so not yet deleted");
+    sqlx::query("ROLLBACK")
+        .execute(&mut hold)
+        .await
+        .expect("end");
+    // Once let go, the kept acknowledgement is written too.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while waiting(&db, stuck).await > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the kept acknowledgement was never written"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    writers.drain(Duration::from_secs(10)).await;
+}
+
 // ---------------------------------------------------------------------------
 // Attacks the relay withstood (regression tests)
 
