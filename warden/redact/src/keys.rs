@@ -914,11 +914,19 @@ fn close_run(
     if !ends_input {
         // The short last line of the key, right after its middle.
         let line = line_from(hay, next, Sep::Newline);
-        if let Kind::Field { start, len, .. } = kind(hay, line)
-            && len < r.width
-            && start - line.start == r.prefix
-            && !inside(line.start)
-        {
+        // The short last line of the key after one line of another writer
+        // (once per run, as within it).
+        let after_other = || {
+            let after = next_line_start(hay, line.end);
+            (r.gap.is_none() && after < hay.len() && passable(hay, line))
+                .then(|| short_last_line(hay, &r, line_from(hay, after, Sep::Newline), inside))
+                .flatten()
+        };
+        if let Some((start, len)) = short_last_line(hay, &r, line, inside) {
+            r.end = start + len;
+            ends_input = next_line_start(hay, r.end) >= hay.len();
+        } else if let Some((start, len)) = after_other() {
+            r.gap = Some((r.end, start));
             r.end = start + len;
             ends_input = next_line_start(hay, r.end) >= hay.len();
         } else {
@@ -944,6 +952,24 @@ fn close_run(
         // The other writer's line stays: a key takes only its own lines.
         Some((before, after)) => vec![claim(r.start, before), claim(after, r.end)],
         None => vec![claim(r.start, r.end)],
+    }
+}
+
+/// `line` as the short last line of run `r`'s key: a field narrower than
+/// the run, behind the same prefix, outside every claim.
+fn short_last_line(
+    hay: &[u8],
+    r: &Run,
+    line: Line,
+    inside: &dyn Fn(usize) -> bool,
+) -> Option<(usize, usize)> {
+    match kind(hay, line) {
+        Kind::Field { start, len, .. }
+            if len < r.width && start - line.start == r.prefix && !inside(line.start) =>
+        {
+            Some((start, len))
+        }
+        _ => None,
     }
 }
 

@@ -342,3 +342,24 @@ fn a_key_line_then_another_writers_line_then_the_cut_is_removed() {
         "{text}"
     );
 }
+
+/// Found by the property tests: a key's middle of two lines, another
+/// writer's line, then the key's short last line, cut by the window.
+#[test]
+fn a_keys_short_last_line_after_another_writers_line_is_removed() {
+    let input = format!(
+        "web-1  | {L4}\nweb-1  | {L4}\ndb-1   | 09:36:55 UTC [61] LOG:  checkpoint starting: time\nweb-1  | v4glnjKyTTBRvWT+7F1EJ1DVY8ZT"
+    );
+    for out in [
+        aromba_redact::redact_cut(input.as_bytes()),
+        aromba_redact::redact(input.as_bytes()),
+    ] {
+        let text = String::from_utf8_lossy(&out.text);
+        assert!(!text.contains("v4glnjKyTTBR"), "{text}");
+        assert!(!text.contains(&L4[..20]), "{text}");
+        assert!(
+            text.contains("db-1   | 09:36:55 UTC [61] LOG:  checkpoint starting: time\n"),
+            "{text}"
+        );
+    }
+}
