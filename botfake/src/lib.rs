@@ -74,6 +74,7 @@ impl Fake {
     /// its address.
     pub fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<SocketAddr> {
         let addr = listener.local_addr()?;
+        let pusher = self.clone();
         let router = axum::Router::new()
             .route(
                 "/{bot}/{method}",
@@ -85,7 +86,49 @@ impl Fake {
                 tracing::error!(error = %e, "the fake Bot API stopped");
             }
         });
+        tokio::spawn(pusher.push_to_webhook());
         Ok(addr)
+    }
+
+    /// While a webhook is set, posts each waiting update to it, oldest
+    /// first, with the secret header when one was set, until it answers
+    /// 2xx; as Telegram does, a refused or failed delivery is tried again
+    /// (here after a second), and nothing later goes before it. Plain
+    /// HTTP is allowed, unlike Telegram, since tests listen on loopback.
+    async fn push_to_webhook(self) {
+        let http = reqwest::Client::new();
+        loop {
+            let waiting = self.updates_waiting.notified();
+            let next = {
+                let state = self.state();
+                match (&state.webhook, state.pending.front()) {
+                    (Some(hook), Some(update)) => Some((hook.clone(), update.clone())),
+                    _ => None,
+                }
+            };
+            let Some((hook, update)) = next else {
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), waiting).await;
+                continue;
+            };
+            let mut request = http.post(&hook.url).json(&update);
+            if let Some(secret) = &hook.secret {
+                request = request.header("X-Telegram-Bot-Api-Secret-Token", secret);
+            }
+            let delivered = request
+                .timeout(std::time::Duration::from_secs(10))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if delivered {
+                let mut state = self.state();
+                if state.pending.front() == Some(&update) {
+                    state.pending.pop_front();
+                }
+                state.webhook_deliveries += 1;
+            } else {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        }
     }
 
     pub(crate) fn take_injected(&self) -> Option<Injected> {

@@ -44,6 +44,8 @@ pub struct State {
     /// Updates waiting for `getUpdates`, oldest first.
     pub pending: VecDeque<Value>,
     pub webhook: Option<Webhook>,
+    /// Updates the webhook took (answered 2xx).
+    pub webhook_deliveries: u64,
     pub injected: VecDeque<Injected>,
 }
 

@@ -251,3 +251,58 @@ async fn injected_failures_come_in_telegrams_shapes() {
     assert_eq!(down.1, Value::Null, "no JSON in an outage");
     assert_eq!(bot.call("getMe", json!({})).await.0, 200, "then well again");
 }
+
+#[tokio::test]
+async fn updates_are_posted_to_the_webhook_with_its_secret_and_retried_until_taken() {
+    use std::sync::{Arc, Mutex};
+    let bot = Bot::start().await;
+    // A webhook that refuses the first delivery, then takes them.
+    let seen: Arc<Mutex<Vec<(Option<String>, Value)>>> = Arc::default();
+    let record = seen.clone();
+    let refused_once = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hook = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, body: axum::Json<Value>| {
+                let (record, refused_once) = (record.clone(), refused_once.clone());
+                async move {
+                    if !refused_once.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                        return axum::http::StatusCode::SERVICE_UNAVAILABLE;
+                    }
+                    let secret = headers
+                        .get("X-Telegram-Bot-Api-Secret-Token")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string);
+                    record.lock().expect("lock").push((secret, body.0));
+                    axum::http::StatusCode::OK
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, hook).await });
+    let set = bot
+        .call(
+            "setWebhook",
+            json!({"url": format!("http://{addr}/hook"), "secret_token": "the_secret"}),
+        )
+        .await;
+    assert_eq!(set.0, 200);
+    let first = bot.fake.user_message(42, "one");
+    let second = bot.fake.user_message(42, "two");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while seen.lock().expect("lock").len() < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "not delivered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let seen = seen.lock().expect("lock").clone();
+    assert_eq!(seen[0].0.as_deref(), Some("the_secret"));
+    assert_eq!(
+        seen[0].1["update_id"], first,
+        "the refused one first, again"
+    );
+    assert_eq!(seen[1].1["update_id"], second);
+}
