@@ -257,7 +257,9 @@ async fn updates_are_posted_to_the_webhook_with_its_secret_and_retried_until_tak
     use std::sync::{Arc, Mutex};
     let bot = Bot::start().await;
     // A webhook that refuses the first delivery, then takes them.
-    let seen: Arc<Mutex<Vec<(Option<String>, Value)>>> = Arc::default();
+    // Each delivery: the secret header it carried, and the update.
+    type Seen = Arc<Mutex<Vec<(Option<String>, Value)>>>;
+    let seen: Seen = Arc::default();
     let record = seen.clone();
     let refused_once = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let hook = axum::Router::new().route(
