@@ -28,6 +28,20 @@ fn the_worker_links_no_warden_code() {
     }
 }
 
+/// The fake Bot API stands in for Telegram in tests and the demo; no
+/// program we ship may link it.
+#[test]
+fn no_shipped_program_links_the_fake_bot_api() {
+    let meta = metadata().expect("cargo metadata");
+    for program in ["aromba-relay", "aromba", "aromba-warden", "aromba-proto"] {
+        let tree = normal_dependency_names(&meta, program).expect("tree");
+        assert!(
+            !tree.contains("aromba-botfake"),
+            "{program} links the fake Bot API"
+        );
+    }
+}
+
 #[test]
 fn every_crate_forbids_unsafe_code() {
     let root = workspace_root();

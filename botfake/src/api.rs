@@ -1,0 +1,313 @@
+//! The Bot API methods the relay calls, as strict as Telegram: its JSON
+//! shapes, its error bodies, its refusals.
+
+use crate::state::{Injected, Sent, Webhook};
+use crate::{Fake, MAX_BUTTONS, MAX_CALLBACK_DATA, MAX_TEXT};
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+use std::time::Duration;
+
+/// Telegram's error body.
+pub fn error(code: u16, description: &str) -> Response {
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST);
+    (
+        status,
+        Json(json!({"ok": false, "error_code": code, "description": description})),
+    )
+        .into_response()
+}
+
+fn ok(result: Value) -> Response {
+    Json(json!({"ok": true, "result": result})).into_response()
+}
+
+fn bad(description: &str) -> Response {
+    error(400, &format!("Bad Request: {description}"))
+}
+
+/// `POST /bot<token>/<method>`: the token checked, the method matched
+/// case-insensitively (teloxide sends `SendMessage`), the parameters read
+/// from a JSON object (or nothing).
+pub async fn call(
+    State(fake): State<Fake>,
+    Path((bot, method)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if bot.strip_prefix("bot") != Some(fake.token.as_str()) {
+        return error(401, "Unauthorized");
+    }
+    if let Some(injected) = fake.take_injected() {
+        return match injected {
+            Injected::TooManyRequests { retry_after } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                Json(json!({
+                    "ok": false,
+                    "error_code": 429,
+                    "description": format!("Too Many Requests: retry after {retry_after}"),
+                    "parameters": {"retry_after": retry_after},
+                })),
+            )
+                .into_response(),
+            // Closing without an answer is what an outage looks like to
+            // the client; axum has no way to drop the connection, so the
+            // nearest is a gateway error with no JSON body.
+            Injected::Outage => (StatusCode::BAD_GATEWAY, "").into_response(),
+        };
+    }
+    let params: Map<String, Value> = if body.is_empty() {
+        Map::new()
+    } else {
+        let json = headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if !json {
+            return bad("parameters must be sent as application/json here");
+        }
+        match serde_json::from_slice(&body) {
+            Ok(Value::Object(map)) => map,
+            _ => return bad("can't parse JSON object"),
+        }
+    };
+    match method.to_ascii_lowercase().as_str() {
+        "getme" => ok(json!({
+            "id": fake.bot_id, "is_bot": true, "first_name": "Aromba",
+            "username": fake.username, "can_join_groups": false,
+            "can_read_all_group_messages": false, "supports_inline_queries": false,
+        })),
+        "sendmessage" => send_message(&fake, &params),
+        "editmessagetext" => edit_message_text(&fake, &params),
+        "answercallbackquery" => answer_callback_query(&fake, &params),
+        "setwebhook" => set_webhook(&fake, &params),
+        "deletewebhook" => {
+            fake.state().webhook = None;
+            ok(json!(true))
+        }
+        "getupdates" => get_updates(&fake, &params).await,
+        _ => error(404, "Not Found: method not found"),
+    }
+}
+
+/// Why a parameter is refused: the description after "Bad Request: ".
+struct Refusal(String);
+
+fn int(params: &Map<String, Value>, name: &str) -> Result<i64, Refusal> {
+    match params.get(name) {
+        Some(Value::Number(n)) => n.as_i64().ok_or_else(|| Refusal(format!("invalid {name}"))),
+        Some(Value::String(s)) => s.parse().map_err(|_| Refusal(format!("invalid {name}"))),
+        Some(_) => Err(Refusal(format!("invalid {name}"))),
+        None => Err(Refusal(format!("{name} is empty"))),
+    }
+}
+
+fn text(params: &Map<String, Value>) -> Result<(String, Option<String>), Refusal> {
+    let text = match params.get("text") {
+        Some(Value::String(t)) => t.clone(),
+        _ => return Err(Refusal("message text is empty".into())),
+    };
+    if text.trim().is_empty() {
+        return Err(Refusal("message text is empty".into()));
+    }
+    if text.chars().count() > MAX_TEXT {
+        return Err(Refusal("message is too long".into()));
+    }
+    let parse_mode = match params.get("parse_mode") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(m)) if ["HTML", "MarkdownV2", "Markdown"].contains(&m.as_str()) => {
+            Some(m.clone())
+        }
+        Some(_) => return Err(Refusal("unsupported parse_mode".into())),
+    };
+    Ok((text, parse_mode))
+}
+
+/// The inline keyboard's buttons, refused as Telegram refuses them.
+fn buttons(params: &Map<String, Value>) -> Result<Vec<Vec<(String, String)>>, Refusal> {
+    let Some(markup) = params.get("reply_markup") else {
+        return Ok(Vec::new());
+    };
+    let Some(rows) = markup.get("inline_keyboard").and_then(Value::as_array) else {
+        return Err(Refusal(
+            "can't parse reply keyboard markup JSON object".into(),
+        ));
+    };
+    let mut out = Vec::new();
+    let mut count = 0;
+    for row in rows {
+        let Some(row) = row.as_array() else {
+            return Err(Refusal("can't parse inline keyboard button".into()));
+        };
+        let mut got = Vec::new();
+        for b in row {
+            let label = b.get("text").and_then(Value::as_str).unwrap_or("");
+            let Some(data) = b.get("callback_data").and_then(Value::as_str) else {
+                return Err(Refusal(
+                    "can't parse inline keyboard button: callback_data expected".into(),
+                ));
+            };
+            if label.is_empty() {
+                return Err(Refusal(
+                    "text buttons are unallowed in the inline keyboard".into(),
+                ));
+            }
+            if data.is_empty() || data.len() > MAX_CALLBACK_DATA {
+                return Err(Refusal("BUTTON_DATA_INVALID".into()));
+            }
+            count += 1;
+            got.push((label.to_string(), data.to_string()));
+        }
+        out.push(got);
+    }
+    if count > MAX_BUTTONS {
+        return Err(Refusal("reply markup is too long".into()));
+    }
+    Ok(out)
+}
+
+fn send_message(fake: &Fake, params: &Map<String, Value>) -> Response {
+    let chat = match int(params, "chat_id") {
+        Ok(c) => c,
+        Err(r) => return bad(&r.0),
+    };
+    let (text, parse_mode) = match text(params) {
+        Ok(t) => t,
+        Err(r) => return bad(&r.0),
+    };
+    let buttons = match buttons(params) {
+        Ok(b) => b,
+        Err(r) => return bad(&r.0),
+    };
+    let mut state = fake.state();
+    if !state.chats.contains(&chat) {
+        return bad("chat not found");
+    }
+    let message_id = state.next_message_id(chat);
+    let sent = Sent {
+        chat_id: chat,
+        message_id,
+        text,
+        parse_mode,
+        buttons,
+        edited: false,
+        deleted: false,
+    };
+    state.sent.push(sent.clone());
+    drop(state);
+    ok(crate::api_message(fake, &sent))
+}
+
+fn edit_message_text(fake: &Fake, params: &Map<String, Value>) -> Response {
+    let (chat, message_id) = match (int(params, "chat_id"), int(params, "message_id")) {
+        (Ok(c), Ok(m)) => (c, m),
+        (Err(r), _) | (_, Err(r)) => return bad(&r.0),
+    };
+    let (text, parse_mode) = match text(params) {
+        Ok(t) => t,
+        Err(r) => return bad(&r.0),
+    };
+    let buttons = match buttons(params) {
+        Ok(b) => b,
+        Err(r) => return bad(&r.0),
+    };
+    let mut state = fake.state();
+    let Some(m) = state.message_mut(chat, message_id) else {
+        return bad("message to edit not found");
+    };
+    if m.deleted {
+        return bad("message to edit not found");
+    }
+    if m.text == text && m.buttons == buttons {
+        return bad(
+            "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
+        );
+    }
+    m.text = text;
+    m.parse_mode = parse_mode;
+    m.buttons = buttons;
+    m.edited = true;
+    let edited = m.clone();
+    drop(state);
+    ok(crate::api_message(fake, &edited))
+}
+
+fn answer_callback_query(fake: &Fake, params: &Map<String, Value>) -> Response {
+    let Some(id) = params.get("callback_query_id").and_then(Value::as_str) else {
+        return bad("callback_query_id is empty");
+    };
+    let mut state = fake.state();
+    match state.callbacks.get_mut(id) {
+        Some(answered @ false) => {
+            *answered = true;
+            ok(json!(true))
+        }
+        _ => bad("query is too old and response timeout expired or query ID is invalid"),
+    }
+}
+
+fn set_webhook(fake: &Fake, params: &Map<String, Value>) -> Response {
+    let Some(url) = params.get("url").and_then(Value::as_str) else {
+        return bad("bad webhook: url is empty");
+    };
+    if url.is_empty() {
+        fake.state().webhook = None;
+        return ok(json!(true));
+    }
+    let secret = match params.get("secret_token") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s))
+            if (1..=256).contains(&s.len())
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>
+        {
+            Some(s.clone())
+        }
+        Some(_) => return bad("bad webhook: secret token contains unallowed characters"),
+    };
+    fake.state().webhook = Some(Webhook {
+        url: url.to_string(),
+        secret,
+    });
+    ok(json!(true))
+}
+
+async fn get_updates(fake: &Fake, params: &Map<String, Value>) -> Response {
+    if fake.state().webhook.is_some() {
+        return error(
+            409,
+            "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+        );
+    }
+    let offset = params.get("offset").and_then(Value::as_i64).unwrap_or(0);
+    let timeout = params
+        .get("timeout")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        .min(50);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
+    loop {
+        let waiting = fake.updates_waiting.notified();
+        {
+            let mut state = fake.state();
+            // An offset confirms every update below it: they are gone.
+            if offset > 0 {
+                while state
+                    .pending
+                    .front()
+                    .and_then(|u| u["update_id"].as_i64())
+                    .is_some_and(|id| id < offset)
+                {
+                    state.pending.pop_front();
+                }
+            }
+            if !state.pending.is_empty() || tokio::time::Instant::now() >= deadline {
+                let updates: Vec<Value> = state.pending.iter().take(100).cloned().collect();
+                return ok(Value::Array(updates));
+            }
+        }
+        let _ = tokio::time::timeout_at(deadline, waiting).await;
+    }
+}

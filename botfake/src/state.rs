@@ -1,0 +1,77 @@
+//! What the fake Telegram remembers: chats that started the bot, what the
+//! bot sent to each, callback queries and whether they were answered, the
+//! updates waiting for `getUpdates`, and failures a test asked for.
+
+use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// One message the bot sent, as Telegram keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Sent {
+    pub chat_id: i64,
+    pub message_id: i64,
+    pub text: String,
+    pub parse_mode: Option<String>,
+    /// The inline keyboard's rows, each button's text and callback data.
+    pub buttons: Vec<Vec<(String, String)>>,
+    /// Set once the message is edited.
+    pub edited: bool,
+    /// A message the user deleted (Telegram then reports `date == 0`).
+    pub deleted: bool,
+}
+
+/// A failure a test asked for, taken by the next Bot API call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Injected {
+    /// 429 with `parameters.retry_after`.
+    TooManyRequests { retry_after: u64 },
+    /// The connection is closed without an answer.
+    Outage,
+}
+
+#[derive(Default)]
+pub struct State {
+    /// Chats that sent the bot something (Telegram refuses to write first).
+    pub chats: HashSet<i64>,
+    /// Per chat, the last message id used (the user's and the bot's share
+    /// one sequence, as in a private chat).
+    pub last_message_id: HashMap<i64, i64>,
+    pub sent: Vec<Sent>,
+    /// Callback query ids and whether each was answered.
+    pub callbacks: HashMap<String, bool>,
+    pub next_callback: u64,
+    pub next_update_id: i64,
+    /// Updates waiting for `getUpdates`, oldest first.
+    pub pending: VecDeque<Value>,
+    pub webhook: Option<Webhook>,
+    /// Updates the webhook took (answered 2xx).
+    pub webhook_deliveries: u64,
+    pub injected: VecDeque<Injected>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Webhook {
+    pub url: String,
+    pub secret: Option<String>,
+}
+
+impl State {
+    pub fn next_message_id(&mut self, chat: i64) -> i64 {
+        let id = self.last_message_id.entry(chat).or_insert(0);
+        *id += 1;
+        *id
+    }
+
+    pub fn update(&mut self, body: (&str, Value)) -> Value {
+        self.next_update_id += 1;
+        let mut update = json!({ "update_id": self.next_update_id });
+        update[body.0] = body.1;
+        update
+    }
+
+    pub fn message_mut(&mut self, chat: i64, message_id: i64) -> Option<&mut Sent> {
+        self.sent
+            .iter_mut()
+            .find(|m| m.chat_id == chat && m.message_id == message_id)
+    }
+}
