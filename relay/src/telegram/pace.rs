@@ -1,0 +1,116 @@
+//! Telegram's sending limits, kept on our side: about one message a second
+//! per chat, thirty a second in all, and a pause for as long as a 429 says.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use tokio::time::{Duration, Instant};
+
+/// How often the relay writes.
+#[derive(Clone, Debug)]
+pub struct PaceLimits {
+    /// Between two messages to one chat.
+    pub per_chat: Duration,
+    /// Between any two messages.
+    pub overall: Duration,
+}
+
+impl Default for PaceLimits {
+    fn default() -> PaceLimits {
+        PaceLimits {
+            per_chat: Duration::from_millis(1_000),
+            overall: Duration::from_millis(34),
+        }
+    }
+}
+
+/// The next moment each chat, and the bot as a whole, may be written to.
+pub struct Pace {
+    limits: PaceLimits,
+    state: Mutex<State>,
+}
+
+struct State {
+    next_any: Instant,
+    next_chat: HashMap<i64, Instant>,
+}
+
+/// Chats remembered before the ones whose turn has passed are forgotten.
+const REMEMBERED: usize = 4_096;
+
+impl Pace {
+    pub fn new(limits: PaceLimits) -> Pace {
+        let now = Instant::now();
+        Pace {
+            limits,
+            state: Mutex::new(State {
+                next_any: now,
+                next_chat: HashMap::new(),
+            }),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes the next slot for `chat` and waits for it.
+    pub async fn wait(&self, chat: i64) {
+        let at = {
+            let mut state = self.state();
+            let now = Instant::now();
+            if state.next_chat.len() > REMEMBERED {
+                state.next_chat.retain(|_, next| *next > now);
+            }
+            let chat_turn = state.next_chat.get(&chat).copied().unwrap_or(now);
+            let at = chat_turn.max(state.next_any).max(now);
+            state.next_any = at + self.limits.overall;
+            state.next_chat.insert(chat, at + self.limits.per_chat);
+            at
+        };
+        tokio::time::sleep_until(at).await;
+    }
+
+    /// Whether `chat` could be written to now (its turn has come).
+    pub fn ready(&self, chat: i64) -> bool {
+        let state = self.state();
+        state
+            .next_chat
+            .get(&chat)
+            .is_none_or(|next| *next <= Instant::now())
+    }
+
+    /// Telegram said 429: nothing goes out for `wait`.
+    pub fn pause(&self, wait: Duration) {
+        let mut state = self.state();
+        let until = Instant::now() + wait;
+        if until > state.next_any {
+            state.next_any = until;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn one_chat_waits_a_second_between_messages_and_others_do_not() {
+        let pace = Pace::new(PaceLimits::default());
+        let start = Instant::now();
+        pace.wait(1).await;
+        pace.wait(2).await;
+        assert!(start.elapsed() < Duration::from_millis(100));
+        assert!(!pace.ready(1));
+        pace.wait(1).await;
+        assert!(start.elapsed() >= Duration::from_millis(1_000));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pause_holds_every_chat() {
+        let pace = Pace::new(PaceLimits::default());
+        pace.pause(Duration::from_secs(5));
+        let start = Instant::now();
+        pace.wait(7).await;
+        assert!(start.elapsed() >= Duration::from_secs(5));
+    }
+}
