@@ -35,6 +35,7 @@ pub mod hellos;
 pub mod http;
 pub mod hub;
 pub mod listener;
+pub mod logging;
 pub mod metrics;
 pub mod openapi;
 pub mod outbox;

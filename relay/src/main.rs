@@ -50,6 +50,7 @@ fn main() -> ExitCode {
     // rustls picks no provider by itself when two are linked.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let telegram_configured = token.is_some();
+    let log_token = token.clone();
     let config = match cli.checked(token) {
         Ok(c) => c,
         Err(e) => {
@@ -57,15 +58,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // JSON lines on standard error; standard output stays empty.
-    tracing_subscriber::fmt()
-        .json()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    // JSON lines on standard error, scrubbed of the bot token; standard
+    // output stays empty.
+    aromba_relay::logging::init(log_token);
     if !telegram_configured {
         tracing::warn!("TELEGRAM_BOT_TOKEN is not set: the relay serves servers but no chat");
     }

@@ -369,3 +369,74 @@ async fn a_group_chat_cannot_pair(db: PgPool) {
     no_delivery(&mut ws, &mut session, Duration::from_millis(500)).await;
     bot.relay.stop().await;
 }
+
+#[sqlx::test(migrations = false)]
+async fn a_full_queue_still_answers_200_and_counts_what_it_dropped(db: PgPool) {
+    let (fake, fake_addr) = support::bot::fake().await;
+    let api = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let mut telegram =
+        support::bot::telegram_config(fake_addr, api.local_addr().expect("addr"), false);
+    telegram.limits.shards = 1;
+    telegram.limits.queue_per_shard = 1;
+    let mut c = config();
+    c.telegram = Some(telegram);
+    let relay = support::start_on(db, c, api).await;
+    let webhook = relay.url("/v1/telegram/webhook");
+    let posts = (0..40).map(|i| {
+        let webhook = webhook.clone();
+        async move {
+            let update = message_update(500_000 + i, 10_000 + i, "flood");
+            post_update(&webhook, Some(WEBHOOK_SECRET), &update)
+                .await
+                .status()
+                .as_u16()
+        }
+    });
+    let statuses = futures_util::future::join_all(posts).await;
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+    let metrics = relay.metrics_text().await;
+    let count = |event: &str| -> u64 {
+        let prefix = format!("aromba_relay_telegram_events_total{{event=\"{event}\"}} ");
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    assert_eq!(count("update_received"), 40, "{metrics}");
+    assert!(count("update_dropped_queue_full") > 0, "{metrics}");
+    drop(fake);
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_rotated_secret_is_accepted_only_within_the_overlap(db: PgPool) {
+    use aromba_relay::telegram::webhook::WebhookSecrets;
+    for (overlap_over, old_status) in [(false, 200), (true, 404)] {
+        let (_fake, fake_addr) = support::bot::fake().await;
+        let api = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let mut telegram =
+            support::bot::telegram_config(fake_addr, api.local_addr().expect("addr"), true);
+        let now = std::time::Instant::now();
+        let until = if overlap_over {
+            now.checked_sub(Duration::from_secs(1)).unwrap_or(now)
+        } else {
+            now + Duration::from_secs(600)
+        };
+        telegram.secrets = WebhookSecrets::rotating("the-new-secret", "the-old-secret", until);
+        let mut c = config();
+        c.telegram = Some(telegram);
+        let relay = support::start_on(db.clone(), c, api).await;
+        let webhook = relay.url("/v1/telegram/webhook");
+        let update = message_update(1, 42, "hi");
+        let new = post_update(&webhook, Some("the-new-secret"), &update).await;
+        let old = post_update(&webhook, Some("the-old-secret"), &update).await;
+        assert_eq!(new.status(), 200);
+        assert_eq!(old.status(), old_status);
+        relay.stop().await;
+    }
+}

@@ -106,9 +106,9 @@ pub async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> 
 
 /// The next frame, within 20 s.
 pub async fn next_frame(ws: &mut Socket, session: &mut Session) -> Body {
-    tokio::time::timeout(Duration::from_secs(20), session.recv(ws))
+    tokio::time::timeout(Duration::from_secs(60), session.recv(ws))
         .await
-        .expect("a frame in time")
+        .expect("a frame within 60 s")
         .expect("a frame")
 }
 
