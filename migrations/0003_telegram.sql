@@ -3,10 +3,14 @@
 -- never text) and the key it signs taps with.
 
 -- Update ids already taken, so that an update Telegram sends twice (or
--- that reaches two replicas) is handled once. Rows go after 24 hours.
+-- that reaches two replicas) is handled once. Ids are a bot's own: a relay
+-- given another bot's token must not take its ids for repeats. Rows go
+-- after 24 hours.
 CREATE TABLE telegram_updates (
-    update_id       bigint PRIMARY KEY,
-    seen_at         timestamptz NOT NULL
+    bot_id          bigint NOT NULL,
+    update_id       bigint NOT NULL,
+    seen_at         timestamptz NOT NULL,
+    PRIMARY KEY (bot_id, update_id)
 );
 CREATE INDEX telegram_updates_by_age ON telegram_updates (seen_at);
 

@@ -312,11 +312,18 @@ impl Cli {
     ) -> Result<Option<crate::telegram::TelegramConfig>, ConfigError> {
         use crate::telegram::webhook::{WebhookSecrets, valid_secret};
         use crate::telegram::{Mode, TelegramConfig, client::parse_api_url};
+        // Compose passes an unset optional setting as an empty one.
+        let set = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+        let (public_url, webhook_secret, previous) = (
+            set(&self.public_url),
+            set(&self.webhook_secret),
+            set(&self.webhook_secret_previous),
+        );
         let Some(token) = token else {
-            if self.webhook_secret.is_some() {
+            if webhook_secret.is_some() {
                 return Err(ConfigError::NoToken("TELEGRAM_WEBHOOK_SECRET"));
             }
-            if self.public_url.is_some() {
+            if public_url.is_some() {
                 return Err(ConfigError::NoToken("AROMBA_PUBLIC_URL"));
             }
             return Ok(None);
@@ -324,8 +331,7 @@ impl Cli {
         let api_url = parse_api_url(&self.bot_api_url)?;
         let mode = match self.telegram_mode.as_str() {
             "webhook" => {
-                let text = self
-                    .public_url
+                let text = public_url
                     .as_deref()
                     .ok_or(ConfigError::Missing("AROMBA_PUBLIC_URL (--public-url)"))?;
                 Mode::Webhook {
@@ -337,7 +343,7 @@ impl Cli {
         };
         // Polling needs no secret, but the route still wants one to compare
         // against: a random one nobody knows keeps it a 404.
-        let secret = match (&mode, self.webhook_secret.as_deref()) {
+        let secret = match (&mode, webhook_secret.as_deref()) {
             (_, Some(s)) if valid_secret(s) => s.to_string(),
             (_, Some(_)) => return Err(ConfigError::BadSecret("TELEGRAM_WEBHOOK_SECRET")),
             (Mode::Webhook { .. }, None) => {
@@ -347,7 +353,7 @@ impl Cli {
             }
             (Mode::Polling, None) => crate::telegram::choices::callback_id().repeat(2),
         };
-        let secrets = match self.webhook_secret_previous.as_deref() {
+        let secrets = match previous.as_deref() {
             Some(p) if valid_secret(p) => WebhookSecrets::rotating(
                 &secret,
                 p,

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 /// log line or child sees it. `Ok(None)` when it is not set.
 #[allow(unsafe_code)]
 fn take_bot_token() -> Result<Option<BotToken>, String> {
-    const NAME: &str = "TELEGRAM_BOT_TOKEN";
+    const NAME: &str = aromba_relay::telegram::token::ENV;
     let value = std::env::var_os(NAME);
     // SAFETY: called first thing in `main`, before the runtime (or any
     // other thread) starts, so nothing reads the environment concurrently.

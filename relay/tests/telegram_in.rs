@@ -440,3 +440,41 @@ async fn a_rotated_secret_is_accepted_only_within_the_overlap(db: PgPool) {
         relay.stop().await;
     }
 }
+
+#[sqlx::test(migrations = false)]
+async fn another_bots_update_ids_are_not_taken_for_repeats(db: PgPool) {
+    use aromba_relay::telegram::token::BotToken;
+    let mut answered = Vec::new();
+    for (token, chat) in [
+        (support::bot::BOT_TOKEN, 61_001),
+        ("987654321:ANOTHER-test-bot-token-not-a-secret-0123", 61_002),
+    ] {
+        let (fake, fake_addr) = support::bot::fake_of(token).await;
+        fake.state().chats.insert(chat);
+        let api = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let mut telegram =
+            support::bot::telegram_config(fake_addr, api.local_addr().expect("addr"), false);
+        telegram.token = BotToken::new(token).expect("a token");
+        let mut c = config();
+        c.telegram = Some(telegram);
+        let relay = support::start_on(db.clone(), c, api).await;
+        // The same update id, from each bot.
+        let update = message_update(777, chat, "hello");
+        let r = post_update(
+            &relay.url("/v1/telegram/webhook"),
+            Some(WEBHOOK_SECRET),
+            &update,
+        )
+        .await;
+        assert_eq!(r.status(), 200);
+        let said = eventually("the stranger's reply", || {
+            fake.sent_to(chat).into_iter().next()
+        })
+        .await;
+        answered.push(said.text);
+        relay.stop().await;
+    }
+    assert_eq!(answered.len(), 2);
+}

@@ -329,3 +329,43 @@ async fn a_429_is_waited_out_for_its_retry_after(db: PgPool) {
     bot.wait_metric("message_delivered", 1).await;
     bot.relay.stop().await;
 }
+
+#[sqlx::test(migrations = false)]
+async fn the_approval_key_file_the_operator_names_signs_the_taps(db: PgPool) {
+    let keys = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../keys/test");
+    let (_fake, fake_addr) = support::bot::fake().await;
+    let api = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let mut telegram =
+        support::bot::telegram_config(fake_addr, api.local_addr().expect("addr"), false);
+    telegram.approval_key_file = Some(keys.join("relay-approvals.key"));
+    let mut c = support::config();
+    c.telegram = Some(telegram);
+    let relay = support::start_on(db, c, api).await;
+    let bot = Bot {
+        relay,
+        fake: _fake,
+        fake_addr,
+    };
+    let (_server, _ws, _session, key) = paired(&bot, 8011).await;
+    let public = std::fs::read_to_string(keys.join("relay-approvals.pub")).expect("the key");
+    assert_eq!(key, public.trim().lines().last().unwrap_or_default());
+    bot.relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn the_key_made_at_the_first_start_is_kept_across_restarts(db: PgPool) {
+    let first = start_bot(db.clone(), false).await;
+    let (_s1, _ws1, _session1, key1) = paired(&first, 8012).await;
+    first.relay.stop().await;
+    let second = start_bot(db.clone(), false).await;
+    let (_s2, _ws2, _session2, key2) = paired(&second, 8013).await;
+    assert_eq!(key1, key2);
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM relay_keys")
+        .fetch_one(&db)
+        .await
+        .expect("count");
+    assert_eq!(kept, 1);
+    second.relay.stop().await;
+}

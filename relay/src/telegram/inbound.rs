@@ -90,9 +90,11 @@ pub async fn handle(app: &App, update: Update) {
         return;
     };
     let id = i64::from(update.id.0);
+    let bot = telegram.config.token.bot_id_number();
     let claimed = sqlx::query_scalar!(
-        r#"INSERT INTO telegram_updates (update_id, seen_at) VALUES ($1, $2)
-           ON CONFLICT (update_id) DO NOTHING RETURNING update_id"#,
+        r#"INSERT INTO telegram_updates (bot_id, update_id, seen_at) VALUES ($1, $2, $3)
+           ON CONFLICT (bot_id, update_id) DO NOTHING RETURNING update_id"#,
+        bot,
         id,
         app.config.clock.now(),
     )
@@ -126,9 +128,13 @@ pub async fn handle(app: &App, update: Update) {
         tracing::warn!(error = %e, "update failed");
         app.metrics.telegram("update_failed");
         // Released, so that a poller that gets it again can try again.
-        let _ = sqlx::query!("DELETE FROM telegram_updates WHERE update_id = $1", id)
-            .execute(&app.db)
-            .await;
+        let _ = sqlx::query!(
+            "DELETE FROM telegram_updates WHERE bot_id = $1 AND update_id = $2",
+            bot,
+            id
+        )
+        .execute(&app.db)
+        .await;
     }
 }
 

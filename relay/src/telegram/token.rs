@@ -9,6 +9,10 @@
 
 use std::sync::Arc;
 
+/// The environment variable the token comes from (and only that: it is
+/// never a flag).
+pub const ENV: &str = "TELEGRAM_BOT_TOKEN";
+
 /// What a scrubbed token becomes in a text.
 pub const HIDDEN: &str = "<bot-token>";
 
@@ -43,6 +47,12 @@ impl BotToken {
     /// The bot's numeric id (the part before the colon): not a secret.
     pub fn bot_id(&self) -> &str {
         self.0.split_once(':').map(|(id, _)| id).unwrap_or("")
+    }
+
+    /// The bot's id as a number (0 if it does not fit, which a real one
+    /// always does).
+    pub fn bot_id_number(&self) -> i64 {
+        self.bot_id().parse().unwrap_or(0)
     }
 }
 

@@ -40,7 +40,12 @@ pub fn test_limits() -> TelegramLimits {
 }
 
 pub async fn fake() -> (Fake, std::net::SocketAddr) {
-    let fake = Fake::new(BOT_TOKEN, BOT_NAME);
+    fake_of(BOT_TOKEN).await
+}
+
+/// The fake Bot API of the bot with this token.
+pub async fn fake_of(token: &str) -> (Fake, std::net::SocketAddr) {
+    let fake = Fake::new(token, BOT_NAME);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
