@@ -91,18 +91,26 @@ pub async fn handle(app: &App, update: Update) {
     };
     let id = i64::from(update.id.0);
     let bot = telegram.config.token.bot_id_number();
-    let claimed = sqlx::query_scalar!(
-        r#"INSERT INTO telegram_updates (bot_id, update_id, seen_at) VALUES ($1, $2, $3)
-           ON CONFLICT (bot_id, update_id) DO NOTHING RETURNING update_id"#,
+    // Claimed, and the chat's server looked up, in one round trip.
+    let chat = update.chat().map(|c| c.id.0);
+    let permit = telegram.claims.acquire().await;
+    let claimed = sqlx::query!(
+        r#"WITH claimed AS (
+               INSERT INTO telegram_updates (bot_id, update_id, seen_at) VALUES ($1, $2, $3)
+               ON CONFLICT (bot_id, update_id) DO NOTHING RETURNING 1 AS one)
+           SELECT EXISTS (SELECT 1 FROM claimed) AS "claimed!",
+                  (SELECT server_id FROM pairings WHERE chat_id = $4) AS server"#,
         bot,
         id,
         app.config.clock.now(),
+        chat,
     )
-    .fetch_optional(&app.db)
+    .fetch_one(&app.db)
     .await;
-    match claimed {
-        Ok(Some(_)) => {}
-        Ok(None) => {
+    drop(permit);
+    let server = match claimed {
+        Ok(row) if row.claimed => row.server,
+        Ok(_) => {
             app.metrics.telegram("update_duplicate");
             return;
         }
@@ -111,9 +119,9 @@ pub async fn handle(app: &App, update: Update) {
             app.metrics.telegram("update_failed");
             return;
         }
-    }
+    };
     let outcome = match update.kind {
-        UpdateKind::Message(message) => on_message(app, &telegram, &message).await,
+        UpdateKind::Message(message) => on_message(app, &telegram, &message, server).await,
         UpdateKind::CallbackQuery(query) => on_tap(app, &telegram, &query).await,
         UpdateKind::MyChatMember(_) => {
             app.metrics.telegram("member_change");
@@ -156,15 +164,16 @@ pub async fn paired_server(app: &App, chat: i64) -> Result<Option<uuid::Uuid>, s
         .await
 }
 
+/// A message; `server` is the one its chat is paired with.
 async fn on_message(
     app: &App,
     telegram: &Arc<Telegram>,
     message: &Message,
+    server: Option<uuid::Uuid>,
 ) -> Result<(), HandleError> {
     let chat = message.chat.id.0;
     let text = message.text();
     let command = text.and_then(command_of);
-    let server = paired_server(app, chat).await?;
     match (command, server) {
         (Some(("/start", Some(code))), _) => {
             if !message.chat.is_private() {

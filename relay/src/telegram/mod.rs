@@ -43,6 +43,9 @@ use std::time::Duration;
 use token::BotToken;
 use webhook::WebhookSecrets;
 
+/// Update claims at the database at once (a quarter of the relay's pool).
+pub const CLAIMS_AT_ONCE: usize = 8;
+
 /// Telegram's own Bot API.
 pub const TELEGRAM_API: &str = "https://api.telegram.org";
 
@@ -104,8 +107,8 @@ impl Default for TelegramLimits {
     fn default() -> TelegramLimits {
         TelegramLimits {
             max_update_bytes: 256 * 1024,
-            shards: 8,
-            queue_per_shard: 1_024,
+            shards: 64,
+            queue_per_shard: 256,
             pace: PaceLimits::default(),
             code_ttl: Duration::from_secs(15 * 60),
             guesses_per_window: 5,
@@ -146,6 +149,10 @@ pub struct Telegram {
     username_tx: tokio::sync::watch::Sender<Option<String>>,
     /// Wakes the sender (a server's message arrived on this replica).
     pub outgoing: tokio::sync::Notify,
+    /// Claims the shards may have at the database at once: the pool is
+    /// shared with the servers' sessions and the outbox writer, which a
+    /// burst of updates must not starve.
+    pub claims: tokio::sync::Semaphore,
 }
 
 impl Telegram {
@@ -174,6 +181,7 @@ impl Telegram {
                 username,
                 username_tx,
                 outgoing: tokio::sync::Notify::new(),
+                claims: tokio::sync::Semaphore::new(CLAIMS_AT_ONCE),
             }),
             receivers,
         ))
