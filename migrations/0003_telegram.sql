@@ -14,6 +14,16 @@ CREATE TABLE telegram_updates (
 );
 CREATE INDEX telegram_updates_by_age ON telegram_updates (seen_at);
 
+-- Callback query ids already answered: a query that comes again in
+-- another update is not forwarded twice. Rows go after 24 hours.
+CREATE TABLE telegram_callbacks (
+    bot_id          bigint NOT NULL,
+    query_id        text NOT NULL,
+    seen_at         timestamptz NOT NULL,
+    PRIMARY KEY (bot_id, query_id)
+);
+CREATE INDEX telegram_callbacks_by_age ON telegram_callbacks (seen_at);
+
 -- A server's live pairing code, as HMAC-SHA256(pepper, code): one per
 -- server (a new request replaces it), single use, fifteen minutes.
 CREATE TABLE pairing_codes (

@@ -201,6 +201,9 @@ pub enum Body {
         link: String,
         expires_at: i64,
     },
+    /// Relay → server: no code, since the server is paired already; a new
+    /// pairing starts with `/unpair` in the chat it has.
+    AlreadyPaired {},
     /// Server → relay: the head of the Warden's journal (never its entries).
     JournalHead { seq: u64, hash: String },
     /// Relay → server: a planned shutdown; come back after this long.
@@ -357,6 +360,7 @@ impl Body {
             Body::AckMessage { .. } => "ack_message",
             Body::PairingRequest {} => "pairing_request",
             Body::PairingCode { .. } => "pairing_code",
+            Body::AlreadyPaired {} => "already_paired",
             Body::JournalHead { .. } => "journal_head",
             Body::Restarting { .. } => "restarting",
             Body::Error { .. } => "error",

@@ -124,7 +124,10 @@ async fn bench_on(url: &str, chats: usize, messages: usize) -> R<()> {
     cmd.env_clear()
         .env("DATABASE_URL", url)
         .env("AROMBA_RELAY_LISTEN", format!("127.0.0.1:{port}"))
-        .env("AROMBA_RELAY_METRICS_LISTEN", format!("127.0.0.1:{metrics}"))
+        .env(
+            "AROMBA_RELAY_METRICS_LISTEN",
+            format!("127.0.0.1:{metrics}"),
+        )
         .env("AROMBA_TOKEN_PEPPER", PEPPER)
         .env("AROMBA_RELAY_HELLOS_PER_ADDRESS", "100000")
         .env("TELEGRAM_BOT_TOKEN", BOT_TOKEN)
@@ -275,7 +278,9 @@ async fn bench_on(url: &str, chats: usize, messages: usize) -> R<()> {
     // 2. The same through Telegram's side: a POST of a message update to
     // the webhook, each chat waiting for its server to have the last one.
     let latencies = Arc::new(Mutex::new(Vec::with_capacity(total)));
-    let http = reqwest::Client::builder().pool_max_idle_per_host(chats).build()?;
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(chats)
+        .build()?;
     let webhook = format!("http://127.0.0.1:{port}/v1/telegram/webhook");
     let next_update = Arc::new(AtomicUsize::new(1));
     let start = Instant::now();
@@ -324,7 +329,9 @@ async fn bench_on(url: &str, chats: usize, messages: usize) -> R<()> {
     let dropped = text
         .lines()
         .find_map(|l| {
-            l.strip_prefix("aromba_relay_telegram_events_total{event=\"update_dropped_queue_full\"} ")
+            l.strip_prefix(
+                "aromba_relay_telegram_events_total{event=\"update_dropped_queue_full\"} ",
+            )
         })
         .unwrap_or("0")
         .trim()

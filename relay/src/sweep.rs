@@ -80,6 +80,9 @@ async fn forget_telegram(app: &App, now: chrono::DateTime<chrono::Utc>) -> Resul
     sqlx::query!("DELETE FROM telegram_updates WHERE seen_at <= $1", cutoff)
         .execute(&app.db)
         .await?;
+    sqlx::query!("DELETE FROM telegram_callbacks WHERE seen_at <= $1", cutoff)
+        .execute(&app.db)
+        .await?;
     sqlx::query!("DELETE FROM pairing_codes WHERE expires_at <= $1", now)
         .execute(&app.db)
         .await?;

@@ -532,7 +532,11 @@ async fn pairing_code(app: &App, server: Uuid) -> Result<Option<Body>, Handled> 
         return Err(Handled::Failed);
     };
     match crate::telegram::pairing::make_code(app, telegram, server).await {
-        Ok((code, expires)) => {
+        Ok(crate::telegram::pairing::Made::AlreadyPaired) => {
+            app.metrics.telegram("pairing_code_refused_paired");
+            Ok(Some(Body::AlreadyPaired {}))
+        }
+        Ok(crate::telegram::pairing::Made::Code(code, expires)) => {
             app.metrics.telegram("pairing_code_made");
             Ok(Some(Body::PairingCode {
                 link: crate::telegram::pairing::link(&username, &code),

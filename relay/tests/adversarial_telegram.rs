@@ -128,10 +128,7 @@ fn approval_buttons() -> Vec<Button> {
 
 /// The `n`th message the bot sent to `chat`, once it is there.
 async fn sent(bot: &Bot, chat: i64, n: usize) -> aromba_botfake::state::Sent {
-    eventually("the message in the chat", || {
-        bot.fake.sent_to(chat).into_iter().nth(n)
-    })
-    .await
+    bot.shown(chat, n).await
 }
 
 /// The callback data of the button labelled `label` on `message`.
@@ -568,20 +565,22 @@ async fn a_paired_server_cannot_move_its_pairing_to_another_chat_with_a_fresh_co
         .send(&mut ws, &Body::PairingRequest {})
         .await
         .expect("request");
-    let code = loop {
-        match tokio::time::timeout(Duration::from_secs(5), session.recv(&mut ws)).await {
-            Ok(Ok(Body::PairingCode { code, .. })) => break Some(code),
+    // The relay makes no code for a paired server: it says so.
+    let answer = loop {
+        match tokio::time::timeout(Duration::from_secs(10), session.recv(&mut ws)).await {
+            Ok(Ok(body @ (Body::PairingCode { .. } | Body::AlreadyPaired {}))) => break body,
             Ok(Ok(_)) => continue,
-            _ => break None,
+            other => panic!("no answer to the pairing request: {other:?}"),
         }
     };
-    if let Some(code) = code {
+    if let Body::PairingCode { code, .. } = &answer {
         bot.fake.user_message(9202, &format!("/start {code}"));
         eventually("the attacker's chat answered", || {
             bot.fake.sent_to(9202).into_iter().next()
         })
         .await;
     }
+    assert_eq!(answer, Body::AlreadyPaired {});
     assert_eq!(
         chat_of(&db, server.id).await,
         Some(9201),
@@ -607,6 +606,7 @@ async fn a_servers_edit_cannot_reach_the_relays_own_question_or_another_chat(db:
             .find(|m| m.text.starts_with("Unpair this chat"))
     })
     .await;
+    bot.wait_recorded(&question).await;
     let first = eventually("the first message", || {
         bot.fake
             .sent_to(9211)
@@ -836,16 +836,19 @@ async fn slow_paced_bot(db: PgPool) -> Bot {
         per_chat: Duration::from_secs(3_600),
         overall: Duration::from_millis(1),
     };
+    // One queue: every chat shares it, the strongest form of the attack.
+    telegram.limits.shards = 1;
     c.telegram = Some(telegram);
-    let relay = support::start_on(db, c, api).await;
+    let relay = support::start_on(db.clone(), c, api).await;
     Bot {
         relay,
         fake,
         fake_addr,
+        db,
     }
 }
 
-/// Chats 9401 and 9409 share a shard (8 shards, by chat id). The first
+/// Chats 9401 and 9409 share a shard (here there is one). The first
 /// person asks the relay something twice (here `/start` while paired):
 /// the second reply waits for that chat's turn, and while it waits the
 /// shard's task is asleep, so the other person's message to their own
@@ -945,9 +948,10 @@ async fn long_polling_with_the_default_wait_takes_every_update(db: PgPool) {
     let mut telegram = telegram_config(fake_addr, addr, true);
     telegram.limits.poll_wait = aromba_relay::telegram::TelegramLimits::default().poll_wait;
     c.telegram = Some(telegram);
-    let relay = support::start_on(db, c, api).await;
+    let relay = support::start_on(db.clone(), c, api).await;
     let bot = Bot {
         relay,
+        db,
         fake,
         fake_addr,
     };

@@ -42,7 +42,7 @@ async fn a_duplicate_case_decided_as_a_reinstall_hands_the_server_to_the_new_ins
     let new = reinstall_of(&server);
     let (status, body) = post_json(&bot.relay, &new.registration()).await;
     assert_eq!(status, 202, "{body}");
-    let question = eventually("the question", || bot.fake.sent_to(9001).into_iter().nth(1)).await;
+    let question = bot.shown(9001, 1).await;
     assert!(
         question.text.starts_with("Another machine just registered"),
         "{}",
@@ -106,7 +106,7 @@ async fn a_duplicate_case_decided_as_another_machine_keeps_it_out(db: PgPool) {
     let (server, _ws, _session, _) = paired(&bot, 9002).await;
     let other = reinstall_of(&server);
     assert_eq!(post_json(&bot.relay, &other.registration()).await.0, 202);
-    let question = eventually("the question", || bot.fake.sent_to(9002).into_iter().nth(1)).await;
+    let question = bot.shown(9002, 1).await;
     let refuse = question.buttons[0][1].clone().1;
     let reinstall = question.buttons[0][0].clone().1;
     let query = bot
@@ -148,7 +148,7 @@ async fn a_duplicate_question_tapped_from_another_chat_is_expired(db: PgPool) {
             .0,
         202
     );
-    let question = eventually("the question", || bot.fake.sent_to(9003).into_iter().nth(1)).await;
+    let question = bot.shown(9003, 1).await;
     let reinstall = question.buttons[0][0].1.clone();
     // The other chat sends the same callback data on its own message.
     let theirs = bot.fake.sent_to(9004)[0].message_id;
@@ -168,7 +168,7 @@ async fn unpair_asks_first_and_then_the_chat_is_a_stranger(db: PgPool) {
     let bot = start_bot(db.clone(), false).await;
     let (server, mut ws, mut session, _) = paired(&bot, 9005).await;
     bot.fake.user_message(9005, "/unpair");
-    let question = eventually("the question", || bot.fake.sent_to(9005).into_iter().nth(1)).await;
+    let question = bot.shown(9005, 1).await;
     assert!(
         question.text.starts_with("Unpair this chat"),
         "{}",
@@ -185,10 +185,7 @@ async fn unpair_asks_first_and_then_the_chat_is_a_stranger(db: PgPool) {
         }
     );
     bot.fake.user_message(9005, "/unpair");
-    let question = eventually("the second question", || {
-        bot.fake.sent_to(9005).into_iter().nth(2)
-    })
-    .await;
+    let question = bot.shown(9005, 2).await;
     let unpair = question.buttons[0][0].1.clone();
     let query = bot
         .fake
@@ -215,5 +212,40 @@ async fn unpair_asks_first_and_then_the_chat_is_a_stranger(db: PgPool) {
         said.text
     );
     support::bot::no_delivery(&mut ws, &mut session, Duration::from_millis(500)).await;
+    bot.relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_server_moves_to_another_chat_only_after_unpair(db: PgPool) {
+    let bot = start_bot(db.clone(), false).await;
+    let (server, mut ws, mut session, _) = paired(&bot, 9006).await;
+    session
+        .send(&mut ws, &aromba_proto::frame::Body::PairingRequest {})
+        .await
+        .expect("request");
+    loop {
+        match support::bot::next_frame(&mut ws, &mut session).await {
+            aromba_proto::frame::Body::AlreadyPaired {} => break,
+            aromba_proto::frame::Body::PairingCode { .. } => panic!("a code for a paired server"),
+            _ => continue,
+        }
+    }
+    bot.fake.user_message(9006, "/unpair");
+    let question = bot.shown(9006, 1).await;
+    let unpair = question.buttons[0][0].1.clone();
+    bot.fake.tap(9006, question.message_id, &unpair).expect("tap");
+    bot.wait_metric("unpaired", 1).await;
+    let (code, _) = support::bot::ask_code(&mut ws, &mut session).await;
+    bot.fake.user_message(9007, &format!("/start {code}"));
+    assert!(matches!(
+        next_delivery(&mut ws, &mut session).await,
+        Delivery::Paired { .. }
+    ));
+    let chat: i64 = sqlx::query_scalar("SELECT chat_id FROM pairings WHERE server_id = $1")
+        .bind(server.id)
+        .fetch_one(&db)
+        .await
+        .expect("paired");
+    assert_eq!(chat, 9007);
     bot.relay.stop().await;
 }

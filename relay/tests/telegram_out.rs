@@ -53,10 +53,7 @@ fn approval_buttons() -> Vec<Button> {
 
 /// The `n`th message the bot sent to `chat`, once it is there.
 async fn sent(bot: &Bot, chat: i64, n: usize) -> aromba_botfake::state::Sent {
-    eventually("the message in the chat", || {
-        bot.fake.sent_to(chat).into_iter().nth(n)
-    })
-    .await
+    bot.shown(chat, n).await
 }
 
 /// The bytes the relay signs, as `docs/approvals.md` writes them (built
@@ -269,6 +266,7 @@ async fn an_edit_changes_the_message_in_place_and_its_old_buttons_expire(db: PgP
             .filter(|m| m.edited)
     })
     .await;
+    bot.wait_recorded(&after).await;
     assert_eq!(after.message_id, before.message_id);
     assert_eq!(after.text, "Approved, running.");
     assert_eq!(bot.fake.sent_to(8007).len(), 2, "edited in place");
@@ -342,9 +340,10 @@ async fn the_approval_key_file_the_operator_names_signs_the_taps(db: PgPool) {
     telegram.approval_key_file = Some(keys.join("relay-approvals.key"));
     let mut c = support::config();
     c.telegram = Some(telegram);
-    let relay = support::start_on(db, c, api).await;
+    let relay = support::start_on(db.clone(), c, api).await;
     let bot = Bot {
         relay,
+        db,
         fake: _fake,
         fake_addr,
     };

@@ -5,7 +5,7 @@
 //! only in the chat and on the message it was sent with.
 
 use super::Telegram;
-use super::inbound::{HandleError, say_with};
+use super::inbound::{HandleError, say_then};
 use super::words;
 use crate::state::App;
 use rand::Rng;
@@ -22,16 +22,17 @@ pub fn callback_id() -> String {
         .collect()
 }
 
-/// Sends a question with two relay buttons and records them.
-async fn ask(
+/// Sends a question with two relay buttons in the background, and records
+/// them once it is sent (a tap cannot come before).
+fn ask(
     app: &App,
-    telegram: &Telegram,
+    telegram: &Arc<Telegram>,
     chat: i64,
     server: Uuid,
     boot: Option<Uuid>,
-    text: &str,
-    options: [(&str, &str); 2],
-) -> Result<bool, HandleError> {
+    text: &'static str,
+    options: [(&'static str, &'static str); 2],
+) {
     let ids = [callback_id(), callback_id()];
     let keyboard = vec![
         options
@@ -40,26 +41,35 @@ async fn ask(
             .map(|((label, _), id)| (label.to_string(), id.clone()))
             .collect(),
     ];
-    let Some(telegram_id) = say_with(app, telegram, chat, text, &keyboard).await else {
-        return Ok(false);
-    };
-    for ((_, choice), id) in options.iter().zip(&ids) {
-        sqlx::query!(
-            r#"INSERT INTO relay_buttons
-                   (callback_id, chat_id, telegram_id, server_id, boot_id, choice, created_at)
-               VALUES ($1, $2, $3, $4, $5, $6, $7)"#,
-            id,
-            chat,
-            telegram_id,
-            server,
-            boot,
-            choice,
-            app.config.clock.now(),
-        )
-        .execute(&app.db)
-        .await?;
-    }
-    Ok(true)
+    let (db, now) = (app.db.clone(), app.config.clock.now());
+    say_then(
+        app,
+        telegram,
+        chat,
+        text,
+        keyboard,
+        move |telegram_id| async move {
+            for ((_, choice), id) in options.iter().zip(&ids) {
+                let recorded = sqlx::query!(
+                    r#"INSERT INTO relay_buttons
+                       (callback_id, chat_id, telegram_id, server_id, boot_id, choice, created_at)
+                   VALUES ($1, $2, $3, $4, $5, $6, $7)"#,
+                    id,
+                    chat,
+                    telegram_id,
+                    server,
+                    boot,
+                    choice,
+                    now,
+                )
+                .execute(&db)
+                .await;
+                if let Err(e) = recorded {
+                    tracing::warn!(server = %server, error = %e, "a question's buttons were not recorded");
+                }
+            }
+        },
+    );
 }
 
 /// `/unpair` from the paired chat: asks first.
@@ -77,13 +87,15 @@ pub async fn ask_unpair(
         None,
         words::UNPAIR_ASK,
         [(words::UNPAIR_YES, "unpair"), (words::UNPAIR_NO, "keep")],
-    )
-    .await?;
+    );
     Ok(())
 }
 
 /// Shows the paired chat each duplicate case not shown yet.
-pub async fn show_duplicate_cases(app: &App, telegram: &Telegram) -> Result<usize, HandleError> {
+pub async fn show_duplicate_cases(
+    app: &App,
+    telegram: &Arc<Telegram>,
+) -> Result<usize, HandleError> {
     let cases = sqlx::query!(
         r#"UPDATE duplicate_cases d SET shown_at = $1
            FROM pairings p
@@ -108,8 +120,7 @@ pub async fn show_duplicate_cases(app: &App, telegram: &Telegram) -> Result<usiz
                 (words::DUPLICATE_REINSTALL, "reinstall"),
                 (words::DUPLICATE_OTHER, "other_machine"),
             ],
-        )
-        .await?;
+        );
         app.metrics.telegram("duplicate_case_shown");
     }
     Ok(cases.len())
@@ -160,6 +171,11 @@ pub async fn on_relay_button(
             if gone.rows_affected() == 0 {
                 (words::NOT_PAIRED_UNPAIR, None)
             } else {
+                // What was delivered to the chat is forgotten: its buttons
+                // must not work again if the chat pairs anew.
+                sqlx::query!("DELETE FROM chat_messages WHERE server_id = $1", server)
+                    .execute(&mut *tx)
+                    .await?;
                 // Unpaired servers go 24 hours after this, unless paired.
                 sqlx::query!(
                     "UPDATE servers SET paired_at = NULL, registered_at = $2 WHERE id = $1",

@@ -183,7 +183,7 @@ async fn on_message(
             super::pairing::consume(app, telegram, chat, account, code).await
         }
         (Some(("/start", None)), Some(_)) => {
-            say(app, telegram, chat, words::START_WHEN_PAIRED).await;
+            say(app, telegram, chat, words::START_WHEN_PAIRED);
             Ok(())
         }
         (Some(("/unpair", _)), Some(server)) => {
@@ -193,7 +193,7 @@ async fn on_message(
         (_, Some(server)) => {
             let Some(text) = text else {
                 app.metrics.telegram("message_not_text");
-                say(app, telegram, chat, words::TEXT_ONLY).await;
+                say(app, telegram, chat, words::TEXT_ONLY);
                 return Ok(());
             };
             let delivery = Delivery::Message {
@@ -235,7 +235,7 @@ async fn foreign(
     app: &App,
     telegram: &Arc<Telegram>,
     chat: i64,
-    reply: Option<&str>,
+    reply: Option<&'static str>,
 ) -> Result<(), HandleError> {
     let hash = hashing::chat_hash(&app.config.pepper, chat);
     let first = sqlx::query_scalar!(
@@ -248,45 +248,66 @@ async fn foreign(
     .await?;
     if first.is_some() {
         app.metrics.telegram("foreign_chat_told");
-        say(app, telegram, chat, reply.unwrap_or(words::FOREIGN)).await;
+        say(app, telegram, chat, reply.unwrap_or(words::FOREIGN));
     } else {
         app.metrics.telegram("foreign_chat_silent");
     }
     Ok(())
 }
 
-/// Sends one of the relay's own texts, paced; a failure is logged
-/// (scrubbed) and counted, never retried past one 429.
-pub async fn say(app: &App, telegram: &Telegram, chat: i64, text: &str) -> Option<i64> {
-    say_with(app, telegram, chat, text, &Vec::new()).await
+/// Sends one of the relay's own texts in the background: the shard goes
+/// on at once, and the chat's turn is taken now, so replies to one chat
+/// keep their order. A failure is logged (scrubbed) and counted, retried
+/// only past one 429. Past [`super::MAX_REPLIES`] replies in flight the
+/// reply is dropped and counted.
+pub fn say(app: &App, telegram: &Arc<Telegram>, chat: i64, text: &'static str) {
+    say_then(app, telegram, chat, text, Vec::new(), |_| async {});
 }
 
-pub async fn say_with(
+/// [`say`] with buttons, and `then` given the message's id once it is sent.
+pub fn say_then<F, Fut>(
     app: &App,
-    telegram: &Telegram,
+    telegram: &Arc<Telegram>,
     chat: i64,
-    text: &str,
-    keyboard: &super::client::Keyboard,
-) -> Option<i64> {
-    for _ in 0..2 {
-        telegram.pace.wait(chat).await;
-        match telegram.client.send(chat, text, keyboard).await {
-            Ok(id) => {
-                app.metrics.telegram("relay_message_sent");
-                return Some(id);
+    text: &'static str,
+    keyboard: super::client::Keyboard,
+    then: F,
+) where
+    F: FnOnce(i64) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let Ok(permit) = telegram.replies.clone().try_acquire_owned() else {
+        app.metrics.telegram("relay_message_dropped");
+        return;
+    };
+    let turn = telegram.pace.reserve(chat);
+    let (app, telegram) = (app.clone(), telegram.clone());
+    tokio::spawn(async move {
+        let _permit = permit;
+        tokio::time::sleep_until(turn).await;
+        telegram.pace.overall().await;
+        for attempt in 0..2 {
+            if attempt > 0 {
+                telegram.pace.wait(chat).await;
             }
-            Err(CallError::RetryAfter(wait)) => {
-                app.metrics.telegram("bot_api_429");
-                telegram.pace.pause(wait);
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "a reply could not be sent");
-                app.metrics.telegram("relay_message_failed");
-                return None;
+            match telegram.client.send(chat, text, &keyboard).await {
+                Ok(id) => {
+                    app.metrics.telegram("relay_message_sent");
+                    then(id).await;
+                    return;
+                }
+                Err(CallError::RetryAfter(wait)) => {
+                    app.metrics.telegram("bot_api_429");
+                    telegram.pace.pause(wait);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "a reply could not be sent");
+                    break;
+                }
             }
         }
-    }
-    None
+        app.metrics.telegram("relay_message_failed");
+    });
 }
 
 /// The chat and message a tap came from, when the message is still there.
@@ -302,16 +323,28 @@ async fn on_tap(
     telegram: &Arc<Telegram>,
     query: &CallbackQuery,
 ) -> Result<(), HandleError> {
-    let answer = match forward_tap(app, telegram, query).await {
-        Ok(answer) => answer,
-        Err(e) => {
-            // Answered even so: the person's spinner must stop.
-            answer_once(app, telegram, &query.id.0, Some(words::EXPIRED)).await;
-            return Err(e);
-        }
+    // A query id is answered once, whatever update carries it again.
+    let first = sqlx::query_scalar!(
+        r#"INSERT INTO telegram_callbacks (bot_id, query_id, seen_at) VALUES ($1, $2, $3)
+           ON CONFLICT (bot_id, query_id) DO NOTHING RETURNING query_id"#,
+        telegram.config.token.bot_id_number(),
+        query.id.0,
+        app.config.clock.now(),
+    )
+    .fetch_optional(&app.db)
+    .await?;
+    if first.is_none() {
+        app.metrics.telegram("tap_repeated");
+        return Ok(());
+    }
+    let outcome = forward_tap(app, telegram, query).await;
+    // Answered even when forwarding failed: the person's spinner must stop.
+    let notice = match &outcome {
+        Ok(notice) => *notice,
+        Err(_) => Some(words::EXPIRED),
     };
-    answer_once(app, telegram, &query.id.0, answer).await;
-    Ok(())
+    answer_in_background(app, telegram, query.id.0.clone(), notice);
+    outcome.map(drop)
 }
 
 /// Forwards the tap if it is good; returns the answer's notice.
@@ -379,24 +412,38 @@ async fn forward_tap(
     Ok(None)
 }
 
-/// `answerCallbackQuery`, once: a failure that may pass is tried once more,
-/// a refusal (the query is too old) is left.
-async fn answer_once(app: &App, telegram: &Telegram, query: &str, text: Option<&str>) {
-    for _ in 0..2 {
-        match telegram.client.answer(query, text).await {
-            Ok(()) => {
-                app.metrics.telegram("tap_answered");
-                return;
-            }
-            Err(CallError::RetryAfter(wait)) => tokio::time::sleep(wait).await,
-            Err(CallError::Refused(_)) => break,
-            Err(CallError::Failed(e)) => {
-                tracing::warn!(error = %e, "a tap's answer failed");
-                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+/// `answerCallbackQuery`, once, in the background (the shard goes on): a
+/// failure that may pass is tried once more, a refusal (the query is too
+/// old) is left.
+fn answer_in_background(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    query: String,
+    text: Option<&'static str>,
+) {
+    let Ok(permit) = telegram.replies.clone().try_acquire_owned() else {
+        app.metrics.telegram("tap_answer_dropped");
+        return;
+    };
+    let (app, telegram) = (app.clone(), telegram.clone());
+    tokio::spawn(async move {
+        let _permit = permit;
+        for _ in 0..2 {
+            match telegram.client.answer(&query, text).await {
+                Ok(()) => {
+                    app.metrics.telegram("tap_answered");
+                    return;
+                }
+                Err(CallError::RetryAfter(wait)) => tokio::time::sleep(wait).await,
+                Err(CallError::Refused(_)) => break,
+                Err(CallError::Failed(e)) => {
+                    tracing::warn!(error = %e, "a tap's answer failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
             }
         }
-    }
-    app.metrics.telegram("tap_answer_failed");
+        app.metrics.telegram("tap_answer_failed");
+    });
 }
 
 #[cfg(test)]

@@ -46,6 +46,10 @@ use webhook::WebhookSecrets;
 /// Update claims at the database at once (a quarter of the relay's pool).
 pub const CLAIMS_AT_ONCE: usize = 8;
 
+/// The relay's own replies and tap answers in flight at once; past it a
+/// reply is dropped (and counted) rather than queued without bound.
+pub const MAX_REPLIES: usize = 1_024;
+
 /// Telegram's own Bot API.
 pub const TELEGRAM_API: &str = "https://api.telegram.org";
 
@@ -153,6 +157,9 @@ pub struct Telegram {
     /// shared with the servers' sessions and the outbox writer, which a
     /// burst of updates must not starve.
     pub claims: tokio::sync::Semaphore,
+    /// The relay's own replies and tap answers in flight (each waits for
+    /// its chat's turn in a task of its own, not in a shard).
+    pub replies: Arc<tokio::sync::Semaphore>,
 }
 
 impl Telegram {
@@ -182,6 +189,7 @@ impl Telegram {
                 username_tx,
                 outgoing: tokio::sync::Notify::new(),
                 claims: tokio::sync::Semaphore::new(CLAIMS_AT_ONCE),
+                replies: Arc::new(tokio::sync::Semaphore::new(MAX_REPLIES)),
             }),
             receivers,
         ))

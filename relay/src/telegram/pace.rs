@@ -53,21 +53,38 @@ impl Pace {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Takes the next slot for `chat` and waits for it.
-    pub async fn wait(&self, chat: i64) {
+    /// Takes `chat`'s next turn, without waiting: the moment it may be
+    /// written to. Turns are handed out in call order, so replies reserved
+    /// one after another go out in that order.
+    pub fn reserve(&self, chat: i64) -> Instant {
+        let mut state = self.state();
+        let now = Instant::now();
+        if state.next_chat.len() > REMEMBERED {
+            state.next_chat.retain(|_, next| *next > now);
+        }
+        let at = state.next_chat.get(&chat).copied().unwrap_or(now).max(now);
+        state.next_chat.insert(chat, at + self.limits.per_chat);
+        at
+    }
+
+    /// Waits for the bot-wide turn (and any 429 pause), taken only once a
+    /// chat's own turn has come: one chat's future turn never holds back
+    /// another chat.
+    pub async fn overall(&self) {
         let at = {
             let mut state = self.state();
-            let now = Instant::now();
-            if state.next_chat.len() > REMEMBERED {
-                state.next_chat.retain(|_, next| *next > now);
-            }
-            let chat_turn = state.next_chat.get(&chat).copied().unwrap_or(now);
-            let at = chat_turn.max(state.next_any).max(now);
+            let at = state.next_any.max(Instant::now());
             state.next_any = at + self.limits.overall;
-            state.next_chat.insert(chat, at + self.limits.per_chat);
             at
         };
         tokio::time::sleep_until(at).await;
+    }
+
+    /// Takes the next turn for `chat` and waits for it.
+    pub async fn wait(&self, chat: i64) {
+        let at = self.reserve(chat);
+        tokio::time::sleep_until(at).await;
+        self.overall().await;
     }
 
     /// Whether `chat` could be written to now (its turn has come).
@@ -103,6 +120,20 @@ mod tests {
         assert!(!pace.ready(1));
         pace.wait(1).await;
         assert!(start.elapsed() >= Duration::from_millis(1_000));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_chats_future_turn_does_not_hold_back_another_chat() {
+        let pace = Pace::new(PaceLimits {
+            per_chat: Duration::from_secs(3_600),
+            overall: Duration::from_millis(34),
+        });
+        pace.wait(1).await;
+        let later = pace.reserve(1);
+        assert!(later > Instant::now() + Duration::from_secs(3_000));
+        let start = Instant::now();
+        pace.wait(2).await;
+        assert!(start.elapsed() < Duration::from_secs(1));
     }
 
     #[tokio::test(start_paused = true)]

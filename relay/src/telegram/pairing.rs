@@ -39,13 +39,26 @@ pub fn looks_like_code(text: &str) -> bool {
     text.len() == CODE_LEN && text.bytes().all(|b| ALPHABET.contains(&b))
 }
 
+/// What a server's request for a code gets.
+pub enum Made {
+    Code(String, chrono::DateTime<chrono::Utc>),
+    /// The server is paired: a code would let it move itself to another
+    /// chat without its person's consent. `/unpair` in its chat first.
+    AlreadyPaired,
+}
+
 /// Makes `server`'s pairing code (replacing any earlier one) and returns it
-/// with its expiry.
-pub async fn make_code(
-    app: &App,
-    telegram: &Telegram,
-    server: Uuid,
-) -> Result<(String, chrono::DateTime<chrono::Utc>), sqlx::Error> {
+/// with its expiry; a paired server gets none.
+pub async fn make_code(app: &App, telegram: &Telegram, server: Uuid) -> Result<Made, sqlx::Error> {
+    let paired = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM pairings WHERE server_id = $1"#,
+        server
+    )
+    .fetch_one(&app.db)
+    .await?;
+    if paired > 0 {
+        return Ok(Made::AlreadyPaired);
+    }
     let ttl = chrono::Duration::from_std(telegram.config.limits.code_ttl)
         .unwrap_or(chrono::Duration::minutes(15));
     let expires = app.config.clock.now() + ttl;
@@ -65,7 +78,7 @@ pub async fn make_code(
         .execute(&app.db)
         .await;
         match made {
-            Ok(_) => return Ok((code, expires)),
+            Ok(_) => return Ok(Made::Code(code, expires)),
             Err(e) if is_unique_violation(&e) => last = Some(e),
             Err(e) => return Err(e),
         }
@@ -116,7 +129,7 @@ pub async fn consume(
     .await?;
     if locked.iter().any(|k| k.as_slice() == overall) {
         app.metrics.telegram("pairing_busy");
-        say(app, telegram, chat, words::BUSY).await;
+        say(app, telegram, chat, words::BUSY);
         return Ok(());
     }
     if !locked.is_empty() {
@@ -126,7 +139,7 @@ pub async fn consume(
     }
     if super::inbound::paired_server(app, chat).await?.is_some() {
         app.metrics.telegram("pairing_second_server");
-        say(app, telegram, chat, words::ALREADY_PAIRED).await;
+        say(app, telegram, chat, words::ALREADY_PAIRED);
         return Ok(());
     }
     let code = code.to_ascii_uppercase();
@@ -154,7 +167,7 @@ pub async fn consume(
         } else {
             words::WRONG_CODE
         };
-        say(app, telegram, chat, reply).await;
+        say(app, telegram, chat, reply);
         return Ok(());
     };
     app.metrics.telegram("paired");
@@ -166,7 +179,7 @@ pub async fn consume(
         },
     )
     .await?;
-    say(app, telegram, chat, words::PAIRED).await;
+    say(app, telegram, chat, words::PAIRED);
     Ok(())
 }
 
@@ -187,11 +200,12 @@ async fn take_code(app: &App, chat: i64, code: &str) -> Result<Option<Uuid>, sql
     let Some(server) = server else {
         return Ok(None);
     };
-    // One chat, one server: a racing pairing of this chat wins; this code
-    // stays unused (the transaction rolls back).
+    // One chat, one server, and a paired server stays with its chat: a
+    // racing pairing of this chat, or a server paired meanwhile, wins, and
+    // this code stays unused (the transaction rolls back). A server moves
+    // to another chat only after `/unpair` in the chat it has.
     let paired = sqlx::query!(
-        r#"INSERT INTO pairings (server_id, chat_id, paired_at) VALUES ($1, $2, $3)
-           ON CONFLICT (server_id) DO UPDATE SET chat_id = $2, paired_at = $3"#,
+        r#"INSERT INTO pairings (server_id, chat_id, paired_at) VALUES ($1, $2, $3)"#,
         server,
         chat,
         now,
@@ -215,6 +229,10 @@ async fn take_code(app: &App, chat: i64, code: &str) -> Result<Option<Uuid>, sql
     )
     .execute(&mut *tx)
     .await?;
+    // Nothing delivered before this pairing can be tapped in it.
+    sqlx::query!("DELETE FROM chat_messages WHERE server_id = $1", server)
+        .execute(&mut *tx)
+        .await?;
     // A chat that is paired is no longer a stranger.
     let chat_hash = hashing::chat_hash(&app.config.pepper, chat);
     sqlx::query!(

@@ -23,6 +23,7 @@ pub struct Bot {
     pub relay: TestRelay,
     pub fake: Fake,
     pub fake_addr: std::net::SocketAddr,
+    pub db: PgPool,
 }
 
 /// Telegram limits small enough for tests.
@@ -90,11 +91,12 @@ pub async fn start_bot_with(db: PgPool, polling: bool, mut config: Config) -> Bo
     if config.telegram.is_none() {
         config.telegram = Some(telegram_config(fake_addr, addr, polling));
     }
-    let relay = start_on(db, config, api).await;
+    let relay = start_on(db.clone(), config, api).await;
     Bot {
         relay,
         fake,
         fake_addr,
+        db,
     }
 }
 
@@ -170,6 +172,45 @@ pub async fn paired(bot: &Bot, chat: i64) -> (Server, Socket, Session, String) {
 }
 
 impl Bot {
+    /// Waits (up to 20 s) until the relay has recorded every button of a
+    /// message the fake shows: the relay records them once Telegram has
+    /// answered, so a tap sent the instant the message appears could come
+    /// first (and be expired, rightly).
+    pub async fn wait_recorded(&self, message: &aromba_botfake::state::Sent) {
+        let ids: Vec<String> = message
+            .buttons
+            .iter()
+            .flatten()
+            .map(|(_, data)| data.clone())
+            .collect();
+        for _ in 0..1_000 {
+            let recorded: i64 = sqlx::query_scalar(
+                "SELECT (SELECT count(*) FROM chat_buttons WHERE callback_id = ANY($1))
+                      + (SELECT count(*) FROM relay_buttons WHERE callback_id = ANY($1))",
+            )
+            .bind(&ids)
+            .fetch_one(&self.db)
+            .await
+            .expect("the relay's database");
+            if recorded == ids.len() as i64 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("the relay never recorded the buttons of a message it sent");
+    }
+
+    /// The `n`th message the bot sent to `chat`, once it is there and its
+    /// buttons are recorded.
+    pub async fn shown(&self, chat: i64, n: usize) -> aromba_botfake::state::Sent {
+        let message = eventually("the message in the chat", || {
+            self.fake.sent_to(chat).into_iter().nth(n)
+        })
+        .await;
+        self.wait_recorded(&message).await;
+        message
+    }
+
     /// A Telegram event's count, from the relay's metrics.
     pub async fn metric(&self, event: &str) -> u64 {
         let text = self.relay.metrics_text().await;
