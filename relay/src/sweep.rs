@@ -94,6 +94,10 @@ async fn forget_telegram(app: &App, now: chrono::DateTime<chrono::Utc>) -> Resul
     )
     .execute(&app.db)
     .await?;
+    let strangers = now - Duration::days(crate::telegram::FOREIGN_DAYS);
+    sqlx::query!("DELETE FROM foreign_chats WHERE told_at <= $1", strangers)
+        .execute(&app.db)
+        .await?;
     sqlx::query!("DELETE FROM relay_buttons WHERE created_at <= $1", cutoff)
         .execute(&app.db)
         .await?;

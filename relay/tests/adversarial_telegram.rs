@@ -965,3 +965,61 @@ async fn long_polling_with_the_default_wait_takes_every_update(db: PgPool) {
     );
     bot.relay.stop().await;
 }
+
+/// A chat asks for replies faster than its turns come (here each turn is
+/// an hour apart): the replies it has not reached are dropped and counted,
+/// not queued holding a place, so the relay's budget of replies in flight
+/// stays free for everyone else, and taps elsewhere are still answered.
+#[sqlx::test(migrations = false)]
+async fn a_chat_asking_for_replies_faster_than_its_turns_gets_them_dropped_not_queued(db: PgPool) {
+    let bot = slow_paced_bot(db).await;
+    let (_h, _ws_h, _session_h, _) = paired(&bot, 9801).await;
+    let (_v, mut ws_v, mut session_v, _) = paired(&bot, 9802).await;
+    for _ in 0..30 {
+        bot.fake.user_message(9801, "/start");
+    }
+    bot.wait_metric("relay_message_dropped", 30).await;
+    // The other person's server still hears them, and their tap on a
+    // server's button is forwarded and answered.
+    bot.fake.user_message(9802, "still there?");
+    assert_eq!(
+        next_delivery(&mut ws_v, &mut session_v).await,
+        Delivery::Message {
+            text: "still there?".into()
+        }
+    );
+    bot.relay.stop().await;
+}
+
+/// Duplicate cases of servers nobody paired (anyone can open them by
+/// registering a known id from new boots) must not keep a paired
+/// server's case from being shown.
+#[sqlx::test(migrations = false)]
+async fn unshown_cases_of_unpaired_servers_do_not_hold_back_a_paired_servers_case(db: PgPool) {
+    let bot = start_bot(db, false).await;
+    for _ in 0..2 {
+        let junk = Server::new();
+        assert_eq!(post_json(&bot.relay, &junk.registration()).await.0, 201);
+        for _ in 0..8 {
+            let again = Server {
+                id: junk.id,
+                token: aromba_proto::token::ServerToken::generate(),
+                boot_id: Uuid::new_v4(),
+            };
+            assert_eq!(post_json(&bot.relay, &again.registration()).await.0, 202);
+        }
+    }
+    let (server, _ws, _session, _) = paired(&bot, 9803).await;
+    let reinstall = Server {
+        id: server.id,
+        token: aromba_proto::token::ServerToken::generate(),
+        boot_id: Uuid::new_v4(),
+    };
+    assert_eq!(
+        post_json(&bot.relay, &reinstall.registration()).await.0,
+        202
+    );
+    let question = bot.shown(9803, 1).await;
+    assert!(question.text.starts_with("Another machine just registered"));
+    bot.relay.stop().await;
+}

@@ -233,7 +233,9 @@ async fn a_server_moves_to_another_chat_only_after_unpair(db: PgPool) {
     bot.fake.user_message(9006, "/unpair");
     let question = bot.shown(9006, 1).await;
     let unpair = question.buttons[0][0].1.clone();
-    bot.fake.tap(9006, question.message_id, &unpair).expect("tap");
+    bot.fake
+        .tap(9006, question.message_id, &unpair)
+        .expect("tap");
     bot.wait_metric("unpaired", 1).await;
     let (code, _) = support::bot::ask_code(&mut ws, &mut session).await;
     bot.fake.user_message(9007, &format!("/start {code}"));

@@ -23,7 +23,8 @@ pub fn callback_id() -> String {
 }
 
 /// Sends a question with two relay buttons in the background, and records
-/// them once it is sent (a tap cannot come before).
+/// them once it is sent (a tap in the moment between is answered
+/// "expired"; the question can be asked again).
 fn ask(
     app: &App,
     telegram: &Arc<Telegram>,
@@ -49,6 +50,19 @@ fn ask(
         text,
         keyboard,
         move |telegram_id| async move {
+            let Some(telegram_id) = telegram_id else {
+                // Not sent: a duplicate case is asked again next round.
+                if let Some(boot) = boot {
+                    let _ = sqlx::query!(
+                        "UPDATE duplicate_cases SET shown_at = NULL WHERE server_id = $1 AND boot_id = $2",
+                        server,
+                        boot
+                    )
+                    .execute(&db)
+                    .await;
+                }
+                return;
+            };
             for ((_, choice), id) in options.iter().zip(&ids) {
                 let recorded = sqlx::query!(
                     r#"INSERT INTO relay_buttons
@@ -101,8 +115,9 @@ pub async fn show_duplicate_cases(
            FROM pairings p
            WHERE p.server_id = d.server_id AND d.shown_at IS NULL
              AND (d.server_id, d.boot_id) IN (
-                 SELECT server_id, boot_id FROM duplicate_cases
-                 WHERE shown_at IS NULL ORDER BY opened_at LIMIT 16)
+                 SELECT c.server_id, c.boot_id FROM duplicate_cases c
+                 JOIN pairings q ON q.server_id = c.server_id
+                 WHERE c.shown_at IS NULL ORDER BY c.opened_at LIMIT 16)
            RETURNING d.server_id, d.boot_id, p.chat_id"#,
         app.config.clock.now(),
     )
@@ -222,13 +237,7 @@ pub async fn on_relay_button(
         _ => (words::CHOICE_GONE, Some(words::CHOICE_GONE)),
     };
     // The question becomes its answer, without buttons.
-    if let Err(e) = telegram
-        .client
-        .edit(chat, message_id, reply, &Vec::new())
-        .await
-    {
-        tracing::warn!(error = %e, "a question could not be closed");
-    }
+    super::inbound::edit_in_background(app, telegram, chat, message_id, reply);
     Ok(Some(notice.unwrap_or(words::TAP_SENT)))
 }
 
@@ -242,7 +251,7 @@ async fn reinstall(app: &App, server: Uuid, boot: Uuid, chat: i64) -> Result<boo
         r#"SELECT d.token_hash FROM duplicate_cases d
            JOIN pairings p ON p.server_id = d.server_id AND p.chat_id = $3
            WHERE d.server_id = $1 AND d.boot_id = $2
-           FOR UPDATE OF d"#,
+           FOR UPDATE OF d FOR SHARE OF p"#,
         server,
         boot,
         chat

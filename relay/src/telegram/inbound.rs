@@ -257,14 +257,16 @@ async fn foreign(
 
 /// Sends one of the relay's own texts in the background: the shard goes
 /// on at once, and the chat's turn is taken now, so replies to one chat
-/// keep their order. A failure is logged (scrubbed) and counted, retried
-/// only past one 429. Past [`super::MAX_REPLIES`] replies in flight the
-/// reply is dropped and counted.
+/// keep their order. A reply is dropped (and counted) when its chat's turn
+/// is more than [`super::AHEAD`] away or [`super::MAX_REPLIES`] are in
+/// flight. A failure is logged (scrubbed) and counted, retried only past
+/// one 429.
 pub fn say(app: &App, telegram: &Arc<Telegram>, chat: i64, text: &'static str) {
     say_then(app, telegram, chat, text, Vec::new(), |_| async {});
 }
 
-/// [`say`] with buttons, and `then` given the message's id once it is sent.
+/// [`say`] with buttons; `then` is given the message's id once it is sent,
+/// or `None` when it was dropped or failed.
 pub fn say_then<F, Fut>(
     app: &App,
     telegram: &Arc<Telegram>,
@@ -273,28 +275,33 @@ pub fn say_then<F, Fut>(
     keyboard: super::client::Keyboard,
     then: F,
 ) where
-    F: FnOnce(i64) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
+    F: FnOnce(Option<i64>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let Ok(permit) = telegram.replies.clone().try_acquire_owned() else {
+    let permit = telegram.replies.clone().try_acquire_owned().ok();
+    let turn = permit
+        .as_ref()
+        .and_then(|_| telegram.pace.reserve_within(chat, 1, super::AHEAD))
+        .and_then(|turns| turns.first().copied());
+    let (Some(permit), Some(turn)) = (permit, turn) else {
         app.metrics.telegram("relay_message_dropped");
+        tokio::spawn(then(None));
         return;
     };
-    let turn = telegram.pace.reserve(chat);
     let (app, telegram) = (app.clone(), telegram.clone());
     tokio::spawn(async move {
         let _permit = permit;
         tokio::time::sleep_until(turn).await;
         telegram.pace.overall().await;
+        let mut sent = None;
         for attempt in 0..2 {
             if attempt > 0 {
                 telegram.pace.wait(chat).await;
             }
             match telegram.client.send(chat, text, &keyboard).await {
                 Ok(id) => {
-                    app.metrics.telegram("relay_message_sent");
-                    then(id).await;
-                    return;
+                    sent = Some(id);
+                    break;
                 }
                 Err(CallError::RetryAfter(wait)) => {
                     app.metrics.telegram("bot_api_429");
@@ -306,7 +313,47 @@ pub fn say_then<F, Fut>(
                 }
             }
         }
-        app.metrics.telegram("relay_message_failed");
+        app.metrics.telegram(if sent.is_some() {
+            "relay_message_sent"
+        } else {
+            "relay_message_failed"
+        });
+        then(sent).await;
+    });
+}
+
+/// Edits one of the relay's own messages in the background (a question
+/// becoming its answer), paced like a reply.
+pub fn edit_in_background(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    chat: i64,
+    message_id: i64,
+    text: &'static str,
+) {
+    let Ok(permit) = telegram.replies.clone().try_acquire_owned() else {
+        app.metrics.telegram("relay_message_dropped");
+        return;
+    };
+    let (app, telegram) = (app.clone(), telegram.clone());
+    tokio::spawn(async move {
+        let _permit = permit;
+        telegram.pace.wait(chat).await;
+        match telegram
+            .client
+            .edit(chat, message_id, text, &Vec::new())
+            .await
+        {
+            Ok(()) => {}
+            Err(CallError::RetryAfter(wait)) => {
+                telegram.pace.pause(wait);
+                app.metrics.telegram("relay_message_failed");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "a question could not be closed");
+                app.metrics.telegram("relay_message_failed");
+            }
+        }
     });
 }
 
@@ -323,27 +370,42 @@ async fn on_tap(
     telegram: &Arc<Telegram>,
     query: &CallbackQuery,
 ) -> Result<(), HandleError> {
+    let bot = telegram.config.token.bot_id_number();
     // A query id is answered once, whatever update carries it again.
     let first = sqlx::query_scalar!(
         r#"INSERT INTO telegram_callbacks (bot_id, query_id, seen_at) VALUES ($1, $2, $3)
            ON CONFLICT (bot_id, query_id) DO NOTHING RETURNING query_id"#,
-        telegram.config.token.bot_id_number(),
+        bot,
         query.id.0,
         app.config.clock.now(),
     )
     .fetch_optional(&app.db)
-    .await?;
-    if first.is_none() {
-        app.metrics.telegram("tap_repeated");
-        return Ok(());
-    }
-    let outcome = forward_tap(app, telegram, query).await;
+    .await;
+    let outcome = match first {
+        Ok(Some(_)) => forward_tap(app, telegram, query).await,
+        Ok(None) => {
+            app.metrics.telegram("tap_repeated");
+            return Ok(());
+        }
+        Err(e) => Err(e.into()),
+    };
     // Answered even when forwarding failed: the person's spinner must stop.
     let notice = match &outcome {
         Ok(notice) => *notice,
         Err(_) => Some(words::EXPIRED),
     };
     answer_in_background(app, telegram, query.id.0.clone(), notice);
+    if outcome.is_err() {
+        // Released with the update, so that a poll bringing it again is
+        // handled again.
+        let _ = sqlx::query!(
+            "DELETE FROM telegram_callbacks WHERE bot_id = $1 AND query_id = $2",
+            bot,
+            query.id.0
+        )
+        .execute(&app.db)
+        .await;
+    }
     outcome.map(drop)
 }
 
@@ -421,7 +483,7 @@ fn answer_in_background(
     query: String,
     text: Option<&'static str>,
 ) {
-    let Ok(permit) = telegram.replies.clone().try_acquire_owned() else {
+    let Ok(permit) = telegram.answers.clone().try_acquire_owned() else {
         app.metrics.telegram("tap_answer_dropped");
         return;
     };

@@ -50,6 +50,15 @@ pub const CLAIMS_AT_ONCE: usize = 8;
 /// reply is dropped (and counted) rather than queued without bound.
 pub const MAX_REPLIES: usize = 1_024;
 
+/// How far ahead a chat's turn may be for the relay to queue another reply
+/// (or the sender a message) for it: past that the reply is dropped (the
+/// message waits), so no chat can hold places in line it has not reached.
+pub const AHEAD: Duration = Duration::from_secs(5);
+
+/// How long a stranger's chat is remembered (as a keyed hash) after its one
+/// reply: silence for that long, and then it may be told once more.
+pub const FOREIGN_DAYS: i64 = 30;
+
 /// Telegram's own Bot API.
 pub const TELEGRAM_API: &str = "https://api.telegram.org";
 
@@ -157,9 +166,12 @@ pub struct Telegram {
     /// shared with the servers' sessions and the outbox writer, which a
     /// burst of updates must not starve.
     pub claims: tokio::sync::Semaphore,
-    /// The relay's own replies and tap answers in flight (each waits for
-    /// its chat's turn in a task of its own, not in a shard).
+    /// The relay's own replies in flight (each waits for its chat's turn
+    /// in a task of its own, not in a shard)…
     pub replies: Arc<tokio::sync::Semaphore>,
+    /// …and tap answers, apart (they are not paced, and a flood of replies
+    /// must not stop every person's spinner).
+    pub answers: Arc<tokio::sync::Semaphore>,
 }
 
 impl Telegram {
@@ -190,6 +202,7 @@ impl Telegram {
                 outgoing: tokio::sync::Notify::new(),
                 claims: tokio::sync::Semaphore::new(CLAIMS_AT_ONCE),
                 replies: Arc::new(tokio::sync::Semaphore::new(MAX_REPLIES)),
+                answers: Arc::new(tokio::sync::Semaphore::new(MAX_REPLIES)),
             }),
             receivers,
         ))

@@ -203,11 +203,20 @@ async fn send(
     buttons: &[Button],
 ) -> Result<Outcome, sqlx::Error> {
     let parts = split(text, MAX_UNITS);
+    // Every part's turn taken at once, or none: the relay's replies cannot
+    // come in between, and a chat far behind does not hold the round.
+    let Some(turns) = telegram
+        .pace
+        .reserve_within(chat, parts.len(), super::AHEAD)
+    else {
+        return Ok(Outcome::Later);
+    };
     let (keyboard, ids) = keyboard(buttons);
     let mut last = None;
-    for (i, part) in parts.iter().enumerate() {
+    for (i, (part, turn)) in parts.iter().zip(turns).enumerate() {
         let is_last = i + 1 == parts.len();
-        telegram.pace.wait(chat).await;
+        tokio::time::sleep_until(turn).await;
+        telegram.pace.overall().await;
         let markup = if is_last {
             keyboard.clone()
         } else {
@@ -223,9 +232,12 @@ async fn send(
     };
     let now = app.config.clock.now();
     let mut tx = app.db.begin().await?;
-    sqlx::query!(
+    // Recorded only while the server is still paired with that chat: a
+    // message that left as the chat unpaired gets no buttons that work.
+    let recorded = sqlx::query!(
         r#"INSERT INTO chat_messages (server_id, message, chat_id, telegram_id, text_sha256, sent_at)
-           VALUES ($1, $2, $3, $4, $5, $6)
+           SELECT $1, $2, $3, $4, $5, $6
+           WHERE EXISTS (SELECT 1 FROM pairings WHERE server_id = $1 AND chat_id = $3)
            ON CONFLICT (server_id, message) DO UPDATE
            SET chat_id = $3, telegram_id = $4, text_sha256 = $5, sent_at = $6"#,
         server,
@@ -237,7 +249,9 @@ async fn send(
     )
     .execute(&mut *tx)
     .await?;
-    record_buttons(&mut tx, server, id, buttons, &ids).await?;
+    if recorded.rows_affected() == 1 {
+        record_buttons(&mut tx, server, id, buttons, &ids).await?;
+    }
     sqlx::query!(
         "DELETE FROM chat_outbox WHERE server_id = $1 AND id = $2",
         server,

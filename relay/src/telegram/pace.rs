@@ -67,6 +67,25 @@ impl Pace {
         at
     }
 
+    /// Takes `n` turns in a row for `chat` (the parts of one message, with
+    /// nothing of the relay's in between), unless the first would come
+    /// later than `within` from now: then nothing is taken, and the caller
+    /// tries later instead of holding a place in line.
+    pub fn reserve_within(&self, chat: i64, n: usize, within: Duration) -> Option<Vec<Instant>> {
+        let mut state = self.state();
+        let now = Instant::now();
+        let first = state.next_chat.get(&chat).copied().unwrap_or(now).max(now);
+        if first > now + within {
+            return None;
+        }
+        let turns: Vec<Instant> = (0..n.max(1))
+            .map(|i| first + self.limits.per_chat * u32::try_from(i).unwrap_or(u32::MAX))
+            .collect();
+        let next = turns.last().copied().unwrap_or(first) + self.limits.per_chat;
+        state.next_chat.insert(chat, next);
+        Some(turns)
+    }
+
     /// Waits for the bot-wide turn (and any 429 pause), taken only once a
     /// chat's own turn has come: one chat's future turn never holds back
     /// another chat.
@@ -134,6 +153,17 @@ mod tests {
         let start = Instant::now();
         pace.wait(2).await;
         assert!(start.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_chat_too_far_behind_gets_no_turn() {
+        let pace = Pace::new(PaceLimits::default());
+        let within = Duration::from_secs(3);
+        assert!(pace.reserve_within(9, 3, within).is_some());
+        // Three turns taken: the next is about 3 s away, then past 3 s.
+        assert!(pace.reserve_within(9, 1, within).is_some());
+        assert!(pace.reserve_within(9, 1, within).is_none());
+        assert!(pace.reserve_within(10, 1, within).is_some());
     }
 
     #[tokio::test(start_paused = true)]
