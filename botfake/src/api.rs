@@ -5,7 +5,7 @@ use crate::state::{Injected, Sent, Webhook};
 use crate::{Fake, MAX_BUTTONS, MAX_CALLBACK_DATA, MAX_TEXT};
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 use std::time::Duration;
@@ -34,50 +34,24 @@ fn bad(description: &str) -> Response {
 pub async fn call(
     State(fake): State<Fake>,
     Path((bot, method)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
+    request: axum::extract::Request,
 ) -> Response {
     if bot.strip_prefix("bot") != Some(fake.token.as_str()) {
         return error(401, "Unauthorized");
     }
     if let Some(injected) = fake.take_injected() {
-        return match injected {
-            Injected::TooManyRequests { retry_after } => (
-                StatusCode::TOO_MANY_REQUESTS,
-                Json(json!({
-                    "ok": false,
-                    "error_code": 429,
-                    "description": format!("Too Many Requests: retry after {retry_after}"),
-                    "parameters": {"retry_after": retry_after},
-                })),
-            )
-                .into_response(),
-            // Closing without an answer is what an outage looks like to
-            // the client; axum has no way to drop the connection, so the
-            // nearest is a gateway error with no JSON body.
-            Injected::Outage => (StatusCode::BAD_GATEWAY, "").into_response(),
-        };
+        return injected_failure(injected);
     }
-    let params: Map<String, Value> = if body.is_empty() {
-        Map::new()
-    } else {
-        let json = headers
-            .get(axum::http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
-        if !json {
-            return bad("parameters must be sent as application/json here");
-        }
-        match serde_json::from_slice(&body) {
-            Ok(Value::Object(map)) => map,
-            _ => return bad("can't parse JSON object"),
-        }
+    let params = match params(request).await {
+        Ok(p) => p,
+        Err(r) => return bad(&r.0),
     };
     match method.to_ascii_lowercase().as_str() {
         "getme" => ok(json!({
             "id": fake.bot_id, "is_bot": true, "first_name": "Aromba",
             "username": fake.username, "can_join_groups": false,
             "can_read_all_group_messages": false, "supports_inline_queries": false,
+            "can_connect_to_business": false, "has_main_web_app": false,
         })),
         "sendmessage" => send_message(&fake, &params),
         "editmessagetext" => edit_message_text(&fake, &params),
@@ -89,6 +63,89 @@ pub async fn call(
         }
         "getupdates" => get_updates(&fake, &params).await,
         _ => error(404, "Not Found: method not found"),
+    }
+}
+
+/// A failure a test asked for, as Telegram (or the network) shows it.
+fn injected_failure(injected: Injected) -> Response {
+    match injected {
+        Injected::TooManyRequests { retry_after } => (
+            StatusCode::TOO_MANY_REQUESTS,
+            Json(json!({
+                "ok": false,
+                "error_code": 429,
+                "description": format!("Too Many Requests: retry after {retry_after}"),
+                "parameters": {"retry_after": retry_after},
+            })),
+        )
+            .into_response(),
+        // A gateway in front of the Bot API failing: no JSON at all.
+        Injected::Outage => (StatusCode::BAD_GATEWAY, "").into_response(),
+        // The answer starts and the connection breaks mid-body: the client
+        // fails in the middle of reading it.
+        Injected::Hangup => {
+            let parts: [Result<axum::body::Bytes, std::io::Error>; 2] = [
+                Ok(axum::body::Bytes::from_static(b"{\"ok\":true,\"result\":")),
+                Err(std::io::Error::other("the fake Bot API hung up")),
+            ];
+            (
+                StatusCode::OK,
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                axum::body::Body::from_stream(futures_util::stream::iter(parts)),
+            )
+                .into_response()
+        }
+    }
+}
+
+/// The call's parameters, as Telegram takes them: a JSON object, or
+/// multipart/form-data (teloxide sends `setWebhook` so), or nothing.
+async fn params(request: axum::extract::Request) -> Result<Map<String, Value>, Refusal> {
+    use axum::extract::FromRequest;
+    let kind = request
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    if kind.starts_with("multipart/form-data") {
+        let mut form = axum::extract::Multipart::from_request(request, &())
+            .await
+            .map_err(|_| Refusal("can't parse multipart form".into()))?;
+        let mut map = Map::new();
+        while let Some(field) = form
+            .next_field()
+            .await
+            .map_err(|_| Refusal("can't parse multipart form".into()))?
+        {
+            let name = field.name().unwrap_or("").to_string();
+            let text = field
+                .text()
+                .await
+                .map_err(|_| Refusal("can't parse multipart form".into()))?;
+            // A field holding JSON (an array, an object) is that JSON.
+            let value = match serde_json::from_str::<Value>(&text) {
+                Ok(v @ (Value::Array(_) | Value::Object(_))) => v,
+                _ => Value::String(text),
+            };
+            map.insert(name, value);
+        }
+        return Ok(map);
+    }
+    let body = axum::body::to_bytes(request.into_body(), 1024 * 1024)
+        .await
+        .map_err(|_| Refusal("request is too large".into()))?;
+    if body.is_empty() {
+        return Ok(Map::new());
+    }
+    if !kind.starts_with("application/json") {
+        return Err(Refusal(
+            "parameters must be sent as application/json or multipart/form-data here".into(),
+        ));
+    }
+    match serde_json::from_slice(&body) {
+        Ok(Value::Object(map)) => Ok(map),
+        _ => Err(Refusal("can't parse JSON object".into())),
     }
 }
 
@@ -112,7 +169,9 @@ fn text(params: &Map<String, Value>) -> Result<(String, Option<String>), Refusal
     if text.trim().is_empty() {
         return Err(Refusal("message text is empty".into()));
     }
-    if text.chars().count() > MAX_TEXT {
+    // Telegram counts UTF-16 code units: an emoji outside the basic plane
+    // counts twice.
+    if text.encode_utf16().count() > MAX_TEXT {
         return Err(Refusal("message is too long".into()));
     }
     let parse_mode = match params.get("parse_mode") {

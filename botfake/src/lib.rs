@@ -57,11 +57,21 @@ impl Fake {
             .split_once(':')
             .and_then(|(id, _)| id.parse().ok())
             .unwrap_or(1);
+        // Telegram's update ids go up from wherever a bot's began, not
+        // from 1: a fresh fake starts somewhere else each time.
+        let first = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| i64::from(d.subsec_nanos()))
+            .unwrap_or(0);
+        let state = State {
+            next_update_id: first,
+            ..State::default()
+        };
         Fake(Arc::new(Inner {
             token: token.to_string(),
             username: username.to_string(),
             bot_id,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(state),
             updates_waiting: Notify::new(),
         }))
     }

@@ -25,8 +25,10 @@ pub struct Sent {
 pub enum Injected {
     /// 429 with `parameters.retry_after`.
     TooManyRequests { retry_after: u64 },
-    /// The connection is closed without an answer.
+    /// A gateway error without the Bot API's JSON.
     Outage,
+    /// The answer breaks off mid-body (the client fails mid-request).
+    Hangup,
 }
 
 #[derive(Default)]

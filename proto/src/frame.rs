@@ -98,13 +98,52 @@ pub struct Accept {
     pub welcome: String,
 }
 
-/// A button on a message: the server's id for it and its label.
+/// A button on a message: the server's id for it, its label, and, on a
+/// button of an approval, the action id the Warden issued (the relay signs
+/// it with the tap).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Button {
     pub id: String,
     pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
 }
+
+impl Button {
+    /// A button without an action.
+    pub fn new(id: &str, label: &str) -> Button {
+        Button {
+            id: id.into(),
+            label: label.into(),
+            action: None,
+        }
+    }
+}
+
+/// The relay's signature over a tap, in the minisign format, and what it
+/// covers besides the server id, the message's button id and the action id
+/// (`docs/approvals.md`): the chat, when the relay received the tap, the
+/// label of the tapped button and the SHA-256 of the exact text of the
+/// message it was on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TapProof {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    pub label: String,
+    pub chat: i64,
+    /// Unix seconds.
+    pub time: u64,
+    /// 64 lowercase hex digits.
+    pub text_sha256: String,
+    /// The minisign signature's text.
+    pub signature: String,
+}
+
+/// The longest signature text a tap may carry (a minisign signature with
+/// its comments is about 300 bytes).
+pub const MAX_SIGNATURE: usize = 1024;
 
 /// What the relay delivers to a server.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,8 +151,15 @@ pub struct Button {
 pub enum Delivery {
     /// A message the person wrote in the chat.
     Message { text: String },
-    /// A tap on a button of a message the server sent.
-    Tap { message: Uuid, button: String },
+    /// A tap on a button of a message the server sent, signed by the relay.
+    Tap {
+        message: Uuid,
+        button: String,
+        proof: TapProof,
+    },
+    /// The server was paired with a chat: the relay's public key for taps
+    /// (minisign, base64), which the Warden pins.
+    Paired { approval_key: String },
 }
 
 /// Every frame after the hello.
@@ -148,8 +194,16 @@ pub enum Body {
     AckMessage { id: Uuid },
     /// Server → relay: a pairing code, please.
     PairingRequest {},
-    /// Relay → server: the code to show, and until when it holds.
-    PairingCode { code: String, expires_at: i64 },
+    /// Relay → server: the code to show, the link that carries it to the
+    /// bot, and until when it holds (milliseconds since the Unix epoch).
+    PairingCode {
+        code: String,
+        link: String,
+        expires_at: i64,
+    },
+    /// Relay → server: no code, since the server is paired already; a new
+    /// pairing starts with `/unpair` in the chat it has.
+    AlreadyPaired {},
     /// Server → relay: the head of the Warden's journal (never its entries).
     JournalHead { seq: u64, hash: String },
     /// Relay → server: a planned shutdown; come back after this long.
@@ -173,6 +227,10 @@ pub enum ContentError {
     DuplicateButton,
     #[error("a journal hash is 64 lowercase hex digits")]
     JournalHash,
+    #[error("an action id is 32 lowercase hex digits")]
+    ActionId,
+    #[error("a tap's proof is malformed")]
+    Proof,
 }
 
 /// Control characters other than line breaks and tabs: never in a chat
@@ -188,6 +246,15 @@ fn check_text(text: &str) -> Result<(), ContentError> {
         return Err(ContentError::Text);
     }
     Ok(())
+}
+
+fn is_lower_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// An action id's shape, as the Warden issues them.
+pub fn valid_action_id(id: &str) -> bool {
+    is_lower_hex(id, 32)
 }
 
 /// A button id's shape.
@@ -213,6 +280,9 @@ fn check_buttons(buttons: &[Button]) -> Result<(), ContentError> {
         if buttons[..i].iter().any(|o| o.id == b.id) {
             return Err(ContentError::DuplicateButton);
         }
+        if b.action.as_deref().is_some_and(|a| !valid_action_id(a)) {
+            return Err(ContentError::ActionId);
+        }
     }
     Ok(())
 }
@@ -224,12 +294,36 @@ impl Delivery {
     pub fn check(&self) -> Result<(), ContentError> {
         match self {
             Delivery::Message { text } => check_text(text),
-            Delivery::Tap { button, .. } => {
-                if valid_button_id(button) {
-                    Ok(())
-                } else {
-                    Err(ContentError::ButtonId)
+            Delivery::Tap { button, proof, .. } => {
+                if !valid_button_id(button) {
+                    return Err(ContentError::ButtonId);
                 }
+                if proof.action.as_deref().is_some_and(|a| !valid_action_id(a)) {
+                    return Err(ContentError::ActionId);
+                }
+                let label = proof.label.chars().count();
+                if label == 0
+                    || label > MAX_LABEL_CHARS
+                    || has_control(&proof.label)
+                    || !is_lower_hex(&proof.text_sha256, 64)
+                    || proof.signature.is_empty()
+                    || proof.signature.len() > MAX_SIGNATURE
+                    || proof.signature.chars().any(|c| c.is_control() && c != '\n')
+                {
+                    return Err(ContentError::Proof);
+                }
+                Ok(())
+            }
+            Delivery::Paired { approval_key } => {
+                if approval_key.is_empty()
+                    || approval_key.len() > 128
+                    || !approval_key
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
+                {
+                    return Err(ContentError::Proof);
+                }
+                Ok(())
             }
         }
     }
@@ -245,8 +339,7 @@ impl Body {
             }
             Body::Deliver { delivery, .. } => delivery.check(),
             Body::JournalHead { hash, .. } => {
-                if hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-                {
+                if is_lower_hex(hash, 64) {
                     Ok(())
                 } else {
                     Err(ContentError::JournalHash)
@@ -267,6 +360,7 @@ impl Body {
             Body::AckMessage { .. } => "ack_message",
             Body::PairingRequest {} => "pairing_request",
             Body::PairingCode { .. } => "pairing_code",
+            Body::AlreadyPaired {} => "already_paired",
             Body::JournalHead { .. } => "journal_head",
             Body::Restarting { .. } => "restarting",
             Body::Error { .. } => "error",
@@ -292,10 +386,7 @@ mod tests {
             text: text.into(),
             buttons,
         };
-        let b = |id: &str, label: &str| Button {
-            id: id.into(),
-            label: label.into(),
-        };
+        let b = Button::new;
         assert_eq!(send("hi", vec![b("ok", "OK")]).check(), Ok(()));
         assert_eq!(send("", vec![]).check(), Err(ContentError::Text));
         assert_eq!(

@@ -57,6 +57,35 @@ pub struct Cli {
     /// PEM private key for --tls-cert.
     #[arg(long, env = "AROMBA_RELAY_TLS_KEY", value_name = "FILE")]
     pub tls_key: Option<PathBuf>,
+    /// How Telegram's updates arrive: `webhook` (Telegram POSTs them to
+    /// AROMBA_PUBLIC_URL) or `polling` (for a relay without public HTTPS).
+    /// The bot token itself comes only from TELEGRAM_BOT_TOKEN.
+    #[arg(long, env = "AROMBA_TELEGRAM_MODE", default_value = "webhook")]
+    pub telegram_mode: String,
+    /// The Bot API's base URL (a local Bot API server, or the demo's fake).
+    #[arg(long, env = "AROMBA_BOT_API_URL", default_value = crate::telegram::TELEGRAM_API)]
+    pub bot_api_url: String,
+    /// The relay's public https:// URL, where Telegram sends the webhook.
+    #[arg(long, env = "AROMBA_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
+    /// The webhook secret Telegram sends with every update: 1–256 of
+    /// letters, digits, `_` and `-` (e.g. `openssl rand -hex 32`).
+    #[arg(long, env = "TELEGRAM_WEBHOOK_SECRET", hide_env_values = true)]
+    pub webhook_secret: Option<String>,
+    /// The secret before a rotation, still accepted for
+    /// --webhook-secret-overlap-secs after the start.
+    #[arg(long, env = "TELEGRAM_WEBHOOK_SECRET_PREVIOUS", hide_env_values = true)]
+    pub webhook_secret_previous: Option<String>,
+    #[arg(
+        long,
+        env = "AROMBA_WEBHOOK_SECRET_OVERLAP_SECS",
+        default_value_t = 3600
+    )]
+    pub webhook_secret_overlap_secs: u64,
+    /// A minisign secret key (unencrypted) to sign taps with; without it
+    /// the relay makes one at its first start and keeps it in the database.
+    #[arg(long, env = "AROMBA_APPROVAL_KEY_FILE", value_name = "FILE")]
+    pub approval_key_file: Option<PathBuf>,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -86,6 +115,16 @@ pub enum ConfigError {
     HalfTls(&'static str),
     #[error("{0} is not set")]
     Missing(&'static str),
+    #[error("AROMBA_TELEGRAM_MODE is {0:?}; it is webhook or polling")]
+    BadMode(String),
+    #[error(transparent)]
+    BadApiUrl(#[from] crate::telegram::client::BadApiUrl),
+    #[error("AROMBA_PUBLIC_URL must be an https:// URL (Telegram sends webhooks over HTTPS only)")]
+    BadPublicUrl,
+    #[error("{0} must be 1 to 256 of letters, digits, `_` and `-`")]
+    BadSecret(&'static str),
+    #[error("{0} is set but TELEGRAM_BOT_TOKEN is not")]
+    NoToken(&'static str),
 }
 
 /// The secret behind the stored hashes. `Debug` hides it.
@@ -200,6 +239,8 @@ pub struct Config {
     pub clock: Arc<dyn Clock>,
     /// Terminate TLS with these files; `None`: plain HTTP behind a proxy.
     pub tls: Option<TlsFiles>,
+    /// The bot; `None`: the relay serves servers but no chat.
+    pub telegram: Option<crate::telegram::TelegramConfig>,
 }
 
 impl Config {
@@ -211,6 +252,7 @@ impl Config {
             limits: Limits::default(),
             clock: Arc::new(SystemClock),
             tls: None,
+            telegram: None,
         }
     }
 }
@@ -221,6 +263,7 @@ impl std::fmt::Debug for Config {
             .field("trusted_proxies", &self.trusted_proxies)
             .field("limits", &self.limits)
             .field("tls", &self.tls)
+            .field("telegram", &self.telegram)
             .finish_non_exhaustive()
     }
 }
@@ -233,8 +276,12 @@ pub struct TlsFiles {
 }
 
 impl Cli {
-    /// Checks the settings that need more than a parse.
-    pub fn checked(&self) -> Result<Config, ConfigError> {
+    /// Checks the settings that need more than a parse. `token` is the bot
+    /// token `main` took from the environment.
+    pub fn checked(
+        &self,
+        token: Option<crate::telegram::token::BotToken>,
+    ) -> Result<Config, ConfigError> {
         if self.database_url.is_none() {
             return Err(ConfigError::Missing("DATABASE_URL (--database-url)"));
         }
@@ -255,8 +302,88 @@ impl Cli {
             (None, Some(_)) => return Err(ConfigError::HalfTls("AROMBA_RELAY_TLS_KEY")),
             (None, None) => None,
         };
+        config.telegram = self.telegram(token)?;
         Ok(config)
     }
+
+    fn telegram(
+        &self,
+        token: Option<crate::telegram::token::BotToken>,
+    ) -> Result<Option<crate::telegram::TelegramConfig>, ConfigError> {
+        use crate::telegram::webhook::{WebhookSecrets, valid_secret};
+        use crate::telegram::{Mode, TelegramConfig, client::parse_api_url};
+        // Compose passes an unset optional setting as an empty one.
+        let set = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+        let (public_url, webhook_secret, previous) = (
+            set(&self.public_url),
+            set(&self.webhook_secret),
+            set(&self.webhook_secret_previous),
+        );
+        let Some(token) = token else {
+            if webhook_secret.is_some() {
+                return Err(ConfigError::NoToken("TELEGRAM_WEBHOOK_SECRET"));
+            }
+            if public_url.is_some() {
+                return Err(ConfigError::NoToken("AROMBA_PUBLIC_URL"));
+            }
+            return Ok(None);
+        };
+        let api_url = parse_api_url(&self.bot_api_url)?;
+        let mode = match self.telegram_mode.as_str() {
+            "webhook" => {
+                let text = public_url
+                    .as_deref()
+                    .ok_or(ConfigError::Missing("AROMBA_PUBLIC_URL (--public-url)"))?;
+                Mode::Webhook {
+                    public_url: parse_public_url(text)?,
+                }
+            }
+            "polling" => Mode::Polling,
+            other => return Err(ConfigError::BadMode(other.to_string())),
+        };
+        // Polling needs no secret, but the route still wants one to compare
+        // against: a random one nobody knows keeps it a 404.
+        let secret = match (&mode, webhook_secret.as_deref()) {
+            (_, Some(s)) if valid_secret(s) => s.to_string(),
+            (_, Some(_)) => return Err(ConfigError::BadSecret("TELEGRAM_WEBHOOK_SECRET")),
+            (Mode::Webhook { .. }, None) => {
+                return Err(ConfigError::Missing(
+                    "TELEGRAM_WEBHOOK_SECRET (--webhook-secret)",
+                ));
+            }
+            (Mode::Polling, None) => crate::telegram::choices::callback_id().repeat(2),
+        };
+        let secrets = match previous.as_deref() {
+            Some(p) if valid_secret(p) => WebhookSecrets::rotating(
+                &secret,
+                p,
+                std::time::Instant::now()
+                    + std::time::Duration::from_secs(self.webhook_secret_overlap_secs),
+            ),
+            Some(_) => {
+                return Err(ConfigError::BadSecret("TELEGRAM_WEBHOOK_SECRET_PREVIOUS"));
+            }
+            None => WebhookSecrets::one(&secret),
+        };
+        let mut telegram = TelegramConfig::new(token, api_url, mode, &secret);
+        telegram.secrets = secrets;
+        telegram.approval_key_file = self.approval_key_file.clone();
+        Ok(Some(telegram))
+    }
+}
+
+/// `AROMBA_PUBLIC_URL`: https, with a host, ending in `/` (so the webhook's
+/// path is joined under it).
+pub fn parse_public_url(text: &str) -> Result<url::Url, ConfigError> {
+    let mut url = url::Url::parse(text).map_err(|_| ConfigError::BadPublicUrl)?;
+    if url.scheme() != "https" || url.host().is_none() || url.cannot_be_a_base() {
+        return Err(ConfigError::BadPublicUrl);
+    }
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    Ok(url)
 }
 
 #[cfg(test)]

@@ -31,3 +31,23 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
     use subtle::ConstantTimeEq;
     a.len() == b.len() && bool::from(a.ct_eq(b))
 }
+
+/// What the relay keeps of a pairing code while it is live.
+pub fn pairing_code_hash(pepper: &Pepper, code: &str) -> [u8; 32] {
+    keyed(pepper, b"aromba pairing code", code.as_bytes())
+}
+
+/// What the relay keeps of a chat it told it is not paired.
+pub fn chat_hash(pepper: &Pepper, chat: i64) -> [u8; 32] {
+    keyed(pepper, b"aromba foreign chat", &chat.to_be_bytes())
+}
+
+/// The key a wrong pairing code counts against: a chat, an account, or
+/// everyone (`kind` keeps them apart).
+pub fn guess_key(pepper: &Pepper, kind: &str, id: &str) -> [u8; 32] {
+    keyed(
+        pepper,
+        b"aromba pairing guesses",
+        format!("{kind}:{id}").as_bytes(),
+    )
+}

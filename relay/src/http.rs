@@ -90,6 +90,10 @@ pub fn router(app: App, tasks: &mut tokio::task::JoinSet<()>) -> Router {
     }
     router
         .route("/v1/connect", get(crate::ws::connect))
+        .route(
+            crate::telegram::webhook::PATH,
+            axum::routing::any(crate::telegram::webhook::receive),
+        )
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY))

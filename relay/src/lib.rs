@@ -20,7 +20,8 @@
 //! WebSocket session), [`hub`] (connections on this replica), [`outbox`]
 //! and [`listener`] (delivery across replicas), [`writer`] (group commit of
 //! enqueues and acknowledgements), [`sweep`] (what is erased
-//! when), [`metrics`], [`http`] (routes), [`db`] (migrations, readiness).
+//! when), [`metrics`], [`http`] (routes), [`db`] (migrations, readiness),
+//! [`telegram`] (the bot: webhook or polling, pairing, chats, signed taps).
 
 #![forbid(unsafe_code)]
 
@@ -34,6 +35,7 @@ pub mod hellos;
 pub mod http;
 pub mod hub;
 pub mod listener;
+pub mod logging;
 pub mod metrics;
 pub mod openapi;
 pub mod outbox;
@@ -41,6 +43,7 @@ pub mod serve;
 pub mod servers;
 pub mod state;
 pub mod sweep;
+pub mod telegram;
 pub mod tls;
 pub mod writer;
 pub mod ws;
@@ -75,6 +78,8 @@ pub enum RelayError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Tls(#[from] tls::TlsError),
+    #[error(transparent)]
+    ApprovalKey(#[from] telegram::signing::KeyError),
 }
 
 pub struct Relay;
@@ -91,9 +96,21 @@ impl Relay {
     ) -> Result<(), RelayError> {
         db::MIGRATOR.run(&db).await?;
         let (restart_tx, restart_rx) = tokio::sync::watch::channel(None);
-        let (app, writers) = App::new(db, config, restart_rx);
+        let telegram = match config.telegram.clone() {
+            Some(t) => Some(telegram::Telegram::prepare(t, &db).await?),
+            None => None,
+        };
+        let (app, writers) = App::new(
+            db,
+            config,
+            restart_rx,
+            telegram.as_ref().map(|(t, _)| t.clone()),
+        );
         let limits = app.config.limits.clone();
         let mut tasks = tokio::task::JoinSet::new();
+        if let Some((t, receivers)) = telegram {
+            telegram::start(app.clone(), t, receivers, &mut tasks);
+        }
         tasks.spawn(sweep::run(app.clone()));
         tasks.spawn(listener::run(app.clone()));
         if let Some(metrics) = listeners.metrics {

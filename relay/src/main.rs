@@ -1,13 +1,45 @@
 //! `aromba-relay`: the thin binary around [`aromba_relay::Relay::serve`].
 
-#![forbid(unsafe_code)]
+// One `unsafe` block in the whole relay: removing the bot token from the
+// environment (`take_bot_token`), before any other thread exists.
+#![deny(unsafe_code)]
 
 use aromba_relay::config::Cli;
+use aromba_relay::telegram::token::BotToken;
 use aromba_relay::{Listeners, Relay};
 use clap::Parser;
 use std::process::ExitCode;
 
+/// Takes `TELEGRAM_BOT_TOKEN` out of the environment: read, checked and
+/// removed here, while the process has one thread, so that no later code,
+/// log line or child sees it. `Ok(None)` when it is not set.
+#[allow(unsafe_code)]
+fn take_bot_token() -> Result<Option<BotToken>, String> {
+    const NAME: &str = aromba_relay::telegram::token::ENV;
+    let value = std::env::var_os(NAME);
+    // SAFETY: called first thing in `main`, before the runtime (or any
+    // other thread) starts, so nothing reads the environment concurrently.
+    unsafe { std::env::remove_var(NAME) };
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let text = value
+        .into_string()
+        .map_err(|_| format!("{NAME} is not UTF-8"))?;
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    BotToken::new(&text).map(Some).map_err(|e| e.to_string())
+}
+
 fn main() -> ExitCode {
+    let token = match take_bot_token() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("aromba-relay: {e}.");
+            return ExitCode::from(2);
+        }
+    };
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
@@ -17,22 +49,21 @@ fn main() -> ExitCode {
     }
     // rustls picks no provider by itself when two are linked.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let config = match cli.checked() {
+    let telegram_configured = token.is_some();
+    let log_token = token.clone();
+    let config = match cli.checked(token) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("aromba-relay: {e}.");
             return ExitCode::from(2);
         }
     };
-    // JSON lines on standard error; standard output stays empty.
-    tracing_subscriber::fmt()
-        .json()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    // JSON lines on standard error, scrubbed of the bot token; standard
+    // output stays empty.
+    aromba_relay::logging::init(log_token);
+    if !telegram_configured {
+        tracing::warn!("TELEGRAM_BOT_TOKEN is not set: the relay serves servers but no chat");
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -145,6 +176,13 @@ fn setting_name(arg: &str) -> String {
         "TRUSTED_PROXIES" => "AROMBA_TRUSTED_PROXIES".into(),
         "TLS_CERT" => "AROMBA_RELAY_TLS_CERT".into(),
         "TLS_KEY" => "AROMBA_RELAY_TLS_KEY".into(),
+        "TELEGRAM_MODE" => "AROMBA_TELEGRAM_MODE".into(),
+        "BOT_API_URL" => "AROMBA_BOT_API_URL".into(),
+        "PUBLIC_URL" => "AROMBA_PUBLIC_URL".into(),
+        "WEBHOOK_SECRET" => "TELEGRAM_WEBHOOK_SECRET".into(),
+        "WEBHOOK_SECRET_PREVIOUS" => "TELEGRAM_WEBHOOK_SECRET_PREVIOUS".into(),
+        "WEBHOOK_SECRET_OVERLAP_SECS" => "AROMBA_WEBHOOK_SECRET_OVERLAP_SECS".into(),
+        "APPROVAL_KEY_FILE" => "AROMBA_APPROVAL_KEY_FILE".into(),
         other => other.to_string(),
     };
     format!("{env} ({flag})")

@@ -19,6 +19,11 @@ pub struct Direction {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Event {
+    pub event: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PoolState {
     pub state: &'static str,
 }
@@ -42,6 +47,7 @@ pub struct Metrics {
     pub delivery_latency: Histogram,
     pub pool: Family<PoolState, Gauge>,
     pub registrations: Family<Reason, Counter>,
+    pub telegram: Family<Event, Counter>,
 }
 
 impl Metrics {
@@ -99,7 +105,14 @@ impl Metrics {
             "Server registrations, by outcome",
             registrations.clone(),
         );
+        let telegram = Family::<Event, Counter>::default();
+        registry.register(
+            "telegram_events",
+            "The Telegram side: updates, taps, pairings, messages, by event",
+            telegram.clone(),
+        );
         Metrics {
+            telegram,
             registry,
             connected,
             frames,
@@ -115,6 +128,15 @@ impl Metrics {
 
     pub fn refuse(&self, reason: &'static str) {
         self.refusals.get_or_create(&Reason { reason }).inc();
+    }
+
+    pub fn telegram(&self, event: &'static str) {
+        self.telegram.get_or_create(&Event { event }).inc();
+    }
+
+    /// How often `event` happened (for tests and the benchmark).
+    pub fn telegram_count(&self, event: &'static str) -> u64 {
+        self.telegram.get_or_create(&Event { event }).get()
     }
 
     pub fn frame(&self, direction: &'static str) {

@@ -27,6 +27,8 @@ pub struct Inner {
     pub shutdown: watch::Receiver<Restart>,
     /// Enqueues and acknowledgements, a commit per batch.
     pub writer: crate::writer::Writer,
+    /// The Telegram side, when the relay talks to a bot.
+    pub telegram: Option<std::sync::Arc<crate::telegram::Telegram>>,
 }
 
 impl std::ops::Deref for App {
@@ -43,6 +45,7 @@ impl App {
         db: PgPool,
         config: Config,
         shutdown: watch::Receiver<Restart>,
+        telegram: Option<std::sync::Arc<crate::telegram::Telegram>>,
     ) -> (App, crate::writer::Tasks) {
         let metrics = Metrics::new();
         let (writer, tasks) = crate::writer::Writer::start(
@@ -60,6 +63,7 @@ impl App {
             hellos: Arc::default(),
             shutdown,
             writer,
+            telegram,
         }));
         (app, tasks)
     }

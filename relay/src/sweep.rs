@@ -52,6 +52,7 @@ pub async fn sweep_once(app: &App) -> Result<Swept, sqlx::Error> {
     sqlx::query!("DELETE FROM duplicate_cases WHERE opened_at <= $1", cutoff)
         .execute(&app.db)
         .await?;
+    forget_telegram(app, now).await?;
     let counts = sqlx::query!(
         "DELETE FROM registration_counts WHERE day < $1",
         now.date_naive()
@@ -68,6 +69,51 @@ pub async fn sweep_once(app: &App) -> Result<Swept, sqlx::Error> {
         chat_messages,
         counts,
     })
+}
+
+/// The Telegram side's bookkeeping: update ids after 24 hours, pairing
+/// codes once expired, guess counts once their window and lock are over,
+/// the relay's questions after 24 hours, and what was delivered to chats
+/// (ids and hashes) once its buttons may no longer be tapped.
+async fn forget_telegram(app: &App, now: chrono::DateTime<chrono::Utc>) -> Result<(), sqlx::Error> {
+    let cutoff = now - Duration::hours(RETENTION_HOURS);
+    sqlx::query!("DELETE FROM telegram_updates WHERE seen_at <= $1", cutoff)
+        .execute(&app.db)
+        .await?;
+    sqlx::query!("DELETE FROM telegram_callbacks WHERE seen_at <= $1", cutoff)
+        .execute(&app.db)
+        .await?;
+    sqlx::query!("DELETE FROM pairing_codes WHERE expires_at <= $1", now)
+        .execute(&app.db)
+        .await?;
+    sqlx::query!(
+        r#"DELETE FROM pairing_guesses
+           WHERE window_start <= $1 AND (locked_until IS NULL OR locked_until <= $2)"#,
+        cutoff,
+        now
+    )
+    .execute(&app.db)
+    .await?;
+    let strangers = now - Duration::days(crate::telegram::FOREIGN_DAYS);
+    sqlx::query!("DELETE FROM foreign_chats WHERE told_at <= $1", strangers)
+        .execute(&app.db)
+        .await?;
+    sqlx::query!("DELETE FROM relay_buttons WHERE created_at <= $1", cutoff)
+        .execute(&app.db)
+        .await?;
+    let buttons_live = app
+        .telegram
+        .as_ref()
+        .map(|t| t.config.limits.buttons_live)
+        .unwrap_or(StdDuration::from_secs(7 * 24 * 3600));
+    let delivered_cutoff = now - Duration::from_std(buttons_live).unwrap_or(Duration::days(7));
+    sqlx::query!(
+        "DELETE FROM chat_messages WHERE sent_at <= $1",
+        delivered_cutoff
+    )
+    .execute(&app.db)
+    .await?;
+    Ok(())
 }
 
 /// Sweeps forever at the configured interval.

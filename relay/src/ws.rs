@@ -473,7 +473,12 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
             .fetch_one(&app.db)
             .await;
             match stored {
-                Ok(r) if r.known || r.stored => Ok(Some(Body::AckMessage { id })),
+                Ok(r) if r.known || r.stored => {
+                    if let Some(telegram) = &app.telegram {
+                        telegram.outgoing.notify_one();
+                    }
+                    Ok(Some(Body::AckMessage { id }))
+                }
                 Ok(_) => Err(Handled::Refused("chat_queue_full")),
                 Err(e) => {
                     tracing::warn!(server = %server, error = %e, "chat outbox insert failed");
@@ -508,8 +513,40 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
                 }
             }
         }
-        // Frames only the relay sends, and pairing, which the Telegram side
-        // answers, are not a server's to send here.
+        Body::PairingRequest {} => pairing_code(app, server).await,
+        // Frames only the relay sends are not a server's to send.
         _ => Err(Handled::Refused("unexpected_frame")),
+    }
+}
+
+/// A pairing code for `server`, with the link that carries it to the bot.
+/// A relay without a bot refuses the request; a bot whose name is not known
+/// yet (Telegram has not answered `getMe`) fails it, and the server asks
+/// again later.
+async fn pairing_code(app: &App, server: Uuid) -> Result<Option<Body>, Handled> {
+    let Some(telegram) = &app.telegram else {
+        return Err(Handled::Refused("no_bot"));
+    };
+    let Some(username) = telegram.username_within(Duration::from_secs(5)).await else {
+        tracing::warn!(server = %server, "pairing code asked before the bot's name is known");
+        return Err(Handled::Failed);
+    };
+    match crate::telegram::pairing::make_code(app, telegram, server).await {
+        Ok(crate::telegram::pairing::Made::AlreadyPaired) => {
+            app.metrics.telegram("pairing_code_refused_paired");
+            Ok(Some(Body::AlreadyPaired {}))
+        }
+        Ok(crate::telegram::pairing::Made::Code(code, expires)) => {
+            app.metrics.telegram("pairing_code_made");
+            Ok(Some(Body::PairingCode {
+                link: crate::telegram::pairing::link(&username, &code),
+                code,
+                expires_at: expires.timestamp_millis(),
+            }))
+        }
+        Err(e) => {
+            tracing::warn!(server = %server, error = %e, "pairing code could not be made");
+            Err(Handled::Failed)
+        }
     }
 }

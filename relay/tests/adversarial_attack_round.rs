@@ -44,6 +44,7 @@ fn send_body(id: Uuid, text: &str) -> Body {
         buttons: vec![Button {
             id: "ok".into(),
             label: "OK".into(),
+            action: None,
         }],
     }
 }
@@ -925,6 +926,7 @@ async fn no_token_text_or_label_reaches_the_relays_logs(db: PgPool) {
                 buttons: vec![Button {
                     id: "b1".into(),
                     label: label.clone(),
+                    action: None,
                 }],
             },
         )
@@ -959,6 +961,7 @@ async fn no_token_text_or_label_reaches_the_relays_logs(db: PgPool) {
                 buttons: vec![Button {
                     id: "bad id".into(),
                     label: "x".into(),
+                    action: None,
                 }],
             },
         )

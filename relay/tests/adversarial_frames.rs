@@ -227,6 +227,7 @@ async fn message_longer_than_telegram_allows_is_refused(db: PgPool) {
                 buttons: vec![Button {
                     id: "ok".into(),
                     label: "OK".into(),
+                    action: None,
                 }],
             },
         )

@@ -77,7 +77,7 @@ async fn a_deadlock_with_servers_deleted_mid_batch_fails_no_other_servers_enqueu
         insert_server(&db, id).await;
     }
     let (_tx, rx) = tokio::sync::watch::channel(None);
-    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx);
+    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx, None);
     // Hold the writer on a first batch, so the next one gathers all three.
     let mut hold = other_connection(&db).await;
     sqlx::query("BEGIN")
@@ -247,7 +247,7 @@ async fn an_enqueue_for_a_locked_server_stalls_no_other_servers_enqueue(db: PgPo
     insert_server(&db, stuck).await;
     insert_server(&db, victim).await;
     let (_tx, rx) = tokio::sync::watch::channel(None);
-    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx);
+    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx, None);
     let mut hold = other_connection(&db).await;
     sqlx::query("BEGIN")
         .execute(&mut hold)
@@ -292,7 +292,7 @@ async fn an_acknowledgement_of_a_row_held_elsewhere_holds_back_no_other_servers(
     insert_server(&db, stuck).await;
     insert_server(&db, other).await;
     let (_tx, rx) = tokio::sync::watch::channel(None);
-    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx);
+    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx, None);
     let held = app.enqueue(stuck, &message("held")).await.expect("enqueue");
     let freed = app
         .enqueue(other, &message("freed"))
@@ -350,6 +350,7 @@ async fn alive(ws: &mut Socket, session: &mut Session) -> bool {
         buttons: vec![Button {
             id: "ok".into(),
             label: "OK".into(),
+            action: None,
         }],
     };
     if session.send(ws, &body).await.is_err() {
@@ -568,7 +569,7 @@ async fn enqueues_racing_the_shutdown_are_answered_not_hung(db: PgPool) {
     let server = Uuid::new_v4();
     insert_server(&db, server).await;
     let (_tx, rx) = tokio::sync::watch::channel(None);
-    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx);
+    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx, None);
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..400 {
         let app = app.clone();
@@ -606,7 +607,7 @@ async fn hostile_unicode_at_the_bounds_is_queued_alone_and_delivered_intact(db: 
     let (server, mut ws, mut session) = connected(&relay).await;
     let (other, _other_ws, _) = connected(&relay).await;
     let (_tx, rx) = tokio::sync::watch::channel(None);
-    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx);
+    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx, None);
     let accepted: Vec<String> = vec![
         "𝕏".repeat(4096),
         "\"".repeat(4096),
@@ -748,7 +749,7 @@ async fn a_database_that_goes_silent_mid_batch_leaves_no_caller_waiting(db: PgPo
         .await
         .expect("pool through the link");
     let (_tx, rx) = tokio::sync::watch::channel(None);
-    let (app, writers) = aromba_relay::App::new(through, config(), rx);
+    let (app, writers) = aromba_relay::App::new(through, config(), rx, None);
     app.enqueue(server, &message("before"))
         .await
         .expect("written while the link answers");

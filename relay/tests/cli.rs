@@ -145,3 +145,91 @@ async fn healthcheck_answers_for_a_ready_relay_and_fails_without_one(db: PgPool)
     one_sentence(&down.stderr);
     running.stop().await;
 }
+
+/// A relay with a bot, with one setting changed or removed.
+fn bot_relay(changes: &[(&str, Option<&str>)]) -> std::process::Output {
+    let mut settings = vec![
+        ("DATABASE_URL", Some("postgres://127.0.0.1:1/none")),
+        (
+            "AROMBA_TOKEN_PEPPER",
+            Some("0123456789abcdef0123456789abcdef"),
+        ),
+        ("TELEGRAM_BOT_TOKEN", Some(support::bot::BOT_TOKEN)),
+        ("AROMBA_PUBLIC_URL", Some("https://relay.example.com")),
+        ("TELEGRAM_WEBHOOK_SECRET", Some("a-good-secret")),
+    ];
+    for (name, value) in changes {
+        settings.retain(|(n, _)| n != name);
+        settings.push((name, *value));
+    }
+    let mut cmd = relay();
+    for (name, value) in settings {
+        if let Some(value) = value {
+            cmd.env(name, value);
+        }
+    }
+    cmd.output().expect("runs")
+}
+
+#[test]
+fn the_telegram_settings_are_checked_and_named() {
+    for (change, want) in [
+        (("AROMBA_PUBLIC_URL", None), "AROMBA_PUBLIC_URL"),
+        (
+            ("AROMBA_PUBLIC_URL", Some("http://relay.example.com")),
+            "AROMBA_PUBLIC_URL must be an https:// URL",
+        ),
+        (("TELEGRAM_WEBHOOK_SECRET", None), "TELEGRAM_WEBHOOK_SECRET"),
+        (
+            ("TELEGRAM_WEBHOOK_SECRET", Some("has spaces in it")),
+            "TELEGRAM_WEBHOOK_SECRET must be 1 to 256",
+        ),
+        (
+            ("AROMBA_TELEGRAM_MODE", Some("carrier-pigeon")),
+            "AROMBA_TELEGRAM_MODE",
+        ),
+        (
+            ("AROMBA_BOT_API_URL", Some("mailto:bot@example.com")),
+            "AROMBA_BOT_API_URL",
+        ),
+    ] {
+        let out = bot_relay(&[change]);
+        assert_eq!(out.status.code(), Some(2), "{change:?}");
+        let text = one_sentence(&out.stderr);
+        assert!(text.contains(want), "{change:?}: {text}");
+    }
+}
+
+#[test]
+fn a_malformed_bot_token_is_refused_without_being_echoed() {
+    let bad = "123456:this-is-not-long-enough";
+    let out = bot_relay(&[("TELEGRAM_BOT_TOKEN", Some(bad))]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = one_sentence(&out.stderr);
+    assert!(
+        text.contains("TELEGRAM_BOT_TOKEN is not a bot token"),
+        "{text}"
+    );
+    assert!(!text.contains("this-is-not-long-enough"), "{text}");
+}
+
+#[test]
+fn a_webhook_secret_without_a_bot_token_is_refused() {
+    let out = bot_relay(&[("TELEGRAM_BOT_TOKEN", None)]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = one_sentence(&out.stderr);
+    assert!(text.contains("TELEGRAM_BOT_TOKEN is not"), "{text}");
+}
+
+#[test]
+fn polling_needs_neither_a_public_url_nor_a_secret() {
+    // It gets as far as the database (which is not there).
+    let out = bot_relay(&[
+        ("AROMBA_TELEGRAM_MODE", Some("polling")),
+        ("AROMBA_PUBLIC_URL", None),
+        ("TELEGRAM_WEBHOOK_SECRET", None),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("database"), "{text}");
+}

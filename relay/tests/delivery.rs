@@ -160,6 +160,7 @@ async fn a_message_from_a_server_is_kept_once_and_acknowledged(db: PgPool) {
         buttons: vec![Button {
             id: "apply".into(),
             label: "Apply".into(),
+            action: None,
         }],
     };
     for _ in 0..2 {
@@ -498,7 +499,7 @@ async fn deliveries_dropped_at_the_bound_are_counted(db: PgPool) {
     let mut c = config();
     c.limits.max_pending = 2;
     let (_tx, rx) = tokio::sync::watch::channel(None);
-    let (app, _writers) = aromba_relay::App::new(db.clone(), c, rx);
+    let (app, _writers) = aromba_relay::App::new(db.clone(), c, rx, None);
     let server = Server::new();
     sqlx::query(
         "INSERT INTO servers (id, token_hash, boot_id, install_source, registered_at)

@@ -26,6 +26,8 @@ fn known_settings() -> BTreeSet<String> {
     for sub in cli.get_subcommands() {
         add(sub);
     }
+    // Read by `main` itself, never a flag.
+    names.insert(aromba_relay::telegram::token::ENV.to_string());
     names
 }
 
@@ -98,6 +100,10 @@ fn compose_sets_only_settings_the_relay_knows() {
         "AROMBA_TRUSTED_PROXIES",
         "AROMBA_RELAY_TLS_CERT",
         "AROMBA_RELAY_TLS_KEY",
+        "TELEGRAM_BOT_TOKEN",
+        "AROMBA_TELEGRAM_MODE",
+        "AROMBA_PUBLIC_URL",
+        "TELEGRAM_WEBHOOK_SECRET",
     ] {
         assert!(
             known.contains(required),

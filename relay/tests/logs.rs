@@ -63,6 +63,7 @@ async fn the_log_holds_no_message_text_and_no_token(db: PgPool) {
                 buttons: vec![Button {
                     id: "PLANTEDBUTTON".into(),
                     label: "PLANTED-LABEL".into(),
+                    action: None,
                 }],
             },
         )

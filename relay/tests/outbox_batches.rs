@@ -143,7 +143,7 @@ async fn concurrent_writers_share_commits_and_lose_nothing(db: PgPool) {
     migrated(&db).await;
     let servers = [registered(&db).await, registered(&db).await];
     let (_tx, rx) = tokio::sync::watch::channel(None);
-    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx);
+    let (app, writers) = aromba_relay::App::new(db.clone(), config(), rx, None);
     let mut tasks = tokio::task::JoinSet::new();
     for w in 0..16 {
         let app = app.clone();
@@ -232,6 +232,14 @@ async fn a_delivery_holding_nul_is_refused_alone_and_the_batch_goes_on(db: PgPoo
         delivery: Delivery::Tap {
             message: Uuid::new_v4(),
             button: "no spaces allowed".into(),
+            proof: aromba_proto::frame::TapProof {
+                action: None,
+                label: "OK".into(),
+                chat: 42,
+                time: 1,
+                text_sha256: "0".repeat(64),
+                signature: "sig".into(),
+            },
         },
         now: chrono::Utc::now(),
     };

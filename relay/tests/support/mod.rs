@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod bot;
+
 use aromba_proto::client::{Endpoint, Session, Socket, dial, handshake};
 use aromba_proto::token::ServerToken;
 use aromba_relay::{Config, Limits, Listeners, Pepper, Relay, RelayError};

@@ -1,0 +1,284 @@
+//! The relay's own buttons: unpairing (asked before it is done) and a
+//! duplicate case (a known server id registered from another boot), which
+//! the paired chat decides. They live in their own table, apart from the
+//! servers' buttons, so a server can never offer one; each works once, and
+//! only in the chat and on the message it was sent with.
+
+use super::Telegram;
+use super::inbound::{HandleError, say_then};
+use super::words;
+use crate::state::App;
+use rand::Rng;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// An opaque callback id: 22 random characters of `[A-Za-z0-9_-]` (132
+/// bits), all Telegram carries back for a button.
+pub fn callback_id() -> String {
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
+    let mut rng = rand::rng();
+    (0..22)
+        .map(|_| char::from(CHARS[rng.random_range(0..CHARS.len())]))
+        .collect()
+}
+
+/// Sends a question with two relay buttons in the background, and records
+/// them once it is sent (a tap in the moment between is answered
+/// "expired"; the question can be asked again).
+fn ask(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    chat: i64,
+    server: Uuid,
+    boot: Option<Uuid>,
+    text: &'static str,
+    options: [(&'static str, &'static str); 2],
+) {
+    let ids = [callback_id(), callback_id()];
+    let keyboard = vec![
+        options
+            .iter()
+            .zip(&ids)
+            .map(|((label, _), id)| (label.to_string(), id.clone()))
+            .collect(),
+    ];
+    let (db, now) = (app.db.clone(), app.config.clock.now());
+    say_then(
+        app,
+        telegram,
+        chat,
+        text,
+        keyboard,
+        move |telegram_id| async move {
+            let Some(telegram_id) = telegram_id else {
+                // Not sent: a duplicate case is asked again next round.
+                if let Some(boot) = boot {
+                    let _ = sqlx::query!(
+                        "UPDATE duplicate_cases SET shown_at = NULL WHERE server_id = $1 AND boot_id = $2",
+                        server,
+                        boot
+                    )
+                    .execute(&db)
+                    .await;
+                }
+                return;
+            };
+            for ((_, choice), id) in options.iter().zip(&ids) {
+                let recorded = sqlx::query!(
+                    r#"INSERT INTO relay_buttons
+                       (callback_id, chat_id, telegram_id, server_id, boot_id, choice, created_at)
+                   VALUES ($1, $2, $3, $4, $5, $6, $7)"#,
+                    id,
+                    chat,
+                    telegram_id,
+                    server,
+                    boot,
+                    choice,
+                    now,
+                )
+                .execute(&db)
+                .await;
+                if let Err(e) = recorded {
+                    tracing::warn!(server = %server, error = %e, "a question's buttons were not recorded");
+                }
+            }
+        },
+    );
+}
+
+/// `/unpair` from the paired chat: asks first.
+pub async fn ask_unpair(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    chat: i64,
+    server: Uuid,
+) -> Result<(), HandleError> {
+    ask(
+        app,
+        telegram,
+        chat,
+        server,
+        None,
+        words::UNPAIR_ASK,
+        [(words::UNPAIR_YES, "unpair"), (words::UNPAIR_NO, "keep")],
+    );
+    Ok(())
+}
+
+/// Shows the paired chat each duplicate case not shown yet.
+pub async fn show_duplicate_cases(
+    app: &App,
+    telegram: &Arc<Telegram>,
+) -> Result<usize, HandleError> {
+    let cases = sqlx::query!(
+        r#"UPDATE duplicate_cases d SET shown_at = $1
+           FROM pairings p
+           WHERE p.server_id = d.server_id AND d.shown_at IS NULL
+             AND (d.server_id, d.boot_id) IN (
+                 SELECT c.server_id, c.boot_id FROM duplicate_cases c
+                 JOIN pairings q ON q.server_id = c.server_id
+                 WHERE c.shown_at IS NULL ORDER BY c.opened_at LIMIT 16)
+           RETURNING d.server_id, d.boot_id, p.chat_id"#,
+        app.config.clock.now(),
+    )
+    .fetch_all(&app.db)
+    .await?;
+    for case in &cases {
+        ask(
+            app,
+            telegram,
+            case.chat_id,
+            case.server_id,
+            Some(case.boot_id),
+            words::DUPLICATE_ASK,
+            [
+                (words::DUPLICATE_REINSTALL, "reinstall"),
+                (words::DUPLICATE_OTHER, "other_machine"),
+            ],
+        );
+        app.metrics.telegram("duplicate_case_shown");
+    }
+    Ok(cases.len())
+}
+
+/// A tap on one of the relay's buttons: acted on and answered here
+/// (`Some(notice)`), or `None` when `data` is no live relay button of this
+/// chat's message (the caller then looks among the servers' buttons).
+pub async fn on_relay_button(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    chat: i64,
+    message_id: i64,
+    data: &str,
+) -> Result<Option<&'static str>, HandleError> {
+    // Taken with its sibling: a question is answered once.
+    let taken = sqlx::query!(
+        r#"WITH hit AS (
+               DELETE FROM relay_buttons
+               WHERE callback_id = $1 AND chat_id = $2 AND telegram_id = $3
+               RETURNING server_id, boot_id, choice),
+           siblings AS (
+               DELETE FROM relay_buttons
+               WHERE chat_id = $2 AND telegram_id = $3 AND callback_id <> $1
+                 AND EXISTS (SELECT 1 FROM hit))
+           SELECT server_id AS "server_id!", boot_id, choice AS "choice!" FROM hit"#,
+        data,
+        chat,
+        message_id,
+    )
+    .fetch_optional(&app.db)
+    .await?;
+    let Some(taken) = taken else {
+        return Ok(None);
+    };
+    let now = app.config.clock.now();
+    let server = taken.server_id;
+    let (reply, notice) = match (taken.choice.as_str(), taken.boot_id) {
+        ("unpair", _) => {
+            let mut tx = app.db.begin().await?;
+            let gone = sqlx::query!(
+                "DELETE FROM pairings WHERE server_id = $1 AND chat_id = $2",
+                server,
+                chat
+            )
+            .execute(&mut *tx)
+            .await?;
+            if gone.rows_affected() == 0 {
+                (words::NOT_PAIRED_UNPAIR, None)
+            } else {
+                // What was delivered to the chat is forgotten: its buttons
+                // must not work again if the chat pairs anew.
+                sqlx::query!("DELETE FROM chat_messages WHERE server_id = $1", server)
+                    .execute(&mut *tx)
+                    .await?;
+                // Unpaired servers go 24 hours after this, unless paired.
+                sqlx::query!(
+                    "UPDATE servers SET paired_at = NULL, registered_at = $2 WHERE id = $1",
+                    server,
+                    now
+                )
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                app.metrics.telegram("unpaired");
+                tracing::info!(server = %server, "unpaired");
+                (words::UNPAIRED, None)
+            }
+        }
+        ("keep", _) => (words::KEPT, None),
+        ("reinstall", Some(boot)) => {
+            if reinstall(app, server, boot, chat).await? {
+                app.metrics.telegram("duplicate_reinstall");
+                tracing::info!(server = %server, "duplicate case: a reinstall");
+                (words::REINSTALL_DONE, None)
+            } else {
+                (words::CHOICE_GONE, Some(words::CHOICE_GONE))
+            }
+        }
+        ("other_machine", Some(boot)) => {
+            let closed = sqlx::query!(
+                r#"DELETE FROM duplicate_cases d USING pairings p
+                   WHERE d.server_id = $1 AND d.boot_id = $2
+                     AND p.server_id = d.server_id AND p.chat_id = $3"#,
+                server,
+                boot,
+                chat
+            )
+            .execute(&app.db)
+            .await?;
+            if closed.rows_affected() == 1 {
+                app.metrics.telegram("duplicate_refused");
+                tracing::info!(server = %server, "duplicate case: another machine");
+                (words::OTHER_DONE, None)
+            } else {
+                (words::CHOICE_GONE, Some(words::CHOICE_GONE))
+            }
+        }
+        _ => (words::CHOICE_GONE, Some(words::CHOICE_GONE)),
+    };
+    // The question becomes its answer, without buttons.
+    super::inbound::edit_in_background(app, telegram, chat, message_id, reply);
+    Ok(Some(notice.unwrap_or(words::TAP_SENT)))
+}
+
+/// The reinstall takes the server's identity: its token and boot become
+/// the case's, every case of the server is closed, and the old
+/// installation's connection is ended (a newer generation replaces it
+/// wherever it is). `false` when the case or the pairing is gone.
+async fn reinstall(app: &App, server: Uuid, boot: Uuid, chat: i64) -> Result<bool, HandleError> {
+    let mut tx = app.db.begin().await?;
+    let case = sqlx::query_scalar!(
+        r#"SELECT d.token_hash FROM duplicate_cases d
+           JOIN pairings p ON p.server_id = d.server_id AND p.chat_id = $3
+           WHERE d.server_id = $1 AND d.boot_id = $2
+           FOR UPDATE OF d FOR SHARE OF p"#,
+        server,
+        boot,
+        chat
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(token_hash) = case else {
+        return Ok(false);
+    };
+    sqlx::query!(
+        "UPDATE servers SET token_hash = $2, boot_id = $3 WHERE id = $1",
+        server,
+        token_hash,
+        boot
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!("DELETE FROM duplicate_cases WHERE server_id = $1", server)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query!(
+        "DELETE FROM relay_buttons WHERE server_id = $1 AND choice IN ('reinstall', 'other_machine')",
+        server
+    )
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    app.writer.next_generation(server).await?;
+    Ok(true)
+}

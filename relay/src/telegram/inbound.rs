@@ -1,0 +1,542 @@
+//! One update from Telegram, whichever way it came (webhook or poll).
+//!
+//! Updates are spread over a few bounded queues by chat, so a chat's
+//! messages stay in order while chats go on side by side. Each update is
+//! first claimed by its `update_id` in PostgreSQL (a second delivery, to
+//! this replica or another, is dropped), then:
+//!
+//! - a message from the paired chat goes to its server; `/start <code>`
+//!   pairs; `/unpair` asks before it unpairs; any other chat gets one reply
+//!   and then silence;
+//! - a tap is forwarded, signed, only when it names a button of a message
+//!   the relay delivered to that very chat, and the message is still there
+//!   (`date != 0`); anything else is answered "expired". Every tap is
+//!   answered exactly once.
+
+use super::Telegram;
+use super::client::CallError;
+use super::words;
+use crate::hashing;
+use crate::state::App;
+use aromba_proto::frame::{Delivery, TapProof};
+use std::sync::Arc;
+use teloxide::types::{CallbackQuery, MaybeInaccessibleMessage, Message, Update, UpdateKind};
+use tokio::sync::mpsc;
+
+/// The queues updates wait in, one per shard.
+pub struct Queue {
+    shards: Vec<mpsc::Sender<Update>>,
+}
+
+/// The other ends, taken by [`spawn_shards`].
+pub struct Receivers(Vec<mpsc::Receiver<Update>>);
+
+impl Queue {
+    pub fn new(shards: usize, per_shard: usize) -> (Queue, Receivers) {
+        let (senders, receivers) = (0..shards.max(1))
+            .map(|_| mpsc::channel(per_shard.max(1)))
+            .unzip();
+        (Queue { shards: senders }, Receivers(receivers))
+    }
+
+    fn shard(&self, update: &Update) -> &mpsc::Sender<Update> {
+        let key = update
+            .chat()
+            .map(|c| c.id.0.unsigned_abs())
+            .or_else(|| update.from().map(|u| u.id.0))
+            .unwrap_or(0);
+        // Chat ids are spread well enough by their low bits.
+        &self.shards[(key % self.shards.len() as u64) as usize]
+    }
+
+    /// Queues without waiting; `false` when the shard is full (the update
+    /// is dropped: the webhook has to answer at once).
+    pub fn offer(&self, update: Update) -> bool {
+        self.shard(&update).try_send(update).is_ok()
+    }
+
+    /// Queues, waiting for room (the poller can wait: Telegram keeps what
+    /// it has not confirmed). `false` once the relay is stopping.
+    pub async fn feed(&self, update: Update) -> bool {
+        self.shard(&update).send(update).await.is_ok()
+    }
+}
+
+/// An update from its JSON, or `None` when it is not one (counted by the
+/// caller; its content goes nowhere).
+pub fn parse(bytes: &[u8]) -> Option<Update> {
+    let update: Update = serde_json::from_slice(bytes).ok()?;
+    if matches!(update.kind, UpdateKind::Error(_)) {
+        return None;
+    }
+    Some(update)
+}
+
+/// One task per shard, each taking its updates in order.
+pub fn spawn_shards(app: App, receivers: Receivers, tasks: &mut tokio::task::JoinSet<()>) {
+    for mut rx in receivers.0 {
+        let app = app.clone();
+        tasks.spawn(async move {
+            while let Some(update) = rx.recv().await {
+                handle(&app, update).await;
+            }
+        });
+    }
+}
+
+/// Handles one update, at most once across replicas.
+pub async fn handle(app: &App, update: Update) {
+    let Some(telegram) = app.telegram.clone() else {
+        return;
+    };
+    let id = i64::from(update.id.0);
+    let bot = telegram.config.token.bot_id_number();
+    // Claimed, and the chat's server looked up, in one round trip.
+    let chat = update.chat().map(|c| c.id.0);
+    let permit = telegram.claims.acquire().await;
+    let claimed = sqlx::query!(
+        r#"WITH claimed AS (
+               INSERT INTO telegram_updates (bot_id, update_id, seen_at) VALUES ($1, $2, $3)
+               ON CONFLICT (bot_id, update_id) DO NOTHING RETURNING 1 AS one)
+           SELECT EXISTS (SELECT 1 FROM claimed) AS "claimed!",
+                  (SELECT server_id FROM pairings WHERE chat_id = $4) AS server"#,
+        bot,
+        id,
+        app.config.clock.now(),
+        chat,
+    )
+    .fetch_one(&app.db)
+    .await;
+    drop(permit);
+    let server = match claimed {
+        Ok(row) if row.claimed => row.server,
+        Ok(_) => {
+            app.metrics.telegram("update_duplicate");
+            return;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "update could not be claimed; dropped");
+            app.metrics.telegram("update_failed");
+            return;
+        }
+    };
+    let outcome = match update.kind {
+        UpdateKind::Message(message) => on_message(app, &telegram, &message, server).await,
+        UpdateKind::CallbackQuery(query) => on_tap(app, &telegram, &query).await,
+        UpdateKind::MyChatMember(_) => {
+            app.metrics.telegram("member_change");
+            Ok(())
+        }
+        _ => {
+            app.metrics.telegram("update_ignored");
+            Ok(())
+        }
+    };
+    if let Err(e) = outcome {
+        tracing::warn!(error = %e, "update failed");
+        app.metrics.telegram("update_failed");
+        // Released, so that a poller that gets it again can try again.
+        let _ = sqlx::query!(
+            "DELETE FROM telegram_updates WHERE bot_id = $1 AND update_id = $2",
+            bot,
+            id
+        )
+        .execute(&app.db)
+        .await;
+    }
+}
+
+/// Why an update could not be handled (never its content).
+#[derive(Debug, thiserror::Error)]
+pub enum HandleError {
+    #[error("the database refused: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("the outbox refused: {0}")]
+    Outbox(#[from] crate::writer::WriterError),
+    #[error("{0}")]
+    Sign(#[from] super::signing::KeyError),
+}
+
+/// The server a chat is paired with.
+pub async fn paired_server(app: &App, chat: i64) -> Result<Option<uuid::Uuid>, sqlx::Error> {
+    sqlx::query_scalar!("SELECT server_id FROM pairings WHERE chat_id = $1", chat)
+        .fetch_optional(&app.db)
+        .await
+}
+
+/// A message; `server` is the one its chat is paired with.
+async fn on_message(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    message: &Message,
+    server: Option<uuid::Uuid>,
+) -> Result<(), HandleError> {
+    let chat = message.chat.id.0;
+    let text = message.text();
+    let command = text.and_then(command_of);
+    match (command, server) {
+        (Some(("/start", Some(code))), _) => {
+            if !message.chat.is_private() {
+                return foreign(app, telegram, chat, Some(words::PRIVATE_ONLY)).await;
+            }
+            let account = message.from.as_ref().map(|u| u.id.0).unwrap_or(0);
+            super::pairing::consume(app, telegram, chat, account, code).await
+        }
+        (Some(("/start", None)), Some(_)) => {
+            say(app, telegram, chat, words::START_WHEN_PAIRED);
+            Ok(())
+        }
+        (Some(("/unpair", _)), Some(server)) => {
+            super::choices::ask_unpair(app, telegram, chat, server).await
+        }
+        (_, None) => foreign(app, telegram, chat, None).await,
+        (_, Some(server)) => {
+            let Some(text) = text else {
+                app.metrics.telegram("message_not_text");
+                say(app, telegram, chat, words::TEXT_ONLY);
+                return Ok(());
+            };
+            let delivery = Delivery::Message {
+                text: text.to_string(),
+            };
+            if delivery.check().is_err() {
+                app.metrics.telegram("message_refused");
+                return Ok(());
+            }
+            app.enqueue(server, &delivery).await?;
+            app.metrics.telegram("message_forwarded");
+            Ok(())
+        }
+    }
+}
+
+/// `/start CODE` → `("/start", Some("CODE"))`; a command addressed to a
+/// bot (`/start@name`) counts as the command.
+fn command_of(text: &str) -> Option<(&str, Option<&str>)> {
+    let text = text.trim();
+    if !text.starts_with('/') {
+        return None;
+    }
+    let (head, rest) = match text.split_once(char::is_whitespace) {
+        Some((h, r)) => (h, Some(r.trim()).filter(|r| !r.is_empty())),
+        None => (text, None),
+    };
+    let name = head.split('@').next().unwrap_or(head);
+    match name {
+        "/start" => Some(("/start", rest)),
+        "/unpair" => Some(("/unpair", rest)),
+        _ => None,
+    }
+}
+
+/// A chat that is not paired: one reply, then silence (remembered by a
+/// keyed hash of the chat id, never the id).
+async fn foreign(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    chat: i64,
+    reply: Option<&'static str>,
+) -> Result<(), HandleError> {
+    let hash = hashing::chat_hash(&app.config.pepper, chat);
+    let first = sqlx::query_scalar!(
+        r#"INSERT INTO foreign_chats (chat_hash, told_at) VALUES ($1, $2)
+           ON CONFLICT (chat_hash) DO NOTHING RETURNING told_at"#,
+        &hash[..],
+        app.config.clock.now(),
+    )
+    .fetch_optional(&app.db)
+    .await?;
+    if first.is_some() {
+        app.metrics.telegram("foreign_chat_told");
+        say(app, telegram, chat, reply.unwrap_or(words::FOREIGN));
+    } else {
+        app.metrics.telegram("foreign_chat_silent");
+    }
+    Ok(())
+}
+
+/// Sends one of the relay's own texts in the background: the shard goes
+/// on at once, and the chat's turn is taken now, so replies to one chat
+/// keep their order. A reply is dropped (and counted) when its chat's turn
+/// is more than [`super::AHEAD`] away or [`super::MAX_REPLIES`] are in
+/// flight. A failure is logged (scrubbed) and counted, retried only past
+/// one 429.
+pub fn say(app: &App, telegram: &Arc<Telegram>, chat: i64, text: &'static str) {
+    say_then(app, telegram, chat, text, Vec::new(), |_| async {});
+}
+
+/// [`say`] with buttons; `then` is given the message's id once it is sent,
+/// or `None` when it was dropped or failed.
+pub fn say_then<F, Fut>(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    chat: i64,
+    text: &'static str,
+    keyboard: super::client::Keyboard,
+    then: F,
+) where
+    F: FnOnce(Option<i64>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let permit = telegram.replies.clone().try_acquire_owned().ok();
+    let turn = permit
+        .as_ref()
+        .and_then(|_| telegram.pace.reserve_within(chat, 1, super::AHEAD))
+        .and_then(|turns| turns.first().copied());
+    let (Some(permit), Some(turn)) = (permit, turn) else {
+        app.metrics.telegram("relay_message_dropped");
+        tokio::spawn(then(None));
+        return;
+    };
+    let (app, telegram) = (app.clone(), telegram.clone());
+    tokio::spawn(async move {
+        let _permit = permit;
+        tokio::time::sleep_until(turn).await;
+        telegram.pace.overall().await;
+        let mut sent = None;
+        for attempt in 0..2 {
+            if attempt > 0 {
+                telegram.pace.wait(chat).await;
+            }
+            match telegram.client.send(chat, text, &keyboard).await {
+                Ok(id) => {
+                    sent = Some(id);
+                    break;
+                }
+                Err(CallError::RetryAfter(wait)) => {
+                    app.metrics.telegram("bot_api_429");
+                    telegram.pace.pause(wait);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "a reply could not be sent");
+                    break;
+                }
+            }
+        }
+        app.metrics.telegram(if sent.is_some() {
+            "relay_message_sent"
+        } else {
+            "relay_message_failed"
+        });
+        then(sent).await;
+    });
+}
+
+/// Edits one of the relay's own messages in the background (a question
+/// becoming its answer), paced like a reply.
+pub fn edit_in_background(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    chat: i64,
+    message_id: i64,
+    text: &'static str,
+) {
+    let Ok(permit) = telegram.replies.clone().try_acquire_owned() else {
+        app.metrics.telegram("relay_message_dropped");
+        return;
+    };
+    let (app, telegram) = (app.clone(), telegram.clone());
+    tokio::spawn(async move {
+        let _permit = permit;
+        telegram.pace.wait(chat).await;
+        match telegram
+            .client
+            .edit(chat, message_id, text, &Vec::new())
+            .await
+        {
+            Ok(()) => {}
+            Err(CallError::RetryAfter(wait)) => {
+                telegram.pace.pause(wait);
+                app.metrics.telegram("relay_message_failed");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "a question could not be closed");
+                app.metrics.telegram("relay_message_failed");
+            }
+        }
+    });
+}
+
+/// The chat and message a tap came from, when the message is still there.
+fn tapped_message(query: &CallbackQuery) -> Option<(i64, i64)> {
+    match query.message.as_ref()? {
+        MaybeInaccessibleMessage::Regular(m) => Some((m.chat.id.0, i64::from(m.id.0))),
+        MaybeInaccessibleMessage::Inaccessible(_) => None,
+    }
+}
+
+async fn on_tap(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    query: &CallbackQuery,
+) -> Result<(), HandleError> {
+    let bot = telegram.config.token.bot_id_number();
+    // A query id is answered once, whatever update carries it again.
+    let first = sqlx::query_scalar!(
+        r#"INSERT INTO telegram_callbacks (bot_id, query_id, seen_at) VALUES ($1, $2, $3)
+           ON CONFLICT (bot_id, query_id) DO NOTHING RETURNING query_id"#,
+        bot,
+        query.id.0,
+        app.config.clock.now(),
+    )
+    .fetch_optional(&app.db)
+    .await;
+    let outcome = match first {
+        Ok(Some(_)) => forward_tap(app, telegram, query).await,
+        Ok(None) => {
+            app.metrics.telegram("tap_repeated");
+            return Ok(());
+        }
+        Err(e) => Err(e.into()),
+    };
+    // Answered even when forwarding failed: the person's spinner must stop.
+    let notice = match &outcome {
+        Ok(notice) => *notice,
+        Err(_) => Some(words::EXPIRED),
+    };
+    answer_in_background(app, telegram, query.id.0.clone(), notice);
+    if outcome.is_err() {
+        // Released with the update, so that a poll bringing it again is
+        // handled again.
+        let _ = sqlx::query!(
+            "DELETE FROM telegram_callbacks WHERE bot_id = $1 AND query_id = $2",
+            bot,
+            query.id.0
+        )
+        .execute(&app.db)
+        .await;
+    }
+    outcome.map(drop)
+}
+
+/// Forwards the tap if it is good; returns the answer's notice.
+async fn forward_tap(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    query: &CallbackQuery,
+) -> Result<Option<&'static str>, HandleError> {
+    let (Some((chat, message_id)), Some(data)) = (tapped_message(query), query.data.as_deref())
+    else {
+        app.metrics.telegram("tap_expired");
+        return Ok(Some(words::EXPIRED));
+    };
+    if let Some(answer) =
+        super::choices::on_relay_button(app, telegram, chat, message_id, data).await?
+    {
+        return Ok(Some(answer));
+    }
+    let button = sqlx::query!(
+        r#"SELECT b.server_id, b.message, b.button, b.label, b.action, m.text_sha256
+           FROM chat_buttons b
+           JOIN chat_messages m ON m.server_id = b.server_id AND m.message = b.message
+           JOIN pairings p ON p.server_id = b.server_id AND p.chat_id = m.chat_id
+           WHERE b.callback_id = $1 AND m.chat_id = $2 AND m.telegram_id = $3
+             AND m.sent_at > $4"#,
+        data,
+        chat,
+        message_id,
+        app.config.clock.now()
+            - chrono::Duration::from_std(telegram.config.limits.buttons_live)
+                .unwrap_or(chrono::Duration::days(7)),
+    )
+    .fetch_optional(&app.db)
+    .await?;
+    let Some(button) = button else {
+        app.metrics.telegram("tap_expired");
+        return Ok(Some(words::EXPIRED));
+    };
+    let time = u64::try_from(app.config.clock.now().timestamp()).unwrap_or(0);
+    let text_sha256 = super::signing::hex(&button.text_sha256);
+    let covered = super::signing::Covered {
+        server: button.server_id,
+        action: button.action.as_deref().unwrap_or(""),
+        text_sha256: &text_sha256,
+        button: &button.button,
+        label: &button.label,
+        chat,
+        time,
+    };
+    let signature = telegram.key.sign(&covered)?;
+    let delivery = Delivery::Tap {
+        message: button.message,
+        button: button.button.clone(),
+        proof: TapProof {
+            action: button.action.clone(),
+            label: button.label.clone(),
+            chat,
+            time,
+            text_sha256,
+            signature,
+        },
+    };
+    app.enqueue(button.server_id, &delivery).await?;
+    app.metrics.telegram("tap_forwarded");
+    Ok(None)
+}
+
+/// `answerCallbackQuery`, once, in the background (the shard goes on): a
+/// failure that may pass is tried once more, a refusal (the query is too
+/// old) is left.
+fn answer_in_background(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    query: String,
+    text: Option<&'static str>,
+) {
+    let Ok(permit) = telegram.answers.clone().try_acquire_owned() else {
+        app.metrics.telegram("tap_answer_dropped");
+        return;
+    };
+    let (app, telegram) = (app.clone(), telegram.clone());
+    tokio::spawn(async move {
+        let _permit = permit;
+        for _ in 0..2 {
+            match telegram.client.answer(&query, text).await {
+                Ok(()) => {
+                    app.metrics.telegram("tap_answered");
+                    return;
+                }
+                Err(CallError::RetryAfter(wait)) => tokio::time::sleep(wait).await,
+                Err(CallError::Refused(_)) => break,
+                Err(CallError::Failed(e)) => {
+                    tracing::warn!(error = %e, "a tap's answer failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+            }
+        }
+        app.metrics.telegram("tap_answer_failed");
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_start_and_unpair_commands_with_and_without_a_payload() {
+        assert_eq!(
+            command_of("/start ABC234"),
+            Some(("/start", Some("ABC234")))
+        );
+        assert_eq!(
+            command_of("/start@aromba_bot  ABC234 "),
+            Some(("/start", Some("ABC234")))
+        );
+        assert_eq!(command_of("/start"), Some(("/start", None)));
+        assert_eq!(command_of("/unpair"), Some(("/unpair", None)));
+        assert_eq!(command_of("/disk"), None);
+        assert_eq!(command_of("start ABC"), None);
+    }
+
+    #[test]
+    fn what_is_not_an_update_is_refused() {
+        assert!(parse(b"{}").is_none());
+        assert!(parse(b"not json").is_none());
+        assert!(parse(br#"{"update_id": 5, "message": {"nonsense": true}}"#).is_none());
+        let ok = parse(
+            br#"{"update_id": 5, "message": {"message_id": 1, "date": 1700000000,
+            "chat": {"id": 42, "type": "private", "first_name": "P"}, "text": "hi"}}"#,
+        );
+        assert!(ok.is_some());
+    }
+}

@@ -1,0 +1,361 @@
+//! The sender: servers' messages and edits, from `chat_outbox` to their
+//! chats, within Telegram's limits.
+//!
+//! One replica sends at a time (it holds a PostgreSQL advisory lock), so
+//! the limits of one bot hold however many replicas run. Each round takes
+//! the oldest waiting message of each server whose chat may be written to
+//! now, sends them side by side, records what was delivered (the chat,
+//! Telegram's message id, the SHA-256 of the text, the buttons under fresh
+//! opaque ids) and deletes the body in the same transaction. A message
+//! Telegram refuses (a chat that blocked the bot) is dropped and counted; a
+//! 429 pauses everything for its `retry_after`; a failure leaves the
+//! message for the next round.
+
+use super::Telegram;
+use super::choices::callback_id;
+use super::client::{CallError, Keyboard};
+use super::signing::text_sha256;
+use super::split::{MAX_UNITS, split};
+use crate::state::App;
+use aromba_proto::frame::{Body, Button};
+use std::sync::Arc;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// The advisory lock the sending replica holds.
+pub const SENDER_LOCK: i64 = 0x4152_4f4d_4241_0002;
+/// Messages sent side by side in one round.
+const ROUND: i64 = 256;
+const AT_ONCE: usize = 16;
+
+/// Runs the sender whenever this replica holds the lock.
+pub async fn run(app: App) {
+    let Some(telegram) = app.telegram.clone() else {
+        return;
+    };
+    loop {
+        let Some(mut lock) = super::poller::take_lock(&app.db, SENDER_LOCK).await else {
+            tokio::time::sleep(telegram.config.limits.lock_retry).await;
+            continue;
+        };
+        tracing::info!("this replica sends to Telegram");
+        loop {
+            if !super::poller::still_held(&mut lock).await {
+                tracing::warn!("the sender's lock was lost");
+                break;
+            }
+            if let Err(e) = super::choices::show_duplicate_cases(&app, &telegram).await {
+                tracing::warn!(error = %e, "duplicate cases could not be shown");
+            }
+            let sent = match round(&app, &telegram).await {
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::warn!(error = %e, "a send round failed");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    0
+                }
+            };
+            if sent == 0 {
+                let _ = tokio::time::timeout(
+                    telegram.config.limits.send_every,
+                    telegram.outgoing.notified(),
+                )
+                .await;
+            }
+        }
+    }
+}
+
+/// What became of one message.
+enum Outcome {
+    Delivered,
+    /// Dropped for good, with the reason counted.
+    Dropped(&'static str),
+    /// Left for a later round.
+    Later,
+}
+
+/// One round; returns how many messages left the outbox.
+pub async fn round(app: &App, telegram: &Arc<Telegram>) -> Result<usize, sqlx::Error> {
+    let heads = sqlx::query!(
+        r#"SELECT server_id AS "server_id!", id AS "id!", body AS "body!", chat_id AS "chat_id!"
+           FROM (SELECT DISTINCT ON (o.server_id) o.server_id, o.id, o.body, o.seq, p.chat_id
+                 FROM chat_outbox o JOIN pairings p ON p.server_id = o.server_id
+                 ORDER BY o.server_id, o.seq) heads
+           ORDER BY seq LIMIT $1"#,
+        ROUND,
+    )
+    .fetch_all(&app.db)
+    .await?;
+    let mut work = tokio::task::JoinSet::new();
+    let gate = Arc::new(tokio::sync::Semaphore::new(AT_ONCE));
+    for head in heads {
+        if !telegram.pace.ready(head.chat_id) {
+            continue;
+        }
+        let (app, telegram, gate) = (app.clone(), telegram.clone(), gate.clone());
+        work.spawn(async move {
+            let _permit = gate.acquire_owned().await;
+            let outcome = deliver(
+                &app,
+                &telegram,
+                head.server_id,
+                head.id,
+                head.body,
+                head.chat_id,
+            )
+            .await;
+            (head.server_id, head.id, outcome)
+        });
+    }
+    let mut done = 0;
+    while let Some(joined) = work.join_next().await {
+        let Ok((server, id, outcome)) = joined else {
+            continue;
+        };
+        match outcome {
+            Ok(Outcome::Delivered) => {
+                done += 1;
+                app.metrics.telegram("message_delivered");
+            }
+            Ok(Outcome::Dropped(reason)) => {
+                done += 1;
+                app.metrics.telegram(reason);
+                tracing::info!(server = %server, reason, "a message for the chat was dropped");
+                sqlx::query!(
+                    "DELETE FROM chat_outbox WHERE server_id = $1 AND id = $2",
+                    server,
+                    id
+                )
+                .execute(&app.db)
+                .await?;
+            }
+            Ok(Outcome::Later) => {}
+            Err(e) => {
+                tracing::warn!(server = %server, error = %e, "a delivery could not be recorded")
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// The buttons' rows (two to a row) under fresh callback ids.
+fn keyboard(buttons: &[Button]) -> (Keyboard, Vec<String>) {
+    let ids: Vec<String> = buttons.iter().map(|_| callback_id()).collect();
+    let rows = buttons
+        .iter()
+        .zip(&ids)
+        .map(|(b, id)| (b.label.clone(), id.clone()))
+        .collect::<Vec<_>>()
+        .chunks(2)
+        .map(<[_]>::to_vec)
+        .collect();
+    (rows, ids)
+}
+
+/// The outcome of a Bot API call, for a message.
+fn judged(e: CallError, telegram: &Telegram) -> Outcome {
+    match e {
+        CallError::RetryAfter(wait) => {
+            telegram.pace.pause(wait);
+            Outcome::Later
+        }
+        CallError::Refused(_) => Outcome::Dropped("message_refused_by_telegram"),
+        CallError::Failed(e) => {
+            tracing::warn!(error = %e, "a message could not be sent; it waits");
+            Outcome::Later
+        }
+    }
+}
+
+async fn deliver(
+    app: &App,
+    telegram: &Telegram,
+    server: Uuid,
+    id: Uuid,
+    body: serde_json::Value,
+    chat: i64,
+) -> Result<Outcome, sqlx::Error> {
+    let Ok(body) = serde_json::from_value::<Body>(body) else {
+        return Ok(Outcome::Dropped("message_unreadable"));
+    };
+    match body {
+        Body::Send { text, buttons, .. } => {
+            send(app, telegram, server, id, chat, &text, &buttons).await
+        }
+        Body::Edit {
+            message,
+            text,
+            buttons,
+            ..
+        } => edit(app, telegram, server, id, chat, message, &text, &buttons).await,
+        _ => Ok(Outcome::Dropped("message_unreadable")),
+    }
+}
+
+async fn send(
+    app: &App,
+    telegram: &Telegram,
+    server: Uuid,
+    id: Uuid,
+    chat: i64,
+    text: &str,
+    buttons: &[Button],
+) -> Result<Outcome, sqlx::Error> {
+    let parts = split(text, MAX_UNITS);
+    // Every part's turn taken at once, or none: the relay's replies cannot
+    // come in between, and a chat far behind does not hold the round.
+    let Some(turns) = telegram
+        .pace
+        .reserve_within(chat, parts.len(), super::AHEAD)
+    else {
+        return Ok(Outcome::Later);
+    };
+    let (keyboard, ids) = keyboard(buttons);
+    let mut last = None;
+    for (i, (part, turn)) in parts.iter().zip(turns).enumerate() {
+        let is_last = i + 1 == parts.len();
+        tokio::time::sleep_until(turn).await;
+        telegram.pace.overall().await;
+        let markup = if is_last {
+            keyboard.clone()
+        } else {
+            Vec::new()
+        };
+        match telegram.client.send(chat, part, &markup).await {
+            Ok(message_id) => last = Some(message_id),
+            Err(e) => return Ok(judged(e, telegram)),
+        }
+    }
+    let (Some(telegram_id), Some(shown)) = (last, parts.last()) else {
+        return Ok(Outcome::Dropped("message_unreadable"));
+    };
+    let now = app.config.clock.now();
+    let mut tx = app.db.begin().await?;
+    // Recorded only while the server is still paired with that chat: a
+    // message that left as the chat unpaired gets no buttons that work.
+    let recorded = sqlx::query!(
+        r#"INSERT INTO chat_messages (server_id, message, chat_id, telegram_id, text_sha256, sent_at)
+           SELECT $1, $2, $3, $4, $5, $6
+           WHERE EXISTS (SELECT 1 FROM pairings WHERE server_id = $1 AND chat_id = $3)
+           ON CONFLICT (server_id, message) DO UPDATE
+           SET chat_id = $3, telegram_id = $4, text_sha256 = $5, sent_at = $6"#,
+        server,
+        id,
+        chat,
+        telegram_id,
+        &text_sha256(shown)[..],
+        now,
+    )
+    .execute(&mut *tx)
+    .await?;
+    if recorded.rows_affected() == 1 {
+        record_buttons(&mut tx, server, id, buttons, &ids).await?;
+    }
+    sqlx::query!(
+        "DELETE FROM chat_outbox WHERE server_id = $1 AND id = $2",
+        server,
+        id
+    )
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Outcome::Delivered)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn edit(
+    app: &App,
+    telegram: &Telegram,
+    server: Uuid,
+    id: Uuid,
+    chat: i64,
+    message: Uuid,
+    text: &str,
+    buttons: &[Button],
+) -> Result<Outcome, sqlx::Error> {
+    // Only a message this server sent, to the chat it talks to now.
+    let target = sqlx::query!(
+        "SELECT chat_id, telegram_id FROM chat_messages WHERE server_id = $1 AND message = $2",
+        server,
+        message
+    )
+    .fetch_optional(&app.db)
+    .await?;
+    let Some(target) = target else {
+        return Ok(Outcome::Dropped("edit_of_unknown_message"));
+    };
+    if target.chat_id != chat {
+        return Ok(Outcome::Dropped("edit_of_another_chats_message"));
+    }
+    if split(text, MAX_UNITS).len() > 1 {
+        return Ok(Outcome::Dropped("edit_too_long"));
+    }
+    let (keyboard, ids) = keyboard(buttons);
+    telegram.pace.wait(chat).await;
+    match telegram
+        .client
+        .edit(chat, target.telegram_id, text, &keyboard)
+        .await
+    {
+        Ok(()) => {}
+        // The same text and buttons again: nothing to change, but the
+        // buttons' ids are new and must be recorded.
+        Err(CallError::Refused(d)) if d.contains("not modified") => {}
+        Err(e) => return Ok(judged(e, telegram)),
+    }
+    let mut tx = app.db.begin().await?;
+    sqlx::query!(
+        r#"UPDATE chat_messages SET text_sha256 = $3, sent_at = $4
+           WHERE server_id = $1 AND message = $2"#,
+        server,
+        message,
+        &text_sha256(text)[..],
+        app.config.clock.now(),
+    )
+    .execute(&mut *tx)
+    .await?;
+    record_buttons(&mut tx, server, message, buttons, &ids).await?;
+    sqlx::query!(
+        "DELETE FROM chat_outbox WHERE server_id = $1 AND id = $2",
+        server,
+        id
+    )
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Outcome::Delivered)
+}
+
+/// Replaces a message's buttons with these (an edit's old buttons stop
+/// working).
+async fn record_buttons(
+    tx: &mut sqlx::PgConnection,
+    server: Uuid,
+    message: Uuid,
+    buttons: &[Button],
+    ids: &[String],
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "DELETE FROM chat_buttons WHERE server_id = $1 AND message = $2",
+        server,
+        message
+    )
+    .execute(&mut *tx)
+    .await?;
+    for (b, callback) in buttons.iter().zip(ids) {
+        sqlx::query!(
+            r#"INSERT INTO chat_buttons (callback_id, server_id, message, button, label, action)
+               VALUES ($1, $2, $3, $4, $5, $6)"#,
+            callback,
+            server,
+            message,
+            b.id,
+            b.label,
+            b.action,
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,301 @@
+//! Pairing: a server asks for a code over its WebSocket; the person opens
+//! `https://t.me/<bot>?start=<code>`, which sends `/start <code>` from
+//! their private chat; the relay consumes the code and pairs that chat with
+//! the server.
+//!
+//! A code is six characters from an alphabet without look-alikes, random,
+//! single use, good for fifteen minutes, bound to one server (a new request
+//! replaces the old code), and kept only as a keyed hash the relay can
+//! look up. It is consumed atomically: of two chats sending it at once, one
+//! pairs. One Telegram account looks after one server. Wrong codes are
+//! counted per chat, per account and in all: past a handful a chat or
+//! account is locked out for an hour, and past the overall budget every
+//! guess waits for the next window.
+
+use super::Telegram;
+use super::inbound::{HandleError, say};
+use super::words;
+use crate::hashing;
+use crate::state::App;
+use aromba_proto::frame::Delivery;
+use rand::Rng;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// The characters a code is made of: no 0/O, 1/I/L, 5/S or 2/Z to confuse.
+pub const ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRTUVWXY346789";
+pub const CODE_LEN: usize = 6;
+
+/// A fresh random code.
+pub fn new_code() -> String {
+    let mut rng = rand::rng();
+    (0..CODE_LEN)
+        .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
+        .collect()
+}
+
+/// Whether `text` could be a code (checked before any lookup).
+pub fn looks_like_code(text: &str) -> bool {
+    text.len() == CODE_LEN && text.bytes().all(|b| ALPHABET.contains(&b))
+}
+
+/// What a server's request for a code gets.
+pub enum Made {
+    Code(String, chrono::DateTime<chrono::Utc>),
+    /// The server is paired: a code would let it move itself to another
+    /// chat without its person's consent. `/unpair` in its chat first.
+    AlreadyPaired,
+}
+
+/// Makes `server`'s pairing code (replacing any earlier one) and returns it
+/// with its expiry; a paired server gets none.
+pub async fn make_code(app: &App, telegram: &Telegram, server: Uuid) -> Result<Made, sqlx::Error> {
+    let paired = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM pairings WHERE server_id = $1"#,
+        server
+    )
+    .fetch_one(&app.db)
+    .await?;
+    if paired > 0 {
+        return Ok(Made::AlreadyPaired);
+    }
+    let ttl = chrono::Duration::from_std(telegram.config.limits.code_ttl)
+        .unwrap_or(chrono::Duration::minutes(15));
+    let expires = app.config.clock.now() + ttl;
+    // A clash with another server's live code is possible (one in ~387
+    // million per pair): try another code.
+    let mut last = None;
+    for _ in 0..4 {
+        let code = new_code();
+        let hash = hashing::pairing_code_hash(&app.config.pepper, &code);
+        let made = sqlx::query!(
+            r#"INSERT INTO pairing_codes (code_hash, server_id, expires_at) VALUES ($1, $2, $3)
+               ON CONFLICT (server_id) DO UPDATE SET code_hash = $1, expires_at = $3"#,
+            &hash[..],
+            server,
+            expires,
+        )
+        .execute(&app.db)
+        .await;
+        match made {
+            Ok(_) => return Ok(Made::Code(code, expires)),
+            Err(e) if is_unique_violation(&e) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or(sqlx::Error::RowNotFound))
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
+}
+
+/// The deep link that carries `code` to the bot.
+pub fn link(username: &str, code: &str) -> String {
+    format!("https://t.me/{username}?start={code}")
+}
+
+/// The guess budgets a wrong code counts against.
+fn guess_keys(app: &App, chat: i64, account: u64) -> [[u8; 32]; 2] {
+    [
+        hashing::guess_key(&app.config.pepper, "chat", &chat.to_string()),
+        hashing::guess_key(&app.config.pepper, "account", &account.to_string()),
+    ]
+}
+
+fn overall_key(app: &App) -> [u8; 32] {
+    hashing::guess_key(&app.config.pepper, "overall", "")
+}
+
+/// `/start <code>` from `chat` (a private chat, so also the account).
+pub async fn consume(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    chat: i64,
+    account: u64,
+    code: &str,
+) -> Result<(), HandleError> {
+    let limits = &telegram.config.limits;
+    let now = app.config.clock.now();
+    let keys = guess_keys(app, chat, account);
+    let overall = overall_key(app);
+    let locked = sqlx::query_scalar!(
+        r#"SELECT key_hash FROM pairing_guesses
+           WHERE key_hash = ANY($1) AND locked_until > $2"#,
+        &[&keys[0][..], &keys[1][..], &overall[..]] as &[&[u8]],
+        now,
+    )
+    .fetch_all(&app.db)
+    .await?;
+    if locked.iter().any(|k| k.as_slice() == overall) {
+        app.metrics.telegram("pairing_busy");
+        say(app, telegram, chat, words::BUSY);
+        return Ok(());
+    }
+    if !locked.is_empty() {
+        // Told once, when the lock began; silence after.
+        app.metrics.telegram("pairing_locked_out");
+        return Ok(());
+    }
+    if super::inbound::paired_server(app, chat).await?.is_some() {
+        app.metrics.telegram("pairing_second_server");
+        say(app, telegram, chat, words::ALREADY_PAIRED);
+        return Ok(());
+    }
+    let code = code.to_ascii_uppercase();
+    let server = if looks_like_code(&code) {
+        take_code(app, chat, &code).await?
+    } else {
+        None
+    };
+    let Some(server) = server else {
+        app.metrics.telegram("pairing_wrong_code");
+        let window = chrono::Duration::from_std(limits.guess_window).unwrap_or_default();
+        let lockout = chrono::Duration::from_std(limits.lockout).unwrap_or_default();
+        let locked_now =
+            count_failure(app, &keys, limits.guesses_per_window, window, now + lockout).await?;
+        count_failure(
+            app,
+            &[overall],
+            limits.guesses_overall,
+            window,
+            now + window,
+        )
+        .await?;
+        let reply = if locked_now {
+            words::LOCKED_OUT
+        } else {
+            words::WRONG_CODE
+        };
+        say(app, telegram, chat, reply);
+        return Ok(());
+    };
+    app.metrics.telegram("paired");
+    tracing::info!(server = %server, "paired");
+    app.enqueue(
+        server,
+        &Delivery::Paired {
+            approval_key: telegram.key.public_base64().to_string(),
+        },
+    )
+    .await?;
+    say(app, telegram, chat, words::PAIRED);
+    Ok(())
+}
+
+/// Consumes a live code and pairs its server with `chat`, in one
+/// transaction; `None` when no live code has this hash (or the chat was
+/// paired by a racing code meanwhile).
+async fn take_code(app: &App, chat: i64, code: &str) -> Result<Option<Uuid>, sqlx::Error> {
+    let now = app.config.clock.now();
+    let hash = hashing::pairing_code_hash(&app.config.pepper, code);
+    let mut tx = app.db.begin().await?;
+    let server = sqlx::query_scalar!(
+        "DELETE FROM pairing_codes WHERE code_hash = $1 AND expires_at > $2 RETURNING server_id",
+        &hash[..],
+        now,
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(server) = server else {
+        return Ok(None);
+    };
+    // One chat, one server, and a paired server stays with its chat: a
+    // racing pairing of this chat, or a server paired meanwhile, wins, and
+    // this code stays unused (the transaction rolls back). A server moves
+    // to another chat only after `/unpair` in the chat it has.
+    let paired = sqlx::query!(
+        r#"INSERT INTO pairings (server_id, chat_id, paired_at) VALUES ($1, $2, $3)"#,
+        server,
+        chat,
+        now,
+    )
+    .execute(&mut *tx)
+    .await;
+    match paired {
+        Ok(_) => {}
+        Err(e) if is_unique_violation(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    sqlx::query!(
+        r#"WITH s AS (UPDATE servers SET paired_at = $2 WHERE id = $1 RETURNING install_source)
+           INSERT INTO daily_counts (day, install_source, pairings)
+           SELECT $3, install_source, 1 FROM s
+           ON CONFLICT (day, install_source)
+           DO UPDATE SET pairings = daily_counts.pairings + 1"#,
+        server,
+        now,
+        now.date_naive(),
+    )
+    .execute(&mut *tx)
+    .await?;
+    // Nothing delivered before this pairing can be tapped in it.
+    sqlx::query!("DELETE FROM chat_messages WHERE server_id = $1", server)
+        .execute(&mut *tx)
+        .await?;
+    // A chat that is paired is no longer a stranger.
+    let chat_hash = hashing::chat_hash(&app.config.pepper, chat);
+    sqlx::query!(
+        "DELETE FROM foreign_chats WHERE chat_hash = $1",
+        &chat_hash[..]
+    )
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Some(server))
+}
+
+/// Counts a wrong code against each key; a key past `limit` in its window
+/// is locked until `lock_until`. Returns whether a lock began now.
+async fn count_failure(
+    app: &App,
+    keys: &[[u8; 32]],
+    limit: i32,
+    window: chrono::Duration,
+    lock_until: chrono::DateTime<chrono::Utc>,
+) -> Result<bool, sqlx::Error> {
+    let now = app.config.clock.now();
+    let keys: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+    let began = sqlx::query_scalar!(
+        r#"INSERT INTO pairing_guesses (key_hash, window_start, failures, locked_until)
+           SELECT k, $2, 1, CASE WHEN 1 >= $4::int THEN $5::timestamptz END FROM unnest($1::bytea[]) AS k
+           ON CONFLICT (key_hash) DO UPDATE SET
+               window_start = CASE WHEN pairing_guesses.window_start <= $3
+                                   THEN $2 ELSE pairing_guesses.window_start END,
+               failures = CASE WHEN pairing_guesses.window_start <= $3
+                               THEN 1 ELSE pairing_guesses.failures + 1 END,
+               locked_until = CASE
+                   WHEN (CASE WHEN pairing_guesses.window_start <= $3
+                              THEN 1 ELSE pairing_guesses.failures + 1 END) >= $4::int
+                   THEN $5::timestamptz ELSE pairing_guesses.locked_until END
+           RETURNING COALESCE(pairing_guesses.locked_until = $5::timestamptz, false) AS "began!""#,
+        &keys as &[&[u8]],
+        now,
+        now - window,
+        limit,
+        lock_until,
+    )
+    .fetch_all(&app.db)
+    .await?;
+    Ok(began.into_iter().any(|b| b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_code_is_six_unambiguous_characters() {
+        for _ in 0..1_000 {
+            let code = new_code();
+            assert!(looks_like_code(&code), "{code}");
+            assert!(!code.contains(['0', 'O', '1', 'I', 'L', '5', 'S', '2', 'Z']));
+        }
+        assert!(!looks_like_code("ABC23"));
+        assert!(!looks_like_code("ABCDE0"));
+        assert_eq!(
+            link("aromba_bot", "ABCDEF"),
+            "https://t.me/aromba_bot?start=ABCDEF"
+        );
+    }
+}

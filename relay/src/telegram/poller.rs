@@ -1,0 +1,92 @@
+//! Long polling (`AROMBA_TELEGRAM_MODE=polling`), for a self-hoster without
+//! public HTTPS: one replica at a time (the one holding a PostgreSQL
+//! advisory lock) asks `getUpdates` and feeds what comes into the same
+//! queues as the webhook. The offset moves past an update once it is
+//! queued; an update that reaches two replicas (the lock changed hands) is
+//! still handled once, by its `update_id`.
+
+use crate::state::App;
+use sqlx::{Connection, PgConnection, PgPool};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The advisory lock the polling replica holds.
+pub const POLLER_LOCK: i64 = 0x4152_4f4d_4241_0001;
+
+/// A session-level advisory lock on a connection of its own (taken out of
+/// the pool: closing it is what releases the lock if this replica dies).
+pub async fn take_lock(db: &PgPool, key: i64) -> Option<PgConnection> {
+    let mut conn = db.acquire().await.ok()?.detach();
+    let taken: bool = sqlx::query_scalar!(r#"SELECT pg_try_advisory_lock($1) AS "taken!""#, key)
+        .fetch_one(&mut conn)
+        .await
+        .ok()?;
+    if taken {
+        Some(conn)
+    } else {
+        let _ = conn.close().await;
+        None
+    }
+}
+
+/// Whether the lock's connection is still there (and so the lock).
+pub async fn still_held(conn: &mut PgConnection) -> bool {
+    tokio::time::timeout(Duration::from_secs(5), conn.ping())
+        .await
+        .is_ok_and(|r| r.is_ok())
+}
+
+pub async fn run(app: App) {
+    let Some(telegram) = app.telegram.clone() else {
+        return;
+    };
+    loop {
+        let Some(mut lock) = take_lock(&app.db, POLLER_LOCK).await else {
+            tokio::time::sleep(telegram.config.limits.lock_retry).await;
+            continue;
+        };
+        tracing::info!("this replica polls Telegram");
+        // getUpdates is refused while a webhook is set.
+        super::until_done("deleteWebhook", || telegram.client.delete_webhook()).await;
+        poll(&app, &telegram, &mut lock).await;
+        tracing::warn!("the poller's lock was lost");
+    }
+}
+
+/// Polls while the lock holds.
+async fn poll(app: &App, telegram: &Arc<super::Telegram>, lock: &mut PgConnection) {
+    let mut offset: i32 = 0;
+    let mut wait = Duration::from_millis(250);
+    while still_held(lock).await {
+        match telegram
+            .client
+            .get_updates(offset, telegram.config.limits.poll_wait)
+            .await
+        {
+            Ok(updates) => {
+                wait = Duration::from_millis(250);
+                for update in updates {
+                    app.metrics.telegram("update_received");
+                    let next = i32::try_from(update.id.0)
+                        .unwrap_or(i32::MAX)
+                        .saturating_add(1);
+                    offset = offset.max(next);
+                    if matches!(update.kind, teloxide::types::UpdateKind::Error(_)) {
+                        app.metrics.telegram("update_malformed");
+                        continue;
+                    }
+                    if !telegram.inbound.feed(update).await {
+                        return;
+                    }
+                }
+            }
+            Err(super::client::CallError::RetryAfter(d)) => tokio::time::sleep(d).await,
+            Err(e) => {
+                tracing::warn!(error = %e, "getUpdates failed");
+                app.metrics.telegram("poll_failed");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(30));
+            }
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! What the relay itself says in a chat. Plain text (no parse mode), as
+//! everything the relay sends.
+
+pub const FOREIGN: &str = "This bot talks only to the server it is paired with, and this chat is not paired with one. To pair your server, run `sudo aromba pair` on it and open the link it prints.";
+
+pub const PAIRED: &str = "Paired. This chat now looks after your server; it will say hello in a moment. Send /help to see what it can do.";
+
+pub const WRONG_CODE: &str = "That pairing code is not valid, or it has expired (a code holds fifteen minutes and works once). Run `sudo aromba pair` on your server for a new link.";
+
+pub const LOCKED_OUT: &str =
+    "Too many wrong pairing codes from this chat. Pairing is paused here for an hour.";
+
+pub const BUSY: &str = "Too many pairing attempts right now. Please try again in a few minutes.";
+
+pub const ALREADY_PAIRED: &str = "This Telegram account already looks after a server, and one account looks after one server. To pair a different server, send /unpair here first, then open the new link again.";
+
+pub const PRIVATE_ONLY: &str = "A server pairs in a private chat with the bot, not in a group.";
+
+pub const START_WHEN_PAIRED: &str =
+    "This chat is paired with your server. Send /help to see what it can do.";
+
+pub const TEXT_ONLY: &str = "Your server reads text messages only.";
+
+pub const EXPIRED: &str = "This button has expired.";
+
+pub const TAP_SENT: &str = "Sent to your server.";
+
+pub const UNPAIR_ASK: &str = "Unpair this chat from your server? The server stops talking to this chat, and it can be paired again (with `sudo aromba pair`) within 24 hours; after that it must register again.";
+
+pub const UNPAIR_YES: &str = "Unpair";
+pub const UNPAIR_NO: &str = "Keep";
+
+pub const UNPAIRED: &str = "Unpaired. This chat no longer looks after a server.";
+pub const KEPT: &str = "Nothing changed: this chat still looks after your server.";
+
+pub const NOT_PAIRED_UNPAIR: &str = "This chat is not paired with a server.";
+
+pub const DUPLICATE_ASK: &str = "Another machine just registered with your server's identity (the same server id, a different boot). If you reinstalled Aromba or restored this server from a backup, it is the same server. Otherwise, refuse it: it will not be able to act as your server.";
+
+pub const DUPLICATE_REINSTALL: &str = "This is a reinstall of my server";
+pub const DUPLICATE_OTHER: &str = "This is another machine";
+
+pub const REINSTALL_DONE: &str = "Done: the reinstalled server now speaks for your server, and the old installation's connection has ended.";
+pub const OTHER_DONE: &str = "Refused: that machine cannot act as your server. If it is yours, install Aromba on it afresh to give it its own identity.";
+pub const CHOICE_GONE: &str = "This question has already been answered, or it expired.";

@@ -1,0 +1,237 @@
+//! The relay with its Telegram side, against the strict fake Bot API: the
+//! person is played through the fake, the server through the real
+//! protocol client.
+
+use super::{Server, TestRelay, config, connect, start_on};
+use aromba_botfake::Fake;
+use aromba_proto::client::{Session, Socket};
+use aromba_proto::frame::{Body, Delivery};
+use aromba_relay::Config;
+use aromba_relay::telegram::pace::PaceLimits;
+use aromba_relay::telegram::token::BotToken;
+use aromba_relay::telegram::{Mode, TelegramConfig, TelegramLimits};
+use sqlx::PgPool;
+use std::time::Duration;
+
+/// A test bot token (the fake's): clearly not a secret.
+pub const BOT_TOKEN: &str = "123456789:TEST-token-not-a-secret-0123456789abcdef";
+pub const BOT_NAME: &str = "aromba_test_bot";
+pub const WEBHOOK_SECRET: &str = "test-webhook-secret-not-a-secret";
+
+/// A relay with a bot, and the fake Telegram it talks to.
+pub struct Bot {
+    pub relay: TestRelay,
+    pub fake: Fake,
+    pub fake_addr: std::net::SocketAddr,
+    pub db: PgPool,
+}
+
+/// Telegram limits small enough for tests.
+pub fn test_limits() -> TelegramLimits {
+    TelegramLimits {
+        pace: PaceLimits {
+            per_chat: Duration::from_millis(20),
+            overall: Duration::from_millis(1),
+        },
+        poll_wait: Duration::from_secs(1),
+        send_every: Duration::from_millis(50),
+        lock_retry: Duration::from_millis(100),
+        ..TelegramLimits::default()
+    }
+}
+
+pub async fn fake() -> (Fake, std::net::SocketAddr) {
+    fake_of(BOT_TOKEN).await
+}
+
+/// The fake Bot API of the bot with this token.
+pub async fn fake_of(token: &str) -> (Fake, std::net::SocketAddr) {
+    let fake = Fake::new(token, BOT_NAME);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = fake.clone().serve(listener).expect("the fake serves");
+    (fake, addr)
+}
+
+/// The Telegram settings for a relay on `api` talking to the fake.
+pub fn telegram_config(
+    fake_addr: std::net::SocketAddr,
+    api: std::net::SocketAddr,
+    polling: bool,
+) -> TelegramConfig {
+    let mode = if polling {
+        Mode::Polling
+    } else {
+        Mode::Webhook {
+            public_url: url::Url::parse(&format!("http://{api}/")).expect("url"),
+        }
+    };
+    let mut telegram = TelegramConfig::new(
+        BotToken::new(BOT_TOKEN).expect("a token"),
+        url::Url::parse(&format!("http://{fake_addr}")).expect("url"),
+        mode,
+        WEBHOOK_SECRET,
+    );
+    telegram.limits = test_limits();
+    telegram
+}
+
+/// Starts the fake and a relay with a bot (webhook mode, or polling).
+pub async fn start_bot(db: PgPool, polling: bool) -> Bot {
+    start_bot_with(db, polling, config()).await
+}
+
+pub async fn start_bot_with(db: PgPool, polling: bool, mut config: Config) -> Bot {
+    let (fake, fake_addr) = fake().await;
+    let api = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = api.local_addr().expect("addr");
+    if config.telegram.is_none() {
+        config.telegram = Some(telegram_config(fake_addr, addr, polling));
+    }
+    let relay = start_on(db.clone(), config, api).await;
+    Bot {
+        relay,
+        fake,
+        fake_addr,
+        db,
+    }
+}
+
+/// Waits (up to 20 s) until `check` gives something.
+pub async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    for _ in 0..1_000 {
+        if let Some(v) = check() {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("gave up waiting for {what}");
+}
+
+/// The next frame, within 20 s.
+pub async fn next_frame(ws: &mut Socket, session: &mut Session) -> Body {
+    tokio::time::timeout(Duration::from_secs(60), session.recv(ws))
+        .await
+        .expect("a frame within 60 s")
+        .expect("a frame")
+}
+
+/// The next delivery, acknowledged.
+pub async fn next_delivery(ws: &mut Socket, session: &mut Session) -> Delivery {
+    loop {
+        if let Body::Deliver { id, delivery } = next_frame(ws, session).await {
+            session
+                .send(ws, &Body::AckDelivery { id })
+                .await
+                .expect("ack");
+            return delivery;
+        }
+    }
+}
+
+/// Nothing is delivered within `wait`.
+pub async fn no_delivery(ws: &mut Socket, session: &mut Session, wait: Duration) {
+    if let Ok(Ok(body)) = tokio::time::timeout(wait, session.recv(ws)).await {
+        assert!(
+            !matches!(body, Body::Deliver { .. }),
+            "nothing may be delivered, got {body:?}"
+        );
+    }
+}
+
+/// A pairing code for a connected server: `(code, link)`.
+pub async fn ask_code(ws: &mut Socket, session: &mut Session) -> (String, String) {
+    session
+        .send(ws, &Body::PairingRequest {})
+        .await
+        .expect("request");
+    loop {
+        if let Body::PairingCode { code, link, .. } = next_frame(ws, session).await {
+            return (code, link);
+        }
+    }
+}
+
+/// A server registered, connected and paired with private chat `chat`;
+/// returns it with its connection and the relay's approval key.
+pub async fn paired(bot: &Bot, chat: i64) -> (Server, Socket, Session, String) {
+    let server = Server::new();
+    let (status, _) = super::post_json(&bot.relay, &server.registration()).await;
+    assert_eq!(status, 201);
+    let (mut ws, mut session) = connect(&bot.relay, &server).await;
+    let (code, _) = ask_code(&mut ws, &mut session).await;
+    bot.fake.user_message(chat, &format!("/start {code}"));
+    let key = match next_delivery(&mut ws, &mut session).await {
+        Delivery::Paired { approval_key } => approval_key,
+        other => panic!("expected the pairing, got {other:?}"),
+    };
+    (server, ws, session, key)
+}
+
+impl Bot {
+    /// Waits (up to 20 s) until the relay has recorded every button of a
+    /// message the fake shows: the relay records them once Telegram has
+    /// answered, so a tap sent the instant the message appears could come
+    /// first (and be expired, rightly).
+    pub async fn wait_recorded(&self, message: &aromba_botfake::state::Sent) {
+        let ids: Vec<String> = message
+            .buttons
+            .iter()
+            .flatten()
+            .map(|(_, data)| data.clone())
+            .collect();
+        for _ in 0..1_000 {
+            let recorded: i64 = sqlx::query_scalar(
+                "SELECT (SELECT count(*) FROM chat_buttons WHERE callback_id = ANY($1))
+                      + (SELECT count(*) FROM relay_buttons WHERE callback_id = ANY($1))",
+            )
+            .bind(&ids)
+            .fetch_one(&self.db)
+            .await
+            .expect("the relay's database");
+            if recorded == ids.len() as i64 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("the relay never recorded the buttons of a message it sent");
+    }
+
+    /// The `n`th message the bot sent to `chat`, once it is there and its
+    /// buttons are recorded.
+    pub async fn shown(&self, chat: i64, n: usize) -> aromba_botfake::state::Sent {
+        let message = eventually("the message in the chat", || {
+            self.fake.sent_to(chat).into_iter().nth(n)
+        })
+        .await;
+        self.wait_recorded(&message).await;
+        message
+    }
+
+    /// A Telegram event's count, from the relay's metrics.
+    pub async fn metric(&self, event: &str) -> u64 {
+        let text = self.relay.metrics_text().await;
+        let prefix = format!("aromba_relay_telegram_events_total{{event=\"{event}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Waits (up to 20 s) until the event's count is `n`.
+    pub async fn wait_metric(&self, event: &str, n: u64) {
+        for _ in 0..1_000 {
+            if self.metric(event).await == n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!(
+            "{event} never reached {n} (it is {})",
+            self.metric(event).await
+        );
+    }
+}
