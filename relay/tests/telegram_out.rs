@@ -115,7 +115,8 @@ async fn a_text_too_long_for_telegram_is_split_on_lines_with_the_buttons_on_the_
 ) {
     let bot = start_bot(db, false).await;
     let (_server, mut ws, mut session, _) = paired(&bot, 8002).await;
-    // 4,000 characters, but 7,600 UTF-16 units: Telegram would refuse it.
+    // 4,000 characters, but 7,960 UTF-16 units: more than the relay puts in
+    // one message, whichever way Telegram counts.
     let line = format!("{}\n", "😀".repeat(199));
     let text = line.repeat(20);
     send(&mut ws, &mut session, &text, vec![Button::new("ok", "OK")]).await;

@@ -1,11 +1,13 @@
 //! Splitting a text Telegram would refuse as one message.
 //!
-//! Telegram counts a message's length in UTF-16 code units (an emoji
-//! outside the basic plane counts twice), at most 4,096. A longer text is
-//! cut on line boundaries; a single line longer than a message is cut
-//! between characters.
+//! Telegram takes at most 4,096 characters. Whether it counts Unicode
+//! scalars or UTF-16 code units has been reported both ways (a measurement
+//! against the real Bot API found scalars); the relay counts UTF-16 units,
+//! which is never more than Telegram takes either way, so a part is never
+//! refused for its length. A longer text is cut on line boundaries; a
+//! single line longer than a message is cut between characters.
 
-/// Telegram's limit on one message, in UTF-16 code units.
+/// The most UTF-16 code units the relay puts in one message.
 pub const MAX_UNITS: usize = 4096;
 
 fn units(text: &str) -> usize {
