@@ -157,13 +157,6 @@ pub enum HandleError {
     Sign(#[from] super::signing::KeyError),
 }
 
-/// The server a chat is paired with.
-pub async fn paired_server(app: &App, chat: i64) -> Result<Option<uuid::Uuid>, sqlx::Error> {
-    sqlx::query_scalar!("SELECT server_id FROM pairings WHERE chat_id = $1", chat)
-        .fetch_optional(&app.db)
-        .await
-}
-
 /// A message; `server` is the one its chat is paired with.
 async fn on_message(
     app: &App,
@@ -180,7 +173,7 @@ async fn on_message(
                 return foreign(app, telegram, chat, Some(words::PRIVATE_ONLY)).await;
             }
             let account = message.from.as_ref().map(|u| u.id.0).unwrap_or(0);
-            super::pairing::consume(app, telegram, chat, account, code).await
+            super::pairing::consume(app, telegram, chat, account, code, server.is_some()).await
         }
         (Some(("/start", None)), Some(_)) => {
             say(app, telegram, chat, words::START_WHEN_PAIRED);

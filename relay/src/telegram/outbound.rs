@@ -122,13 +122,8 @@ pub async fn round(app: &App, telegram: &Arc<Telegram>) -> Result<usize, sqlx::E
                 done += 1;
                 app.metrics.telegram(reason);
                 tracing::info!(server = %server, reason, "a message for the chat was dropped");
-                sqlx::query!(
-                    "DELETE FROM chat_outbox WHERE server_id = $1 AND id = $2",
-                    server,
-                    id
-                )
-                .execute(&app.db)
-                .await?;
+                let mut conn = app.db.acquire().await?;
+                forget_body(&mut conn, server, id).await?;
             }
             Ok(Outcome::Later) => {}
             Err(e) => {
@@ -252,13 +247,7 @@ async fn send(
     if recorded.rows_affected() == 1 {
         record_buttons(&mut tx, server, id, buttons, &ids).await?;
     }
-    sqlx::query!(
-        "DELETE FROM chat_outbox WHERE server_id = $1 AND id = $2",
-        server,
-        id
-    )
-    .execute(&mut *tx)
-    .await?;
+    forget_body(&mut tx, server, id).await?;
     tx.commit().await?;
     Ok(Outcome::Delivered)
 }
@@ -316,15 +305,26 @@ async fn edit(
     .execute(&mut *tx)
     .await?;
     record_buttons(&mut tx, server, message, buttons, &ids).await?;
+    forget_body(&mut tx, server, id).await?;
+    tx.commit().await?;
+    Ok(Outcome::Delivered)
+}
+
+/// Deletes a message's body from the outbox: it was delivered, or it never
+/// will be.
+async fn forget_body(
+    conn: &mut sqlx::PgConnection,
+    server: Uuid,
+    id: Uuid,
+) -> Result<(), sqlx::Error> {
     sqlx::query!(
         "DELETE FROM chat_outbox WHERE server_id = $1 AND id = $2",
         server,
         id
     )
-    .execute(&mut *tx)
+    .execute(&mut *conn)
     .await?;
-    tx.commit().await?;
-    Ok(Outcome::Delivered)
+    Ok(())
 }
 
 /// Replaces a message's buttons with these (an edit's old buttons stop

@@ -107,13 +107,15 @@ fn overall_key(app: &App) -> [u8; 32] {
     hashing::guess_key(&app.config.pepper, "overall", "")
 }
 
-/// `/start <code>` from `chat` (a private chat, so also the account).
+/// `/start <code>` from `chat` (a private chat, so also the account);
+/// `chat_paired` as the update's claim found it.
 pub async fn consume(
     app: &App,
     telegram: &Arc<Telegram>,
     chat: i64,
     account: u64,
     code: &str,
+    chat_paired: bool,
 ) -> Result<(), HandleError> {
     let limits = &telegram.config.limits;
     let now = app.config.clock.now();
@@ -137,7 +139,7 @@ pub async fn consume(
         app.metrics.telegram("pairing_locked_out");
         return Ok(());
     }
-    if super::inbound::paired_server(app, chat).await?.is_some() {
+    if chat_paired {
         app.metrics.telegram("pairing_second_server");
         say(app, telegram, chat, words::ALREADY_PAIRED);
         return Ok(());
