@@ -4,6 +4,13 @@
 
 #![forbid(unsafe_code)]
 
+mod config;
+mod daemon;
+mod health;
+mod net;
+mod pair;
+mod paths;
+mod register;
 mod warden_client;
 
 use aromba_warden_proto::{Request, Response, printable, socket_paths};
@@ -23,6 +30,41 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// The Worker's daemon (run as the aromba user, by systemd): holds the
+    /// relay connection, answers the chat, watches health, keeps the
+    /// schedule. Stops on SIGTERM.
+    Run {
+        /// As for `ask`; the Worker's files are then under DIR/worker and
+        /// DIR/home.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+        /// Started as root (a container's entry point, the tests): become
+        /// USER before anything else, and for good. Without it, root is
+        /// refused: the Worker never runs with rights.
+        #[arg(long, value_name = "USER")]
+        user: Option<String>,
+    },
+    /// Pair this server with your Telegram chat (run as root): registers
+    /// it with the relay when needed, asks for a PIN when none is set,
+    /// prints a link and a QR code, and waits for the chat.
+    Pair {
+        /// The relay, for a server not set up yet.
+        #[arg(long, value_name = "URL")]
+        relay: Option<String>,
+        /// A CA certificate (PEM) to verify the relay's certificate with,
+        /// instead of the public roots.
+        #[arg(long, value_name = "FILE")]
+        ca_file: Option<PathBuf>,
+        /// The Worker's account, owner of relay.toml.
+        #[arg(long, value_name = "USER", default_value = "aromba")]
+        worker_user: String,
+        /// How Aromba was installed, for the relay's daily counts.
+        #[arg(long, value_name = "SOURCE", default_value = "script")]
+        install_source: String,
+        /// As for `ask`.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
     /// Ask the Warden for a read from its policy and print the redacted
     /// result (run as the aromba user). Refusals print the reason and exit 1.
     Ask {
@@ -132,6 +174,20 @@ enum ChoreVerb {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Run { root, user } => run(root, user),
+        Command::Pair {
+            relay,
+            ca_file,
+            worker_user,
+            install_source,
+            root,
+        } => pair_verb(pair::PairOptions {
+            root,
+            relay,
+            ca_file,
+            worker_user,
+            install_source,
+        }),
         Command::Ask { root, command } => ask(root, command),
         Command::Status { root } => status(root),
         Command::Panic { root } => ladder_verb(root, Request::Panic, "panic"),
@@ -163,6 +219,48 @@ fn main() -> ExitCode {
             Err(code) => code,
         },
         Command::ProdMode { state, root } => prod_mode(root, state),
+    }
+}
+
+fn run(root: Option<PathBuf>, user: Option<String>) -> ExitCode {
+    if let Err(e) = daemon::become_user(user.as_deref()) {
+        eprintln!("aromba: {e}");
+        return ExitCode::from(1);
+    }
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("AROMBA_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_ansi(false)
+        .init();
+    match daemon::run(paths::Paths::new(root.as_deref())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("aromba: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn pair_verb(options: pair::PairOptions) -> ExitCode {
+    let read = |prompt: &str| read_secret_line(prompt).ok();
+    match pair::pair(&options, read) {
+        Ok(pair::Paired::Now) => {
+            println!("Paired. Your chat now reaches this server: send /help there.");
+            ExitCode::SUCCESS
+        }
+        Ok(pair::Paired::Already) => {
+            println!(
+                "This server is paired with a chat already. To pair it with another one, send /unpair in the chat it has, then run `aromba pair` again."
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("aromba: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 
@@ -302,7 +400,7 @@ fn chore_run_like(root: Option<PathBuf>, request: &Request, verb: &str) -> ExitC
 /// Sends a root verb to the control socket; one clear sentence on failure.
 fn control(root: Option<PathBuf>, request: &Request, verb: &str) -> Result<Response, ExitCode> {
     let (_, socket) = socket_paths(root.as_deref());
-    match warden_client::ask(&socket, request) {
+    match warden_client::ask_blocking(&socket, request) {
         Ok(Response::Error { message }) => {
             eprintln!("aromba: the Warden refused {verb}: {message}");
             Err(ExitCode::from(1))
@@ -379,7 +477,7 @@ fn ask(root: Option<PathBuf>, mut command: Vec<String>) -> ExitCode {
     let (socket, _) = socket_paths(root.as_deref());
     let cmd = command.remove(0);
     let request = Request::Read { cmd, args: command };
-    let response = match warden_client::ask(&socket, &request) {
+    let response = match warden_client::ask_blocking(&socket, &request) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("aromba: {e}");

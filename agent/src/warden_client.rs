@@ -1,21 +1,26 @@
-//! Talks to the Warden over its Worker socket: one request, one response.
+//! Talks to the Warden over a socket: one request, one response, on tokio.
+//! The command-line verbs use [`ask_blocking`], which runs the same code on
+//! a runtime of its own.
 
 use aromba_warden_proto::{
-    FrameError, MAX_REQUEST, MAX_RESPONSE, Request, Response, decode_response, encode_request,
-    read_frame, write_frame,
+    MAX_REQUEST, MAX_RESPONSE, Request, Response, decode_response, encode_request,
 };
 use std::fmt;
 use std::io;
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
 
 #[derive(Debug)]
 pub enum ClientError {
     NotRunning(PathBuf),
     PermissionDenied(PathBuf),
     Connect { path: PathBuf, source: io::Error },
-    Frame(FrameError),
+    Io(io::Error),
+    TooLarge { len: usize, max: usize },
+    Closed,
+    TimedOut,
     BadResponse(String),
 }
 
@@ -35,7 +40,15 @@ impl fmt::Display for ClientError {
             ClientError::Connect { path, source } => {
                 write!(f, "cannot reach the Warden at {}: {source}", path.display())
             }
-            ClientError::Frame(e) => write!(f, "talking to the Warden failed: {e}"),
+            ClientError::Io(e) => write!(f, "talking to the Warden failed: {e}"),
+            ClientError::TooLarge { len, max } => write!(
+                f,
+                "talking to the Warden failed: a message of {len} bytes is over the limit of {max}"
+            ),
+            ClientError::Closed => {
+                write!(f, "talking to the Warden failed: the connection was closed")
+            }
+            ClientError::TimedOut => write!(f, "the Warden did not answer in time"),
             ClientError::BadResponse(e) => write!(f, "the Warden's answer could not be read: {e}"),
         }
     }
@@ -43,27 +56,78 @@ impl fmt::Display for ClientError {
 
 impl std::error::Error for ClientError {}
 
-/// Sends `request` to the socket at `path` and returns the answer. Reads
-/// may run for minutes (`du` has five), so the wait is long.
-pub fn ask(path: &Path, request: &Request) -> Result<Response, ClientError> {
-    let mut stream = UnixStream::connect(path).map_err(|source| match source.kind() {
-        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
-            ClientError::NotRunning(path.to_path_buf())
+/// Reads may run for minutes (`du` has five; a chore fifteen), so the
+/// wait is long.
+const ANSWER_WITHIN: Duration = Duration::from_secs(20 * 60);
+
+/// Sends `request` to the socket at `path` and returns the answer.
+pub async fn ask(path: &Path, request: &Request) -> Result<Response, ClientError> {
+    let mut stream = UnixStream::connect(path)
+        .await
+        .map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
+                ClientError::NotRunning(path.to_path_buf())
+            }
+            io::ErrorKind::PermissionDenied => ClientError::PermissionDenied(path.to_path_buf()),
+            _ => ClientError::Connect {
+                path: path.to_path_buf(),
+                source,
+            },
+        })?;
+    let body = encode_request(request);
+    if body.len() > MAX_REQUEST {
+        return Err(ClientError::TooLarge {
+            len: body.len(),
+            max: MAX_REQUEST,
+        });
+    }
+    let exchange = async {
+        // A Warden that refuses the peer answers at once and closes, so the
+        // write can fail while its answer is already waiting: read it anyway.
+        let mut framed = Vec::with_capacity(4 + body.len());
+        framed.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        framed.extend_from_slice(&body);
+        let written = stream.write_all(&framed).await;
+        let read = read_frame(&mut stream).await;
+        match (read, written) {
+            (Ok(frame), _) => Ok(frame),
+            (Err(_), Err(e)) => Err(ClientError::Io(e)),
+            (Err(e), Ok(())) => Err(e),
         }
-        io::ErrorKind::PermissionDenied => ClientError::PermissionDenied(path.to_path_buf()),
-        _ => ClientError::Connect {
-            path: path.to_path_buf(),
-            source,
-        },
-    })?;
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(15 * 60)));
-    // A Warden that refuses the peer answers at once and closes, so the
-    // write can fail while its answer is already waiting: read it anyway.
-    let written = write_frame(&mut stream, &encode_request(request), MAX_REQUEST);
-    let frame = match (read_frame(&mut stream, MAX_RESPONSE), written) {
-        (Ok(frame), _) => frame,
-        (Err(_), Err(e)) => return Err(ClientError::Frame(e)),
-        (Err(e), Ok(())) => return Err(ClientError::Frame(e)),
     };
+    let frame = tokio::time::timeout(ANSWER_WITHIN, exchange)
+        .await
+        .map_err(|_| ClientError::TimedOut)??;
     decode_response(&frame).map_err(|e| ClientError::BadResponse(e.to_string()))
+}
+
+async fn read_frame(stream: &mut UnixStream) -> Result<Vec<u8>, ClientError> {
+    let mut len = [0u8; 4];
+    match stream.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(ClientError::Closed),
+        Err(e) => return Err(ClientError::Io(e)),
+    }
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_RESPONSE {
+        return Err(ClientError::TooLarge {
+            len,
+            max: MAX_RESPONSE,
+        });
+    }
+    let mut body = vec![0u8; len];
+    stream
+        .read_exact(&mut body)
+        .await
+        .map_err(ClientError::Io)?;
+    Ok(body)
+}
+
+/// [`ask`] from synchronous code (the command-line verbs).
+pub fn ask_blocking(path: &Path, request: &Request) -> Result<Response, ClientError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ClientError::Io)?;
+    runtime.block_on(ask(path, request))
 }

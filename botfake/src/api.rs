@@ -62,6 +62,7 @@ pub async fn call(
             ok(json!(true))
         }
         "getupdates" => get_updates(&fake, &params).await,
+        "setmycommands" => set_my_commands(&fake, &params),
         _ => error(404, "Not Found: method not found"),
     }
 }
@@ -306,6 +307,54 @@ fn answer_callback_query(fake: &Fake, params: &Map<String, Value>) -> Response {
         }
         _ => bad("query is too old and response timeout expired or query ID is invalid"),
     }
+}
+
+/// `setMyCommands` as Telegram checks it: 1 to 100 commands, each 1 to 32
+/// of `a-z`, `0-9` and `_`, with a description of 1 to 256 characters; a
+/// scope of the default, all private chats, or one chat.
+fn set_my_commands(fake: &Fake, params: &Map<String, Value>) -> Response {
+    let Some(Value::Array(list)) = params.get("commands") else {
+        return bad("commands must be an array");
+    };
+    if list.len() > 100 {
+        return bad("too many commands specified");
+    }
+    let mut commands = Vec::new();
+    for c in list {
+        let (Some(command), Some(description)) = (
+            c.get("command").and_then(Value::as_str),
+            c.get("description").and_then(Value::as_str),
+        ) else {
+            return bad("can't parse BotCommand");
+        };
+        if command.is_empty()
+            || command.len() > 32
+            || !command
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        {
+            return bad("command is invalid");
+        }
+        let n = description.chars().count();
+        if n == 0 || n > 256 {
+            return bad("command description is invalid");
+        }
+        commands.push((command.to_string(), description.to_string()));
+    }
+    let scope = match params.get("scope") {
+        None | Some(Value::Null) => "default".to_string(),
+        Some(scope) => match scope.get("type").and_then(Value::as_str) {
+            Some("default") => "default".to_string(),
+            Some("all_private_chats") => "all_private_chats".to_string(),
+            Some("chat") => match scope.get("chat_id").and_then(Value::as_i64) {
+                Some(id) => format!("chat:{id}"),
+                None => return bad("chat not found"),
+            },
+            _ => return bad("unsupported bot command scope type"),
+        },
+    };
+    fake.state().commands.insert(scope, commands);
+    ok(json!(true))
 }
 
 fn set_webhook(fake: &Fake, params: &Map<String, Value>) -> Response {

@@ -49,6 +49,9 @@ pub struct State {
     /// Updates the webhook took (answered 2xx).
     pub webhook_deliveries: u64,
     pub injected: VecDeque<Injected>,
+    /// `setMyCommands`, by scope (`default`, `all_private_chats` or
+    /// `chat:<id>`): each command and its description.
+    pub commands: HashMap<String, Vec<(String, String)>>,
 }
 
 #[derive(Clone, Debug)]

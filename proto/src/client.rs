@@ -15,10 +15,13 @@ use crate::token::ServerToken;
 use futures_util::{SinkExt, StreamExt};
 use rand::Rng;
 use std::collections::{HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
 use uuid::Uuid;
@@ -49,6 +52,29 @@ impl From<tokio_tungstenite::tungstenite::Error> for ClientError {
     }
 }
 
+/// A TCP connection being made.
+pub type Connecting<'a> = Pin<Box<dyn Future<Output = std::io::Result<TcpStream>> + Send + 'a>>;
+
+/// How the client reaches the relay's host: given the URL's host name and
+/// port, a TCP stream. The TLS on top is always verified against that
+/// host name, whatever address the dialer picked; so a dialer may choose
+/// addresses (the Worker's dials only those its `network.toml` lists, and
+/// fallback ones when the name does not resolve) but never weaken the check.
+pub trait Dialer: Send + Sync + std::fmt::Debug {
+    fn connect<'a>(&'a self, host: &'a str, port: u16) -> Connecting<'a>;
+}
+
+/// Resolves the name and connects, with no list to check against (the
+/// relay's tests and benchmarks; the Worker uses its own).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Direct;
+
+impl Dialer for Direct {
+    fn connect<'a>(&'a self, host: &'a str, port: u16) -> Connecting<'a> {
+        Box::pin(TcpStream::connect((host, port)))
+    }
+}
+
 /// Where and who.
 #[derive(Clone, Debug)]
 pub struct Endpoint {
@@ -59,6 +85,45 @@ pub struct Endpoint {
     /// The roots the relay's certificate is checked against; `None`: the
     /// webpki roots. There is no way to switch the check off.
     pub roots: Option<Arc<rustls::RootCertStore>>,
+    /// Makes the TCP connection.
+    pub dialer: Arc<dyn Dialer>,
+}
+
+impl Endpoint {
+    /// An endpoint that dials with [`Direct`].
+    pub fn new(
+        url: String,
+        server_id: Uuid,
+        token: ServerToken,
+        roots: Option<Arc<rustls::RootCertStore>>,
+    ) -> Endpoint {
+        Endpoint {
+            url,
+            server_id,
+            token,
+            roots,
+            dialer: Arc::new(Direct),
+        }
+    }
+}
+
+/// The TLS client configuration every connection to the relay uses: the
+/// ring provider, safe protocol versions, `roots` or the webpki roots, and
+/// no way to skip the check.
+pub fn tls_config(
+    roots: Option<Arc<rustls::RootCertStore>>,
+) -> Result<Arc<rustls::ClientConfig>, rustls::Error> {
+    let roots = roots.unwrap_or_else(|| {
+        Arc::new(rustls::RootCertStore::from_iter(
+            webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
+        ))
+    });
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
 }
 
 /// The sealed session of one connection.
@@ -118,35 +183,40 @@ fn ws_config() -> WebSocketConfig {
         .max_frame_size(Some(MAX_MESSAGE))
 }
 
-/// Dials the relay and opens the WebSocket (no hello yet).
+/// Dials the relay through the endpoint's dialer and opens the WebSocket
+/// (no hello yet).
 pub async fn dial(endpoint: &Endpoint) -> Result<Socket, ClientError> {
     let connector = if endpoint.url.starts_with("wss://") {
-        let roots = endpoint.roots.clone().unwrap_or_else(|| {
-            Arc::new(rustls::RootCertStore::from_iter(
-                webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
-            ))
-        });
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| {
-                ClientError::Connect(Box::new(tokio_tungstenite::tungstenite::Error::Io(
-                    std::io::Error::other(e),
-                )))
-            })?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        Some(Connector::Rustls(Arc::new(config)))
+        let config = tls_config(endpoint.roots.clone()).map_err(|e| {
+            ClientError::Connect(Box::new(tokio_tungstenite::tungstenite::Error::Io(
+                std::io::Error::other(e),
+            )))
+        })?;
+        Connector::Rustls(config)
     } else if loopback_url(&endpoint.url) {
-        Some(Connector::Plain)
+        Connector::Plain
     } else {
         return Err(ClientError::Scheme(endpoint.url.clone()));
     };
-    let (ws, _response) = tokio_tungstenite::connect_async_tls_with_config(
-        endpoint.url.as_str(),
+    let request = endpoint.url.as_str().into_client_request()?;
+    let uri = request.uri();
+    let host = uri
+        .host()
+        .map(|h| h.trim_start_matches('[').trim_end_matches(']').to_string())
+        .ok_or_else(|| ClientError::Scheme(endpoint.url.clone()))?;
+    let secure = matches!(connector, Connector::Rustls(_));
+    let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+    let tcp = endpoint
+        .dialer
+        .connect(&host, port)
+        .await
+        .map_err(|e| ClientError::Connect(Box::new(e.into())))?;
+    let _ = tcp.set_nodelay(true);
+    let (ws, _response) = tokio_tungstenite::client_async_tls_with_config(
+        request,
+        tcp,
         Some(ws_config()),
-        true,
-        connector,
+        Some(connector),
     )
     .await?;
     Ok(ws)
@@ -277,10 +347,39 @@ impl Default for Backoff {
     }
 }
 
-/// What the server wants sent: a message or an edit, kept until the relay
-/// acknowledges it.
+/// What the server wants sent. A message or an edit is kept until the relay
+/// acknowledges it (and sent again after a reconnect); anything else
+/// (a pairing request, the journal's head) is sent once, on the connection
+/// that is up.
 #[derive(Clone, Debug)]
 pub struct Outgoing(pub Body);
+
+/// What the connection tells the handler.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Incoming {
+    /// The hello went through: a connection is up.
+    Connected,
+    /// The connection ended; the client dials again.
+    Disconnected,
+    /// A delivery by its id, handed over once per id.
+    Delivery { id: i64, delivery: Delivery },
+    /// The answer to a pairing request.
+    PairingCode {
+        code: String,
+        link: String,
+        expires_at: i64,
+    },
+    /// The answer to a pairing request when the server is paired already.
+    AlreadyPaired,
+}
+
+/// Whether the handler kept a delivery: only a kept one is acknowledged
+/// (one it could not take is delivered again after a reconnect).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kept {
+    Yes,
+    No,
+}
 
 /// Delivery ids remembered to hand each delivery to the handler once.
 const REMEMBERED: usize = 4096;
@@ -291,6 +390,28 @@ const REMEMBERED: usize = 4096;
 pub async fn run(
     endpoint: Endpoint,
     mut deliver: impl FnMut(i64, Delivery) + Send,
+    outgoing: tokio::sync::mpsc::Receiver<Outgoing>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) {
+    run_with(
+        endpoint,
+        move |incoming| {
+            if let Incoming::Delivery { id, delivery } = incoming {
+                deliver(id, delivery);
+            }
+            Kept::Yes
+        },
+        outgoing,
+        stop,
+    )
+    .await
+}
+
+/// As [`run`], telling the handler everything the connection sees; a
+/// delivery the handler did not keep is not acknowledged.
+pub async fn run_with(
+    endpoint: Endpoint,
+    mut handle: impl FnMut(Incoming) -> Kept + Send,
     mut outgoing: tokio::sync::mpsc::Receiver<Outgoing>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
@@ -319,6 +440,7 @@ pub async fn run(
             }
         };
         backoff.reset();
+        handle(Incoming::Connected);
         let mut restart: Option<Duration> = None;
         let mut resend_failed = false;
         for body in &unacked {
@@ -332,20 +454,29 @@ pub async fn run(
                 tokio::select! {
                     frame = session.recv(&mut ws) => match frame {
                         Ok(Body::Deliver { id, delivery }) => {
-                            if seen.insert(id) {
+                            if !seen.contains(&id) {
+                                if handle(Incoming::Delivery { id, delivery }) == Kept::No {
+                                    continue;
+                                }
+                                seen.insert(id);
                                 seen_order.push_back(id);
                                 if seen_order.len() > REMEMBERED
                                     && let Some(old) = seen_order.pop_front()
                                 {
                                     seen.remove(&old);
                                 }
-                                deliver(id, delivery);
                             }
                             if session.send(&mut ws, &Body::AckDelivery { id }).await.is_err() {
                                 break;
                             }
                         }
                         Ok(Body::AckMessage { id }) => unacked.retain(|b| body_id(b) != Some(id)),
+                        Ok(Body::PairingCode { code, link, expires_at }) => {
+                            handle(Incoming::PairingCode { code, link, expires_at });
+                        }
+                        Ok(Body::AlreadyPaired {}) => {
+                            handle(Incoming::AlreadyPaired);
+                        }
                         Ok(Body::Restarting { after_ms, jitter_ms }) => {
                             restart = Some(backoff.announced_restart(after_ms, jitter_ms));
                             break;
@@ -355,18 +486,22 @@ pub async fn run(
                     },
                     next = outgoing.recv() => {
                         let Some(Outgoing(body)) = next else { return };
-                        unacked.push(body.clone());
+                        if body_id(&body).is_some() {
+                            unacked.push(body.clone());
+                        }
                         if session.send(&mut ws, &body).await.is_err() {
                             break;
                         }
                     }
                     _ = stop.changed() => {
                         let _ = ws.close(None).await;
+                        handle(Incoming::Disconnected);
                         return;
                     }
                 }
             }
         }
+        handle(Incoming::Disconnected);
         delay = restart.unwrap_or_else(|| backoff.next_delay());
     }
 }

@@ -24,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+pub mod commands;
 pub mod frame;
 pub mod session;
 pub mod token;

@@ -239,12 +239,7 @@ async fn bench_on(url: &str, servers: usize, messages: usize) -> R<()> {
             let (id, token) = (Uuid::new_v4(), ServerToken::generate());
             hashes.push(aromba_relay::hashing::token_hash(&pepper, &token).to_vec());
             ids.push(id);
-            endpoints.push(Endpoint {
-                url: ws_url.clone(),
-                server_id: id,
-                token,
-                roots: None,
-            });
+            endpoints.push(Endpoint::new(ws_url.clone(), id, token, None));
         }
         sqlx::query(
             "INSERT INTO servers (id, token_hash, boot_id, install_source, registered_at, paired_at)

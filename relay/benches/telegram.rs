@@ -169,12 +169,7 @@ async fn bench_on(url: &str, chats: usize, messages: usize) -> R<()> {
         hashes.push(aromba_relay::hashing::token_hash(&pepper, &token).to_vec());
         ids.push(id);
         chat_ids.push(FIRST_CHAT + i64::try_from(i)?);
-        endpoints.push(Endpoint {
-            url: ws_url.clone(),
-            server_id: id,
-            token,
-            roots: None,
-        });
+        endpoints.push(Endpoint::new(ws_url.clone(), id, token, None));
     }
     sqlx::query(
         "INSERT INTO servers (id, token_hash, boot_id, install_source, registered_at, paired_at)

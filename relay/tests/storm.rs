@@ -67,12 +67,12 @@ async fn a_reconnect_storm_of_two_thousand_servers_all_come_back(db: PgPool) {
         .execute(&db)
         .await
         .expect("insert");
-        endpoints.push(Endpoint {
-            url: format!("ws://127.0.0.1:{port}/v1/connect"),
-            server_id: id,
+        endpoints.push(Endpoint::new(
+            format!("ws://127.0.0.1:{port}/v1/connect"),
+            id,
             token,
-            roots: None,
-        });
+            None,
+        ));
     }
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut senders = Vec::with_capacity(SERVERS);

@@ -55,12 +55,12 @@ impl TestCa {
 }
 
 fn endpoint(port: u16, server: &Server, roots: Option<Arc<rustls::RootCertStore>>) -> Endpoint {
-    Endpoint {
-        url: format!("wss://localhost:{port}/v1/connect"),
-        server_id: server.id,
-        token: server.token.clone(),
+    Endpoint::new(
+        format!("wss://localhost:{port}/v1/connect"),
+        server.id,
+        server.token.clone(),
         roots,
-    }
+    )
 }
 
 #[sqlx::test(migrations = false)]

@@ -309,9 +309,12 @@ pub fn server_id_file(layout: &Layout) -> PathBuf {
     layout.state_dir.join("server-id")
 }
 
+/// The state record of the relay's approval key, pinned at pairing.
+pub const RELAY_KEY_RECORD: &str = "relay-approvals.pub";
+
 /// The relay's approval key, pinned at pairing.
 pub fn relay_key_file(layout: &Layout) -> PathBuf {
-    layout.state_dir.join("relay-approvals.pub")
+    layout.state_dir.join(RELAY_KEY_RECORD)
 }
 
 /// This server's id, made at install.

@@ -160,6 +160,28 @@ impl Client {
         request.await.map(drop).map_err(|e| self.error(e))
     }
 
+    /// The command menu Telegram shows in `chat`.
+    pub async fn set_commands(
+        &self,
+        chat: i64,
+        commands: &[(&str, &str)],
+    ) -> Result<(), CallError> {
+        use teloxide::payloads::SetMyCommandsSetters;
+        use teloxide::types::{BotCommand, BotCommandScope, Recipient};
+        let list: Vec<BotCommand> = commands
+            .iter()
+            .map(|(c, d)| BotCommand::new(*c, *d))
+            .collect();
+        self.bot
+            .set_my_commands(list)
+            .scope(BotCommandScope::Chat {
+                chat_id: Recipient::Id(ChatId(chat)),
+            })
+            .await
+            .map(drop)
+            .map_err(|e| self.error(e))
+    }
+
     /// Answers a callback query, with a short notice when `text` is given.
     pub async fn answer(&self, query: &str, text: Option<&str>) -> Result<(), CallError> {
         let request = self

@@ -182,6 +182,16 @@ pub async fn consume(
     )
     .await?;
     say(app, telegram, chat, words::PAIRED);
+    // The menu of the server's commands, in this chat.
+    let (app, menu) = (app.clone(), telegram.clone());
+    tokio::spawn(async move {
+        let mut list: Vec<(&str, &str)> = aromba_proto::commands::COMMANDS.to_vec();
+        list.push(("unpair", words::UNPAIR_COMMAND));
+        if let Err(e) = menu.client.set_commands(chat, &list).await {
+            app.metrics.telegram("set_commands_failed");
+            tracing::warn!(error = %e, "the command menu was not set");
+        }
+    });
     Ok(())
 }
 

@@ -43,3 +43,6 @@ pub const DUPLICATE_OTHER: &str = "This is another machine";
 pub const REINSTALL_DONE: &str = "Done: the reinstalled server now speaks for your server, and the old installation's connection has ended.";
 pub const OTHER_DONE: &str = "Refused: that machine cannot act as your server. If it is yours, install Aromba on it afresh to give it its own identity.";
 pub const CHOICE_GONE: &str = "This question has already been answered, or it expired.";
+
+/// `/unpair` in the command menu.
+pub const UNPAIR_COMMAND: &str = "Unpair this chat from its server";

@@ -127,12 +127,7 @@ impl Server {
     }
 
     pub fn endpoint(&self, relay: &TestRelay) -> Endpoint {
-        Endpoint {
-            url: relay.ws_url(),
-            server_id: self.id,
-            token: self.token.clone(),
-            roots: None,
-        }
+        Endpoint::new(relay.ws_url(), self.id, self.token.clone(), None)
     }
 }
 
@@ -167,12 +162,7 @@ pub async fn connect(relay: &TestRelay, server: &Server) -> (Socket, Session) {
 
 impl Server {
     pub fn endpoint_url(&self, url: String) -> Endpoint {
-        Endpoint {
-            url,
-            server_id: self.id,
-            token: self.token.clone(),
-            roots: None,
-        }
+        Endpoint::new(url, self.id, self.token.clone(), None)
     }
 }
 

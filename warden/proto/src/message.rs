@@ -67,6 +67,9 @@ pub enum Request {
     ConfirmCap { chore: String },
     /// Control socket: set or replace the PIN.
     SetPin { pin: String },
+    /// Control socket: pin the relay's tap-signing public key (minisign,
+    /// base64), as `aromba pair` received it from the relay.
+    PinRelayKey { key: String },
     /// Control socket: turn prod mode on, or off (which needs the PIN).
     ProdMode { on: bool, pin: Option<String> },
     /// Control socket: undo a run, by the undo id of its receipt.
@@ -118,6 +121,10 @@ pub struct Status {
     pub prod_mode: String,
     /// Whether a PIN is set (never the PIN or its hash).
     pub pin_set: bool,
+    /// This server's id, as the relay signs taps for it (32 hex digits).
+    pub server_id: String,
+    /// Whether a relay key is pinned (the server was paired).
+    pub paired: bool,
 }
 
 /// The outcome of a read, redacted.
@@ -376,6 +383,9 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
             object("confirm_cap", vec![("chore", Value::from(chore.as_str()))])
         }
         Request::SetPin { pin } => object("set_pin", vec![("pin", Value::from(pin.as_str()))]),
+        Request::PinRelayKey { key } => {
+            object("pin_relay_key", vec![("key", Value::from(key.as_str()))])
+        }
         Request::ProdMode { on, pin } => object(
             "prod_mode",
             vec![("on", Value::from(*on)), ("pin", opt_str(pin))],
@@ -482,6 +492,9 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
         "set_pin" => Request::SetPin {
             pin: f.string("pin")?,
         },
+        "pin_relay_key" => Request::PinRelayKey {
+            key: f.string("key")?,
+        },
         "prod_mode" => Request::ProdMode {
             on: f.bool("on")?,
             pin: f.opt_string("pin")?,
@@ -566,6 +579,8 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                 ("policy_sha256", Value::from(st.policy_sha256.as_str())),
                 ("prod_mode", Value::from(st.prod_mode.as_str())),
                 ("pin_set", Value::from(st.pin_set)),
+                ("server_id", Value::from(st.server_id.as_str())),
+                ("paired", Value::from(st.paired)),
             ],
         ),
         Response::Verified { ok, report } => object(
@@ -733,6 +748,8 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
             policy_sha256: f.string("policy_sha256")?,
             prod_mode: f.string("prod_mode")?,
             pin_set: f.bool("pin_set")?,
+            server_id: f.string("server_id")?,
+            paired: f.bool("paired")?,
         }),
         "ladder" => Response::Ladder {
             step: f.u64("step")?,
@@ -875,6 +892,9 @@ mod tests {
             },
             Request::SetPin {
                 pin: "472913".into(),
+            },
+            Request::PinRelayKey {
+                key: "RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3".into(),
             },
             Request::ProdMode {
                 on: false,

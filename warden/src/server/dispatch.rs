@@ -30,7 +30,9 @@ pub(super) fn serve(
                 None => unjournaled(),
             }
         }
-        (Socket::Control, Request::Status) => status(shared),
+        // The Worker shows the same state in the chat (`/trust`): nothing
+        // in it is a secret (whether a PIN is set, never the PIN).
+        (_, Request::Status) => status(shared),
         (Socket::Worker, Request::Panic) => move_ladder(shared, Ladder::panic_from_chat),
         (Socket::Control, Request::Panic) => move_ladder(shared, Ladder::disarm),
         // Moving up is never held back by a journal that cannot be written
@@ -90,7 +92,8 @@ pub(super) fn serve(
                 journal_seq: seq,
             }
         }
-        (Socket::Control, Request::Chores) => chores_list(shared),
+        // The Worker keeps the schedule from the same list.
+        (_, Request::Chores) => chores_list(shared),
         (Socket::Control, Request::ChoreRun { name, dry_run }) => {
             chore_run(shared, &name, dry_run, RunSource::RootTerminal)
         }
@@ -115,6 +118,7 @@ pub(super) fn serve(
             owner::confirm_cap_from_terminal(shared, &chore)
         }
         (Socket::Control, Request::SetPin { pin }) => owner::set_pin(shared, &pin),
+        (Socket::Control, Request::PinRelayKey { key }) => owner::pin_relay_key(shared, &key),
         (Socket::Control, Request::ProdMode { on, pin }) => {
             owner::prod_mode_from_terminal(shared, on, pin.as_deref())
         }
@@ -258,6 +262,8 @@ pub(super) fn status(shared: &Shared) -> Response {
             crate::state::read(&shared.options.layout, crate::pin::RECORD),
             Ok(Some(_))
         ),
+        server_id: crate::approvals::server_id(&shared.options.layout).unwrap_or_default(),
+        paired: crate::approvals::relay_key_file(&shared.options.layout).exists(),
     })
 }
 

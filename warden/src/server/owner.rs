@@ -505,6 +505,30 @@ pub(super) fn set_pin(shared: &Shared, given: &str) -> Response {
     noted_outcome(shared, &intent, changed, "the PIN is set")
 }
 
+/// `aromba pair` from a root terminal: pins the relay's tap-signing key,
+/// as the relay sent it over the connection `aromba pair` made itself (the
+/// Worker never hands it over: a key of its own would let it sign its own
+/// approvals). The baseline is retaken with the state record.
+pub(super) fn pin_relay_key(shared: &Shared, key: &str) -> Response {
+    let key = key.trim();
+    if key.len() > 128 || minisign_verify::PublicKey::from_base64(key).is_err() {
+        return refuse("the relay key is not a minisign public key (base64)");
+    }
+    let mut m = Map::new();
+    m.insert(
+        "key_sha256".into(),
+        Value::from(crate::journal::sha256_hex(key.as_bytes())),
+    );
+    RunSource::RootTerminal.journal_fields(&mut m);
+    let intent = match intend(shared, "relay-key-pinned", m) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
+    let record = format!("{key}\n");
+    let changed = shared.change_state(crate::approvals::RELAY_KEY_RECORD, Some(record.as_bytes()));
+    noted_outcome(shared, &intent, changed, "the relay key is pinned")
+}
+
 /// `aromba prod-mode on|off` from a root terminal; off needs the PIN. The
 /// intent is journaled before the PIN is checked.
 pub(super) fn prod_mode_from_terminal(shared: &Shared, on: bool, given: Option<&str>) -> Response {

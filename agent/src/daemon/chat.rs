@@ -1,0 +1,294 @@
+//! The chat: a person's commands and taps, answered from the Warden. A
+//! command is a word the Worker knows; everything shown comes from the
+//! Warden, already redacted. A tap on an approval is passed to the Warden
+//! with the relay's signature, and the Warden alone decides.
+
+use super::Daemon;
+use crate::warden_client;
+use aromba_proto::client::Incoming;
+use aromba_proto::frame::{Button, Delivery, TapProof};
+use aromba_warden_proto::{Request, Response, printable};
+use std::sync::Arc;
+use tokio::sync::{Mutex, mpsc};
+
+pub const HELP: &str = "What I can do:\n\
+/status: how the server is doing\n\
+/disk: space left on each disk\n\
+/services: services that failed\n\
+/updates: updates waiting\n\
+/logs <service>: the last lines of a service's log\n\
+/chores: the chores and when they run\n\
+/trust: what I may do here, and whether my journal is intact\n\
+/digest HH:MM: a daily summary at that time (/digest off to stop)\n\
+/panic: stop me now (reads only, until root runs `aromba resume`)\n\
+/help: this list";
+
+pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Incoming>>>) {
+    let mut deliveries = deliveries.lock().await;
+    while let Some(incoming) = deliveries.recv().await {
+        match incoming {
+            Incoming::Delivery {
+                delivery: Delivery::Message { text },
+                ..
+            } => {
+                let reply = answer(&daemon, &text).await;
+                daemon.say(reply.text, reply.buttons).await;
+            }
+            Incoming::Delivery {
+                delivery: Delivery::Tap { button, proof, .. },
+                ..
+            } => {
+                let reply = tap(&daemon, &button, &proof).await;
+                daemon.say(reply, vec![]).await;
+            }
+            Incoming::Delivery {
+                delivery: Delivery::Paired { .. },
+                ..
+            } => {
+                // The key is pinned by `aromba pair` from its own
+                // connection; one arriving here is not trusted.
+                daemon
+                    .say(
+                        "This chat is paired with the server. Send /help to see what I can do."
+                            .into(),
+                        vec![],
+                    )
+                    .await;
+            }
+            _ => {}
+        }
+    }
+}
+
+pub struct Reply {
+    pub text: String,
+    pub buttons: Vec<Button>,
+}
+
+impl From<String> for Reply {
+    fn from(text: String) -> Reply {
+        Reply {
+            text,
+            buttons: vec![],
+        }
+    }
+}
+
+/// The command in a message: `/disk`, `/disk@SomeBot`, `/logs nginx`.
+pub fn command(text: &str) -> Option<(String, Vec<String>)> {
+    let text = text.trim();
+    let rest = text.strip_prefix('/')?;
+    let mut words = rest.split_whitespace();
+    let first = words.next()?;
+    let name = first
+        .split('@')
+        .next()
+        .unwrap_or(first)
+        .to_ascii_lowercase();
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+        return None;
+    }
+    Some((name, words.take(4).map(str::to_string).collect()))
+}
+
+async fn ask(daemon: &Daemon, request: &Request) -> Result<Response, String> {
+    warden_client::ask(&daemon.worker_socket(), request)
+        .await
+        .map_err(|e| format!("I could not ask the Warden: {e}"))
+}
+
+/// A read's standard output, or the one sentence saying why not.
+pub async fn read(daemon: &Daemon, cmd: &str, args: &[&str]) -> Result<String, String> {
+    let request = Request::Read {
+        cmd: cmd.into(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+    };
+    match ask(daemon, &request).await? {
+        Response::Result(r) if r.exit_code == Some(0) => Ok(printable(&r.stdout)),
+        Response::Result(r) => Err(format!(
+            "`{cmd}` failed: {}",
+            printable(&r.stderr)
+                .lines()
+                .next()
+                .unwrap_or("no reason given")
+        )),
+        Response::Refused { reason, .. } => Err(format!("The Warden refused: {reason}")),
+        Response::Error { message } => Err(format!("The Warden could not: {message}")),
+        other => Err(format!("The Warden answered oddly: {other:?}")),
+    }
+}
+
+async fn answer(daemon: &Daemon, text: &str) -> Reply {
+    let Some((name, args)) = command(text) else {
+        return "I only understand commands for now. Send /help to see them."
+            .to_string()
+            .into();
+    };
+    match name.as_str() {
+        "start" | "help" => HELP.to_string().into(),
+        "trust" => trust(daemon).await.into(),
+        "panic" => panic(daemon).await.into(),
+        "logs" => logs(daemon, args.first().map(String::as_str)).await.into(),
+        "status" | "disk" | "services" | "updates" | "digest" => {
+            crate::health::chat::answer(daemon, &name, &args).await
+        }
+        "chores" => chores(daemon).await.into(),
+        _ => format!("I don't know /{name}. Send /help to see what I can do.").into(),
+    }
+}
+
+async fn trust(daemon: &Daemon) -> String {
+    match ask(daemon, &Request::Status).await {
+        Ok(Response::Status(st)) => {
+            let mut lines = vec![format!(
+                "Ladder: {} (step {})",
+                st.ladder_name, st.ladder_step
+            )];
+            if !st.ladder_reason.is_empty() {
+                lines.push(format!("Why: {}", st.ladder_reason));
+            }
+            lines.push(format!("Phase: {}", st.phase));
+            lines.push(format!("Isolation: {}", st.isolation));
+            lines.push(format!("Integrity: {}", st.integrity));
+            lines.push(format!("Prod mode: {}", st.prod_mode));
+            lines.push(format!(
+                "Journal: line {}, head {}",
+                st.journal_seq,
+                st.journal_head.get(..16).unwrap_or(&st.journal_head)
+            ));
+            lines.join("\n")
+        }
+        Ok(other) => format!("The Warden answered oddly: {other:?}"),
+        Err(e) => e,
+    }
+}
+
+async fn panic(daemon: &Daemon) -> String {
+    match ask(daemon, &Request::Panic).await {
+        Ok(Response::Ladder { name, message, .. }) => format!("Ladder: {name}. {message}"),
+        Ok(Response::Refused { reason, .. }) => format!("The Warden refused: {reason}"),
+        Ok(other) => format!("The Warden answered oddly: {other:?}"),
+        Err(e) => e,
+    }
+}
+
+/// A unit name as the policy takes it: letters, digits and `@._-:`.
+fn unit_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && !s.starts_with('-')
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"@._-:".contains(&b))
+}
+
+async fn logs(daemon: &Daemon, unit: Option<&str>) -> String {
+    let Some(unit) = unit else {
+        return "Which service? For example: /logs nginx".into();
+    };
+    if !unit_name(unit) {
+        return "That is not a service name.".into();
+    }
+    match read(
+        daemon,
+        "journalctl",
+        &["-u", unit, "-n", "20", "--no-pager", "-q", "-o", "short"],
+    )
+    .await
+    {
+        Ok(out) if out.trim().is_empty() => format!("{unit} has no log lines."),
+        Ok(out) => format!("The last lines of {unit}:\n{}", tail(&out, 3000)),
+        Err(e) => e,
+    }
+}
+
+/// The end of `text`, at most `max` bytes, cut at a line.
+fn tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.trim_end().to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let cut = &text[start..];
+    let cut = cut.split_once('\n').map_or(cut, |(_, rest)| rest);
+    format!("…\n{}", cut.trim_end())
+}
+
+async fn chores(daemon: &Daemon) -> String {
+    match ask(daemon, &Request::Chores).await {
+        Ok(Response::Chores { chores }) if chores.is_empty() => "No chores here.".into(),
+        Ok(Response::Chores { chores }) => chores
+            .iter()
+            .map(|c| format!("{} ({}): {}", c.name, c.color, c.schedule))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Ok(Response::Refused { reason, .. }) => format!("The Warden refused: {reason}"),
+        Ok(other) => format!("The Warden answered oddly: {other:?}"),
+        Err(e) => e,
+    }
+}
+
+/// A tap: an approval goes to the Warden with the relay's signature; the
+/// Warden verifies it and runs what it approves, or refuses.
+async fn tap(daemon: &Daemon, button: &str, proof: &TapProof) -> String {
+    let Some(action_id) = &proof.action else {
+        return format!("That button ({button}) does nothing any more.");
+    };
+    let request = Request::Approve {
+        action_id: action_id.clone(),
+        button: button.to_string(),
+        chat: proof.chat.to_string(),
+        time: proof.time,
+        signature: proof.signature.clone(),
+        pin: None,
+    };
+    match ask(daemon, &request).await {
+        Ok(Response::Receipt { receipt, ok, .. }) => {
+            if ok {
+                format!("Done. {receipt}")
+            } else {
+                format!("It did not go well. {receipt}")
+            }
+        }
+        Ok(Response::Noted { .. }) => "Done.".into(),
+        Ok(Response::Refused { reason, .. }) => format!("The Warden refused: {reason}"),
+        Ok(Response::Error { message }) => format!("The Warden could not: {message}"),
+        Ok(other) => format!("The Warden answered oddly: {other:?}"),
+        Err(e) => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_commands_with_a_bot_name_and_arguments() {
+        assert_eq!(command("/disk"), Some(("disk".into(), vec![])));
+        assert_eq!(command("/Disk@AROMBA_bot"), Some(("disk".into(), vec![])));
+        assert_eq!(
+            command(" /logs nginx extra"),
+            Some(("logs".into(), vec!["nginx".into(), "extra".into()]))
+        );
+        assert_eq!(command("disk"), None);
+        assert_eq!(command("/"), None);
+        assert_eq!(command("/rm-rf"), None);
+    }
+
+    #[test]
+    fn a_unit_name_cannot_be_an_option() {
+        assert!(unit_name("nginx.service"));
+        assert!(unit_name("getty@tty1"));
+        assert!(!unit_name("--since=yesterday"));
+        assert!(!unit_name("a b"));
+        assert!(!unit_name(""));
+    }
+
+    #[test]
+    fn tail_cuts_at_a_line_and_a_character() {
+        let text = "é".repeat(10) + "\nlast line\n";
+        assert_eq!(tail(&text, 12), "…\nlast line");
+        assert_eq!(tail("short\n", 100), "short");
+    }
+}

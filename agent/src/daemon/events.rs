@@ -1,0 +1,113 @@
+//! The Warden's events in the chat, and the journal's anchor at the relay.
+//!
+//! Every few seconds the Worker asks the Warden for the ladder's moves
+//! after the last one it told, and says each in the chat in the Warden's
+//! words. The journal's head (seq and hash, never an entry) goes to the
+//! relay at each move and every hour, so the relay holds an anchor a cut
+//! journal cannot extend.
+
+use super::Daemon;
+use crate::warden_client;
+use aromba_proto::client::Outgoing;
+use aromba_proto::frame::Body;
+use aromba_warden_proto::{Request, Response};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+const POLL: Duration = Duration::from_secs(5);
+const ANCHOR_EVERY: Duration = Duration::from_secs(3600);
+
+/// What the daemon remembers across restarts about the events.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Seen {
+    /// The last ladder event told in the chat.
+    events_after: u64,
+}
+
+fn load(path: &Path) -> Option<Seen> {
+    let bytes = std::fs::read(path).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn save(path: &Path, seen: &Seen) {
+    let tmp = path.with_extension("tmp");
+    let Ok(text) = serde_json::to_vec(seen) else {
+        return;
+    };
+    if let Err(e) = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)) {
+        tracing::warn!(error = %e, "cannot save which events were told");
+    }
+}
+
+pub async fn watch(daemon: Arc<Daemon>) {
+    let path = daemon.paths.home.join("events-seen.json");
+    let socket = daemon.worker_socket();
+    let mut seen = match load(&path) {
+        Some(seen) => seen,
+        None => {
+            // A first start tells nothing from before it.
+            let last = match warden_client::ask(&socket, &Request::Events { after: 0 }).await {
+                Ok(Response::Events { events }) => events.iter().map(|e| e.id).max().unwrap_or(0),
+                _ => 0,
+            };
+            let seen = Seen { events_after: last };
+            save(&path, &seen);
+            seen
+        }
+    };
+    anchor(&daemon).await;
+    let mut last_anchor = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(POLL).await;
+        let events = match warden_client::ask(
+            &socket,
+            &Request::Events {
+                after: seen.events_after,
+            },
+        )
+        .await
+        {
+            Ok(Response::Events { events }) => events,
+            Ok(other) => {
+                tracing::warn!(answer = ?other, "the Warden's events could not be read");
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the Warden's events could not be read");
+                continue;
+            }
+        };
+        let moved = !events.is_empty();
+        for event in events {
+            if event.id <= seen.events_after {
+                continue;
+            }
+            daemon.say(event.message.clone(), vec![]).await;
+            seen.events_after = event.id;
+            save(&path, &seen);
+        }
+        if moved || last_anchor.elapsed() >= ANCHOR_EVERY {
+            anchor(&daemon).await;
+            last_anchor = tokio::time::Instant::now();
+        }
+    }
+}
+
+/// Sends the journal's head to the relay.
+async fn anchor(daemon: &Daemon) {
+    match warden_client::ask(&daemon.worker_socket(), &Request::Status).await {
+        Ok(Response::Status(st)) => {
+            let body = Body::JournalHead {
+                seq: st.journal_seq,
+                hash: st.journal_head,
+            };
+            if daemon.to_relay.send(Outgoing(body)).await.is_err() {
+                tracing::warn!("the relay link is gone; the journal head was not sent");
+            }
+        }
+        Ok(other) => tracing::warn!(answer = ?other, "the Warden's status could not be read"),
+        Err(e) => tracing::warn!(error = %e, "the Warden's status could not be read"),
+    }
+}

@@ -1,0 +1,197 @@
+//! `aromba run`: the Worker's daemon, as user `aromba`.
+//!
+//! One tokio runtime, one task per concern, each restarted when it ends
+//! badly, with bounded channels between them:
+//!
+//! - the relay link ([`relay_link`]): the one WebSocket, through the
+//!   network gate; deliveries go to the chat task, messages come back;
+//! - the chat ([`chat`]): commands and taps, answered from Warden reads;
+//! - the Warden's events ([`events`]): ladder moves become chat messages;
+//! - the journal anchor: the journal's head to the relay every hour and at
+//!   each ladder move.
+//!
+//! Nothing here spawns a process: everything that touches the system is a
+//! request to the Warden.
+
+pub mod chat;
+pub mod events;
+pub mod relay_link;
+
+use crate::config::{ConfigError, NetworkConfig, RelayConfig, my_uid};
+use crate::net::Gate;
+use crate::paths::Paths;
+use aromba_proto::client::{Endpoint, Outgoing};
+use aromba_proto::frame::Body;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// What the daemon's tasks share.
+pub struct Daemon {
+    pub paths: Paths,
+    /// Messages for the chat, kept until the relay acknowledges them.
+    pub to_relay: mpsc::Sender<Outgoing>,
+}
+
+impl Daemon {
+    /// Sends `text` (with `buttons`) to the chat; waits when the queue is
+    /// full rather than dropping it.
+    pub async fn say(&self, text: String, buttons: Vec<aromba_proto::frame::Button>) {
+        let body = Body::Send {
+            id: Uuid::new_v4(),
+            text,
+            buttons,
+        };
+        if self.to_relay.send(Outgoing(body)).await.is_err() {
+            tracing::warn!("the relay link is gone; a message was not sent");
+        }
+    }
+
+    pub fn worker_socket(&self) -> std::path::PathBuf {
+        self.paths.worker_socket()
+    }
+}
+
+/// Drops root for `user` when asked (before any thread or file is made),
+/// for good: groups, gid, then uid, and checks root cannot be taken back.
+/// Without `user`, refuses to run as root.
+pub fn become_user(user: Option<&str>) -> Result<(), DaemonError> {
+    use nix::unistd::{Gid, Uid, User, setgid, setgroups, setuid};
+    let setup = DaemonError::Setup;
+    match user {
+        None if Uid::effective().is_root() => Err(setup(
+            "the Worker does not run as root: start it as the aromba user (or with --user aromba)"
+                .into(),
+        )),
+        None => Ok(()),
+        Some(_) if !Uid::effective().is_root() => Err(setup(
+            "--user needs the Worker to be started as root".into(),
+        )),
+        Some(name) => {
+            let account = User::from_name(name)
+                .map_err(|e| setup(format!("cannot look up the user {name:?}: {e}")))?
+                .ok_or_else(|| setup(format!("there is no user {name:?}")))?;
+            if account.uid.is_root() {
+                return Err(setup(format!(
+                    "{name:?} is root; the Worker never runs as root"
+                )));
+            }
+            setgroups(&[account.gid])
+                .and_then(|()| setgid(account.gid))
+                .and_then(|()| setuid(account.uid))
+                .map_err(|e| setup(format!("cannot become {name:?}: {e}")))?;
+            if setuid(Uid::from_raw(0)).is_ok() || setgid(Gid::from_raw(0)).is_ok() {
+                return Err(setup("root could be taken back after dropping it".into()));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Messages waiting for the relay link, at most.
+const OUTGOING: usize = 64;
+/// Deliveries waiting for the chat task, at most.
+const INCOMING: usize = 64;
+
+/// Reads the configuration and runs until SIGTERM or SIGINT.
+pub fn run(paths: Paths) -> Result<(), DaemonError> {
+    let uid = my_uid().map_err(|e| DaemonError::Setup(format!("cannot tell who I am: {e}")))?;
+    let relay = RelayConfig::load(&paths.relay_file(), uid)?;
+    let network = NetworkConfig::load(&paths.network_file())?;
+    if network.host(&relay.relay.host, relay.relay.port).is_none() {
+        return Err(DaemonError::Setup(format!(
+            "{}: the relay {} is not listed, and the Worker connects nowhere else",
+            paths.network_file().display(),
+            relay.relay.base()
+        )));
+    }
+    let roots = crate::pair::roots(relay.ca_file.as_deref()).map_err(DaemonError::Setup)?;
+    let mut endpoint = Endpoint::new(
+        relay.relay.connect_url(),
+        relay.server_id,
+        relay.token.clone(),
+        roots,
+    );
+    endpoint.dialer = Arc::new(Gate::new(network).paused_by(paths.pairing_marker()));
+    // One thread: the Worker mostly waits, and stays small.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| DaemonError::Setup(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(serve(paths, endpoint))
+}
+
+async fn serve(paths: Paths, endpoint: Endpoint) -> Result<(), DaemonError> {
+    let (to_relay, outgoing) = mpsc::channel(OUTGOING);
+    let (deliveries_tx, deliveries) = mpsc::channel(INCOMING);
+    let daemon = Arc::new(Daemon { paths, to_relay });
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let link = tokio::spawn(relay_link::hold(
+        daemon.clone(),
+        endpoint,
+        outgoing,
+        deliveries_tx,
+        stop.clone(),
+    ));
+    let chat = tokio::spawn(supervise("chat", {
+        let daemon = daemon.clone();
+        let deliveries = Arc::new(tokio::sync::Mutex::new(deliveries));
+        move || chat::serve(daemon.clone(), deliveries.clone())
+    }));
+    let events = tokio::spawn(supervise("events", {
+        let daemon = daemon.clone();
+        move || events::watch(daemon.clone())
+    }));
+    tracing::info!("the Worker is running");
+    wait_for_signal().await;
+    tracing::info!("stopping");
+    let _ = stop_tx.send(true);
+    chat.abort();
+    events.abort();
+    let _ = tokio::time::timeout(Duration::from_secs(5), link).await;
+    Ok(())
+}
+
+/// Runs the task `make` makes, again after it ends (a second after a
+/// quick end, so a task that fails at once does not spin).
+async fn supervise<F, Fut>(name: &'static str, make: F)
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    loop {
+        let task = tokio::spawn(make());
+        match task.await {
+            Ok(()) => tracing::warn!(task = name, "task ended; restarting it"),
+            Err(e) => tracing::error!(task = name, error = %e, "task failed; restarting it"),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

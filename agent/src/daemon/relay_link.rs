@@ -1,0 +1,42 @@
+//! The relay link: `aromba_proto::client::run_with` through the network
+//! gate, forever. Deliveries go to the chat task over a bounded channel;
+//! one that does not fit is not acknowledged, so the relay delivers it
+//! again after a reconnect rather than it being lost.
+
+use super::Daemon;
+use aromba_proto::client::{Endpoint, Incoming, Kept, Outgoing, run_with};
+use std::sync::Arc;
+use tokio::sync::{mpsc, watch};
+
+pub async fn hold(
+    daemon: Arc<Daemon>,
+    endpoint: Endpoint,
+    outgoing: mpsc::Receiver<Outgoing>,
+    deliveries: mpsc::Sender<Incoming>,
+    stop: watch::Receiver<bool>,
+) {
+    let _ = daemon;
+    run_with(
+        endpoint,
+        move |incoming| match incoming {
+            Incoming::Connected => {
+                tracing::info!("connected to the relay");
+                Kept::Yes
+            }
+            Incoming::Disconnected => {
+                tracing::info!("disconnected from the relay");
+                Kept::Yes
+            }
+            other => match deliveries.try_send(other) {
+                Ok(()) => Kept::Yes,
+                Err(_) => {
+                    tracing::warn!("the chat is busy; the delivery waits for the next connection");
+                    Kept::No
+                }
+            },
+        },
+        outgoing,
+        stop,
+    )
+    .await;
+}

@@ -1,0 +1,3 @@
+//! Health: the numbers from Warden reads, in the chat.
+
+pub mod chat;

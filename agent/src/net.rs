@@ -1,0 +1,201 @@
+//! The one place the Worker makes a connection. A host not in
+//! `network.toml` is refused here, before any packet; a listed host is
+//! dialed only at the addresses listed for it, since the Warden watches the
+//! Worker's sockets against exactly those and takes any other address for
+//! a compromise. DNS, when it answers, only orders them (its first choice
+//! first); when the name does not resolve, the listed addresses are dialed
+//! as they are. TLS above this is verified against the host's name
+//! whatever address was dialed (`aromba_proto::client::dial`, `register`).
+
+use crate::config::NetworkConfig;
+use aromba_proto::client::{Connecting, Dialer};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::net::TcpStream;
+
+/// How long one address may take to answer.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the resolver may take before the listed addresses are used.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone)]
+pub struct Gate {
+    network: NetworkConfig,
+    /// While this file exists (and is recent), no connection is made:
+    /// `aromba pair` holds the relay connection meanwhile.
+    paused_by: Option<PathBuf>,
+}
+
+/// A pause older than this is a leftover of a pairing that died.
+const PAUSE_AT_MOST: Duration = Duration::from_secs(20 * 60);
+
+/// Why a connection was not made.
+fn refused(why: String) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, why)
+}
+
+impl Gate {
+    pub fn new(network: NetworkConfig) -> Gate {
+        Gate {
+            network,
+            paused_by: None,
+        }
+    }
+
+    /// No connection while `marker` exists and is recent.
+    pub fn paused_by(mut self, marker: PathBuf) -> Gate {
+        self.paused_by = Some(marker);
+        self
+    }
+
+    fn paused(&self) -> bool {
+        let Some(marker) = &self.paused_by else {
+            return false;
+        };
+        std::fs::metadata(marker)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age < PAUSE_AT_MOST)
+    }
+
+    /// The addresses to dial for `host:port`, in order, or why none.
+    pub async fn plan(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+        if self.paused() {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "`aromba pair` holds the relay connection; waiting for it to end",
+            ));
+        }
+        let entry = self.network.host(host, port).ok_or_else(|| {
+            refused(format!(
+                "{host}:{port} is not in network.toml, and the Worker connects nowhere else"
+            ))
+        })?;
+        if entry.addresses.is_empty() {
+            return Err(refused(format!(
+                "network.toml lists no address for {host}:{port}"
+            )));
+        }
+        let resolved: Vec<SocketAddr> = if host.parse::<IpAddr>().is_ok() {
+            Vec::new()
+        } else {
+            match tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host, port))).await
+            {
+                Ok(Ok(addrs)) => addrs.collect(),
+                Ok(Err(e)) => {
+                    tracing::info!(host, error = %e, "the name does not resolve; dialing the listed addresses");
+                    Vec::new()
+                }
+                Err(_) => {
+                    tracing::info!(
+                        host,
+                        "the resolver did not answer; dialing the listed addresses"
+                    );
+                    Vec::new()
+                }
+            }
+        };
+        Ok(order(host, &entry.addresses, &resolved))
+    }
+
+    /// Connects to `host:port` at one of its listed addresses.
+    pub async fn connect(&self, host: &str, port: u16) -> io::Result<TcpStream> {
+        let plan = self.plan(host, port).await?;
+        let mut last = None;
+        for addr in plan {
+            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+                Ok(Ok(stream)) => return Ok(stream),
+                Ok(Err(e)) => last = Some(e),
+                Err(_) => {
+                    last = Some(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("{addr} did not answer"),
+                    ))
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::other("no address to dial")))
+    }
+}
+
+/// The listed addresses, those DNS gave first in its order; never one
+/// that is not listed.
+fn order(host: &str, listed: &[SocketAddr], resolved: &[SocketAddr]) -> Vec<SocketAddr> {
+    let mut plan: Vec<SocketAddr> = resolved
+        .iter()
+        .filter(|a| listed.contains(a))
+        .copied()
+        .collect();
+    if !resolved.is_empty() && plan.is_empty() {
+        tracing::warn!(
+            host,
+            "the name resolves to no address network.toml lists; trying the listed ones (run `aromba pair` to refresh them)"
+        );
+    }
+    for a in listed {
+        if !plan.contains(a) {
+            plan.push(*a);
+        }
+    }
+    plan
+}
+
+impl Dialer for Gate {
+    fn connect<'a>(&'a self, host: &'a str, port: u16) -> Connecting<'a> {
+        Box::pin(Gate::connect(self, host, port))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::HostEntry;
+
+    fn gate(addrs: &[&str]) -> Gate {
+        Gate::new(NetworkConfig {
+            hosts: vec![HostEntry {
+                name: "localhost".into(),
+                port: 4000,
+                addresses: addrs.iter().map(|a| a.parse().unwrap()).collect(),
+            }],
+            resolvers: vec![],
+        })
+    }
+
+    #[tokio::test]
+    async fn refuses_a_host_network_toml_does_not_list() {
+        let g = gate(&["127.0.0.1:4000"]);
+        let e = g.connect("example.com", 443).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        assert!(e.to_string().contains("not in network.toml"), "{e}");
+        // The listed name on another port is another host.
+        let e = g.connect("localhost", 4001).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+    }
+
+    #[tokio::test]
+    async fn dials_only_listed_addresses_whatever_dns_answers() {
+        // localhost resolves to 127.0.0.1 and ::1; only ::1 is listed.
+        let g = gate(&["[::1]:4000"]);
+        let plan = g.plan("localhost", 4000).await.unwrap();
+        assert_eq!(plan, vec!["[::1]:4000".parse::<SocketAddr>().unwrap()]);
+    }
+
+    #[test]
+    fn a_name_that_does_not_resolve_dials_the_listed_addresses() {
+        let listed: Vec<SocketAddr> = vec!["192.0.2.1:443".parse().unwrap()];
+        assert_eq!(order("relay.example", &listed, &[]), listed);
+    }
+
+    #[test]
+    fn dns_orders_the_listed_addresses_and_adds_none() {
+        let a: SocketAddr = "192.0.2.1:443".parse().unwrap();
+        let b: SocketAddr = "192.0.2.2:443".parse().unwrap();
+        let elsewhere: SocketAddr = "198.51.100.9:443".parse().unwrap();
+        assert_eq!(order("r", &[a, b], &[elsewhere, b]), vec![b, a]);
+        assert_eq!(order("r", &[a], &[elsewhere]), vec![a]);
+    }
+}

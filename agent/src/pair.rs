@@ -1,0 +1,388 @@
+//! `aromba pair` (root): sets the server up at the relay and pairs it with
+//! a chat. It registers the server when it is not yet (its id is the
+//! Warden's own, its token fresh), asks for a PIN when none is set, writes
+//! `network.toml` (root's) and `relay.toml` (the Worker's, 0600), asks the
+//! relay for a pairing code over a connection of its own, prints the link
+//! and a QR code, waits for the chat to take it, and pins the relay's
+//! tap-signing key in the Warden: from this connection, never from the
+//! Worker, which could otherwise hand over a key of its own.
+
+use crate::config::{HostEntry, NetworkConfig, RelayConfig, RelayUrl, my_uid};
+use crate::net::Gate;
+use crate::paths::Paths;
+use crate::register::{Registered, register};
+use crate::warden_client;
+use aromba_proto::client::{Endpoint, dial, handshake};
+use aromba_proto::frame::{Body, Delivery};
+use aromba_proto::token::ServerToken;
+use aromba_warden_proto::{Request, Response};
+use std::net::{IpAddr, SocketAddr};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use uuid::Uuid;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PairError {
+    #[error("{0}")]
+    Config(#[from] crate::config::ConfigError),
+    #[error("{0}")]
+    Warden(String),
+    #[error("{0}")]
+    Register(#[from] crate::register::RegisterError),
+    #[error("the relay connection failed: {0}")]
+    Relay(#[from] aromba_proto::client::ClientError),
+    #[error("{0}")]
+    Setup(String),
+    #[error("the pairing code expired before a chat took it; run `aromba pair` again")]
+    Expired,
+}
+
+pub struct PairOptions {
+    pub root: Option<PathBuf>,
+    /// The relay, for a server not set up yet (`https://HOST[:PORT]`).
+    pub relay: Option<String>,
+    pub ca_file: Option<PathBuf>,
+    /// The Worker's account, owner of `relay.toml`.
+    pub worker_user: String,
+    pub install_source: String,
+}
+
+/// The outcome, for the caller to print.
+pub enum Paired {
+    Now,
+    Already,
+}
+
+async fn warden(paths: &Paths, request: &Request) -> Result<Response, PairError> {
+    match warden_client::ask(&paths.control_socket(), request).await {
+        Ok(Response::Error { message }) => {
+            Err(PairError::Warden(format!("the Warden refused: {message}")))
+        }
+        Ok(Response::Refused { reason, .. }) => {
+            Err(PairError::Warden(format!("the Warden refused: {reason}")))
+        }
+        Ok(r) => Ok(r),
+        Err(e) => Err(PairError::Warden(e.to_string())),
+    }
+}
+
+/// The Worker's uid and gid from `/etc/passwd`.
+fn account(name: &str) -> Result<(u32, u32), PairError> {
+    let text = std::fs::read_to_string("/etc/passwd")
+        .map_err(|e| PairError::Setup(format!("cannot read /etc/passwd: {e}")))?;
+    text.lines()
+        .find_map(|line| {
+            let f: Vec<&str> = line.split(':').collect();
+            (f.len() >= 4 && f[0] == name)
+                .then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))
+                .flatten()
+        })
+        .ok_or_else(|| {
+            PairError::Setup(format!(
+                "there is no user {name:?} for the Worker: install Aromba first"
+            ))
+        })
+}
+
+/// Writes `text` to `path` whole (a temporary file renamed over it), with
+/// `mode` and owner.
+fn write_file(path: &Path, text: &str, mode: u32, owner: (u32, u32)) -> Result<(), PairError> {
+    let fail =
+        |e: std::io::Error| PairError::Setup(format!("cannot write {}: {e}", path.display()));
+    let dir = path
+        .parent()
+        .ok_or_else(|| PairError::Setup(format!("{} has no directory", path.display())))?;
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let tmp = dir.join(format!(
+        ".{}.{}",
+        path.file_name()
+            .map_or("file".into(), |n| n.to_string_lossy()),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&tmp);
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode_0600()
+            .open(&tmp)
+            .map_err(fail)?;
+        f.write_all(text.as_bytes()).map_err(fail)?;
+        f.sync_all().map_err(fail)?;
+    }
+    std::os::unix::fs::chown(&tmp, Some(owner.0), Some(owner.1)).map_err(fail)?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(fail)
+}
+
+trait Mode0600 {
+    fn mode_0600(&mut self) -> &mut Self;
+}
+
+impl Mode0600 for std::fs::OpenOptions {
+    fn mode_0600(&mut self) -> &mut Self {
+        std::os::unix::fs::OpenOptionsExt::mode(self, 0o600)
+    }
+}
+
+/// The nameservers `/etc/resolv.conf` names, on port 53: the Worker's
+/// lookups go to them, so the Warden must know them.
+fn resolvers() -> Vec<SocketAddr> {
+    std::fs::read_to_string("/etc/resolv.conf")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            (f.next() == Some("nameserver"))
+                .then(|| f.next()?.parse::<IpAddr>().ok())
+                .flatten()
+        })
+        .map(|ip| SocketAddr::new(ip, 53))
+        .take(8)
+        .collect()
+}
+
+/// The relay's addresses now, for `network.toml`.
+async fn relay_addresses(relay: &RelayUrl) -> Result<Vec<SocketAddr>, PairError> {
+    if let Ok(ip) = relay.host.parse::<IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, relay.port)]);
+    }
+    let found: Vec<SocketAddr> = tokio::net::lookup_host((relay.host.as_str(), relay.port))
+        .await
+        .map_err(|e| {
+            PairError::Setup(format!(
+                "the relay's name {} does not resolve: {e}",
+                relay.host
+            ))
+        })?
+        .take(16)
+        .collect();
+    if found.is_empty() {
+        return Err(PairError::Setup(format!(
+            "the relay's name {} resolves to no address",
+            relay.host
+        )));
+    }
+    Ok(found)
+}
+
+pub fn roots(ca_file: Option<&Path>) -> Result<Option<Arc<rustls::RootCertStore>>, String> {
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject;
+    let Some(path) = ca_file else {
+        return Ok(None);
+    };
+    let mut store = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(path)
+        .map_err(|e| format!("{}: cannot read the relay's CA: {e}", path.display()))?
+    {
+        let cert = cert.map_err(|e| format!("{}: not a PEM certificate: {e}", path.display()))?;
+        store
+            .add(cert)
+            .map_err(|e| format!("{}: not a usable CA certificate: {e}", path.display()))?;
+    }
+    if store.is_empty() {
+        return Err(format!("{}: holds no certificate", path.display()));
+    }
+    Ok(Some(Arc::new(store)))
+}
+
+/// Removes the marker that keeps the daemon off the relay, however
+/// pairing ends.
+struct Marker(PathBuf);
+
+impl Drop for Marker {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Prints the link and its QR code.
+fn show_code(code: &str, link: &str, expires_at: i64) {
+    println!();
+    println!("Open this link on your phone to pair this server with your Telegram chat:");
+    println!();
+    println!("  {link}");
+    println!();
+    if let Ok(qr) = qrcode::QrCode::new(link.as_bytes()) {
+        let picture = qr
+            .render::<qrcode::render::unicode::Dense1x2>()
+            .quiet_zone(true)
+            .build();
+        println!("{picture}");
+    }
+    let minutes = (expires_at / 1000 - now_s()).max(0) / 60;
+    println!("Or send the bot: /start {code}   (valid for {minutes} more minutes, once)");
+    println!();
+    println!("Waiting for the chat…");
+}
+
+fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+fn boot_id() -> Uuid {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .and_then(|s| Uuid::try_parse(s.trim()).ok())
+        .unwrap_or_else(Uuid::new_v4)
+}
+
+pub fn pair(
+    options: &PairOptions,
+    read_pin: impl Fn(&str) -> Option<String>,
+) -> Result<Paired, PairError> {
+    if my_uid().ok() != Some(0) {
+        return Err(PairError::Setup(
+            "`aromba pair` needs a root terminal (it sets up files only root may write)".into(),
+        ));
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| PairError::Setup(format!("cannot start: {e}")))?;
+    runtime.block_on(pair_async(options, read_pin))
+}
+
+async fn pair_async(
+    options: &PairOptions,
+    read_pin: impl Fn(&str) -> Option<String>,
+) -> Result<Paired, PairError> {
+    let paths = Paths::new(options.root.as_deref());
+    let paths = &paths;
+    let Response::Status(status) = warden(paths, &Request::Status).await? else {
+        return Err(PairError::Warden(
+            "the Warden's status could not be read".into(),
+        ));
+    };
+    let server_id = Uuid::try_parse(&status.server_id).map_err(|_| {
+        PairError::Warden(format!(
+            "the Warden's server id {:?} is not 32 hex digits",
+            status.server_id
+        ))
+    })?;
+    let worker = account(&options.worker_user)?;
+    if !status.pin_set {
+        println!("Choose a PIN. Turning prod mode off will ask for it, in the chat.");
+        let first =
+            read_pin("new PIN: ").ok_or_else(|| PairError::Setup("no PIN was given".into()))?;
+        let again = read_pin("the PIN again: ")
+            .ok_or_else(|| PairError::Setup("no PIN was given".into()))?;
+        if first != again {
+            return Err(PairError::Setup(
+                "the two PINs differ; nothing was set".into(),
+            ));
+        }
+        warden(paths, &Request::SetPin { pin: first }).await?;
+        println!("The PIN is set.");
+    }
+    let existing = match std::fs::symlink_metadata(paths.relay_file()) {
+        Ok(_) => Some(RelayConfig::load(&paths.relay_file(), worker.0)?),
+        Err(_) => None,
+    };
+    let mut config = match existing {
+        Some(c) if c.server_id == server_id => c,
+        Some(_) => {
+            return Err(PairError::Setup(format!(
+                "{} names another server than this Warden's ({}); remove it and run `aromba pair` again",
+                paths.relay_file().display(),
+                server_id.as_simple()
+            )));
+        }
+        None => {
+            let relay = options.relay.as_deref().unwrap_or("https://aro.mba");
+            RelayConfig {
+                server_id,
+                token: ServerToken::generate(),
+                relay: RelayUrl::parse(relay).map_err(PairError::Setup)?,
+                approval_key: None,
+                ca_file: options.ca_file.clone(),
+            }
+        }
+    };
+    if options.ca_file.is_some() {
+        config.ca_file = options.ca_file.clone();
+    }
+    let roots = roots(config.ca_file.as_deref()).map_err(PairError::Setup)?;
+    let network = NetworkConfig {
+        hosts: vec![HostEntry {
+            name: config.relay.host.to_ascii_lowercase(),
+            port: config.relay.port,
+            addresses: relay_addresses(&config.relay).await?,
+        }],
+        resolvers: resolvers(),
+    };
+    write_file(&paths.network_file(), &network.render(), 0o644, (0, 0))?;
+    write_file(&paths.relay_file(), &config.render(), 0o600, worker)?;
+    let gate = Gate::new(network);
+    match register(
+        &gate,
+        &config,
+        roots.clone(),
+        boot_id(),
+        &options.install_source,
+    )
+    .await?
+    {
+        Registered::New => println!("This server is registered with the relay."),
+        Registered::Unchanged => {}
+        Registered::Duplicate => println!(
+            "The relay knows this server's id from another machine or boot: the chat will ask you which it is."
+        ),
+    }
+    // The daemon stays off the relay while this connection pairs.
+    let marker = Marker(paths.pairing_marker());
+    write_file(&marker.0, &format!("{}\n", now_s()), 0o644, (0, 0))?;
+    let mut endpoint = Endpoint::new(
+        config.relay.connect_url(),
+        config.server_id,
+        config.token.clone(),
+        roots,
+    );
+    endpoint.dialer = Arc::new(gate);
+    let mut ws = dial(&endpoint).await?;
+    let mut session = handshake(&mut ws, &endpoint).await?;
+    session.send(&mut ws, &Body::PairingRequest {}).await?;
+    let mut deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let key = loop {
+        let frame = tokio::time::timeout_at(deadline, session.recv(&mut ws))
+            .await
+            .map_err(|_| PairError::Expired)??;
+        match frame {
+            Body::PairingCode {
+                code,
+                link,
+                expires_at,
+            } => {
+                show_code(&code, &link, expires_at);
+                let left = (expires_at / 1000 - now_s()).clamp(0, 3600) as u64;
+                deadline = tokio::time::Instant::now() + Duration::from_secs(left);
+            }
+            Body::AlreadyPaired {} => {
+                drop(marker);
+                return Ok(Paired::Already);
+            }
+            Body::Deliver {
+                id,
+                delivery: Delivery::Paired { approval_key },
+            } => {
+                session.send(&mut ws, &Body::AckDelivery { id }).await?;
+                break approval_key;
+            }
+            // Anything else is the daemon's to handle: not acknowledged
+            // here, it is delivered again on the daemon's connection.
+            _ => {}
+        }
+    };
+    let _ = ws.close(None).await;
+    warden(paths, &Request::PinRelayKey { key: key.clone() }).await?;
+    config.approval_key = Some(key);
+    write_file(&paths.relay_file(), &config.render(), 0o600, worker)?;
+    drop(marker);
+    Ok(Paired::Now)
+}

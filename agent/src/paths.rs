@@ -1,0 +1,55 @@
+//! Where the Worker's files are: the system's, or those under a `--root`
+//! directory laid out as a Warden started with `--root` lays out its own
+//! (the tests and the demo).
+
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Paths {
+    /// `relay.toml` and `network.toml`.
+    pub config_dir: PathBuf,
+    /// The Warden's sockets.
+    pub run_dir: PathBuf,
+    /// The Worker's own state (the user `aromba`'s home).
+    pub home: PathBuf,
+}
+
+impl Paths {
+    pub fn new(root: Option<&Path>) -> Paths {
+        match root {
+            None => Paths {
+                config_dir: PathBuf::from("/etc/aromba/worker"),
+                run_dir: PathBuf::from("/run/aromba"),
+                home: PathBuf::from("/var/lib/aromba"),
+            },
+            Some(root) => Paths {
+                config_dir: root.join("worker"),
+                run_dir: root.join("run"),
+                home: root.join("home"),
+            },
+        }
+    }
+
+    pub fn relay_file(&self) -> PathBuf {
+        self.config_dir.join("relay.toml")
+    }
+
+    pub fn network_file(&self) -> PathBuf {
+        self.config_dir.join("network.toml")
+    }
+
+    /// Present while `aromba pair` holds the relay connection: the daemon
+    /// stays off the relay meanwhile (a newer connection would replace the
+    /// other one, back and forth).
+    pub fn pairing_marker(&self) -> PathBuf {
+        self.config_dir.join("pairing")
+    }
+
+    pub fn worker_socket(&self) -> PathBuf {
+        self.run_dir.join("worker.sock")
+    }
+
+    pub fn control_socket(&self) -> PathBuf {
+        self.run_dir.join("control.sock")
+    }
+}
