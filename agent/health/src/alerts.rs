@@ -27,8 +27,10 @@
 //!
 //! The state is bounded: at most [`Thresholds::max_subjects`] raised
 //! alerts per family (disk space, inodes, failed units). Past that, a new
-//! subject raises nothing (it is counted in [`Alerts::untracked`]) until a
-//! raised one clears and frees a place; its next reading then raises it.
+//! subject raises nothing (each such reading is counted in
+//! [`Alerts::untracked`]) until a raised one clears and frees a place.
+//! Clears are handled before raises, so a place freed by a reading serves
+//! that same reading.
 //! The machine reads no clock: time is the snapshot's `at`.
 
 use std::collections::{BTreeMap, HashSet};
@@ -424,22 +426,7 @@ impl Alerts {
     }
 
     fn observe_units(&mut self, units: &[FailedUnit], events: &mut Vec<Event>) {
-        for unit in units {
-            if self.units.contains_key(&unit.name) {
-                continue;
-            }
-            if self.units.len() >= self.t.max_subjects {
-                self.untracked = self.untracked.saturating_add(1);
-                continue;
-            }
-            self.units.insert(unit.name.clone(), ());
-            events.push(Event::Raised {
-                kind: AlertKind::FailedUnit,
-                subject: unit.name.clone(),
-                value: Measure::Present,
-                threshold: Measure::Present,
-            });
-        }
+        // Recoveries first, so the places they free serve this reading.
         let listed: HashSet<&str> = units.iter().map(|u| u.name.as_str()).collect();
         let gone: Vec<String> = self
             .units
@@ -453,6 +440,22 @@ impl Alerts {
                 kind: AlertKind::FailedUnit,
                 subject: name,
                 value: Measure::Absent,
+                threshold: Measure::Present,
+            });
+        }
+        for unit in units {
+            if self.units.contains_key(&unit.name) {
+                continue;
+            }
+            if self.units.len() >= self.t.max_subjects {
+                self.untracked = self.untracked.saturating_add(1);
+                continue;
+            }
+            self.units.insert(unit.name.clone(), ());
+            events.push(Event::Raised {
+                kind: AlertKind::FailedUnit,
+                subject: unit.name.clone(),
+                value: Measure::Present,
                 threshold: Measure::Present,
             });
         }
@@ -532,42 +535,17 @@ fn per_mount(
     (raise, clear, cap): (u8, u8, usize),
     events: &mut Vec<Event>,
 ) {
-    let mut present = HashSet::new();
-    for fs in rows.iter().filter(|fs| is_relevant(fs)) {
-        let Some(used) = fs.used_ratio() else {
-            continue;
-        };
-        present.insert(fs.mount.as_str());
-        match raised.get_mut(&fs.mount) {
-            Some(_) if used.below(clear) => {
-                raised.remove(&fs.mount);
-                events.push(Event::Cleared {
-                    kind,
-                    subject: fs.mount.clone(),
-                    value: Measure::Percent(used),
-                    threshold: Measure::Percent(Ratio::percent(clear)),
-                });
-            }
-            Some(last) => *last = used,
-            None if used.at_least(raise) => {
-                if raised.len() >= cap {
-                    *untracked = untracked.saturating_add(1);
-                    continue;
-                }
-                raised.insert(fs.mount.clone(), used);
-                events.push(Event::Raised {
-                    kind,
-                    subject: fs.mount.clone(),
-                    value: Measure::Percent(used),
-                    threshold: Measure::Percent(Ratio::percent(raise)),
-                });
-            }
-            None => {}
-        }
-    }
+    let readings: Vec<(&str, Ratio)> = rows
+        .iter()
+        .filter(|fs| is_relevant(fs))
+        .filter_map(|fs| fs.used_ratio().map(|r| (fs.mount.as_str(), r)))
+        .collect();
+    // Clears first (a mount back under the line, or gone), so the places
+    // they free serve this reading's raises.
+    let present: HashSet<&str> = readings.iter().map(|(m, _)| *m).collect();
     let gone: Vec<String> = raised
         .keys()
-        .filter(|m| !present.contains(&m.as_str()))
+        .filter(|m| !present.contains(m.as_str()))
         .cloned()
         .collect();
     for mount in gone {
@@ -577,6 +555,37 @@ fn per_mount(
             subject: mount,
             value: Measure::Gone,
             threshold: Measure::Percent(Ratio::percent(clear)),
+        });
+    }
+    for &(mount, used) in &readings {
+        if let Some(last) = raised.get_mut(mount) {
+            if used.below(clear) {
+                raised.remove(mount);
+                events.push(Event::Cleared {
+                    kind,
+                    subject: mount.to_owned(),
+                    value: Measure::Percent(used),
+                    threshold: Measure::Percent(Ratio::percent(clear)),
+                });
+            } else {
+                *last = used;
+            }
+        }
+    }
+    for &(mount, used) in &readings {
+        if raised.contains_key(mount) || !used.at_least(raise) {
+            continue;
+        }
+        if raised.len() >= cap {
+            *untracked = untracked.saturating_add(1);
+            continue;
+        }
+        raised.insert(mount.to_owned(), used);
+        events.push(Event::Raised {
+            kind,
+            subject: mount.to_owned(),
+            value: Measure::Percent(used),
+            threshold: Measure::Percent(Ratio::percent(raise)),
         });
     }
 }

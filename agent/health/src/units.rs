@@ -98,9 +98,10 @@ impl Load {
         self.0
     }
 
-    /// This load shared over `cpus`, rounded down.
+    /// This load shared over `cpus`, rounded up: a load just above a
+    /// per-CPU line never prints as the line itself.
     pub fn per_cpu(self, cpus: std::num::NonZeroU32) -> Load {
-        Load(self.0 / cpus.get())
+        Load(self.0.div_ceil(cpus.get()))
     }
 }
 
