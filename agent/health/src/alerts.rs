@@ -273,7 +273,11 @@ impl Alerts {
         if self.load_raised {
             out.push((AlertKind::Load, "load".to_owned()));
         }
-        out.extend(self.units.keys().map(|u| (AlertKind::FailedUnit, u.clone())));
+        out.extend(
+            self.units
+                .keys()
+                .map(|u| (AlertKind::FailedUnit, u.clone())),
+        );
         if self.reboot {
             out.push((AlertKind::RebootRequired, "reboot".to_owned()));
         }

@@ -74,7 +74,16 @@ fn upgrade_line(n: usize, line: &str) -> Result<Upgrade, ParseError> {
         return Err(err(if w.len() > 6 {
             ErrorKind::ExtraColumn
         } else {
-            ErrorKind::MissingColumn(["package", "version", "arch", "[upgradable", "from:", "version]"][w.len()])
+            ErrorKind::MissingColumn(
+                [
+                    "package",
+                    "version",
+                    "arch",
+                    "[upgradable",
+                    "from:",
+                    "version]",
+                ][w.len()],
+            )
         }));
     };
     let (package, suites) = name_suites
@@ -95,7 +104,11 @@ fn upgrade_line(n: usize, line: &str) -> Result<Upgrade, ParseError> {
     if !is_version(new_version) {
         return Err(err(ErrorKind::Invalid("version")));
     }
-    if arch.is_empty() || !arch.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+    if arch.is_empty()
+        || !arch
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
         return Err(err(ErrorKind::Invalid("arch")));
     }
     if *upgradable != "[upgradable" || *from != "from:" {
@@ -153,7 +166,11 @@ mod tests {
                 current_version: "3.0.2-0ubuntu1.15".to_owned(),
             }])
         );
-        assert_eq!(parse_apt_upgradable("a1/jammy-updates 1 all [upgradable from: 0]").map(|u| u[0].is_security()), Ok(false));
+        assert_eq!(
+            parse_apt_upgradable("a1/jammy-updates 1 all [upgradable from: 0]")
+                .map(|u| u[0].is_security()),
+            Ok(false)
+        );
     }
 
     #[test]
@@ -172,20 +189,41 @@ mod tests {
 
     #[test]
     fn repeated_suites_are_kept_once() {
-        let u = parse_apt_upgradable("p1/noble-updates,noble-updates,noble-security,noble-security 1.0 all [upgradable from: 0.9]");
+        let u = parse_apt_upgradable(
+            "p1/noble-updates,noble-updates,noble-security,noble-security 1.0 all [upgradable from: 0.9]",
+        );
         assert_eq!(u.map(|u| u[0].suites.len()), Ok(2));
     }
 
     #[test]
     fn garbled_names_are_refused() {
         for (bad, kind) in [
-            ("Vim/stable 1 amd64 [upgradable from: 0]", ErrorKind::Invalid("package")),
-            ("vim\u{FFFD}/stable 1 amd64 [upgradable from: 0]", ErrorKind::ReplacementCharacter),
-            ("vim stable 1 amd64 [upgradable from: 0]", ErrorKind::ExtraColumn),
-            ("vim/ 1 amd64 [upgradable from: 0]", ErrorKind::Invalid("suite")),
-            ("vim/stable =1 amd64 [upgradable from: 0]", ErrorKind::Invalid("version")),
+            (
+                "Vim/stable 1 amd64 [upgradable from: 0]",
+                ErrorKind::Invalid("package"),
+            ),
+            (
+                "vim\u{FFFD}/stable 1 amd64 [upgradable from: 0]",
+                ErrorKind::ReplacementCharacter,
+            ),
+            (
+                "vim stable 1 amd64 [upgradable from: 0]",
+                ErrorKind::ExtraColumn,
+            ),
+            (
+                "vim/ 1 amd64 [upgradable from: 0]",
+                ErrorKind::Invalid("suite"),
+            ),
+            (
+                "vim/stable =1 amd64 [upgradable from: 0]",
+                ErrorKind::Invalid("version"),
+            ),
         ] {
-            assert_eq!(parse_apt_upgradable(bad).map_err(|e| e.kind), Err(kind), "{bad}");
+            assert_eq!(
+                parse_apt_upgradable(bad).map_err(|e| e.kind),
+                Err(kind),
+                "{bad}"
+            );
         }
     }
 

@@ -70,8 +70,8 @@ pub fn parse_df(text: &str) -> Result<DfTable, ParseError> {
     let Some(&(header_line, header)) = lines.first() else {
         return Err(ParseError::whole(S, ErrorKind::Empty));
     };
-    let (kind, block_size) = header_kind(header)
-        .ok_or(ParseError::at(S, header_line, ErrorKind::UnknownHeader))?;
+    let (kind, block_size) =
+        header_kind(header).ok_or(ParseError::at(S, header_line, ErrorKind::UnknownHeader))?;
     let mut rows = Vec::new();
     for &(n, line) in &lines[1..] {
         if rows.len() == MAX_FILESYSTEMS {
@@ -154,9 +154,9 @@ fn header_kind(header: &str) -> Option<(DfKind, u64)> {
 /// `-` (GNU, when the size is zero) or 0–100 followed by `%`.
 fn is_capacity(word: &str) -> bool {
     word == "-"
-        || word.strip_suffix('%').is_some_and(|d| {
-            !d.is_empty() && d.len() <= 3 && d.bytes().all(|b| b.is_ascii_digit())
-        })
+        || word
+            .strip_suffix('%')
+            .is_some_and(|d| !d.is_empty() && d.len() <= 3 && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn is_digits(word: &str) -> bool {
@@ -166,7 +166,14 @@ fn is_digits(word: &str) -> bool {
 fn row(n: usize, line: &str, block_size: u64) -> Result<Filesystem, ParseError> {
     const S: Source = Source::Df;
     let w = words(line);
-    let names = ["Filesystem", "Type", "size", "Used", "Available", "Capacity"];
+    let names = [
+        "Filesystem",
+        "Type",
+        "size",
+        "Used",
+        "Available",
+        "Capacity",
+    ];
     if w.len() < 7 {
         let missing = names.get(w.len()).copied().unwrap_or("Mounted on");
         return Err(ParseError::at(S, n, ErrorKind::MissingColumn(missing)));
@@ -221,13 +228,17 @@ fn classify(n: usize, w: &[(usize, usize, &str)]) -> ParseError {
 mod tests {
     use super::*;
 
-    const HEADER: &str = "Filesystem     Type     1-blocks        Used   Available Capacity Mounted on\n";
+    const HEADER: &str =
+        "Filesystem     Type     1-blocks        Used   Available Capacity Mounted on\n";
 
     #[test]
     fn a_mount_point_with_spaces_is_the_rest_of_the_line() {
         let text = format!("{HEADER}/dev/loop0 ext4 100 93 7 93% /srv/backup disk\n");
         let t = parse_df(&text).map(|t| t.filesystems);
-        assert_eq!(t.map(|f| f[0].mount.clone()), Ok("/srv/backup disk".to_owned()));
+        assert_eq!(
+            t.map(|f| f[0].mount.clone()),
+            Ok("/srv/backup disk".to_owned())
+        );
     }
 
     #[test]
@@ -254,31 +265,60 @@ mod tests {
 
     #[test]
     fn the_block_size_comes_from_the_header() {
-        for (size, block) in [("1-blocks", 1), ("1024-blocks", 1024), ("1K-blocks", 1024), ("512-blocks", 512)] {
-            let text = format!("Filesystem Type {size} Used Available Capacity Mounted on\n/dev/a ext4 10 5 5 50% /\n");
+        for (size, block) in [
+            ("1-blocks", 1),
+            ("1024-blocks", 1024),
+            ("1K-blocks", 1024),
+            ("512-blocks", 512),
+        ] {
+            let text = format!(
+                "Filesystem Type {size} Used Available Capacity Mounted on\n/dev/a ext4 10 5 5 50% /\n"
+            );
             let t = parse_df(&text);
-            assert_eq!(t.map(|t| (t.block_size, t.filesystems[0].size)), Ok((block, 10 * block)), "{size}");
+            assert_eq!(
+                t.map(|t| (t.block_size, t.filesystems[0].size)),
+                Ok((block, 10 * block)),
+                "{size}"
+            );
         }
     }
 
     #[test]
     fn a_header_without_a_unit_is_refused() {
         // `df -h` prints sizes no parser can trust.
-        let text = "Filesystem Type Size Used Avail Use% Mounted on\n/dev/a ext4 76G 23G 52G 31% /\n";
-        assert_eq!(parse_df(text).map_err(|e| (e.line, e.kind)), Err((1, ErrorKind::UnknownHeader)));
+        let text =
+            "Filesystem Type Size Used Avail Use% Mounted on\n/dev/a ext4 76G 23G 52G 31% /\n";
+        assert_eq!(
+            parse_df(text).map_err(|e| (e.line, e.kind)),
+            Err((1, ErrorKind::UnknownHeader))
+        );
         // Nor without the type column, which the filter needs.
-        let text = "Filesystem 1024-blocks Used Available Capacity Mounted on\n/dev/a 10 5 5 50% /\n";
-        assert_eq!(parse_df(text).map_err(|e| e.kind), Err(ErrorKind::UnknownHeader));
-        assert_eq!(parse_df("Filesystem Type 0-blocks Used Available Capacity Mounted on\n").map_err(|e| e.kind), Err(ErrorKind::UnknownHeader));
+        let text =
+            "Filesystem 1024-blocks Used Available Capacity Mounted on\n/dev/a 10 5 5 50% /\n";
+        assert_eq!(
+            parse_df(text).map_err(|e| e.kind),
+            Err(ErrorKind::UnknownHeader)
+        );
+        assert_eq!(
+            parse_df("Filesystem Type 0-blocks Used Available Capacity Mounted on\n")
+                .map_err(|e| e.kind),
+            Err(ErrorKind::UnknownHeader)
+        );
     }
 
     #[test]
     fn a_number_overflowing_after_the_block_size_is_refused() {
         let text = "Filesystem Type 1024-blocks Used Available Capacity Mounted on\n\
                     /dev/a ext4 18014398509481984 0 0 0% /\n";
-        assert_eq!(parse_df(text).map_err(|e| (e.line, e.kind)), Err((2, ErrorKind::Overflow("size"))));
+        assert_eq!(
+            parse_df(text).map_err(|e| (e.line, e.kind)),
+            Err((2, ErrorKind::Overflow("size")))
+        );
         let text = format!("{HEADER}/dev/a ext4 1 99999999999999999999 0 0% /\n");
-        assert_eq!(parse_df(&text).map_err(|e| e.kind), Err(ErrorKind::Overflow("Used")));
+        assert_eq!(
+            parse_df(&text).map_err(|e| e.kind),
+            Err(ErrorKind::Overflow("Used"))
+        );
     }
 
     #[test]
@@ -289,16 +329,32 @@ mod tests {
             Err((3, ErrorKind::MissingColumn("Used")))
         );
         let text = format!("{HEADER}/dev/b ext4 2705 10 x 5% /\n");
-        assert_eq!(parse_df(&text).map_err(|e| e.kind), Err(ErrorKind::NotANumber("Available")));
+        assert_eq!(
+            parse_df(&text).map_err(|e| e.kind),
+            Err(ErrorKind::NotANumber("Available"))
+        );
         let text = format!("{HEADER}/dev/b ext4 2705 10 10 5% relative\n");
-        assert_eq!(parse_df(&text).map_err(|e| e.kind), Err(ErrorKind::Invalid("Mounted on")));
+        assert_eq!(
+            parse_df(&text).map_err(|e| e.kind),
+            Err(ErrorKind::Invalid("Mounted on"))
+        );
     }
 
     #[test]
     fn a_repeated_mount_point_keeps_its_last_row() {
-        let text = format!("{HEADER}tmpfs tmpfs 10 1 9 10% /dev/shm\n/dev/a ext4 10 5 5 50% /\ntmpfs tmpfs 20 2 18 10% /dev/shm\n");
-        let t = parse_df(&text).map(|t| t.filesystems.iter().map(|f| (f.mount.clone(), f.size)).collect::<Vec<_>>());
-        assert_eq!(t, Ok(vec![("/".to_owned(), 10), ("/dev/shm".to_owned(), 20)]));
+        let text = format!(
+            "{HEADER}tmpfs tmpfs 10 1 9 10% /dev/shm\n/dev/a ext4 10 5 5 50% /\ntmpfs tmpfs 20 2 18 10% /dev/shm\n"
+        );
+        let t = parse_df(&text).map(|t| {
+            t.filesystems
+                .iter()
+                .map(|f| (f.mount.clone(), f.size))
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(
+            t,
+            Ok(vec![("/".to_owned(), 10), ("/dev/shm".to_owned(), 20)])
+        );
     }
 
     #[test]

@@ -118,7 +118,11 @@ mod tests {
         assert!(!is_relevant(&fs("tmpfs", "/srv/cache", 10)));
         assert!(!is_relevant(&fs("squashfs", "/snap/core20/1828", 10)));
         assert!(!is_relevant(&fs("ext4", "/snap/x", 10)));
-        assert!(!is_relevant(&fs("overlay", "/var/lib/docker/overlay2/abc/merged", 10)));
+        assert!(!is_relevant(&fs(
+            "overlay",
+            "/var/lib/docker/overlay2/abc/merged",
+            10
+        )));
         assert!(!is_relevant(&fs("ext4", "/", 0)));
     }
 

@@ -34,9 +34,10 @@ pub fn parse_loadavg(text: &str) -> Result<LoadAvg, ParseError> {
     let five = load(n, "5 min", column(1, "5 min")?)?;
     let fifteen = load(n, "15 min", column(2, "15 min")?)?;
     let tasks = column(3, "tasks")?;
-    let (running, total) = tasks
-        .split_once('/')
-        .ok_or(ParseError::at(S, n, ErrorKind::Invalid("tasks")))?;
+    let (running, total) =
+        tasks
+            .split_once('/')
+            .ok_or(ParseError::at(S, n, ErrorKind::Invalid("tasks")))?;
     number(S, n, "tasks", running)?;
     number(S, n, "tasks", total)?;
     number(S, n, "last pid", column(4, "last pid")?)?;
@@ -49,9 +50,9 @@ pub fn parse_loadavg(text: &str) -> Result<LoadAvg, ParseError> {
 /// `12.34`: digits, a point, exactly two digits.
 fn load(line: usize, column: &'static str, text: &str) -> Result<Load, ParseError> {
     const S: Source = Source::LoadAvg;
-    let (whole, fraction) = text
-        .split_once('.')
-        .ok_or(ParseError::at(S, line, ErrorKind::Invalid(column)))?;
+    let (whole, fraction) =
+        text.split_once('.')
+            .ok_or(ParseError::at(S, line, ErrorKind::Invalid(column)))?;
     if fraction.len() != 2 {
         return Err(ParseError::at(S, line, ErrorKind::Invalid(column)));
     }
@@ -75,7 +76,8 @@ pub fn parse_nproc(text: &str) -> Result<NonZeroU32, ParseError> {
         [_, (second, _), ..] => return Err(ParseError::at(S, *second, ErrorKind::UnexpectedLine)),
     };
     let count = number(S, n, "cpus", line.trim_end_matches(' '))?;
-    let count = u32::try_from(count).map_err(|_| ParseError::at(S, n, ErrorKind::Overflow("cpus")))?;
+    let count =
+        u32::try_from(count).map_err(|_| ParseError::at(S, n, ErrorKind::Overflow("cpus")))?;
     NonZeroU32::new(count).ok_or(ParseError::at(S, n, ErrorKind::Zero("cpus")))
 }
 
@@ -122,7 +124,11 @@ mod tests {
 
     #[test]
     fn refuses_signs_and_exponents() {
-        for bad in ["-1.00 1.00 1.00 1/1 1", "1e3 1.00 1.00 1/1 1", "+1.00 1.00 1.00 1/1 1"] {
+        for bad in [
+            "-1.00 1.00 1.00 1/1 1",
+            "1e3 1.00 1.00 1/1 1",
+            "+1.00 1.00 1.00 1/1 1",
+        ] {
             assert!(parse_loadavg(bad).is_err(), "{bad}");
         }
     }
@@ -130,7 +136,10 @@ mod tests {
     #[test]
     fn nproc_is_a_positive_number() {
         assert_eq!(parse_nproc("2\n").map(NonZeroU32::get), Ok(2));
-        assert_eq!(parse_nproc("0\n").map_err(|e| e.kind), Err(ErrorKind::Zero("cpus")));
+        assert_eq!(
+            parse_nproc("0\n").map_err(|e| e.kind),
+            Err(ErrorKind::Zero("cpus"))
+        );
         assert_eq!(parse_nproc("").map_err(|e| e.kind), Err(ErrorKind::Empty));
         assert_eq!(
             parse_nproc("4294967296\n").map_err(|e| e.kind),

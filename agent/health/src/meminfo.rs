@@ -60,9 +60,9 @@ pub fn parse_meminfo(text: &str) -> Result<MemInfo, ParseError> {
     }
     let mut values: [Option<u64>; FIELDS.len()] = [None; FIELDS.len()];
     for (n, line) in lines {
-        let (key, rest) = line
-            .split_once(':')
-            .ok_or(ParseError::at(S, n, ErrorKind::UnexpectedLine))?;
+        let (key, rest) =
+            line.split_once(':')
+                .ok_or(ParseError::at(S, n, ErrorKind::UnexpectedLine))?;
         if key.is_empty()
             || !key
                 .bytes()

@@ -90,7 +90,10 @@ mod tests {
 
     #[test]
     fn no_flag_file_is_no_reboot() {
-        assert_eq!(parse_reboot_required(None, None), Ok(RebootStatus::default()));
+        assert_eq!(
+            parse_reboot_required(None, None),
+            Ok(RebootStatus::default())
+        );
     }
 
     #[test]

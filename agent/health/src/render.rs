@@ -108,7 +108,10 @@ fn fullest_line(label: &str, rows: Option<&Vec<Filesystem>>) -> String {
         Some(Some((fs, used))) => {
             let pct = format!("{}% ", used.percent_ceil());
             let room = BLOCK_WIDTH - 9 - pct.chars().count();
-            line(label, &format!("{pct}{}", ellipsize_middle(&clean(&fs.mount), room)))
+            line(
+                label,
+                &format!("{pct}{}", ellipsize_middle(&clean(&fs.mount), room)),
+            )
         }
     }
 }
@@ -151,7 +154,11 @@ fn status_block(s: &Snapshot) -> String {
             None => line("Swap", "none"),
             Some(used) => line(
                 "Swap",
-                &format!("{}% used of {}", used.percent_ceil(), human_bytes(m.swap_total)),
+                &format!(
+                    "{}% used of {}",
+                    used.percent_ceil(),
+                    human_bytes(m.swap_total)
+                ),
             ),
         },
     });
@@ -217,7 +224,10 @@ pub fn disk(space: &[Filesystem]) -> Reply {
         );
     }
     Reply {
-        text: format!("Disk space, {}:", plural(rows.len(), "filesystem", "filesystems")),
+        text: format!(
+            "Disk space, {}:",
+            plural(rows.len(), "filesystem", "filesystems")
+        ),
         block: Some(block),
     }
 }
@@ -308,8 +318,17 @@ pub fn digest(s: &Snapshot, alerts: &Alerts) -> Reply {
             let _ = write!(text, "\n• {}", describe(*kind, subject));
         }
     }
-    if let Some(r) = s.reboot.as_ref().filter(|r| r.required && !r.packages.is_empty()) {
-        let names: Vec<&str> = r.packages.iter().take(UPDATES_LISTED).map(String::as_str).collect();
+    if let Some(r) = s
+        .reboot
+        .as_ref()
+        .filter(|r| r.required && !r.packages.is_empty())
+    {
+        let names: Vec<&str> = r
+            .packages
+            .iter()
+            .take(UPDATES_LISTED)
+            .map(String::as_str)
+            .collect();
         let _ = write!(text, "\nThe reboot is asked for by {}.", names.join(", "));
     }
     if let Some(ups) = &s.updates {
@@ -419,7 +438,10 @@ pub fn event(e: &Event) -> String {
                     format!("Disk {subject} is back to {} used.", percent_used(*v))
                 }
                 (AlertKind::Inodes, v) => {
-                    format!("Disk {subject} is back to {} of its inodes used.", percent_used(*v))
+                    format!(
+                        "Disk {subject} is back to {} of its inodes used.",
+                        percent_used(*v)
+                    )
                 }
                 (AlertKind::Memory, v) => {
                     format!("Memory is back to {} available.", percent_free(*v))
@@ -431,7 +453,9 @@ pub fn event(e: &Event) -> String {
                 (AlertKind::Load, v) => format!("Load is back to {} per CPU.", load(*v)),
                 (AlertKind::FailedUnit, _) => format!("Service {subject} is no longer failed."),
                 (AlertKind::RebootRequired, _) => "The reboot is done.".to_owned(),
-                (AlertKind::ClockUnsynchronized, _) => "The clock is synchronized again.".to_owned(),
+                (AlertKind::ClockUnsynchronized, _) => {
+                    "The clock is synchronized again.".to_owned()
+                }
             }
         }
     }
@@ -444,8 +468,16 @@ mod tests {
     #[test]
     fn long_names_are_cut_in_the_middle() {
         assert_eq!(ellipsize_middle("/srv/backup disk", 20), "/srv/backup disk");
-        assert_eq!(ellipsize_middle("/var/lib/postgresql/16/main", 20), "/var/lib/p…l/16/main");
-        assert_eq!(ellipsize_middle("/var/lib/postgresql/16/main", 20).chars().count(), 20);
+        assert_eq!(
+            ellipsize_middle("/var/lib/postgresql/16/main", 20),
+            "/var/lib/p…l/16/main"
+        );
+        assert_eq!(
+            ellipsize_middle("/var/lib/postgresql/16/main", 20)
+                .chars()
+                .count(),
+            20
+        );
         assert_eq!(ellipsize_middle("abc", 1), "…");
         assert_eq!(ellipsize_middle("abc", 0), "");
     }

@@ -133,7 +133,9 @@ fn unit_line(n: usize, line: &str) -> Result<FailedUnit, ParseError> {
             return Err(ParseError::at(S, n, ErrorKind::Invalid(column)));
         }
     }
-    let description = w.get(4).map_or("", |&(start, _, _)| line[start..].trim_end_matches(' '));
+    let description = w
+        .get(4)
+        .map_or("", |&(start, _, _)| line[start..].trim_end_matches(' '));
     Ok(FailedUnit {
         name: name.to_owned(),
         load: w[1].2.to_owned(),
@@ -150,9 +152,9 @@ fn is_unit_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b":-_.\\@".contains(&b))
-        && name.rsplit_once('.').is_some_and(|(stem, ty)| {
-            !stem.is_empty() && UNIT_TYPES.contains(&ty)
-        })
+        && name
+            .rsplit_once('.')
+            .is_some_and(|(stem, ty)| !stem.is_empty() && UNIT_TYPES.contains(&ty))
 }
 
 /// `loaded`, `not-found`, `failed`, `auto-restart`: lowercase and dashes.
@@ -168,12 +170,19 @@ mod tests {
 
     #[test]
     fn plain_output_and_bulleted_output_read_the_same() {
-        let plain = parse_failed_units("nginx.service loaded failed failed A high performance web server\n");
-        let bulleted = parse_failed_units("● nginx.service loaded failed failed A high performance web server\n");
+        let plain = parse_failed_units(
+            "nginx.service loaded failed failed A high performance web server\n",
+        );
+        let bulleted = parse_failed_units(
+            "● nginx.service loaded failed failed A high performance web server\n",
+        );
         assert_eq!(plain, bulleted);
         assert_eq!(
             plain.map(|u| (u[0].name.clone(), u[0].description.clone())),
-            Ok(("nginx.service".to_owned(), "A high performance web server".to_owned()))
+            Ok((
+                "nginx.service".to_owned(),
+                "A high performance web server".to_owned()
+            ))
         );
     }
 

@@ -37,13 +37,15 @@ pub fn parse_timedatectl_show(text: &str) -> Result<ClockStatus, ParseError> {
         if line.is_empty() {
             continue;
         }
-        if !any && (line.starts_with("Unknown operation") || line.starts_with("Unknown command verb")) {
+        if !any
+            && (line.starts_with("Unknown operation") || line.starts_with("Unknown command verb"))
+        {
             return Err(ParseError::at(S, n, ErrorKind::Unsupported));
         }
         any = true;
-        let (key, value) = line
-            .split_once('=')
-            .ok_or(ParseError::at(S, n, ErrorKind::UnexpectedLine))?;
+        let (key, value) =
+            line.split_once('=')
+                .ok_or(ParseError::at(S, n, ErrorKind::UnexpectedLine))?;
         if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric()) {
             return Err(ParseError::at(S, n, ErrorKind::Invalid("key")));
         }
@@ -87,8 +89,10 @@ pub fn parse_timedatectl_show(text: &str) -> Result<ClockStatus, ParseError> {
         ntp_enabled: ntp,
         can_ntp,
         local_rtc,
-        synchronized: synchronized
-            .ok_or(ParseError::whole(S, ErrorKind::MissingField("NTPSynchronized")))?,
+        synchronized: synchronized.ok_or(ParseError::whole(
+            S,
+            ErrorKind::MissingField("NTPSynchronized"),
+        ))?,
     })
 }
 
@@ -122,10 +126,26 @@ mod tests {
         for (text, line, kind) in [
             ("", 0, ErrorKind::Empty),
             ("NTP=yes\n", 0, ErrorKind::MissingField("NTPSynchronized")),
-            ("NTPSynchronized=maybe\n", 1, ErrorKind::Invalid("NTPSynchronized")),
-            ("NTPSynchronized=yes\nNTPSynchronized=no\n", 2, ErrorKind::Duplicate("NTPSynchronized")),
-            ("NTPSynchronized=yes\ngarbage\n", 2, ErrorKind::UnexpectedLine),
-            ("Timezone=Europe/Par is\nNTPSynchronized=yes\n", 1, ErrorKind::Invalid("Timezone")),
+            (
+                "NTPSynchronized=maybe\n",
+                1,
+                ErrorKind::Invalid("NTPSynchronized"),
+            ),
+            (
+                "NTPSynchronized=yes\nNTPSynchronized=no\n",
+                2,
+                ErrorKind::Duplicate("NTPSynchronized"),
+            ),
+            (
+                "NTPSynchronized=yes\ngarbage\n",
+                2,
+                ErrorKind::UnexpectedLine,
+            ),
+            (
+                "Timezone=Europe/Par is\nNTPSynchronized=yes\n",
+                1,
+                ErrorKind::Invalid("Timezone"),
+            ),
         ] {
             assert_eq!(
                 parse_timedatectl_show(text).map_err(|e| (e.line, e.kind)),

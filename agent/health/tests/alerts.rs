@@ -12,7 +12,9 @@ use aromba_health::{
 const MINUTE: u64 = 60;
 
 fn fixture(rel: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -70,7 +72,10 @@ fn disk_hovering_at_the_line_raises_once_and_clears_once() {
             .enumerate()
             .map(|(m, &pct)| with_space(m as u64, vec![disk("/", pct)])),
     );
-    let shape: Vec<(usize, usize)> = minutes.iter().map(|e| (raised(e).len(), cleared(e).len())).collect();
+    let shape: Vec<(usize, usize)> = minutes
+        .iter()
+        .map(|e| (raised(e).len(), cleared(e).len()))
+        .collect();
     assert_eq!(shape, [(0, 0), (1, 0), (0, 0), (0, 0), (0, 0), (0, 1)]);
     assert_eq!(
         minutes[1],
@@ -97,10 +102,13 @@ fn inodes_hovering_at_the_line_raise_once_and_clear_once() {
     let mut alerts = Alerts::new(Thresholds::default());
     let minutes = run(
         &mut alerts,
-        [89, 91, 89, 91, 86, 84].iter().enumerate().map(|(m, &pct)| Snapshot {
-            inodes: Some(vec![disk("/var", pct)]),
-            ..at(m as u64)
-        }),
+        [89, 91, 89, 91, 86, 84]
+            .iter()
+            .enumerate()
+            .map(|(m, &pct)| Snapshot {
+                inodes: Some(vec![disk("/var", pct)]),
+                ..at(m as u64)
+            }),
     );
     let all: Vec<Event> = minutes.into_iter().flatten().collect();
     assert_eq!(raised(&all), [(AlertKind::Inodes, "/var")]);
@@ -111,20 +119,33 @@ fn inodes_hovering_at_the_line_raise_once_and_clear_once() {
 fn the_lines_are_exact() {
     let mut alerts = Alerts::new(Thresholds::default());
     // Exactly 90 % raises (at or above); exactly 85 % does not clear (below).
-    assert_eq!(raised(&alerts.observe(&with_space(0, vec![disk("/", 90)]))).len(), 1);
-    assert!(alerts.observe(&with_space(1, vec![disk("/", 85)])).is_empty());
+    assert_eq!(
+        raised(&alerts.observe(&with_space(0, vec![disk("/", 90)]))).len(),
+        1
+    );
+    assert!(
+        alerts
+            .observe(&with_space(1, vec![disk("/", 85)]))
+            .is_empty()
+    );
     let just_under = Filesystem {
         used: 84_999,
         avail: 15_001,
         ..disk("/", 0)
     };
-    assert_eq!(cleared(&alerts.observe(&with_space(2, vec![just_under]))).len(), 1);
+    assert_eq!(
+        cleared(&alerts.observe(&with_space(2, vec![just_under]))).len(),
+        1
+    );
 }
 
 #[test]
 fn a_mount_that_disappears_clears_its_alert() {
     let mut alerts = Alerts::new(Thresholds::default());
-    alerts.observe(&with_space(0, vec![disk("/", 50), disk("/srv/backup disk", 95)]));
+    alerts.observe(&with_space(
+        0,
+        vec![disk("/", 50), disk("/srv/backup disk", 95)],
+    ));
     let events = alerts.observe(&with_space(1, vec![disk("/", 50)]));
     assert_eq!(
         events,
@@ -176,14 +197,23 @@ fn memory_hovering_at_the_line_raises_once_and_clears_once() {
     let mut alerts = Alerts::new(Thresholds::default());
     let minutes = run(
         &mut alerts,
-        [11, 9, 11, 9, 15, 14, 16].iter().enumerate().map(|(m, &pct)| Snapshot {
-            memory: Some(memory(pct, None)),
-            ..at(m as u64)
-        }),
+        [11, 9, 11, 9, 15, 14, 16]
+            .iter()
+            .enumerate()
+            .map(|(m, &pct)| Snapshot {
+                memory: Some(memory(pct, None)),
+                ..at(m as u64)
+            }),
     );
-    let shape: Vec<(usize, usize)> = minutes.iter().map(|e| (raised(e).len(), cleared(e).len())).collect();
+    let shape: Vec<(usize, usize)> = minutes
+        .iter()
+        .map(|e| (raised(e).len(), cleared(e).len()))
+        .collect();
     // Raised below 10 %; 15 % is not above 15 %; 16 % clears.
-    assert_eq!(shape, [(0, 0), (1, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 1)]);
+    assert_eq!(
+        shape,
+        [(0, 0), (1, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 1)]
+    );
 }
 
 #[test]
@@ -199,9 +229,18 @@ fn swap_raises_above_80_and_clears_below_75_or_when_turned_off() {
                 ..at(m as u64)
             }),
     );
-    let shape: Vec<(usize, usize)> = minutes.iter().map(|e| (raised(e).len(), cleared(e).len())).collect();
+    let shape: Vec<(usize, usize)> = minutes
+        .iter()
+        .map(|e| (raised(e).len(), cleared(e).len()))
+        .collect();
     assert_eq!(shape, [(0, 0), (1, 0), (0, 0), (0, 1), (1, 0), (0, 1)]);
-    assert!(matches!(minutes[5][..], [Event::Cleared { value: Measure::Gone, .. }]));
+    assert!(matches!(
+        minutes[5][..],
+        [Event::Cleared {
+            value: Measure::Gone,
+            ..
+        }]
+    ));
 }
 
 fn load_at(minute: u64, one_hundredths: u32) -> Snapshot {
@@ -221,7 +260,10 @@ fn load_must_stay_high_five_readings_to_raise_and_low_five_to_clear() {
     let mut alerts = Alerts::new(Thresholds::default());
     // Two CPUs: 4.01 is 2.005 per CPU, above 2.00.
     let high: Vec<Vec<Event>> = (0..5).map(|m| alerts.observe(&load_at(m, 401))).collect();
-    assert!(high[..4].iter().all(Vec::is_empty), "four readings are not enough");
+    assert!(
+        high[..4].iter().all(Vec::is_empty),
+        "four readings are not enough"
+    );
     assert_eq!(
         high[4],
         [Event::Raised {
@@ -291,25 +333,40 @@ fn with_units(minute: u64, names: &[&str]) -> Snapshot {
 fn a_failed_unit_raises_once_and_clears_once() {
     let mut alerts = Alerts::new(Thresholds::default());
     assert!(alerts.observe(&with_units(0, &[])).is_empty());
-    assert_eq!(raised(&alerts.observe(&with_units(1, &["nginx.service"]))), [(AlertKind::FailedUnit, "nginx.service")]);
+    assert_eq!(
+        raised(&alerts.observe(&with_units(1, &["nginx.service"]))),
+        [(AlertKind::FailedUnit, "nginx.service")]
+    );
     for m in 2..60 {
-        assert!(alerts.observe(&with_units(m, &["nginx.service"])).is_empty(), "minute {m}");
+        assert!(
+            alerts
+                .observe(&with_units(m, &["nginx.service"]))
+                .is_empty(),
+            "minute {m}"
+        );
     }
     // systemctl failed this minute: no clear.
     assert!(alerts.observe(&at(60)).is_empty());
-    assert_eq!(cleared(&alerts.observe(&with_units(61, &[]))), [(AlertKind::FailedUnit, "nginx.service")]);
+    assert_eq!(
+        cleared(&alerts.observe(&with_units(61, &[]))),
+        [(AlertKind::FailedUnit, "nginx.service")]
+    );
     assert!(alerts.observe(&with_units(62, &[])).is_empty());
 }
 
 #[test]
 fn a_real_failed_unit_list_raises_its_unit() {
-    let list = parse_failed_units(&fixture("centos-7/systemctl-list-units-state-failed.txt")).expect("parses");
+    let list = parse_failed_units(&fixture("centos-7/systemctl-list-units-state-failed.txt"))
+        .expect("parses");
     let mut alerts = Alerts::new(Thresholds::default());
     let events = alerts.observe(&Snapshot {
         failed_units: Some(list),
         ..at(0)
     });
-    assert_eq!(raised(&events), [(AlertKind::FailedUnit, "network.service")]);
+    assert_eq!(
+        raised(&events),
+        [(AlertKind::FailedUnit, "network.service")]
+    );
 }
 
 #[test]
@@ -339,9 +396,15 @@ fn the_cap_holds_for_mount_points_too() {
         ..Thresholds::default()
     });
     let rows = vec![disk("/a", 95), disk("/b", 95), disk("/c", 95)];
-    assert_eq!(raised(&alerts.observe(&with_space(0, rows))), [(AlertKind::DiskSpace, "/a"), (AlertKind::DiskSpace, "/b")]);
+    assert_eq!(
+        raised(&alerts.observe(&with_space(0, rows))),
+        [(AlertKind::DiskSpace, "/a"), (AlertKind::DiskSpace, "/b")]
+    );
     assert_eq!(alerts.untracked(), 1);
-    let events = alerts.observe(&with_space(1, vec![disk("/a", 50), disk("/b", 95), disk("/c", 95)]));
+    let events = alerts.observe(&with_space(
+        1,
+        vec![disk("/a", 50), disk("/b", 95), disk("/c", 95)],
+    ));
     assert_eq!(cleared(&events), [(AlertKind::DiskSpace, "/a")]);
     assert_eq!(raised(&events), [(AlertKind::DiskSpace, "/c")]);
 }
@@ -357,11 +420,17 @@ fn reboot_required_raises_once_and_clears_after_the_reboot() {
         ..at(minute)
     };
     assert!(alerts.observe(&reboot(0, false)).is_empty());
-    assert_eq!(raised(&alerts.observe(&reboot(1, true))), [(AlertKind::RebootRequired, "reboot")]);
+    assert_eq!(
+        raised(&alerts.observe(&reboot(1, true))),
+        [(AlertKind::RebootRequired, "reboot")]
+    );
     for m in 2..1440 {
         assert!(alerts.observe(&reboot(m, true)).is_empty());
     }
-    assert_eq!(cleared(&alerts.observe(&reboot(1440, false))), [(AlertKind::RebootRequired, "reboot")]);
+    assert_eq!(
+        cleared(&alerts.observe(&reboot(1440, false))),
+        [(AlertKind::RebootRequired, "reboot")]
+    );
 }
 
 fn clock(minute: u64, synchronized: bool) -> Snapshot {
@@ -393,7 +462,10 @@ fn an_unsynchronized_clock_raises_after_ten_readings_and_clears_at_once() {
         }]
     );
     assert!(alerts.observe(&clock(10, false)).is_empty());
-    assert_eq!(cleared(&alerts.observe(&clock(11, true))), [(AlertKind::ClockUnsynchronized, "clock")]);
+    assert_eq!(
+        cleared(&alerts.observe(&clock(11, true))),
+        [(AlertKind::ClockUnsynchronized, "clock")]
+    );
     // Nine unsynchronized readings, one synchronized, nine again: no alert.
     for m in 12..21 {
         assert!(alerts.observe(&clock(m, false)).is_empty(), "minute {m}");
@@ -439,7 +511,10 @@ fn real_captures_raise_what_is_full_and_nothing_else() {
     });
     assert_eq!(
         raised(&events),
-        [(AlertKind::DiskSpace, "/srv/backup disk"), (AlertKind::Inodes, "/srv/uploads")]
+        [
+            (AlertKind::DiskSpace, "/srv/backup disk"),
+            (AlertKind::Inodes, "/srv/uploads")
+        ]
     );
 }
 

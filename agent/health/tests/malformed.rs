@@ -12,7 +12,9 @@ use aromba_health::{
 };
 
 fn fixture(rel: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -21,7 +23,8 @@ fn err<T: std::fmt::Debug>(r: Result<T, ParseError>) -> (Source, usize, ErrorKin
     (e.source, e.line, e.kind)
 }
 
-const DF_HEADER: &str = "Filesystem     Type     1-blocks        Used   Available Capacity Mounted on\n";
+const DF_HEADER: &str =
+    "Filesystem     Type     1-blocks        Used   Available Capacity Mounted on\n";
 
 #[test]
 fn truncated_lines_are_refused_at_their_line() {
@@ -34,7 +37,9 @@ fn truncated_lines_are_refused_at_their_line() {
         (Source::MemInfo, 2, ErrorKind::MissingColumn("value"))
     );
     assert_eq!(
-        err(parse_df(&format!("{DF_HEADER}/dev/vda ext4 270553174016 2246849"))),
+        err(parse_df(&format!(
+            "{DF_HEADER}/dev/vda ext4 270553174016 2246849"
+        ))),
         (Source::Df, 2, ErrorKind::MissingColumn("Available"))
     );
     assert_eq!(
@@ -42,7 +47,9 @@ fn truncated_lines_are_refused_at_their_line() {
         (Source::Df, 1, ErrorKind::UnknownHeader)
     );
     assert_eq!(
-        err(parse_failed_units("nginx.service loaded failed failed web\nphp8.2-fpm.service load")),
+        err(parse_failed_units(
+            "nginx.service loaded failed failed web\nphp8.2-fpm.service load"
+        )),
         (Source::Systemctl, 2, ErrorKind::MissingColumn("ACTIVE"))
     );
     assert_eq!(
@@ -56,7 +63,10 @@ fn truncated_lines_are_refused_at_their_line() {
         (Source::Timedatectl, 2, ErrorKind::UnexpectedLine)
     );
     assert_eq!(
-        err(parse_reboot_required(Some("*** System restart required ***\n"), Some("linux-base\nl"))),
+        err(parse_reboot_required(
+            Some("*** System restart required ***\n"),
+            Some("linux-base\nl")
+        )),
         (Source::RebootRequiredPkgs, 2, ErrorKind::Invalid("package"))
     );
 }
@@ -72,7 +82,10 @@ fn numbers_past_u64_are_refused() {
         err(parse_loadavg(&format!("1.00 1.00 1.00 1/{huge} 1"))),
         (Source::LoadAvg, 1, ErrorKind::Overflow("tasks"))
     );
-    assert_eq!(err(parse_nproc(huge)), (Source::Nproc, 1, ErrorKind::Overflow("cpus")));
+    assert_eq!(
+        err(parse_nproc(huge)),
+        (Source::Nproc, 1, ErrorKind::Overflow("cpus"))
+    );
     assert_eq!(
         err(parse_meminfo(&format!("MemTotal: {huge} kB\n"))),
         (Source::MemInfo, 1, ErrorKind::Overflow("MemTotal"))
@@ -86,13 +99,18 @@ fn numbers_past_u64_are_refused() {
         (Source::Df, 2, ErrorKind::Overflow("size"))
     );
     assert_eq!(
-        err(parse_df(&format!("{DF_HEADER}/dev/a ext4 1 1 {huge} 1% /\n"))),
+        err(parse_df(&format!(
+            "{DF_HEADER}/dev/a ext4 1 1 {huge} 1% /\n"
+        ))),
         (Source::Df, 2, ErrorKind::Overflow("Available"))
     );
     // The sum of used and available is never computed to overflow.
     let max = u64::MAX;
     let t = parse_df(&format!("{DF_HEADER}/dev/a ext4 {max} {max} {max} 50% /\n")).expect("fits");
-    assert_eq!(t.filesystems[0].used_ratio().map(|r| r.percent_ceil()), Some(100));
+    assert_eq!(
+        t.filesystems[0].used_ratio().map(|r| r.percent_ceil()),
+        Some(100)
+    );
 }
 
 #[test]
@@ -102,31 +120,49 @@ fn replaced_bytes_are_refused_where_only_ascii_belongs() {
         err(parse_loadavg(&format!("0.5{R} 0.58 0.59 1/257 12345"))),
         (Source::LoadAvg, 1, ErrorKind::ReplacementCharacter)
     );
-    assert_eq!(err(parse_nproc(&format!("2{R}"))), (Source::Nproc, 1, ErrorKind::ReplacementCharacter));
+    assert_eq!(
+        err(parse_nproc(&format!("2{R}"))),
+        (Source::Nproc, 1, ErrorKind::ReplacementCharacter)
+    );
     assert_eq!(
         err(parse_meminfo(&format!("MemTotal: 1 kB\nMem{R}ree: 1 kB\n"))),
         (Source::MemInfo, 2, ErrorKind::ReplacementCharacter)
     );
     assert_eq!(
-        err(parse_apt_upgradable(&format!("bash{R}/stable 1 amd64 [upgradable from: 0]"))),
+        err(parse_apt_upgradable(&format!(
+            "bash{R}/stable 1 amd64 [upgradable from: 0]"
+        ))),
         (Source::Apt, 1, ErrorKind::ReplacementCharacter)
     );
     assert_eq!(
-        err(parse_timedatectl_show(&format!("Timezone=Europe/Z{R}rich\nNTPSynchronized=yes"))),
+        err(parse_timedatectl_show(&format!(
+            "Timezone=Europe/Z{R}rich\nNTPSynchronized=yes"
+        ))),
         (Source::Timedatectl, 1, ErrorKind::ReplacementCharacter)
     );
     assert_eq!(
-        err(parse_reboot_required(Some(""), Some(&format!("libc6\nlinux-{R}\n")))),
-        (Source::RebootRequiredPkgs, 2, ErrorKind::ReplacementCharacter)
+        err(parse_reboot_required(
+            Some(""),
+            Some(&format!("libc6\nlinux-{R}\n"))
+        )),
+        (
+            Source::RebootRequiredPkgs,
+            2,
+            ErrorKind::ReplacementCharacter
+        )
     );
     // A unit name is ASCII (systemd escapes the rest); in a number it is
     // no number.
     assert_eq!(
-        err(parse_failed_units(&format!("caf{R}.service loaded failed failed x"))),
+        err(parse_failed_units(&format!(
+            "caf{R}.service loaded failed failed x"
+        ))),
         (Source::Systemctl, 1, ErrorKind::Invalid("UNIT"))
     );
     assert_eq!(
-        err(parse_df(&format!("{DF_HEADER}/dev/a ext4 1{R}0 5 5 50% /\n"))),
+        err(parse_df(&format!(
+            "{DF_HEADER}/dev/a ext4 1{R}0 5 5 50% /\n"
+        ))),
         (Source::Df, 2, ErrorKind::NotANumber("size"))
     );
 }
@@ -135,7 +171,10 @@ fn replaced_bytes_are_refused_where_only_ascii_belongs() {
 fn replaced_bytes_are_kept_in_free_text() {
     // A mount point or a description may hold bytes that are not UTF-8;
     // the row is kept, with the replacement character shown.
-    let t = parse_df(&format!("{DF_HEADER}/dev/a ext4 10 5 5 50% /srv/caf\u{FFFD}\n")).expect("kept");
+    let t = parse_df(&format!(
+        "{DF_HEADER}/dev/a ext4 10 5 5 50% /srv/caf\u{FFFD}\n"
+    ))
+    .expect("kept");
     assert_eq!(t.filesystems[0].mount, "/srv/caf\u{FFFD}");
     let u = parse_failed_units("a.service loaded failed failed Caf\u{FFFD}\n").expect("kept");
     assert_eq!(u[0].description, "Caf\u{FFFD}");
@@ -143,25 +182,42 @@ fn replaced_bytes_are_kept_in_free_text() {
 
 #[test]
 fn empty_output_is_an_error_where_the_command_always_prints() {
-    assert_eq!(err(parse_loadavg("")), (Source::LoadAvg, 0, ErrorKind::Empty));
+    assert_eq!(
+        err(parse_loadavg("")),
+        (Source::LoadAvg, 0, ErrorKind::Empty)
+    );
     assert_eq!(err(parse_nproc("")), (Source::Nproc, 0, ErrorKind::Empty));
-    assert_eq!(err(parse_meminfo("")), (Source::MemInfo, 0, ErrorKind::Empty));
-    assert_eq!(err(parse_meminfo("\n\n")), (Source::MemInfo, 0, ErrorKind::Empty));
+    assert_eq!(
+        err(parse_meminfo("")),
+        (Source::MemInfo, 0, ErrorKind::Empty)
+    );
+    assert_eq!(
+        err(parse_meminfo("\n\n")),
+        (Source::MemInfo, 0, ErrorKind::Empty)
+    );
     assert_eq!(err(parse_df("")), (Source::Df, 0, ErrorKind::Empty));
-    assert_eq!(err(parse_timedatectl_show("")), (Source::Timedatectl, 0, ErrorKind::Empty));
+    assert_eq!(
+        err(parse_timedatectl_show("")),
+        (Source::Timedatectl, 0, ErrorKind::Empty)
+    );
 }
 
 #[test]
 fn empty_output_is_nothing_where_the_command_may_print_nothing() {
     assert_eq!(parse_failed_units(""), Ok(vec![]));
     assert_eq!(parse_apt_upgradable(""), Ok(vec![]));
-    assert_eq!(parse_reboot_required(Some(""), Some("")).map(|r| r.packages), Ok(vec![]));
+    assert_eq!(
+        parse_reboot_required(Some(""), Some("")).map(|r| r.packages),
+        Ok(vec![])
+    );
 }
 
 #[test]
 fn control_characters_and_long_lines_are_refused() {
     assert_eq!(
-        err(parse_df(&format!("{DF_HEADER}/dev/a ext4 10 5 5 50% /srv/\x1b[2Jx\n"))),
+        err(parse_df(&format!(
+            "{DF_HEADER}/dev/a ext4 10 5 5 50% /srv/\x1b[2Jx\n"
+        ))),
         (Source::Df, 2, ErrorKind::ControlCharacter)
     );
     assert_eq!(
@@ -172,10 +228,19 @@ fn control_characters_and_long_lines_are_refused() {
         err(parse_meminfo("MemTotal:\t1 kB\n")),
         (Source::MemInfo, 1, ErrorKind::ControlCharacter)
     );
-    let long = format!("{DF_HEADER}/dev/a ext4 10 5 5 50% /{}\n", "a".repeat(MAX_LINE_BYTES));
+    let long = format!(
+        "{DF_HEADER}/dev/a ext4 10 5 5 50% /{}\n",
+        "a".repeat(MAX_LINE_BYTES)
+    );
     assert_eq!(
         err(parse_df(&long)),
-        (Source::Df, 2, ErrorKind::LineTooLong { limit: MAX_LINE_BYTES })
+        (
+            Source::Df,
+            2,
+            ErrorKind::LineTooLong {
+                limit: MAX_LINE_BYTES
+            }
+        )
     );
 }
 
@@ -187,7 +252,13 @@ fn tables_past_their_cap_are_refused() {
     }
     assert_eq!(
         err(parse_df(&df)),
-        (Source::Df, 0, ErrorKind::TooManyEntries { limit: aromba_health::df::MAX_FILESYSTEMS })
+        (
+            Source::Df,
+            0,
+            ErrorKind::TooManyEntries {
+                limit: aromba_health::df::MAX_FILESYSTEMS
+            }
+        )
     );
     let mut units = String::new();
     for i in 0..=aromba_health::systemctl::MAX_UNITS {
@@ -195,7 +266,13 @@ fn tables_past_their_cap_are_refused() {
     }
     assert_eq!(
         err(parse_failed_units(&units)),
-        (Source::Systemctl, 0, ErrorKind::TooManyEntries { limit: aromba_health::systemctl::MAX_UNITS })
+        (
+            Source::Systemctl,
+            0,
+            ErrorKind::TooManyEntries {
+                limit: aromba_health::systemctl::MAX_UNITS
+            }
+        )
     );
 }
 
@@ -228,7 +305,15 @@ fn no_mangling_of_a_real_output_makes_a_parser_panic() {
         "unstated/timedatectl-show-unsynchronized.txt",
         "unstated/reboot-required.pkgs.txt",
     ];
-    let inserts = ["", "\u{FFFD}", "\0", "\n", "99999999999999999999999", "%", "●"];
+    let inserts = [
+        "",
+        "\u{FFFD}",
+        "\0",
+        "\n",
+        "99999999999999999999999",
+        "%",
+        "●",
+    ];
     for rel in files {
         let text = fixture(rel);
         let cuts: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();

@@ -75,11 +75,19 @@ const TABLE: &[(&str, Check)] = &[
     ("debian-12/loadavg.txt", |_, t| {
         assert_eq!(
             parse_loadavg(t),
-            Ok(LoadAvg { one: load(158), five: load(193), fifteen: load(165) })
+            Ok(LoadAvg {
+                one: load(158),
+                five: load(193),
+                fifteen: load(165)
+            })
         );
     }),
-    ("debian-12/nproc.txt", |_, t| assert_eq!(parse_nproc(t).map(|n| n.get()), Ok(2))),
-    ("debian-12-busybox/nproc.txt", |_, t| assert_eq!(parse_nproc(t).map(|n| n.get()), Ok(2))),
+    ("debian-12/nproc.txt", |_, t| {
+        assert_eq!(parse_nproc(t).map(|n| n.get()), Ok(2))
+    }),
+    ("debian-12-busybox/nproc.txt", |_, t| {
+        assert_eq!(parse_nproc(t).map(|n| n.get()), Ok(2))
+    }),
     ("debian-12/meminfo.txt", |_, t| {
         let m = parse_meminfo(t);
         assert_eq!(
@@ -123,8 +131,20 @@ const TABLE: &[(&str, Check)] = &[
         assert_eq!(relevant(&rows), ["/"]);
         let root = row(&rows, "/");
         assert_eq!(
-            (root.source.as_str(), root.fstype.as_str(), root.size, root.used, root.avail),
-            ("/dev/vda", "ext4", 270_553_174_016, 22_468_497_408, 75_104_251_904)
+            (
+                root.source.as_str(),
+                root.fstype.as_str(),
+                root.size,
+                root.used,
+                root.avail
+            ),
+            (
+                "/dev/vda",
+                "ext4",
+                270_553_174_016,
+                22_468_497_408,
+                75_104_251_904
+            )
         );
         capacity_matches_gnu_df(t);
     }),
@@ -136,14 +156,20 @@ const TABLE: &[(&str, Check)] = &[
     ("debian-12/df-inodes.txt", |_, t| {
         let rows = df_inodes("debian-12/df-inodes.txt", 5);
         let root = row(&rows, "/");
-        assert_eq!((root.size, root.used, root.avail), (16_777_216, 474_049, 16_303_167));
+        assert_eq!(
+            (root.size, root.used, root.avail),
+            (16_777_216, 474_049, 16_303_167)
+        );
         capacity_matches_gnu_df(t);
     }),
     ("debian-12/df-space-mounts.txt", |_, t| {
         let rows = df_space("debian-12/df-space-mounts.txt", 1, 8);
         assert_eq!(relevant(&rows), ["/", "/srv/backup disk", "/srv/uploads"]);
         let backup = row(&rows, "/srv/backup disk");
-        assert_eq!((backup.source.as_str(), backup.used, backup.avail), ("/dev/loop0", 28_889_088, 2_498_560));
+        assert_eq!(
+            (backup.source.as_str(), backup.used, backup.avail),
+            ("/dev/loop0", 28_889_088, 2_498_560)
+        );
         assert_eq!(backup.used_ratio().map(|r| r.percent_ceil()), Some(93));
         capacity_matches_gnu_df(t);
     }),
@@ -155,7 +181,12 @@ const TABLE: &[(&str, Check)] = &[
     ("debian-12/df-inodes-mounts.txt", |_, t| {
         let rows = df_inodes("debian-12/df-inodes-mounts.txt", 8);
         assert_eq!(relevant(&rows), ["/", "/srv/backup disk", "/srv/uploads"]);
-        assert_eq!(row(&rows, "/srv/uploads").used_ratio().map(|r| r.percent_ceil()), Some(98));
+        assert_eq!(
+            row(&rows, "/srv/uploads")
+                .used_ratio()
+                .map(|r| r.percent_ceil()),
+            Some(98)
+        );
         // A filesystem without inodes: no ratio, no 100 %, no division by zero.
         let cache = row(&rows, "/srv/cache");
         assert_eq!((cache.size, cache.used_ratio()), (0, None));
@@ -186,7 +217,10 @@ const TABLE: &[(&str, Check)] = &[
         let rows = df_space("debian-12-busybox/df-space.txt", 1024, 5);
         assert_eq!(relevant(&rows), ["/"]);
         assert_eq!(row(&rows, "/").used, 21_941_920 * KIB);
-        assert_eq!(row(&rows, "/mnt/sandboxing/model_tools_env/v1/python").source, "model_tools_unavailable");
+        assert_eq!(
+            row(&rows, "/mnt/sandboxing/model_tools_env/v1/python").source,
+            "model_tools_unavailable"
+        );
     }),
     ("debian-12-busybox/df-space-k.txt", |_, _| {
         df_space("debian-12-busybox/df-space-k.txt", 1024, 5);
@@ -208,12 +242,20 @@ const TABLE: &[(&str, Check)] = &[
         let rows = df_space("debian-12-busybox/df-space-b1-mounts.txt", 1, 8);
         // The same filesystem as GNU's capture: the same bytes.
         let gnu = parse_df(&fixture("debian-12/df-space-mounts.txt")).expect("parses");
-        assert_eq!(row(&rows, "/srv/backup disk"), row(&gnu.filesystems, "/srv/backup disk"));
+        assert_eq!(
+            row(&rows, "/srv/backup disk"),
+            row(&gnu.filesystems, "/srv/backup disk")
+        );
     }),
     ("debian-12-busybox/df-inodes-mounts.txt", |_, _| {
         let rows = df_inodes("debian-12-busybox/df-inodes-mounts.txt", 8);
         assert_eq!(row(&rows, "/srv/cache").used_ratio(), None);
-        assert_eq!(row(&rows, "/srv/uploads").used_ratio().map(|r| r.percent_ceil()), Some(98));
+        assert_eq!(
+            row(&rows, "/srv/uploads")
+                .used_ratio()
+                .map(|r| r.percent_ceil()),
+            Some(98)
+        );
     }),
     ("ubuntu-16.04/df-space-k.txt", |_, t| {
         let rows = df_space("ubuntu-16.04/df-space-k.txt", 1024, 14);
@@ -231,7 +273,10 @@ const TABLE: &[(&str, Check)] = &[
         );
         let boot = row(&rows, "/boot");
         assert_eq!(boot.used_ratio().map(|r| r.percent_ceil()), Some(92));
-        assert_eq!(row(&rows, "/mnt/test").source, "192.168.2.2:/exports/serviced_volumes_v2");
+        assert_eq!(
+            row(&rows, "/mnt/test").source,
+            "192.168.2.2:/exports/serviced_volumes_v2"
+        );
         capacity_matches_gnu_df(t);
     }),
     ("debian-12/apt-list-upgradable.txt", |_, t| {
@@ -239,10 +284,18 @@ const TABLE: &[(&str, Check)] = &[
         assert_eq!(u.len(), 141);
         assert_eq!(u.iter().filter(|u| u.is_security()).count(), 93);
         assert_eq!(
-            (u[0].package.as_str(), u[0].new_version.as_str(), u[0].current_version.as_str(), u[0].is_security()),
+            (
+                u[0].package.as_str(),
+                u[0].new_version.as_str(),
+                u[0].current_version.as_str(),
+                u[0].is_security()
+            ),
             ("appstream", "0.16.1-2+b1", "0.16.1-2", false)
         );
-        let krb = u.iter().find(|u| u.package == "krb5-locales").expect("listed");
+        let krb = u
+            .iter()
+            .find(|u| u.package == "krb5-locales")
+            .expect("listed");
         assert_eq!(krb.suites, ["oldstable", "oldstable-security"]);
         assert!(krb.is_security());
     }),
@@ -252,7 +305,10 @@ const TABLE: &[(&str, Check)] = &[
             u.iter().map(|u| u.package.as_str()).collect::<Vec<_>>(),
             ["grub-common", "grub-pc-bin", "grub-pc", "grub2-common"]
         );
-        assert!(u.iter().all(|u| !u.is_security() && u.suites == ["oracular-updates"]));
+        assert!(
+            u.iter()
+                .all(|u| !u.is_security() && u.suites == ["oracular-updates"])
+        );
     }),
     ("ubuntu-26.04/apt-list-upgradable.txt", |_, t| {
         // Captured at a terminal, which cut line 13: refused, with its number.
@@ -261,13 +317,24 @@ const TABLE: &[(&str, Check)] = &[
             Err((Source::Apt, 13, ErrorKind::Invalid("upgradable from")))
         );
         // The other 23 lines read, 19 of them security updates.
-        let whole: String = t.lines().filter(|l| !l.ends_with('>')).map(|l| format!("{l}\n")).collect();
+        let whole: String = t
+            .lines()
+            .filter(|l| !l.ends_with('>'))
+            .map(|l| format!("{l}\n"))
+            .collect();
         let u = parse_apt_upgradable(&whole).expect("parses");
-        assert_eq!((u.len(), u.iter().filter(|u| u.is_security()).count()), (23, 19));
+        assert_eq!(
+            (u.len(), u.iter().filter(|u| u.is_security()).count()),
+            (23, 19)
+        );
         assert_eq!(u[10].current_version, "1:4.1.2-1build1");
     }),
     ("fedora-44/systemctl-list-units-failed.txt", |_, t| {
-        unit(t, "systemd-remount-fs.service", "Remount Root and Kernel File Systems");
+        unit(
+            t,
+            "systemd-remount-fs.service",
+            "Remount Root and Kernel File Systems",
+        );
     }),
     ("centos-7/systemctl-list-units-state-failed.txt", |_, t| {
         unit(t, "network.service", "LSB: Bring up/down networking");
@@ -275,18 +342,24 @@ const TABLE: &[(&str, Check)] = &[
     ("fedora-23-or-opensuse/systemctl-failed.txt", |_, t| {
         unit(t, "apache2.service", "The Apache Webserver");
     }),
-    ("fedora-coreos/systemctl-list-units-state-failed-no-legend-older.txt", |_, t| {
-        unit(t, "fail-test-unit.service", "Failing unit");
-    }),
-    ("fedora-coreos/systemctl-list-units-state-failed-no-legend-newer.txt", |_, t| {
-        unit(t, "fail-test-unit.service", "Failing unit");
-        assert_eq!(
-            parse_failed_units(t),
-            parse_failed_units(&fixture(
-                "fedora-coreos/systemctl-list-units-state-failed-no-legend-older.txt"
-            ))
-        );
-    }),
+    (
+        "fedora-coreos/systemctl-list-units-state-failed-no-legend-older.txt",
+        |_, t| {
+            unit(t, "fail-test-unit.service", "Failing unit");
+        },
+    ),
+    (
+        "fedora-coreos/systemctl-list-units-state-failed-no-legend-newer.txt",
+        |_, t| {
+            unit(t, "fail-test-unit.service", "Failing unit");
+            assert_eq!(
+                parse_failed_units(t),
+                parse_failed_units(&fixture(
+                    "fedora-coreos/systemctl-list-units-state-failed-no-legend-older.txt"
+                ))
+            );
+        },
+    ),
     ("unstated/reboot-required.txt", |_, t| {
         assert_eq!(
             parse_reboot_required(Some(t), None),
@@ -303,7 +376,10 @@ const TABLE: &[(&str, Check)] = &[
         // linux-base is listed four times; each package is kept once.
         assert_eq!(r.packages, ["libssl1.0.0", "linux-base", "libc6"]);
         // Without the flag file no reboot is required, whatever the list says.
-        assert_eq!(parse_reboot_required(None, Some(t)).map(|r| r.required), Ok(false));
+        assert_eq!(
+            parse_reboot_required(None, Some(t)).map(|r| r.required),
+            Ok(false)
+        );
     }),
     ("unstated/timedatectl-show-unsynchronized.txt", |_, t| {
         assert_eq!(
@@ -329,7 +405,13 @@ fn unit(text: &str, name: &str, description: &str) {
     let units = parse_failed_units(text).expect("parses");
     assert_eq!(units.len(), 1);
     assert_eq!(
-        (units[0].name.as_str(), units[0].load.as_str(), units[0].active.as_str(), units[0].sub.as_str(), units[0].description.as_str()),
+        (
+            units[0].name.as_str(),
+            units[0].load.as_str(),
+            units[0].active.as_str(),
+            units[0].sub.as_str(),
+            units[0].description.as_str()
+        ),
         (name, "loaded", "failed", "failed", description)
     );
 }
@@ -375,17 +457,27 @@ fn every_fixture_is_in_the_table() {
     let mut on_disk = BTreeSet::new();
     walk(&fixtures(), &fixtures(), &mut on_disk);
     let tested: BTreeSet<String> = TABLE.iter().map(|(rel, _)| (*rel).to_owned()).collect();
-    assert_eq!(on_disk, tested, "a fixture without a table entry, or an entry without its file");
+    assert_eq!(
+        on_disk, tested,
+        "a fixture without a table entry, or an entry without its file"
+    );
 }
 
 #[test]
 fn every_fixture_is_named_in_sources() {
     let sources = fixture("SOURCES.md");
     for (rel, _) in TABLE {
-        let name = Path::new(rel).file_name().and_then(|n| n.to_str()).expect("file name");
-        let dir = Path::new(rel).parent().and_then(|d| d.to_str()).expect("directory");
+        let name = Path::new(rel)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("file name");
+        let dir = Path::new(rel)
+            .parent()
+            .and_then(|d| d.to_str())
+            .expect("directory");
         assert!(
-            sources.contains(rel) || (sources.contains(dir) && sources.contains(name.trim_end_matches(".txt"))),
+            sources.contains(rel)
+                || (sources.contains(dir) && sources.contains(name.trim_end_matches(".txt"))),
             "SOURCES.md does not say where {rel} came from"
         );
     }

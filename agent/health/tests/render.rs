@@ -10,7 +10,9 @@ use aromba_health::{
 };
 
 fn fixture(rel: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -25,20 +27,27 @@ fn snapshot() -> Snapshot {
         memory: parse_meminfo(&fixture("debian-12/meminfo.txt")).ok(),
         space: parse_df_space(&fixture("debian-12/df-space-mounts.txt")).ok(),
         inodes: parse_df_inodes(&fixture("debian-12/df-inodes-mounts.txt")).ok(),
-        failed_units: parse_failed_units(&fixture("centos-7/systemctl-list-units-state-failed.txt")).ok(),
+        failed_units: parse_failed_units(&fixture(
+            "centos-7/systemctl-list-units-state-failed.txt",
+        ))
+        .ok(),
         updates: parse_apt_upgradable(&fixture("debian-12/apt-list-upgradable.txt")).ok(),
         reboot: parse_reboot_required(
             Some(&fixture("unstated/reboot-required.txt")),
             Some(&fixture("unstated/reboot-required.pkgs.txt")),
         )
         .ok(),
-        clock: parse_timedatectl_show(&fixture("unstated/timedatectl-show-unsynchronized.txt")).ok(),
+        clock: parse_timedatectl_show(&fixture("unstated/timedatectl-show-unsynchronized.txt"))
+            .ok(),
     }
 }
 
 fn assert_fits(reply: &Reply) {
     for line in reply.block.iter().flat_map(|b| b.lines()) {
-        assert!(line.chars().count() <= BLOCK_WIDTH, "{line:?} is wider than {BLOCK_WIDTH}");
+        assert!(
+            line.chars().count() <= BLOCK_WIDTH,
+            "{line:?} is wider than {BLOCK_WIDTH}"
+        );
     }
 }
 
@@ -68,18 +77,29 @@ fn status_shows_every_read_in_one_aligned_block() {
 #[test]
 fn status_says_unknown_for_a_failed_read_and_marks_an_estimate() {
     let reply = render::status(&Snapshot::empty(0));
-    assert!(reply.block.iter().flat_map(|b| b.lines()).all(|l| l.ends_with("unknown")));
+    assert!(
+        reply
+            .block
+            .iter()
+            .flat_map(|b| b.lines())
+            .all(|l| l.ends_with("unknown"))
+    );
     let rhel5 = Snapshot {
         memory: parse_meminfo(&fixture("rhel-5/meminfo.txt")).ok(),
         ..Snapshot::empty(0)
     };
     let block = render::status(&rhel5).block.unwrap_or_default();
-    assert!(block.contains("\nMemory   ~78% free of 263 MB\nSwap     0% used of 537 MB\n"), "{block}");
+    assert!(
+        block.contains("\nMemory   ~78% free of 263 MB\nSwap     0% used of 537 MB\n"),
+        "{block}"
+    );
 }
 
 #[test]
 fn disk_lists_what_matters_with_df_percentages_and_si_sizes() {
-    let reply = render::disk(&parse_df_space(&fixture("debian-12/df-space-mounts.txt")).unwrap_or_default());
+    let reply = render::disk(
+        &parse_df_space(&fixture("debian-12/df-space-mounts.txt")).unwrap_or_default(),
+    );
     assert_eq!(reply.text, "Disk space, 3 filesystems:");
     assert_eq!(
         reply.block.as_deref(),
@@ -96,7 +116,8 @@ Mount                Used   Free
 
 #[test]
 fn disk_shortens_a_long_mount_point_in_the_middle() {
-    let reply = render::disk(&parse_df_space(&fixture("ubuntu-16.04/df-space-k.txt")).unwrap_or_default());
+    let reply =
+        render::disk(&parse_df_space(&fixture("ubuntu-16.04/df-space-k.txt")).unwrap_or_default());
     assert_eq!(reply.text, "Disk space, 7 filesystems:");
     assert_eq!(
         reply.block.as_deref(),
@@ -118,12 +139,16 @@ Mount                Used   Free
 #[test]
 fn disk_with_nothing_to_show_says_so() {
     let reply = render::disk(&[]);
-    assert_eq!((reply.text.as_str(), reply.block), ("No filesystems to show.", None));
+    assert_eq!(
+        (reply.text.as_str(), reply.block),
+        ("No filesystems to show.", None)
+    );
 }
 
 #[test]
 fn services_lists_the_failed_units_or_says_all_run() {
-    let units = parse_failed_units(&fixture("fedora-44/systemctl-list-units-failed.txt")).unwrap_or_default();
+    let units = parse_failed_units(&fixture("fedora-44/systemctl-list-units-failed.txt"))
+        .unwrap_or_default();
     assert_eq!(
         render::services(&units),
         Reply {
@@ -136,7 +161,8 @@ fn services_lists_the_failed_units_or_says_all_run() {
 
 #[test]
 fn updates_counts_security_first_ten_names_then_the_rest() {
-    let ups = parse_apt_upgradable(&fixture("debian-12/apt-list-upgradable.txt")).unwrap_or_default();
+    let ups =
+        parse_apt_upgradable(&fixture("debian-12/apt-list-upgradable.txt")).unwrap_or_default();
     assert_eq!(
         render::updates(&ups).text,
         "\
@@ -153,7 +179,8 @@ fn updates_counts_security_first_ten_names_then_the_rest() {
 • libcups2 (security)
 and 131 more."
     );
-    let oracular = parse_apt_upgradable(&fixture("ubuntu-24.10/apt-list-upgradable.txt")).unwrap_or_default();
+    let oracular =
+        parse_apt_upgradable(&fixture("ubuntu-24.10/apt-list-upgradable.txt")).unwrap_or_default();
     assert_eq!(
         render::updates(&oracular).text,
         "\
