@@ -138,9 +138,29 @@ fn a_nul_byte_in_an_argument_is_refused_and_journaled() {
 fn a_control_request_on_the_worker_socket_is_refused() {
     let w = Warden::start("wrong-socket", 2);
     let mut s = w.connect();
-    send(&mut s, &Request::Status);
+    send(&mut s, &Request::Resume);
     assert!(matches!(recv(&mut s), Response::Error { .. }));
     assert!(w.journal().contains("wrong-socket"));
+    let mut s = w.connect();
+    send(
+        &mut s,
+        &Request::PinRelayKey {
+            key: "RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3".into(),
+        },
+    );
+    assert!(matches!(recv(&mut s), Response::Error { .. }));
+}
+
+#[test]
+fn the_worker_reads_the_status_it_shows_in_the_chat() {
+    let w = Warden::start("worker-status", 2);
+    let mut s = w.connect();
+    send(&mut s, &Request::Status);
+    let Response::Status(st) = recv(&mut s) else {
+        panic!("no status")
+    };
+    assert_eq!(st.server_id.len(), 32, "{st:?}");
+    assert!(!st.paired);
 }
 
 #[test]
