@@ -94,7 +94,7 @@ fn write_file(path: &Path, text: &str, mode: u32, owner: (u32, u32)) -> Result<(
     let dir = path
         .parent()
         .ok_or_else(|| PairError::Setup(format!("{} has no directory", path.display())))?;
-    std::fs::create_dir_all(dir).map_err(fail)?;
+    own_dir(dir)?;
     let tmp = dir.join(format!(
         ".{}.{}",
         path.file_name()
@@ -116,6 +116,26 @@ fn write_file(path: &Path, text: &str, mode: u32, owner: (u32, u32)) -> Result<(
     std::os::unix::fs::chown(&tmp, Some(owner.0), Some(owner.1)).map_err(fail)?;
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).map_err(fail)?;
     std::fs::rename(&tmp, path).map_err(fail)
+}
+
+/// The directory of the files `aromba pair` writes: made root's, 0755, when
+/// missing; refused when someone else owns it or may write in it (they
+/// could swap a file between its writing and its renaming).
+fn own_dir(dir: &Path) -> Result<(), PairError> {
+    use std::os::unix::fs::MetadataExt;
+    let fail = |e: std::io::Error| PairError::Setup(format!("cannot make {}: {e}", dir.display()));
+    if std::fs::symlink_metadata(dir).is_err() {
+        std::fs::create_dir_all(dir).map_err(fail)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(fail)?;
+    }
+    let meta = std::fs::symlink_metadata(dir).map_err(fail)?;
+    if !meta.is_dir() || meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+        return Err(PairError::Setup(format!(
+            "{} must be a directory of root's that no one else may write in",
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 trait Mode0600 {

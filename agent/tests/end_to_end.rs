@@ -92,79 +92,144 @@ async fn wait_exit(child: &mut Running) -> std::process::ExitStatus {
     panic!("the process did not end within a minute");
 }
 
-/// The first message to the chat after `after` messages whose text
-/// satisfies `want`, within a minute.
-async fn reply(bot: &Bot, after: usize, want: impl Fn(&str) -> bool) -> String {
-    for _ in 0..600 {
-        let sent = bot.fake.sent_to(CHAT);
-        if let Some(m) = sent.iter().skip(after).find(|m| want(&m.text)) {
-            return m.text.clone();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let all: Vec<String> = bot.fake.sent_to(CHAT).into_iter().map(|m| m.text).collect();
-    panic!("no such reply; the chat has: {all:#?}");
+/// A relay with a bot, a Warden, the server paired with [`CHAT`] by
+/// `aromba pair`, and `aromba run` connected.
+struct Paired {
+    bot: Bot,
+    warden: TestWarden,
+    _daemon: Running,
 }
 
-#[sqlx::test(migrations = false)]
-async fn pairs_then_answers_the_chat_from_the_warden(db: PgPool) {
+async fn paired(db: PgPool, name: &str) -> Paired {
     let bot = start_bot(db, false).await;
     let worker = account("aromba");
-    let warden = TestWarden::start_with("e2e-pair", worker, true, |_| {});
+    let warden = TestWarden::start_with(name, worker, true, |_| {});
     std::fs::create_dir_all(warden.root.join("home")).expect("home");
     std::os::unix::fs::chown(warden.root.join("home"), Some(worker.uid), Some(worker.gid))
         .expect("chown home");
-
     let (mut pairing, code) = start_pairing(&warden, &bot).await;
     assert_eq!(code.len(), 6, "a six-character code: {code:?}");
     bot.fake.user_message(CHAT, &format!("/start {code}"));
     let status = wait_exit(&mut pairing).await;
     assert!(status.success(), "aromba pair ends well: {status}");
-    let st = warden.aromba_as("root", &["status"]);
+    let root = warden.root.to_str().expect("a UTF-8 root");
+    let daemon = Running(
+        aromba(&["run", "--root", root, "--user", "aromba"])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("aromba run starts"),
+    );
+    Paired {
+        bot,
+        warden,
+        _daemon: daemon,
+    }
+}
+
+impl Paired {
+    /// The person sends `text`; the first reply after it that `want` takes.
+    async fn ask(&self, text: &str, want: impl Fn(&str) -> bool) -> aromba_botfake::state::Sent {
+        let before = self.bot.fake.sent_to(CHAT).len();
+        self.bot.fake.user_message(CHAT, text);
+        for _ in 0..600 {
+            let sent = self.bot.fake.sent_to(CHAT);
+            if let Some(m) = sent.iter().skip(before).find(|m| want(&m.text)) {
+                return m.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let all: Vec<String> = self
+            .bot
+            .fake
+            .sent_to(CHAT)
+            .into_iter()
+            .map(|m| m.text)
+            .collect();
+        panic!("no answer to {text:?}; the chat has: {all:#?}");
+    }
+}
+
+#[sqlx::test(migrations = false)]
+async fn pairing_pins_the_relay_key_and_sets_the_chat_menu(db: PgPool) {
+    let p = paired(db, "e2e-pair").await;
+    let worker = account("aromba");
+    let st = p.warden.aromba_as("root", &["status"]);
     assert!(support::text(&st.stdout).contains("pin: set"));
+    let pinned = std::fs::read_to_string(p.warden.layout().state_dir.join("relay-approvals.pub"))
+        .expect("the relay key is pinned");
+    let relay_toml =
+        std::fs::read_to_string(p.warden.root.join("worker/relay.toml")).expect("relay.toml");
     assert!(
-        warden
-            .layout()
-            .state_dir
-            .join("relay-approvals.pub")
-            .exists()
+        relay_toml.contains(pinned.trim()),
+        "relay.toml keeps the key it pinned"
     );
-    // The relay's files: the token's is the Worker's, 0600.
+    // The token's file is the Worker's, 0600; network.toml is root's.
     use std::os::unix::fs::MetadataExt;
-    let relay_toml = std::fs::metadata(warden.root.join("worker/relay.toml")).expect("relay.toml");
-    assert_eq!(
-        (relay_toml.uid(), relay_toml.mode() & 0o777),
-        (worker.uid, 0o600)
-    );
-    let network = std::fs::metadata(warden.root.join("worker/network.toml")).expect("network.toml");
-    assert_eq!((network.uid(), network.mode() & 0o777), (0, 0o644));
-    // The chat's menu was set for this chat.
-    let menu = bot
+    let meta = std::fs::metadata(p.warden.root.join("worker/relay.toml")).expect("relay.toml");
+    assert_eq!((meta.uid(), meta.mode() & 0o777), (worker.uid, 0o600));
+    let meta = std::fs::metadata(p.warden.root.join("worker/network.toml")).expect("network.toml");
+    assert_eq!((meta.uid(), meta.mode() & 0o777), (0, 0o644));
+    let menu = p
+        .bot
         .fake
         .state()
         .commands
         .get(&format!("chat:{CHAT}"))
         .cloned();
     let menu = menu.expect("setMyCommands for the chat");
-    assert!(menu.iter().any(|(c, _)| c == "disk"));
+    for command in ["status", "disk", "trust", "panic", "unpair"] {
+        assert!(
+            menu.iter().any(|(c, _)| c == command),
+            "{command} in {menu:?}"
+        );
+    }
+}
 
-    let root = warden.root.to_str().expect("a UTF-8 root");
-    let _daemon = Running(
-        aromba(&["run", "--root", root, "--user", "aromba"])
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("aromba run starts"),
+#[sqlx::test(migrations = false)]
+async fn disk_answers_with_the_numbers_df_gives(db: PgPool) {
+    let p = paired(db, "e2e-disk").await;
+    let answer = p.ask("/disk", |t| t.starts_with("Disk space")).await;
+    // The table is shown in a monospace block: the lines after the first.
+    let block_start = answer.text.find('\n').expect("a block") + 1;
+    let units_before = answer.text[..block_start].encode_utf16().count();
+    assert_eq!(
+        answer.monospace,
+        vec![(
+            units_before,
+            answer.text[block_start..].encode_utf16().count()
+        )]
     );
+    let df = assert_cmd::Command::new("df")
+        .args(["-P", "-B1", "-T", "/"])
+        .output()
+        .expect("df runs");
+    let df = String::from_utf8_lossy(&df.stdout).into_owned();
+    let root = df.lines().nth(1).expect("df's line for /");
+    let used = root
+        .split_whitespace()
+        .nth(5)
+        .expect("df's capacity column");
+    let line = answer
+        .text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("/"))
+        .unwrap_or_else(|| panic!("/ in the answer: {}", answer.text));
+    assert_eq!(
+        line.split_whitespace().nth(1),
+        Some(used),
+        "{line} against df's {root}"
+    );
+}
 
-    let before = bot.fake.sent_to(CHAT).len();
-    bot.fake.user_message(CHAT, "/trust");
-    let trust = reply(&bot, before, |t| t.starts_with("Ladder:")).await;
-    assert!(trust.contains("Ladder: normal"), "{trust}");
-    assert!(trust.contains("Journal: line"), "{trust}");
-
-    let before = bot.fake.sent_to(CHAT).len();
-    bot.fake.user_message(CHAT, "/panic");
-    let panicked = reply(&bot, before, |t| t.starts_with("Ladder:")).await;
-    assert!(panicked.contains("cut"), "{panicked}");
-    warden.wait_for_ladder("cut");
+#[sqlx::test(migrations = false)]
+async fn status_trust_and_panic_answer_from_the_warden(db: PgPool) {
+    let p = paired(db, "e2e-trust").await;
+    let status = p.ask("/status", |t| t.starts_with("Server status")).await;
+    assert!(!status.monospace.is_empty(), "{status:?}");
+    let trust = p.ask("/trust", |t| t.starts_with("Ladder:")).await;
+    assert!(trust.text.contains("Ladder: normal"), "{}", trust.text);
+    assert!(trust.text.contains("Journal: line"), "{}", trust.text);
+    let panicked = p.ask("/panic", |t| t.starts_with("Ladder:")).await;
+    assert!(panicked.text.contains("cut"), "{}", panicked.text);
+    p.warden.wait_for_ladder("cut");
 }

@@ -229,6 +229,40 @@ fn buttons(params: &Map<String, Value>) -> Result<Vec<Vec<(String, String)>>, Re
     Ok(out)
 }
 
+/// `entities` as Telegram checks them, for the kind the relay sends
+/// (`pre`): each within the text, in UTF-16 code units.
+fn entities(params: &Map<String, Value>, text: &str) -> Result<Vec<(usize, usize)>, Refusal> {
+    let list = match params.get("entities") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(list)) => list,
+        Some(_) => return Err(Refusal("can't parse entities: expected an array".into())),
+    };
+    let units = text.encode_utf16().count();
+    let mut out = Vec::new();
+    for e in list {
+        let (Some(kind), Some(offset), Some(length)) = (
+            e.get("type").and_then(Value::as_str),
+            e.get("offset").and_then(Value::as_u64),
+            e.get("length").and_then(Value::as_u64),
+        ) else {
+            return Err(Refusal("can't parse entities: bad MessageEntity".into()));
+        };
+        if kind != "pre" {
+            return Err(Refusal(format!(
+                "unsupported entity type {kind} in this fake"
+            )));
+        }
+        let (offset, length) = (offset as usize, length as usize);
+        if length == 0 || offset.saturating_add(length) > units {
+            return Err(Refusal(
+                "can't parse entities: entity beyond the end of the text".into(),
+            ));
+        }
+        out.push((offset, length));
+    }
+    Ok(out)
+}
+
 fn send_message(fake: &Fake, params: &Map<String, Value>) -> Response {
     let chat = match int(params, "chat_id") {
         Ok(c) => c,
@@ -242,6 +276,10 @@ fn send_message(fake: &Fake, params: &Map<String, Value>) -> Response {
         Ok(b) => b,
         Err(r) => return bad(&r.0),
     };
+    let monospace = match entities(params, &text) {
+        Ok(e) => e,
+        Err(r) => return bad(&r.0),
+    };
     let mut state = fake.state();
     if !state.chats.contains(&chat) {
         return bad("chat not found");
@@ -253,6 +291,7 @@ fn send_message(fake: &Fake, params: &Map<String, Value>) -> Response {
         text,
         parse_mode,
         buttons,
+        monospace,
         edited: false,
         deleted: false,
     };

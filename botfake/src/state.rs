@@ -14,6 +14,8 @@ pub struct Sent {
     pub parse_mode: Option<String>,
     /// The inline keyboard's rows, each button's text and callback data.
     pub buttons: Vec<Vec<(String, String)>>,
+    /// `pre` entities: offset and length in UTF-16 code units.
+    pub monospace: Vec<(usize, usize)>,
     /// Set once the message is edited.
     pub edited: bool,
     /// A message the user deleted (Telegram then reports `date == 0`).

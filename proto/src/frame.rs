@@ -145,6 +145,30 @@ pub struct TapProof {
 /// its comments is about 300 bytes).
 pub const MAX_SIGNATURE: usize = 1024;
 
+/// A stretch of a message's text, in UTF-16 code units as Telegram counts
+/// them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Span {
+    pub start: u32,
+    pub len: u32,
+}
+
+impl Span {
+    /// The span over `part`, which must be a slice of `text` (the Worker
+    /// marks the block it appended).
+    pub fn of(text: &str, start_byte: usize, end_byte: usize) -> Option<Span> {
+        let before = text.get(..start_byte)?;
+        let inside = text.get(start_byte..end_byte)?;
+        let start = u32::try_from(before.encode_utf16().count()).ok()?;
+        let len = u32::try_from(inside.encode_utf16().count()).ok()?;
+        Some(Span { start, len })
+    }
+}
+
+/// Monospace stretches a message may have.
+pub const MAX_SPANS: usize = 8;
+
 /// What the relay delivers to a server.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -173,11 +197,15 @@ pub enum Body {
     },
     /// Relay → server: a chat message or a tap, at least once, by id.
     Deliver { id: i64, delivery: Delivery },
-    /// Server → relay: a message for the chat, with buttons.
+    /// Server → relay: a message for the chat, with buttons, and the
+    /// stretches of its text to show in a monospace font (the relay makes
+    /// them Telegram's `pre` entities: no markup ever travels in the text).
     Send {
         id: Uuid,
         text: String,
         buttons: Vec<Button>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        monospace: Vec<Span>,
     },
     /// Server → relay: a new text and buttons for a message it sent.
     Edit {
@@ -215,6 +243,10 @@ pub enum Body {
 /// Why a frame's content is refused.
 #[derive(Debug, Clone, Copy, thiserror::Error, PartialEq, Eq)]
 pub enum ContentError {
+    #[error(
+        "monospace stretches are at most {MAX_SPANS}, each non-empty, in order, apart, and within the text's characters"
+    )]
+    Spans,
     #[error("text is empty, longer than {MAX_TEXT_CHARS} characters, or holds a control character")]
     Text,
     #[error("more than {MAX_BUTTONS} buttons")]
@@ -244,6 +276,38 @@ fn check_text(text: &str) -> Result<(), ContentError> {
     let chars = text.chars().count();
     if chars == 0 || chars > MAX_TEXT_CHARS || has_control(text) {
         return Err(ContentError::Text);
+    }
+    Ok(())
+}
+
+/// Spans in order, apart, non-empty, on character boundaries of `text`.
+fn check_spans(text: &str, spans: &[Span]) -> Result<(), ContentError> {
+    if spans.len() > MAX_SPANS {
+        return Err(ContentError::Spans);
+    }
+    // The UTF-16 offsets at which a character starts, and the end.
+    let mut boundaries = Vec::with_capacity(text.len() + 1);
+    let mut at = 0u32;
+    for c in text.chars() {
+        boundaries.push(at);
+        at += c.len_utf16() as u32;
+    }
+    boundaries.push(at);
+    let mut end_of_last = 0u32;
+    for (i, span) in spans.iter().enumerate() {
+        let end = span
+            .start
+            .checked_add(span.len)
+            .ok_or(ContentError::Spans)?;
+        let apart = i == 0 || span.start >= end_of_last;
+        if span.len == 0
+            || !apart
+            || boundaries.binary_search(&span.start).is_err()
+            || boundaries.binary_search(&end).is_err()
+        {
+            return Err(ContentError::Spans);
+        }
+        end_of_last = end;
     }
     Ok(())
 }
@@ -333,7 +397,17 @@ impl Body {
     /// Checks what serde cannot: lengths, counts and shapes.
     pub fn check(&self) -> Result<(), ContentError> {
         match self {
-            Body::Send { text, buttons, .. } | Body::Edit { text, buttons, .. } => {
+            Body::Send {
+                text,
+                buttons,
+                monospace,
+                ..
+            } => {
+                check_text(text)?;
+                check_spans(text, monospace)?;
+                check_buttons(buttons)
+            }
+            Body::Edit { text, buttons, .. } => {
                 check_text(text)?;
                 check_buttons(buttons)
             }
@@ -380,11 +454,67 @@ mod tests {
     }
 
     #[test]
+    fn monospace_spans_stay_in_order_inside_the_text_on_character_boundaries() {
+        let send = |text: &str, spans: Vec<(u32, u32)>| Body::Send {
+            id: Uuid::nil(),
+            text: text.into(),
+            buttons: vec![],
+            monospace: spans
+                .into_iter()
+                .map(|(start, len)| Span { start, len })
+                .collect(),
+        };
+        // "Disk:\n😀 90%": the emoji is two UTF-16 units.
+        let text = "Disk:\n😀 90%";
+        assert_eq!(send(text, vec![(6, 6)]).check(), Ok(()));
+        assert_eq!(send(text, vec![(0, 5), (6, 6)]).check(), Ok(()));
+        assert_eq!(
+            send(text, vec![(6, 7)]).check(),
+            Err(ContentError::Spans),
+            "past the end"
+        );
+        assert_eq!(
+            send(text, vec![(7, 5)]).check(),
+            Err(ContentError::Spans),
+            "inside the emoji"
+        );
+        assert_eq!(
+            send(text, vec![(6, 0)]).check(),
+            Err(ContentError::Spans),
+            "empty"
+        );
+        assert_eq!(
+            send(text, vec![(6, 6), (0, 5)]).check(),
+            Err(ContentError::Spans),
+            "out of order"
+        );
+        assert_eq!(
+            send(text, vec![(0, 7), (6, 6)]).check(),
+            Err(ContentError::Spans),
+            "overlapping"
+        );
+        assert_eq!(
+            send(text, vec![(u32::MAX, 2)]).check(),
+            Err(ContentError::Spans),
+            "an end past u32"
+        );
+        let many = (0..=MAX_SPANS as u32).map(|i| (i, 1)).collect();
+        assert_eq!(send("abcdefghijk", many).check(), Err(ContentError::Spans));
+        let text = "Disk:\n/ 5%";
+        assert_eq!(
+            Span::of(text, 6, text.len()),
+            Some(Span { start: 6, len: 4 })
+        );
+        assert_eq!(Span::of("😀x", 1, 5), None, "not a character boundary");
+    }
+
+    #[test]
     fn checks_text_buttons_and_hashes() {
         let send = |text: &str, buttons: Vec<Button>| Body::Send {
             id: Uuid::nil(),
             text: text.into(),
             buttons,
+            monospace: Vec::new(),
         };
         let b = Button::new;
         assert_eq!(send("hi", vec![b("ok", "OK")]).check(), Ok(()));

@@ -46,6 +46,7 @@ fn send_body(id: Uuid, text: &str) -> Body {
             label: "OK".into(),
             action: None,
         }],
+        monospace: Vec::new(),
     }
 }
 
@@ -928,6 +929,7 @@ async fn no_token_text_or_label_reaches_the_relays_logs(db: PgPool) {
                     label: label.clone(),
                     action: None,
                 }],
+                monospace: Vec::new(),
             },
         )
         .await
@@ -963,6 +965,7 @@ async fn no_token_text_or_label_reaches_the_relays_logs(db: PgPool) {
                     label: "x".into(),
                     action: None,
                 }],
+                monospace: Vec::new(),
             },
         )
         .await

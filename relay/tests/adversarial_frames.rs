@@ -229,6 +229,7 @@ async fn message_longer_than_telegram_allows_is_refused(db: PgPool) {
                     label: "OK".into(),
                     action: None,
                 }],
+                monospace: Vec::new(),
             },
         )
         .await

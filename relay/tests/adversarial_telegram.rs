@@ -99,6 +99,7 @@ async fn send(ws: &mut Socket, session: &mut Session, text: &str, buttons: Vec<B
                 id,
                 text: text.into(),
                 buttons,
+                monospace: Vec::new(),
             },
         )
         .await

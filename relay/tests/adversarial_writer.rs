@@ -352,6 +352,7 @@ async fn alive(ws: &mut Socket, session: &mut Session) -> bool {
             label: "OK".into(),
             action: None,
         }],
+        monospace: Vec::new(),
     };
     if session.send(ws, &body).await.is_err() {
         return false;

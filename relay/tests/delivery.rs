@@ -162,6 +162,7 @@ async fn a_message_from_a_server_is_kept_once_and_acknowledged(db: PgPool) {
             label: "Apply".into(),
             action: None,
         }],
+        monospace: Vec::new(),
     };
     for _ in 0..2 {
         session.send(&mut ws, &send).await.expect("send");
@@ -447,6 +448,7 @@ async fn nothing_waits_longer_than_24_hours(db: PgPool) {
         id,
         text: "kept a day at most".into(),
         buttons: vec![],
+        monospace: Vec::new(),
     };
     session.send(&mut ws, &send).await.expect("send");
     loop {

@@ -65,6 +65,7 @@ async fn the_log_holds_no_message_text_and_no_token(db: PgPool) {
                     label: "PLANTED-LABEL".into(),
                     action: None,
                 }],
+                monospace: Vec::new(),
             },
         )
         .await

@@ -102,6 +102,7 @@ async fn a_whole_conversation_leaves_no_text_token_code_or_chat_id_in_the_log(db
                         label: "PLANTED-LABEL".into(),
                         action: Some("0123456789abcdef0123456789abcdef".into()),
                     }],
+                    monospace: Vec::new(),
                 },
             )
             .await

@@ -6,7 +6,7 @@
 use super::Daemon;
 use crate::warden_client;
 use aromba_proto::client::Incoming;
-use aromba_proto::frame::{Button, Delivery, TapProof};
+use aromba_proto::frame::{Button, Delivery, Span, TapProof};
 use aromba_warden_proto::{Request, Response, printable};
 use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc};
@@ -32,7 +32,9 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
                 ..
             } => {
                 let reply = answer(&daemon, &text).await;
-                daemon.say(reply.text, reply.buttons).await;
+                daemon
+                    .say_formatted(reply.text, reply.buttons, reply.monospace)
+                    .await;
             }
             Incoming::Delivery {
                 delivery: Delivery::Tap { button, proof, .. },
@@ -63,6 +65,8 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
 pub struct Reply {
     pub text: String,
     pub buttons: Vec<Button>,
+    /// Stretches of the text to show in a monospace font.
+    pub monospace: Vec<Span>,
 }
 
 impl From<String> for Reply {
@@ -70,6 +74,7 @@ impl From<String> for Reply {
         Reply {
             text,
             buttons: vec![],
+            monospace: vec![],
         }
     }
 }

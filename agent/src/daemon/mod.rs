@@ -46,10 +46,21 @@ impl Daemon {
     /// Sends `text` (with `buttons`) to the chat; waits when the queue is
     /// full rather than dropping it.
     pub async fn say(&self, text: String, buttons: Vec<aromba_proto::frame::Button>) {
+        self.say_formatted(text, buttons, Vec::new()).await;
+    }
+
+    /// [`Daemon::say`] with stretches of the text in a monospace font.
+    pub async fn say_formatted(
+        &self,
+        text: String,
+        buttons: Vec<aromba_proto::frame::Button>,
+        monospace: Vec<aromba_proto::frame::Span>,
+    ) {
         let body = Body::Send {
             id: Uuid::new_v4(),
             text,
             buttons,
+            monospace,
         };
         if self.to_relay.send(Outgoing(body)).await.is_err() {
             tracing::warn!("the relay link is gone; a message was not sent");
@@ -151,12 +162,17 @@ async fn serve(paths: Paths, endpoint: Endpoint) -> Result<(), DaemonError> {
         let daemon = daemon.clone();
         move || events::watch(daemon.clone())
     }));
+    let health = tokio::spawn(supervise("health", {
+        let daemon = daemon.clone();
+        move || crate::health::watch(daemon.clone())
+    }));
     tracing::info!("the Worker is running");
     wait_for_signal().await;
     tracing::info!("stopping");
     let _ = stop_tx.send(true);
     chat.abort();
     events.abort();
+    health.abort();
     let _ = tokio::time::timeout(Duration::from_secs(5), link).await;
     Ok(())
 }

@@ -1,15 +1,114 @@
 //! `/status`, `/disk`, `/services`, `/updates`, `/digest`.
 
+use super::{DigestAt, collect, compose, load_digest, save_digest};
 use crate::daemon::Daemon;
 use crate::daemon::chat::{Reply, read};
+use aromba_health::{Alerts, Thresholds, parse_df_space, render};
 
-pub async fn answer(daemon: &Daemon, name: &str, _args: &[String]) -> Reply {
-    let out = match name {
-        "disk" => read(daemon, "df", &["-P", "-h", "-T"]).await,
-        _ => read(daemon, "uptime", &[]).await,
+pub async fn answer(daemon: &Daemon, name: &str, args: &[String]) -> Reply {
+    let reply = match name {
+        "status" => render::status(&collect(daemon).await),
+        "disk" => match disk(daemon).await {
+            Ok(reply) => reply,
+            Err(e) => return e.into(),
+        },
+        "services" => match collect(daemon).await.failed_units {
+            Some(units) => render::services(&units),
+            None => return "I could not read the services' state.".to_string().into(),
+        },
+        "updates" => match collect(daemon).await.updates {
+            Some(ups) => render::updates(&ups),
+            None => return "I could not read the pending updates.".to_string().into(),
+        },
+        "digest" => {
+            return digest(daemon, args.first().map(String::as_str))
+                .await
+                .into();
+        }
+        _ => return format!("I don't know /{name}.").into(),
     };
-    match out {
-        Ok(text) => text.into(),
-        Err(e) => e.into(),
+    let (text, monospace) = compose(&reply);
+    Reply {
+        text,
+        buttons: vec![],
+        monospace,
+    }
+}
+
+async fn disk(daemon: &Daemon) -> Result<render::Reply, String> {
+    let text = match read(daemon, "df", &["-P", "-B1", "-T"]).await {
+        Ok(text) => text,
+        Err(_) => read(daemon, "df", &["-P", "-k", "-T"]).await?,
+    };
+    let space = parse_df_space(&text).map_err(|e| format!("I could not read df's answer: {e}"))?;
+    Ok(render::disk(&space))
+}
+
+/// `HH:MM`, 00:00 to 23:59.
+pub fn parse_time(s: &str) -> Option<u16> {
+    let (h, m) = s.split_once(':')?;
+    if h.is_empty() || h.len() > 2 || m.len() != 2 {
+        return None;
+    }
+    let (h, m): (u16, u16) = (h.parse().ok()?, m.parse().ok()?);
+    (h < 24 && m < 60).then_some(h * 60 + m)
+}
+
+async fn digest(daemon: &Daemon, arg: Option<&str>) -> String {
+    let mut at = load_digest(daemon);
+    match arg {
+        None => match at.minute {
+            Some(m) => format!(
+                "The daily digest comes at {:02}:{:02}. /digest off stops it; /digest now sends one now.",
+                m / 60,
+                m % 60
+            ),
+            None => "No daily digest. /digest 08:30 sends one every day at 08:30.".into(),
+        },
+        Some("off") => {
+            at = DigestAt::default();
+            match save_digest(daemon, &at) {
+                Ok(()) => "No more daily digest.".into(),
+                Err(e) => e,
+            }
+        }
+        Some("now") => {
+            let snapshot = collect(daemon).await;
+            let mut alerts = Alerts::new(Thresholds::default());
+            alerts.observe(&snapshot);
+            let (text, _) = compose(&render::digest(&snapshot, &alerts));
+            text
+        }
+        Some(time) => match parse_time(time) {
+            Some(minute) => {
+                at.minute = Some(minute);
+                match save_digest(daemon, &at) {
+                    Ok(()) => format!(
+                        "The daily digest will come at {:02}:{:02}, this server's time.",
+                        minute / 60,
+                        minute % 60
+                    ),
+                    Err(e) => e,
+                }
+            }
+            None => "Give the time as HH:MM, for example /digest 08:30.".into(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_time;
+
+    #[test]
+    fn digest_times_are_hours_and_minutes_of_a_day() {
+        assert_eq!(parse_time("08:30"), Some(510));
+        assert_eq!(parse_time("8:05"), Some(485));
+        assert_eq!(parse_time("23:59"), Some(1439));
+        assert_eq!(parse_time("24:00"), None);
+        assert_eq!(parse_time("12:60"), None);
+        assert_eq!(parse_time("1230"), None);
+        assert_eq!(parse_time("12:3"), None);
+        assert_eq!(parse_time("-1:30"), None);
     }
 }

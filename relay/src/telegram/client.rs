@@ -133,8 +133,25 @@ impl Client {
 
     /// Sends `text` as it is (no parse mode) with `keyboard`; returns the
     /// message's id.
-    pub async fn send(&self, chat: i64, text: &str, keyboard: &Keyboard) -> Result<i64, CallError> {
+    pub async fn send(
+        &self,
+        chat: i64,
+        text: &str,
+        keyboard: &Keyboard,
+        monospace: &[aromba_proto::frame::Span],
+    ) -> Result<i64, CallError> {
+        use teloxide::types::MessageEntity;
         let request = self.bot.send_message(ChatId(chat), text);
+        let request = if monospace.is_empty() {
+            request
+        } else {
+            request.entities(
+                monospace
+                    .iter()
+                    .map(|s| MessageEntity::pre(None, s.start as usize, s.len as usize))
+                    .collect::<Vec<_>>(),
+            )
+        };
         let request = match markup(keyboard) {
             Some(m) => request.reply_markup(m),
             None => request,

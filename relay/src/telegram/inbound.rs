@@ -291,7 +291,7 @@ pub fn say_then<F, Fut>(
             if attempt > 0 {
                 telegram.pace.wait(chat).await;
             }
-            match telegram.client.send(chat, text, &keyboard).await {
+            match telegram.client.send(chat, text, &keyboard, &[]).await {
                 Ok(id) => {
                     sent = Some(id);
                     break;

@@ -175,8 +175,18 @@ async fn deliver(
         return Ok(Outcome::Dropped("message_unreadable"));
     };
     match body {
-        Body::Send { text, buttons, .. } => {
-            send(app, telegram, server, id, chat, &text, &buttons).await
+        Body::Send {
+            text,
+            buttons,
+            monospace,
+            ..
+        } => {
+            let message = Outgoing {
+                text: &text,
+                buttons: &buttons,
+                monospace: &monospace,
+            };
+            send(app, telegram, server, id, chat, message).await
         }
         Body::Edit {
             message,
@@ -188,16 +198,30 @@ async fn deliver(
     }
 }
 
+/// A server's message as it goes to Telegram.
+struct Outgoing<'a> {
+    text: &'a str,
+    buttons: &'a [Button],
+    monospace: &'a [aromba_proto::frame::Span],
+}
+
 async fn send(
     app: &App,
     telegram: &Telegram,
     server: Uuid,
     id: Uuid,
     chat: i64,
-    text: &str,
-    buttons: &[Button],
+    message: Outgoing<'_>,
 ) -> Result<Outcome, sqlx::Error> {
+    let Outgoing {
+        text,
+        buttons,
+        monospace,
+    } = message;
     let parts = split(text, MAX_UNITS);
+    // Monospace stretches hold on a message sent whole; one Telegram needs
+    // cut in parts goes plain rather than with stretches cut wrong.
+    let monospace = if parts.len() == 1 { monospace } else { &[] };
     // Every part's turn taken at once, or none: the relay's replies cannot
     // come in between, and a chat far behind does not hold the round.
     let Some(turns) = telegram
@@ -217,7 +241,7 @@ async fn send(
         } else {
             Vec::new()
         };
-        match telegram.client.send(chat, part, &markup).await {
+        match telegram.client.send(chat, part, &markup, monospace).await {
             Ok(message_id) => last = Some(message_id),
             Err(e) => return Ok(judged(e, telegram)),
         }
