@@ -165,6 +165,22 @@ fn resolvers() -> Vec<SocketAddr> {
         .collect()
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_code_or_link_with_terminal_escapes_is_not_printed() {
+        assert!(plain_code("ABC346"));
+        assert!(!plain_code("ABC\u{1b}[2J"));
+        assert!(!plain_code("abc346"));
+        assert!(plain_link("https://t.me/aromba_bot?start=ABC346"));
+        assert!(!plain_link("https://t.me/x\u{1b}]0;owned\u{7}"));
+        assert!(!plain_link("https://t.me/a b"));
+        assert!(!plain_link("javascript:alert(1)"));
+    }
+}
+
 /// The relay's addresses now, for `network.toml`.
 async fn relay_addresses(relay: &RelayUrl) -> Result<Vec<SocketAddr>, PairError> {
     if let Ok(ip) = relay.host.parse::<IpAddr>() {
@@ -218,6 +234,19 @@ impl Drop for Marker {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
+}
+
+/// Six to twelve capital letters and digits.
+fn plain_code(code: &str) -> bool {
+    (6..=12).contains(&code.len())
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+}
+
+/// An https link of printable ASCII, no spaces, at most 256 bytes.
+fn plain_link(link: &str) -> bool {
+    link.starts_with("https://") && link.len() <= 256 && link.bytes().all(|b| b.is_ascii_graphic())
 }
 
 /// Prints the link and its QR code.
@@ -379,6 +408,13 @@ async fn pair_async(
                 link,
                 expires_at,
             } => {
+                // Printed to a root terminal: only what a code and a link
+                // are made of, never an escape sequence the relay sent.
+                if !plain_code(&code) || !plain_link(&link) {
+                    return Err(PairError::Setup(
+                        "the relay sent a pairing code or link that is not one".into(),
+                    ));
+                }
                 show_code(&code, &link, expires_at);
                 let left = (expires_at / 1000 - now_s()).clamp(0, 3600) as u64;
                 deadline = tokio::time::Instant::now() + Duration::from_secs(left);
