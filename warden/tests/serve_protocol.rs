@@ -22,12 +22,16 @@ struct Warden {
 
 impl Warden {
     fn start(name: &str, max_running: usize) -> Warden {
+        Warden::start_with(name, |o| o.max_running = max_running)
+    }
+
+    fn start_with(name: &str, adjust: impl FnOnce(&mut ServeOptions)) -> Warden {
         let root = std::env::temp_dir().join(format!("aromba-proto-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let mut options = ServeOptions::new(Layout::rooted(&root), 0, 0);
         // Root stands in for the Worker: its connections are the machine's.
         options.watch_network = false;
-        options.max_running = max_running;
+        adjust(&mut options);
         let server = Server::bind(options).expect("binds");
         let handle = server.shutdown_handle();
         let thread = Some(std::thread::spawn(move || server.run()));
@@ -149,6 +153,53 @@ fn a_control_request_on_the_worker_socket_is_refused() {
         },
     );
     assert!(matches!(recv(&mut s), Response::Error { .. }));
+}
+
+#[test]
+fn the_health_set_answers_each_read_and_counts_as_one_command() {
+    // Three commands in the window are allowed; the health set runs eight
+    // reads or more each time.
+    let w = Warden::start_with("health", |o| o.command_threshold = 3);
+    for _ in 0..3 {
+        let mut s = w.connect();
+        send(&mut s, &Request::Health);
+        let reads = match recv(&mut s) {
+            Response::Health { reads } => reads,
+            other => panic!("no health answer: {other:?}\n{}", w.journal()),
+        };
+        let names: Vec<&str> = reads.iter().map(|(n, _)| n.as_str()).collect();
+        for name in [
+            "loadavg",
+            "nproc",
+            "meminfo",
+            "df_space",
+            "df_inodes",
+            "clock",
+        ] {
+            assert!(names.contains(&name), "{name} in {names:?}");
+        }
+        let Some((_, Response::Result(load))) = reads.iter().find(|(n, _)| n == "loadavg") else {
+            panic!("loadavg was not read")
+        };
+        assert_eq!(load.exit_code, Some(0));
+        assert_eq!(
+            String::from_utf8_lossy(&load.stdout)
+                .split_whitespace()
+                .count(),
+            5
+        );
+    }
+    let mut s = w.connect();
+    send(&mut s, &Request::Status);
+    let Response::Status(st) = recv(&mut s) else {
+        panic!("no status")
+    };
+    assert_eq!(
+        st.ladder_name, "normal",
+        "three health sets are three commands"
+    );
+    // Each read of the set is journaled as a read is.
+    assert!(w.journal().matches("/proc/loadavg").count() >= 3);
 }
 
 #[test]

@@ -2,15 +2,15 @@
 
 use super::{DigestAt, collect, compose, load_digest, save_digest};
 use crate::daemon::Daemon;
-use crate::daemon::chat::{Reply, read};
-use aromba_health::{Alerts, Thresholds, parse_df_space, render};
+use crate::daemon::chat::Reply;
+use aromba_health::{Alerts, Thresholds, render};
 
 pub async fn answer(daemon: &Daemon, name: &str, args: &[String]) -> Reply {
     let reply = match name {
         "status" => render::status(&collect(daemon).await),
-        "disk" => match disk(daemon).await {
-            Ok(reply) => reply,
-            Err(e) => return e.into(),
+        "disk" => match collect(daemon).await.space {
+            Some(space) => render::disk(&space),
+            None => return "I could not read the disks' space.".to_string().into(),
         },
         "services" => match collect(daemon).await.failed_units {
             Some(units) => render::services(&units),
@@ -33,15 +33,6 @@ pub async fn answer(daemon: &Daemon, name: &str, args: &[String]) -> Reply {
         buttons: vec![],
         monospace,
     }
-}
-
-async fn disk(daemon: &Daemon) -> Result<render::Reply, String> {
-    let text = match read(daemon, "df", &["-P", "-B1", "-T"]).await {
-        Ok(text) => text,
-        Err(_) => read(daemon, "df", &["-P", "-k", "-T"]).await?,
-    };
-    let space = parse_df_space(&text).map_err(|e| format!("I could not read df's answer: {e}"))?;
-    Ok(render::disk(&space))
 }
 
 /// `HH:MM`, 00:00 to 23:59.

@@ -6,88 +6,63 @@
 pub mod chat;
 
 use crate::daemon::Daemon;
-use crate::daemon::chat::read;
+use crate::warden_client;
 use aromba_health::{
     Alerts, Snapshot, Thresholds, parse_apt_upgradable, parse_df_inodes, parse_df_space,
     parse_failed_units, parse_loadavg, parse_meminfo, parse_nproc, parse_reboot_required,
     parse_timedatectl_show, render,
 };
+use aromba_warden_proto::{Request, Response, printable};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 
 const EVERY: Duration = Duration::from_secs(60);
 
-/// Every read of one minute, each on its own: one that fails leaves its
-/// part of the snapshot empty (which neither raises nor clears an alert).
+/// The minute's health, from the Warden's health set (one request): a
+/// read that failed leaves its part of the snapshot empty, which neither
+/// raises nor clears an alert.
 pub async fn collect(daemon: &Daemon) -> Snapshot {
     let at = jiff::Timestamp::now().as_second().max(0) as u64;
     let mut s = Snapshot::empty(at);
-    s.load = ok(read(daemon, "cat", &["/proc/loadavg"]).await, parse_loadavg);
-    s.cpus = ok(read(daemon, "nproc", &[]).await, parse_nproc);
-    s.memory = ok(read(daemon, "cat", &["/proc/meminfo"]).await, parse_meminfo);
-    s.space = match read(daemon, "df", &["-P", "-B1", "-T"]).await {
-        Ok(text) => parse_df_space(&text).ok(),
-        // busybox's df has no -B1: 1024-byte blocks, as its header says.
-        Err(_) => ok(
-            read(daemon, "df", &["-P", "-k", "-T"]).await,
-            parse_df_space,
-        ),
+    let reads = match warden_client::ask(&daemon.worker_socket(), &Request::Health).await {
+        Ok(Response::Health { reads }) => reads,
+        Ok(other) => {
+            tracing::warn!(answer = ?other, "the Warden did not give the health reads");
+            return s;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the health reads could not be asked for");
+            return s;
+        }
     };
-    s.inodes = ok(
-        read(daemon, "df", &["-P", "-i", "-T"]).await,
-        parse_df_inodes,
-    );
-    s.failed_units = ok(
-        read(
-            daemon,
-            "systemctl",
-            &[
-                "list-units",
-                "--failed",
-                "--plain",
-                "--no-legend",
-                "--no-pager",
-            ],
-        )
-        .await,
-        parse_failed_units,
-    );
-    s.updates = ok(
-        read(daemon, "apt", &["list", "--upgradable"]).await,
-        parse_apt_upgradable,
-    );
-    s.reboot = reboot(daemon).await;
-    s.clock = ok(
-        read(daemon, "timedatectl", &["show"]).await,
-        parse_timedatectl_show,
-    );
+    let output = |name: &str| -> Option<String> {
+        reads
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, r)| match r {
+                Response::Result(r) if r.exit_code == Some(0) => Some(printable(&r.stdout)),
+                _ => None,
+            })
+    };
+    s.load = output("loadavg").and_then(|t| parse_loadavg(&t).ok());
+    s.cpus = output("nproc").and_then(|t| parse_nproc(&t).ok());
+    s.memory = output("meminfo").and_then(|t| parse_meminfo(&t).ok());
+    s.space = output("df_space").and_then(|t| parse_df_space(&t).ok());
+    s.inodes = output("df_inodes").and_then(|t| parse_df_inodes(&t).ok());
+    s.failed_units = output("failed_units").and_then(|t| parse_failed_units(&t).ok());
+    s.updates = output("updates").and_then(|t| parse_apt_upgradable(&t).ok());
+    s.clock = output("clock").and_then(|t| parse_timedatectl_show(&t).ok());
+    // The flag files are in the answer only when they exist; one there but
+    // unread leaves the reboot part empty.
+    let flag_there = reads.iter().any(|(n, _)| n == "reboot_required");
+    let flag = output("reboot_required");
+    s.reboot = if flag_there && flag.is_none() {
+        None
+    } else {
+        parse_reboot_required(flag.as_deref(), output("reboot_required_pkgs").as_deref()).ok()
+    };
     s
-}
-
-fn ok<T, E>(text: Result<String, String>, parse: impl Fn(&str) -> Result<T, E>) -> Option<T> {
-    parse(&text.ok()?).ok()
-}
-
-/// Whether `/run/reboot-required` is there is read from the listing of
-/// `/run` (the Warden refuses a path that does not exist, which is no
-/// answer to read).
-async fn reboot(daemon: &Daemon) -> Option<aromba_health::RebootStatus> {
-    let listing = read(daemon, "ls", &["-1", "/run"]).await.ok()?;
-    let names: Vec<&str> = listing.lines().map(str::trim).collect();
-    let flag = if names.contains(&"reboot-required") {
-        Some(read(daemon, "cat", &["/run/reboot-required"]).await.ok()?)
-    } else {
-        None
-    };
-    let pkgs = if names.contains(&"reboot-required.pkgs") {
-        read(daemon, "cat", &["/run/reboot-required.pkgs"])
-            .await
-            .ok()
-    } else {
-        None
-    };
-    parse_reboot_required(flag.as_deref(), pkgs.as_deref()).ok()
 }
 
 /// The person's digest time, kept in the Worker's home.

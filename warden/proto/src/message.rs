@@ -9,6 +9,8 @@ use std::fmt;
 pub const MAX_ARGS: usize = 64;
 /// A journal note from the Worker.
 pub const MAX_NOTE: usize = 2048;
+/// The most reads a health answer may carry.
+pub const MAX_HEALTH_READS: usize = 16;
 
 /// What a peer asks the Warden.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,6 +32,9 @@ pub enum Request {
     Resume,
     /// Worker socket: the ladder's moves after event `after`, for the chat.
     Events { after: u64 },
+    /// Worker socket: the health reads, a fixed set the Warden chooses, in
+    /// one request (one command toward too-many-commands).
+    Health,
     /// Worker socket: a red action. Refused unless its approval verifies.
     RedAction {
         action: String,
@@ -176,6 +181,11 @@ pub enum Response {
     },
     Chores {
         chores: Vec<ChoreInfo>,
+    },
+    /// The health reads by name, each answered as a read is (`Result`,
+    /// `Refused` or `Error`); a read whose file is not there is left out.
+    Health {
+        reads: Vec<(String, Response)>,
     },
     /// An action id for a proposed action, the server id the relay signs,
     /// the message text and buttons the Worker must send verbatim (the
@@ -402,6 +412,7 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
         ),
         Request::Resume => object("resume", vec![]),
         Request::Events { after } => object("events", vec![("after", Value::from(*after))]),
+        Request::Health => object("health", vec![]),
         Request::RedAction { action, approval } => object(
             "red_action",
             vec![
@@ -510,6 +521,7 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
         "events" => Request::Events {
             after: f.u64("after")?,
         },
+        "health" => Request::Health,
         "red_action" => {
             let action = f.string("action")?;
             let approval = match f.take("approval")? {
@@ -627,6 +639,25 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                 ),
                 ("needs_pin", Value::from(*needs_pin)),
             ],
+        ),
+        Response::Health { reads } => object(
+            "health",
+            vec![(
+                "reads",
+                Value::Array(
+                    reads
+                        .iter()
+                        .map(|(name, answer)| {
+                            let answer: Value = serde_json::from_slice(&encode_response(answer))
+                                .unwrap_or(Value::Null);
+                            let mut m = Map::new();
+                            m.insert("name".into(), Value::from(name.as_str()));
+                            m.insert("answer".into(), answer);
+                            Value::Object(m)
+                        })
+                        .collect(),
+                ),
+            )],
         ),
         Response::Chores { chores } => object(
             "chores",
@@ -756,6 +787,35 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
             name: f.string("name")?,
             message: f.string("message")?,
         },
+        "health" => {
+            let Value::Array(items) = f.take("reads")? else {
+                return Err(err("\"reads\" must be an array"));
+            };
+            if items.len() > MAX_HEALTH_READS {
+                return Err(err("too many health reads"));
+            }
+            let reads = items
+                .into_iter()
+                .map(|v| {
+                    let Value::Object(map) = v else {
+                        return Err(err("a health read must be an object"));
+                    };
+                    let mut r = Fields(map);
+                    let name = r.string("name")?;
+                    let answer = r.take("answer")?;
+                    r.done("health read")?;
+                    let bytes = serde_json::to_vec(&answer).map_err(|e| err(e.to_string()))?;
+                    let answer = decode_response(&bytes)?;
+                    match answer {
+                        Response::Result(_) | Response::Refused { .. } | Response::Error { .. } => {
+                            Ok((name, answer))
+                        }
+                        _ => Err(err("a health read is answered as a read is")),
+                    }
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Response::Health { reads }
+        }
         "chores" => {
             let Value::Array(items) = f.take("chores")? else {
                 return Err(err("\"chores\" must be an array"));

@@ -22,6 +22,7 @@ pub(super) fn serve(
     match (socket, request) {
         (_, Request::Ping) => Response::Pong,
         (Socket::Worker, Request::Read { cmd, args }) => read(shared, peer, cmd, args),
+        (Socket::Worker, Request::Health) => super::health::health(shared, peer),
         (Socket::Worker, Request::Note { text }) => {
             let mut m = peer_fields(peer, socket);
             m.insert("text".into(), Value::from(text));

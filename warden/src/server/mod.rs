@@ -25,6 +25,7 @@
 mod chores;
 mod connection;
 mod dispatch;
+mod health;
 mod intent;
 mod ladder_moves;
 mod owner;

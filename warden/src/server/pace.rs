@@ -8,7 +8,8 @@
 //! - every connection to the Worker socket toward the connection flood
 //!   (`connection_threshold` in `flood_window_s`), and every connection
 //!   refused for a full pool, which is a flood on its own;
-//! - commands — reads, dry runs, approvals: what makes the Warden run
+//! - commands — reads, the health set (one command), dry runs, approvals:
+//!   what makes the Warden run
 //!   something — toward too-many-commands (`command_threshold` in
 //!   `command_window_s`), the specification's "too many commands in ten
 //!   minutes".
@@ -126,7 +127,10 @@ enum Pace {
 fn pace_of(request: &Request) -> Pace {
     match request {
         Request::Ping | Request::Events { .. } | Request::Panic => Pace::Always,
-        Request::Read { .. } | Request::DryRun { .. } | Request::Approve { .. } => Pace::Command,
+        Request::Read { .. }
+        | Request::Health
+        | Request::DryRun { .. }
+        | Request::Approve { .. } => Pace::Command,
         _ => Pace::Slowed,
     }
 }

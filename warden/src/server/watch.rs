@@ -96,7 +96,12 @@ pub(super) fn watch(shared: &Shared) {
         }
         super::pace::flush_quiet(shared);
         let allowed = crate::netwatch::Allowed::read(&shared.options.layout.network_file());
-        for remote in crate::netwatch::connections_of(shared.options.worker_uid) {
+        let watched = if shared.options.watch_network {
+            crate::netwatch::connections_of(shared.options.worker_uid)
+        } else {
+            Vec::new()
+        };
+        for remote in watched {
             if !allowed.permits(remote) {
                 raise(
                     shared,
