@@ -79,6 +79,23 @@ fn an_outbound_connection_to_an_unlisted_port_moves_the_ladder_to_cut() {
 }
 
 #[test]
+fn a_network_toml_the_worker_may_write_moves_the_ladder_to_cut() {
+    let worker = account("aromba");
+    let warden = TestWarden::start_with("network-owner", worker, false, |_| {});
+    let worker_dir = warden.layout().worker_config_dir;
+    std::fs::create_dir_all(&worker_dir).unwrap();
+    let file = worker_dir.join("network.toml");
+    std::fs::write(&file, "addresses = [\"127.0.0.1:1\"]\n").unwrap();
+    // The Worker's own: it could list where it likes.
+    std::os::unix::fs::chown(&file, Some(worker.uid), Some(worker.gid)).unwrap();
+    let status = warden.wait_for_ladder("cut");
+    assert!(
+        status.contains("network.toml is not root's alone to write"),
+        "{status}"
+    );
+}
+
+#[test]
 fn resume_works_from_root_and_is_refused_to_aromba() {
     let warden = TestWarden::start("resume", account("aromba"), 4);
     warden.ask(&["rm", "-rf", "/"]);

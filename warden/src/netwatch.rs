@@ -1,8 +1,14 @@
-//! Outbound connections of the Worker: the kernel's TCP tables
-//! (`/proc/net/tcp`, `/proc/net/tcp6`), read every few seconds, against the
-//! addresses the Worker's `network.toml` lists. A connection of the Worker's
-//! uid to anything else is a ladder signal (straight to Cut). A connection
-//! that opens and closes between two reads passes unseen.
+//! Outbound connections of the Worker: the kernel's TCP and UDP tables
+//! (`/proc/net/tcp`, `tcp6`, `udp`, `udp6`), read every few seconds,
+//! against the addresses the Worker's `network.toml` lists. A connection of
+//! the Worker's uid to anything else is a ladder signal (straight to Cut).
+//! A connection that opens and closes between two reads passes unseen, and
+//! so does a datagram sent from a UDP socket never connected (its table
+//! line has no remote address).
+//!
+//! `network.toml` is trusted only when it is a regular file of root's that
+//! no one else may write: one the Worker could write would let it list
+//! where it likes. An untrusted one lists nothing, and it is a signal.
 //!
 //! From `network.toml` the Warden reads only `addresses = [...]` lines
 //! (each entry an IP address, `IP:port` or `[IPv6]:port`); it links no TOML
@@ -20,10 +26,28 @@ pub struct Allowed {
 }
 
 impl Allowed {
-    pub fn read(path: &Path) -> Allowed {
-        std::fs::read_to_string(path)
+    /// The file's addresses; an absent file lists none. `Err` says why a
+    /// present file is not trusted (and then nothing is listed).
+    pub fn read(path: &Path) -> Result<Allowed, String> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = match std::fs::symlink_metadata(path) {
+            Ok(m) => m,
+            Err(_) => return Ok(Allowed::default()),
+        };
+        if !meta.is_file() {
+            return Err(format!("{} is not a regular file", path.display()));
+        }
+        if meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+            return Err(format!(
+                "{} is not root's alone to write (owner uid {}, mode {:04o})",
+                path.display(),
+                meta.uid(),
+                meta.mode() & 0o7777
+            ));
+        }
+        Ok(std::fs::read_to_string(path)
             .map(|t| Allowed::parse(&t))
-            .unwrap_or_default()
+            .unwrap_or_default())
     }
 
     pub fn parse(text: &str) -> Allowed {
@@ -60,7 +84,8 @@ impl Allowed {
     }
 }
 
-/// Established or connecting TCP sockets of `uid`, by remote address.
+/// Established or connecting TCP sockets, and connected UDP sockets, of
+/// `uid`, by remote address.
 pub fn connections_of(uid: u32) -> Vec<SocketAddr> {
     let mut out = Vec::new();
     for (file, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
@@ -69,7 +94,28 @@ pub fn connections_of(uid: u32) -> Vec<SocketAddr> {
         };
         out.extend(parse_table(&text, v6, uid));
     }
+    for (file, v6) in [("/proc/net/udp", false), ("/proc/net/udp6", true)] {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        out.extend(parse_udp_table(&text, v6, uid));
+    }
     out
+}
+
+/// UDP sockets of `uid` with a remote address (state 01: connected).
+fn parse_udp_table(text: &str, v6: bool, uid: u32) -> Vec<SocketAddr> {
+    text.lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (remote, state, owner) = (f.get(2)?, f.get(3)?, f.get(7)?);
+            if owner.parse::<u32>().ok()? != uid || *state != "01" {
+                return None;
+            }
+            parse_addr(remote, v6).filter(|a| a.port() != 0)
+        })
+        .collect()
 }
 
 fn parse_table(text: &str, v6: bool, uid: u32) -> Vec<SocketAddr> {
@@ -128,6 +174,43 @@ mod tests {
             parse_table(t6, true, 998),
             vec!["[::1]:443".parse().unwrap()]
         );
+    }
+
+    #[test]
+    fn reads_connected_udp_sockets_only() {
+        // A resolver's connected socket, and an unconnected one.
+        let t = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n  1: 0100007F:D431 3500007F:0035 01 00000000:00000000 00:00000000 00000000   998        0 1 2 0 0\n  2: 00000000:0044 00000000:0000 07 00000000:00000000 00:00000000 00000000   998        0 2 2 0 0\n";
+        assert_eq!(
+            parse_udp_table(t, false, 998),
+            vec!["127.0.0.53:53".parse().unwrap()]
+        );
+        assert!(parse_udp_table(t, false, 0).is_empty());
+    }
+
+    #[test]
+    fn a_network_toml_others_may_write_is_not_trusted() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("aromba-netwatch-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("network.toml");
+        assert_eq!(Allowed::read(&file), Ok(Allowed::default()), "absent: none");
+        std::fs::write(&file, "addresses = [\"203.0.113.10:443\"]\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(
+            Allowed::read(&file)
+                .unwrap()
+                .permits("203.0.113.10:443".parse().unwrap())
+        );
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(Allowed::read(&file).is_err(), "world-writable");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::os::unix::fs::chown(&file, Some(65534), None).unwrap();
+        assert!(Allowed::read(&file).is_err(), "not root's");
+        std::fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", &file).unwrap();
+        assert!(Allowed::read(&file).is_err(), "a link");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

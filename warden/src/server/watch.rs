@@ -78,6 +78,7 @@ pub(super) fn check_integrity(shared: &Shared) {
 /// integrity check every `integrity_interval`.
 pub(super) fn watch(shared: &Shared) {
     let mut last_integrity = std::time::Instant::now();
+    let mut untrusted_network: Option<String> = None;
     while !shared.shutdown.load(Ordering::SeqCst) {
         thread::sleep(shared.options.watch_interval);
         let decayed = shared
@@ -95,7 +96,24 @@ pub(super) fn watch(shared: &Shared) {
             journal(shared, "ladder-saved", Map::new());
         }
         super::pace::flush_quiet(shared);
-        let allowed = crate::netwatch::Allowed::read(&shared.options.layout.network_file());
+        let allowed = match crate::netwatch::Allowed::read(&shared.options.layout.network_file()) {
+            Ok(a) => {
+                untrusted_network = None;
+                a
+            }
+            Err(why) => {
+                // Said once for each way it is wrong, not every few seconds.
+                if untrusted_network.as_deref() != Some(why.as_str()) {
+                    raise(
+                        shared,
+                        None,
+                        Signal::IntegrityMismatch { what: why.clone() },
+                    );
+                    untrusted_network = Some(why);
+                }
+                crate::netwatch::Allowed::default()
+            }
+        };
         let watched = if shared.options.watch_network {
             crate::netwatch::connections_of(shared.options.worker_uid)
         } else {
