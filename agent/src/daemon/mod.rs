@@ -8,7 +8,10 @@
 //! - the chat ([`chat`]): commands and taps, answered from Warden reads;
 //! - the Warden's events ([`events`]): ladder moves become chat messages;
 //! - the journal anchor: the journal's head to the relay every hour and at
-//!   each ladder move.
+//!   each ladder move;
+//! - the health ([`crate::health`]): alerts and the daily digest;
+//! - the schedule ([`schedule`]): chores when their time comes, dry runs
+//!   shown first, proposals for the ones that need a tap.
 //!
 //! Nothing here spawns a process: everything that touches the system is a
 //! request to the Warden.
@@ -16,6 +19,7 @@
 pub mod chat;
 pub mod events;
 pub mod relay_link;
+pub mod schedule;
 
 use crate::config::{ConfigError, NetworkConfig, RelayConfig, my_uid};
 use crate::net::Gate;
@@ -166,6 +170,10 @@ async fn serve(paths: Paths, endpoint: Endpoint) -> Result<(), DaemonError> {
         let daemon = daemon.clone();
         move || crate::health::watch(daemon.clone())
     }));
+    let schedule = tokio::spawn(supervise("schedule", {
+        let daemon = daemon.clone();
+        move || schedule::keep(daemon.clone())
+    }));
     tracing::info!("the Worker is running");
     wait_for_signal().await;
     tracing::info!("stopping");
@@ -173,6 +181,7 @@ async fn serve(paths: Paths, endpoint: Endpoint) -> Result<(), DaemonError> {
     chat.abort();
     events.abort();
     health.abort();
+    schedule.abort();
     let _ = tokio::time::timeout(Duration::from_secs(5), link).await;
     Ok(())
 }

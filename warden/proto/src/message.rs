@@ -51,6 +51,10 @@ pub enum Request {
     DryRunShown { chore: String },
     /// Worker socket: propose a real run; the Warden issues an action id.
     Propose { chore: String },
+    /// Worker socket: a green chore's schedule says it is due; the Warden
+    /// runs it when it is green, its dry run was seen, and it did not run
+    /// on its schedule too recently.
+    RunDue { chore: String },
     /// Worker socket: a relay-signed button tap approving an action; `pin`
     /// only for a PIN action.
     Approve {
@@ -89,6 +93,9 @@ pub struct ChoreInfo {
     pub schedule: String,
     pub origin: String,
     pub last_receipt: String,
+    /// Whether the dry run that must come before the first real run was
+    /// shown.
+    pub dry_run_seen: bool,
 }
 
 /// A move of the ladder, as the Worker turns it into a chat message.
@@ -362,6 +369,9 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
         Request::Propose { chore } => {
             object("propose", vec![("chore", Value::from(chore.as_str()))])
         }
+        Request::RunDue { chore } => {
+            object("run_due", vec![("chore", Value::from(chore.as_str()))])
+        }
         Request::Approve {
             action_id,
             button,
@@ -480,6 +490,9 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
             chore: f.string("chore")?,
         },
         "propose" => Request::Propose {
+            chore: f.string("chore")?,
+        },
+        "run_due" => Request::RunDue {
             chore: f.string("chore")?,
         },
         "approve" => Request::Approve {
@@ -726,6 +739,7 @@ fn chore_value(c: &ChoreInfo) -> Value {
     m.insert("schedule".into(), Value::from(c.schedule.as_str()));
     m.insert("origin".into(), Value::from(c.origin.as_str()));
     m.insert("last_receipt".into(), Value::from(c.last_receipt.as_str()));
+    m.insert("dry_run_seen".into(), Value::from(c.dry_run_seen));
     Value::Object(m)
 }
 
@@ -833,6 +847,7 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
                         schedule: c.string("schedule")?,
                         origin: c.string("origin")?,
                         last_receipt: c.string("last_receipt")?,
+                        dry_run_seen: c.bool("dry_run_seen")?,
                     };
                     c.done("chore")?;
                     Ok(info)

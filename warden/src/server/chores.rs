@@ -68,6 +68,9 @@ pub(super) fn chores_list(shared: &Shared) -> Response {
                 last_receipt: std::fs::read_to_string(runs.join(format!("{}.last", c.header.name)))
                     .map(|s| s.trim().to_string())
                     .unwrap_or_else(|_| "never run".into()),
+                dry_run_seen: runs
+                    .join(format!("{}.dry-run-seen", c.header.name))
+                    .exists(),
             })
             .collect(),
     }
@@ -337,6 +340,8 @@ pub(super) enum RunSource {
     Worker,
     /// A relay-signed tap the Warden verified, on this action id.
     Approved { action_id: String },
+    /// A green chore's schedule, asked by the Worker (`run_due`).
+    Schedule,
 }
 
 impl RunSource {
@@ -345,6 +350,7 @@ impl RunSource {
             RunSource::RootTerminal => "root terminal",
             RunSource::Worker => "worker (dry run)",
             RunSource::Approved { .. } => "relay-signed tap",
+            RunSource::Schedule => "schedule (green chore)",
         }
     }
 
@@ -355,6 +361,74 @@ impl RunSource {
             m.insert("action_id".into(), Value::from(action_id.as_str()));
         }
     }
+}
+
+/// The least time between two scheduled runs of a chore, by its schedule:
+/// a Worker that asks again and again gets no more runs than the schedule
+/// gives (with room for a clock moved or a late start).
+fn least_between(schedule: &crate::chores::header::Schedule) -> Option<u64> {
+    use crate::chores::header::Schedule;
+    const HOUR: u64 = 3600;
+    match schedule {
+        Schedule::Manual => None,
+        Schedule::Daily { .. } => Some(20 * HOUR),
+        Schedule::Weekly { .. } => Some(6 * 24 * HOUR),
+        Schedule::Monthly { .. } => Some(27 * 24 * HOUR),
+    }
+}
+
+/// `run_due`: the Worker says a green chore's schedule has come. The
+/// Warden runs it only when it is green and scheduled, and not sooner
+/// after its last scheduled run than the schedule allows; everything
+/// `run_chore` checks (the ladder, the dry run seen, the phase, the cage)
+/// still holds. The time is recorded before the run, so a run that fails
+/// is not retried at once either.
+pub(super) fn run_due(shared: &Shared, chore: &str) -> Response {
+    let refuse = |reason: String| Response::Refused {
+        reason,
+        journal_seq: None,
+    };
+    let Some(c) = find_chore(shared, chore) else {
+        return refuse(format!("there is no chore named {chore:?}"));
+    };
+    let name = c.header.name.clone();
+    if c.header.color != Color::Green {
+        return refuse(format!(
+            "{name} is {}: it runs on a tap the Warden verifies, not on the schedule alone (propose it)",
+            c.header.color.name()
+        ));
+    }
+    let Some(least) = least_between(&c.header.schedule) else {
+        return refuse(format!(
+            "{name} has no schedule: it runs when asked from a root terminal"
+        ));
+    };
+    let runs = runs_dir(shared);
+    let stamp = runs.join(format!("{name}.scheduled"));
+    let now = shared.options.clock.now();
+    let last = std::fs::read_to_string(&stamp)
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    if let Some(last) = last
+        && now.saturating_sub(last) < least
+        && last <= now
+    {
+        return refuse(format!(
+            "{name} ran on its schedule {} minutes ago; it is not due again yet",
+            now.saturating_sub(last) / 60
+        ));
+    }
+    if !runs.join(format!("{name}.dry-run-seen")).exists() {
+        return refuse(format!(
+            "{name}'s first real run needs a dry run shown in the chat first"
+        ));
+    }
+    if let Err(e) = std::fs::create_dir_all(&runs)
+        .and_then(|()| crate::atomic_file::replace(&stamp, format!("{now}\n").as_bytes(), 0o600))
+    {
+        return refuse(format!("cannot record the scheduled run: {e}"));
+    }
+    run_chore(shared, c, false, RunSource::Schedule)
 }
 
 pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Response {

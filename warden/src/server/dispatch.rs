@@ -106,6 +106,11 @@ pub(super) fn serve(
         }
         (Socket::Worker, Request::DryRunShown { chore }) => dry_run_shown(shared, peer, &chore),
         (Socket::Worker, Request::Propose { chore }) => propose(shared, peer, Proposal::Run(chore)),
+        (Socket::Worker, Request::RunDue { chore }) => {
+            // A run takes a running slot like a read.
+            let _slot = shared.running.take();
+            super::chores::run_due(shared, &chore)
+        }
         (Socket::Worker, Request::ProposeConfirmCap { chore }) => {
             propose(shared, peer, Proposal::ConfirmCap(chore))
         }

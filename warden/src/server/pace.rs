@@ -129,6 +129,7 @@ fn pace_of(request: &Request) -> Pace {
         Request::Ping | Request::Events { .. } | Request::Panic => Pace::Always,
         Request::Read { .. }
         | Request::Health
+        | Request::RunDue { .. }
         | Request::DryRun { .. }
         | Request::Approve { .. } => Pace::Command,
         _ => Pace::Slowed,
