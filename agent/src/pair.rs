@@ -165,22 +165,6 @@ fn resolvers() -> Vec<SocketAddr> {
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_code_or_link_with_terminal_escapes_is_not_printed() {
-        assert!(plain_code("ABC346"));
-        assert!(!plain_code("ABC\u{1b}[2J"));
-        assert!(!plain_code("abc346"));
-        assert!(plain_link("https://t.me/aromba_bot?start=ABC346"));
-        assert!(!plain_link("https://t.me/x\u{1b}]0;owned\u{7}"));
-        assert!(!plain_link("https://t.me/a b"));
-        assert!(!plain_link("javascript:alert(1)"));
-    }
-}
-
 /// The relay's addresses now, for `network.toml`.
 async fn relay_addresses(relay: &RelayUrl) -> Result<Vec<SocketAddr>, PairError> {
     if let Ok(ip) = relay.host.parse::<IpAddr>() {
@@ -463,4 +447,20 @@ async fn pair_async(
     write_file(&paths.relay_file(), &config.render(), 0o600, worker)?;
     drop(marker);
     Ok(Paired::Now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_code_or_link_with_terminal_escapes_is_not_printed() {
+        assert!(plain_code("ABC346"));
+        assert!(!plain_code("ABC\u{1b}[2J"));
+        assert!(!plain_code("abc346"));
+        assert!(plain_link("https://t.me/aromba_bot?start=ABC346"));
+        assert!(!plain_link("https://t.me/x\u{1b}]0;owned\u{7}"));
+        assert!(!plain_link("https://t.me/a b"));
+        assert!(!plain_link("javascript:alert(1)"));
+    }
 }
