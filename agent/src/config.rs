@@ -176,6 +176,12 @@ struct RelayFile {
 /// resolve), and the resolvers it asks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NetworkConfig {
+    /// The relay root chose, and the CA it verifies it with: root's record,
+    /// which `aromba pair` takes again on a re-run. `relay.toml` carries
+    /// them too, but it is the Worker's to write, and a relay of the
+    /// Worker's choosing would get its tap key pinned.
+    pub relay: Option<RelayUrl>,
+    pub ca_file: Option<PathBuf>,
     pub hosts: Vec<HostEntry>,
     pub resolvers: Vec<SocketAddr>,
 }
@@ -190,6 +196,8 @@ pub struct HostEntry {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NetworkFile {
+    relay: Option<String>,
+    ca_file: Option<PathBuf>,
     #[serde(default)]
     host: Vec<HostFile>,
     resolvers: Option<ResolversFile>,
@@ -439,7 +447,23 @@ impl NetworkConfig {
                 })?);
             }
         }
-        Ok(NetworkConfig { hosts, resolvers })
+        let relay = file
+            .relay
+            .as_deref()
+            .map(RelayUrl::parse)
+            .transpose()
+            .map_err(invalid)?;
+        if let Some(ca) = &file.ca_file
+            && !ca.is_absolute()
+        {
+            return Err(invalid("ca_file must be an absolute path".into()));
+        }
+        Ok(NetworkConfig {
+            relay,
+            ca_file: file.ca_file,
+            hosts,
+            resolvers,
+        })
     }
 
     /// The entry for `host:port`, if listed.
@@ -457,6 +481,15 @@ impl NetworkConfig {
              # written by `aromba pair`; the Warden watches the Worker's connections\n\
              # against every `addresses` line, and a connection elsewhere is a signal.\n",
         );
+        if let Some(relay) = &self.relay {
+            out.push_str(&format!("\nrelay = \"{}\"\n", relay.base()));
+        }
+        if let Some(ca) = &self.ca_file {
+            out.push_str(&format!(
+                "ca_file = {}\n",
+                toml_string(&ca.to_string_lossy())
+            ));
+        }
         let list = |addrs: &[SocketAddr]| {
             addrs
                 .iter()
@@ -544,6 +577,8 @@ mod tests {
     #[test]
     fn network_file_round_trips_and_the_warden_reads_its_addresses() {
         let n = NetworkConfig {
+            relay: Some(RelayUrl::parse("https://relay.example").unwrap()),
+            ca_file: Some(PathBuf::from("/etc/aromba/worker/ca.pem")),
             hosts: vec![HostEntry {
                 name: "relay.example".into(),
                 port: 443,

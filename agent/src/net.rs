@@ -156,6 +156,8 @@ mod tests {
 
     fn gate(addrs: &[&str]) -> Gate {
         Gate::new(NetworkConfig {
+            relay: None,
+            ca_file: None,
             hosts: vec![HostEntry {
                 name: "localhost".into(),
                 port: 4000,

@@ -314,12 +314,38 @@ async fn pair_async(
         warden(paths, &Request::SetPin { pin: first }).await?;
         println!("The PIN is set.");
     }
+    // The relay and its CA are root's to choose: from this command line,
+    // else from root's own record in `network.toml`. `relay.toml` is the
+    // Worker's file, and a relay it names (one of its own, on a loopback
+    // port) would hand over a tap key the Worker signs with.
+    let recorded = match std::fs::symlink_metadata(paths.network_file()) {
+        Ok(_) => Some(NetworkConfig::load(&paths.network_file())?),
+        Err(_) => None,
+    };
+    let relay = match (
+        &options.relay,
+        recorded.as_ref().and_then(|n| n.relay.clone()),
+    ) {
+        (Some(relay), _) => RelayUrl::parse(relay).map_err(PairError::Setup)?,
+        (None, Some(relay)) => relay,
+        (None, None) => RelayUrl::parse("https://aro.mba").map_err(PairError::Setup)?,
+    };
+    let ca_file = options
+        .ca_file
+        .clone()
+        .or_else(|| recorded.and_then(|n| n.ca_file));
     let existing = match std::fs::symlink_metadata(paths.relay_file()) {
         Ok(_) => Some(RelayConfig::load(&paths.relay_file(), worker.0)?),
         Err(_) => None,
     };
     let mut config = match existing {
-        Some(c) if c.server_id == server_id => c,
+        // Only the token is taken from the Worker's file: it is the
+        // Worker's own secret anyway.
+        Some(c) if c.server_id == server_id => RelayConfig {
+            relay,
+            ca_file,
+            ..c
+        },
         Some(_) => {
             return Err(PairError::Setup(format!(
                 "{} names another server than this Warden's ({}); remove it and run `aromba pair` again",
@@ -327,22 +353,18 @@ async fn pair_async(
                 server_id.as_simple()
             )));
         }
-        None => {
-            let relay = options.relay.as_deref().unwrap_or("https://aro.mba");
-            RelayConfig {
-                server_id,
-                token: ServerToken::generate(),
-                relay: RelayUrl::parse(relay).map_err(PairError::Setup)?,
-                approval_key: None,
-                ca_file: options.ca_file.clone(),
-            }
-        }
+        None => RelayConfig {
+            server_id,
+            token: ServerToken::generate(),
+            relay,
+            approval_key: None,
+            ca_file,
+        },
     };
-    if options.ca_file.is_some() {
-        config.ca_file = options.ca_file.clone();
-    }
     let roots = roots(config.ca_file.as_deref()).map_err(PairError::Setup)?;
     let network = NetworkConfig {
+        relay: Some(config.relay.clone()),
+        ca_file: config.ca_file.clone(),
         hosts: vec![HostEntry {
             name: config.relay.host.to_ascii_lowercase(),
             port: config.relay.port,

@@ -16,6 +16,11 @@ use support::{TestWarden, account};
 
 const CHAT: i64 = 5_550_001;
 
+/// One Worker at a time: every Warden watches all connections of the
+/// aromba user, so another test's daemon dialing its own relay would be an
+/// unlisted host to this test's Warden.
+static ONE_DAEMON: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A child process, killed when the test ends however it ends.
 struct Running(Child);
 
@@ -95,12 +100,15 @@ async fn wait_exit(child: &mut Running) -> std::process::ExitStatus {
 /// A relay with a bot, a Warden, the server paired with [`CHAT`] by
 /// `aromba pair`, and `aromba run` connected.
 struct Paired {
-    bot: Bot,
-    warden: TestWarden,
+    // Dropped in this order: the daemon first, the lock last.
     _daemon: Running,
+    warden: TestWarden,
+    bot: Bot,
+    _one: tokio::sync::MutexGuard<'static, ()>,
 }
 
 async fn paired(db: PgPool, name: &str) -> Paired {
+    let one = ONE_DAEMON.lock().await;
     let bot = start_bot(db, false).await;
     let worker = account("aromba");
     let warden = TestWarden::start_with(name, worker, true, |_| {});
@@ -120,9 +128,10 @@ async fn paired(db: PgPool, name: &str) -> Paired {
             .expect("aromba run starts"),
     );
     Paired {
-        bot,
-        warden,
         _daemon: daemon,
+        warden,
+        bot,
+        _one: one,
     }
 }
 

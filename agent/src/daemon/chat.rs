@@ -104,6 +104,12 @@ async fn ask(daemon: &Daemon, request: &Request) -> Result<Response, String> {
 
 /// A read's standard output, or the one sentence saying why not.
 pub async fn read(daemon: &Daemon, cmd: &str, args: &[&str]) -> Result<String, String> {
+    if !daemon.take_read() {
+        return Err(
+            "I have asked the Warden for a lot in the last ten minutes; ask again in a few minutes."
+                .into(),
+        );
+    }
     let request = Request::Read {
         cmd: cmd.into(),
         args: args.iter().map(|a| a.to_string()).collect(),

@@ -44,7 +44,17 @@ pub struct Daemon {
     pub paths: Paths,
     /// Messages for the chat, kept until the relay acknowledges them.
     pub to_relay: mpsc::Sender<Outgoing>,
+    /// When the Worker's last reads were asked, for [`READ_BUDGET`].
+    pub reads: std::sync::Mutex<std::collections::VecDeque<tokio::time::Instant>>,
 }
+
+/// Reads the Worker asks for in [`READ_WINDOW`], at most, whoever asks
+/// (the health schedule, the chat): the Warden counts every read toward
+/// "too many commands in ten minutes" (60) and climbs the ladder past it,
+/// so neither a chat that asks a lot nor the schedule may take the Worker
+/// there. Held below the Warden's count, with room for dry runs and taps.
+pub const READ_BUDGET: usize = 48;
+pub const READ_WINDOW: Duration = Duration::from_secs(600);
 
 impl Daemon {
     /// Sends `text` (with `buttons`) to the chat; waits when the queue is
@@ -69,6 +79,23 @@ impl Daemon {
         if self.to_relay.send(Outgoing(body)).await.is_err() {
             tracing::warn!("the relay link is gone; a message was not sent");
         }
+    }
+
+    /// Takes one read from the budget, or says it is spent.
+    pub fn take_read(&self) -> bool {
+        let now = tokio::time::Instant::now();
+        let mut reads = self.reads.lock().unwrap_or_else(|p| p.into_inner());
+        while reads
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= READ_WINDOW)
+        {
+            reads.pop_front();
+        }
+        if reads.len() >= READ_BUDGET {
+            return false;
+        }
+        reads.push_back(now);
+        true
     }
 
     pub fn worker_socket(&self) -> std::path::PathBuf {
@@ -148,7 +175,11 @@ pub fn run(paths: Paths) -> Result<(), DaemonError> {
 async fn serve(paths: Paths, endpoint: Endpoint) -> Result<(), DaemonError> {
     let (to_relay, outgoing) = mpsc::channel(OUTGOING);
     let (deliveries_tx, deliveries) = mpsc::channel(INCOMING);
-    let daemon = Arc::new(Daemon { paths, to_relay });
+    let daemon = Arc::new(Daemon {
+        paths,
+        to_relay,
+        reads: Default::default(),
+    });
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let link = tokio::spawn(relay_link::hold(
         daemon.clone(),

@@ -174,6 +174,10 @@ async fn handle(daemon: &Daemon, chore: &ChoreInfo) {
         show_dry_run(daemon, &chore.name).await;
         return;
     }
+    if !daemon.take_read() {
+        tracing::info!(chore = %chore.name, "the read budget is spent; the chore waits");
+        return;
+    }
     if chore.color == "green" {
         let answer = warden_client::ask(
             &socket,
@@ -189,6 +193,10 @@ async fn handle(daemon: &Daemon, chore: &ChoreInfo) {
 }
 
 async fn show_dry_run(daemon: &Daemon, name: &str) {
+    if !daemon.take_read() {
+        tracing::info!(chore = name, "the read budget is spent; the dry run waits");
+        return;
+    }
     let socket = daemon.worker_socket();
     let answer = warden_client::ask(
         &socket,
@@ -309,16 +317,31 @@ mod tests {
     fn weekly_is_the_last_such_day_at_its_time() {
         // 2026-12-03 is a Thursday.
         let now = at(2026, 12, 3, 9, 0);
-        assert_eq!(last_due("weekly sun 04:00", now), Some(at(2026, 11, 29, 4, 0)));
-        assert_eq!(last_due("weekly thu 04:00", now), Some(at(2026, 12, 3, 4, 0)));
-        assert_eq!(last_due("weekly thu 10:00", now), Some(at(2026, 11, 26, 10, 0)));
+        assert_eq!(
+            last_due("weekly sun 04:00", now),
+            Some(at(2026, 11, 29, 4, 0))
+        );
+        assert_eq!(
+            last_due("weekly thu 04:00", now),
+            Some(at(2026, 12, 3, 4, 0))
+        );
+        assert_eq!(
+            last_due("weekly thu 10:00", now),
+            Some(at(2026, 11, 26, 10, 0))
+        );
     }
 
     #[test]
     fn monthly_takes_a_short_months_last_day() {
         let now = at(2026, 12, 3, 9, 0);
-        assert_eq!(last_due("monthly 1 03:00", now), Some(at(2026, 12, 1, 3, 0)));
-        assert_eq!(last_due("monthly 5 03:00", now), Some(at(2026, 11, 5, 3, 0)));
+        assert_eq!(
+            last_due("monthly 1 03:00", now),
+            Some(at(2026, 12, 1, 3, 0))
+        );
+        assert_eq!(
+            last_due("monthly 5 03:00", now),
+            Some(at(2026, 11, 5, 3, 0))
+        );
         assert_eq!(
             last_due("monthly 31 03:00", at(2026, 3, 1, 0, 0)),
             Some(at(2026, 2, 28, 3, 0))
@@ -328,7 +351,14 @@ mod tests {
     #[test]
     fn manual_and_unreadable_schedules_are_never_due() {
         let now = at(2026, 12, 3, 9, 0);
-        for s in ["manual", "daily", "daily 24:00", "weekly xyz 04:00", "monthly 0 01:00", ""] {
+        for s in [
+            "manual",
+            "daily",
+            "daily 24:00",
+            "weekly xyz 04:00",
+            "monthly 0 01:00",
+            "",
+        ] {
             assert_eq!(last_due(s, now), None, "{s:?}");
         }
     }

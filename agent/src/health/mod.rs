@@ -1,4 +1,6 @@
-//! Health: the numbers from Warden reads, every minute. They go through
+//! Health: the numbers from the Warden's health set, every minute (one
+//! request, one command toward the Warden's "too many commands", taken from
+//! the Worker's budget, `READ_BUDGET`). They go through
 //! `aromba-health`'s parsers into its alert state machine, whose events
 //! become chat messages, and into the daily digest at the time the person
 //! picked (`/digest HH:MM`, the server's local time).
@@ -17,6 +19,8 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// One command a minute: ten of the Worker's 48 in ten minutes, the rest
+/// left to the chat, dry runs and scheduled runs.
 const EVERY: Duration = Duration::from_secs(60);
 
 /// The minute's health, from the Warden's health set (one request): a
@@ -25,6 +29,10 @@ const EVERY: Duration = Duration::from_secs(60);
 pub async fn collect(daemon: &Daemon) -> Snapshot {
     let at = jiff::Timestamp::now().as_second().max(0) as u64;
     let mut s = Snapshot::empty(at);
+    if !daemon.take_read() {
+        tracing::info!("the read budget is spent; this minute's health waits");
+        return s;
+    }
     let reads = match warden_client::ask(&daemon.worker_socket(), &Request::Health).await {
         Ok(Response::Health { reads }) => reads,
         Ok(other) => {
