@@ -108,10 +108,22 @@ struct Paired {
 }
 
 async fn paired(db: PgPool, name: &str) -> Paired {
+    paired_installed(db, name, 0, |_| {}).await
+}
+
+/// As [`paired`], the Warden installed `days_ago` days ago, and `before`
+/// done to it before the daemon starts.
+async fn paired_installed(
+    db: PgPool,
+    name: &str,
+    days_ago: u64,
+    before: impl FnOnce(&TestWarden),
+) -> Paired {
     let one = ONE_DAEMON.lock().await;
     let bot = start_bot(db, false).await;
     let worker = account("aromba");
-    let warden = TestWarden::start_with(name, worker, true, |_| {});
+    let warden = TestWarden::start_installed(name, worker, Some(days_ago), |_| {});
+    before(&warden);
     std::fs::create_dir_all(warden.root.join("home")).expect("home");
     std::os::unix::fs::chown(warden.root.join("home"), Some(worker.uid), Some(worker.gid))
         .expect("chown home");
@@ -136,6 +148,42 @@ async fn paired(db: PgPool, name: &str) -> Paired {
 }
 
 impl Paired {
+    /// The person taps the button labelled `label` on `message`, once the
+    /// relay has recorded its buttons.
+    async fn tap(&self, message: &aromba_botfake::state::Sent, label: &str) {
+        self.bot.wait_recorded(message).await;
+        let data = message
+            .buttons
+            .iter()
+            .flatten()
+            .find(|(l, _)| l == label)
+            .map(|(_, d)| d.clone())
+            .unwrap_or_else(|| panic!("no {label} button on {message:?}"));
+        self.bot
+            .fake
+            .tap(CHAT, message.message_id, &data)
+            .expect("the message is in the chat");
+    }
+
+    /// The first message after the first `after` whose text `want` takes.
+    async fn next(&self, after: usize, want: impl Fn(&str) -> bool) -> aromba_botfake::state::Sent {
+        for _ in 0..600 {
+            let sent = self.bot.fake.sent_to(CHAT);
+            if let Some(m) = sent.iter().skip(after).find(|m| want(&m.text)) {
+                return m.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let all: Vec<String> = self
+            .bot
+            .fake
+            .sent_to(CHAT)
+            .into_iter()
+            .map(|m| m.text)
+            .collect();
+        panic!("no such message; the chat has: {all:#?}");
+    }
+
     /// The person sends `text`; the first reply after it that `want` takes.
     async fn ask(&self, text: &str, want: impl Fn(&str) -> bool) -> aromba_botfake::state::Sent {
         let before = self.bot.fake.sent_to(CHAT).len();
@@ -241,4 +289,106 @@ async fn status_trust_and_panic_answer_from_the_warden(db: PgPool) {
     let panicked = p.ask("/panic", |t| t.starts_with("Ladder:")).await;
     assert!(panicked.text.contains("cut"), "{}", panicked.text);
     p.warden.wait_for_ladder("cut");
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_red_chore_is_shown_dry_approved_by_a_tap_run_in_the_cage_and_undone(db: PgPool) {
+    let dir = std::path::PathBuf::from(format!("/var/tmp/aromba-e2e-wipe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the chore's folder");
+    std::fs::write(dir.join("notes.txt"), "mine\n").expect("a file");
+    let script = format!(
+        "#!/bin/sh\n# aromba-chore: 1\n# name: wipe\n# description: Empties a folder\n# color: red\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would remove notes.txt; exit 0; fi\nrm -f {d}/notes.txt\n",
+        d = dir.display()
+    );
+    // Eight days after install: red chores may run, with a tap.
+    let p = paired_installed(db, "e2e-wipe", 8, |w| {
+        use std::os::unix::fs::PermissionsExt;
+        let mine = w.layout().config_dir.join("mine");
+        std::fs::create_dir_all(&mine).expect("mine/");
+        std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).expect("0755");
+        std::fs::write(mine.join("wipe.sh"), &script).expect("the chore");
+        std::fs::set_permissions(mine.join("wipe.sh"), std::fs::Permissions::from_mode(0o644))
+            .expect("0644");
+    })
+    .await;
+
+    // The first time: its dry run, shown, and nothing changed.
+    let dry = p
+        .ask("/run wipe", |t| t.starts_with("Before wipe runs"))
+        .await;
+    assert!(dry.text.contains("would remove notes.txt"), "{}", dry.text);
+    assert!(dir.join("notes.txt").exists());
+
+    // Then the Warden's own proposal, with its buttons.
+    let proposal = p
+        .ask("/run wipe", |t| {
+            t.starts_with("Run the red chore \"wipe\" now?")
+        })
+        .await;
+    let labels: Vec<&str> = proposal
+        .buttons
+        .iter()
+        .flatten()
+        .map(|(l, _)| l.as_str())
+        .collect();
+    assert_eq!(labels, ["Approve", "Cancel"]);
+    assert!(
+        dir.join("notes.txt").exists(),
+        "nothing runs before the tap"
+    );
+
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&proposal, "Approve").await;
+    let receipt = p.next(before, |t| t.starts_with("Done.")).await;
+    assert!(!dir.join("notes.txt").exists(), "the run removed the file");
+    assert!(receipt.text.contains("undo id"), "{}", receipt.text);
+    let undo_labels: Vec<&str> = receipt
+        .buttons
+        .iter()
+        .flatten()
+        .map(|(l, _)| l.as_str())
+        .collect();
+    assert_eq!(undo_labels, ["Undo"]);
+
+    // The same approval again is spent: refused, and nothing runs.
+    std::fs::write(dir.join("notes.txt"), "again\n").expect("a file");
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&proposal, "Approve").await;
+    let refused = p
+        .next(before, |t| {
+            t.starts_with("The Warden refused") || t.contains("expired")
+        })
+        .await;
+    assert!(
+        dir.join("notes.txt").exists(),
+        "a reused tap ran nothing: {}",
+        refused.text
+    );
+    std::fs::remove_file(dir.join("notes.txt")).expect("put back as the run left it");
+    // A red action without a fresh approval is a ladder signal: the chat
+    // hears of it, and root brings the ladder back.
+    p.next(before, |t| t.starts_with("Unusual activity")).await;
+    let resumed = p.warden.aromba_as("root", &["resume"]);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        support::text(&resumed.stderr)
+    );
+    p.warden.wait_for_ladder("normal");
+
+    // Undo: the Warden's proposal for it, approved by a tap, puts the file back.
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&receipt, "Undo").await;
+    let undo = p
+        .next(before, |t| t.starts_with("Undo the run of \"wipe\""))
+        .await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&undo, "Approve").await;
+    p.next(before, |t| t.starts_with("Done.")).await;
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).expect("put back"),
+        "mine\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

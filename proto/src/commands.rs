@@ -9,6 +9,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("updates", "Updates waiting"),
     ("logs", "The last lines of a service's log"),
     ("chores", "The chores and when they run"),
+    ("run", "Run a chore now"),
     ("trust", "What I may do here, and my journal"),
     ("digest", "A daily summary at a time you pick"),
     ("panic", "Stop me now"),

@@ -18,6 +18,7 @@ pub const HELP: &str = "What I can do:\n\
 /updates: updates waiting\n\
 /logs <service>: the last lines of a service's log\n\
 /chores: the chores and when they run\n\
+/run <chore>: run a chore now (its dry run first; I ask before a yellow or red one)\n\
 /trust: what I may do here, and whether my journal is intact\n\
 /digest HH:MM: a daily summary at that time (/digest off to stop)\n\
 /panic: stop me now (reads only, until root runs `aromba resume`)\n\
@@ -32,17 +33,21 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
                 ..
             } => {
                 let reply = answer(&daemon, &text).await;
-                daemon
-                    .say_formatted(reply.text, reply.buttons, reply.monospace)
-                    .await;
+                if !reply.text.is_empty() {
+                    daemon
+                        .say_formatted(reply.text, reply.buttons, reply.monospace)
+                        .await;
+                }
             }
             Incoming::Delivery {
-                delivery: Delivery::Tap { button, proof, .. },
+                delivery:
+                    Delivery::Tap {
+                        message,
+                        button,
+                        proof,
+                    },
                 ..
-            } => {
-                let reply = tap(&daemon, &button, &proof).await;
-                daemon.say(reply, vec![]).await;
-            }
+            } => tap(&daemon, message, &button, &proof).await,
             Incoming::Delivery {
                 delivery: Delivery::Paired { .. },
                 ..
@@ -67,6 +72,17 @@ pub struct Reply {
     pub buttons: Vec<Button>,
     /// Stretches of the text to show in a monospace font.
     pub monospace: Vec<Span>,
+}
+
+impl Reply {
+    /// Nothing more to say: the answer was sent already.
+    pub fn none() -> Reply {
+        Reply {
+            text: String::new(),
+            buttons: vec![],
+            monospace: vec![],
+        }
+    }
 }
 
 impl From<String> for Reply {
@@ -144,6 +160,10 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
             crate::health::chat::answer(daemon, &name, &args).await
         }
         "chores" => chores(daemon).await.into(),
+        "run" => {
+            run(daemon, args.first().map(String::as_str)).await;
+            return Reply::none();
+        }
         _ => format!("I don't know /{name}. Send /help to see what I can do.").into(),
     }
 }
@@ -240,11 +260,108 @@ async fn chores(daemon: &Daemon) -> String {
     }
 }
 
-/// A tap: an approval goes to the Warden with the relay's signature; the
-/// Warden verifies it and runs what it approves, or refuses.
-async fn tap(daemon: &Daemon, button: &str, proof: &TapProof) -> String {
+/// `/run NAME`: a person asks for a chore now. Its first real run waits
+/// for its dry run, shown here; then a green chore is asked for as the
+/// schedule would (the Warden decides whether it may), and a yellow or red
+/// one is proposed with the Warden's own words and buttons.
+async fn run(daemon: &Daemon, name: Option<&str>) {
+    let Some(name) = name.filter(|n| {
+        !n.is_empty()
+            && n.len() <= 64
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    }) else {
+        daemon
+            .say(
+                "Which chore? /chores lists them; then, for example, /run apt-clean".into(),
+                vec![],
+            )
+            .await;
+        return;
+    };
+    let chore = match ask(daemon, &Request::Chores).await {
+        Ok(Response::Chores { chores }) => chores.into_iter().find(|c| c.name == name),
+        Ok(other) => {
+            daemon.say(odd(&other), vec![]).await;
+            return;
+        }
+        Err(e) => {
+            daemon.say(e, vec![]).await;
+            return;
+        }
+    };
+    let Some(chore) = chore else {
+        daemon
+            .say(
+                format!("There is no chore called {name}. /chores lists them."),
+                vec![],
+            )
+            .await;
+        return;
+    };
+    if !chore.dry_run_seen {
+        super::schedule::show_dry_run(daemon, &chore.name).await;
+        daemon
+            .say(
+                format!("Send /run {} again to run it for real.", chore.name),
+                vec![],
+            )
+            .await;
+        return;
+    }
+    if chore.color == "green" {
+        if !daemon.take_read() {
+            daemon.say(BUSY.into(), vec![]).await;
+            return;
+        }
+        let answer = warden_client::ask(
+            &daemon.worker_socket(),
+            &Request::RunDue {
+                chore: chore.name.clone(),
+            },
+        )
+        .await;
+        super::schedule::say_outcome(daemon, &chore.name, answer).await;
+        return;
+    }
+    super::schedule::propose(
+        daemon,
+        &Request::Propose {
+            chore: chore.name.clone(),
+        },
+        &chore.name,
+    )
+    .await;
+}
+
+const BUSY: &str =
+    "I have asked the Warden for a lot in the last ten minutes; ask again in a few minutes.";
+
+/// A Warden answer the chat did not expect, in one sentence.
+fn odd(answer: &Response) -> String {
+    match answer {
+        Response::Refused { reason, .. } => format!("The Warden refused: {reason}"),
+        Response::Error { message } => format!("The Warden could not: {message}"),
+        _ => "The Warden gave an answer I did not expect.".into(),
+    }
+}
+
+/// A tap. On an approval (the button carries the Warden's action id) it
+/// goes to the Warden with the relay's signature; the Warden verifies it
+/// and runs what it approves, or refuses. On a receipt's Undo button it
+/// asks the Warden for a proposal to undo that run.
+async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProof) {
     let Some(action_id) = &proof.action else {
-        return format!("That button ({button}) does nothing any more.");
+        if button == super::undo::BUTTON
+            && let Some(undo_id) = super::undo::offered(daemon, message)
+        {
+            super::schedule::propose(daemon, &Request::ProposeUndo { undo_id }, "the undo").await;
+        } else {
+            daemon
+                .say("That button does nothing any more.".into(), vec![])
+                .await;
+        }
+        return;
     };
     let request = Request::Approve {
         action_id: action_id.clone(),
@@ -256,17 +373,22 @@ async fn tap(daemon: &Daemon, button: &str, proof: &TapProof) -> String {
     };
     match ask(daemon, &request).await {
         Ok(Response::Receipt { receipt, ok, .. }) => {
-            if ok {
+            let text = if ok {
                 format!("Done. {receipt}")
             } else {
                 format!("It did not go well. {receipt}")
-            }
+            };
+            super::undo::say_receipt(daemon, text, &receipt).await;
         }
-        Ok(Response::Noted { .. }) => "Done.".into(),
-        Ok(Response::Refused { reason, .. }) => format!("The Warden refused: {reason}"),
-        Ok(Response::Error { message }) => format!("The Warden could not: {message}"),
-        Ok(other) => format!("The Warden answered oddly: {other:?}"),
-        Err(e) => e,
+        Ok(Response::Noted { .. }) => {
+            daemon.say("Done.".into(), vec![]).await;
+        }
+        Ok(other) => {
+            daemon.say(odd(&other), vec![]).await;
+        }
+        Err(e) => {
+            daemon.say(e, vec![]).await;
+        }
     }
 }
 

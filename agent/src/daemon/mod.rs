@@ -20,6 +20,7 @@ pub mod chat;
 pub mod events;
 pub mod relay_link;
 pub mod schedule;
+pub mod undo;
 
 use crate::config::{ConfigError, NetworkConfig, RelayConfig, my_uid};
 use crate::net::Gate;
@@ -59,8 +60,8 @@ pub const READ_WINDOW: Duration = Duration::from_secs(600);
 impl Daemon {
     /// Sends `text` (with `buttons`) to the chat; waits when the queue is
     /// full rather than dropping it.
-    pub async fn say(&self, text: String, buttons: Vec<aromba_proto::frame::Button>) {
-        self.say_formatted(text, buttons, Vec::new()).await;
+    pub async fn say(&self, text: String, buttons: Vec<aromba_proto::frame::Button>) -> Uuid {
+        self.say_formatted(text, buttons, Vec::new()).await
     }
 
     /// [`Daemon::say`] with stretches of the text in a monospace font.
@@ -69,9 +70,10 @@ impl Daemon {
         text: String,
         buttons: Vec<aromba_proto::frame::Button>,
         monospace: Vec<aromba_proto::frame::Span>,
-    ) {
+    ) -> Uuid {
+        let id = Uuid::new_v4();
         let body = Body::Send {
-            id: Uuid::new_v4(),
+            id,
             text,
             buttons,
             monospace,
@@ -79,6 +81,7 @@ impl Daemon {
         if self.to_relay.send(Outgoing(body)).await.is_err() {
             tracing::warn!("the relay link is gone; a message was not sent");
         }
+        id
     }
 
     /// Takes one read from the budget, or says it is spent.

@@ -186,13 +186,40 @@ async fn handle(daemon: &Daemon, chore: &ChoreInfo) {
             },
         )
         .await;
-        daemon.say(receipt_text(&chore.name, answer), vec![]).await;
+        say_outcome(daemon, &chore.name, answer).await;
         return;
     }
-    propose(daemon, &chore.name).await;
+    propose(
+        daemon,
+        &Request::Propose {
+            chore: chore.name.clone(),
+        },
+        &chore.name,
+    )
+    .await;
 }
 
-async fn show_dry_run(daemon: &Daemon, name: &str) {
+/// A run's answer in the chat: a receipt (with Undo when it names an undo
+/// id), or why nothing ran.
+pub async fn say_outcome(
+    daemon: &Daemon,
+    name: &str,
+    answer: Result<Response, warden_client::ClientError>,
+) {
+    let receipt = match &answer {
+        Ok(Response::Receipt { receipt, .. }) => Some(receipt.clone()),
+        _ => None,
+    };
+    let text = receipt_text(name, answer);
+    match receipt {
+        Some(receipt) => super::undo::say_receipt(daemon, text, &receipt).await,
+        None => {
+            daemon.say(text, vec![]).await;
+        }
+    }
+}
+
+pub async fn show_dry_run(daemon: &Daemon, name: &str) {
     if !daemon.take_read() {
         tracing::info!(chore = name, "the read budget is spent; the dry run waits");
         return;
@@ -233,20 +260,16 @@ async fn show_dry_run(daemon: &Daemon, name: &str) {
                 Err(e) => tracing::warn!(error = %e, "the dry run was not marked shown"),
             }
         }
-        other => daemon.say(receipt_text(name, other), vec![]).await,
+        other => {
+            daemon.say(receipt_text(name, other), vec![]).await;
+        }
     }
 }
 
 /// The Warden's proposal, sent as the Warden wrote it: the relay signs a
 /// tap over this exact text and the label of the button.
-async fn propose(daemon: &Daemon, name: &str) {
-    let answer = warden_client::ask(
-        &daemon.worker_socket(),
-        &Request::Propose {
-            chore: name.to_string(),
-        },
-    )
-    .await;
+pub async fn propose(daemon: &Daemon, request: &Request, name: &str) {
+    let answer = warden_client::ask(&daemon.worker_socket(), request).await;
     match answer {
         Ok(Response::Proposed {
             action_id,
@@ -264,7 +287,9 @@ async fn propose(daemon: &Daemon, name: &str) {
                 .collect();
             daemon.say(text, buttons).await;
         }
-        other => daemon.say(receipt_text(name, other), vec![]).await,
+        other => {
+            daemon.say(receipt_text(name, other), vec![]).await;
+        }
     }
 }
 

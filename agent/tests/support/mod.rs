@@ -77,6 +77,19 @@ impl TestWarden {
         installed: bool,
         adjust: impl FnOnce(&mut ServeOptions),
     ) -> TestWarden {
+        TestWarden::start_installed(name, worker, installed.then_some(0), adjust)
+    }
+
+    /// As [`TestWarden::start_with`], installed `days_ago` days before now
+    /// when given (on day 8 yellow and red chores may run) and serving on
+    /// the real clock, as the relay's signatures need.
+    pub fn start_installed(
+        name: &str,
+        worker: Account,
+        days_ago: Option<u64>,
+        adjust: impl FnOnce(&mut ServeOptions),
+    ) -> TestWarden {
+        let installed = days_ago.is_some();
         let root = std::env::temp_dir().join(format!("aromba-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
@@ -94,7 +107,13 @@ impl TestWarden {
                 warden_bin: Path::new("/proc/self/exe"),
                 worker_bin: &worker_bin,
                 worker_gid: worker.gid,
-                clock: std::sync::Arc::new(aromba_warden::ladder::SystemClock),
+                clock: {
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap()
+                        .as_secs();
+                    aromba_warden::ladder::ManualClock::new(now - days_ago.unwrap_or(0) * 86_400)
+                },
             })
             .expect("install");
         }

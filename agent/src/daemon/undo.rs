@@ -1,0 +1,107 @@
+//! Undo in the chat: a red run's receipt names its undo id (for 7 days);
+//! the Worker sends the receipt with an "Undo" button and remembers which
+//! message offered which id. A tap on it asks the Warden for a proposal to
+//! undo that run, whose own text and buttons go to the chat; the run is
+//! undone only on a tap on "Approve" that the Warden verifies.
+
+use super::Daemon;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+/// An undo id is offered as long as the Warden keeps it.
+const OFFERED_FOR_S: i64 = 7 * 86_400;
+/// Offers remembered at most (the oldest go first).
+const MAX_OFFERS: usize = 256;
+/// The Undo button's id on a receipt.
+pub const BUTTON: &str = "undo";
+
+/// The undo id a receipt names: `undo id <32 hex>`, as the Warden writes
+/// it.
+pub fn undo_id(receipt: &str) -> Option<&str> {
+    let at = receipt.find("undo id ")? + "undo id ".len();
+    let id = receipt.get(at..at + 32)?;
+    id.bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        .then_some(id)
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Offers(BTreeMap<Uuid, (String, i64)>);
+
+fn file(daemon: &Daemon) -> std::path::PathBuf {
+    daemon.paths.home.join("undo-offers.json")
+}
+
+fn now_s() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+fn load(daemon: &Daemon) -> Offers {
+    let mut offers: Offers = std::fs::read(file(daemon))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let now = now_s();
+    offers.0.retain(|_, (_, at)| now - *at < OFFERED_FOR_S);
+    offers
+}
+
+fn save(daemon: &Daemon, offers: &Offers) {
+    let path = file(daemon);
+    let tmp = path.with_extension("tmp");
+    let Ok(bytes) = serde_json::to_vec(offers) else {
+        return;
+    };
+    if let Err(e) = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, &path)) {
+        tracing::warn!(error = %e, "an undo offer was not kept");
+    }
+}
+
+/// Sends a receipt; one that names an undo id goes with an Undo button.
+pub async fn say_receipt(daemon: &Daemon, text: String, receipt: &str) {
+    match undo_id(receipt) {
+        None => {
+            daemon.say(text, vec![]).await;
+        }
+        Some(id) => {
+            let id = id.to_string();
+            let message = daemon
+                .say(text, vec![aromba_proto::frame::Button::new(BUTTON, "Undo")])
+                .await;
+            let mut offers = load(daemon);
+            offers.0.insert(message, (id, now_s()));
+            while offers.0.len() > MAX_OFFERS {
+                let oldest = offers
+                    .0
+                    .iter()
+                    .min_by_key(|(_, (_, at))| *at)
+                    .map(|(m, _)| *m);
+                match oldest {
+                    Some(m) => offers.0.remove(&m),
+                    None => break,
+                };
+            }
+            save(daemon, &offers);
+        }
+    }
+}
+
+/// The undo id the Undo button on `message` offered, if still offered.
+pub fn offered(daemon: &Daemon, message: Uuid) -> Option<String> {
+    load(daemon).0.get(&message).map(|(id, _)| id.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::undo_id;
+
+    #[test]
+    fn reads_the_undo_id_the_warden_writes_on_a_receipt() {
+        let r = "real run: exit 0, 1 file changed, 5 bytes; changed: 1 removed; undo id 0123456789abcdef0123456789abcdef (for 7 days)";
+        assert_eq!(undo_id(r), Some("0123456789abcdef0123456789abcdef"));
+        assert_eq!(undo_id("real run: exit 0"), None);
+        assert_eq!(undo_id("undo id 0123"), None);
+        assert_eq!(undo_id("undo id 0123456789ABCDEF0123456789abcdef"), None);
+    }
+}
