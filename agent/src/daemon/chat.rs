@@ -162,7 +162,7 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
         "chores" => chores(daemon).await.into(),
         "run" => {
             run(daemon, args.first().map(String::as_str)).await;
-            return Reply::none();
+            Reply::none()
         }
         _ => format!("I don't know /{name}. Send /help to see what I can do.").into(),
     }
