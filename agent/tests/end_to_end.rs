@@ -392,3 +392,49 @@ async fn a_red_chore_is_shown_dry_approved_by_a_tap_run_in_the_cage_and_undone(d
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[sqlx::test(migrations = false)]
+async fn the_relay_restarted_mid_conversation_loses_nothing(db: PgPool) {
+    let p = paired(db, "e2e-restart").await;
+    p.ask("/trust", |t| t.starts_with("Ladder:")).await;
+    let Paired {
+        _daemon,
+        warden,
+        bot,
+        _one,
+    } = p;
+    let Bot {
+        relay,
+        fake,
+        fake_addr,
+        db,
+    } = bot;
+    let addr = relay.addr;
+    relay.stop().await;
+    // While the relay is down the person writes; Telegram keeps the update
+    // and tries the webhook again until it is taken.
+    let before = fake.sent_to(CHAT).len();
+    fake.user_message(CHAT, "/help");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .expect("the relay's address again");
+    let mut config = relay_support::config();
+    config.telegram = Some(relay_support::bot::telegram_config(fake_addr, addr, false));
+    let relay = relay_support::start_on(db.clone(), config, listener).await;
+    let p = Paired {
+        _daemon,
+        warden,
+        bot: Bot {
+            relay,
+            fake,
+            fake_addr,
+            db,
+        },
+        _one,
+    };
+    let help = p.next(before, |t| t.starts_with("What I can do:")).await;
+    assert!(help.text.contains("/panic"), "{}", help.text);
+    // And the conversation goes on.
+    p.ask("/trust", |t| t.starts_with("Ladder:")).await;
+}
