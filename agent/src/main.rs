@@ -460,6 +460,8 @@ fn status(root: Option<PathBuf>) -> ExitCode {
             println!("isolation: {}", st.isolation);
             println!("integrity: {}", st.integrity);
             println!("journal: seq {}, head {}", st.journal_seq, st.journal_head);
+            println!("server: {}", st.server_id);
+            println!("paired: {}", if st.paired { "yes" } else { "no" });
             println!("policy: sha256 {}", st.policy_sha256);
             println!("prod mode: {}", st.prod_mode);
             println!("pin: {}", if st.pin_set { "set" } else { "not set" });

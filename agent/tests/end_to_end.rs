@@ -438,3 +438,52 @@ async fn the_relay_restarted_mid_conversation_loses_nothing(db: PgPool) {
     // And the conversation goes on.
     p.ask("/trust", |t| t.starts_with("Ladder:")).await;
 }
+
+#[sqlx::test(migrations = false)]
+async fn the_pin_asked_in_the_chat_turns_prod_mode_off_and_is_kept_nowhere(db: PgPool) {
+    let p = paired(db, "e2e-pin").await;
+    let on = p.warden.aromba_as("root", &["prod-mode", "on"]);
+    assert!(on.status.success(), "{}", support::text(&on.stderr));
+
+    let proposal = p
+        .ask("/prodmode off", |t| t.starts_with("Turn prod mode off?"))
+        .await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&proposal, "Approve").await;
+    p.next(before, |t| t.starts_with("Send your PIN")).await;
+    assert!(
+        support::text(&p.warden.aromba_as("root", &["status"]).stdout).contains("prod mode: on"),
+        "nothing changes before the PIN"
+    );
+
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.bot.fake.user_message(CHAT, "472913");
+    let done = p.next(before, |t| t.starts_with("Done.")).await;
+    assert!(
+        support::text(&p.warden.aromba_as("root", &["status"]).stdout).contains("prod mode: off"),
+        "{}",
+        done.text
+    );
+    // The relay deleted the PIN's message from the chat.
+    for _ in 0..100 {
+        if !p.bot.fake.state().deleted_by_bot.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        p.bot.fake.state().deleted_by_bot.len(),
+        1,
+        "the PIN's message is deleted"
+    );
+    // Kept nowhere: not in the Warden's journal, not at the relay.
+    assert!(!p.warden.journal().contains("472913"));
+    let kept: i64 = sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM outbox WHERE delivery::text LIKE '%472913%')
+              + (SELECT count(*) FROM chat_outbox WHERE body::text LIKE '%472913%')",
+    )
+    .fetch_one(&p.bot.db)
+    .await
+    .expect("the relay's tables");
+    assert_eq!(kept, 0);
+}

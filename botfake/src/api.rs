@@ -63,6 +63,7 @@ pub async fn call(
         }
         "getupdates" => get_updates(&fake, &params).await,
         "setmycommands" => set_my_commands(&fake, &params),
+        "deletemessage" => delete_message(&fake, &params),
         _ => error(404, "Not Found: method not found"),
     }
 }
@@ -346,6 +347,28 @@ fn answer_callback_query(fake: &Fake, params: &Map<String, Value>) -> Response {
         }
         _ => bad("query is too old and response timeout expired or query ID is invalid"),
     }
+}
+
+/// `deleteMessage`: a message of a chat the bot knows, up to its last id.
+fn delete_message(fake: &Fake, params: &Map<String, Value>) -> Response {
+    let (chat, message_id) = match (int(params, "chat_id"), int(params, "message_id")) {
+        (Ok(c), Ok(m)) => (c, m),
+        (Err(r), _) | (_, Err(r)) => return bad(&r.0),
+    };
+    let mut state = fake.state();
+    let known = state.chats.contains(&chat)
+        && state
+            .last_message_id
+            .get(&chat)
+            .is_some_and(|last| (1..=*last).contains(&message_id));
+    if !known || state.deleted_by_bot.contains(&(chat, message_id)) {
+        return bad("message to delete not found");
+    }
+    state.deleted_by_bot.push((chat, message_id));
+    if let Some(m) = state.message_mut(chat, message_id) {
+        m.deleted = true;
+    }
+    ok(json!(true))
 }
 
 /// `setMyCommands` as Telegram checks it: 1 to 100 commands, each 1 to 32

@@ -54,6 +54,8 @@ pub struct State {
     /// `setMyCommands`, by scope (`default`, `all_private_chats` or
     /// `chat:<id>`): each command and its description.
     pub commands: HashMap<String, Vec<(String, String)>>,
+    /// Messages the bot deleted, by chat and message id.
+    pub deleted_by_bot: Vec<(i64, i64)>,
 }
 
 #[derive(Clone, Debug)]

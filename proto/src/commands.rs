@@ -12,6 +12,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("run", "Run a chore now"),
     ("trust", "What I may do here, and my journal"),
     ("digest", "A daily summary at a time you pick"),
+    ("prodmode", "Prod mode, and turning it off"),
     ("panic", "Stop me now"),
     ("help", "What I can do"),
 ];

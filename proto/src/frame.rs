@@ -184,6 +184,9 @@ pub enum Delivery {
     /// The server was paired with a chat: the relay's public key for taps
     /// (minisign, base64), which the Warden pins.
     Paired { approval_key: String },
+    /// The message the server asked for with `expect_secret` (a PIN): the
+    /// relay deleted it from the chat as soon as it read it.
+    Secret { text: String },
 }
 
 /// Every frame after the hello.
@@ -222,6 +225,10 @@ pub enum Body {
     AckMessage { id: Uuid },
     /// Server → relay: a pairing code, please.
     PairingRequest {},
+    /// Server → relay: the chat's next text message (not a command), within
+    /// five minutes, is a secret: delete it from the chat once read and
+    /// deliver it as `secret`.
+    ExpectSecret {},
     /// Relay → server: the code to show, the link that carries it to the
     /// bot, and until when it holds (milliseconds since the Unix epoch).
     PairingCode {
@@ -357,7 +364,7 @@ impl Delivery {
     /// fails it (a row the server must refuse would block its queue).
     pub fn check(&self) -> Result<(), ContentError> {
         match self {
-            Delivery::Message { text } => check_text(text),
+            Delivery::Message { text } | Delivery::Secret { text } => check_text(text),
             Delivery::Tap { button, proof, .. } => {
                 if !valid_button_id(button) {
                     return Err(ContentError::ButtonId);
@@ -433,6 +440,7 @@ impl Body {
             Body::AckDelivery { .. } => "ack_delivery",
             Body::AckMessage { .. } => "ack_message",
             Body::PairingRequest {} => "pairing_request",
+            Body::ExpectSecret {} => "expect_secret",
             Body::PairingCode { .. } => "pairing_code",
             Body::AlreadyPaired {} => "already_paired",
             Body::JournalHead { .. } => "journal_head",

@@ -514,10 +514,32 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
             }
         }
         Body::PairingRequest {} => pairing_code(app, server).await,
+        Body::ExpectSecret {} => {
+            let until = app.config.clock.now() + chrono::Duration::seconds(SECRET_WITHIN_S);
+            let marked = sqlx::query!(
+                "UPDATE pairings SET secret_until = $2 WHERE server_id = $1",
+                server,
+                until,
+            )
+            .execute(&app.db)
+            .await;
+            match marked {
+                Ok(r) if r.rows_affected() == 1 => Ok(None),
+                Ok(_) => Err(Handled::Refused("secret_unpaired")),
+                Err(e) => {
+                    tracing::warn!(server = %server, error = %e, "secret mark failed");
+                    Err(Handled::Failed)
+                }
+            }
+        }
         // Frames only the relay sends are not a server's to send.
         _ => Err(Handled::Refused("unexpected_frame")),
     }
 }
+
+/// How long the chat's next message is taken for a secret after the server
+/// asked.
+const SECRET_WITHIN_S: i64 = 300;
 
 /// A pairing code for `server`, with the link that carries it to the bot.
 /// A relay without a bot refuses the request; a bot whose name is not known

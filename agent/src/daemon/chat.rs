@@ -21,6 +21,7 @@ pub const HELP: &str = "What I can do:\n\
 /run <chore>: run a chore now (its dry run first; I ask before a yellow or red one)\n\
 /trust: what I may do here, and whether my journal is intact\n\
 /digest HH:MM: a daily summary at that time (/digest off to stop)\n\
+/prodmode off: turn prod mode off (asks for your PIN)\n\
 /panic: stop me now (reads only, until root runs `aromba resume`)\n\
 /help: this list";
 
@@ -48,6 +49,10 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
                     },
                 ..
             } => tap(&daemon, message, &button, &proof).await,
+            Incoming::Delivery {
+                delivery: Delivery::Secret { text },
+                ..
+            } => pin_given(&daemon, text).await,
             Incoming::Delivery {
                 delivery: Delivery::Paired { .. },
                 ..
@@ -160,6 +165,10 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
             crate::health::chat::answer(daemon, &name, &args).await
         }
         "chores" => chores(daemon).await.into(),
+        "prodmode" => {
+            prod_mode(daemon, args.first().map(String::as_str)).await;
+            Reply::none()
+        }
         "run" => {
             run(daemon, args.first().map(String::as_str)).await;
             Reply::none()
@@ -363,13 +372,125 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
         }
         return;
     };
+    if button == "approve" && takes_pin(daemon, action_id) {
+        *daemon.pending_pin.lock().unwrap_or_else(|p| p.into_inner()) = Some(PendingPin {
+            action_id: action_id.clone(),
+            button: button.to_string(),
+            proof: proof.clone(),
+            at: tokio::time::Instant::now(),
+        });
+        let expect = aromba_proto::client::Outgoing(aromba_proto::frame::Body::ExpectSecret {});
+        if daemon.to_relay.send(expect).await.is_err() {
+            tracing::warn!("the relay link is gone; the PIN cannot be asked for");
+            return;
+        }
+        daemon
+            .say(
+                "Send your PIN as your next message. I delete it from the chat as soon as I have read it, and keep it nowhere."
+                    .into(),
+                vec![],
+            )
+            .await;
+        return;
+    }
+    approve(daemon, action_id, button, proof, None).await;
+}
+
+/// A tap on a PIN action, waiting for the PIN.
+pub struct PendingPin {
+    action_id: String,
+    button: String,
+    proof: TapProof,
+    at: tokio::time::Instant,
+}
+
+/// How long a tap waits for its PIN (the relay takes the next message for
+/// a secret for as long).
+const PIN_WITHIN: std::time::Duration = std::time::Duration::from_secs(300);
+/// PIN actions remembered at most.
+const MAX_PIN_ACTIONS: usize = 16;
+
+/// Remembers that `action_id` needs the PIN.
+pub fn expect_pin_for(daemon: &Daemon, action_id: &str) {
+    let mut ids = daemon.pin_actions.lock().unwrap_or_else(|p| p.into_inner());
+    ids.push_back(action_id.to_string());
+    while ids.len() > MAX_PIN_ACTIONS {
+        ids.pop_front();
+    }
+}
+
+fn takes_pin(daemon: &Daemon, action_id: &str) -> bool {
+    daemon
+        .pin_actions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .any(|a| a == action_id)
+}
+
+/// The PIN, as the relay delivered it (and deleted it from the chat): it
+/// goes to the Warden with the waiting tap, and is dropped.
+async fn pin_given(daemon: &Daemon, pin: String) {
+    let pending = daemon
+        .pending_pin
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .filter(|p| p.at.elapsed() <= PIN_WITHIN);
+    let Some(p) = pending else {
+        daemon
+            .say(
+                "I was not waiting for a PIN; that message was deleted and not kept.".into(),
+                vec![],
+            )
+            .await;
+        return;
+    };
+    daemon
+        .pin_actions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|a| *a != p.action_id);
+    approve(daemon, &p.action_id, &p.button, &p.proof, Some(pin)).await;
+}
+
+/// `/prodmode off`: the Warden's proposal, which needs the PIN; `/prodmode`
+/// says where it stands.
+async fn prod_mode(daemon: &Daemon, arg: Option<&str>) {
+    match arg {
+        Some("off") => {
+            super::schedule::propose(daemon, &Request::ProposeProdModeOff, "prod mode").await;
+        }
+        _ => {
+            let text = match ask(daemon, &Request::Status).await {
+                Ok(Response::Status(st)) => format!(
+                    "Prod mode: {}. /prodmode off turns it off (it asks for your PIN).",
+                    st.prod_mode
+                ),
+                Ok(other) => odd(&other),
+                Err(e) => e,
+            };
+            daemon.say(text, vec![]).await;
+        }
+    }
+}
+
+/// The tap, and the PIN when its action needs one, to the Warden; the
+/// Warden's answer to the chat.
+async fn approve(
+    daemon: &Daemon,
+    action_id: &str,
+    button: &str,
+    proof: &TapProof,
+    pin: Option<String>,
+) {
     let request = Request::Approve {
-        action_id: action_id.clone(),
+        action_id: action_id.to_string(),
         button: button.to_string(),
         chat: proof.chat.to_string(),
         time: proof.time,
         signature: proof.signature.clone(),
-        pin: None,
+        pin,
     };
     match ask(daemon, &request).await {
         Ok(Response::Receipt { receipt, ok, .. }) => {

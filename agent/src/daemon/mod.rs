@@ -47,6 +47,11 @@ pub struct Daemon {
     pub to_relay: mpsc::Sender<Outgoing>,
     /// When the Worker's last reads were asked, for [`READ_BUDGET`].
     pub reads: std::sync::Mutex<std::collections::VecDeque<tokio::time::Instant>>,
+    /// The PIN actions proposed and not yet approved: a tap on their
+    /// Approve asks for the PIN first.
+    pub pin_actions: std::sync::Mutex<std::collections::VecDeque<String>>,
+    /// A tap waiting for its PIN (the chat's next message, deleted there).
+    pub pending_pin: std::sync::Mutex<Option<chat::PendingPin>>,
 }
 
 /// Reads the Worker asks for in [`READ_WINDOW`], at most, whoever asks
@@ -182,6 +187,8 @@ async fn serve(paths: Paths, endpoint: Endpoint) -> Result<(), DaemonError> {
         paths,
         to_relay,
         reads: Default::default(),
+        pin_actions: Default::default(),
+        pending_pin: Default::default(),
     });
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let link = tokio::spawn(relay_link::hold(

@@ -275,8 +275,12 @@ pub async fn propose(daemon: &Daemon, request: &Request, name: &str) {
             action_id,
             text,
             buttons,
+            needs_pin,
             ..
         }) => {
+            if needs_pin {
+                super::chat::expect_pin_for(daemon, &action_id);
+            }
             let buttons = buttons
                 .into_iter()
                 .map(|b| Button {

@@ -177,6 +177,17 @@ impl Client {
         request.await.map(drop).map_err(|e| self.error(e))
     }
 
+    /// Deletes a message from `chat`.
+    pub async fn delete(&self, chat: i64, message_id: i64) -> Result<(), CallError> {
+        let id = i32::try_from(message_id)
+            .map_err(|_| CallError::Refused("a message id out of range".into()))?;
+        self.bot
+            .delete_message(ChatId(chat), MessageId(id))
+            .await
+            .map(drop)
+            .map_err(|e| self.error(e))
+    }
+
     /// The command menu Telegram shows in `chat`.
     pub async fn set_commands(
         &self,

@@ -189,8 +189,29 @@ async fn on_message(
                 say(app, telegram, chat, words::TEXT_ONLY);
                 return Ok(());
             };
-            let delivery = Delivery::Message {
-                text: text.to_string(),
+            // A secret the server asked for (a PIN) is taken from the chat
+            // as soon as it is read; a command never is one.
+            let secret = !text.starts_with('/')
+                && sqlx::query_scalar!(
+                    r#"UPDATE pairings SET secret_until = NULL
+                       WHERE server_id = $1 AND chat_id = $2 AND secret_until > $3
+                       RETURNING 1 AS "one!""#,
+                    server,
+                    chat,
+                    app.config.clock.now(),
+                )
+                .fetch_optional(&app.db)
+                .await?
+                .is_some();
+            let delivery = if secret {
+                forget_secret(app, telegram, chat, i64::from(message.id.0));
+                Delivery::Secret {
+                    text: text.to_string(),
+                }
+            } else {
+                Delivery::Message {
+                    text: text.to_string(),
+                }
             };
             if delivery.check().is_err() {
                 app.metrics.telegram("message_refused");
@@ -201,6 +222,21 @@ async fn on_message(
             Ok(())
         }
     }
+}
+
+/// Deletes a secret's message from the chat, in the background (and says
+/// nothing of it but a count).
+fn forget_secret(app: &App, telegram: &Arc<Telegram>, chat: i64, message_id: i64) {
+    let (app, telegram) = (app.clone(), telegram.clone());
+    tokio::spawn(async move {
+        match telegram.client.delete(chat, message_id).await {
+            Ok(()) => app.metrics.telegram("secret_deleted"),
+            Err(e) => {
+                app.metrics.telegram("secret_delete_failed");
+                tracing::warn!(error = %e, "a secret's message could not be deleted");
+            }
+        }
+    });
 }
 
 /// `/start CODE` → `("/start", Some("CODE"))`; a command addressed to a
