@@ -146,7 +146,7 @@ pub async fn read(daemon: &Daemon, cmd: &str, args: &[&str]) -> Result<String, S
         )),
         Response::Refused { reason, .. } => Err(format!("The Warden refused: {reason}")),
         Response::Error { message } => Err(format!("The Warden could not: {message}")),
-        other => Err(format!("The Warden answered oddly: {other:?}")),
+        other => Err(odd(&other)),
     }
 }
 
@@ -198,7 +198,7 @@ async fn trust(daemon: &Daemon) -> String {
             ));
             lines.join("\n")
         }
-        Ok(other) => format!("The Warden answered oddly: {other:?}"),
+        Ok(other) => odd(&other),
         Err(e) => e,
     }
 }
@@ -207,7 +207,7 @@ async fn panic(daemon: &Daemon) -> String {
     match ask(daemon, &Request::Panic).await {
         Ok(Response::Ladder { name, message, .. }) => format!("Ladder: {name}. {message}"),
         Ok(Response::Refused { reason, .. }) => format!("The Warden refused: {reason}"),
-        Ok(other) => format!("The Warden answered oddly: {other:?}"),
+        Ok(other) => odd(&other),
         Err(e) => e,
     }
 }
@@ -264,7 +264,7 @@ async fn chores(daemon: &Daemon) -> String {
             .collect::<Vec<_>>()
             .join("\n"),
         Ok(Response::Refused { reason, .. }) => format!("The Warden refused: {reason}"),
-        Ok(other) => format!("The Warden answered oddly: {other:?}"),
+        Ok(other) => odd(&other),
         Err(e) => e,
     }
 }
@@ -347,7 +347,7 @@ const BUSY: &str =
     "I have asked the Warden for a lot in the last ten minutes; ask again in a few minutes.";
 
 /// A Warden answer the chat did not expect, in one sentence.
-fn odd(answer: &Response) -> String {
+pub fn odd(answer: &Response) -> String {
     match answer {
         Response::Refused { reason, .. } => format!("The Warden refused: {reason}"),
         Response::Error { message } => format!("The Warden could not: {message}"),

@@ -308,7 +308,7 @@ fn receipt_text(name: &str, answer: Result<Response, warden_client::ClientError>
         }
         Ok(Response::Refused { reason, .. }) => format!("{name} did not run: {reason}"),
         Ok(Response::Error { message }) => format!("{name} did not run: {message}"),
-        Ok(other) => format!("{name}: the Warden answered oddly: {other:?}"),
+        Ok(other) => format!("{name}: {}", super::chat::odd(&other)),
         Err(e) => format!("{name} did not run: I could not ask the Warden: {e}"),
     }
 }
