@@ -435,8 +435,16 @@ async fn the_relay_restarted_mid_conversation_loses_nothing(db: PgPool) {
     };
     let help = p.next(before, |t| t.starts_with("What I can do:")).await;
     assert!(help.text.contains("/panic"), "{}", help.text);
-    // And the conversation goes on.
-    p.ask("/trust", |t| t.starts_with("Ladder:")).await;
+    // And the conversation goes on; the relay gave back the journal head it
+    // held, and the Warden found the journal still extends it.
+    let trust = p.ask("/trust", |t| t.starts_with("Ladder:")).await;
+    assert!(
+        trust
+            .text
+            .contains("Relay's anchor: the journal extends the relay's anchor"),
+        "{}",
+        trust.text
+    );
 }
 
 #[sqlx::test(migrations = false)]

@@ -241,6 +241,9 @@ pub enum Body {
     AlreadyPaired {},
     /// Server → relay: the head of the Warden's journal (never its entries).
     JournalHead { seq: u64, hash: String },
+    /// Relay → server, after the welcome: the last head the relay holds,
+    /// which the server's journal must still extend.
+    Anchor { seq: u64, hash: String },
     /// Relay → server: a planned shutdown; come back after this long.
     Restarting { after_ms: u64, jitter_ms: u64 },
     /// Relay → server: a frame was refused; the connection closes.
@@ -419,7 +422,7 @@ impl Body {
                 check_buttons(buttons)
             }
             Body::Deliver { delivery, .. } => delivery.check(),
-            Body::JournalHead { hash, .. } => {
+            Body::JournalHead { hash, .. } | Body::Anchor { hash, .. } => {
                 if is_lower_hex(hash, 64) {
                     Ok(())
                 } else {
@@ -444,6 +447,7 @@ impl Body {
             Body::PairingCode { .. } => "pairing_code",
             Body::AlreadyPaired {} => "already_paired",
             Body::JournalHead { .. } => "journal_head",
+            Body::Anchor { .. } => "anchor",
             Body::Restarting { .. } => "restarting",
             Body::Error { .. } => "error",
         }

@@ -227,6 +227,28 @@ async fn session(app: App, mut socket: WebSocket, pending: crate::hellos::Pendin
         return;
     }
     tracing::info!(server = %server, "connected");
+    // The journal head the relay holds, for the server to check its
+    // journal still extends it.
+    let anchor = sqlx::query!(
+        "SELECT journal_seq, journal_hash FROM servers WHERE id = $1",
+        server
+    )
+    .fetch_optional(&app.db)
+    .await;
+    if let Ok(Some(row)) = anchor
+        && let (Some(seq), Some(hash)) = (row.journal_seq, row.journal_hash)
+        && let Ok(seq) = u64::try_from(seq)
+    {
+        let frame = sealer.seal(&Body::Anchor { seq, hash }, now_ms());
+        if send(&mut socket, Message::Text(frame.into()))
+            .await
+            .is_err()
+        {
+            app.hub.detach(server, &slot);
+            app.metrics.connected.set(app.hub.len() as i64);
+            return;
+        }
+    }
     let ended = run(&app, &mut socket, server, &slot, &mut sealer, &mut opener).await;
     app.hub.detach(server, &slot);
     app.metrics.connected.set(app.hub.len() as i64);

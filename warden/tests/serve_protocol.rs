@@ -345,3 +345,79 @@ fn a_slow_command_blocks_no_other_connection_and_running_commands_are_bounded() 
         assert_eq!(r.exit_code, Some(0));
     }
 }
+
+/// The status from the control socket (root's, never paced).
+fn status_of(w: &Warden) -> aromba_warden_proto::Status {
+    let mut s = UnixStream::connect(Layout::rooted(&w.root).control_socket()).expect("connects");
+    send(&mut s, &Request::Status);
+    match recv(&mut s) {
+        Response::Status(st) => st,
+        other => panic!("no status: {other:?}"),
+    }
+}
+
+fn check_anchor(w: &Warden, seq: u64, hash: &str) -> (bool, String) {
+    let mut s = w.connect();
+    send(
+        &mut s,
+        &Request::CheckAnchor {
+            seq,
+            hash: hash.into(),
+        },
+    );
+    match recv(&mut s) {
+        Response::Verified { ok, report } => (ok, report),
+        other => panic!("no verdict: {other:?}"),
+    }
+}
+
+#[test]
+fn the_journal_extends_the_relays_anchor_and_a_cut_below_it_is_a_signal() {
+    let w = Warden::start("anchor", 2);
+    for i in 0..3 {
+        let mut s = w.connect();
+        send(
+            &mut s,
+            &Request::Note {
+                text: format!("note {i}"),
+            },
+        );
+        let _ = recv(&mut s);
+    }
+    let anchored = status_of(&w);
+    // More lines after the anchor: it is still extended.
+    let mut s = w.connect();
+    send(
+        &mut s,
+        &Request::Note {
+            text: "later".into(),
+        },
+    );
+    let _ = recv(&mut s);
+    let (ok, report) = check_anchor(&w, anchored.journal_seq, &anchored.journal_head);
+    assert!(ok, "{report}");
+    assert_eq!(status_of(&w).ladder_name, "normal");
+    // The relay holds a line the journal no longer reaches: cut.
+    let (ok, report) = check_anchor(&w, anchored.journal_seq + 1000, &anchored.journal_head);
+    assert!(!ok);
+    assert!(report.contains("it was cut"), "{report}");
+    assert_eq!(status_of(&w).ladder_name, "cut");
+}
+
+#[test]
+fn a_journal_line_other_than_the_anchored_one_is_a_rewrite() {
+    let w = Warden::start("anchor-rewrite", 2);
+    let mut s = w.connect();
+    send(
+        &mut s,
+        &Request::Note {
+            text: "a line".into(),
+        },
+    );
+    let _ = recv(&mut s);
+    let st = status_of(&w);
+    let (ok, report) = check_anchor(&w, st.journal_seq, &"0".repeat(64));
+    assert!(!ok);
+    assert!(report.contains("rewritten"), "{report}");
+    assert_eq!(status_of(&w).ladder_name, "cut");
+}

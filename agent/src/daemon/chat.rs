@@ -53,6 +53,7 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
                 delivery: Delivery::Secret { text },
                 ..
             } => pin_given(&daemon, text).await,
+            Incoming::Anchor { seq, hash } => super::events::check_anchor(&daemon, seq, hash).await,
             Incoming::Delivery {
                 delivery: Delivery::Paired { .. },
                 ..
@@ -196,6 +197,16 @@ async fn trust(daemon: &Daemon) -> String {
                 st.journal_seq,
                 st.journal_head.get(..16).unwrap_or(&st.journal_head)
             ));
+            let anchor = daemon
+                .anchor
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            lines.push(match anchor {
+                Some(a) if a.ok => format!("Relay's anchor: {}", a.report),
+                Some(a) => format!("Relay's anchor: DOES NOT MATCH: {}", a.report),
+                None => "Relay's anchor: none yet (the relay has no head of this journal)".into(),
+            });
             lines.join("\n")
         }
         Ok(other) => odd(&other),

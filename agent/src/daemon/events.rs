@@ -95,10 +95,53 @@ pub async fn watch(daemon: Arc<Daemon>) {
     }
 }
 
-/// Sends the journal's head to the relay.
+/// The journal head the relay holds, and what the Warden made of it.
+#[derive(Clone, Debug)]
+pub struct Anchor {
+    pub seq: u64,
+    pub ok: bool,
+    pub report: String,
+}
+
+/// The relay's anchor, at each connection: the Warden checks the journal
+/// still extends it (a cut or a rewrite is a signal there, and said here).
+pub async fn check_anchor(daemon: &Daemon, seq: u64, hash: String) {
+    let answer =
+        warden_client::ask(&daemon.worker_socket(), &Request::CheckAnchor { seq, hash }).await;
+    let (ok, report) = match answer {
+        Ok(Response::Verified { ok, report }) => (ok, report),
+        Ok(other) => (true, super::chat::odd(&other)),
+        Err(e) => (true, format!("the Warden could not be asked: {e}")),
+    };
+    *daemon.anchor.lock().unwrap_or_else(|p| p.into_inner()) = Some(Anchor {
+        seq,
+        ok,
+        report: report.clone(),
+    });
+    if !ok {
+        daemon
+            .say(
+                format!("My journal no longer matches what the relay holds of it: {report}. Someone with root on the server changed it."),
+                vec![],
+            )
+            .await;
+    }
+}
+
+/// Sends the journal's head to the relay; never one below the relay's
+/// anchor (which the relay refuses, and which the check above reports).
 async fn anchor(daemon: &Daemon) {
     match warden_client::ask(&daemon.worker_socket(), &Request::Status).await {
         Ok(Response::Status(st)) => {
+            let below = daemon
+                .anchor
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .is_some_and(|a| st.journal_seq < a.seq);
+            if below {
+                return;
+            }
             let body = Body::JournalHead {
                 seq: st.journal_seq,
                 hash: st.journal_head,

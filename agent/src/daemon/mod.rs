@@ -52,6 +52,8 @@ pub struct Daemon {
     pub pin_actions: std::sync::Mutex<std::collections::VecDeque<String>>,
     /// A tap waiting for its PIN (the chat's next message, deleted there).
     pub pending_pin: std::sync::Mutex<Option<chat::PendingPin>>,
+    /// The journal head the relay holds, and what the Warden made of it.
+    pub anchor: std::sync::Mutex<Option<events::Anchor>>,
 }
 
 /// Reads the Worker asks for in [`READ_WINDOW`], at most, whoever asks
@@ -189,6 +191,7 @@ async fn serve(paths: Paths, endpoint: Endpoint) -> Result<(), DaemonError> {
         reads: Default::default(),
         pin_actions: Default::default(),
         pending_pin: Default::default(),
+        anchor: Default::default(),
     });
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let link = tokio::spawn(relay_link::hold(

@@ -32,6 +32,9 @@ pub enum Request {
     Resume,
     /// Worker socket: the ladder's moves after event `after`, for the chat.
     Events { after: u64 },
+    /// Worker socket: the journal head the relay holds; the Warden checks
+    /// its journal still extends it (a journal cut below it is a signal).
+    CheckAnchor { seq: u64, hash: String },
     /// Worker socket: the health reads, a fixed set the Warden chooses, in
     /// one request (one command toward too-many-commands).
     Health,
@@ -423,6 +426,13 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
         Request::Resume => object("resume", vec![]),
         Request::Events { after } => object("events", vec![("after", Value::from(*after))]),
         Request::Health => object("health", vec![]),
+        Request::CheckAnchor { seq, hash } => object(
+            "check_anchor",
+            vec![
+                ("seq", Value::from(*seq)),
+                ("hash", Value::from(hash.as_str())),
+            ],
+        ),
         Request::RedAction { action, approval } => object(
             "red_action",
             vec![
@@ -535,6 +545,10 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
             after: f.u64("after")?,
         },
         "health" => Request::Health,
+        "check_anchor" => Request::CheckAnchor {
+            seq: f.u64("seq")?,
+            hash: f.string("hash")?,
+        },
         "red_action" => {
             let action = f.string("action")?;
             let approval = match f.take("approval")? {

@@ -279,6 +279,34 @@ pub struct DropAlarm {
     pub young: bool,
 }
 
+/// The hash of line `seq` as the chain takes it (the SHA-256 of the line),
+/// from the current file or a rotated one; `None` when no file holds it any
+/// more (rotated away).
+pub fn line_hash(dir: &Path, seq: u64) -> std::io::Result<Option<String>> {
+    let path = dir.join(FILE_NAME);
+    let mut files = vec![path.clone()];
+    files.extend((1..=files::rotated_count(&path)).map(|k| rotated(&path, k)));
+    for file in files {
+        let text = files::read_journal_file(&file)?;
+        for line in text.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let Ok(line_text) = std::str::from_utf8(line) else {
+                continue;
+            };
+            let (body, _) = split_mac(line_text);
+            let Ok(value) = serde_json::from_str::<Value>(&body) else {
+                continue;
+            };
+            match value.get("seq").and_then(Value::as_u64) {
+                Some(s) if s == seq => return Ok(Some(sha256_hex(line))),
+                // Files hold increasing lines: one past it is not here.
+                Some(s) if s > seq => break,
+                _ => {}
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// The head of the chain: what an outside anchor needs to detect truncation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Head {

@@ -23,6 +23,7 @@ pub(super) fn serve(
         (_, Request::Ping) => Response::Pong,
         (Socket::Worker, Request::Read { cmd, args }) => read(shared, peer, cmd, args),
         (Socket::Worker, Request::Health) => super::health::health(shared, peer),
+        (Socket::Worker, Request::CheckAnchor { seq, hash }) => check_anchor(shared, seq, &hash),
         (Socket::Worker, Request::Note { text }) => {
             let mut m = peer_fields(peer, socket);
             m.insert("text".into(), Value::from(text));
@@ -271,6 +272,65 @@ pub(super) fn status(shared: &Shared) -> Response {
         server_id: crate::approvals::server_id(&shared.options.layout).unwrap_or_default(),
         paired: crate::approvals::relay_key_file(&shared.options.layout).exists(),
     })
+}
+
+/// The relay's anchor against the journal: the journal must hold the
+/// anchored line with that hash. Ending below it, or holding another line
+/// there, is a cut or a rewrite: an integrity signal. A line rotated away
+/// cannot be checked and is said so.
+fn check_anchor(shared: &Shared, seq: u64, hash: &str) -> Response {
+    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Response::Error {
+            message: "an anchor's hash is 64 hex digits".into(),
+        };
+    }
+    let head = shared
+        .journal
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .head()
+        .clone();
+    let mismatch = |what: String| {
+        raise(
+            shared,
+            None,
+            Signal::IntegrityMismatch { what: what.clone() },
+        );
+        Response::Verified {
+            ok: false,
+            report: what,
+        }
+    };
+    if seq > head.seq {
+        return mismatch(format!(
+            "the journal ends at line {} but the relay holds line {seq}: it was cut",
+            head.seq
+        ));
+    }
+    let found = {
+        // Held still while its files are read.
+        let _j = shared.journal.lock().unwrap_or_else(|p| p.into_inner());
+        crate::journal::line_hash(&shared.options.layout.journal_dir, seq)
+    };
+    match found {
+        Ok(Some(h)) if h == hash => Response::Verified {
+            ok: true,
+            report: format!("the journal extends the relay's anchor (line {seq})"),
+        },
+        Ok(Some(_)) => mismatch(format!(
+            "line {seq} of the journal is not the one the relay holds: the journal was rewritten"
+        )),
+        Ok(None) => Response::Verified {
+            ok: true,
+            report: format!(
+                "line {seq}, which the relay holds, was rotated away; the journal goes on to line {}",
+                head.seq
+            ),
+        },
+        Err(e) => Response::Error {
+            message: format!("the journal could not be read: {e}"),
+        },
+    }
 }
 
 /// A request for the journal, with any PIN it carries left out.
