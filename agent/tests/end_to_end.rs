@@ -291,6 +291,44 @@ async fn status_trust_and_panic_answer_from_the_warden(db: PgPool) {
     p.warden.wait_for_ladder("cut");
 }
 
+/// Writes `script` as the owner's chore `name` in the Warden's `mine/`.
+fn write_mine(w: &TestWarden, name: &str, script: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let mine = w.layout().config_dir.join("mine");
+    std::fs::create_dir_all(&mine).expect("mine/");
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).expect("0755");
+    let path = mine.join(format!("{name}.sh"));
+    std::fs::write(&path, script).expect("the chore");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("0644");
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_red_chore_in_the_first_week_is_explained_and_its_big_cap_confirmed_first(db: PgPool) {
+    let dir = std::path::PathBuf::from(format!("/var/tmp/aromba-e2e-big-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("the chore's folder");
+    let script = format!(
+        "#!/bin/sh\n# aromba-chore: 1\n# name: big\n# description: Tidies a lot\n# color: red\n# touches: {d}\n# max_changes: 5000 files, 20 GB\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would tidy; exit 0; fi\ntrue\n",
+        d = dir.display()
+    );
+    let p = paired_installed(db, "e2e-big", 0, |w| write_mine(w, "big", &script)).await;
+    // A cap above the default: the Warden's question first.
+    let confirm = p
+        .ask("/run big", |t| {
+            t.starts_with("Let the red chore \"big\" change up to 5000 files")
+        })
+        .await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&confirm, "Approve").await;
+    p.next(before, |t| t.starts_with("Done.")).await;
+    // Then its dry run, then, on day 1, words instead of a proposal.
+    p.ask("/run big", |t| t.starts_with("Before big runs"))
+        .await;
+    let week = p.ask("/run big", |t| t.starts_with("This is day 1")).await;
+    assert!(week.text.contains("green chores only"), "{}", week.text);
+    assert!(week.buttons.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[sqlx::test(migrations = false)]
 async fn a_red_chore_is_shown_dry_approved_by_a_tap_run_in_the_cage_and_undone(db: PgPool) {
     let dir = std::path::PathBuf::from(format!("/var/tmp/aromba-e2e-wipe-{}", std::process::id()));

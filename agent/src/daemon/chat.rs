@@ -319,42 +319,18 @@ async fn run(daemon: &Daemon, name: Option<&str>) {
             .await;
         return;
     };
-    if !chore.dry_run_seen {
-        super::schedule::show_dry_run(daemon, &chore.name).await;
+    let dry_run_first = !chore.cap_unconfirmed && !chore.dry_run_seen;
+    if !super::schedule::ask_for(daemon, &chore).await && dry_run_first {
         daemon
             .say(
                 format!("Send /run {} again to run it for real.", chore.name),
                 vec![],
             )
             .await;
-        return;
     }
-    if chore.color == "green" {
-        if !daemon.take_read() {
-            daemon.say(BUSY.into(), vec![]).await;
-            return;
-        }
-        let answer = warden_client::ask(
-            &daemon.worker_socket(),
-            &Request::RunDue {
-                chore: chore.name.clone(),
-            },
-        )
-        .await;
-        super::schedule::say_outcome(daemon, &chore.name, answer).await;
-        return;
-    }
-    super::schedule::propose(
-        daemon,
-        &Request::Propose {
-            chore: chore.name.clone(),
-        },
-        &chore.name,
-    )
-    .await;
 }
 
-const BUSY: &str =
+pub const BUSY: &str =
     "I have asked the Warden for a lot in the last ten minutes; ask again in a few minutes.";
 
 /// A Warden answer the chat did not expect, in one sentence.

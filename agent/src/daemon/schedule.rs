@@ -169,25 +169,61 @@ pub async fn keep(daemon: Arc<Daemon>) {
 
 /// One chore whose time has come.
 async fn handle(daemon: &Daemon, chore: &ChoreInfo) {
-    let socket = daemon.worker_socket();
+    ask_for(daemon, chore).await;
+}
+
+/// A chore the schedule or the person asks for, step by step: a damage cap
+/// above the default is confirmed first (the Warden's proposal, on a tap);
+/// then its first real run waits for its dry run, shown here; a yellow or
+/// red one waits out the first seven days, said in words; then a green one
+/// is asked for and a yellow or red one proposed. Returns whether it got as
+/// far as asking for the run.
+pub async fn ask_for(daemon: &Daemon, chore: &ChoreInfo) -> bool {
+    if chore.cap_unconfirmed {
+        propose(
+            daemon,
+            &Request::ProposeConfirmCap {
+                chore: chore.name.clone(),
+            },
+            &chore.name,
+        )
+        .await;
+        return false;
+    }
     if !chore.dry_run_seen {
         show_dry_run(daemon, &chore.name).await;
-        return;
+        return false;
+    }
+    if chore.color != "green"
+        && let Ok(Response::Status(st)) =
+            warden_client::ask(&daemon.worker_socket(), &Request::Status).await
+        && (1..=7).contains(&st.install_day)
+    {
+        daemon
+            .say(
+                format!(
+                    "This is day {} since Aromba was installed: for its first 7 days it runs green chores only, so that you see what it does before it does more. {} is {}; it can run from day 8.",
+                    st.install_day, chore.name, chore.color
+                ),
+                vec![],
+            )
+            .await;
+        return false;
     }
     if !daemon.take_read() {
-        tracing::info!(chore = %chore.name, "the read budget is spent; the chore waits");
-        return;
+        daemon.say(super::chat::BUSY.into(), vec![]).await;
+        return false;
     }
     if chore.color == "green" {
         let answer = warden_client::ask(
-            &socket,
+            &daemon.worker_socket(),
             &Request::RunDue {
                 chore: chore.name.clone(),
             },
         )
         .await;
         say_outcome(daemon, &chore.name, answer).await;
-        return;
+        return true;
     }
     propose(
         daemon,
@@ -197,6 +233,7 @@ async fn handle(daemon: &Daemon, chore: &ChoreInfo) {
         &chore.name,
     )
     .await;
+    true
 }
 
 /// A run's answer in the chat: a receipt (with Undo when it names an undo

@@ -99,6 +99,9 @@ pub struct ChoreInfo {
     /// Whether the dry run that must come before the first real run was
     /// shown.
     pub dry_run_seen: bool,
+    /// Its header declares a damage cap above the default that the owner
+    /// has not confirmed (for this very script): nothing runs until then.
+    pub cap_unconfirmed: bool,
 }
 
 /// A move of the ladder, as the Worker turns it into a chat message.
@@ -140,6 +143,9 @@ pub struct Status {
     pub server_id: String,
     /// Whether a relay key is pinned (the server was paired).
     pub paired: bool,
+    /// The day since install, from 1 (0: not installed); on days 1 to 7
+    /// only green chores run.
+    pub install_day: u64,
 }
 
 /// The outcome of a read, redacted.
@@ -620,6 +626,7 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                 ("pin_set", Value::from(st.pin_set)),
                 ("server_id", Value::from(st.server_id.as_str())),
                 ("paired", Value::from(st.paired)),
+                ("install_day", Value::from(st.install_day)),
             ],
         ),
         Response::Verified { ok, report } => object(
@@ -754,6 +761,7 @@ fn chore_value(c: &ChoreInfo) -> Value {
     m.insert("origin".into(), Value::from(c.origin.as_str()));
     m.insert("last_receipt".into(), Value::from(c.last_receipt.as_str()));
     m.insert("dry_run_seen".into(), Value::from(c.dry_run_seen));
+    m.insert("cap_unconfirmed".into(), Value::from(c.cap_unconfirmed));
     Value::Object(m)
 }
 
@@ -809,6 +817,7 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
             pin_set: f.bool("pin_set")?,
             server_id: f.string("server_id")?,
             paired: f.bool("paired")?,
+            install_day: f.u64("install_day")?,
         }),
         "ladder" => Response::Ladder {
             step: f.u64("step")?,
@@ -862,6 +871,7 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
                         origin: c.string("origin")?,
                         last_receipt: c.string("last_receipt")?,
                         dry_run_seen: c.bool("dry_run_seen")?,
+                        cap_unconfirmed: c.bool("cap_unconfirmed")?,
                     };
                     c.done("chore")?;
                     Ok(info)

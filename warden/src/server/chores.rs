@@ -71,6 +71,8 @@ pub(super) fn chores_list(shared: &Shared) -> Response {
                 dry_run_seen: runs
                     .join(format!("{}.dry-run-seen", c.header.name))
                     .exists(),
+                cap_unconfirmed: super::owner::above_default(c)
+                    && !super::owner::cap_confirmed(shared, c),
             })
             .collect(),
     }

@@ -271,6 +271,7 @@ pub(super) fn status(shared: &Shared) -> Response {
         ),
         server_id: crate::approvals::server_id(&shared.options.layout).unwrap_or_default(),
         paired: crate::approvals::relay_key_file(&shared.options.layout).exists(),
+        install_day: installed_at.map_or(0, |at| now.saturating_sub(at) / 86_400 + 1),
     })
 }
 

@@ -43,7 +43,7 @@ fn cap_action(c: &Chore) -> Action {
     }
 }
 
-fn above_default(c: &Chore) -> bool {
+pub(super) fn above_default(c: &Chore) -> bool {
     c.header.max_files > DEFAULT_MAX_FILES || c.header.max_gb > DEFAULT_MAX_GB
 }
 
