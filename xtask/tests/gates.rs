@@ -28,6 +28,67 @@ fn the_worker_links_no_warden_code() {
     }
 }
 
+/// Every connection the Worker makes goes through `agent/src/net.rs`'s
+/// gate, which holds it to `network.toml`: no other source file of the
+/// Worker names a socket type or a resolver, or links a client that
+/// would make connections of its own.
+#[test]
+fn the_worker_connects_only_through_its_gate() {
+    let root = workspace_root();
+    let mut sources = Vec::new();
+    collect_rs(&root.join("agent/src"), &mut sources);
+    assert!(sources.len() > 5, "the Worker's sources were found");
+    const MAKES_CONNECTIONS: &[&str] = &[
+        "TcpStream::connect",
+        "UdpSocket",
+        "lookup_host",
+        "connect_async",
+        "to_socket_addrs",
+        "reqwest",
+        "UnixStream::connect",
+    ];
+    for path in sources {
+        let name = path
+            .strip_prefix(&root)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .into_owned();
+        let text = std::fs::read_to_string(&path).expect("source");
+        for needle in MAKES_CONNECTIONS {
+            let allowed = match *needle {
+                // The gate itself.
+                _ if name == "agent/src/net.rs" => true,
+                // `aromba pair` (root) resolves the relay once to write
+                // the addresses `network.toml` lists.
+                "lookup_host" => name == "agent/src/pair.rs",
+                // The Warden's sockets, on this machine.
+                "UnixStream::connect" => name == "agent/src/warden_client.rs",
+                _ => false,
+            };
+            assert!(
+                allowed || !text.contains(needle),
+                "{name} uses {needle}: the Worker connects only through agent/src/net.rs"
+            );
+        }
+    }
+    let meta = metadata().expect("cargo metadata");
+    let tree = normal_dependency_names(&meta, "aromba").expect("worker tree");
+    for client in ["reqwest", "ureq", "isahc", "surf", "attohttpc"] {
+        assert!(!tree.contains(client), "the Worker links {client}");
+    }
+}
+
+fn collect_rs(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("a source directory") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() {
+            collect_rs(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
 /// The fake Bot API stands in for Telegram in tests and the demo; no
 /// program we ship may link it.
 #[test]
