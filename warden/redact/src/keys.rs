@@ -350,7 +350,11 @@ fn end_armor_in(hay: &[u8], line: Line) -> Option<usize> {
 /// armor. An armor line kept inside a walk would start a walk of its own on
 /// a second pass, once the lines around it are markers.
 fn passable(hay: &[u8], line: Line) -> bool {
-    memmem::find(&hay[line.start..line.end], b"----").is_none()
+    let text = &hay[line.start..line.end];
+    // A line with a marker is judged as the first pass saw it, whole: the
+    // armor line it replaced was not passable, so neither is the marker
+    // (else a second pass would join a run the first kept apart).
+    memmem::find(text, b"----").is_none() && memmem::find(text, MARKER_PREFIX).is_none()
 }
 
 fn full_width(len: usize) -> bool {

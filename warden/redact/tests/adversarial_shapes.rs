@@ -363,3 +363,22 @@ fn a_keys_short_last_line_after_another_writers_line_is_removed() {
         );
     }
 }
+
+/// A BEGIN line glued to a NUL between two lines of a key's middle: the
+/// first pass keeps the two lines apart (the armor line between them is not
+/// another writer's), and so must a second pass, where the armor line is a
+/// marker. It joined them, so redaction was not idempotent (proptest found
+/// it in CI).
+#[test]
+fn a_marker_where_an_armor_line_was_keeps_two_key_lines_apart_on_a_second_pass() {
+    for tail in ["password", "AQAB==\n\n"] {
+        let input = format!("{L1}\n\0-----BEGIN RSA PRIVATE KEY-----\n{L1}\n{tail}");
+        let once = redact(input.as_bytes()).text;
+        let twice = redact(&once).text;
+        assert_eq!(
+            String::from_utf8_lossy(&twice),
+            String::from_utf8_lossy(&once),
+            "a second pass changed the first's output"
+        );
+    }
+}
