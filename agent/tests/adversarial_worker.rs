@@ -10,10 +10,10 @@ use aromba_proto::session::{Direction, Opener, Sealer, derive, now_ms};
 use futures_util::{SinkExt, StreamExt};
 use std::io::Write;
 use std::net::SocketAddr;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::{TestWarden, account};
+use support::{Running, TestWarden, account, aromba};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -207,23 +207,6 @@ async fn serve(mut stream: tokio::net::TcpStream, script: Script, seen: Arc<Mute
             }
         }
     }
-}
-
-/// A child process, killed when the test ends however it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn aromba(args: &[&str]) -> std::process::Command {
-    use assert_cmd::cargo::CommandCargoExt;
-    let mut cmd = std::process::Command::cargo_bin("aromba").expect("the aromba binary");
-    cmd.args(args);
-    cmd
 }
 
 /// A Warden (installed, with the Worker's home) for `name`.

@@ -10,9 +10,9 @@ mod support;
 use relay_support::bot::{Bot, start_bot};
 use sqlx::PgPool;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
-use support::{TestWarden, account};
+use support::{Running, TestWarden, account, aromba};
 
 const CHAT: i64 = 5_550_001;
 
@@ -20,23 +20,6 @@ const CHAT: i64 = 5_550_001;
 /// aromba user, so another test's daemon dialing its own relay would be an
 /// unlisted host to this test's Warden.
 static ONE_DAEMON: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// A child process, killed when the test ends however it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn aromba(args: &[&str]) -> std::process::Command {
-    use assert_cmd::cargo::CommandCargoExt;
-    let mut cmd = std::process::Command::cargo_bin("aromba").expect("the aromba binary");
-    cmd.args(args);
-    cmd
-}
 
 /// `aromba pair` against `bot`'s relay, the PIN on standard input; returns
 /// the child and the pairing code it printed.
@@ -188,21 +171,7 @@ impl Paired {
     async fn ask(&self, text: &str, want: impl Fn(&str) -> bool) -> aromba_botfake::state::Sent {
         let before = self.bot.fake.sent_to(CHAT).len();
         self.bot.fake.user_message(CHAT, text);
-        for _ in 0..600 {
-            let sent = self.bot.fake.sent_to(CHAT);
-            if let Some(m) = sent.iter().skip(before).find(|m| want(&m.text)) {
-                return m.clone();
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let all: Vec<String> = self
-            .bot
-            .fake
-            .sent_to(CHAT)
-            .into_iter()
-            .map(|m| m.text)
-            .collect();
-        panic!("no answer to {text:?}; the chat has: {all:#?}");
+        self.next(before, want).await
     }
 }
 

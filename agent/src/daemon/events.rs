@@ -12,7 +12,6 @@ use aromba_proto::client::Outgoing;
 use aromba_proto::frame::Body;
 use aromba_warden_proto::{Request, Response};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,25 +25,17 @@ struct Seen {
     events_after: u64,
 }
 
-fn load(path: &Path) -> Option<Seen> {
-    let bytes = std::fs::read(path).ok()?;
-    serde_json::from_slice(&bytes).ok()
-}
+const SEEN: &str = "events-seen.json";
 
-fn save(path: &Path, seen: &Seen) {
-    let tmp = path.with_extension("tmp");
-    let Ok(text) = serde_json::to_vec(seen) else {
-        return;
-    };
-    if let Err(e) = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)) {
+fn save(daemon: &Daemon, seen: &Seen) {
+    if let Err(e) = super::kept::save(daemon, SEEN, seen) {
         tracing::warn!(error = %e, "cannot save which events were told");
     }
 }
 
 pub async fn watch(daemon: Arc<Daemon>) {
-    let path = daemon.paths.home.join("events-seen.json");
     let socket = daemon.worker_socket();
-    let mut seen = match load(&path) {
+    let mut seen = match super::kept::read::<Seen>(&daemon, SEEN) {
         Some(seen) => seen,
         None => {
             // A first start tells nothing from before it.
@@ -53,7 +44,7 @@ pub async fn watch(daemon: Arc<Daemon>) {
                 _ => 0,
             };
             let seen = Seen { events_after: last };
-            save(&path, &seen);
+            save(&daemon, &seen);
             seen
         }
     };
@@ -86,7 +77,7 @@ pub async fn watch(daemon: Arc<Daemon>) {
             }
             daemon.say(event.message.clone(), vec![]).await;
             seen.events_after = event.id;
-            save(&path, &seen);
+            save(&daemon, &seen);
         }
         if moved || last_anchor.elapsed() >= ANCHOR_EVERY {
             anchor(&daemon).await;

@@ -18,6 +18,7 @@
 
 pub mod chat;
 pub mod events;
+pub mod kept;
 pub mod relay_link;
 pub mod schedule;
 pub mod undo;

@@ -100,30 +100,16 @@ fn weekday(name: &str) -> Option<Weekday> {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Handled(BTreeMap<String, i64>);
 
-fn handled_file(daemon: &Daemon) -> std::path::PathBuf {
-    daemon.paths.home.join("schedule.json")
-}
-
-fn load(daemon: &Daemon) -> Handled {
-    std::fs::read(handled_file(daemon))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
-}
+const HANDLED: &str = "schedule.json";
 
 fn save(daemon: &Daemon, handled: &Handled) {
-    let path = handled_file(daemon);
-    let tmp = path.with_extension("tmp");
-    let Ok(bytes) = serde_json::to_vec(handled) else {
-        return;
-    };
-    if let Err(e) = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, &path)) {
+    if let Err(e) = super::kept::save(daemon, HANDLED, handled) {
         tracing::warn!(error = %e, "what the schedule handled was not kept");
     }
 }
 
 pub async fn keep(daemon: Arc<Daemon>) {
-    let mut handled = load(&daemon);
+    let mut handled: Handled = super::kept::load(&daemon, HANDLED);
     let mut ticker = tokio::time::interval(EVERY);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -29,31 +29,21 @@ pub fn undo_id(receipt: &str) -> Option<&str> {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Offers(BTreeMap<Uuid, (String, i64)>);
 
-fn file(daemon: &Daemon) -> std::path::PathBuf {
-    daemon.paths.home.join("undo-offers.json")
-}
+const OFFERS: &str = "undo-offers.json";
 
 fn now_s() -> i64 {
     jiff::Timestamp::now().as_second()
 }
 
 fn load(daemon: &Daemon) -> Offers {
-    let mut offers: Offers = std::fs::read(file(daemon))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let mut offers: Offers = super::kept::load(daemon, OFFERS);
     let now = now_s();
     offers.0.retain(|_, (_, at)| now - *at < OFFERED_FOR_S);
     offers
 }
 
 fn save(daemon: &Daemon, offers: &Offers) {
-    let path = file(daemon);
-    let tmp = path.with_extension("tmp");
-    let Ok(bytes) = serde_json::to_vec(offers) else {
-        return;
-    };
-    if let Err(e) = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, &path)) {
+    if let Err(e) = super::kept::save(daemon, OFFERS, offers) {
         tracing::warn!(error = %e, "an undo offer was not kept");
     }
 }

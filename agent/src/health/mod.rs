@@ -82,24 +82,14 @@ pub struct DigestAt {
     pub last_day: Option<u32>,
 }
 
-pub fn digest_file(daemon: &Daemon) -> std::path::PathBuf {
-    daemon.paths.home.join("digest.json")
-}
+const DIGEST: &str = "digest.json";
 
 pub fn load_digest(daemon: &Daemon) -> DigestAt {
-    std::fs::read(digest_file(daemon))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+    crate::daemon::kept::load(daemon, DIGEST)
 }
 
 pub fn save_digest(daemon: &Daemon, at: &DigestAt) -> Result<(), String> {
-    let path = digest_file(daemon);
-    let tmp = path.with_extension("tmp");
-    let text = serde_json::to_vec(at).map_err(|e| e.to_string())?;
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, &path))
-        .map_err(|e| format!("I could not keep it: {e}"))
+    crate::daemon::kept::save(daemon, DIGEST, at).map_err(|e| format!("I could not keep it: {e}"))
 }
 
 /// Sends a reply of `aromba-health`'s: its text, then its block marked

@@ -201,3 +201,22 @@ impl Drop for TestWarden {
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// A child process, killed when the test ends however it ends.
+pub struct Running(pub std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The `aromba` binary as a long-running child would start (as root:
+/// `aromba run --user aromba` drops to the Worker's account itself).
+pub fn aromba(args: &[&str]) -> std::process::Command {
+    use assert_cmd::cargo::CommandCargoExt;
+    let mut cmd = std::process::Command::cargo_bin("aromba").expect("the aromba binary");
+    cmd.args(args);
+    cmd
+}
