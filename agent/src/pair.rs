@@ -373,6 +373,9 @@ async fn pair_async(
         resolvers: resolvers(),
     };
     write_file(&paths.network_file(), &network.render(), 0o644, (0, 0))?;
+    // The file is in the Warden's integrity baseline: re-taken at once, or
+    // the next hourly check would call it tampered.
+    warden(paths, &Request::NetworkWritten).await?;
     write_file(&paths.relay_file(), &config.render(), 0o600, worker)?;
     let gate = Gate::new(network);
     match register(

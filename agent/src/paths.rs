@@ -12,6 +12,8 @@ pub struct Paths {
     pub run_dir: PathBuf,
     /// The Worker's own state (the user `aromba`'s home).
     pub home: PathBuf,
+    /// Where the scan looks for data folders: `/`, or `ROOT/system`.
+    pub system_root: PathBuf,
 }
 
 impl Paths {
@@ -21,13 +23,26 @@ impl Paths {
                 config_dir: PathBuf::from("/etc/aromba/worker"),
                 run_dir: PathBuf::from("/run/aromba"),
                 home: PathBuf::from("/var/lib/aromba"),
+                system_root: PathBuf::from("/"),
             },
             Some(root) => Paths {
                 config_dir: root.join("worker"),
                 run_dir: root.join("run"),
                 home: root.join("home"),
+                system_root: root.join("system"),
             },
         }
+    }
+
+    /// `rel` (a path without a leading `/`) under [`Paths::system_root`],
+    /// as the argument of a read.
+    pub fn system(&self, rel: &str) -> String {
+        let path = if rel.is_empty() {
+            self.system_root.clone()
+        } else {
+            self.system_root.join(rel)
+        };
+        path.to_string_lossy().into_owned()
     }
 
     pub fn relay_file(&self) -> PathBuf {

@@ -1,6 +1,7 @@
 //! The integrity baseline: SHA-256 of both binaries, the policy rendering
-//! (as compiled in and as written to disk), the fence list and the Warden's
-//! own state records, taken at install and checked at start and every hour
+//! (as compiled in and as written to disk), the fence list, the Worker's
+//! `network.toml` (root's; `aromba pair` writes it and has the baseline
+//! re-taken) and the Warden's own state records, taken at install and checked at start and every hour
 //! (the Warden's own binary through `/proc/self/exe`). Any mismatch moves
 //! the ladder to Cut. The ladder's file is left out: it changes whenever
 //! the ladder moves, and is guarded by its own rules (see `ladder.rs`).
@@ -22,6 +23,7 @@ pub struct Baseline {
     pub worker_sha256: String,
     pub policy_sha256: String,
     pub fences_sha256: String,
+    pub network_sha256: String,
     pub state: BTreeMap<String, String>,
 }
 
@@ -66,6 +68,16 @@ fn fences_sha256(layout: &Layout) -> std::io::Result<String> {
     }
 }
 
+/// The hash of `network.toml`, or `absent` (not paired yet): a file made
+/// where there was none is a change too.
+fn network_sha256(layout: &Layout) -> std::io::Result<String> {
+    match std::fs::read(layout.network_file()) {
+        Ok(b) => Ok(sha256_hex(&b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok("absent".into()),
+        Err(e) => Err(e),
+    }
+}
+
 impl Baseline {
     /// Takes the baseline now: `warden_bin` is the Warden's binary as it
     /// runs (`/proc/self/exe`), `worker_bin` the Worker's.
@@ -82,6 +94,7 @@ impl Baseline {
             worker_sha256: file_sha256(worker_bin)?,
             policy_sha256: sha256_hex(policy::render().as_bytes()),
             fences_sha256: fences_sha256(layout)?,
+            network_sha256: network_sha256(layout)?,
             state: state_records(layout)?,
         })
     }
@@ -109,6 +122,10 @@ impl Baseline {
         m.insert(
             "fences_sha256".into(),
             Value::from(self.fences_sha256.as_str()),
+        );
+        m.insert(
+            "network_sha256".into(),
+            Value::from(self.network_sha256.as_str()),
         );
         m.insert(
             "state".into(),
@@ -159,6 +176,7 @@ impl Baseline {
             worker_sha256: get("worker_sha256")?,
             policy_sha256: get("policy_sha256")?,
             fences_sha256: get("fences_sha256")?,
+            network_sha256: get("network_sha256")?,
             state,
         }))
     }
@@ -167,6 +185,20 @@ impl Baseline {
     /// one itself (`state.rs`, which checks the rest still match first).
     pub fn retake_state(&mut self, layout: &Layout) -> std::io::Result<()> {
         self.state = state_records(layout)?;
+        Ok(())
+    }
+
+    /// Re-takes the fence list's hash: the Warden changed the list itself
+    /// (`server/fences.rs`, which checks the list still matched first).
+    pub fn retake_fences(&mut self, layout: &Layout) -> std::io::Result<()> {
+        self.fences_sha256 = fences_sha256(layout)?;
+        Ok(())
+    }
+
+    /// Re-takes `network.toml`'s hash: `aromba pair` wrote it, from a root
+    /// terminal.
+    pub fn retake_network(&mut self, layout: &Layout) -> std::io::Result<()> {
+        self.network_sha256 = network_sha256(layout)?;
         Ok(())
     }
 
@@ -200,6 +232,11 @@ impl Baseline {
             &self.policy_sha256,
         );
         compare("the fence list", fences_sha256(layout), &self.fences_sha256);
+        compare(
+            "the Worker's network.toml",
+            network_sha256(layout),
+            &self.network_sha256,
+        );
         match state_records(layout) {
             Ok(now) if now == self.state => {}
             Ok(_) => bad.push("the Warden's state records changed".into()),

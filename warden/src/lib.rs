@@ -22,6 +22,7 @@ pub mod cage;
 pub mod chores;
 pub mod cli;
 pub mod exec;
+pub mod fences;
 pub mod install;
 pub mod integrity;
 pub mod journal;

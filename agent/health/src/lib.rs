@@ -61,6 +61,7 @@ pub mod loadavg;
 pub mod meminfo;
 pub mod reboot;
 pub mod render;
+pub mod scan;
 pub mod systemctl;
 mod text;
 pub mod timedate;

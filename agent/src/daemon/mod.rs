@@ -11,7 +11,9 @@
 //!   each ladder move;
 //! - the health ([`crate::health`]): alerts and the daily digest;
 //! - the schedule ([`schedule`]): chores when their time comes, dry runs
-//!   shown first, proposals for the ones that need a tap.
+//!   shown first, proposals for the ones that need a tap;
+//! - the scan ([`scan`]): the first look at the server (prod mode on when
+//!   it looks like production) and data folders fenced, then weekly.
 //!
 //! Nothing here spawns a process: everything that touches the system is a
 //! request to the Warden.
@@ -20,6 +22,7 @@ pub mod chat;
 pub mod events;
 pub mod kept;
 pub mod relay_link;
+pub mod scan;
 pub mod schedule;
 pub mod undo;
 
@@ -219,6 +222,10 @@ async fn serve(paths: Paths, endpoint: Endpoint) -> Result<(), DaemonError> {
         let daemon = daemon.clone();
         move || schedule::keep(daemon.clone())
     }));
+    let scan = tokio::spawn(supervise("scan", {
+        let daemon = daemon.clone();
+        move || scan::keep(daemon.clone())
+    }));
     tracing::info!("the Worker is running");
     wait_for_signal().await;
     tracing::info!("stopping");
@@ -227,6 +234,7 @@ async fn serve(paths: Paths, endpoint: Endpoint) -> Result<(), DaemonError> {
     events.abort();
     health.abort();
     schedule.abort();
+    scan.abort();
     let _ = tokio::time::timeout(Duration::from_secs(5), link).await;
     Ok(())
 }

@@ -25,8 +25,9 @@ mod message;
 pub use frame::{FrameError, MAX_REQUEST, MAX_RESPONSE, read_frame, write_frame};
 pub use hex::{decode_hex, encode_hex};
 pub use message::{
-    Button, ChoreInfo, LadderEvent, ProtoError, ReadResult, Request, Response, Status,
-    decode_request, decode_response, encode_request, encode_response, printable,
+    Button, ChoreInfo, LadderEvent, MAX_FENCES_ASKED, MAX_FINDING, MAX_FINDINGS, ProtoError,
+    ReadResult, Request, Response, Status, decode_request, decode_response, encode_request,
+    encode_response, printable,
 };
 
 use std::path::{Path, PathBuf};

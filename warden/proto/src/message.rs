@@ -11,6 +11,11 @@ pub const MAX_ARGS: usize = 64;
 pub const MAX_NOTE: usize = 2048;
 /// The most reads a health answer may carry.
 pub const MAX_HEALTH_READS: usize = 16;
+/// The most folders one request may ask to fence.
+pub const MAX_FENCES_ASKED: usize = 64;
+/// The most findings one prod-mode request may carry, and the longest one.
+pub const MAX_FINDINGS: usize = 8;
+pub const MAX_FINDING: usize = 300;
 
 /// What a peer asks the Warden.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,6 +91,15 @@ pub enum Request {
     ProdMode { on: bool, pin: Option<String> },
     /// Control socket: undo a run, by the undo id of its receipt.
     Undo { undo_id: String },
+    /// Worker socket: the first scan saw a production server; turn prod
+    /// mode on (never off: that is a PIN action), saying why.
+    ProdModeOn { findings: Vec<String> },
+    /// Worker socket: fence these data folders (the scan found them). A
+    /// fence is only ever added from the Worker, never removed.
+    AddFences { paths: Vec<String> },
+    /// Control socket: `aromba pair` rewrote the Worker's `network.toml`;
+    /// the Warden re-takes its hash in the integrity baseline.
+    NetworkWritten,
 }
 
 /// One line of `aromba chores`.
@@ -214,6 +228,13 @@ pub enum Response {
         text: String,
         buttons: Vec<Button>,
         needs_pin: bool,
+    },
+    /// What a fence request did: the folders newly fenced (as resolved),
+    /// and each one refused with its reason (`path: reason`).
+    Fenced {
+        added: Vec<String>,
+        refused: Vec<String>,
+        journal_seq: Option<u64>,
     },
     /// What one chore run did: the receipt, and its redacted output.
     Receipt {
@@ -349,6 +370,15 @@ fn object(kind: &str, fields: Vec<(&str, Value)>) -> Vec<u8> {
     serde_json::to_vec(&Value::Object(map)).unwrap_or_default()
 }
 
+fn strings_value(items: &[String]) -> Value {
+    Value::from(
+        items
+            .iter()
+            .map(|s| Value::from(s.as_str()))
+            .collect::<Vec<_>>(),
+    )
+}
+
 fn opt_str(s: &Option<String>) -> Value {
     s.as_deref().map_or(Value::Null, Value::from)
 }
@@ -439,6 +469,11 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
                 ("hash", Value::from(hash.as_str())),
             ],
         ),
+        Request::ProdModeOn { findings } => {
+            object("prod_mode_on", vec![("findings", strings_value(findings))])
+        }
+        Request::AddFences { paths } => object("add_fences", vec![("paths", strings_value(paths))]),
+        Request::NetworkWritten => object("network_written", vec![]),
         Request::RedAction { action, approval } => object(
             "red_action",
             vec![
@@ -555,6 +590,17 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
             seq: f.u64("seq")?,
             hash: f.string("hash")?,
         },
+        "prod_mode_on" => {
+            let findings = f.strings("findings", MAX_FINDINGS)?;
+            if findings.iter().any(|s| s.len() > MAX_FINDING) {
+                return Err(err(format!("a finding is at most {MAX_FINDING} bytes")));
+            }
+            Request::ProdModeOn { findings }
+        }
+        "add_fences" => Request::AddFences {
+            paths: f.strings("paths", MAX_FENCES_ASKED)?,
+        },
+        "network_written" => Request::NetworkWritten,
         "red_action" => {
             let action = f.string("action")?;
             let approval = match f.take("approval")? {
@@ -712,6 +758,18 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                 ("stdout_hex", Value::from(encode_hex(stdout))),
                 ("stderr_hex", Value::from(encode_hex(stderr))),
                 ("ok", Value::from(*ok)),
+            ],
+        ),
+        Response::Fenced {
+            added,
+            refused,
+            journal_seq,
+        } => object(
+            "fenced",
+            vec![
+                ("added", strings_value(added)),
+                ("refused", strings_value(refused)),
+                ("journal_seq", journal_seq.map_or(Value::Null, Value::from)),
             ],
         ),
     }
@@ -907,6 +965,11 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
             ok: f.bool("ok")?,
             report: f.string("report")?,
         },
+        "fenced" => Response::Fenced {
+            added: f.strings("added", MAX_FENCES_ASKED)?,
+            refused: f.strings("refused", MAX_FENCES_ASKED)?,
+            journal_seq: f.opt_u64("journal_seq")?,
+        },
         other => return Err(err(format!("unknown response type {other:?}"))),
     };
     f.done(&kind)?;
@@ -1020,6 +1083,37 @@ mod tests {
         // The PIN is a string or null, nothing else.
         assert!(decode_request(br#"{"type":"prod_mode","on":false,"pin":472913}"#).is_err());
         assert!(decode_request(br#"{"type":"prod_mode","on":false}"#).is_err());
+    }
+
+    #[test]
+    fn round_trips_the_first_scans_requests_and_bounds_them() {
+        let requests = [
+            Request::ProdModeOn {
+                findings: vec!["a database with data: PostgreSQL".into()],
+            },
+            Request::AddFences {
+                paths: vec!["/var/lib/postgresql".into(), "/srv/app".into()],
+            },
+            Request::NetworkWritten,
+        ];
+        for r in requests {
+            assert_eq!(decode_request(&encode_request(&r)).unwrap(), r);
+        }
+        let fenced = Response::Fenced {
+            added: vec!["/srv/app".into()],
+            refused: vec!["/: a fence is a folder below a top-level one".into()],
+            journal_seq: Some(7),
+        };
+        assert_eq!(decode_response(&encode_response(&fenced)).unwrap(), fenced);
+        let too_many = Request::AddFences {
+            paths: vec!["/srv/a".into(); MAX_FENCES_ASKED + 1],
+        };
+        assert!(decode_request(&encode_request(&too_many)).is_err());
+        let too_long = Request::ProdModeOn {
+            findings: vec!["x".repeat(MAX_FINDING + 1)],
+        };
+        assert!(decode_request(&encode_request(&too_long)).is_err());
+        assert!(decode_request(br#"{"type":"add_fences","paths":"/srv"}"#).is_err());
     }
 
     #[test]

@@ -129,6 +129,11 @@ pub(super) fn serve(
         (Socket::Control, Request::ProdMode { on, pin }) => {
             owner::prod_mode_from_terminal(shared, on, pin.as_deref())
         }
+        (Socket::Worker, Request::ProdModeOn { findings }) => {
+            super::scan::prod_mode_on(shared, &findings)
+        }
+        (Socket::Worker, Request::AddFences { paths }) => super::scan::add_fences(shared, &paths),
+        (Socket::Control, Request::NetworkWritten) => super::scan::network_written(shared),
         (Socket::Control, Request::Undo { undo_id }) => {
             owner::undo(shared, &undo_id, RunSource::RootTerminal)
         }

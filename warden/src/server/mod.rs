@@ -17,8 +17,9 @@
 //! `dispatch` (which socket serves which request; status and the ladder's
 //! answers), `read` (the read path), `ladder_moves` (signals and what each
 //! step means), `watch` (decay, connections, integrity, expiries,
-//! honeypots), `chores` (chore requests) and `owner` (proposals, taps, the
-//! PIN and the root terminal's decisions).
+//! honeypots), `chores` (chore requests), `owner` (proposals, taps, the
+//! PIN and the root terminal's decisions) and `scan` (what the Worker's
+//! scan asks: prod mode on, fences; `network.toml` into the baseline).
 
 #![forbid(unsafe_code)]
 
@@ -31,6 +32,7 @@ mod ladder_moves;
 mod owner;
 mod pace;
 mod read;
+mod scan;
 mod watch;
 
 use crate::integrity::Baseline;

@@ -1,0 +1,156 @@
+//! The fence list: the data folders no chore may touch (`fences` in the
+//! configuration directory, one absolute path a line, in the integrity
+//! baseline). The Worker's scan adds to it; nothing from the Worker can
+//! take a fence away. Each folder asked for is checked and resolved here:
+//! an existing directory, through its symbolic links, below a top-level
+//! folder and never one of Aromba's own; what is kept is the resolved path,
+//! as the cage compares resolved paths.
+//!
+//! A hostile Worker gains nothing from fencing: a fence only takes rights
+//! away from chores (a chore whose touches meet a fence is refused whole).
+
+#![forbid(unsafe_code)]
+
+use crate::layout::Layout;
+use std::path::{Component, Path, PathBuf};
+
+/// The most fences the list holds: a scan finds tens, not thousands, and
+/// every chore run compares its touches against each.
+pub const MAX_FENCES: usize = 1024;
+/// The longest path a fence may be.
+const MAX_FENCE_PATH: usize = 1024;
+
+/// The folder `asked` as it would be fenced (resolved), or why it is not.
+pub fn check(layout: &Layout, asked: &str) -> Result<PathBuf, String> {
+    if asked.len() > MAX_FENCE_PATH {
+        return Err(format!("a fence is at most {MAX_FENCE_PATH} bytes long"));
+    }
+    if asked.chars().any(char::is_control) {
+        return Err("a fence holds no control characters".into());
+    }
+    let path = Path::new(asked);
+    if !path.is_absolute() {
+        return Err("a fence is an absolute path".into());
+    }
+    if path
+        .components()
+        .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+    {
+        return Err("a fence holds no \"..\" or \".\"".into());
+    }
+    if path.components().count() < 3 {
+        return Err(format!(
+            "{asked} is a top-level folder: a fence is a folder below one"
+        ));
+    }
+    let resolved = std::fs::canonicalize(path).map_err(|e| format!("cannot resolve it: {e}"))?;
+    let meta = std::fs::metadata(&resolved).map_err(|e| format!("cannot look at it: {e}"))?;
+    if !meta.is_dir() {
+        return Err("a fence is a folder".into());
+    }
+    let text = resolved.to_string_lossy();
+    if text.chars().any(char::is_control) || text.len() > MAX_FENCE_PATH {
+        return Err("it resolves to a path a fence cannot hold".into());
+    }
+    if resolved.components().count() < 3 {
+        return Err(format!(
+            "{} is a top-level folder: a fence is a folder below one",
+            resolved.display()
+        ));
+    }
+    for own in aromba_dirs(layout) {
+        if own.starts_with(&resolved) || resolved.starts_with(&own) {
+            return Err(format!(
+                "{} is Aromba's own ({}), not data",
+                resolved.display(),
+                own.display()
+            ));
+        }
+    }
+    Ok(resolved)
+}
+
+/// Aromba's own folders, resolved where they exist: a fence may neither be
+/// one nor hold one.
+fn aromba_dirs(layout: &Layout) -> Vec<PathBuf> {
+    let mut dirs = layout.warden_dirs();
+    dirs.push(layout.worker_config_dir.clone());
+    dirs.push(layout.worker_home.clone());
+    dirs.into_iter()
+        .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
+        .collect()
+}
+
+/// The fence list's new text: `current` with `added` appended, each path
+/// once, in the order they came.
+pub fn with_added(current: &[PathBuf], added: &[PathBuf]) -> String {
+    let mut out = String::new();
+    for p in current.iter().chain(added) {
+        out.push_str(&p.to_string_lossy());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout_in(dir: &Path) -> Layout {
+        Layout::rooted(&dir.join("aromba"))
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let root =
+            std::env::temp_dir().join(format!("aromba-fences-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        root
+    }
+
+    #[test]
+    fn keeps_the_resolved_folder() {
+        let dir = scratch("resolved");
+        let data = dir.join("srv/app/uploads");
+        std::fs::create_dir_all(&data).unwrap();
+        std::os::unix::fs::symlink(&data, dir.join("link")).unwrap();
+        let layout = layout_in(&dir);
+        let asked = dir.join("link");
+        assert_eq!(
+            check(&layout, asked.to_str().unwrap()).unwrap(),
+            std::fs::canonicalize(&data).unwrap()
+        );
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_data_folder() {
+        let dir = scratch("refused");
+        let layout = layout_in(&dir);
+        let file = dir.join("file");
+        std::fs::write(&file, "").unwrap();
+        std::fs::create_dir_all(&layout.state_dir).unwrap();
+        let inside_own = layout.state_dir.join("x");
+        std::fs::create_dir_all(&inside_own).unwrap();
+        for (asked, why) in [
+            ("/", "top-level"),
+            ("/srv", "top-level"),
+            ("srv/app", "absolute"),
+            ("/srv/../etc", "\"..\""),
+            ("/srv/a\nb", "control"),
+            (file.to_str().unwrap(), "a folder"),
+            (dir.join("missing").to_str().unwrap(), "cannot resolve"),
+            (layout.state_dir.to_str().unwrap(), "Aromba's own"),
+            (inside_own.to_str().unwrap(), "Aromba's own"),
+            (dir.to_str().unwrap(), "Aromba's own"),
+        ] {
+            let e = check(&layout, asked).unwrap_err();
+            assert!(e.contains(why), "{asked:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_list_keeps_every_fence_on_its_own_line() {
+        let text = with_added(&[PathBuf::from("/srv/a")], &[PathBuf::from("/srv/b")]);
+        assert_eq!(text, "/srv/a\n/srv/b\n");
+    }
+}

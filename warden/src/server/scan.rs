@@ -1,0 +1,226 @@
+//! What the Worker's first scan (and its weekly one) asks of the Warden:
+//! prod mode on, and data folders fenced — both only ever make the Warden
+//! stricter, so the Worker may ask for them with no tap — and, from the
+//! root terminal, taking `network.toml` into the baseline once `aromba pair`
+//! wrote it.
+
+#![forbid(unsafe_code)]
+
+use super::Shared;
+use super::intent::{intend, outcome_not_journaled};
+use crate::fences::{self, MAX_FENCES};
+use aromba_warden_proto::Response;
+use serde_json::{Map, Value};
+
+fn refuse(reason: impl Into<String>) -> Response {
+    Response::Refused {
+        reason: reason.into(),
+        journal_seq: None,
+    }
+}
+
+/// Turns prod mode on, the findings journaled with it; already on, it
+/// stays as it was (its `since` too).
+pub(super) fn prod_mode_on(shared: &Shared, findings: &[String]) -> Response {
+    if findings.is_empty() {
+        return refuse("prod mode turns on by itself only with what the scan found");
+    }
+    let mut m = Map::new();
+    m.insert("on".into(), Value::from(true));
+    m.insert("source".into(), Value::from("scan"));
+    m.insert(
+        "findings".into(),
+        Value::from(
+            findings
+                .iter()
+                .map(|f| Value::from(f.as_str()))
+                .collect::<Vec<_>>(),
+        ),
+    );
+    let intent = match intend(shared, "prod-mode", m) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
+    let now = shared.options.clock.now();
+    let mut already = false;
+    let changed = shared.change_state_with("prod-mode", |current| {
+        already = current.is_some();
+        Ok(Some(current.unwrap_or_else(|| {
+            format!("on since {now}\n").into_bytes()
+        })))
+    });
+    let mut m = Map::new();
+    match changed {
+        Err(e) => {
+            m.insert("verdict".into(), Value::from("refused"));
+            m.insert("reason".into(), Value::from(e.as_str()));
+            Response::Refused {
+                reason: e,
+                journal_seq: intent.outcome(shared, m),
+            }
+        }
+        Ok(()) => {
+            m.insert(
+                "verdict".into(),
+                Value::from(if already { "already on" } else { "done" }),
+            );
+            match intent.outcome(shared, m) {
+                Some(journal_seq) => Response::Noted { journal_seq },
+                None => outcome_not_journaled(&intent, "prod mode is on"),
+            }
+        }
+    }
+}
+
+/// Adds the folders asked for to the fence list, each checked and resolved
+/// ([`fences::check`]); the list is written whole and the baseline's hash
+/// of it re-taken under the baseline's lock, after checking the list on
+/// disk still matches it (a list changed by anything else is not laundered
+/// into the baseline).
+pub(super) fn add_fences(shared: &Shared, asked: &[String]) -> Response {
+    let layout = &shared.options.layout;
+    let mut m = Map::new();
+    m.insert(
+        "asked".into(),
+        Value::from(
+            asked
+                .iter()
+                .map(|p| Value::from(p.as_str()))
+                .collect::<Vec<_>>(),
+        ),
+    );
+    let intent = match intend(shared, "fences", m) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
+    let mut baseline = shared.baseline.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(b) = baseline.as_ref() {
+        let tampered: Vec<String> = b
+            .check(layout)
+            .into_iter()
+            .filter(|m| m.contains("fence list"))
+            .collect();
+        if !tampered.is_empty() {
+            drop(baseline);
+            let why = format!(
+                "the fence list does not match the baseline ({}); nothing was changed",
+                tampered.join("; ")
+            );
+            let mut m = Map::new();
+            m.insert("verdict".into(), Value::from("refused"));
+            m.insert("reason".into(), Value::from(why.as_str()));
+            return Response::Refused {
+                reason: why,
+                journal_seq: intent.outcome(shared, m),
+            };
+        }
+    }
+    let current = layout.fenced_paths();
+    let mut added = Vec::new();
+    let mut refused = Vec::new();
+    for path in asked {
+        match fences::check(layout, path) {
+            Ok(p) if current.contains(&p) || added.contains(&p) => {}
+            Ok(_) if current.len() + added.len() >= MAX_FENCES => {
+                refused.push(format!("{path}: the fence list is full ({MAX_FENCES})"));
+            }
+            Ok(p) => added.push(p),
+            Err(why) => refused.push(format!("{path}: {why}")),
+        }
+    }
+    let written = if added.is_empty() {
+        Ok(())
+    } else {
+        let text = fences::with_added(&current, &added);
+        crate::atomic_file::replace(&layout.fences_file(), text.as_bytes(), 0o644).and_then(|()| {
+            match baseline.as_mut() {
+                Some(b) => {
+                    let mut next = b.clone();
+                    next.retake_fences(layout)?;
+                    // On disk first, as `state::change` does.
+                    next.write(layout)?;
+                    *b = next;
+                    Ok(())
+                }
+                None => Ok(()),
+            }
+        })
+    };
+    drop(baseline);
+    let added: Vec<String> = added
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let mut m = Map::new();
+    m.insert(
+        "added".into(),
+        Value::from(
+            added
+                .iter()
+                .map(|p| Value::from(p.as_str()))
+                .collect::<Vec<_>>(),
+        ),
+    );
+    m.insert("refused".into(), Value::from(refused.len()));
+    if let Err(e) = written {
+        let why = format!("cannot write the fence list: {e}");
+        m.insert("verdict".into(), Value::from("failed"));
+        m.insert("reason".into(), Value::from(why.as_str()));
+        return Response::Refused {
+            reason: why,
+            journal_seq: intent.outcome(shared, m),
+        };
+    }
+    m.insert("verdict".into(), Value::from("done"));
+    let journal_seq = intent.outcome(shared, m);
+    Response::Fenced {
+        added,
+        refused,
+        journal_seq,
+    }
+}
+
+/// `aromba pair` wrote the Worker's `network.toml`: its hash in the
+/// baseline is re-taken (the root terminal vouches for the file as it is).
+pub(super) fn network_written(shared: &Shared) -> Response {
+    let layout = &shared.options.layout;
+    let mut m = Map::new();
+    m.insert(
+        "file".into(),
+        Value::from(layout.network_file().to_string_lossy().as_ref()),
+    );
+    let intent = match intend(shared, "network-written", m) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
+    let mut baseline = shared.baseline.lock().unwrap_or_else(|p| p.into_inner());
+    let result = match baseline.as_mut() {
+        None => Ok(()),
+        Some(b) => {
+            let mut next = b.clone();
+            next.retake_network(layout)
+                .and_then(|()| next.write(layout))
+                .map(|()| *b = next)
+        }
+    };
+    drop(baseline);
+    let mut m = Map::new();
+    match result {
+        Ok(()) => {
+            m.insert("verdict".into(), Value::from("done"));
+            match intent.outcome(shared, m) {
+                Some(journal_seq) => Response::Noted { journal_seq },
+                None => outcome_not_journaled(&intent, "network.toml is in the baseline"),
+            }
+        }
+        Err(e) => {
+            let why = format!("cannot re-take the baseline: {e}");
+            m.insert("verdict".into(), Value::from("failed"));
+            m.insert("reason".into(), Value::from(why.as_str()));
+            Response::Refused {
+                reason: why,
+                journal_seq: intent.outcome(shared, m),
+            }
+        }
+    }
+}

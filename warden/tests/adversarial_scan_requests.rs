@@ -1,0 +1,162 @@
+//! A hostile Worker using what the first scan asks of the Warden — prod
+//! mode on, data folders fenced — to loosen anything, and the root
+//! terminal's `network_written`: each only ever makes the Warden stricter,
+//! and what the Warden changes itself stays inside its integrity baseline.
+
+mod support;
+
+use aromba_warden_proto::{Request, Response};
+use support::Warden;
+
+fn fenced(w: &Warden) -> String {
+    std::fs::read_to_string(w.layout().fences_file()).unwrap_or_default()
+}
+
+fn add(w: &Warden, paths: &[&str]) -> (Vec<String>, Vec<String>) {
+    match w.ask(&Request::AddFences {
+        paths: paths.iter().map(|p| p.to_string()).collect(),
+    }) {
+        Response::Fenced { added, refused, .. } => (added, refused),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn fences_are_added_resolved_and_stay_inside_the_integrity_baseline() {
+    let mut w = Warden::start("scan-fences", true, &[]);
+    let data = w.touched.join("srv/shop/uploads");
+    std::fs::create_dir_all(&data).unwrap();
+    let link = w.touched.join("link");
+    std::os::unix::fs::symlink(&data, &link).unwrap();
+    let (added, refused) = add(&w, &[link.to_str().unwrap()]);
+    assert_eq!(added, vec![data.to_string_lossy().into_owned()]);
+    assert!(refused.is_empty(), "{refused:?}");
+    assert!(fenced(&w).contains(&*data.to_string_lossy()));
+    // Asked again: nothing new, nothing refused.
+    let (added, refused) = add(&w, &[data.to_str().unwrap()]);
+    assert!(
+        added.is_empty() && refused.is_empty(),
+        "{added:?} {refused:?}"
+    );
+    // The Warden's own change is no mismatch, at start or later.
+    w.restart();
+    let st = w.status();
+    assert_eq!(st.ladder_name, "normal", "{}", st.ladder_reason);
+    assert!(!st.integrity.contains("MISMATCH"), "{}", st.integrity);
+    assert!(w.journal().contains("\"fences\""));
+}
+
+#[test]
+fn a_worker_cannot_fence_the_whole_system_or_aromba_itself() {
+    let w = Warden::start("scan-fences-refused", true, &[]);
+    let layout = w.layout();
+    let file = w.touched.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let asked = [
+        "/",
+        "/var",
+        "/etc/../var/lib",
+        "relative/path",
+        "/var/lib/\nx",
+        file.to_str().unwrap(),
+        layout.state_dir.to_str().unwrap(),
+        layout.config_dir.to_str().unwrap(),
+        layout.journal_dir.to_str().unwrap(),
+        w.root.to_str().unwrap(),
+    ];
+    let (added, refused) = add(&w, &asked);
+    assert!(added.is_empty(), "{added:?}");
+    assert_eq!(refused.len(), asked.len(), "{refused:?}");
+    assert_eq!(fenced(&w), "");
+    assert_eq!(w.status().ladder_name, "normal");
+}
+
+#[test]
+fn too_many_folders_in_one_request_is_refused_whole() {
+    let w = Warden::start("scan-fences-many", true, &[]);
+    let paths = vec!["/srv/a".to_string(); aromba_warden_proto::MAX_FENCES_ASKED + 1];
+    assert!(matches!(
+        w.ask(&Request::AddFences { paths }),
+        Response::Error { .. }
+    ));
+    assert_eq!(fenced(&w), "");
+}
+
+#[test]
+fn a_fence_list_changed_behind_the_wardens_back_is_not_laundered_into_the_baseline() {
+    let mut w = Warden::start("scan-fences-tampered", true, &[]);
+    let data = w.touched.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    // Someone emptied the list's meaning by writing it themselves.
+    std::fs::write(w.layout().fences_file(), "/srv/elsewhere\n").unwrap();
+    match w.ask(&Request::AddFences {
+        paths: vec![data.to_string_lossy().into_owned()],
+    }) {
+        Response::Refused { reason, .. } => {
+            assert!(reason.contains("does not match the baseline"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fenced(&w), "/srv/elsewhere\n");
+    w.restart();
+    let st = w.status();
+    assert_eq!(st.ladder_name, "cut", "{}", st.ladder_reason);
+    assert!(st.integrity.contains("fence list"), "{}", st.integrity);
+}
+
+#[test]
+fn the_worker_turns_prod_mode_on_with_findings_but_never_off() {
+    let w = Warden::start("scan-prod-mode", true, &[]);
+    assert_eq!(w.status().prod_mode, "off");
+    // Nothing found is no reason.
+    assert!(matches!(
+        w.ask(&Request::ProdModeOn { findings: vec![] }),
+        Response::Refused { .. }
+    ));
+    assert_eq!(w.status().prod_mode, "off");
+    let r = w.ask(&Request::ProdModeOn {
+        findings: vec!["a database with data: PostgreSQL".into()],
+    });
+    assert!(matches!(r, Response::Noted { .. }), "{r:?}");
+    let since = w.status().prod_mode;
+    assert!(since.starts_with("on since"), "{since}");
+    // Again: it stays as it was.
+    let r = w.ask(&Request::ProdModeOn {
+        findings: vec!["again".into()],
+    });
+    assert!(matches!(r, Response::Noted { .. }), "{r:?}");
+    assert_eq!(w.status().prod_mode, since);
+    // Off is the root terminal's, with the PIN, or a tap with the PIN.
+    let r = w.ask(&Request::ProdMode {
+        on: false,
+        pin: None,
+    });
+    assert!(matches!(r, Response::Error { .. }), "{r:?}");
+    assert_eq!(w.status().prod_mode, since);
+    assert!(w.journal().contains("a database with data: PostgreSQL"));
+}
+
+#[test]
+fn network_toml_rewritten_by_pair_is_taken_into_the_baseline_and_by_anyone_else_is_a_mismatch() {
+    let mut w = Warden::start("scan-network", true, &[]);
+    let network = w.layout().network_file();
+    std::fs::create_dir_all(network.parent().unwrap()).unwrap();
+    std::fs::write(&network, "[relay]\naddresses = [\"127.0.0.1:1\"]\n").unwrap();
+    // The Worker cannot vouch for it.
+    assert!(matches!(
+        w.ask(&Request::NetworkWritten),
+        Response::Error { .. }
+    ));
+    // The root terminal (`aromba pair`) does.
+    let r = w.control(&Request::NetworkWritten);
+    assert!(matches!(r, Response::Noted { .. }), "{r:?}");
+    w.restart();
+    let st = w.status();
+    assert_eq!(st.ladder_name, "normal", "{}", st.ladder_reason);
+    // Changed by anything else: a mismatch at the next check.
+    std::fs::write(&network, "[relay]\naddresses = [\"203.0.113.9:443\"]\n").unwrap();
+    w.restart();
+    let st = w.status();
+    assert_eq!(st.ladder_name, "cut", "{}", st.ladder_reason);
+    assert!(st.integrity.contains("network.toml"), "{}", st.integrity);
+}
