@@ -502,3 +502,68 @@ async fn the_pin_asked_in_the_chat_turns_prod_mode_off_and_is_kept_nowhere(db: P
     .expect("the relay's tables");
     assert_eq!(kept, 0);
 }
+
+#[sqlx::test(migrations = false)]
+async fn the_first_scan_sees_a_database_with_data_turns_prod_mode_on_and_fences_the_data(
+    db: PgPool,
+) {
+    // The folders the scan looks at are under ROOT/system with --root.
+    let plant = |w: &TestWarden| {
+        let system = w.root.join("system");
+        let base = system.join("var/lib/postgresql/15/main/base");
+        for oid in ["1", "4", "5", "16384"] {
+            std::fs::create_dir_all(base.join(oid)).expect("a database folder");
+            std::fs::write(base.join(oid).join("1259"), vec![0u8; 8192]).expect("a table");
+        }
+        std::fs::create_dir_all(system.join("srv/shop/.git")).expect("a repository");
+        std::fs::create_dir_all(system.join("srv/shop/public/uploads")).expect("uploads");
+        std::fs::create_dir_all(system.join("home/ann/Maildir/new")).expect("mail");
+        std::fs::create_dir_all(system.join("home/ann/notes")).expect("a plain folder");
+    };
+    let p = paired_installed(db, "e2e-scan", 0, plant).await;
+    let system = p.warden.root.join("system");
+    let seen = p
+        .next(0, |t| t.starts_with("I had a first look at this server."))
+        .await;
+    assert!(
+        seen.text.contains("It looks like production"),
+        "{}",
+        seen.text
+    );
+    assert!(
+        seen.text
+            .contains("a database with data: PostgreSQL, 1 database of its own"),
+        "{}",
+        seen.text
+    );
+    assert!(seen.text.contains("So prod mode is on"), "{}", seen.text);
+    for (folder, why) in [
+        ("var/lib/postgresql", "a database"),
+        ("srv/shop", "a repository"),
+        ("home/ann/Maildir", "mail"),
+    ] {
+        let line = format!("- {} ({why})", system.join(folder).display());
+        assert!(seen.text.contains(&line), "{line} in {}", seen.text);
+    }
+    assert!(!seen.text.contains("notes"), "{}", seen.text);
+    let status = support::text(&p.warden.aromba_as("root", &["status"]).stdout);
+    assert!(status.contains("prod mode: on"), "{status}");
+    let fences = std::fs::read_to_string(p.warden.layout().fences_file()).expect("the fence list");
+    for folder in ["var/lib/postgresql", "srv/shop", "home/ann/Maildir"] {
+        assert!(
+            fences
+                .lines()
+                .any(|l| l == system.join(folder).to_str().unwrap()),
+            "{folder} in {fences}"
+        );
+    }
+    // The Warden's own change is inside its baseline: no mismatch.
+    assert!(status.contains("ladder: normal"), "{status}");
+    // What the chat shows of prod mode now.
+    let prod = p.ask("/prodmode", |t| t.starts_with("Prod mode:")).await;
+    assert!(
+        prod.text.starts_with("Prod mode: on since"),
+        "{}",
+        prod.text
+    );
+}

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use aromba_health::{
     ClockStatus, DfKind, ErrorKind, Filesystem, Load, LoadAvg, MemInfo, RebootStatus, Source,
     human_bytes, is_relevant, parse_apt_upgradable, parse_df, parse_failed_units, parse_loadavg,
-    parse_meminfo, parse_nproc, parse_reboot_required, parse_timedatectl_show,
+    parse_meminfo, parse_nproc, parse_reboot_required, parse_timedatectl_show, scan,
 };
 
 fn fixtures() -> PathBuf {
@@ -72,6 +72,80 @@ type Check = fn(&str, &str);
 
 /// Each fixture and what its parser must make of it.
 const TABLE: &[(&str, Check)] = &[
+    // The first scan's reads (`aromba_health::scan`). Busybox has no `ss`,
+    // and its `ps` takes no `-o` list: there these reads fail and the scan
+    // finds nothing in them.
+    ("debian-12/scan-ss-tlnpH.txt", |_, t| {
+        let listeners = scan::parse_listeners(t);
+        assert_eq!(listeners.len(), 2);
+        let pg = listeners
+            .iter()
+            .find(|l| l.port == 5432)
+            .expect("PostgreSQL");
+        assert!(pg.loopback);
+        assert_eq!(pg.processes[0].0, "postgres");
+        let other = listeners
+            .iter()
+            .find(|l| l.port == 2024)
+            .expect("the other");
+        assert!(!other.loopback && other.processes.is_empty());
+        assert_eq!(scan::public_web(&listeners, &[]), None);
+    }),
+    ("debian-12/scan-ps.txt", |_, t| {
+        let processes = scan::parse_processes(t);
+        assert_eq!(processes.len(), t.lines().count());
+        assert!(processes.iter().any(|p| p.name == "postgres"));
+        let listeners = scan::parse_listeners(&fixture("debian-12/scan-ss-tlnpH.txt"));
+        assert!(scan::old_apps(&listeners, &processes).is_empty());
+    }),
+    ("debian-12/scan-proc-net-dev.txt", |_, t| {
+        let counters = |l: &str| -> u64 {
+            let f: Vec<u64> = l
+                .split(':')
+                .nth(1)
+                .expect("counters")
+                .split_whitespace()
+                .map(|n| n.parse().expect("a number"))
+                .collect();
+            f[0] + f[8]
+        };
+        let all: u64 = t.lines().skip(2).map(counters).sum();
+        let lo = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("lo:"))
+            .map(counters)
+            .expect("loopback");
+        assert_eq!(scan::parse_net_dev(t), Some(all - lo));
+    }),
+    ("debian-12/scan-du-postgresql.txt", |_, t| {
+        assert_eq!(
+            scan::Database::postgres_bases(&scan::parse_du(t)),
+            vec!["/var/lib/postgresql/15/main/base".to_string()]
+        );
+    }),
+    ("debian-12/scan-du-postgres-base.txt", |_, t| {
+        let pg = scan::DATABASES
+            .iter()
+            .find(|d| d.dir == "postgresql")
+            .expect("PostgreSQL");
+        let base = "/var/lib/postgresql/15/main/base";
+        let listing = scan::parse_du(t);
+        let found = pg
+            .with_data(base, &listing)
+            .expect("the test suite's databases");
+        assert!(found.describe().contains("PostgreSQL"), "{found:?}");
+        // Without the databases a user made (numbered from 16384): empty.
+        let templates: Vec<(u64, String)> = listing
+            .into_iter()
+            .filter(|(_, p)| {
+                p.rsplit('/')
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .is_none_or(|n| n < 16_384)
+            })
+            .collect();
+        assert_eq!(pg.with_data(base, &templates), None);
+    }),
     ("debian-12/loadavg.txt", |_, t| {
         assert_eq!(
             parse_loadavg(t),
