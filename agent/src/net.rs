@@ -4,8 +4,13 @@
 //! Worker's sockets against exactly those and takes any other address for
 //! a compromise. DNS, when it answers, only orders them (its first choice
 //! first); when the name does not resolve, the listed addresses are dialed
-//! as they are. TLS above this is verified against the host's name
-//! whatever address was dialed (`aromba_proto::client::dial`, `register`).
+//! as they are. DNS is asked only while the system's resolvers are those
+//! `network.toml` lists: the Warden watches the Worker's UDP too, and a
+//! lookup sent to a resolver that changed since pairing (a DHCP lease, a
+//! new `/etc/resolv.conf`) would be an unlisted host to it — a Cut; the
+//! listed addresses are dialed then, without DNS. TLS above this is
+//! verified against the host's name whatever address was dialed
+//! (`aromba_proto::client::dial`, `register`).
 
 use crate::config::NetworkConfig;
 use aromba_proto::client::{Connecting, Dialer};
@@ -26,6 +31,27 @@ pub struct Gate {
     /// While this file exists (and is recent), no connection is made:
     /// `aromba pair` holds the relay connection meanwhile.
     paused_by: Option<PathBuf>,
+    /// Where the system's resolvers are listed.
+    resolv_conf: PathBuf,
+}
+
+/// The system's resolvers.
+pub const RESOLV_CONF: &str = "/etc/resolv.conf";
+
+/// The `nameserver` lines of a `resolv.conf`, as the addresses a lookup
+/// goes to (port 53), at most eight.
+pub fn nameservers(resolv_conf: &str) -> Vec<SocketAddr> {
+    resolv_conf
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            (f.next() == Some("nameserver"))
+                .then(|| f.next()?.parse::<IpAddr>().ok())
+                .flatten()
+        })
+        .map(|ip| SocketAddr::new(ip, 53))
+        .take(8)
+        .collect()
 }
 
 /// A pause older than this is a leftover of a pairing that died.
@@ -41,7 +67,17 @@ impl Gate {
         Gate {
             network,
             paused_by: None,
+            resolv_conf: PathBuf::from(RESOLV_CONF),
         }
+    }
+
+    /// Why DNS may not be asked now: a resolver of the system's that
+    /// `network.toml` does not list.
+    fn unlisted_resolver(&self) -> Option<SocketAddr> {
+        let text = std::fs::read_to_string(&self.resolv_conf).unwrap_or_default();
+        nameservers(&text)
+            .into_iter()
+            .find(|r| !self.network.resolvers.contains(r))
     }
 
     /// No connection while `marker` exists and is recent.
@@ -80,6 +116,13 @@ impl Gate {
             )));
         }
         let resolved: Vec<SocketAddr> = if host.parse::<IpAddr>().is_ok() {
+            Vec::new()
+        } else if let Some(resolver) = self.unlisted_resolver() {
+            tracing::warn!(
+                host,
+                %resolver,
+                "the system's resolvers changed since pairing; dialing the listed addresses without DNS (run `aromba pair` to list the new ones)"
+            );
             Vec::new()
         } else {
             match tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host, port))).await
@@ -163,8 +206,44 @@ mod tests {
                 port: 4000,
                 addresses: addrs.iter().map(|a| a.parse().unwrap()).collect(),
             }],
-            resolvers: vec![],
+            // The system's own, as `aromba pair` lists them.
+            resolvers: nameservers(&std::fs::read_to_string(RESOLV_CONF).unwrap_or_default()),
         })
+    }
+
+    #[tokio::test]
+    async fn asks_no_resolver_network_toml_does_not_list() {
+        let dir = std::env::temp_dir().join(format!("aromba-net-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let conf = dir.join("resolv.conf");
+        std::fs::write(&conf, "# a new lease\nnameserver 198.51.100.53\n").unwrap();
+        // A name DNS would have to answer: none is asked, the listed
+        // addresses are dialed as they are.
+        let mut g = gate(&["192.0.2.1:4000"]);
+        g.resolv_conf = conf.clone();
+        g.network.hosts[0].name = "relay.invalid".into();
+        let plan = g.plan("relay.invalid", 4000).await.unwrap();
+        assert_eq!(plan, vec!["192.0.2.1:4000".parse::<SocketAddr>().unwrap()]);
+        assert_eq!(
+            g.unlisted_resolver(),
+            Some("198.51.100.53:53".parse().unwrap())
+        );
+        // Listed: DNS may be asked.
+        g.network.resolvers = vec!["198.51.100.53:53".parse().unwrap()];
+        assert_eq!(g.unlisted_resolver(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn reads_nameservers_as_resolv_conf_lists_them() {
+        let conf = "search example\nnameserver 10.0.0.2\nnameserver ::1\n#nameserver 1.1.1.1\nnameserver bogus\n";
+        assert_eq!(
+            nameservers(conf),
+            vec![
+                "10.0.0.2:53".parse::<SocketAddr>().unwrap(),
+                "[::1]:53".parse().unwrap()
+            ]
+        );
     }
 
     #[tokio::test]

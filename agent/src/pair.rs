@@ -151,18 +151,7 @@ impl Mode0600 for std::fs::OpenOptions {
 /// The nameservers `/etc/resolv.conf` names, on port 53: the Worker's
 /// lookups go to them, so the Warden must know them.
 fn resolvers() -> Vec<SocketAddr> {
-    std::fs::read_to_string("/etc/resolv.conf")
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            (f.next() == Some("nameserver"))
-                .then(|| f.next()?.parse::<IpAddr>().ok())
-                .flatten()
-        })
-        .map(|ip| SocketAddr::new(ip, 53))
-        .take(8)
-        .collect()
+    crate::net::nameservers(&std::fs::read_to_string(crate::net::RESOLV_CONF).unwrap_or_default())
 }
 
 /// The relay's addresses now, for `network.toml`.
