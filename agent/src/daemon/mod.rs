@@ -199,7 +199,6 @@ async fn serve(paths: Paths, endpoint: Endpoint) -> Result<(), DaemonError> {
     });
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let link = tokio::spawn(relay_link::hold(
-        daemon.clone(),
         endpoint,
         outgoing,
         deliveries_tx,

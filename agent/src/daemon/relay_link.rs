@@ -3,19 +3,15 @@
 //! one that does not fit is not acknowledged, so the relay delivers it
 //! again after a reconnect rather than it being lost.
 
-use super::Daemon;
 use aromba_proto::client::{Endpoint, Incoming, Kept, Outgoing, run_with};
-use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 
 pub async fn hold(
-    daemon: Arc<Daemon>,
     endpoint: Endpoint,
     outgoing: mpsc::Receiver<Outgoing>,
     deliveries: mpsc::Sender<Incoming>,
     stop: watch::Receiver<bool>,
 ) {
-    let _ = daemon;
     run_with(
         endpoint,
         move |incoming| match incoming {

@@ -19,6 +19,22 @@ fn refuse(reason: impl Into<String>) -> Response {
     }
 }
 
+/// Journals the act's outcome as `verdict` for `why`, and refuses with it.
+fn refused_after(
+    shared: &Shared,
+    intent: &super::intent::Intent,
+    mut m: Map<String, Value>,
+    verdict: &str,
+    why: String,
+) -> Response {
+    m.insert("verdict".into(), Value::from(verdict));
+    m.insert("reason".into(), Value::from(why.as_str()));
+    Response::Refused {
+        reason: why,
+        journal_seq: intent.outcome(shared, m),
+    }
+}
+
 /// Turns prod mode on, the findings journaled with it; already on, it
 /// stays as it was (its `since` too).
 pub(super) fn prod_mode_on(shared: &Shared, findings: &[String]) -> Response {
@@ -51,14 +67,7 @@ pub(super) fn prod_mode_on(shared: &Shared, findings: &[String]) -> Response {
     });
     let mut m = Map::new();
     match changed {
-        Err(e) => {
-            m.insert("verdict".into(), Value::from("refused"));
-            m.insert("reason".into(), Value::from(e.as_str()));
-            Response::Refused {
-                reason: e,
-                journal_seq: intent.outcome(shared, m),
-            }
-        }
+        Err(e) => refused_after(shared, &intent, m, "refused", e),
         Ok(()) => {
             m.insert(
                 "verdict".into(),
@@ -106,13 +115,7 @@ pub(super) fn add_fences(shared: &Shared, asked: &[String]) -> Response {
                 "the fence list does not match the baseline ({}); nothing was changed",
                 tampered.join("; ")
             );
-            let mut m = Map::new();
-            m.insert("verdict".into(), Value::from("refused"));
-            m.insert("reason".into(), Value::from(why.as_str()));
-            return Response::Refused {
-                reason: why,
-                journal_seq: intent.outcome(shared, m),
-            };
+            return refused_after(shared, &intent, Map::new(), "refused", why);
         }
     }
     let current = layout.fenced_paths();
@@ -164,12 +167,7 @@ pub(super) fn add_fences(shared: &Shared, asked: &[String]) -> Response {
     m.insert("refused".into(), Value::from(refused.len()));
     if let Err(e) = written {
         let why = format!("cannot write the fence list: {e}");
-        m.insert("verdict".into(), Value::from("failed"));
-        m.insert("reason".into(), Value::from(why.as_str()));
-        return Response::Refused {
-            reason: why,
-            journal_seq: intent.outcome(shared, m),
-        };
+        return refused_after(shared, &intent, m, "failed", why);
     }
     m.insert("verdict".into(), Value::from("done"));
     let journal_seq = intent.outcome(shared, m);
@@ -213,14 +211,12 @@ pub(super) fn network_written(shared: &Shared) -> Response {
                 None => outcome_not_journaled(&intent, "network.toml is in the baseline"),
             }
         }
-        Err(e) => {
-            let why = format!("cannot re-take the baseline: {e}");
-            m.insert("verdict".into(), Value::from("failed"));
-            m.insert("reason".into(), Value::from(why.as_str()));
-            Response::Refused {
-                reason: why,
-                journal_seq: intent.outcome(shared, m),
-            }
-        }
+        Err(e) => refused_after(
+            shared,
+            &intent,
+            m,
+            "failed",
+            format!("cannot re-take the baseline: {e}"),
+        ),
     }
 }
