@@ -21,28 +21,16 @@ use aromba_proto::client::{Endpoint, Outgoing, dial, handshake, run};
 use aromba_proto::frame::Delivery;
 use aromba_proto::token::ServerToken;
 use sqlx::postgres::PgPoolOptions;
-use std::error::Error;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-type R<T> = Result<T, Box<dyn Error + Send + Sync>>;
+mod common;
+
+use common::{Process, R, env_usize, free_port, on_scratch_database, percentile, unix_nanos};
 
 const PEPPER: &str = "bench-pepper-0123456789abcdef-0123456789";
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn free_port() -> R<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
 
 /// Resident memory of a process, in KiB.
 fn rss_kib(pid: u32) -> R<u64> {
@@ -84,17 +72,6 @@ fn raise_descriptor_limit(wanted: u64) -> R<()> {
         .into());
     }
     Ok(())
-}
-
-struct Process {
-    child: std::process::Child,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn built(bin: Option<&str>, example: Option<&str>) -> R<escargot::CargoRun> {
@@ -163,21 +140,6 @@ async fn wait_connected(metrics: u16, n: usize, limit: Duration) -> R<Duration> 
     Err(format!("only {} of {n} connected", connected(metrics).await).into())
 }
 
-fn unix_nanos() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i]
-}
-
 fn main() -> R<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     // One descriptor per connection in the process that holds it, and room
@@ -193,26 +155,10 @@ fn main() -> R<()> {
 async fn bench() -> R<()> {
     let servers = env_usize("AROMBA_BENCH_SERVERS", 10_000);
     let messages = env_usize("AROMBA_BENCH_MESSAGES", 20_000);
-    let admin_url = std::env::var("DATABASE_URL").map_err(|_| "set DATABASE_URL")?;
-    let (base, _) = admin_url
-        .rsplit_once('/')
-        .ok_or("DATABASE_URL ends in a database")?;
-    let db_name = format!("aromba_bench_{}", std::process::id());
-    let url = format!("{base}/{db_name}");
-    let admin = PgPoolOptions::new()
-        .max_connections(1)
-        .connect(&admin_url)
-        .await?;
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db_name}")))
-        .execute(&admin)
-        .await?;
-    let result = bench_on(&url, servers, messages).await;
-    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE {db_name} WITH (FORCE)"
-    )))
-    .execute(&admin)
-    .await;
-    result
+    on_scratch_database("aromba_bench", |url| async move {
+        bench_on(&url, servers, messages).await
+    })
+    .await
 }
 
 async fn bench_on(url: &str, servers: usize, messages: usize) -> R<()> {

@@ -19,57 +19,19 @@ use aromba_proto::client::{Endpoint, Outgoing, run};
 use aromba_proto::frame::Delivery;
 use aromba_proto::token::ServerToken;
 use sqlx::postgres::PgPoolOptions;
-use std::error::Error;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-type R<T> = Result<T, Box<dyn Error + Send + Sync>>;
+mod common;
+
+use common::{Process, R, env_usize, free_port, on_scratch_database, percentile, unix_nanos};
 
 const PEPPER: &str = "bench-pepper-0123456789abcdef-0123456789";
 const BOT_TOKEN: &str = "123456789:BENCH-token-not-a-secret-0123456789abcdef";
 const SECRET: &str = "bench-webhook-secret";
 const FIRST_CHAT: i64 = 5_000_000;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn free_port() -> R<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
-fn unix_nanos() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-struct Process {
-    child: std::process::Child,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn main() -> R<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -82,26 +44,10 @@ fn main() -> R<()> {
 async fn bench() -> R<()> {
     let chats = env_usize("AROMBA_BENCH_CHATS", 256);
     let messages = env_usize("AROMBA_BENCH_MESSAGES", 20_000);
-    let admin_url = std::env::var("DATABASE_URL").map_err(|_| "set DATABASE_URL")?;
-    let (base, _) = admin_url
-        .rsplit_once('/')
-        .ok_or("DATABASE_URL ends in a database")?;
-    let db_name = format!("aromba_bench_tg_{}", std::process::id());
-    let url = format!("{base}/{db_name}");
-    let admin = PgPoolOptions::new()
-        .max_connections(1)
-        .connect(&admin_url)
-        .await?;
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db_name}")))
-        .execute(&admin)
-        .await?;
-    let result = bench_on(&url, chats, messages).await;
-    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE {db_name} WITH (FORCE)"
-    )))
-    .execute(&admin)
-    .await;
-    result
+    on_scratch_database("aromba_bench_tg", |url| async move {
+        bench_on(&url, chats, messages).await
+    })
+    .await
 }
 
 /// A chat's waiting: its deliveries arrive here.
@@ -259,7 +205,7 @@ async fn bench_on(url: &str, chats: usize, messages: usize) -> R<()> {
                 let ms = (unix_nanos().saturating_sub(sent)) as f64 / 1e6;
                 lat.lock().map_err(|_| "poisoned")?.push(ms);
             }
-            Ok::<_, Box<dyn Error + Send + Sync>>(wait)
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(wait)
         }));
     }
     let mut waits = Vec::with_capacity(chats);
@@ -309,7 +255,7 @@ async fn bench_on(url: &str, chats: usize, messages: usize) -> R<()> {
                 let ms = (unix_nanos().saturating_sub(sent)) as f64 / 1e6;
                 lat.lock().map_err(|_| "poisoned")?.push(ms);
             }
-            Ok::<_, Box<dyn Error + Send + Sync>>(())
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
         }));
     }
     for l in loops {

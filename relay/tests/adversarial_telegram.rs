@@ -7,20 +7,18 @@
 mod support;
 
 use aromba_botfake::state::Injected;
-use aromba_proto::client::{Session, Socket};
 use aromba_proto::frame::{Body, Button, Delivery};
 use aromba_relay::telegram::pace::PaceLimits;
 use serde_json::json;
 use sqlx::PgPool;
 use std::time::Duration;
 use support::bot::{
-    BOT_NAME, Bot, WEBHOOK_SECRET, ask_code, eventually, fake, next_delivery, next_frame,
-    no_delivery, paired, start_bot, telegram_config,
+    BOT_NAME, Bot, WEBHOOK_SECRET, approval_buttons, ask_code, eventually, fake, next_delivery,
+    no_delivery, paired, send, sent, start_bot, telegram_config,
 };
 use support::{Server, config, connect, post_json};
 use uuid::Uuid;
 
-const ACTION: &str = "0123456789abcdef0123456789abcdef";
 const SECRET_HEADER: &str = "X-Telegram-Bot-Api-Secret-Token";
 
 /// A message update as Telegram sends it, from a private chat.
@@ -88,48 +86,6 @@ async fn whole(r: reqwest::Response) -> (u16, Vec<(String, String)>, Vec<u8>) {
     headers.sort();
     let body = r.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
     (status, headers, body)
-}
-
-async fn send(ws: &mut Socket, session: &mut Session, text: &str, buttons: Vec<Button>) -> Uuid {
-    let id = Uuid::new_v4();
-    session
-        .send(
-            ws,
-            &Body::Send {
-                id,
-                text: text.into(),
-                buttons,
-                monospace: Vec::new(),
-            },
-        )
-        .await
-        .expect("send");
-    loop {
-        if let Body::AckMessage { id: acked } = next_frame(ws, session).await {
-            assert_eq!(acked, id);
-            return id;
-        }
-    }
-}
-
-fn approval_buttons() -> Vec<Button> {
-    vec![
-        Button {
-            id: "approve".into(),
-            label: "Approve".into(),
-            action: Some(ACTION.into()),
-        },
-        Button {
-            id: "cancel".into(),
-            label: "Cancel".into(),
-            action: Some(ACTION.into()),
-        },
-    ]
-}
-
-/// The `n`th message the bot sent to `chat`, once it is there.
-async fn sent(bot: &Bot, chat: i64, n: usize) -> aromba_botfake::state::Sent {
-    bot.shown(chat, n).await
 }
 
 /// The callback data of the button labelled `label` on `message`.

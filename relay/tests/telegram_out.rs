@@ -6,56 +6,14 @@
 mod support;
 
 use aromba_botfake::state::Injected;
-use aromba_proto::client::{Session, Socket};
 use aromba_proto::frame::{Body, Button, Delivery, TapProof};
 use sqlx::PgPool;
 use std::time::{Duration, Instant};
-use support::bot::{Bot, eventually, next_delivery, next_frame, no_delivery, paired, start_bot};
+use support::bot::{
+    ACTION, Bot, approval_buttons, eventually, next_delivery, no_delivery, paired, send, sent,
+    start_bot,
+};
 use uuid::Uuid;
-
-const ACTION: &str = "0123456789abcdef0123456789abcdef";
-
-async fn send(ws: &mut Socket, session: &mut Session, text: &str, buttons: Vec<Button>) -> Uuid {
-    let id = Uuid::new_v4();
-    session
-        .send(
-            ws,
-            &Body::Send {
-                id,
-                text: text.into(),
-                buttons,
-                monospace: Vec::new(),
-            },
-        )
-        .await
-        .expect("send");
-    loop {
-        if let Body::AckMessage { id: acked } = next_frame(ws, session).await {
-            assert_eq!(acked, id);
-            return id;
-        }
-    }
-}
-
-fn approval_buttons() -> Vec<Button> {
-    vec![
-        Button {
-            id: "approve".into(),
-            label: "Approve".into(),
-            action: Some(ACTION.into()),
-        },
-        Button {
-            id: "cancel".into(),
-            label: "Cancel".into(),
-            action: Some(ACTION.into()),
-        },
-    ]
-}
-
-/// The `n`th message the bot sent to `chat`, once it is there.
-async fn sent(bot: &Bot, chat: i64, n: usize) -> aromba_botfake::state::Sent {
-    bot.shown(chat, n).await
-}
 
 /// The bytes the relay signs, as `docs/approvals.md` writes them (built
 /// here again, apart from the relay's code).

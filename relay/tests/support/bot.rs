@@ -5,7 +5,7 @@
 use super::{Server, TestRelay, config, connect, start_on};
 use aromba_botfake::Fake;
 use aromba_proto::client::{Session, Socket};
-use aromba_proto::frame::{Body, Delivery};
+use aromba_proto::frame::{Body, Button, Delivery};
 use aromba_relay::Config;
 use aromba_relay::telegram::pace::PaceLimits;
 use aromba_relay::telegram::token::BotToken;
@@ -234,4 +234,57 @@ impl Bot {
             self.metric(event).await
         );
     }
+}
+
+/// The action id the tests' approval buttons carry.
+pub const ACTION: &str = "0123456789abcdef0123456789abcdef";
+
+/// The server sends `text` with `buttons`; returns its id once the relay
+/// acknowledged it.
+pub async fn send(
+    ws: &mut Socket,
+    session: &mut Session,
+    text: &str,
+    buttons: Vec<Button>,
+) -> uuid::Uuid {
+    let id = uuid::Uuid::new_v4();
+    session
+        .send(
+            ws,
+            &Body::Send {
+                id,
+                text: text.into(),
+                buttons,
+                monospace: Vec::new(),
+            },
+        )
+        .await
+        .expect("send");
+    loop {
+        if let Body::AckMessage { id: acked } = next_frame(ws, session).await {
+            assert_eq!(acked, id);
+            return id;
+        }
+    }
+}
+
+/// Approve and Cancel for [`ACTION`].
+pub fn approval_buttons() -> Vec<Button> {
+    vec![
+        Button {
+            id: "approve".into(),
+            label: "Approve".into(),
+            action: Some(ACTION.into()),
+        },
+        Button {
+            id: "cancel".into(),
+            label: "Cancel".into(),
+            action: Some(ACTION.into()),
+        },
+    ]
+}
+
+/// The `n`th message the bot sent to `chat`, once it is there.
+pub async fn sent(bot: &Bot, chat: i64, n: usize) -> aromba_botfake::state::Sent {
+    bot.shown(chat, n).await
 }
