@@ -481,11 +481,7 @@ async fn approve(
     };
     match ask(daemon, &request).await {
         Ok(Response::Receipt { receipt, ok, .. }) => {
-            let text = if ok {
-                format!("Done. {receipt}")
-            } else {
-                format!("It did not go well. {receipt}")
-            };
+            let text = super::undo::receipt_text(None, ok, &receipt);
             super::undo::say_receipt(daemon, text, &receipt).await;
         }
         Ok(Response::Noted { .. }) => {

@@ -187,7 +187,7 @@ async fn watch_traffic(daemon: &Daemon, scans: &mut Scans) -> Result<(), NotNow>
 async fn prod_mode_on(daemon: &Daemon, findings: &[Finding]) -> String {
     let findings: Vec<String> = findings
         .iter()
-        .map(|f| truncate(f.describe(), MAX_FINDING))
+        .map(|f| super::schedule::cut(&f.describe(), MAX_FINDING))
         .take(aromba_warden_proto::MAX_FINDINGS)
         .collect();
     match warden_client::ask(&daemon.worker_socket(), &Request::ProdModeOn { findings }).await {
@@ -201,17 +201,6 @@ async fn prod_mode_on(daemon: &Daemon, findings: &[Finding]) -> String {
         Ok(other) => format!("Prod mode should be on, but the Warden answered {other:?}"),
         Err(e) => format!("Prod mode should be on, but I could not ask the Warden: {e}"),
     }
-}
-
-fn truncate(mut s: String, max: usize) -> String {
-    if s.len() > max {
-        let mut end = max;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        s.truncate(end);
-    }
-    s
 }
 
 /// The domains with certificates (Let's Encrypt's `live` folder; Caddy's

@@ -323,11 +323,7 @@ pub async fn propose(daemon: &Daemon, request: &Request, name: &str) {
 fn receipt_text(name: &str, answer: Result<Response, warden_client::ClientError>) -> String {
     match answer {
         Ok(Response::Receipt { receipt, ok, .. }) => {
-            if ok {
-                format!("{name} ran. {receipt}")
-            } else {
-                format!("{name} did not go well. {receipt}")
-            }
+            super::undo::receipt_text(Some(name), ok, &receipt)
         }
         Ok(Response::Refused { reason, .. }) => format!("{name} did not run: {reason}"),
         Ok(Response::Error { message }) => format!("{name} did not run: {message}"),
@@ -337,7 +333,7 @@ fn receipt_text(name: &str, answer: Result<Response, warden_client::ClientError>
 }
 
 /// At most `max` bytes of `text`, cut at a character.
-fn cut(text: &str, max: usize) -> String {
+pub fn cut(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }

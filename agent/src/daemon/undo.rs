@@ -48,6 +48,17 @@ fn save(daemon: &Daemon, offers: &Offers) {
     }
 }
 
+/// A receipt in the chat's words: led by the chore's name when the run
+/// came from the schedule or `/run`, by "Done." after a tap.
+pub fn receipt_text(chore: Option<&str>, ok: bool, receipt: &str) -> String {
+    match (chore, ok) {
+        (Some(name), true) => format!("{name} ran. {receipt}"),
+        (Some(name), false) => format!("{name} did not go well. {receipt}"),
+        (None, true) => format!("Done. {receipt}"),
+        (None, false) => format!("It did not go well. {receipt}"),
+    }
+}
+
 /// Sends a receipt; one that names an undo id goes with an Undo button.
 pub async fn say_receipt(daemon: &Daemon, text: String, receipt: &str) {
     match undo_id(receipt) {
