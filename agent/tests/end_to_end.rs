@@ -567,3 +567,78 @@ async fn the_first_scan_sees_a_database_with_data_turns_prod_mode_on_and_fences_
         prod.text
     );
 }
+
+/// Makes `systemctl` answer, for this thread and what it starts (the
+/// in-process Warden's threads, their children), as a system with one
+/// failed unit while `failed` exists: a private mount namespace with a
+/// script bound over the real binary. The machines the tests run on have
+/// no systemd as PID 1, so the real one has nothing to list.
+fn stand_in_systemctl(dir: &std::path::Path) -> std::path::PathBuf {
+    use nix::mount::{MsFlags, mount};
+    use nix::sched::{CloneFlags, unshare};
+    use std::os::unix::fs::PermissionsExt;
+    let failed = dir.join("failed");
+    let script = dir.join("systemctl");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n\
+             # list-units --failed --plain --no-legend --no-pager, as systemd prints it\n\
+             if [ -e {failed} ]; then\n\
+             \x20 echo 'nginx.service loaded failed failed A high performance web server and a reverse proxy server'\n\
+             fi\n\
+             exit 0\n",
+            failed = failed.display()
+        ),
+    )
+    .expect("the stand-in");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("mode");
+    unshare(CloneFlags::CLONE_NEWNS).expect("a mount namespace of this thread's own");
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .expect("mounts made private");
+    mount(
+        Some(&script),
+        "/usr/bin/systemctl",
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .expect("systemctl is there to stand in for (the systemd package)");
+    failed
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_failed_unit_raises_an_alert_and_its_recovery_clears_it_once(db: PgPool) {
+    let dir = std::path::PathBuf::from(format!("/var/tmp/aromba-e2e-units-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a directory of root's");
+    let failed = stand_in_systemctl(&dir);
+    std::fs::write(&failed, "").expect("nginx fails");
+    let p = paired(db, "e2e-units").await;
+    let raised = |t: &str| t == "Service nginx.service has failed.";
+    let cleared = |t: &str| t == "Service nginx.service is no longer failed.";
+    // The health set is read when the daemon starts, then every minute.
+    p.next(0, raised).await;
+    let services = p.ask("/services", |t| t.contains("nginx.service")).await;
+    assert!(services.text.contains("failed"), "{}", services.text);
+    std::fs::remove_file(&failed).expect("nginx recovers");
+    for _ in 0..90 {
+        if p.bot.fake.sent_to(CHAT).iter().any(|m| cleared(&m.text)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    // One more minute: neither is said again.
+    tokio::time::sleep(Duration::from_secs(65)).await;
+    let sent = p.bot.fake.sent_to(CHAT);
+    let count = |f: &dyn Fn(&str) -> bool| sent.iter().filter(|m| f(&m.text)).count();
+    assert_eq!(count(&raised), 1, "raised once");
+    assert_eq!(count(&cleared), 1, "cleared once");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -390,7 +390,7 @@ async fn read(daemon: &Daemon, cmd: &str, args: &[&str]) -> Result<Option<String
         }
         Ok(Response::Result(_)) => Ok(None),
         Ok(Response::Refused { reason, .. }) => {
-            tracing::info!(cmd, reason = %reason, "a scan read was refused");
+            tracing::debug!(cmd, reason = %reason, "a scan read was refused (a folder not there)");
             Ok(None)
         }
         Ok(other) => {
