@@ -67,6 +67,23 @@ pub fn check(layout: &Layout, asked: &str) -> Result<PathBuf, String> {
             ));
         }
     }
+    // The system skill's chores touch caches and logs, never data; a fence
+    // meeting their touches would stop one for good — what a folder
+    // swapped for a link into `/var/log` between the scan and this check
+    // would do.
+    for chore in crate::chores::catalog::system() {
+        for touch in &chore.header.touches {
+            let touch = std::fs::canonicalize(touch).unwrap_or_else(|_| touch.clone());
+            if touch.starts_with(&resolved) || resolved.starts_with(&touch) {
+                return Err(format!(
+                    "{} meets what Aromba's chore {} touches ({}): caches and logs, not data",
+                    resolved.display(),
+                    chore.header.name,
+                    touch.display()
+                ));
+            }
+        }
+    }
     Ok(resolved)
 }
 
@@ -142,6 +159,7 @@ mod tests {
             (layout.state_dir.to_str().unwrap(), "Aromba's own"),
             (inside_own.to_str().unwrap(), "Aromba's own"),
             (dir.to_str().unwrap(), "Aromba's own"),
+            ("/var/log", "touches"),
         ] {
             let e = check(&layout, asked).unwrap_err();
             assert!(e.contains(why), "{asked:?}: {e}");

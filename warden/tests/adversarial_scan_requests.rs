@@ -72,6 +72,20 @@ fn a_worker_cannot_fence_the_whole_system_or_aromba_itself() {
 }
 
 #[test]
+fn a_folder_swapped_for_a_link_into_the_logs_is_not_fenced() {
+    let w = Warden::start("scan-fences-swapped", true, &[]);
+    // The scan saw a folder of uploads; before the Warden looks, it is a
+    // link to where Aromba's own chores work.
+    let uploads = w.touched.join("srv/app/uploads");
+    std::fs::create_dir_all(uploads.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink("/var/log", &uploads).unwrap();
+    let (added, refused) = add(&w, &[uploads.to_str().unwrap()]);
+    assert!(added.is_empty(), "{added:?}");
+    assert!(refused[0].contains("what Aromba's chore"), "{refused:?}");
+    assert_eq!(fenced(&w), "");
+}
+
+#[test]
 fn too_many_folders_in_one_request_is_refused_whole() {
     let w = Warden::start("scan-fences-many", true, &[]);
     let paths = vec!["/srv/a".to_string(); aromba_warden_proto::MAX_FENCES_ASKED + 1];
