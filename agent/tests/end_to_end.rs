@@ -627,6 +627,10 @@ async fn a_failed_unit_raises_an_alert_and_its_recovery_clears_it_once(db: PgPoo
     p.next(0, raised).await;
     let services = p.ask("/services", |t| t.contains("nginx.service")).await;
     assert!(services.text.contains("failed"), "{}", services.text);
+    let every = p
+        .ask("/services all", |t| t.contains("nginx.service"))
+        .await;
+    assert_eq!(every.text, services.text, "one unit: the list is whole");
     std::fs::remove_file(&failed).expect("nginx recovers");
     for _ in 0..90 {
         if p.bot.fake.sent_to(CHAT).iter().any(|m| cleared(&m.text)) {

@@ -232,8 +232,18 @@ pub fn disk(space: &[Filesystem]) -> Reply {
     }
 }
 
-/// `/services`: the failed units, or that all services run.
+/// `/services`: the failed units (the first [`UNITS_LISTED`]), or that all
+/// services run.
 pub fn services(units: &[FailedUnit]) -> Reply {
+    services_listing(units, UNITS_LISTED)
+}
+
+/// `/services all`: every failed unit.
+pub fn services_all(units: &[FailedUnit]) -> Reply {
+    services_listing(units, usize::MAX)
+}
+
+fn services_listing(units: &[FailedUnit], listed: usize) -> Reply {
     if units.is_empty() {
         return Reply {
             text: "All services running.".to_owned(),
@@ -245,14 +255,18 @@ pub fn services(units: &[FailedUnit]) -> Reply {
     } else {
         format!("{} services have failed:", units.len())
     };
-    for u in units.iter().take(UNITS_LISTED) {
+    for u in units.iter().take(listed) {
         let _ = write!(text, "\n• {}", clean(&u.name));
         if !u.description.is_empty() {
             let _ = write!(text, " ({})", ellipsize_end(&clean(&u.description), 60));
         }
     }
-    if units.len() > UNITS_LISTED {
-        let _ = write!(text, "\nand {} more.", units.len() - UNITS_LISTED);
+    if units.len() > listed {
+        let _ = write!(
+            text,
+            "\nand {} more (/services all lists them all).",
+            units.len() - listed
+        );
     }
     Reply { text, block: None }
 }
@@ -260,6 +274,15 @@ pub fn services(units: &[FailedUnit]) -> Reply {
 /// `/updates`: how many, how many are security updates, and up to
 /// [`UPDATES_LISTED`] names (security updates first, then by name).
 pub fn updates(ups: &[Upgrade]) -> Reply {
+    updates_listing(ups, UPDATES_LISTED)
+}
+
+/// `/updates all`: every name.
+pub fn updates_all(ups: &[Upgrade]) -> Reply {
+    updates_listing(ups, usize::MAX)
+}
+
+fn updates_listing(ups: &[Upgrade], listed: usize) -> Reply {
     if ups.is_empty() {
         return Reply {
             text: "No updates pending.".to_owned(),
@@ -280,12 +303,16 @@ pub fn updates(ups: &[Upgrade]) -> Reply {
             .cmp(&a.is_security())
             .then_with(|| a.package.cmp(&b.package))
     });
-    for u in sorted.iter().take(UPDATES_LISTED) {
+    for u in sorted.iter().take(listed) {
         let mark = if u.is_security() { " (security)" } else { "" };
         let _ = write!(text, "\n• {}{mark}", u.package);
     }
-    if ups.len() > UPDATES_LISTED {
-        let _ = write!(text, "\nand {} more.", ups.len() - UPDATES_LISTED);
+    if ups.len() > listed {
+        let _ = write!(
+            text,
+            "\nand {} more (/updates all lists them all).",
+            ups.len() - listed
+        );
     }
     Reply { text, block: None }
 }

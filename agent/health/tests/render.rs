@@ -4,8 +4,8 @@ use std::path::Path;
 
 use aromba_health::render::{self, BLOCK_WIDTH};
 use aromba_health::{
-    Alerts, Filesystem, Reply, Snapshot, Thresholds, parse_apt_upgradable, parse_df_inodes,
-    parse_df_space, parse_failed_units, parse_loadavg, parse_meminfo, parse_nproc,
+    Alerts, FailedUnit, Filesystem, Reply, Snapshot, Thresholds, parse_apt_upgradable,
+    parse_df_inodes, parse_df_space, parse_failed_units, parse_loadavg, parse_meminfo, parse_nproc,
     parse_reboot_required, parse_timedatectl_show,
 };
 
@@ -157,6 +157,23 @@ fn services_lists_the_failed_units_or_says_all_run() {
         }
     );
     assert_eq!(render::services(&[]).text, "All services running.");
+    let many: Vec<FailedUnit> = (0..25)
+        .map(|i| FailedUnit {
+            name: format!("app{i:02}.service"),
+            load: "loaded".into(),
+            active: "failed".into(),
+            sub: "failed".into(),
+            description: String::new(),
+        })
+        .collect();
+    let some = render::services(&many).text;
+    assert!(
+        some.ends_with("and 5 more (/services all lists them all)."),
+        "{some}"
+    );
+    let all = render::services_all(&many).text;
+    assert_eq!(all.lines().count(), 26);
+    assert!(all.ends_with("• app24.service"), "{all}");
 }
 
 #[test]
@@ -177,8 +194,12 @@ fn updates_counts_security_first_ten_names_then_the_rest() {
 • libbrotli-dev (security)
 • libbrotli1 (security)
 • libcups2 (security)
-and 131 more."
+and 131 more (/updates all lists them all)."
     );
+    let all = render::updates_all(&ups).text;
+    assert_eq!(all.lines().count(), 1 + ups.len());
+    assert!(!all.contains("more"), "{all}");
+    assert!(all.lines().skip(1).all(|l| l.starts_with("• ")), "{all}");
     let oracular =
         parse_apt_upgradable(&fixture("ubuntu-24.10/apt-list-upgradable.txt")).unwrap_or_default();
     assert_eq!(

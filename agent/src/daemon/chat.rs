@@ -14,9 +14,9 @@ use tokio::sync::{Mutex, mpsc};
 pub const HELP: &str = "What I can do:\n\
 /status: how the server is doing\n\
 /disk: space left on each disk\n\
-/services: services that failed\n\
-/updates: updates waiting\n\
-/logs <service>: the last lines of a service's log\n\
+/services: services that failed (/services all: every one)\n\
+/updates: updates waiting (/updates all: every one)\n\
+/logs <service>: the last lines of a service's log (/logs <service> all: the last 200)\n\
 /chores: the chores and when they run\n\
 /run <chore>: run a chore now (its dry run first; I ask before a yellow or red one)\n\
 /trust: what I may do here, and whether my journal is intact\n\
@@ -161,7 +161,13 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
         "start" | "help" => HELP.to_string().into(),
         "trust" => trust(daemon).await.into(),
         "panic" => panic(daemon).await.into(),
-        "logs" => logs(daemon, args.first().map(String::as_str)).await.into(),
+        "logs" => logs(
+            daemon,
+            args.first().map(String::as_str),
+            args.get(1).is_some_and(|a| a == "all"),
+        )
+        .await
+        .into(),
         "status" | "disk" | "services" | "updates" | "digest" => {
             crate::health::chat::answer(daemon, &name, &args).await
         }
@@ -232,7 +238,11 @@ fn unit_name(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"@._-:".contains(&b))
 }
 
-async fn logs(daemon: &Daemon, unit: Option<&str>) -> String {
+/// Log lines `/logs` shows, and `/logs <unit> all` (split over messages).
+const LOG_LINES: &str = "20";
+const LOG_LINES_ALL: &str = "200";
+
+async fn logs(daemon: &Daemon, unit: Option<&str>, all: bool) -> String {
     let Some(unit) = unit else {
         return "Which service? For example: /logs nginx".into();
     };
@@ -242,12 +252,30 @@ async fn logs(daemon: &Daemon, unit: Option<&str>) -> String {
     match read(
         daemon,
         "journalctl",
-        &["-u", unit, "-n", "20", "--no-pager", "-q", "-o", "short"],
+        &[
+            "-u",
+            unit,
+            "-n",
+            if all { LOG_LINES_ALL } else { LOG_LINES },
+            "--no-pager",
+            "-q",
+            "-o",
+            "short",
+        ],
     )
     .await
     {
         Ok(out) if out.trim().is_empty() => format!("{unit} has no log lines."),
-        Ok(out) => format!("The last lines of {unit}:\n{}", tail(&out, 3000)),
+        Ok(out) if all => format!("The last lines of {unit}:\n{}", out.trim_end()),
+        Ok(out) => format!(
+            "The last lines of {unit}:\n{}{}",
+            tail(&out, 3000),
+            if out.len() > 3000 {
+                format!("\n(/logs {unit} all: the last {LOG_LINES_ALL} lines)")
+            } else {
+                String::new()
+            }
+        ),
         Err(e) => e,
     }
 }

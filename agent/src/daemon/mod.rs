@@ -75,8 +75,26 @@ impl Daemon {
         self.say_formatted(text, buttons, Vec::new()).await
     }
 
-    /// [`Daemon::say`] with stretches of the text in a monospace font.
+    /// [`Daemon::say`] with stretches of the text in a monospace font. A
+    /// plain text longer than a chat message goes as several, split at
+    /// lines.
     pub async fn say_formatted(
+        &self,
+        text: String,
+        buttons: Vec<aromba_proto::frame::Button>,
+        monospace: Vec<aromba_proto::frame::Span>,
+    ) -> Uuid {
+        if buttons.is_empty() && monospace.is_empty() && text.chars().count() > MESSAGE_CHARS {
+            let mut last = Uuid::nil();
+            for part in split_for_chat(&text, MESSAGE_CHARS) {
+                last = self.send_one(part, Vec::new(), Vec::new()).await;
+            }
+            return last;
+        }
+        self.send_one(text, buttons, monospace).await
+    }
+
+    async fn send_one(
         &self,
         text: String,
         buttons: Vec<aromba_proto::frame::Button>,
@@ -115,6 +133,50 @@ impl Daemon {
     pub fn worker_socket(&self) -> std::path::PathBuf {
         self.paths.worker_socket()
     }
+}
+
+/// The longest text one chat message carries here (Telegram's limit is
+/// 4096 characters; some room is left).
+pub const MESSAGE_CHARS: usize = 4000;
+
+/// `text` in parts of at most `max` characters, cut at line ends (a line
+/// longer than `max` is cut at a character).
+pub fn split_for_chat(text: &str, max: usize) -> Vec<String> {
+    let max = max.max(1);
+    let mut parts = Vec::new();
+    let mut part = String::new();
+    let mut part_chars = 0;
+    for line in text.split('\n') {
+        let mut line: Vec<char> = line.chars().collect();
+        loop {
+            let room = if part.is_empty() {
+                max
+            } else {
+                max.saturating_sub(part_chars + 1)
+            };
+            if line.len() <= room {
+                if !part.is_empty() {
+                    part.push('\n');
+                    part_chars += 1;
+                }
+                part_chars += line.len();
+                part.extend(line);
+                break;
+            }
+            if !part.is_empty() {
+                parts.push(std::mem::take(&mut part));
+                part_chars = 0;
+                continue;
+            }
+            let rest = line.split_off(max);
+            parts.push(line.into_iter().collect());
+            line = rest;
+        }
+    }
+    if !part.trim().is_empty() {
+        parts.push(part);
+    }
+    parts
 }
 
 /// Drops root for `user` when asked (before any thread or file is made),
@@ -270,5 +332,32 @@ async fn wait_for_signal() {
         _ => {
             let _ = tokio::signal::ctrl_c().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_for_chat;
+
+    #[test]
+    fn a_long_text_is_split_at_lines_into_messages_that_fit() {
+        let text: String = (0..500).map(|i| format!("• package-{i:03}\n")).collect();
+        let parts = split_for_chat(text.trim_end(), 1000);
+        assert!(parts.len() > 1);
+        assert!(parts.iter().all(|p| p.chars().count() <= 1000));
+        assert_eq!(parts.join("\n"), text.trim_end(), "nothing lost or added");
+        assert!(parts.iter().all(|p| p.starts_with("• ")), "cut at lines");
+    }
+
+    #[test]
+    fn a_line_longer_than_a_message_is_cut_at_characters() {
+        let text = "é".repeat(25);
+        let parts = split_for_chat(&text, 10);
+        assert_eq!(
+            parts.iter().map(|p| p.chars().count()).collect::<Vec<_>>(),
+            vec![10, 10, 5]
+        );
+        assert_eq!(parts.concat(), text);
+        assert_eq!(split_for_chat("short", 10), vec!["short".to_string()]);
     }
 }

@@ -13,10 +13,12 @@ pub async fn answer(daemon: &Daemon, name: &str, args: &[String]) -> Reply {
             None => return "I could not read the disks' space.".to_string().into(),
         },
         "services" => match collect(daemon).await.failed_units {
+            Some(units) if all(args) => render::services_all(&units),
             Some(units) => render::services(&units),
             None => return "I could not read the services' state.".to_string().into(),
         },
         "updates" => match collect(daemon).await.updates {
+            Some(ups) if all(args) => render::updates_all(&ups),
             Some(ups) => render::updates(&ups),
             None => return "I could not read the pending updates.".to_string().into(),
         },
@@ -33,6 +35,11 @@ pub async fn answer(daemon: &Daemon, name: &str, args: &[String]) -> Reply {
         buttons: vec![],
         monospace,
     }
+}
+
+/// `all` asks for the whole list rather than its first lines.
+fn all(args: &[String]) -> bool {
+    args.first().is_some_and(|a| a == "all")
 }
 
 /// `HH:MM`, 00:00 to 23:59.
