@@ -86,6 +86,13 @@ fn a_ladder_move_the_disk_refuses_holds_and_root_is_still_served() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert!(w.journal().contains("\"kind\":\"ladder-saved\""));
+    // The watcher journals the save right after writing the file.
+    while !w.journal().contains("\"kind\":\"ladder-saved\"") {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the save was never journaled"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     assert!(!w.status().ladder_reason.contains("not saved"));
 }
