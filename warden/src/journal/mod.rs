@@ -279,13 +279,32 @@ pub struct DropAlarm {
     pub young: bool,
 }
 
-/// The hash of line `seq` as the chain takes it (the SHA-256 of the line),
-/// from the current file or a rotated one; `None` when no file holds it any
-/// more (rotated away).
-pub fn line_hash(dir: &Path, seq: u64) -> std::io::Result<Option<String>> {
+/// Where line `seq` of the chain stands in the journal's files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LineAt {
+    /// A file holds it: its hash as the chain takes it (the SHA-256 of the
+    /// line).
+    Held(String),
+    /// Every line the files still hold comes after it, and the journal
+    /// has rotated: rotated away.
+    RotatedAway,
+    /// The files hold lines before it and none at it, or none at all and
+    /// the journal never rotated: taken out (rotation drops the oldest
+    /// files whole, and always keeps one).
+    Missing,
+}
+
+/// Line `seq`, from the current file or a rotated one. Line 0 is the
+/// chain's start before any line ([`GENESIS`]).
+pub fn line_at(dir: &Path, seq: u64) -> std::io::Result<LineAt> {
+    if seq == 0 {
+        return Ok(LineAt::Held(GENESIS.to_string()));
+    }
     let path = dir.join(FILE_NAME);
     let mut files = vec![path.clone()];
-    files.extend((1..=files::rotated_count(&path)).map(|k| rotated(&path, k)));
+    let rotations = files::rotated_count(&path);
+    files.extend((1..=rotations).map(|k| rotated(&path, k)));
+    let mut below = false;
     for file in files {
         let text = files::read_journal_file(&file)?;
         for line in text.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
@@ -297,14 +316,20 @@ pub fn line_hash(dir: &Path, seq: u64) -> std::io::Result<Option<String>> {
                 continue;
             };
             match value.get("seq").and_then(Value::as_u64) {
-                Some(s) if s == seq => return Ok(Some(sha256_hex(line))),
+                Some(s) if s == seq => return Ok(LineAt::Held(sha256_hex(line))),
                 // Files hold increasing lines: one past it is not here.
                 Some(s) if s > seq => break,
-                _ => {}
+                Some(_) => below = true,
+                None => {}
             }
         }
     }
-    Ok(None)
+    // Rotation always keeps a rotated file: with none, nothing was rotated.
+    Ok(if below || rotations == 0 {
+        LineAt::Missing
+    } else {
+        LineAt::RotatedAway
+    })
 }
 
 /// The head of the chain: what an outside anchor needs to detect truncation.
