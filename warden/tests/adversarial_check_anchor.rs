@@ -207,3 +207,73 @@ fn check_anchor_of_the_journals_first_lines_cut_away_without_a_rotation_is_a_cut
         "a journal cut at its start passed as rotated: {report}"
     );
 }
+
+/// A Worker asking again and again for a line deep in a long history makes
+/// the Warden read every rotated file each time. That read held the
+/// journal's lock, which every request that journals (and root's
+/// `status`, on the control socket) waits for: a Worker could keep root
+/// waiting as long as it liked.
+#[test]
+fn check_anchor_reading_a_long_history_does_not_hold_up_roots_status() {
+    use std::io::Write;
+    let w = Warden::start("anchor-long", true, &[]);
+    for i in 0..10 {
+        note(&w, &format!("line {i}"));
+    }
+    // A long history: the first lines rotated out (as far as the current
+    // file shows), and large rotated files behind it.
+    let path = w.layout().journal_file();
+    let text = std::fs::read_to_string(&path).expect("the journal");
+    let kept: String = text.lines().skip(5).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, kept).expect("the journal rewritten");
+    let big = rotated(&w, 1);
+    {
+        let file = std::fs::File::create(&big).expect("a rotated file");
+        let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..100 {
+            gz.write_all(&chunk).expect("write");
+        }
+        gz.finish().expect("gzip");
+    }
+    for n in 2..=3 {
+        std::fs::copy(&big, rotated(&w, n)).expect("a rotated file");
+    }
+    // How long one check of line 3 takes: every rotated file is read.
+    let started = std::time::Instant::now();
+    let (ok, report) = verdict(check(&w, 3, &"a".repeat(64)));
+    let one_check = started.elapsed();
+    assert!(ok, "{report}");
+    // The Worker asks again and again while root asks for its status.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spammer = {
+        let stop = stop.clone();
+        let socket = w.layout().worker_socket();
+        std::thread::spawn(move || {
+            use aromba_warden_proto::{MAX_RESPONSE, encode_request, read_frame, write_frame};
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+                let r = Request::CheckAnchor {
+                    seq: 3,
+                    hash: "a".repeat(64),
+                };
+                write_frame(&mut s, &encode_request(&r), 1 << 16).unwrap();
+                let _ = read_frame(&mut s, MAX_RESPONSE);
+            }
+        })
+    };
+    std::thread::sleep(one_check / 4);
+    let mut slowest = std::time::Duration::ZERO;
+    for _ in 0..8 {
+        let started = std::time::Instant::now();
+        let _ = w.status();
+        slowest = slowest.max(started.elapsed());
+        std::thread::sleep(one_check / 8);
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    spammer.join().expect("the Worker's thread");
+    assert!(
+        slowest < one_check / 4,
+        "root's status waited {slowest:?} behind checks of {one_check:?} each"
+    );
+}

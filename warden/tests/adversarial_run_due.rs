@@ -262,3 +262,26 @@ fn the_health_set_is_paced_at_slow_like_any_command() {
         "a health set passed Slow's pace: {r:?}"
     );
 }
+
+#[test]
+fn run_due_runs_no_green_chore_whose_big_damage_cap_is_unconfirmed() {
+    let (name, script) = scheduled("big-green", "green", "daily 03:00");
+    let script = script.replace(
+        "# network: no\n",
+        "# max_changes: 5000 files, 20 GB\n# network: no\n",
+    );
+    let w = Warden::start("due-cap", true, &[(name, script)]);
+    // Its dry run is refused until the cap is confirmed, so it can never
+    // be shown, and run_due has nothing to count on.
+    let dry = w.ask(&Request::DryRun {
+        chore: "big-green".into(),
+    });
+    assert!(refused(&dry).contains("damage cap"), "{}", refused(&dry));
+    let shown = w.ask(&Request::DryRunShown {
+        chore: "big-green".into(),
+    });
+    assert!(matches!(shown, Response::Refused { .. }), "{shown:?}");
+    let r = run_due(&w, "big-green");
+    assert!(refused(&r).contains("dry run"), "{}", refused(&r));
+    assert_eq!(runs(&w, "big-green"), 0);
+}

@@ -310,11 +310,14 @@ fn check_anchor(shared: &Shared, seq: u64, hash: &str) -> Response {
             head.seq
         ));
     }
-    let found = {
-        // Held still while its files are read.
+    // Held still only while its files are opened: a Worker asking again
+    // and again for a line deep in a long history never holds up the
+    // journal (and root's requests waiting on it) while it is read.
+    let opened = {
         let _j = shared.journal.lock().unwrap_or_else(|p| p.into_inner());
-        crate::journal::line_at(&shared.options.layout.journal_dir, seq)
+        crate::journal::open_files(&shared.options.layout.journal_dir)
     };
+    let found = opened.and_then(|o| crate::journal::line_in(o, seq));
     use crate::journal::LineAt;
     match found {
         Ok(LineAt::Held(h)) if h == hash => Response::Verified {
