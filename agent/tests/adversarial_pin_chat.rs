@@ -394,3 +394,34 @@ async fn a_command_while_the_pin_is_awaited_is_answered_and_never_taken_for_the_
     p.next(before, |t| t.starts_with("Done.")).await;
     assert!(p.prod_mode().contains("off"), "{}", p.prod_mode());
 }
+
+/// The relay never took the Worker's `expect_secret` (the frame lost with
+/// its connection, the database failing): the PIN then comes as an
+/// ordinary message, which no one deletes. The Worker, which is waiting
+/// for it, must not use it, and must say it is still in the chat.
+#[sqlx::test(migrations = false)]
+async fn a_pin_that_arrives_as_an_ordinary_message_is_not_used_and_the_person_is_told(db: PgPool) {
+    let p = paired(db, "pin-unmarked").await;
+    let proposal = p.approve_prod_mode_off().await;
+    sqlx::query("UPDATE pairings SET secret_until = NULL")
+        .execute(&p.bot.db)
+        .await
+        .expect("the mark lost");
+    let told = p
+        .ask(PIN, |t| t.contains("not deleted") || t.starts_with("Done."))
+        .await;
+    assert!(told.text.contains("not deleted"), "{}", told.text);
+    assert!(!told.text.contains(PIN));
+    assert_eq!(p.wrong_pins(), 0, "no PIN was checked");
+    assert!(p.prod_mode().contains("on"), "{}", p.prod_mode());
+    assert!(p.bot.fake.state().deleted_by_bot.is_empty());
+    // The tap was not spent: tapped again, the PIN is asked for again and
+    // taken as a secret this time.
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&proposal, "Approve").await;
+    p.next(before, |t| t.starts_with("Send your PIN")).await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.bot.fake.user_message(CHAT, PIN);
+    p.next(before, |t| t.starts_with("Done.")).await;
+    assert!(p.prod_mode().contains("off"), "{}", p.prod_mode());
+}
