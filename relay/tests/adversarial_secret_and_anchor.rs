@@ -580,3 +580,49 @@ async fn a_server_cannot_send_an_anchor_or_a_secret_to_the_relay(db: PgPool) {
     assert_eq!(anchor_after_welcome(&relay, &a).await, None);
     relay.stop().await;
 }
+
+#[sqlx::test(migrations = false)]
+async fn a_secret_mark_follows_neither_the_server_to_a_new_chat_nor_the_chat_to_a_new_server(
+    db: PgPool,
+) {
+    let bot = start_bot(db, false).await;
+    let (_a, mut ws_a, mut s_a, _) = paired(&bot, CHAT_A).await;
+    settled(&bot, CHAT_A).await;
+    expect_secret(&mut ws_a, &mut s_a).await;
+    // The chat unpairs while the mark stands.
+    bot.fake.user_message(CHAT_A, "/unpair");
+    let question = bot.shown(CHAT_A, 1).await;
+    assert!(question.text.starts_with("Unpair"), "{}", question.text);
+    let unpair = question.buttons[0][0].1.clone();
+    bot.fake
+        .tap(CHAT_A, question.message_id, &unpair)
+        .expect("tap");
+    bot.wait_metric("unpaired", 1).await;
+    // The server pairs with another chat: that chat's first text is a
+    // message, not a secret.
+    let (code, _) = ask_code(&mut ws_a, &mut s_a).await;
+    bot.fake.user_message(CHAT_B, &format!("/start {code}"));
+    assert!(matches!(
+        next_delivery(&mut ws_a, &mut s_a).await,
+        Delivery::Paired { .. }
+    ));
+    settled(&bot, CHAT_B).await;
+    let kept = write(&bot, CHAT_B, "4729135");
+    assert_eq!(
+        next_delivery(&mut ws_a, &mut s_a).await,
+        Delivery::Message {
+            text: "4729135".into()
+        }
+    );
+    // The old chat pairs with another server: neither.
+    let (_c, mut ws_c, mut s_c, _) = paired(&bot, CHAT_A).await;
+    let also = write(&bot, CHAT_A, "8361");
+    assert_eq!(
+        next_delivery(&mut ws_c, &mut s_c).await,
+        Delivery::Message {
+            text: "8361".into()
+        }
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!deleted(&bot, CHAT_B, kept) && !deleted(&bot, CHAT_A, also));
+}

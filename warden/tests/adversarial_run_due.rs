@@ -285,3 +285,47 @@ fn run_due_runs_no_green_chore_whose_big_damage_cap_is_unconfirmed() {
     assert!(refused(&r).contains("dry run"), "{}", refused(&r));
     assert_eq!(runs(&w, "big-green"), 0);
 }
+
+#[test]
+fn run_due_asked_at_once_from_many_connections_runs_once() {
+    let w = Warden::start_with(
+        "due-race",
+        true,
+        &[scheduled("daily-mark", "green", "daily 03:00")],
+        |o| o.max_running = 8,
+    );
+    w.dry_run_shown("daily-mark");
+    let socket = w.layout().worker_socket();
+    let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+    let askers: Vec<_> = (0..8)
+        .map(|_| {
+            let (socket, start) = (socket.clone(), start.clone());
+            std::thread::spawn(move || {
+                use aromba_warden_proto::{
+                    MAX_RESPONSE, decode_response, encode_request, read_frame, write_frame,
+                };
+                let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+                let r = Request::RunDue {
+                    chore: "daily-mark".into(),
+                };
+                start.wait();
+                write_frame(&mut s, &encode_request(&r), 1 << 16).unwrap();
+                decode_response(&read_frame(&mut s, MAX_RESPONSE).unwrap()).unwrap()
+            })
+        })
+        .collect();
+    let answers: Vec<Response> = askers.into_iter().map(|t| t.join().unwrap()).collect();
+    let ran = answers
+        .iter()
+        .filter(|r| matches!(r, Response::Receipt { .. }))
+        .count();
+    assert!(ran <= 1, "{ran} runs: {answers:#?}");
+    assert!(runs(&w, "daily-mark") <= 1);
+    // The others were refused because it was not due, not because the
+    // record of the run raced.
+    for r in &answers {
+        if let Response::Refused { reason, .. } = r {
+            assert!(reason.contains("not due again"), "{answers:#?}");
+        }
+    }
+}

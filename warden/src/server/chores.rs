@@ -416,6 +416,12 @@ pub(super) fn run_due(shared: &Shared, peer: &PeerCred, chore: &str) -> Response
     };
     let runs = runs_dir(shared);
     let stamp = runs.join(format!("{name}.scheduled"));
+    // Read and recorded as one step (found by the attack round: requests
+    // sent at once all found the chore due, and raced on the record).
+    let one_at_a_time = shared
+        .schedule_check
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     let now = shared.options.clock.now();
     let last = std::fs::read_to_string(&stamp)
         .ok()
@@ -439,6 +445,7 @@ pub(super) fn run_due(shared: &Shared, peer: &PeerCred, chore: &str) -> Response
     {
         return refuse(format!("cannot record the scheduled run: {e}"));
     }
+    drop(one_at_a_time);
     run_chore(shared, c, false, RunSource::Schedule)
 }
 

@@ -254,6 +254,10 @@ struct Shared {
     /// state, `pin::Attempts`) is read, counted and written under it, so
     /// guesses sent at once cannot all pass the lock before one is counted.
     pin_check: Mutex<()>,
+    /// One `run_due` decision at a time: its schedule is read and its time
+    /// recorded as one step, so requests at once cannot all find the
+    /// chore due.
+    schedule_check: Mutex<()>,
     /// Held through a chore's real run (snapshot, run, seal) and through an
     /// undo: what a seal records as the run's is then not another run's.
     changing: Mutex<()>,
@@ -424,6 +428,7 @@ impl Server {
             integrity: Mutex::new(String::from("not checked yet")),
             baseline: Mutex::new(baseline.as_ref().ok().cloned().flatten()),
             pin_check: Mutex::default(),
+            schedule_check: Mutex::default(),
             changing: Mutex::default(),
             isolation,
             options,
