@@ -277,3 +277,69 @@ fn check_anchor_reading_a_long_history_does_not_hold_up_roots_status() {
         "root's status waited {slowest:?} behind checks of {one_check:?} each"
     );
 }
+
+/// Each check holds every journal file open while it reads them: checks
+/// sent at once from every Worker connection, against a journal of many
+/// files, must not take the Warden's descriptors (a service's soft limit
+/// is often 1,024; the journal keeps up to 64 files and the Worker has 16
+/// connections).
+#[test]
+fn check_anchors_sent_at_once_hold_one_checks_files_open_at_most() {
+    use std::io::Write;
+    let w = Warden::start("anchor-fds", true, &[]);
+    for i in 0..10 {
+        note(&w, &format!("line {i}"));
+    }
+    let path = w.layout().journal_file();
+    let text = std::fs::read_to_string(&path).expect("the journal");
+    let kept: String = text.lines().skip(5).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, kept).expect("the journal rewritten");
+    const FILES: usize = 40;
+    let first = rotated(&w, 1);
+    {
+        let file = std::fs::File::create(&first).expect("a rotated file");
+        let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..4 {
+            gz.write_all(&chunk).expect("write");
+        }
+        gz.finish().expect("gzip");
+    }
+    for n in 2..=FILES {
+        std::fs::copy(&first, rotated(&w, n)).expect("a rotated file");
+    }
+    let fds = || std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+    let before = fds();
+    let start = std::sync::Arc::new(std::sync::Barrier::new(9));
+    let askers: Vec<_> = (0..8)
+        .map(|_| {
+            let (socket, start) = (w.layout().worker_socket(), start.clone());
+            std::thread::spawn(move || {
+                use aromba_warden_proto::{MAX_RESPONSE, encode_request, read_frame, write_frame};
+                let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+                let r = Request::CheckAnchor {
+                    seq: 3,
+                    hash: "a".repeat(64),
+                };
+                start.wait();
+                write_frame(&mut s, &encode_request(&r), 1 << 16).unwrap();
+                let _ = read_frame(&mut s, MAX_RESPONSE);
+            })
+        })
+        .collect();
+    start.wait();
+    let mut most = 0;
+    while askers.iter().any(|t| !t.is_finished()) {
+        most = most.max(fds());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for t in askers {
+        t.join().expect("an asker");
+    }
+    // Each asker's socket on both ends, and one check's files.
+    let allowed = before + 2 * 8 + FILES + 1 + 8;
+    assert!(
+        most <= allowed,
+        "{most} descriptors open during the checks (before: {before}, allowed {allowed})"
+    );
+}

@@ -313,6 +313,10 @@ fn check_anchor(shared: &Shared, seq: u64, hash: &str) -> Response {
     // Held still only while its files are opened: a Worker asking again
     // and again for a line deep in a long history never holds up the
     // journal (and root's requests waiting on it) while it is read.
+    let _one_at_a_time = shared
+        .anchor_check
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     let opened = {
         let _j = shared.journal.lock().unwrap_or_else(|p| p.into_inner());
         crate::journal::open_files(&shared.options.layout.journal_dir)

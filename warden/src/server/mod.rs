@@ -258,6 +258,10 @@ struct Shared {
     /// recorded as one step, so requests at once cannot all find the
     /// chore due.
     schedule_check: Mutex<()>,
+    /// One `check_anchor` read at a time: each holds every journal file
+    /// open while it reads them, so checks at once from every Worker
+    /// connection could take more descriptors than the Warden has.
+    anchor_check: Mutex<()>,
     /// Held through a chore's real run (snapshot, run, seal) and through an
     /// undo: what a seal records as the run's is then not another run's.
     changing: Mutex<()>,
@@ -429,6 +433,7 @@ impl Server {
             baseline: Mutex::new(baseline.as_ref().ok().cloned().flatten()),
             pin_check: Mutex::default(),
             schedule_check: Mutex::default(),
+            anchor_check: Mutex::default(),
             changing: Mutex::default(),
             isolation,
             options,
