@@ -626,3 +626,47 @@ async fn a_secret_mark_follows_neither_the_server_to_a_new_chat_nor_the_chat_to_
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!deleted(&bot, CHAT_B, kept) && !deleted(&bot, CHAT_A, also));
 }
+
+/// The Worker is away when the PIN comes: the secret waits in the outbox.
+/// It is of no use after the five minutes the Worker waits for it (a
+/// Worker back later drops it), so it must not wait there for the 24
+/// hours every other delivery may.
+#[sqlx::test(migrations = false)]
+async fn a_secret_no_worker_took_is_erased_once_no_worker_would_use_it(db: PgPool) {
+    let clock = std::sync::Arc::new(aromba_relay::clock::ManualClock::new(chrono::Utc::now()));
+    let mut config = config();
+    config.clock = clock.clone();
+    let bot = support::bot::start_bot_with(db, false, config).await;
+    let (_a, mut ws, mut session, _) = paired(&bot, CHAT_A).await;
+    settled(&bot, CHAT_A).await;
+    expect_secret(&mut ws, &mut session).await;
+    drop(ws);
+    let secret = "SECRETPIN-away-5521";
+    write(&bot, CHAT_A, secret);
+    for _ in 0..500 {
+        if !rows_holding(&bot.db, secret).await.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!rows_holding(&bot.db, secret).await.is_empty());
+    // A minute on, the Worker may still come back for it.
+    clock.advance(chrono::Duration::seconds(60));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !rows_holding(&bot.db, secret).await.is_empty(),
+        "erased while a Worker could still take it"
+    );
+    // Past five minutes, no Worker would.
+    clock.advance(chrono::Duration::seconds(300));
+    for _ in 0..250 {
+        if rows_holding(&bot.db, secret).await.is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!(
+        "the secret waits in the database: {:#?}",
+        rows_holding(&bot.db, secret).await
+    );
+}
