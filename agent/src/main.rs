@@ -227,6 +227,11 @@ fn run(root: Option<PathBuf>, user: Option<String>) -> ExitCode {
         eprintln!("aromba: {e}");
         return ExitCode::from(1);
     }
+    // tungstenite logs every WebSocket frame's bytes at trace (the hello's
+    // token, every message, the PIN's secret): never logged, whatever
+    // AROMBA_LOG says.
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -234,6 +239,15 @@ fn run(root: Option<PathBuf>, user: Option<String>) -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_ansi(false)
+        .finish()
+        .with(tracing_subscriber::filter::filter_fn(|meta| {
+            !(*meta.level() == tracing::Level::TRACE
+                && ["tungstenite", "tokio_tungstenite"].iter().any(|c| {
+                    meta.target()
+                        .strip_prefix(c)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+                }))
+        }))
         .init();
     match daemon::run(paths::Paths::new(root.as_deref())) {
         Ok(()) => ExitCode::SUCCESS,

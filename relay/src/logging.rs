@@ -67,9 +67,28 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for ScrubbingWriter {
     }
 }
 
-/// Installs the relay's subscriber: JSON, `RUST_LOG` (default `info`),
-/// scrubbed.
+/// Crates that log the bytes they carry at their finest level: tungstenite
+/// writes every WebSocket frame at trace, and a frame is sealed (MAC'd),
+/// not encrypted — the hello with its token, every message, every secret.
+const PAYLOAD_LOGGERS: &[&str] = &["tungstenite", "tokio_tungstenite"];
+
+/// An event of a crate that logs payloads at trace: never logged, whatever
+/// `RUST_LOG` says (found by the attack round: `RUST_LOG=trace` logged
+/// every server's token and every PIN).
+pub fn carries_payloads(meta: &tracing::Metadata<'_>) -> bool {
+    *meta.level() == tracing::Level::TRACE
+        && PAYLOAD_LOGGERS.iter().any(|c| {
+            meta.target()
+                .strip_prefix(c)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+        })
+}
+
+/// Installs the relay's subscriber: JSON, `RUST_LOG` (default `info`) but
+/// never a payload logger's trace, scrubbed.
 pub fn init(token: Option<BotToken>) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     tracing_subscriber::fmt()
         .json()
         .with_writer(ScrubbingWriter::new(token))
@@ -77,5 +96,9 @@ pub fn init(token: Option<BotToken>) {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
+        .finish()
+        .with(tracing_subscriber::filter::filter_fn(|meta| {
+            !carries_payloads(meta)
+        }))
         .init();
 }

@@ -2,7 +2,8 @@
 //! keep past a time goes at that time.
 //!
 //! - unpaired servers, 24 hours after they registered;
-//! - deliveries and chat messages, 24 hours after they were queued;
+//! - deliveries and chat messages, 24 hours after they were queued, and a
+//!   secret as soon as no server would take it (`SECRET_WITHIN_S`);
 //! - duplicate cases the chat has not decided, 24 hours after they opened;
 //! - registration counts, once their day is over.
 
@@ -45,6 +46,21 @@ pub async fn sweep_once(app: &App) -> Result<Swept, sqlx::Error> {
     .execute(&app.db)
     .await?
     .rows_affected();
+    // A secret (a PIN) is of use only while the server waits for it, as
+    // long as the chat's message is taken for one: one no server took by
+    // then goes (found by the attack round: it waited the 24 hours).
+    let secrets_cutoff = now - Duration::seconds(crate::ws::SECRET_WITHIN_S);
+    let secrets = sqlx::query!(
+        "DELETE FROM outbox WHERE id IN (
+             SELECT id FROM outbox
+             WHERE delivery->>'kind' = 'secret' AND created_at <= $1
+             ORDER BY id FOR UPDATE)",
+        secrets_cutoff
+    )
+    .execute(&app.db)
+    .await?
+    .rows_affected();
+    let deliveries = deliveries + secrets;
     let chat_messages = sqlx::query!("DELETE FROM chat_outbox WHERE created_at <= $1", cutoff)
         .execute(&app.db)
         .await?

@@ -561,7 +561,7 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
 
 /// How long the chat's next message is taken for a secret after the server
 /// asked.
-const SECRET_WITHIN_S: i64 = 300;
+pub(crate) const SECRET_WITHIN_S: i64 = 300;
 
 /// A pairing code for `server`, with the link that carries it to the bot.
 /// A relay without a bot refuses the request; a bot whose name is not known

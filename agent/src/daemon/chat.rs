@@ -33,6 +33,10 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
                 delivery: Delivery::Message { text },
                 ..
             } => {
+                if command(&text).is_none() && pin_came_unmarked(&daemon) {
+                    daemon.say(UNMARKED_PIN.into(), vec![]).await;
+                    continue;
+                }
                 let reply = answer(&daemon, &text).await;
                 if !reply.text.is_empty() {
                     daemon
@@ -467,6 +471,25 @@ async fn pin_given(daemon: &Daemon, pin: String) {
         .unwrap_or_else(|p| p.into_inner())
         .retain(|a| *a != p.action_id);
     approve(daemon, &p.action_id, &p.button, &p.proof, Some(pin)).await;
+}
+
+/// What the chat is told when its text comes as an ordinary message while
+/// a PIN is awaited.
+const UNMARKED_PIN: &str = "That message reached me as an ordinary one, not as your PIN, so it was not deleted from the chat: delete it yourself. I did not use it. Tap Approve again and I will ask for the PIN again.";
+
+/// Whether a PIN is awaited, which an ordinary (not a command) message
+/// answers: the relay never took the `expect_secret` (lost with its
+/// connection, or refused), so that message, likely the PIN, was neither
+/// deleted nor marked as one (found by the attack round: it was answered as
+/// an unknown command and left in the chat unmentioned). The wait ends;
+/// the tap, never sent to the Warden, is good for another try.
+fn pin_came_unmarked(daemon: &Daemon) -> bool {
+    daemon
+        .pending_pin
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .is_some_and(|p| p.at.elapsed() <= PIN_WITHIN)
 }
 
 /// `/prodmode off`: the Warden's proposal, which needs the PIN; `/prodmode`

@@ -224,18 +224,38 @@ async fn on_message(
     }
 }
 
+/// Tries to delete a secret's message at most this many times.
+const SECRET_DELETE_TRIES: u32 = 5;
+
 /// Deletes a secret's message from the chat, in the background (and says
-/// nothing of it but a count).
+/// nothing of it but a count). A 429 is waited out and a failure on the way
+/// tried again (found by the attack round: one of either left the PIN in
+/// the chat for good); a refusal (the message is gone) is left.
 fn forget_secret(app: &App, telegram: &Arc<Telegram>, chat: i64, message_id: i64) {
     let (app, telegram) = (app.clone(), telegram.clone());
     tokio::spawn(async move {
-        match telegram.client.delete(chat, message_id).await {
-            Ok(()) => app.metrics.telegram("secret_deleted"),
-            Err(e) => {
-                app.metrics.telegram("secret_delete_failed");
-                tracing::warn!(error = %e, "a secret's message could not be deleted");
+        for attempt in 1..=SECRET_DELETE_TRIES {
+            match telegram.client.delete(chat, message_id).await {
+                Ok(()) => {
+                    app.metrics.telegram("secret_deleted");
+                    return;
+                }
+                Err(CallError::RetryAfter(wait)) => {
+                    app.metrics.telegram("bot_api_429");
+                    telegram.pace.pause(wait);
+                    tokio::time::sleep(wait).await;
+                }
+                Err(CallError::Refused(e)) => {
+                    tracing::warn!(error = %e, "a secret's message could not be deleted");
+                    break;
+                }
+                Err(CallError::Failed(e)) => {
+                    tracing::warn!(error = %e, "a secret's message could not be deleted yet");
+                    tokio::time::sleep(std::time::Duration::from_millis(200) * attempt).await;
+                }
             }
         }
+        app.metrics.telegram("secret_delete_failed");
     });
 }
 

@@ -45,11 +45,15 @@ pub(super) fn rotated_count(path: &Path) -> usize {
 /// member, as `zcat` shows it), the current one as it is. A missing file
 /// is empty.
 pub fn read_journal_file(path: &Path) -> io::Result<Vec<u8>> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
+    match File::open(path) {
+        Ok(f) => read_opened(path, f),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// [`read_journal_file`] of a file opened before (at `path` then).
+pub fn read_opened(path: &Path, file: File) -> io::Result<Vec<u8>> {
     let compressed = path.extension().is_some_and(|e| e == "gz");
     let mut text = Vec::new();
     let read = if compressed {

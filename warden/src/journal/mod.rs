@@ -279,15 +279,65 @@ pub struct DropAlarm {
     pub young: bool,
 }
 
-/// The hash of line `seq` as the chain takes it (the SHA-256 of the line),
-/// from the current file or a rotated one; `None` when no file holds it any
-/// more (rotated away).
-pub fn line_hash(dir: &Path, seq: u64) -> std::io::Result<Option<String>> {
+/// Where line `seq` of the chain stands in the journal's files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LineAt {
+    /// A file holds it: its hash as the chain takes it (the SHA-256 of the
+    /// line).
+    Held(String),
+    /// Every line the files still hold comes after it, and the journal
+    /// has rotated: rotated away.
+    RotatedAway,
+    /// The files hold lines before it and none at it, or none at all and
+    /// the journal never rotated: taken out (rotation drops the oldest
+    /// files whole, and always keeps one).
+    Missing,
+}
+
+/// The journal's files as they stand, opened: the current one first, then
+/// the rotated ones, newest first. Taken while the journal is held still,
+/// and read after it is let go (a rotation meanwhile renames and unlinks,
+/// which changes nothing of what is open), so reading a long history never
+/// holds up the journal — nor root's requests waiting on it.
+pub struct Opened {
+    files: Vec<(PathBuf, Option<File>)>,
+}
+
+/// Opens the journal's files in `dir` (see [`Opened`]).
+pub fn open_files(dir: &Path) -> std::io::Result<Opened> {
     let path = dir.join(FILE_NAME);
-    let mut files = vec![path.clone()];
-    files.extend((1..=files::rotated_count(&path)).map(|k| rotated(&path, k)));
-    for file in files {
-        let text = files::read_journal_file(&file)?;
+    let mut names = vec![path.clone()];
+    names.extend((1..=files::rotated_count(&path)).map(|k| rotated(&path, k)));
+    let mut files = Vec::with_capacity(names.len());
+    for name in names {
+        let file = match File::open(&name) {
+            Ok(f) => Some(f),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        files.push((name, file));
+    }
+    Ok(Opened { files })
+}
+
+/// Line `seq`, from the current file or a rotated one. Line 0 is the
+/// chain's start before any line ([`GENESIS`]).
+pub fn line_at(dir: &Path, seq: u64) -> std::io::Result<LineAt> {
+    line_in(open_files(dir)?, seq)
+}
+
+/// [`line_at`] in files opened before.
+pub fn line_in(opened: Opened, seq: u64) -> std::io::Result<LineAt> {
+    if seq == 0 {
+        return Ok(LineAt::Held(GENESIS.to_string()));
+    }
+    let rotations = opened.files.len().saturating_sub(1);
+    let mut below = false;
+    for (name, file) in opened.files {
+        let text = match file {
+            Some(f) => files::read_opened(&name, f)?,
+            None => Vec::new(),
+        };
         for line in text.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
             let Ok(line_text) = std::str::from_utf8(line) else {
                 continue;
@@ -297,14 +347,20 @@ pub fn line_hash(dir: &Path, seq: u64) -> std::io::Result<Option<String>> {
                 continue;
             };
             match value.get("seq").and_then(Value::as_u64) {
-                Some(s) if s == seq => return Ok(Some(sha256_hex(line))),
+                Some(s) if s == seq => return Ok(LineAt::Held(sha256_hex(line))),
                 // Files hold increasing lines: one past it is not here.
                 Some(s) if s > seq => break,
-                _ => {}
+                Some(_) => below = true,
+                None => {}
             }
         }
     }
-    Ok(None)
+    // Rotation always keeps a rotated file: with none, nothing was rotated.
+    Ok(if below || rotations == 0 {
+        LineAt::Missing
+    } else {
+        LineAt::RotatedAway
+    })
 }
 
 /// The head of the chain: what an outside anchor needs to detect truncation.

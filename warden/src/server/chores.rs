@@ -385,10 +385,19 @@ fn least_between(schedule: &crate::chores::header::Schedule) -> Option<u64> {
 /// `run_chore` checks (the ladder, the dry run seen, the phase, the cage)
 /// still holds. The time is recorded before the run, so a run that fails
 /// is not retried at once either.
-pub(super) fn run_due(shared: &Shared, chore: &str) -> Response {
-    let refuse = |reason: String| Response::Refused {
-        reason,
-        journal_seq: None,
+pub(super) fn run_due(shared: &Shared, peer: &PeerCred, chore: &str) -> Response {
+    // Refusals are journaled like every other: a Worker asking for what the
+    // schedule does not give leaves a line.
+    let refuse = |reason: String| {
+        let mut m = peer_fields(peer, Socket::Worker);
+        m.insert("chore".into(), Value::from(chore));
+        m.insert("verdict".into(), Value::from("refused"));
+        m.insert("reason".into(), Value::from(reason.as_str()));
+        let journal_seq = journal(shared, "run-due", m);
+        Response::Refused {
+            reason,
+            journal_seq,
+        }
     };
     let Some(c) = find_chore(shared, chore) else {
         return refuse(format!("there is no chore named {chore:?}"));
@@ -407,6 +416,12 @@ pub(super) fn run_due(shared: &Shared, chore: &str) -> Response {
     };
     let runs = runs_dir(shared);
     let stamp = runs.join(format!("{name}.scheduled"));
+    // Read and recorded as one step (found by the attack round: requests
+    // sent at once all found the chore due, and raced on the record).
+    let one_at_a_time = shared
+        .schedule_check
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     let now = shared.options.clock.now();
     let last = std::fs::read_to_string(&stamp)
         .ok()
@@ -430,6 +445,7 @@ pub(super) fn run_due(shared: &Shared, chore: &str) -> Response {
     {
         return refuse(format!("cannot record the scheduled run: {e}"));
     }
+    drop(one_at_a_time);
     run_chore(shared, c, false, RunSource::Schedule)
 }
 
@@ -651,9 +667,22 @@ pub(super) fn run_chore(
 ) -> Response {
     use crate::chores::run::{self as run, Mode};
     let name = chore.header.name.as_str();
-    let refuse = |reason: String| Response::Refused {
-        reason,
-        journal_seq: None,
+    // Refused before anything runs, and journaled all the same.
+    let refuse = |reason: String| {
+        let mut m = Map::new();
+        m.insert("chore".into(), Value::from(name));
+        m.insert(
+            "mode".into(),
+            Value::from(if dry_run { "dry-run" } else { "real" }),
+        );
+        source.journal_fields(&mut m);
+        m.insert("verdict".into(), Value::from("refused"));
+        m.insert("reason".into(), Value::from(reason.as_str()));
+        let journal_seq = journal(shared, "chore-run", m);
+        Response::Refused {
+            reason,
+            journal_seq,
+        }
     };
     if frozen(shared) {
         return refuse(

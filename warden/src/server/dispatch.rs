@@ -110,7 +110,7 @@ pub(super) fn serve(
         (Socket::Worker, Request::RunDue { chore }) => {
             // A run takes a running slot like a read.
             let _slot = shared.running.take();
-            super::chores::run_due(shared, &chore)
+            super::chores::run_due(shared, peer, &chore)
         }
         (Socket::Worker, Request::ProposeConfirmCap { chore }) => {
             propose(shared, peer, Proposal::ConfirmCap(chore))
@@ -285,9 +285,11 @@ pub(super) fn status(shared: &Shared) -> Response {
 /// there, is a cut or a rewrite: an integrity signal. A line rotated away
 /// cannot be checked and is said so.
 fn check_anchor(shared: &Shared, seq: u64, hash: &str) -> Response {
-    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+    // The shape the chain writes and the relay holds: lower-case hex. Any
+    // other is no anchor at all, not a rewrite.
+    if hash.len() != 64 || !hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         return Response::Error {
-            message: "an anchor's hash is 64 hex digits".into(),
+            message: "an anchor's hash is 64 lower-case hex digits".into(),
         };
     }
     let head = shared
@@ -313,20 +315,32 @@ fn check_anchor(shared: &Shared, seq: u64, hash: &str) -> Response {
             head.seq
         ));
     }
-    let found = {
-        // Held still while its files are read.
+    // Held still only while its files are opened: a Worker asking again
+    // and again for a line deep in a long history never holds up the
+    // journal (and root's requests waiting on it) while it is read.
+    let _one_at_a_time = shared
+        .anchor_check
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let opened = {
         let _j = shared.journal.lock().unwrap_or_else(|p| p.into_inner());
-        crate::journal::line_hash(&shared.options.layout.journal_dir, seq)
+        crate::journal::open_files(&shared.options.layout.journal_dir)
     };
+    let found = opened.and_then(|o| crate::journal::line_in(o, seq));
+    use crate::journal::LineAt;
     match found {
-        Ok(Some(h)) if h == hash => Response::Verified {
+        Ok(LineAt::Held(h)) if h == hash => Response::Verified {
             ok: true,
             report: format!("the journal extends the relay's anchor (line {seq})"),
         },
-        Ok(Some(_)) => mismatch(format!(
+        Ok(LineAt::Held(_)) => mismatch(format!(
             "line {seq} of the journal is not the one the relay holds: the journal was rewritten"
         )),
-        Ok(None) => Response::Verified {
+        // Lines before it are still held: it was taken out, not rotated.
+        Ok(LineAt::Missing) => mismatch(format!(
+            "line {seq}, which the relay holds, is missing from the journal though earlier lines are there: the journal was cut"
+        )),
+        Ok(LineAt::RotatedAway) => Response::Verified {
             ok: true,
             report: format!(
                 "line {seq}, which the relay holds, was rotated away; the journal goes on to line {}",

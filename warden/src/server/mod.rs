@@ -256,6 +256,14 @@ struct Shared {
     /// state, `pin::Attempts`) is read, counted and written under it, so
     /// guesses sent at once cannot all pass the lock before one is counted.
     pin_check: Mutex<()>,
+    /// One `run_due` decision at a time: its schedule is read and its time
+    /// recorded as one step, so requests at once cannot all find the
+    /// chore due.
+    schedule_check: Mutex<()>,
+    /// One `check_anchor` read at a time: each holds every journal file
+    /// open while it reads them, so checks at once from every Worker
+    /// connection could take more descriptors than the Warden has.
+    anchor_check: Mutex<()>,
     /// Held through a chore's real run (snapshot, run, seal) and through an
     /// undo: what a seal records as the run's is then not another run's.
     changing: Mutex<()>,
@@ -426,6 +434,8 @@ impl Server {
             integrity: Mutex::new(String::from("not checked yet")),
             baseline: Mutex::new(baseline.as_ref().ok().cloned().flatten()),
             pin_check: Mutex::default(),
+            schedule_check: Mutex::default(),
+            anchor_check: Mutex::default(),
             changing: Mutex::default(),
             isolation,
             options,

@@ -1,0 +1,427 @@
+//! The PIN asked in the chat, attacked end to end: a real relay with the
+//! fake Bot API, a real Warden, `aromba pair` and `aromba run` as shipped
+//! (its log kept, at the finest level). A hostile chat guesses PINs, taps
+//! a spent Approve again, sends a PIN no tap waits for, and types commands
+//! while the PIN is awaited; then the PIN is looked for everywhere: the
+//! Worker's log, every file under the test's root (the Worker's home, the
+//! Warden's state and journal), and every table of the relay.
+
+#[path = "../../relay/tests/support/mod.rs"]
+mod relay_support;
+mod support;
+
+use relay_support::bot::{Bot, start_bot};
+use sqlx::PgPool;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use support::{Running, TestWarden, account, aromba};
+
+const CHAT: i64 = 5_550_002;
+/// The PIN `aromba pair` sets: letters too, so that no hash, time or id
+/// holds it by chance.
+const PIN: &str = "QzPin7Wk4x";
+
+static ONE_DAEMON: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn start_pairing(warden: &TestWarden, bot: &Bot) -> (Running, String) {
+    let relay = format!("http://{}", bot.relay.addr);
+    let root = warden.root.to_str().expect("a UTF-8 root");
+    let mut child = aromba(&[
+        "pair",
+        "--root",
+        root,
+        "--relay",
+        &relay,
+        "--worker-user",
+        "aromba",
+        "--install-source",
+        "test",
+    ])
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit())
+    .spawn()
+    .map(Running)
+    .expect("aromba pair starts");
+    child
+        .0
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{PIN}\n{PIN}\n").as_bytes())
+        .expect("the PIN is written");
+    let stdout = child.0.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(rest) = line.trim().strip_prefix("Or send the bot: /start ") {
+                let code = rest.split_whitespace().next().unwrap_or("").to_string();
+                let _ = tx.send(code);
+            }
+        }
+    });
+    for _ in 0..600 {
+        if let Ok(code) = rx.try_recv() {
+            return (child, code);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("aromba pair printed no code within a minute");
+}
+
+async fn wait_exit(child: &mut Running) -> std::process::ExitStatus {
+    for _ in 0..600 {
+        if let Some(status) = child.0.try_wait().expect("wait") {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the process did not end within a minute");
+}
+
+struct Paired {
+    daemon: Running,
+    /// The daemon's standard error, at `AROMBA_LOG=trace`.
+    log: PathBuf,
+    warden: TestWarden,
+    bot: Bot,
+    _one: tokio::sync::MutexGuard<'static, ()>,
+}
+
+/// `aromba run` on the test's root, its log appended to `log`.
+fn start_daemon(warden: &TestWarden, log: &Path) -> Running {
+    let root = warden.root.to_str().expect("a UTF-8 root");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .expect("the log file");
+    Running(
+        aromba(&["run", "--root", root, "--user", "aromba"])
+            .env("AROMBA_LOG", "trace")
+            .stdin(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("aromba run starts"),
+    )
+}
+
+async fn paired(db: PgPool, name: &str) -> Paired {
+    let one = ONE_DAEMON.lock().await;
+    let bot = start_bot(db, false).await;
+    let worker = account("aromba");
+    let warden = TestWarden::start_installed(name, worker, Some(0), |_| {});
+    std::fs::create_dir_all(warden.root.join("home")).expect("home");
+    std::os::unix::fs::chown(warden.root.join("home"), Some(worker.uid), Some(worker.gid))
+        .expect("chown home");
+    let (mut pairing, code) = start_pairing(&warden, &bot).await;
+    bot.fake.user_message(CHAT, &format!("/start {code}"));
+    let status = wait_exit(&mut pairing).await;
+    assert!(status.success(), "aromba pair ends well: {status}");
+    let log = PathBuf::from(format!(
+        "/var/tmp/aromba-pin-chat-{name}-{}.log",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&log);
+    let daemon = start_daemon(&warden, &log);
+    let on = warden.aromba_as("root", &["prod-mode", "on"]);
+    assert!(on.status.success(), "{}", support::text(&on.stderr));
+    Paired {
+        daemon,
+        log,
+        warden,
+        bot,
+        _one: one,
+    }
+}
+
+impl Drop for Paired {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+impl Paired {
+    async fn tap(&self, message: &aromba_botfake::state::Sent, label: &str) {
+        self.bot.wait_recorded(message).await;
+        let data = message
+            .buttons
+            .iter()
+            .flatten()
+            .find(|(l, _)| l == label)
+            .map(|(_, d)| d.clone())
+            .unwrap_or_else(|| panic!("no {label} button on {message:?}"));
+        self.bot
+            .fake
+            .tap(CHAT, message.message_id, &data)
+            .expect("the message is in the chat");
+    }
+
+    async fn next(&self, after: usize, want: impl Fn(&str) -> bool) -> aromba_botfake::state::Sent {
+        for _ in 0..600 {
+            let sent = self.bot.fake.sent_to(CHAT);
+            if let Some(m) = sent.iter().skip(after).find(|m| want(&m.text)) {
+                return m.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let all: Vec<String> = self
+            .bot
+            .fake
+            .sent_to(CHAT)
+            .into_iter()
+            .map(|m| m.text)
+            .collect();
+        let status = support::text(&self.warden.aromba_as("root", &["status"]).stdout);
+        panic!("no such message; the chat has: {all:#?}\nthe Warden: {status}");
+    }
+
+    async fn ask(&self, text: &str, want: impl Fn(&str) -> bool) -> aromba_botfake::state::Sent {
+        let before = self.bot.fake.sent_to(CHAT).len();
+        self.bot.fake.user_message(CHAT, text);
+        self.next(before, want).await
+    }
+
+    /// `/prodmode off`, Approve tapped: the Worker asks for the PIN.
+    async fn approve_prod_mode_off(&self) -> aromba_botfake::state::Sent {
+        let proposal = self
+            .ask("/prodmode off", |t| t.starts_with("Turn prod mode off?"))
+            .await;
+        let before = self.bot.fake.sent_to(CHAT).len();
+        self.tap(&proposal, "Approve").await;
+        self.next(before, |t| t.starts_with("Send your PIN")).await;
+        proposal
+    }
+
+    fn prod_mode(&self) -> String {
+        let st = support::text(&self.warden.aromba_as("root", &["status"]).stdout);
+        st.lines()
+            .find(|l| l.contains("prod mode:"))
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// The Warden's count of wrong PINs.
+    fn wrong_pins(&self) -> u64 {
+        let path = self.warden.layout().state_dir.join("pin-attempts.json");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
+                .expect("the count")
+                .get("failures")
+                .and_then(serde_json::Value::as_u64)
+                .expect("failures"),
+            Err(_) => 0,
+        }
+    }
+}
+
+/// Every file under `dir` (links not followed) whose bytes hold `needle`.
+fn files_holding(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            found.extend(files_holding(&path, needle));
+        } else if meta.is_file()
+            && let Ok(bytes) = std::fs::read(&path)
+            && bytes.windows(needle.len()).any(|w| w == needle)
+        {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[sqlx::test(migrations = false)]
+async fn the_pin_is_in_no_log_file_or_table_even_with_the_worker_logging_at_trace(db: PgPool) {
+    let p = paired(db, "pin-nowhere").await;
+    p.approve_prod_mode_off().await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.bot.fake.user_message(CHAT, PIN);
+    p.next(before, |t| t.starts_with("Done.")).await;
+    assert!(p.prod_mode().contains("off"), "{}", p.prod_mode());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let log = std::fs::read_to_string(&p.log).expect("the Worker's log");
+    assert!(!log.is_empty(), "the Worker logged nothing");
+    assert!(!log.contains(PIN), "the Worker's log holds the PIN:\n{log}");
+    let relay_toml =
+        std::fs::read_to_string(p.warden.root.join("worker/relay.toml")).expect("relay.toml");
+    let token = relay_toml
+        .lines()
+        .find_map(|l| l.strip_prefix("token = "))
+        .map(|t| t.trim_matches('"').to_string())
+        .expect("the token in relay.toml");
+    assert!(
+        !log.contains(&token),
+        "the Worker's log holds its token:\n{log}"
+    );
+    let held = files_holding(&p.warden.root, PIN.as_bytes());
+    assert!(held.is_empty(), "files holding the PIN: {held:?}");
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables
+         WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
+    )
+    .fetch_all(&p.bot.db)
+    .await
+    .expect("the tables");
+    for table in tables {
+        // The table names are the database's own.
+        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT count(*) FROM \"{table}\" t WHERE t::text LIKE '%' || $1 || '%'"
+        )))
+        .bind(PIN)
+        .fetch_one(&p.bot.db)
+        .await
+        .expect("a table");
+        assert_eq!(n, 0, "{table} holds the PIN");
+    }
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_wrong_pin_from_the_chat_is_counted_once_and_its_tap_cannot_be_tried_again(db: PgPool) {
+    let p = paired(db, "pin-wrong").await;
+    let proposal = p.approve_prod_mode_off().await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.bot.fake.user_message(CHAT, "WrongPin-135792");
+    let refused = p
+        .next(before, |t| t.starts_with("The Warden refused"))
+        .await;
+    assert!(refused.text.contains("wrong PIN"), "{}", refused.text);
+    assert!(!refused.text.contains("WrongPin"), "{}", refused.text);
+    assert_eq!(p.wrong_pins(), 1, "one wrong PIN typed, one counted");
+    assert!(p.prod_mode().contains("on"), "{}", p.prod_mode());
+    // The same Approve again, and the right PIN after it: the tap was spent
+    // with the wrong PIN, so nothing turns prod mode off.
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&proposal, "Approve").await;
+    p.next(before, |t| {
+        t.starts_with("The Warden refused") || t.starts_with("Send your PIN")
+    })
+    .await;
+    p.bot.fake.user_message(CHAT, PIN);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        p.prod_mode().contains("on"),
+        "a spent tap turned prod mode off: {}",
+        p.prod_mode()
+    );
+}
+
+#[sqlx::test(migrations = false)]
+async fn five_wrong_pins_from_the_chat_lock_pin_actions(db: PgPool) {
+    let p = paired(db, "pin-five").await;
+    for i in 1..=5u64 {
+        p.approve_prod_mode_off().await;
+        let before = p.bot.fake.sent_to(CHAT).len();
+        p.bot.fake.user_message(CHAT, &format!("WrongPin-{i}"));
+        let refused = p
+            .next(before, |t| t.starts_with("The Warden refused"))
+            .await;
+        assert!(refused.text.contains("wrong PIN"), "{}", refused.text);
+        if i < 5 {
+            assert_eq!(p.wrong_pins(), i);
+        } else {
+            assert!(refused.text.contains("locked"), "{}", refused.text);
+        }
+    }
+    let attempts = std::fs::read_to_string(p.warden.layout().state_dir.join("pin-attempts.json"))
+        .expect("the count");
+    let locked_until = serde_json::from_str::<serde_json::Value>(&attempts)
+        .expect("the count")
+        .get("locked_until")
+        .and_then(serde_json::Value::as_u64)
+        .expect("locked_until");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("now")
+        .as_secs();
+    assert!(
+        locked_until > now + 10 * 60,
+        "locked until {locked_until}, now {now}"
+    );
+    assert!(p.prod_mode().contains("on"), "{}", p.prod_mode());
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_pin_no_tap_waits_for_is_deleted_and_goes_nowhere(db: PgPool) {
+    let mut p = paired(db, "pin-orphan").await;
+    p.approve_prod_mode_off().await;
+    // The Worker restarts while the PIN is awaited: the tap it kept in
+    // memory is gone, the relay's mark is not.
+    let _ = p.daemon.0.kill();
+    let _ = p.daemon.0.wait();
+    p.daemon = start_daemon(&p.warden, &p.log);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.bot.fake.user_message(CHAT, PIN);
+    let told = p
+        .next(before, |t| t.starts_with("I was not waiting for a PIN"))
+        .await;
+    assert!(!told.text.contains(PIN));
+    assert_eq!(p.wrong_pins(), 0, "no PIN was checked");
+    assert!(p.prod_mode().contains("on"), "{}", p.prod_mode());
+    for _ in 0..100 {
+        if !p.bot.fake.state().deleted_by_bot.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        p.bot.fake.state().deleted_by_bot.len(),
+        1,
+        "the PIN's message is deleted"
+    );
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_command_while_the_pin_is_awaited_is_answered_and_never_taken_for_the_pin(db: PgPool) {
+    let p = paired(db, "pin-command").await;
+    p.approve_prod_mode_off().await;
+    let trust = p.ask("/trust", |t| t.starts_with("Ladder:")).await;
+    assert!(trust.text.contains("Ladder: normal"), "{}", trust.text);
+    assert_eq!(p.wrong_pins(), 0, "the command was not checked as a PIN");
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.bot.fake.user_message(CHAT, PIN);
+    p.next(before, |t| t.starts_with("Done.")).await;
+    assert!(p.prod_mode().contains("off"), "{}", p.prod_mode());
+}
+
+/// The relay never took the Worker's `expect_secret` (the frame lost with
+/// its connection, the database failing): the PIN then comes as an
+/// ordinary message, which no one deletes. The Worker, which is waiting
+/// for it, must not use it, and must say it is still in the chat.
+#[sqlx::test(migrations = false)]
+async fn a_pin_that_arrives_as_an_ordinary_message_is_not_used_and_the_person_is_told(db: PgPool) {
+    let p = paired(db, "pin-unmarked").await;
+    let proposal = p.approve_prod_mode_off().await;
+    sqlx::query("UPDATE pairings SET secret_until = NULL")
+        .execute(&p.bot.db)
+        .await
+        .expect("the mark lost");
+    let told = p
+        .ask(PIN, |t| t.contains("not deleted") || t.starts_with("Done."))
+        .await;
+    assert!(told.text.contains("not deleted"), "{}", told.text);
+    assert!(!told.text.contains(PIN));
+    assert_eq!(p.wrong_pins(), 0, "no PIN was checked");
+    assert!(p.prod_mode().contains("on"), "{}", p.prod_mode());
+    assert!(p.bot.fake.state().deleted_by_bot.is_empty());
+    // The tap was not spent: tapped again, the PIN is asked for again and
+    // taken as a secret this time.
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&proposal, "Approve").await;
+    p.next(before, |t| t.starts_with("Send your PIN")).await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.bot.fake.user_message(CHAT, PIN);
+    p.next(before, |t| t.starts_with("Done.")).await;
+    assert!(p.prod_mode().contains("off"), "{}", p.prod_mode());
+}
