@@ -123,7 +123,11 @@ pub(super) fn add_fences(shared: &Shared, asked: &[String]) -> Response {
     let mut refused = Vec::new();
     for path in asked {
         match fences::check(layout, path) {
-            Ok(p) if current.contains(&p) || added.contains(&p) => {}
+            // Already fenced, or inside a fence (which covers it): a
+            // folder asked for again and again under one fence would
+            // otherwise fill the list, and the next data folder found
+            // would find it full.
+            Ok(p) if current.iter().chain(&added).any(|f| p.starts_with(f)) => {}
             Ok(_) if current.len() + added.len() >= MAX_FENCES => {
                 refused.push(format!("{path}: the fence list is full ({MAX_FENCES})"));
             }
