@@ -212,14 +212,7 @@ async fn cert_domains(daemon: &Daemon) -> Result<Vec<String>, NotNow> {
         .paths
         .system("var/lib/caddy/.local/share/caddy/certificates");
     if let Some(out) = read(daemon, "du", &["-B1", "--max-depth=2", &caddy]).await? {
-        for (_, path) in parse_du(&out) {
-            let depth = path[caddy.len()..].matches('/').count();
-            if depth == 2
-                && let Some((_, name)) = path.rsplit_once('/')
-            {
-                domains.push(name.to_string());
-            }
-        }
+        domains.extend(scan::caddy_domains(&caddy, &parse_du(&out)));
     }
     domains.retain(|d| scan::looks_like_domain(d));
     domains.sort();
@@ -320,10 +313,10 @@ async fn fence(daemon: &Daemon) -> Result<Vec<(String, DataKind)>, NotNow> {
         }
         let dir = daemon.paths.system(rel);
         if let Some(out) = read(daemon, "du", &["-B1", "--max-depth=3", &dir]).await? {
-            found.extend(scan::data_folders(&parse_du(&out)));
+            found.extend(scan::crowded(&dir, scan::data_folders(&parse_du(&out))));
         }
     }
-    let found = scan::outermost(found);
+    let found = scan::to_ask(found);
     let mut added = Vec::new();
     for chunk in found.chunks(MAX_FENCES_ASKED) {
         let paths: Vec<String> = chunk.iter().map(|(p, _)| p.clone()).collect();
@@ -364,7 +357,7 @@ fn fences_text(added: &[(String, DataKind)]) -> String {
         if added.len() == 1 { "it" } else { "them" }
     );
     for (path, kind) in added.iter().take(SHOWN) {
-        s.push_str(&format!("\n- {path} ({})", kind.describe()));
+        s.push_str(&format!("\n- {} ({})", scan::shown(path), kind.describe()));
     }
     if added.len() > SHOWN {
         s.push_str(&format!("\n- and {} more", added.len() - SHOWN));
