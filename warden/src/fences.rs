@@ -17,6 +17,22 @@ use std::path::{Component, Path, PathBuf};
 /// The most fences the list holds: a scan finds tens, not thousands, and
 /// every chore run compares its touches against each.
 pub const MAX_FENCES: usize = 1024;
+/// The most fences one folder of a top-level folder's (a user's home
+/// `/home/eve`, an app's `/srv/app`) may hold: past it, that folder is
+/// fenced whole. A local user who makes new data-like folders every week
+/// would otherwise fill the list, and the next database found would find
+/// it full.
+pub const MAX_PER_FOLDER: usize = 16;
+
+/// The folder of a top-level folder's that `path` is in (`/home/eve` for
+/// `/home/eve/r.git`; under `/var`, one level deeper: `/var/www/site`,
+/// `/var/lib/postgresql`); `None` for a path that short.
+pub fn owner_folder(path: &Path) -> Option<PathBuf> {
+    let depth = if path.starts_with("/var") { 4 } else { 3 };
+    let owner: PathBuf = path.components().take(depth).collect();
+    (owner.components().count() == depth && owner != path).then_some(owner)
+}
+
 /// The longest path a fence may be.
 const MAX_FENCE_PATH: usize = 1024;
 
@@ -220,6 +236,24 @@ mod tests {
             let e = check(&layout, asked).unwrap_err();
             assert!(e.contains(why), "{asked:?}: {e}");
         }
+    }
+
+    #[test]
+    fn a_fence_belongs_to_the_folder_of_a_top_level_folder_it_is_in() {
+        let owner = |p: &str| owner_folder(Path::new(p)).map(|o| o.display().to_string());
+        assert_eq!(owner("/home/eve/r.git").as_deref(), Some("/home/eve"));
+        assert_eq!(owner("/home/eve/a/b").as_deref(), Some("/home/eve"));
+        assert_eq!(owner("/home/eve"), None);
+        assert_eq!(
+            owner("/var/lib/postgresql/15/main").as_deref(),
+            Some("/var/lib/postgresql")
+        );
+        assert_eq!(
+            owner("/var/www/site/uploads").as_deref(),
+            Some("/var/www/site")
+        );
+        assert_eq!(owner("/var/mail"), None);
+        assert_eq!(owner("/variable/x/y").as_deref(), Some("/variable/x"));
     }
 
     #[test]

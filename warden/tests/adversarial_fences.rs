@@ -182,17 +182,40 @@ fn folders_inside_a_fence_do_not_fill_the_list() {
     assert_clean(&mut w);
 }
 
+/// Folders each of its own (one per folder of `/var/tmp`, as a server of
+/// many users has one home each), removed when dropped.
+struct Scattered(Vec<PathBuf>);
+
+impl Scattered {
+    fn make(name: &str, n: usize) -> Scattered {
+        Scattered(
+            (0..n)
+                .map(|i| {
+                    let d = PathBuf::from(format!(
+                        "/var/tmp/aromba-{name}-{}-{i:04}",
+                        std::process::id()
+                    ));
+                    std::fs::create_dir_all(&d).unwrap();
+                    d
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Scattered {
+    fn drop(&mut self) {
+        for d in &self.0 {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
 #[test]
 fn the_fence_list_stops_at_its_limit_and_stays_inside_the_baseline() {
     let mut w = Warden::start("fence-full", true, &[]);
-    let base = w.touched.join("srv");
-    let all: Vec<String> = (0..1100)
-        .map(|i| {
-            let d = base.join(format!("d{i:04}/uploads"));
-            std::fs::create_dir_all(&d).unwrap();
-            s(&d)
-        })
-        .collect();
+    let dirs = Scattered::make("fence-full-home", 1100);
+    let all: Vec<String> = dirs.0.iter().map(|d| s(d)).collect();
     let mut added_all = 0;
     let mut full = 0;
     for chunk in all.chunks(MAX_FENCES_ASKED) {
@@ -210,17 +233,39 @@ fn the_fence_list_stops_at_its_limit_and_stays_inside_the_baseline() {
 }
 
 #[test]
+fn a_users_new_folders_every_week_cannot_fill_the_list() {
+    let mut w = Warden::start("fence-weekly", true, &[]);
+    let home = w.touched.join("home/eve");
+    // Seventy weeks, sixteen new repositories each (the most one folder
+    // of a listed root gets asked for before the scan asks for it whole):
+    // 1,120 fences at one a folder.
+    for week in 0..70 {
+        let paths: Vec<String> = (0..16)
+            .map(|i| {
+                let d = home.join(format!("w{week}-{i}.git"));
+                std::fs::create_dir_all(&d).unwrap();
+                s(&d)
+            })
+            .collect();
+        add(&w, &paths);
+    }
+    let lines = fenced(&w).lines().count();
+    assert!(
+        lines <= aromba_warden::fences::MAX_PER_FOLDER + 1,
+        "{lines} fences for one folder"
+    );
+    // The database found next still finds room.
+    let elsewhere = Scattered::make("fence-weekly-db", 1);
+    let (added, refused) = add(&w, &[s(&elsewhere.0[0])]);
+    assert_eq!(added, vec![s(&elsewhere.0[0])], "{refused:?}");
+    assert_clean(&mut w);
+}
+
+#[test]
 fn concurrent_fence_requests_lose_none_and_raise_no_mismatch() {
     let mut w = Warden::start("fence-concurrent", true, &[]);
-    let base = w.touched.join("srv");
-    let mut all = Vec::new();
-    for t in 0..6 {
-        for i in 0..10 {
-            let d = base.join(format!("t{t}-{i}/backups"));
-            std::fs::create_dir_all(&d).unwrap();
-            all.push(s(&d));
-        }
-    }
+    let dirs = Scattered::make("fence-concurrent-home", 60);
+    let all: Vec<String> = dirs.0.iter().map(|d| s(d)).collect();
     std::thread::scope(|scope| {
         for t in 0..6 {
             let w = &w;
