@@ -2,9 +2,10 @@
 //! (paired through a real relay and the fake Bot API, a real Warden): the
 //! folders the scan reads are theirs to name and fill. A folder name with
 //! a newline in Caddy's certificate folder made the scan task panic (and
-//! restart, and panic, spending the read budget each time); thousands of
-//! folders in one home took the fence list's room and flooded the Warden
-//! with requests; a link where the scan saw uploads could fence the
+//! restart, and panic, every second, spending the read budget each time);
+//! thousands of folders in one home took the fence list's room (tens of
+//! thousands: minutes of a core, and a request flood at the Warden); a link
+//! du never lists, named by a line a newline made up, could fence the
 //! system's own folders. The scan must end, say what it saw, fence the
 //! real data and nothing of the system's, and leave the ladder where it was.
 
