@@ -387,3 +387,27 @@ fn prod_mode_on_from_the_worker_never_loosens_and_is_journaled_escaped() {
     assert!(matches!(r, Response::Error { .. }), "{r:?}");
     assert_eq!(w.status().prod_mode, since);
 }
+
+#[test]
+fn a_fence_request_journals_no_more_than_it_carries() {
+    let w = Warden::start("fence-journal-size", true, &[]);
+    // The most a request carries: 64 paths filling the frame, each of
+    // characters JSON writes longer than they are.
+    let asked: Vec<String> = (0..MAX_FENCES_ASKED)
+        .map(|i| format!("/srv/{i}/{}", "\u{1}\"\\é".repeat(50)))
+        .collect();
+    let frame = aromba_warden_proto::encode_request(&Request::AddFences {
+        paths: asked.clone(),
+    })
+    .len();
+    assert!(frame < 1 << 16, "{frame}");
+    let before = w.journal().len();
+    let (added, refused) = add(&w, &asked);
+    assert!(added.is_empty());
+    assert_eq!(refused.len(), asked.len());
+    let grew = w.journal().len() - before;
+    assert!(
+        grew <= frame + 2048,
+        "the journal grew {grew} bytes for a {frame}-byte request"
+    );
+}
