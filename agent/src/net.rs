@@ -60,18 +60,33 @@ pub fn nameservers(resolv_conf: &str) -> Vec<SocketAddr> {
 /// its interface (`fe80::1%eth0`, as NetworkManager writes a router's
 /// link-local resolver), `127.1`, `0x7f000001` — and would send the
 /// lookup there, where the Warden sees an unlisted host.
+///
+/// A file that names no resolver (or that cannot be read: the C library
+/// reads it as the same process) means the C library's default, the
+/// server on this machine (127.0.0.1): unlisted unless `network.toml`
+/// lists it.
 pub fn unlisted_resolver(resolv_conf: &str, listed: &[SocketAddr]) -> Option<String> {
-    resolv_conf.lines().find_map(|l| {
+    let mut named = false;
+    let odd = resolv_conf.lines().find_map(|l| {
         let mut f = l.split_whitespace();
         if f.next() != Some("nameserver") {
             return None;
         }
         let value = f.next()?;
+        named = true;
         match value.parse::<IpAddr>() {
             Ok(ip) if listed.contains(&SocketAddr::new(ip, 53)) => None,
             _ => Some(value.to_string()),
         }
-    })
+    });
+    let default = SocketAddr::from(([127, 0, 0, 1], 53));
+    match odd {
+        Some(odd) => Some(odd),
+        None if !named && !listed.contains(&default) => {
+            Some("127.0.0.1 (no resolver named: the C library's default)".into())
+        }
+        None => None,
+    }
 }
 
 /// A pause older than this is a leftover of a pairing that died.
@@ -271,6 +286,27 @@ mod tests {
         }
         let conf = "# lease\nsearch example\nnameserver 10.0.0.2 # ours\noptions edns0\n";
         assert_eq!(unlisted_resolver(conf, &listed), None);
+    }
+
+    #[test]
+    fn a_resolv_conf_gone_or_naming_no_resolver_is_the_c_librarys_default_and_stops_dns() {
+        // glibc then asks 127.0.0.1:53, which network.toml does not list:
+        // to the Warden's watch, an unlisted host.
+        let listed: Vec<SocketAddr> = vec!["10.0.0.2:53".parse().unwrap()];
+        for conf in [
+            "",
+            "search example\n",
+            "nameserver\n",
+            "# nameserver 10.0.0.2\n",
+        ] {
+            assert!(unlisted_resolver(conf, &listed).is_some(), "{conf:?}");
+        }
+        let local: Vec<SocketAddr> = vec!["127.0.0.1:53".parse().unwrap()];
+        assert_eq!(unlisted_resolver("", &local), None);
+        let mut g = gate(&["192.0.2.1:4000"]);
+        g.resolv_conf = PathBuf::from("/nonexistent/resolv.conf");
+        g.network.resolvers = listed;
+        assert!(g.unlisted_resolver().is_some());
     }
 
     #[test]
