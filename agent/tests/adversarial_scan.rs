@@ -204,3 +204,58 @@ async fn a_hostile_users_folders_neither_stop_the_first_scan_nor_steer_its_fence
     assert!(status.contains("ladder: normal"), "{status}");
     assert!(status.contains("prod mode: on"), "{status}");
 }
+
+#[sqlx::test(migrations = false)]
+async fn an_enormous_tree_in_one_home_does_not_hide_another_users_mail(db: PgPool) {
+    const VICTIMS: [&str; 5] = ["ann", "bea", "cid", "dan", "eve"];
+    let plant = |w: &TestWarden| {
+        let home = w.root.join("system/home");
+        for v in VICTIMS {
+            std::fs::create_dir_all(home.join(v).join("Maildir/new")).expect("mail");
+        }
+        // More folders within du's three levels than the read's byte cap
+        // lets through: du is killed, and every home it would have listed
+        // after this one is cut off.
+        for i in 0..200 {
+            for j in 0..100 {
+                std::fs::create_dir_all(home.join(format!("aaa/d{i}/e{j}"))).expect("a folder");
+            }
+        }
+    };
+    let p = paired_installed(db, "adv-scan-big", plant).await;
+    let home = p.warden.root.join("system/home");
+    // du lists the homes in the order the directory gives them: some
+    // victim must come after the enormous one, or this proves nothing.
+    let order: Vec<String> = std::fs::read_dir(&home)
+        .expect("home")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let big = order.iter().position(|n| n == "aaa").expect("aaa");
+    assert!(
+        order[big + 1..]
+            .iter()
+            .any(|n| VICTIMS.contains(&n.as_str())),
+        "no home after the enormous one: {order:?}"
+    );
+    let seen = p
+        .next(|t| t.starts_with("I had a first look at this server."))
+        .await;
+    let fences = std::fs::read_to_string(p.warden.layout().fences_file()).expect("the fence list");
+    for v in VICTIMS {
+        let mail = home.join(v).join("Maildir");
+        assert!(
+            fences
+                .lines()
+                .any(|l| mail.starts_with(std::path::Path::new(l))),
+            "{v}'s mail is unfenced (the homes in du's order: {order:?}): {fences}\n{}",
+            seen.text
+        );
+    }
+    let status = support::text(&p.warden.aromba_as("root", &["status"]).stdout);
+    assert!(status.contains("ladder: normal"), "{status}");
+}

@@ -312,8 +312,13 @@ async fn fence(daemon: &Daemon) -> Result<Vec<(String, DataKind)>, NotNow> {
             continue;
         }
         let dir = daemon.paths.system(rel);
-        if let Some(out) = read(daemon, "du", &["-B1", "--max-depth=3", &dir]).await? {
+        if let Some((out, cut)) = read_whole(daemon, "du", &["-B1", "--max-depth=3", &dir]).await? {
             found.extend(scan::crowded(&dir, scan::data_folders(&parse_du(&out))));
+            if cut {
+                // What du would have listed after the cut was not seen.
+                let names = parse_ls(&read(daemon, "ls", &[&dir]).await?.unwrap_or_default());
+                found.extend(scan::unseen(&dir, &names));
+            }
         }
     }
     let found = scan::to_ask(found);
@@ -370,6 +375,16 @@ fn fences_text(added: &[(String, DataKind)]) -> String {
 /// did not run (refused, or a folder not there). The Warden not answering,
 /// or the read budget spent, is [`NotNow`].
 async fn read(daemon: &Daemon, cmd: &str, args: &[&str]) -> Result<Option<String>, NotNow> {
+    Ok(read_whole(daemon, cmd, args).await?.map(|(out, _)| out))
+}
+
+/// As [`read`], with whether the output was cut (the byte cap, or the
+/// time limit): what it would have printed after is unseen.
+async fn read_whole(
+    daemon: &Daemon,
+    cmd: &str,
+    args: &[&str],
+) -> Result<Option<(String, bool)>, NotNow> {
     if !daemon.take_read() {
         return Err(NotNow("the read budget is spent".into()));
     }
@@ -379,7 +394,7 @@ async fn read(daemon: &Daemon, cmd: &str, args: &[&str]) -> Result<Option<String
     };
     match warden_client::ask(&daemon.worker_socket(), &request).await {
         Ok(Response::Result(r)) if r.exit_code == Some(0) || !r.stdout.is_empty() => {
-            Ok(Some(printable(&r.stdout)))
+            Ok(Some((printable(&r.stdout), r.cut || r.timed_out)))
         }
         Ok(Response::Result(_)) => Ok(None),
         Ok(Response::Refused { reason, .. }) => {

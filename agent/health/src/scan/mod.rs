@@ -435,6 +435,9 @@ pub enum DataKind {
     Backups,
     Mail,
     Repository,
+    /// A folder of a listed root whose listing was cut (too big, or too
+    /// slow, to look through): fenced whole, as what is in it was not seen.
+    Unseen,
 }
 
 impl DataKind {
@@ -445,6 +448,7 @@ impl DataKind {
             DataKind::Backups => "backups",
             DataKind::Mail => "mail",
             DataKind::Repository => "a repository",
+            DataKind::Unseen => "too big to look through",
         }
     }
 }
@@ -520,6 +524,19 @@ pub fn caddy_domains(caddy: &str, listing: &[(u64, String)]) -> Vec<String> {
             (!name.is_empty() && !name.contains('/')).then(|| name.to_string())
         })
         .filter(|d| looks_like_domain(d))
+        .collect()
+}
+
+/// When the listing of the listed root `root` was cut (the read's byte cap
+/// or its time limit: one account's enormous tree leaves every folder du
+/// would have listed after it unseen), each of its folders `ls` names is
+/// fenced whole.
+pub fn unseen(root: &str, names: &[String]) -> Vec<(String, DataKind)> {
+    let root = root.trim_end_matches('/');
+    names
+        .iter()
+        .filter(|n| !n.is_empty() && !n.contains('/') && *n != "." && *n != "..")
+        .map(|n| (format!("{root}/{n}"), DataKind::Unseen))
         .collect()
 }
 
