@@ -54,6 +54,41 @@ pub fn nameservers(resolv_conf: &str) -> Vec<SocketAddr> {
         .collect()
 }
 
+/// The first `nameserver` of `resolv_conf` that is not one of `listed`,
+/// as written. A value that is not an address as [`nameservers`] reads it
+/// counts too: the C library reads more than that — an IPv6 address with
+/// its interface (`fe80::1%eth0`, as NetworkManager writes a router's
+/// link-local resolver), `127.1`, `0x7f000001` — and would send the
+/// lookup there, where the Warden sees an unlisted host.
+///
+/// A file that names no resolver (or that cannot be read: the C library
+/// reads it as the same process) means the C library's default, the
+/// server on this machine (127.0.0.1): unlisted unless `network.toml`
+/// lists it.
+pub fn unlisted_resolver(resolv_conf: &str, listed: &[SocketAddr]) -> Option<String> {
+    let mut named = false;
+    let odd = resolv_conf.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        if f.next() != Some("nameserver") {
+            return None;
+        }
+        let value = f.next()?;
+        named = true;
+        match value.parse::<IpAddr>() {
+            Ok(ip) if listed.contains(&SocketAddr::new(ip, 53)) => None,
+            _ => Some(value.to_string()),
+        }
+    });
+    let default = SocketAddr::from(([127, 0, 0, 1], 53));
+    match odd {
+        Some(odd) => Some(odd),
+        None if !named && !listed.contains(&default) => {
+            Some("127.0.0.1 (no resolver named: the C library's default)".into())
+        }
+        None => None,
+    }
+}
+
 /// A pause older than this is a leftover of a pairing that died.
 const PAUSE_AT_MOST: Duration = Duration::from_secs(20 * 60);
 
@@ -73,11 +108,9 @@ impl Gate {
 
     /// Why DNS may not be asked now: a resolver of the system's that
     /// `network.toml` does not list.
-    fn unlisted_resolver(&self) -> Option<SocketAddr> {
+    fn unlisted_resolver(&self) -> Option<String> {
         let text = std::fs::read_to_string(&self.resolv_conf).unwrap_or_default();
-        nameservers(&text)
-            .into_iter()
-            .find(|r| !self.network.resolvers.contains(r))
+        unlisted_resolver(&text, &self.network.resolvers)
     }
 
     /// No connection while `marker` exists and is recent.
@@ -224,14 +257,56 @@ mod tests {
         g.network.hosts[0].name = "relay.invalid".into();
         let plan = g.plan("relay.invalid", 4000).await.unwrap();
         assert_eq!(plan, vec!["192.0.2.1:4000".parse::<SocketAddr>().unwrap()]);
-        assert_eq!(
-            g.unlisted_resolver(),
-            Some("198.51.100.53:53".parse().unwrap())
-        );
+        assert_eq!(g.unlisted_resolver().as_deref(), Some("198.51.100.53"));
         // Listed: DNS may be asked.
         g.network.resolvers = vec!["198.51.100.53:53".parse().unwrap()];
         assert_eq!(g.unlisted_resolver(), None);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_resolver_the_c_library_reads_but_not_as_an_address_here_stops_dns() {
+        // Each of these is a resolver glibc sends lookups to; none is an
+        // address `nameservers` keeps, so none could be listed — and DNS
+        // was asked as if every resolver were.
+        let listed: Vec<SocketAddr> = vec!["10.0.0.2:53".parse().unwrap()];
+        for odd in [
+            "fe80::1%eth0",
+            "fe80::1%2",
+            "127.1",
+            "0x7f000001",
+            "010.0.0.2",
+        ] {
+            let conf = format!("nameserver 10.0.0.2\nnameserver {odd}\n");
+            assert_eq!(
+                unlisted_resolver(&conf, &listed).as_deref(),
+                Some(odd),
+                "{conf:?}"
+            );
+        }
+        let conf = "# lease\nsearch example\nnameserver 10.0.0.2 # ours\noptions edns0\n";
+        assert_eq!(unlisted_resolver(conf, &listed), None);
+    }
+
+    #[test]
+    fn a_resolv_conf_gone_or_naming_no_resolver_is_the_c_librarys_default_and_stops_dns() {
+        // glibc then asks 127.0.0.1:53, which network.toml does not list:
+        // to the Warden's watch, an unlisted host.
+        let listed: Vec<SocketAddr> = vec!["10.0.0.2:53".parse().unwrap()];
+        for conf in [
+            "",
+            "search example\n",
+            "nameserver\n",
+            "# nameserver 10.0.0.2\n",
+        ] {
+            assert!(unlisted_resolver(conf, &listed).is_some(), "{conf:?}");
+        }
+        let local: Vec<SocketAddr> = vec!["127.0.0.1:53".parse().unwrap()];
+        assert_eq!(unlisted_resolver("", &local), None);
+        let mut g = gate(&["192.0.2.1:4000"]);
+        g.resolv_conf = PathBuf::from("/nonexistent/resolv.conf");
+        g.network.resolvers = listed;
+        assert!(g.unlisted_resolver().is_some());
     }
 
     #[test]

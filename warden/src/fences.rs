@@ -17,15 +17,66 @@ use std::path::{Component, Path, PathBuf};
 /// The most fences the list holds: a scan finds tens, not thousands, and
 /// every chore run compares its touches against each.
 pub const MAX_FENCES: usize = 1024;
+/// The most fences one folder of a top-level folder's (a user's home
+/// `/home/eve`, an app's `/srv/app`) may hold: past it, that folder is
+/// fenced whole. A local user who makes new data-like folders every week
+/// would otherwise fill the list, and the next database found would find
+/// it full.
+pub const MAX_PER_FOLDER: usize = 16;
+
+/// The folder of a top-level folder's that `path` is in (`/home/eve` for
+/// `/home/eve/r.git`; under `/var`, one level deeper: `/var/www/site`,
+/// `/var/lib/postgresql`); `None` for a path that short.
+pub fn owner_folder(path: &Path) -> Option<PathBuf> {
+    let depth = if path.starts_with("/var") { 4 } else { 3 };
+    let owner: PathBuf = path.components().take(depth).collect();
+    (owner.components().count() == depth && owner != path).then_some(owner)
+}
+
 /// The longest path a fence may be.
 const MAX_FENCE_PATH: usize = 1024;
+
+/// The system's own hierarchies: programs, libraries, configuration, boot,
+/// kernel interfaces, package databases, caches and logs. The scan looks
+/// for data elsewhere (`/srv`, `/home`, `/var/lib/<database>` …); a folder
+/// asked for that resolves into one of these (or holds one) is a link
+/// planted in a scanned folder, or a Worker's own idea, and not data.
+const SYSTEM: &[&str] = &[
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var/cache",
+    "/var/lib/apt",
+    "/var/lib/dpkg",
+    "/var/lib/systemd",
+    "/var/log",
+];
+
+/// A character a fence may not hold: a control character, a direction
+/// override or a line or paragraph separator (text that would read as
+/// something else in the list, the journal or the chat).
+fn unshowable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        || matches!(c, '\u{2028}' | '\u{2029}')
+}
 
 /// The folder `asked` as it would be fenced (resolved), or why it is not.
 pub fn check(layout: &Layout, asked: &str) -> Result<PathBuf, String> {
     if asked.len() > MAX_FENCE_PATH {
         return Err(format!("a fence is at most {MAX_FENCE_PATH} bytes long"));
     }
-    if asked.chars().any(char::is_control) {
+    if asked.chars().any(unshowable) {
         return Err("a fence holds no control characters".into());
     }
     let path = Path::new(asked);
@@ -48,8 +99,15 @@ pub fn check(layout: &Layout, asked: &str) -> Result<PathBuf, String> {
     if !meta.is_dir() {
         return Err("a fence is a folder".into());
     }
-    let text = resolved.to_string_lossy();
-    if text.chars().any(char::is_control) || text.len() > MAX_FENCE_PATH {
+    // The list is text, one path a line, read back trimmed: a path that
+    // is not UTF-8, or ends in white space, would come back as another.
+    let Some(text) = resolved.to_str() else {
+        return Err("it resolves to a path a fence cannot hold (not UTF-8)".into());
+    };
+    if text.chars().any(unshowable)
+        || text.len() > MAX_FENCE_PATH
+        || text.ends_with(char::is_whitespace)
+    {
         return Err("it resolves to a path a fence cannot hold".into());
     }
     if resolved.components().count() < 3 {
@@ -67,21 +125,35 @@ pub fn check(layout: &Layout, asked: &str) -> Result<PathBuf, String> {
             ));
         }
     }
-    // The system skill's chores touch caches and logs, never data; a fence
-    // meeting their touches would stop one for good — what a folder
-    // swapped for a link into `/var/log` between the scan and this check
-    // would do.
-    for chore in crate::chores::catalog::system() {
-        for touch in &chore.header.touches {
+    // The system skill's chores touch caches and logs, never data, and the
+    // owner's touch and read what the owner wrote them for; a fence
+    // meeting one would stop it for good — what a folder swapped for a
+    // link into `/var/log` between the scan and this check would do.
+    let chores = crate::chores::catalog::system()
+        .into_iter()
+        .chain(crate::chores::catalog::mine(layout).0);
+    for chore in chores {
+        for touch in chore.header.touches.iter().chain(&chore.header.reads) {
             let touch = std::fs::canonicalize(touch).unwrap_or_else(|_| touch.clone());
             if touch.starts_with(&resolved) || resolved.starts_with(&touch) {
                 return Err(format!(
-                    "{} meets what Aromba's chore {} touches ({}): caches and logs, not data",
+                    "{} meets what Aromba's chore {} touches or reads ({}): a fence would stop it for good",
                     resolved.display(),
                     chore.header.name,
                     touch.display()
                 ));
             }
+        }
+    }
+    for system in SYSTEM {
+        let system = Path::new(system);
+        let system = std::fs::canonicalize(system).unwrap_or_else(|_| system.to_path_buf());
+        if system.starts_with(&resolved) || resolved.starts_with(&system) {
+            return Err(format!(
+                "{} is the system's own ({}), not data",
+                resolved.display(),
+                system.display()
+            ));
         }
     }
     Ok(resolved)
@@ -164,6 +236,24 @@ mod tests {
             let e = check(&layout, asked).unwrap_err();
             assert!(e.contains(why), "{asked:?}: {e}");
         }
+    }
+
+    #[test]
+    fn a_fence_belongs_to_the_folder_of_a_top_level_folder_it_is_in() {
+        let owner = |p: &str| owner_folder(Path::new(p)).map(|o| o.display().to_string());
+        assert_eq!(owner("/home/eve/r.git").as_deref(), Some("/home/eve"));
+        assert_eq!(owner("/home/eve/a/b").as_deref(), Some("/home/eve"));
+        assert_eq!(owner("/home/eve"), None);
+        assert_eq!(
+            owner("/var/lib/postgresql/15/main").as_deref(),
+            Some("/var/lib/postgresql")
+        );
+        assert_eq!(
+            owner("/var/www/site/uploads").as_deref(),
+            Some("/var/www/site")
+        );
+        assert_eq!(owner("/var/mail"), None);
+        assert_eq!(owner("/variable/x/y").as_deref(), Some("/variable/x"));
     }
 
     #[test]

@@ -212,14 +212,7 @@ async fn cert_domains(daemon: &Daemon) -> Result<Vec<String>, NotNow> {
         .paths
         .system("var/lib/caddy/.local/share/caddy/certificates");
     if let Some(out) = read(daemon, "du", &["-B1", "--max-depth=2", &caddy]).await? {
-        for (_, path) in parse_du(&out) {
-            let depth = path[caddy.len()..].matches('/').count();
-            if depth == 2
-                && let Some((_, name)) = path.rsplit_once('/')
-            {
-                domains.push(name.to_string());
-            }
-        }
+        domains.extend(scan::caddy_domains(&caddy, &parse_du(&out)));
     }
     domains.retain(|d| scan::looks_like_domain(d));
     domains.sort();
@@ -319,11 +312,16 @@ async fn fence(daemon: &Daemon) -> Result<Vec<(String, DataKind)>, NotNow> {
             continue;
         }
         let dir = daemon.paths.system(rel);
-        if let Some(out) = read(daemon, "du", &["-B1", "--max-depth=3", &dir]).await? {
-            found.extend(scan::data_folders(&parse_du(&out)));
+        if let Some((out, cut)) = read_whole(daemon, "du", &["-B1", "--max-depth=3", &dir]).await? {
+            found.extend(scan::crowded(&dir, scan::data_folders(&parse_du(&out))));
+            if cut {
+                // What du would have listed after the cut was not seen.
+                let names = parse_ls(&read(daemon, "ls", &[&dir]).await?.unwrap_or_default());
+                found.extend(scan::unseen(&dir, &names));
+            }
         }
     }
-    let found = scan::outermost(found);
+    let found = scan::to_ask(found);
     let mut added = Vec::new();
     for chunk in found.chunks(MAX_FENCES_ASKED) {
         let paths: Vec<String> = chunk.iter().map(|(p, _)| p.clone()).collect();
@@ -364,7 +362,7 @@ fn fences_text(added: &[(String, DataKind)]) -> String {
         if added.len() == 1 { "it" } else { "them" }
     );
     for (path, kind) in added.iter().take(SHOWN) {
-        s.push_str(&format!("\n- {path} ({})", kind.describe()));
+        s.push_str(&format!("\n- {} ({})", scan::shown(path), kind.describe()));
     }
     if added.len() > SHOWN {
         s.push_str(&format!("\n- and {} more", added.len() - SHOWN));
@@ -377,6 +375,16 @@ fn fences_text(added: &[(String, DataKind)]) -> String {
 /// did not run (refused, or a folder not there). The Warden not answering,
 /// or the read budget spent, is [`NotNow`].
 async fn read(daemon: &Daemon, cmd: &str, args: &[&str]) -> Result<Option<String>, NotNow> {
+    Ok(read_whole(daemon, cmd, args).await?.map(|(out, _)| out))
+}
+
+/// As [`read`], with whether the output was cut (the byte cap, or the
+/// time limit): what it would have printed after is unseen.
+async fn read_whole(
+    daemon: &Daemon,
+    cmd: &str,
+    args: &[&str],
+) -> Result<Option<(String, bool)>, NotNow> {
     if !daemon.take_read() {
         return Err(NotNow("the read budget is spent".into()));
     }
@@ -386,7 +394,7 @@ async fn read(daemon: &Daemon, cmd: &str, args: &[&str]) -> Result<Option<String
     };
     match warden_client::ask(&daemon.worker_socket(), &request).await {
         Ok(Response::Result(r)) if r.exit_code == Some(0) || !r.stdout.is_empty() => {
-            Ok(Some(printable(&r.stdout)))
+            Ok(Some((printable(&r.stdout), r.cut || r.timed_out)))
         }
         Ok(Response::Result(_)) => Ok(None),
         Ok(Response::Refused { reason, .. }) => {

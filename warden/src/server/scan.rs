@@ -8,9 +8,10 @@
 
 use super::Shared;
 use super::intent::{intend, outcome_not_journaled};
-use crate::fences::{self, MAX_FENCES};
+use crate::fences::{self, MAX_FENCES, MAX_PER_FOLDER};
 use aromba_warden_proto::Response;
 use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
 
 fn refuse(reason: impl Into<String>) -> Response {
     Response::Refused {
@@ -123,11 +124,24 @@ pub(super) fn add_fences(shared: &Shared, asked: &[String]) -> Response {
     let mut refused = Vec::new();
     for path in asked {
         match fences::check(layout, path) {
-            Ok(p) if current.contains(&p) || added.contains(&p) => {}
+            // Already fenced, or inside a fence (which covers it): a
+            // folder asked for again and again under one fence would
+            // otherwise fill the list, and the next data folder found
+            // would find it full.
+            Ok(p) if current.iter().chain(&added).any(|f| p.starts_with(f)) => {}
             Ok(_) if current.len() + added.len() >= MAX_FENCES => {
                 refused.push(format!("{path}: the fence list is full ({MAX_FENCES})"));
             }
-            Ok(p) => added.push(p),
+            Ok(p) => match crowded(&current, &added, &p) {
+                None => added.push(p),
+                Some(owner) => match fences::check(layout, &owner.to_string_lossy()) {
+                    Ok(whole) => added.push(whole),
+                    Err(why) => refused.push(format!(
+                        "{path}: {} holds {MAX_PER_FOLDER} fences, and cannot be fenced whole: {why}",
+                        owner.display()
+                    )),
+                },
+            },
             Err(why) => refused.push(format!("{path}: {why}")),
         }
     }
@@ -176,6 +190,18 @@ pub(super) fn add_fences(shared: &Shared, asked: &[String]) -> Response {
         refused,
         journal_seq,
     }
+}
+
+/// The folder `p` is in, when it holds [`MAX_PER_FOLDER`] fences already
+/// (see [`fences::owner_folder`]).
+fn crowded(current: &[PathBuf], added: &[PathBuf], p: &Path) -> Option<PathBuf> {
+    let owner = fences::owner_folder(p)?;
+    let held = current
+        .iter()
+        .chain(added)
+        .filter(|f| f.starts_with(&owner))
+        .count();
+    (held >= MAX_PER_FOLDER).then_some(owner)
 }
 
 /// `aromba pair` wrote the Worker's `network.toml`: its hash in the

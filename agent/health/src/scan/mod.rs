@@ -52,8 +52,27 @@ pub enum Finding {
     },
 }
 
+/// Text from the server (a folder's or a process's name) made safe to
+/// show in the chat: control characters, direction overrides and line or
+/// paragraph separators — which could make a line read as something else,
+/// or as a message of its own — become `?`.
+pub fn shown(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            let odd = c.is_control()
+                || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+                || matches!(c, '\u{2028}' | '\u{2029}');
+            if odd { '?' } else { c }
+        })
+        .collect()
+}
+
 impl Finding {
     pub fn describe(&self) -> String {
+        shown(&self.describe_raw())
+    }
+
+    fn describe_raw(&self) -> String {
         match self {
             Finding::PublicWeb { ports, domains } => {
                 let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
@@ -212,16 +231,31 @@ pub const DATABASES: &[Database] = &[
 
 const MYSQL_OWN: &[&str] = &["mysql", "performance_schema", "sys", "information_schema"];
 
+/// The most PostgreSQL clusters the scan looks into.
+pub const MAX_CLUSTERS: usize = 4;
+
 /// The first number PostgreSQL gives a database a user made.
 const FIRST_USER_OID: u64 = 16_384;
 
 impl Database {
     /// The `base` folders of each PostgreSQL cluster in a `du -B1
     /// --max-depth=3` listing of the directory.
+    ///
+    /// The PostgreSQL user can make folders there: each `base` found costs
+    /// a read of the Worker's budget, so only the [`MAX_CLUSTERS`] biggest
+    /// are looked into (a real cluster's `base` holds its template
+    /// databases, megabytes; an empty folder planted as one, a few
+    /// kilobytes).
     pub fn postgres_bases(listing: &[(u64, String)]) -> Vec<String> {
-        listing
+        let mut bases: Vec<&(u64, String)> = listing
             .iter()
             .filter(|(_, p)| p.ends_with("/base"))
+            .collect();
+        bases.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        bases.dedup_by(|a, b| a.1 == b.1);
+        bases
+            .into_iter()
+            .take(MAX_CLUSTERS)
             .map(|(_, p)| p.clone())
             .collect()
     }
@@ -401,6 +435,9 @@ pub enum DataKind {
     Backups,
     Mail,
     Repository,
+    /// A folder of a listed root whose listing was cut (too big, or too
+    /// slow, to look through): fenced whole, as what is in it was not seen.
+    Unseen,
 }
 
 impl DataKind {
@@ -411,6 +448,7 @@ impl DataKind {
             DataKind::Backups => "backups",
             DataKind::Mail => "mail",
             DataKind::Repository => "a repository",
+            DataKind::Unseen => "too big to look through",
         }
     }
 }
@@ -450,20 +488,106 @@ pub fn data_folders(listing: &[(u64, String)]) -> Vec<(String, DataKind)> {
 }
 
 /// Each folder once, and none inside another one kept (its fence covers
-/// it).
+/// it). Sorted by components, a folder's insides come right after it, so
+/// each is compared with the last one kept only: a listing of tens of
+/// thousands of folders (a user can make that many) costs no more than
+/// sorting it.
 pub fn outermost(mut folders: Vec<(String, DataKind)>) -> Vec<(String, DataKind)> {
-    folders.sort();
-    folders.dedup_by(|a, b| a.0 == b.0);
+    folders.sort_by(|a, b| {
+        std::path::Path::new(&a.0)
+            .cmp(std::path::Path::new(&b.0))
+            .then(a.1.cmp(&b.1))
+    });
     let mut kept: Vec<(String, DataKind)> = Vec::new();
     for f in folders {
         let inside = kept
-            .iter()
-            .any(|(k, _)| f.0.starts_with(&format!("{}/", k.trim_end_matches('/'))));
+            .last()
+            .is_some_and(|(k, _)| std::path::Path::new(&f.0).starts_with(k));
         if !inside {
             kept.push(f);
         }
     }
     kept
+}
+
+/// The certificates' domains in a `du` listing of Caddy's certificate
+/// folder `caddy` (one folder per issuer, one per domain in it). A line
+/// that is not below `caddy` (a folder name with a newline in it makes one
+/// up) is skipped.
+pub fn caddy_domains(caddy: &str, listing: &[(u64, String)]) -> Vec<String> {
+    let caddy = caddy.trim_end_matches('/');
+    listing
+        .iter()
+        .filter_map(|(_, path)| {
+            let rest = path.strip_prefix(caddy)?.strip_prefix('/')?;
+            let (_issuer, name) = rest.split_once('/')?;
+            (!name.is_empty() && !name.contains('/')).then(|| name.to_string())
+        })
+        .filter(|d| looks_like_domain(d))
+        .collect()
+}
+
+/// When the listing of the listed root `root` was cut (the read's byte cap
+/// or its time limit: one account's enormous tree leaves every folder du
+/// would have listed after it unseen), each of its folders `ls` names is
+/// fenced whole.
+pub fn unseen(root: &str, names: &[String]) -> Vec<(String, DataKind)> {
+    let root = root.trim_end_matches('/');
+    names
+        .iter()
+        .filter(|n| !n.is_empty() && !n.contains('/') && *n != "." && *n != "..")
+        .map(|n| (format!("{root}/{n}"), DataKind::Unseen))
+        .collect()
+}
+
+/// More data-like folders than this in one folder of a listed root (a
+/// user's home, an app's folder under `/srv`) and that folder is fenced
+/// whole instead: one account cannot take the fence list's room (the
+/// Warden keeps 1,024) and leave the next database unfenced.
+pub const MAX_PER_FOLDER: usize = 16;
+
+/// The most folders one scan asks to fence: the Warden's list holds 1,024.
+pub const MAX_ASKED: usize = 1024;
+
+/// `found` under the listed root `root` (a `du` of it), with each folder
+/// of `root` that holds more than [`MAX_PER_FOLDER`] of them asked for
+/// whole; a path not below `root` is dropped.
+pub fn crowded(root: &str, found: Vec<(String, DataKind)>) -> Vec<(String, DataKind)> {
+    let root = root.trim_end_matches('/');
+    let group = |p: &str| -> Option<String> {
+        let rest = p.strip_prefix(root)?.strip_prefix('/')?;
+        let first = rest.split('/').next().filter(|f| !f.is_empty())?;
+        Some(format!("{root}/{first}"))
+    };
+    let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (p, _) in &found {
+        if let Some(g) = group(p) {
+            *counts.entry(g).or_default() += 1;
+        }
+    }
+    let mut out: Vec<(String, DataKind)> = Vec::new();
+    for (p, kind) in found {
+        match group(&p) {
+            Some(g) if counts.get(&g).is_some_and(|n| *n > MAX_PER_FOLDER) => {
+                out.push((g, kind));
+            }
+            Some(_) => out.push((p, kind)),
+            // Not below the root: a line a folder name with a newline in
+            // it made up.
+            None => {}
+        }
+    }
+    outermost(out)
+}
+
+/// What one scan asks the Warden to fence, in order: databases first (a
+/// database directory under `/var/lib`, Docker's volumes), then the rest,
+/// each once and none inside another, at most [`MAX_ASKED`].
+pub fn to_ask(found: Vec<(String, DataKind)>) -> Vec<(String, DataKind)> {
+    let mut all = outermost(found);
+    all.sort_by_key(|(_, k)| *k != DataKind::Database);
+    all.truncate(MAX_ASKED);
+    all
 }
 
 #[cfg(test)]
