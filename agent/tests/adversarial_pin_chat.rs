@@ -6,182 +6,41 @@
 //! Worker's log, every file under the test's root (the Worker's home, the
 //! Warden's state and journal), and every table of the relay.
 
+mod paired;
 #[path = "../../relay/tests/support/mod.rs"]
 mod relay_support;
 mod support;
 
-use relay_support::bot::{Bot, start_bot};
+use paired::{CHAT, Paired, Setup, paired_with, start_daemon};
 use sqlx::PgPool;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
-use support::{Running, TestWarden, account, aromba};
 
-const CHAT: i64 = 5_550_002;
 /// The PIN `aromba pair` sets: letters too, so that no hash, time or id
 /// holds it by chance.
 const PIN: &str = "QzPin7Wk4x";
 
-static ONE_DAEMON: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-async fn start_pairing(warden: &TestWarden, bot: &Bot) -> (Running, String) {
-    let relay = format!("http://{}", bot.relay.addr);
-    let root = warden.root.to_str().expect("a UTF-8 root");
-    let mut child = aromba(&[
-        "pair",
-        "--root",
-        root,
-        "--relay",
-        &relay,
-        "--worker-user",
-        "aromba",
-        "--install-source",
-        "test",
-    ])
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::inherit())
-    .spawn()
-    .map(Running)
-    .expect("aromba pair starts");
-    child
-        .0
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(format!("{PIN}\n{PIN}\n").as_bytes())
-        .expect("the PIN is written");
-    let stdout = child.0.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(rest) = line.trim().strip_prefix("Or send the bot: /start ") {
-                let code = rest.split_whitespace().next().unwrap_or("").to_string();
-                let _ = tx.send(code);
-            }
-        }
-    });
-    for _ in 0..600 {
-        if let Ok(code) = rx.try_recv() {
-            return (child, code);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("aromba pair printed no code within a minute");
-}
-
-async fn wait_exit(child: &mut Running) -> std::process::ExitStatus {
-    for _ in 0..600 {
-        if let Some(status) = child.0.try_wait().expect("wait") {
-            return status;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the process did not end within a minute");
-}
-
-struct Paired {
-    daemon: Running,
-    /// The daemon's standard error, at `AROMBA_LOG=trace`.
-    log: PathBuf,
-    warden: TestWarden,
-    bot: Bot,
-    _one: tokio::sync::MutexGuard<'static, ()>,
-}
-
-/// `aromba run` on the test's root, its log appended to `log`.
-fn start_daemon(warden: &TestWarden, log: &Path) -> Running {
-    let root = warden.root.to_str().expect("a UTF-8 root");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .expect("the log file");
-    Running(
-        aromba(&["run", "--root", root, "--user", "aromba"])
-            .env("AROMBA_LOG", "trace")
-            .stdin(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("aromba run starts"),
-    )
-}
-
+/// Paired with the PIN above, the daemon's log kept at the finest level,
+/// and prod mode on (so that turning it off asks for the PIN).
 async fn paired(db: PgPool, name: &str) -> Paired {
-    let one = ONE_DAEMON.lock().await;
-    let bot = start_bot(db, false).await;
-    let worker = account("aromba");
-    let warden = TestWarden::start_installed(name, worker, Some(0), |_| {});
-    std::fs::create_dir_all(warden.root.join("home")).expect("home");
-    std::os::unix::fs::chown(warden.root.join("home"), Some(worker.uid), Some(worker.gid))
-        .expect("chown home");
-    let (mut pairing, code) = start_pairing(&warden, &bot).await;
-    bot.fake.user_message(CHAT, &format!("/start {code}"));
-    let status = wait_exit(&mut pairing).await;
-    assert!(status.success(), "aromba pair ends well: {status}");
     let log = PathBuf::from(format!(
         "/var/tmp/aromba-pin-chat-{name}-{}.log",
         std::process::id()
     ));
-    let _ = std::fs::remove_file(&log);
-    let daemon = start_daemon(&warden, &log);
-    let on = warden.aromba_as("root", &["prod-mode", "on"]);
+    let setup = Setup {
+        pin: PIN,
+        daemon_log: Some(log),
+        ..Setup::default()
+    };
+    let p = paired_with(db, name, setup, |_| {}).await;
+    let on = p.warden.aromba_as("root", &["prod-mode", "on"]);
     assert!(on.status.success(), "{}", support::text(&on.stderr));
-    Paired {
-        daemon,
-        log,
-        warden,
-        bot,
-        _one: one,
-    }
-}
-
-impl Drop for Paired {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.log);
-    }
+    p
 }
 
 impl Paired {
-    async fn tap(&self, message: &aromba_botfake::state::Sent, label: &str) {
-        self.bot.wait_recorded(message).await;
-        let data = message
-            .buttons
-            .iter()
-            .flatten()
-            .find(|(l, _)| l == label)
-            .map(|(_, d)| d.clone())
-            .unwrap_or_else(|| panic!("no {label} button on {message:?}"));
-        self.bot
-            .fake
-            .tap(CHAT, message.message_id, &data)
-            .expect("the message is in the chat");
-    }
-
-    async fn next(&self, after: usize, want: impl Fn(&str) -> bool) -> aromba_botfake::state::Sent {
-        for _ in 0..600 {
-            let sent = self.bot.fake.sent_to(CHAT);
-            if let Some(m) = sent.iter().skip(after).find(|m| want(&m.text)) {
-                return m.clone();
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let all: Vec<String> = self
-            .bot
-            .fake
-            .sent_to(CHAT)
-            .into_iter()
-            .map(|m| m.text)
-            .collect();
-        let status = support::text(&self.warden.aromba_as("root", &["status"]).stdout);
-        panic!("no such message; the chat has: {all:#?}\nthe Warden: {status}");
-    }
-
-    async fn ask(&self, text: &str, want: impl Fn(&str) -> bool) -> aromba_botfake::state::Sent {
-        let before = self.bot.fake.sent_to(CHAT).len();
-        self.bot.fake.user_message(CHAT, text);
-        self.next(before, want).await
+    fn log(&self) -> &Path {
+        self.daemon_log.0.as_deref().expect("the daemon's log")
     }
 
     /// `/prodmode off`, Approve tapped: the Worker asks for the PIN.
@@ -250,7 +109,7 @@ async fn the_pin_is_in_no_log_file_or_table_even_with_the_worker_logging_at_trac
     assert!(p.prod_mode().contains("off"), "{}", p.prod_mode());
     tokio::time::sleep(Duration::from_secs(1)).await;
 
-    let log = std::fs::read_to_string(&p.log).expect("the Worker's log");
+    let log = std::fs::read_to_string(p.log()).expect("the Worker's log");
     assert!(!log.is_empty(), "the Worker logged nothing");
     assert!(!log.contains(PIN), "the Worker's log holds the PIN:\n{log}");
     let relay_toml =
@@ -359,7 +218,7 @@ async fn a_pin_no_tap_waits_for_is_deleted_and_goes_nowhere(db: PgPool) {
     // memory is gone, the relay's mark is not.
     let _ = p.daemon.0.kill();
     let _ = p.daemon.0.wait();
-    p.daemon = start_daemon(&p.warden, &p.log);
+    p.daemon = start_daemon(&p.warden, Some(p.log()));
     tokio::time::sleep(Duration::from_secs(3)).await;
     let before = p.bot.fake.sent_to(CHAT).len();
     p.bot.fake.user_message(CHAT, PIN);

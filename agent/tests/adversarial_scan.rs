@@ -9,138 +9,14 @@
 //! system's own folders. The scan must end, say what it saw, fence the
 //! real data and nothing of the system's, and leave the ladder where it was.
 
+mod paired;
 #[path = "../../relay/tests/support/mod.rs"]
 mod relay_support;
 mod support;
 
-use relay_support::bot::{Bot, start_bot};
+use paired::{Setup, paired_with};
 use sqlx::PgPool;
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
-use std::time::Duration;
-use support::{Running, TestWarden, account, aromba};
-
-const CHAT: i64 = 5_550_002;
-
-/// One Worker at a time: every Warden watches all connections of the
-/// aromba user, so another test's daemon dialing its own relay would be an
-/// unlisted host to this test's Warden.
-static ONE_DAEMON: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// `aromba pair` against `bot`'s relay, the PIN on standard input; returns
-/// the child and the pairing code it printed.
-async fn start_pairing(warden: &TestWarden, bot: &Bot) -> (Running, String) {
-    let relay = format!("http://{}", bot.relay.addr);
-    let root = warden.root.to_str().expect("a UTF-8 root");
-    let mut child = aromba(&[
-        "pair",
-        "--root",
-        root,
-        "--relay",
-        &relay,
-        "--worker-user",
-        "aromba",
-        "--install-source",
-        "test",
-    ])
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::inherit())
-    .spawn()
-    .map(Running)
-    .expect("aromba pair starts");
-    child
-        .0
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"472913\n472913\n")
-        .expect("the PIN is written");
-    let stdout = child.0.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(rest) = line.trim().strip_prefix("Or send the bot: /start ") {
-                let code = rest.split_whitespace().next().unwrap_or("").to_string();
-                let _ = tx.send(code);
-            }
-        }
-    });
-    for _ in 0..600 {
-        if let Ok(code) = rx.try_recv() {
-            return (child, code);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("aromba pair printed no code within a minute");
-}
-
-async fn wait_exit(child: &mut Running) -> std::process::ExitStatus {
-    for _ in 0..600 {
-        if let Some(status) = child.0.try_wait().expect("wait") {
-            return status;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the process did not end within a minute");
-}
-
-struct Paired {
-    // Dropped in this order: the daemon first, the lock last.
-    _daemon: Running,
-    warden: TestWarden,
-    bot: Bot,
-    _one: tokio::sync::MutexGuard<'static, ()>,
-}
-
-async fn paired_installed(db: PgPool, name: &str, before: impl FnOnce(&TestWarden)) -> Paired {
-    let one = ONE_DAEMON.lock().await;
-    let bot = start_bot(db, false).await;
-    let worker = account("aromba");
-    let warden = TestWarden::start_installed(name, worker, Some(0), |_| {});
-    before(&warden);
-    std::fs::create_dir_all(warden.root.join("home")).expect("home");
-    std::os::unix::fs::chown(warden.root.join("home"), Some(worker.uid), Some(worker.gid))
-        .expect("chown home");
-    let (mut pairing, code) = start_pairing(&warden, &bot).await;
-    bot.fake.user_message(CHAT, &format!("/start {code}"));
-    let status = wait_exit(&mut pairing).await;
-    assert!(status.success(), "aromba pair ends well: {status}");
-    let root = warden.root.to_str().expect("a UTF-8 root");
-    let daemon = Running(
-        aromba(&["run", "--root", root, "--user", "aromba"])
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("aromba run starts"),
-    );
-    Paired {
-        _daemon: daemon,
-        warden,
-        bot,
-        _one: one,
-    }
-}
-
-impl Paired {
-    /// The first message whose text `want` takes, within a minute.
-    async fn next(&self, want: impl Fn(&str) -> bool) -> aromba_botfake::state::Sent {
-        for _ in 0..600 {
-            let sent = self.bot.fake.sent_to(CHAT);
-            if let Some(m) = sent.iter().find(|m| want(&m.text)) {
-                return m.clone();
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let all: Vec<String> = self
-            .bot
-            .fake
-            .sent_to(CHAT)
-            .into_iter()
-            .map(|m| m.text)
-            .collect();
-        panic!("no such message; the chat has: {all:#?}");
-    }
-}
+use support::TestWarden;
 
 #[sqlx::test(migrations = false)]
 async fn a_hostile_users_folders_neither_stop_the_first_scan_nor_steer_its_fences(db: PgPool) {
@@ -169,10 +45,10 @@ async fn a_hostile_users_folders_neither_stop_the_first_scan_nor_steer_its_fence
                 .expect("a repository");
         }
     };
-    let p = paired_installed(db, "adv-scan", plant).await;
+    let p = paired_with(db, "adv-scan", Setup::default(), plant).await;
     let system = p.warden.root.join("system");
     let seen = p
-        .next(|t| t.starts_with("I had a first look at this server."))
+        .next(0, |t| t.starts_with("I had a first look at this server."))
         .await;
     assert!(
         seen.text
@@ -222,7 +98,7 @@ async fn an_enormous_tree_in_one_home_does_not_hide_another_users_mail(db: PgPoo
             }
         }
     };
-    let p = paired_installed(db, "adv-scan-big", plant).await;
+    let p = paired_with(db, "adv-scan-big", Setup::default(), plant).await;
     let home = p.warden.root.join("system/home");
     // du lists the homes in the order the directory gives them: some
     // victim must come after the enormous one, or this proves nothing.
@@ -243,7 +119,7 @@ async fn an_enormous_tree_in_one_home_does_not_hide_another_users_mail(db: PgPoo
         "no home after the enormous one: {order:?}"
     );
     let seen = p
-        .next(|t| t.starts_with("I had a first look at this server."))
+        .next(0, |t| t.starts_with("I had a first look at this server."))
         .await;
     let fences = std::fs::read_to_string(p.warden.layout().fences_file()).expect("the fence list");
     for v in VICTIMS {

@@ -3,177 +3,16 @@
 //! sockets, `aromba pair` as root and `aromba run` as the aromba user —
 //! the binaries as shipped. The person is played through the fake.
 
+mod paired;
 #[path = "../../relay/tests/support/mod.rs"]
 mod relay_support;
 mod support;
 
-use relay_support::bot::{Bot, start_bot};
+use paired::{CHAT, Paired, Setup, paired, paired_with, write_mine};
+use relay_support::bot::Bot;
 use sqlx::PgPool;
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
 use std::time::Duration;
-use support::{Running, TestWarden, account, aromba};
-
-const CHAT: i64 = 5_550_001;
-
-/// One Worker at a time: every Warden watches all connections of the
-/// aromba user, so another test's daemon dialing its own relay would be an
-/// unlisted host to this test's Warden.
-static ONE_DAEMON: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// `aromba pair` against `bot`'s relay, the PIN on standard input; returns
-/// the child and the pairing code it printed.
-async fn start_pairing(warden: &TestWarden, bot: &Bot) -> (Running, String) {
-    let relay = format!("http://{}", bot.relay.addr);
-    let root = warden.root.to_str().expect("a UTF-8 root");
-    let mut child = aromba(&[
-        "pair",
-        "--root",
-        root,
-        "--relay",
-        &relay,
-        "--worker-user",
-        "aromba",
-        "--install-source",
-        "test",
-    ])
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::inherit())
-    .spawn()
-    .map(Running)
-    .expect("aromba pair starts");
-    child
-        .0
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"472913\n472913\n")
-        .expect("the PIN is written");
-    let stdout = child.0.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(rest) = line.trim().strip_prefix("Or send the bot: /start ") {
-                let code = rest.split_whitespace().next().unwrap_or("").to_string();
-                let _ = tx.send(code);
-            }
-        }
-    });
-    // The relay runs on this test's runtime: wait without blocking it.
-    for _ in 0..600 {
-        if let Ok(code) = rx.try_recv() {
-            return (child, code);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("aromba pair printed no code within a minute");
-}
-
-async fn wait_exit(child: &mut Running) -> std::process::ExitStatus {
-    for _ in 0..600 {
-        if let Some(status) = child.0.try_wait().expect("wait") {
-            return status;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the process did not end within a minute");
-}
-
-/// A relay with a bot, a Warden, the server paired with [`CHAT`] by
-/// `aromba pair`, and `aromba run` connected.
-struct Paired {
-    // Dropped in this order: the daemon first, the lock last.
-    _daemon: Running,
-    warden: TestWarden,
-    bot: Bot,
-    _one: tokio::sync::MutexGuard<'static, ()>,
-}
-
-async fn paired(db: PgPool, name: &str) -> Paired {
-    paired_installed(db, name, 0, |_| {}).await
-}
-
-/// As [`paired`], the Warden installed `days_ago` days ago, and `before`
-/// done to it before the daemon starts.
-async fn paired_installed(
-    db: PgPool,
-    name: &str,
-    days_ago: u64,
-    before: impl FnOnce(&TestWarden),
-) -> Paired {
-    let one = ONE_DAEMON.lock().await;
-    let bot = start_bot(db, false).await;
-    let worker = account("aromba");
-    let warden = TestWarden::start_installed(name, worker, Some(days_ago), |_| {});
-    before(&warden);
-    std::fs::create_dir_all(warden.root.join("home")).expect("home");
-    std::os::unix::fs::chown(warden.root.join("home"), Some(worker.uid), Some(worker.gid))
-        .expect("chown home");
-    let (mut pairing, code) = start_pairing(&warden, &bot).await;
-    assert_eq!(code.len(), 6, "a six-character code: {code:?}");
-    bot.fake.user_message(CHAT, &format!("/start {code}"));
-    let status = wait_exit(&mut pairing).await;
-    assert!(status.success(), "aromba pair ends well: {status}");
-    let root = warden.root.to_str().expect("a UTF-8 root");
-    let daemon = Running(
-        aromba(&["run", "--root", root, "--user", "aromba"])
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("aromba run starts"),
-    );
-    Paired {
-        _daemon: daemon,
-        warden,
-        bot,
-        _one: one,
-    }
-}
-
-impl Paired {
-    /// The person taps the button labelled `label` on `message`, once the
-    /// relay has recorded its buttons.
-    async fn tap(&self, message: &aromba_botfake::state::Sent, label: &str) {
-        self.bot.wait_recorded(message).await;
-        let data = message
-            .buttons
-            .iter()
-            .flatten()
-            .find(|(l, _)| l == label)
-            .map(|(_, d)| d.clone())
-            .unwrap_or_else(|| panic!("no {label} button on {message:?}"));
-        self.bot
-            .fake
-            .tap(CHAT, message.message_id, &data)
-            .expect("the message is in the chat");
-    }
-
-    /// The first message after the first `after` whose text `want` takes.
-    async fn next(&self, after: usize, want: impl Fn(&str) -> bool) -> aromba_botfake::state::Sent {
-        for _ in 0..600 {
-            let sent = self.bot.fake.sent_to(CHAT);
-            if let Some(m) = sent.iter().skip(after).find(|m| want(&m.text)) {
-                return m.clone();
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let all: Vec<String> = self
-            .bot
-            .fake
-            .sent_to(CHAT)
-            .into_iter()
-            .map(|m| m.text)
-            .collect();
-        panic!("no such message; the chat has: {all:#?}");
-    }
-
-    /// The person sends `text`; the first reply after it that `want` takes.
-    async fn ask(&self, text: &str, want: impl Fn(&str) -> bool) -> aromba_botfake::state::Sent {
-        let before = self.bot.fake.sent_to(CHAT).len();
-        self.bot.fake.user_message(CHAT, text);
-        self.next(before, want).await
-    }
-}
+use support::{TestWarden, account};
 
 #[sqlx::test(migrations = false)]
 async fn pairing_pins_the_relay_key_and_sets_the_chat_menu(db: PgPool) {
@@ -260,17 +99,6 @@ async fn status_trust_and_panic_answer_from_the_warden(db: PgPool) {
     p.warden.wait_for_ladder("cut");
 }
 
-/// Writes `script` as the owner's chore `name` in the Warden's `mine/`.
-fn write_mine(w: &TestWarden, name: &str, script: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    let mine = w.layout().config_dir.join("mine");
-    std::fs::create_dir_all(&mine).expect("mine/");
-    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).expect("0755");
-    let path = mine.join(format!("{name}.sh"));
-    std::fs::write(&path, script).expect("the chore");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("0644");
-}
-
 #[sqlx::test(migrations = false)]
 async fn a_red_chore_in_the_first_week_is_explained_and_its_big_cap_confirmed_first(db: PgPool) {
     let dir = std::path::PathBuf::from(format!("/var/tmp/aromba-e2e-big-{}", std::process::id()));
@@ -279,7 +107,10 @@ async fn a_red_chore_in_the_first_week_is_explained_and_its_big_cap_confirmed_fi
         "#!/bin/sh\n# aromba-chore: 1\n# name: big\n# description: Tidies a lot\n# color: red\n# touches: {d}\n# max_changes: 5000 files, 20 GB\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would tidy; exit 0; fi\ntrue\n",
         d = dir.display()
     );
-    let p = paired_installed(db, "e2e-big", 0, |w| write_mine(w, "big", &script)).await;
+    let p = paired_with(db, "e2e-big", Setup::default(), |w| {
+        write_mine(w, "big", &script)
+    })
+    .await;
     // A cap above the default: the Warden's question first.
     let confirm = p
         .ask("/run big", |t| {
@@ -309,15 +140,23 @@ async fn a_red_chore_is_shown_dry_approved_by_a_tap_run_in_the_cage_and_undone(d
         d = dir.display()
     );
     // Eight days after install: red chores may run, with a tap.
-    let p = paired_installed(db, "e2e-wipe", 8, |w| {
-        use std::os::unix::fs::PermissionsExt;
-        let mine = w.layout().config_dir.join("mine");
-        std::fs::create_dir_all(&mine).expect("mine/");
-        std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).expect("0755");
-        std::fs::write(mine.join("wipe.sh"), &script).expect("the chore");
-        std::fs::set_permissions(mine.join("wipe.sh"), std::fs::Permissions::from_mode(0o644))
-            .expect("0644");
-    })
+    let p = paired_with(
+        db,
+        "e2e-wipe",
+        Setup {
+            days_ago: 8,
+            ..Setup::default()
+        },
+        |w| {
+            use std::os::unix::fs::PermissionsExt;
+            let mine = w.layout().config_dir.join("mine");
+            std::fs::create_dir_all(&mine).expect("mine/");
+            std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).expect("0755");
+            std::fs::write(mine.join("wipe.sh"), &script).expect("the chore");
+            std::fs::set_permissions(mine.join("wipe.sh"), std::fs::Permissions::from_mode(0o644))
+                .expect("0644");
+        },
+    )
     .await;
 
     // The first time: its dry run, shown, and nothing changed.
@@ -405,10 +244,11 @@ async fn the_relay_restarted_mid_conversation_loses_nothing(db: PgPool) {
     let p = paired(db, "e2e-restart").await;
     p.ask("/trust", |t| t.starts_with("Ladder:")).await;
     let Paired {
-        _daemon,
+        daemon,
+        daemon_log,
         warden,
         bot,
-        _one,
+        one,
     } = p;
     let Bot {
         relay,
@@ -430,7 +270,8 @@ async fn the_relay_restarted_mid_conversation_loses_nothing(db: PgPool) {
     config.telegram = Some(relay_support::bot::telegram_config(fake_addr, addr, false));
     let relay = relay_support::start_on(db.clone(), config, listener).await;
     let p = Paired {
-        _daemon,
+        daemon,
+        daemon_log,
         warden,
         bot: Bot {
             relay,
@@ -438,7 +279,7 @@ async fn the_relay_restarted_mid_conversation_loses_nothing(db: PgPool) {
             fake_addr,
             db,
         },
-        _one,
+        one,
     };
     let help = p.next(before, |t| t.starts_with("What I can do:")).await;
     assert!(help.text.contains("/panic"), "{}", help.text);
@@ -520,7 +361,7 @@ async fn the_first_scan_sees_a_database_with_data_turns_prod_mode_on_and_fences_
         std::fs::create_dir_all(system.join("home/ann/Maildir/new")).expect("mail");
         std::fs::create_dir_all(system.join("home/ann/notes")).expect("a plain folder");
     };
-    let p = paired_installed(db, "e2e-scan", 0, plant).await;
+    let p = paired_with(db, "e2e-scan", Setup::default(), plant).await;
     let system = p.warden.root.join("system");
     let seen = p
         .next(0, |t| t.starts_with("I had a first look at this server."))

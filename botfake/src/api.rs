@@ -298,6 +298,7 @@ fn send_message(fake: &Fake, params: &Map<String, Value>) -> Response {
     };
     state.sent.push(sent.clone());
     drop(state);
+    fake.changed();
     ok(crate::api_message(fake, &sent))
 }
 
@@ -332,6 +333,7 @@ fn edit_message_text(fake: &Fake, params: &Map<String, Value>) -> Response {
     m.edited = true;
     let edited = m.clone();
     drop(state);
+    fake.changed();
     ok(crate::api_message(fake, &edited))
 }
 
@@ -339,10 +341,26 @@ fn answer_callback_query(fake: &Fake, params: &Map<String, Value>) -> Response {
     let Some(id) = params.get("callback_query_id").and_then(Value::as_str) else {
         return bad("callback_query_id is empty");
     };
+    let answer = match params.get("text") {
+        None | Some(Value::Null) => None,
+        // Telegram shows at most 200 characters of a notice.
+        Some(Value::String(t)) if t.chars().count() <= 200 => Some(t.clone()),
+        Some(Value::String(_)) => return bad("MESSAGE_TOO_LONG"),
+        Some(_) => return bad("invalid text"),
+    };
+    let alert = matches!(params.get("show_alert"), Some(Value::Bool(true)))
+        || matches!(params.get("show_alert"), Some(Value::String(s)) if s == "true");
     let mut state = fake.state();
     match state.callbacks.get_mut(id) {
         Some(answered @ false) => {
             *answered = true;
+            if let Some(tap) = state.taps.iter_mut().find(|t| t.query == id) {
+                tap.answered = true;
+                tap.answer = answer;
+                tap.alert = alert;
+            }
+            drop(state);
+            fake.changed();
             ok(json!(true))
         }
         _ => bad("query is too old and response timeout expired or query ID is invalid"),
@@ -368,6 +386,8 @@ fn delete_message(fake: &Fake, params: &Map<String, Value>) -> Response {
     if let Some(m) = state.message_mut(chat, message_id) {
         m.deleted = true;
     }
+    drop(state);
+    fake.changed();
     ok(json!(true))
 }
 
@@ -416,6 +436,7 @@ fn set_my_commands(fake: &Fake, params: &Map<String, Value>) -> Response {
         },
     };
     fake.state().commands.insert(scope, commands);
+    fake.changed();
     ok(json!(true))
 }
 

@@ -12,15 +12,17 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Map: [`api`] (the Bot API methods), [`state`] (what it remembers).
+//! Map: [`api`] (the Bot API methods), [`state`] (what it remembers),
+//! [`page`] (the chat page a person uses in a browser, for the demo).
 
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod page;
 pub mod state;
 
 use serde_json::json;
-use state::{Injected, Sent, State};
+use state::{Injected, Said, Sent, State, Tap};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
@@ -41,6 +43,9 @@ pub struct Inner {
     state: Mutex<State>,
     /// Woken when an update is queued (a long poll waits on it).
     pub updates_waiting: Notify,
+    /// Counts the changes a person could see (a message sent, edited or
+    /// deleted, a tap answered, the menu set): the chat page follows it.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl std::ops::Deref for Fake {
@@ -73,6 +78,7 @@ impl Fake {
             bot_id,
             state: Mutex::new(state),
             updates_waiting: Notify::new(),
+            changes: tokio::sync::watch::Sender::new(0),
         }))
     }
 
@@ -141,6 +147,16 @@ impl Fake {
         }
     }
 
+    /// Something a person could see changed.
+    pub(crate) fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Follows the changes a person could see.
+    pub fn watch_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
     pub(crate) fn take_injected(&self) -> Option<Injected> {
         self.state().injected.pop_front()
     }
@@ -166,8 +182,15 @@ impl Fake {
         let message_id = {
             let mut state = self.state();
             state.chats.insert(chat);
-            state.next_message_id(chat)
+            let message_id = state.next_message_id(chat);
+            state.said.push(Said {
+                chat_id: chat,
+                message_id,
+                text: text.to_string(),
+            });
+            message_id
         };
+        self.changed();
         self.queue((
             "message",
             json!({
@@ -195,8 +218,18 @@ impl Fake {
             state.next_callback += 1;
             let query = format!("{}{:06}", chat.unsigned_abs(), state.next_callback);
             state.callbacks.insert(query.clone(), false);
+            state.taps.push(Tap {
+                query: query.clone(),
+                chat_id: chat,
+                message_id,
+                data: data.to_string(),
+                answered: false,
+                answer: None,
+                alert: false,
+            });
             (query, message)
         };
+        self.changed();
         let message_json = api_message(self, &message);
         self.queue((
             "callback_query",
@@ -213,13 +246,15 @@ impl Fake {
 
     /// The person deletes a message the bot sent.
     pub fn delete(&self, chat: i64, message_id: i64) -> bool {
-        match self.state().message_mut(chat, message_id) {
+        let found = match self.state().message_mut(chat, message_id) {
             Some(m) => {
                 m.deleted = true;
                 true
             }
             None => false,
-        }
+        };
+        self.changed();
+        found
     }
 
     /// What the bot sent to `chat`, oldest first.

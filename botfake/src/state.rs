@@ -22,6 +22,28 @@ pub struct Sent {
     pub deleted: bool,
 }
 
+/// One message the person wrote (through the chat page or a test).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Said {
+    pub chat_id: i64,
+    pub message_id: i64,
+    pub text: String,
+}
+
+/// A tap on a button: the callback query, and how the bot answered it
+/// (`answerCallbackQuery`: a notice, or an alert to dismiss).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Tap {
+    pub query: String,
+    pub chat_id: i64,
+    pub message_id: i64,
+    pub data: String,
+    pub answered: bool,
+    /// The answer's text, shown as a notice (or an alert).
+    pub answer: Option<String>,
+    pub alert: bool,
+}
+
 /// A failure a test asked for, taken by the next Bot API call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Injected {
@@ -41,8 +63,12 @@ pub struct State {
     /// one sequence, as in a private chat).
     pub last_message_id: HashMap<i64, i64>,
     pub sent: Vec<Sent>,
+    /// What the person wrote, oldest first.
+    pub said: Vec<Said>,
     /// Callback query ids and whether each was answered.
     pub callbacks: HashMap<String, bool>,
+    /// Every tap, oldest first, with its answer once given.
+    pub taps: Vec<Tap>,
     pub next_callback: u64,
     pub next_update_id: i64,
     /// Updates waiting for `getUpdates`, oldest first.

@@ -15,6 +15,7 @@ USAGE:
 
 COMMANDS:
     install [--root DIR] [--worker-bin PATH] [--worker-user NAME]
+            [--installed-days-ago N]
                  Refuse unless every directory from / down to each of the
                  Warden's is root's and writable by no one else (naming the
                  one that is not), plant the honeypots in the Worker's home
@@ -25,6 +26,9 @@ COMMANDS:
                  of this binary and the Worker's (default
                  /usr/local/bin/aromba). Run as root by the installer;
                  running it again is how a disarmed Warden is recovered.
+                 --installed-days-ago N (with --root only: the local demo)
+                 records the install N days back, so the demo can show
+                 what a server allows after its first week.
     serve [--root DIR] [--worker-user NAME]
                  Run the Warden: the Worker socket (only the Worker's uid)
                  and the control socket (only root), the policy, exec,
@@ -86,6 +90,8 @@ pub enum Command {
         root: Option<PathBuf>,
         worker_bin: PathBuf,
         worker_user: String,
+        /// Days the install is recorded back; 0 but for a `--root` tree.
+        installed_days_ago: u64,
     },
     Serve {
         root: Option<PathBuf>,
@@ -201,15 +207,15 @@ fn parse_policy_check(tail: &[String]) -> Result<Command, CliError> {
 }
 
 fn parse_install(opts: &[String]) -> Result<Command, CliError> {
-    const USAGE: &str =
-        "usage: aromba-warden install [--root DIR] [--worker-bin PATH] [--worker-user NAME]";
-    let (mut root, mut bin, mut user) = (None, None, None);
+    const USAGE: &str = "usage: aromba-warden install [--root DIR] [--worker-bin PATH] [--worker-user NAME] [--installed-days-ago N]";
+    let (mut root, mut bin, mut user, mut days) = (None, None, None, None);
     let mut it = opts.iter();
     while let Some(a) = it.next() {
         let slot = match a.as_str() {
             "--root" => &mut root,
             "--worker-bin" => &mut bin,
             "--worker-user" => &mut user,
+            "--installed-days-ago" => &mut days,
             _ => {
                 return Err(CliError::UnexpectedArgument {
                     command: "install",
@@ -223,10 +229,28 @@ fn parse_install(opts: &[String]) -> Result<Command, CliError> {
         }
         *slot = Some(value.clone());
     }
+    let installed_days_ago = match days {
+        None => 0,
+        // A real server's first week is never skipped: only a tree of the
+        // demo's or a test's own may start as if installed earlier.
+        Some(_) if root.is_none() => {
+            return Err(CliError::Usage(
+                "--installed-days-ago is for a demo or test tree only: it needs --root DIR",
+            ));
+        }
+        Some(n) => n
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n <= 365)
+            .ok_or(CliError::Usage(
+                "--installed-days-ago takes a number of days from 0 to 365",
+            ))?,
+    };
     Ok(Command::Install {
         root: root.map(PathBuf::from),
         worker_bin: PathBuf::from(bin.unwrap_or_else(|| "/usr/local/bin/aromba".to_string())),
         worker_user: user.unwrap_or_else(|| "aromba".to_string()),
+        installed_days_ago,
     })
 }
 
@@ -344,5 +368,41 @@ mod tests {
     fn parses_redact_with_and_without_cut() {
         assert_eq!(parse(args(&["redact"])), Ok(Command::Redact));
         assert_eq!(parse(args(&["redact", "--cut"])), Ok(Command::RedactCut));
+    }
+
+    #[test]
+    fn installed_days_ago_needs_a_demo_or_test_root() {
+        assert!(matches!(
+            parse(args(&["install", "--installed-days-ago", "8"])),
+            Err(CliError::Usage(u)) if u.contains("--root")
+        ));
+        assert_eq!(
+            parse(args(&[
+                "install",
+                "--root",
+                "/d",
+                "--installed-days-ago",
+                "8"
+            ])),
+            Ok(Command::Install {
+                root: Some("/d".into()),
+                worker_bin: "/usr/local/bin/aromba".into(),
+                worker_user: "aromba".into(),
+                installed_days_ago: 8,
+            })
+        );
+        for bad in ["-1", "366", "8d", ""] {
+            assert!(
+                parse(args(&[
+                    "install",
+                    "--root",
+                    "/d",
+                    "--installed-days-ago",
+                    bad
+                ]))
+                .is_err(),
+                "{bad}"
+            );
+        }
     }
 }

@@ -65,7 +65,8 @@ fn main() -> ExitCode {
             root,
             worker_bin,
             worker_user,
-        } => install(root, &worker_bin, &worker_user),
+            installed_days_ago,
+        } => install(root, &worker_bin, &worker_user, installed_days_ago),
         Command::Redact | Command::RedactCut => {
             let cut = command == Command::RedactCut;
             let result = aromba_warden::redact_cmd::run(
@@ -151,8 +152,10 @@ fn install(
     root: Option<std::path::PathBuf>,
     worker_bin: &std::path::Path,
     worker_user: &str,
+    installed_days_ago: u64,
 ) -> ExitCode {
     use aromba_warden::install::{InstallOptions, install};
+    use aromba_warden::ladder::{Clock, ManualClock, SystemClock};
     if aromba_warden::system::euid() != 0 {
         eprintln!("aromba-warden: install must run as root");
         return ExitCode::FAILURE;
@@ -168,12 +171,21 @@ fn install(
         return ExitCode::FAILURE;
     }
     let layout = aromba_warden::layout::Layout::from_root(root.as_deref());
+    let clock: std::sync::Arc<dyn Clock> = if installed_days_ago == 0 {
+        std::sync::Arc::new(SystemClock)
+    } else {
+        ManualClock::new(
+            SystemClock
+                .now()
+                .saturating_sub(installed_days_ago.saturating_mul(86_400)),
+        )
+    };
     let options = InstallOptions {
         layout: &layout,
         warden_bin: std::path::Path::new("/proc/self/exe"),
         worker_bin,
         worker_gid: account.gid,
-        clock: std::sync::Arc::new(aromba_warden::ladder::SystemClock),
+        clock,
     };
     match install(&options) {
         Ok(done) => {

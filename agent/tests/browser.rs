@@ -1,0 +1,380 @@
+//! The chat page in a real browser: Debian's Chromium, driven through
+//! chromedriver (WebDriver), plays the person against the whole product —
+//! a real relay with the fake Bot API and its chat page, a real Warden,
+//! `aromba pair` and `aromba run` as shipped. It types `/status` and reads
+//! this machine's numbers, uses the command menu from the keyboard, runs a
+//! red chore's dry run, taps Approve, reads the receipt, taps Undo, and
+//! answers the PIN prompt; a screenshot of the conversation is kept under
+//! `target/tmp/browser/`. Without Chromium the test fails: the test
+//! command installs it.
+
+mod paired;
+#[path = "../../relay/tests/support/mod.rs"]
+mod relay_support;
+mod support;
+
+use aromba_botfake::page::Person;
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+use paired::{CHAT, Setup, paired_with, write_mine};
+use serde_json::json;
+use sqlx::PgPool;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// chromedriver, started as a daemon of its own (the tests spawn no long
+/// process but the binaries under test) and stopped when dropped.
+struct Driver {
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Driver {
+    async fn start() -> Driver {
+        for (path, package) in [(CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")] {
+            assert!(
+                Path::new(path).exists(),
+                "{path} is missing: install Debian's {package} (scripts/test does)"
+            );
+        }
+        let dir = std::env::temp_dir().join(format!("aromba-browser-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("the driver's folder");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let out = assert_cmd::Command::new("start-stop-daemon")
+            .args(["--start", "--background", "--make-pidfile", "--pidfile"])
+            .arg(dir.join("pid"))
+            .arg("--output")
+            .arg(dir.join("chromedriver.log"))
+            .args(["--exec", CHROMEDRIVER, "--"])
+            .arg(format!("--port={port}"))
+            .output()
+            .expect("start-stop-daemon runs");
+        assert!(
+            out.status.success(),
+            "chromedriver did not start: {}",
+            support::text(&out.stderr)
+        );
+        let driver = Driver { dir, port };
+        let http = reqwest::Client::new();
+        for _ in 0..100 {
+            let ready = http
+                .get(format!("http://127.0.0.1:{port}/status"))
+                .send()
+                .await;
+            if ready.is_ok_and(|r| r.status().is_success()) {
+                return driver;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("chromedriver does not answer on port {port}");
+    }
+
+    /// A headless Chromium at phone width, on a fresh profile, with
+    /// nothing of its own going to the network.
+    async fn browser(&self) -> Client {
+        let profile = self.dir.join("profile");
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": CHROMIUM,
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync",
+                    "--window-size=420,900",
+                    format!("--user-data-dir={}", profile.display()),
+                ],
+            }),
+        );
+        ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{}", self.port))
+            .await
+            .expect("a browser session")
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(self.dir.join("pid"))
+            && let Ok(pid) = pid.trim().parse::<i32>()
+        {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The bot's messages on the page now.
+async fn bot_messages(c: &Client) -> Vec<Element> {
+    c.find_all(Locator::Css("article.msg.bot"))
+        .await
+        .expect("the page's messages")
+}
+
+async fn text_of(message: &Element) -> String {
+    message
+        .find(Locator::Css(".text"))
+        .await
+        .expect("a message's text")
+        .text()
+        .await
+        .expect("its text")
+}
+
+/// The first bot message after the first `after` whose text `want` takes,
+/// within a minute.
+async fn message(c: &Client, after: usize, want: impl Fn(&str) -> bool) -> Element {
+    let mut seen = Vec::new();
+    for _ in 0..300 {
+        seen.clear();
+        for m in bot_messages(c).await.into_iter().skip(after) {
+            let text = text_of(&m).await;
+            if want(&text) {
+                return m;
+            }
+            seen.push(text);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("no such message on the page; after {after} it shows: {seen:#?}");
+}
+
+/// Types `text` in the message field and sends it with Enter.
+async fn type_and_send(c: &Client, text: &str) -> usize {
+    let before = bot_messages(c).await.len();
+    let field = c
+        .find(Locator::Id("text"))
+        .await
+        .expect("the message field");
+    field.send_keys(text).await.expect("typed");
+    field
+        .send_keys(&fantoccini::key::Key::Enter.to_string())
+        .await
+        .expect("Enter");
+    before
+}
+
+/// Taps the button labelled `label` on `message`.
+async fn tap(c: &Client, message: &Element, label: &str) -> usize {
+    let before = bot_messages(c).await.len();
+    message
+        .find(Locator::XPath(&format!(
+            ".//div[@class='keyboard']//button[normalize-space(.)='{label}']"
+        )))
+        .await
+        .unwrap_or_else(|_| panic!("no {label} button on the message"))
+        .click()
+        .await
+        .expect("tapped");
+    before
+}
+
+fn cache_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("the cache folder")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool) {
+    let driver = Driver::start().await;
+    let cache = PathBuf::from(format!(
+        "/var/tmp/aromba-browser-cache-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&cache);
+    std::fs::create_dir_all(&cache).expect("the chore's folder");
+    for name in ["session.tmp", "thumbnail-1.tmp"] {
+        std::fs::write(cache.join(name), "cached\n").expect("a cache file");
+    }
+    let script = format!(
+        "#!/bin/sh\n# aromba-chore: 1\n# name: tidy-cache\n# description: Empties the cache folder\n# color: red\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then for f in {d}/*.tmp; do echo \"would remove $(basename \"$f\")\"; done; exit 0; fi\nrm -f {d}/*.tmp\n",
+        d = cache.display()
+    );
+    // Eight days after install: a red chore may run, with a tap.
+    let setup = Setup {
+        days_ago: 8,
+        ..Setup::default()
+    };
+    let p = paired_with(db, "browser", setup, |w| {
+        write_mine(w, "tidy-cache", &script)
+    })
+    .await;
+    let page = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("the page's port");
+    let person = Person {
+        chat: CHAT,
+        name: "Sam".into(),
+    };
+    let page = p
+        .bot
+        .fake
+        .clone()
+        .serve_page(page, person)
+        .expect("the page");
+    let c = driver.browser().await;
+    c.goto(&format!("http://{page}/"))
+        .await
+        .expect("the page opens");
+    assert_eq!(c.title().await.expect("a title"), "Aromba — chat");
+
+    // The conversation so far: pairing's welcome, shown as it was sent.
+    message(&c, 0, |t| t.starts_with("Paired.")).await;
+
+    // /status, typed: this machine's numbers.
+    let before = type_and_send(&c, "/status").await;
+    let status = text_of(&message(&c, before, |t| t.starts_with("Server status")).await).await;
+    let nproc = assert_cmd::Command::new("nproc").output().expect("nproc");
+    let cpus = support::text(&nproc.stdout).trim().to_string();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("CPUs"))
+        .unwrap_or_else(|| panic!("a CPUs line in {status}"));
+    assert_eq!(
+        line.split_whitespace().nth(1),
+        Some(cpus.as_str()),
+        "{status}"
+    );
+    // The table is in a monospace block.
+    let blocks = c
+        .find_all(Locator::Css("article.msg.bot pre"))
+        .await
+        .expect("blocks");
+    assert!(!blocks.is_empty(), "the status table is monospace");
+
+    // The command menu, from the keyboard: opened, and Escape closes it.
+    let menu_button = c.find(Locator::Id("menu-button")).await.expect("Menu");
+    menu_button.click().await.expect("opened");
+    let items = c
+        .find_all(Locator::Css("#menu [role=menuitem] .command"))
+        .await
+        .expect("the menu's commands");
+    let mut commands = Vec::new();
+    for item in &items {
+        commands.push(item.text().await.expect("a command"));
+    }
+    for want in ["/status", "/run", "/trust", "/panic"] {
+        assert!(commands.iter().any(|c| c == want), "{want} in {commands:?}");
+    }
+    assert_eq!(
+        menu_button.attr("aria-expanded").await.expect("aria"),
+        Some("true".into())
+    );
+    c.active_element()
+        .await
+        .expect("the focused item")
+        .send_keys(&fantoccini::key::Key::Escape.to_string())
+        .await
+        .expect("Escape");
+    assert_eq!(
+        menu_button.attr("aria-expanded").await.expect("aria"),
+        Some("false".into())
+    );
+
+    // A red chore: its dry run first, nothing changed.
+    let before = type_and_send(&c, "/run tidy-cache").await;
+    let dry =
+        text_of(&message(&c, before, |t| t.starts_with("Before tidy-cache runs")).await).await;
+    assert!(dry.contains("would remove session.tmp"), "{dry}");
+    assert_eq!(cache_files(&cache), ["session.tmp", "thumbnail-1.tmp"]);
+
+    // Then the Warden's proposal; tapping Approve runs it in the cage.
+    let before = type_and_send(&c, "/run tidy-cache").await;
+    let proposal = message(&c, before, |t| {
+        t.starts_with("Run the red chore \"tidy-cache\" now?")
+    })
+    .await;
+    assert_eq!(
+        cache_files(&cache),
+        ["session.tmp", "thumbnail-1.tmp"],
+        "nothing before the tap"
+    );
+    let before = tap(&c, &proposal, "Approve").await;
+    let receipt = message(&c, before, |t| t.starts_with("Done.")).await;
+    assert!(text_of(&receipt).await.contains("undo id"));
+    assert!(cache_files(&cache).is_empty(), "the run emptied the folder");
+
+    // Undo on the receipt: the Warden's proposal, approved, puts it back.
+    let before = tap(&c, &receipt, "Undo").await;
+    let undo = message(&c, before, |t| {
+        t.starts_with("Undo the run of \"tidy-cache\"")
+    })
+    .await;
+    let before = tap(&c, &undo, "Approve").await;
+    message(&c, before, |t| t.starts_with("Done.")).await;
+    assert_eq!(
+        cache_files(&cache),
+        ["session.tmp", "thumbnail-1.tmp"],
+        "undone"
+    );
+    let shot = c.screenshot().await.expect("a screenshot");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&dir).expect("the artefacts' folder");
+    std::fs::write(dir.join("chat-page.png"), &shot).expect("the screenshot");
+
+    // The PIN prompt: the field masks the PIN, and the bot's deletion
+    // takes the PIN's message off the page.
+    let on = p.warden.aromba_as("root", &["prod-mode", "on"]);
+    assert!(on.status.success(), "{}", support::text(&on.stderr));
+    let before = type_and_send(&c, "/prodmode off").await;
+    let question = message(&c, before, |t| t.starts_with("Turn prod mode off?")).await;
+    let before = tap(&c, &question, "Approve").await;
+    message(&c, before, |t| t.starts_with("Send your PIN")).await;
+    let field = c.find(Locator::Id("text")).await.expect("the field");
+    for _ in 0..50 {
+        if field.attr("type").await.expect("type") == Some("password".into()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        field.attr("type").await.expect("type"),
+        Some("password".into())
+    );
+    let before = type_and_send(&c, "472913").await;
+    message(&c, before, |t| t.starts_with("Done.")).await;
+    let status = support::text(&p.warden.aromba_as("root", &["status"]).stdout);
+    assert!(status.contains("prod mode: off"), "{status}");
+    let mut gone = false;
+    for _ in 0..100 {
+        let mine = c
+            .find_all(Locator::Css("article.msg.person .text"))
+            .await
+            .expect("the person's messages");
+        let mut texts = Vec::new();
+        for m in &mine {
+            texts.push(m.text().await.expect("a text"));
+        }
+        if !texts.iter().any(|t| t == "472913") {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(gone, "the PIN's message is taken off the page");
+    assert_eq!(field.attr("type").await.expect("type"), Some("text".into()));
+
+    c.close().await.expect("the browser closes");
+    let _ = std::fs::remove_dir_all(&cache);
+}

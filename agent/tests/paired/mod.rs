@@ -1,0 +1,246 @@
+//! A server paired end to end, for the tests that play the person: a real
+//! relay (on a fresh database) with the fake Bot API standing in for
+//! Telegram, a real Warden on real sockets, `aromba pair` as root and
+//! `aromba run` as the aromba user — the binaries as shipped. A test file
+//! includes it next to `relay_support` and `support`:
+//!
+//! ```ignore
+//! #[path = "../../relay/tests/support/mod.rs"]
+//! mod relay_support;
+//! mod support;
+//! mod paired;
+//! ```
+
+#![allow(dead_code)]
+
+use crate::relay_support::bot::{Bot, start_bot};
+use crate::support::{self, Running, TestWarden, account, aromba};
+use aromba_botfake::state::Sent;
+use sqlx::PgPool;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+/// The person's private chat with the bot.
+pub const CHAT: i64 = 5_550_001;
+
+/// One Worker at a time: every Warden watches all connections of the
+/// aromba user, so another test's daemon dialing its own relay would be an
+/// unlisted host to this test's Warden.
+static ONE_DAEMON: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// How the server is set up before pairing.
+pub struct Setup {
+    /// The Warden counts itself installed this many days ago.
+    pub days_ago: u64,
+    /// The PIN `aromba pair` sets.
+    pub pin: &'static str,
+    /// Where the daemon's standard error goes, at `AROMBA_LOG=trace`
+    /// (removed with the pairing); inherited when `None`.
+    pub daemon_log: Option<PathBuf>,
+}
+
+impl Default for Setup {
+    fn default() -> Setup {
+        Setup {
+            days_ago: 0,
+            pin: "472913",
+            daemon_log: None,
+        }
+    }
+}
+
+/// A relay with a bot, a Warden, the server paired with [`CHAT`] by
+/// `aromba pair`, and `aromba run` connected.
+pub struct Paired {
+    // Dropped in this order: the daemon first, the lock last.
+    pub daemon: Running,
+    pub daemon_log: DaemonLog,
+    pub warden: TestWarden,
+    pub bot: Bot,
+    pub one: tokio::sync::MutexGuard<'static, ()>,
+}
+
+/// The daemon's log file, removed when the test ends.
+pub struct DaemonLog(pub Option<PathBuf>);
+
+impl Drop for DaemonLog {
+    fn drop(&mut self) {
+        if let Some(log) = &self.0 {
+            let _ = std::fs::remove_file(log);
+        }
+    }
+}
+
+/// `aromba pair` against `bot`'s relay, the PIN on standard input; returns
+/// the child and the pairing code it printed.
+pub async fn start_pairing(warden: &TestWarden, bot: &Bot, pin: &str) -> (Running, String) {
+    let relay = format!("http://{}", bot.relay.addr);
+    let root = warden.root.to_str().expect("a UTF-8 root");
+    let mut child = aromba(&[
+        "pair",
+        "--root",
+        root,
+        "--relay",
+        &relay,
+        "--worker-user",
+        "aromba",
+        "--install-source",
+        "test",
+    ])
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit())
+    .spawn()
+    .map(Running)
+    .expect("aromba pair starts");
+    child
+        .0
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{pin}\n{pin}\n").as_bytes())
+        .expect("the PIN is written");
+    let stdout = child.0.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(rest) = line.trim().strip_prefix("Or send the bot: /start ") {
+                let code = rest.split_whitespace().next().unwrap_or("").to_string();
+                let _ = tx.send(code);
+            }
+        }
+    });
+    // The relay runs on this test's runtime: wait without blocking it.
+    for _ in 0..600 {
+        if let Ok(code) = rx.try_recv() {
+            return (child, code);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("aromba pair printed no code within a minute");
+}
+
+pub async fn wait_exit(child: &mut Running) -> std::process::ExitStatus {
+    for _ in 0..600 {
+        if let Some(status) = child.0.try_wait().expect("wait") {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the process did not end within a minute");
+}
+
+/// `aromba run` on the test's root; its log appended to `log` at the
+/// finest level, when given.
+pub fn start_daemon(warden: &TestWarden, log: Option<&Path>) -> Running {
+    let root = warden.root.to_str().expect("a UTF-8 root");
+    let mut cmd = aromba(&["run", "--root", root, "--user", "aromba"]);
+    cmd.stdin(Stdio::null());
+    if let Some(log) = log {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .expect("the log file");
+        cmd.env("AROMBA_LOG", "trace").stderr(file);
+    }
+    Running(cmd.spawn().expect("aromba run starts"))
+}
+
+pub async fn paired(db: PgPool, name: &str) -> Paired {
+    paired_with(db, name, Setup::default(), |_| {}).await
+}
+
+/// As [`paired`], set up as `setup` says, and `before` done to the Warden
+/// before the daemon starts.
+pub async fn paired_with(
+    db: PgPool,
+    name: &str,
+    setup: Setup,
+    before: impl FnOnce(&TestWarden),
+) -> Paired {
+    let one = ONE_DAEMON.lock().await;
+    let bot = start_bot(db, false).await;
+    let worker = account("aromba");
+    let warden = TestWarden::start_installed(name, worker, Some(setup.days_ago), |_| {});
+    before(&warden);
+    std::fs::create_dir_all(warden.root.join("home")).expect("home");
+    std::os::unix::fs::chown(warden.root.join("home"), Some(worker.uid), Some(worker.gid))
+        .expect("chown home");
+    let (mut pairing, code) = start_pairing(&warden, &bot, setup.pin).await;
+    assert_eq!(code.len(), 6, "a six-character code: {code:?}");
+    bot.fake.user_message(CHAT, &format!("/start {code}"));
+    let status = wait_exit(&mut pairing).await;
+    assert!(status.success(), "aromba pair ends well: {status}");
+    if let Some(log) = &setup.daemon_log {
+        let _ = std::fs::remove_file(log);
+    }
+    let daemon = start_daemon(&warden, setup.daemon_log.as_deref());
+    Paired {
+        daemon,
+        daemon_log: DaemonLog(setup.daemon_log),
+        warden,
+        bot,
+        one,
+    }
+}
+
+/// Writes `script` as the owner's chore `name` in the Warden's `mine/`.
+pub fn write_mine(w: &TestWarden, name: &str, script: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let mine = w.layout().config_dir.join("mine");
+    std::fs::create_dir_all(&mine).expect("mine/");
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).expect("0755");
+    let path = mine.join(format!("{name}.sh"));
+    std::fs::write(&path, script).expect("the chore");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("0644");
+}
+
+impl Paired {
+    /// The person taps the button labelled `label` on `message`, once the
+    /// relay has recorded its buttons.
+    pub async fn tap(&self, message: &Sent, label: &str) {
+        self.bot.wait_recorded(message).await;
+        let data = message
+            .buttons
+            .iter()
+            .flatten()
+            .find(|(l, _)| l == label)
+            .map(|(_, d)| d.clone())
+            .unwrap_or_else(|| panic!("no {label} button on {message:?}"));
+        self.bot
+            .fake
+            .tap(CHAT, message.message_id, &data)
+            .expect("the message is in the chat");
+    }
+
+    /// The first message after the first `after` whose text `want` takes,
+    /// within a minute.
+    pub async fn next(&self, after: usize, want: impl Fn(&str) -> bool) -> Sent {
+        for _ in 0..600 {
+            let sent = self.bot.fake.sent_to(CHAT);
+            if let Some(m) = sent.iter().skip(after).find(|m| want(&m.text)) {
+                return m.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let all: Vec<String> = self
+            .bot
+            .fake
+            .sent_to(CHAT)
+            .into_iter()
+            .map(|m| m.text)
+            .collect();
+        let status = support::text(&self.warden.aromba_as("root", &["status"]).stdout);
+        panic!("no such message; the chat has: {all:#?}\nthe Warden: {status}");
+    }
+
+    /// The person sends `text`; the first reply after it that `want` takes.
+    pub async fn ask(&self, text: &str, want: impl Fn(&str) -> bool) -> Sent {
+        let before = self.bot.fake.sent_to(CHAT).len();
+        self.bot.fake.user_message(CHAT, text);
+        self.next(before, want).await
+    }
+}

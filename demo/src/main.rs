@@ -1,0 +1,117 @@
+//! `aromba-demo`: what `scripts/demo` needs that a shell does not have —
+//! the demo's certificate authority, free loopback ports, the fake
+//! Telegram with its chat page, and the person's side for the headless
+//! check. Never part of a release: the demo's processes are the shipped
+//! binaries, started by the script.
+//!
+//! ```text
+//! aromba-demo tls DIR                    # DIR/ca.pem, DIR/relay.pem, DIR/relay-key.pem
+//! aromba-demo ports 3                    # three free ports on 127.0.0.1
+//! AROMBA_DEMO_BOT_TOKEN=… aromba-demo telegram --api 127.0.0.1:P --page 127.0.0.1:Q
+//! aromba-demo say --page http://127.0.0.1:Q "/start ABC234"
+//! aromba-demo check --page http://127.0.0.1:Q
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod person;
+mod telegram;
+mod tls;
+
+use clap::{Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "aromba-demo",
+    about = "Helpers of Aromba's local demo (scripts/demo)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Makes a certificate authority and, under it, the relay's
+    /// certificate for 127.0.0.1 and localhost: DIR/ca.pem, DIR/relay.pem,
+    /// DIR/relay-key.pem (0600). The authority's key is never written.
+    Tls { dir: PathBuf },
+    /// Prints N free TCP ports on 127.0.0.1, one a line.
+    Ports { count: u16 },
+    /// Serves the fake Bot API (for the relay) and the chat page (for the
+    /// person) until interrupted. The bot's token comes from
+    /// AROMBA_DEMO_BOT_TOKEN.
+    Telegram {
+        /// Where the relay reaches the Bot API.
+        #[arg(long)]
+        api: SocketAddr,
+        /// Where the person opens the chat page.
+        #[arg(long)]
+        page: SocketAddr,
+        /// The bot's username.
+        #[arg(long, default_value = "aromba_demo_bot")]
+        username: String,
+        /// The person's chat id.
+        #[arg(long, default_value_t = 7_000_001)]
+        chat: i64,
+        /// The person's first name.
+        #[arg(long, default_value = "You")]
+        name: String,
+    },
+    /// Sends TEXT as the person, through the chat page at URL.
+    Say {
+        #[arg(long)]
+        page: String,
+        text: String,
+    },
+    /// Sends /status as the person and waits for the bot's answer; prints
+    /// it and exits 0, or says what was missing and exits 1.
+    Check {
+        #[arg(long)]
+        page: String,
+        /// How long to wait for the answer, in seconds.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Tls { dir } => tls::write(&dir),
+        Command::Ports { count } => tls::free_ports(count).map(|ports| {
+            for p in ports {
+                println!("{p}");
+            }
+        }),
+        Command::Telegram {
+            api,
+            page,
+            username,
+            chat,
+            name,
+        } => {
+            runtime().and_then(|rt| rt.block_on(telegram::serve(api, page, &username, chat, &name)))
+        }
+        Command::Say { page, text } => {
+            runtime().and_then(|rt| rt.block_on(person::say(&page, &text)))
+        }
+        Command::Check { page, timeout } => {
+            runtime().and_then(|rt| rt.block_on(person::check(&page, timeout)))
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("aromba-demo: {e}.");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))
+}

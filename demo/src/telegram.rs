@@ -1,0 +1,58 @@
+//! The demo's Telegram: the strict fake Bot API for the relay, and the
+//! chat page for the person, on two loopback addresses.
+
+use aromba_botfake::Fake;
+use aromba_botfake::page::Person;
+use std::net::SocketAddr;
+
+/// The bot's token, shared with the relay through the environment.
+const TOKEN_ENV: &str = "AROMBA_DEMO_BOT_TOKEN";
+
+pub async fn serve(
+    api: SocketAddr,
+    page: SocketAddr,
+    username: &str,
+    chat: i64,
+    name: &str,
+) -> Result<(), String> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
+    let token = std::env::var(TOKEN_ENV).map_err(|_| format!("{TOKEN_ENV} is not set"))?;
+    let plausible = token.split_once(':').is_some_and(|(id, secret)| {
+        !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) && secret.len() >= 30
+    });
+    if !plausible {
+        return Err(format!("{TOKEN_ENV} is not a bot token (DIGITS:SECRET)"));
+    }
+    for addr in [api, page] {
+        if !addr.ip().is_loopback() {
+            return Err(format!(
+                "{addr} is not a loopback address; the demo stays on this machine"
+            ));
+        }
+    }
+    let bind = |addr: SocketAddr| async move {
+        tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))
+    };
+    let fake = Fake::new(&token, username);
+    fake.clone()
+        .serve(bind(api).await?)
+        .map_err(|e| format!("cannot serve the Bot API: {e}"))?;
+    let person = Person {
+        chat,
+        name: name.to_string(),
+    };
+    fake.serve_page(bind(page).await?, person)
+        .map_err(|e| format!("cannot serve the chat page: {e}"))?;
+    tracing::info!(%api, %page, "the fake Telegram is up");
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| format!("cannot wait for a signal: {e}"))?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    Ok(())
+}
