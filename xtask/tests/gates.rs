@@ -89,17 +89,17 @@ fn collect_rs(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-/// The fake Bot API stands in for Telegram in tests and the demo; no
-/// program we ship may link it.
+/// The fake Bot API stands in for Telegram in tests and the demo, and
+/// the demo's helpers make a certificate authority and play the person; no
+/// program we ship may link either.
 #[test]
-fn no_shipped_program_links_the_fake_bot_api() {
+fn no_shipped_program_links_the_fake_bot_api_or_the_demo() {
     let meta = metadata().expect("cargo metadata");
     for program in ["aromba-relay", "aromba", "aromba-warden", "aromba-proto"] {
         let tree = normal_dependency_names(&meta, program).expect("tree");
-        assert!(
-            !tree.contains("aromba-botfake"),
-            "{program} links the fake Bot API"
-        );
+        for fake in ["aromba-botfake", "aromba-demo"] {
+            assert!(!tree.contains(fake), "{program} links {fake}");
+        }
     }
 }
 
@@ -152,6 +152,28 @@ fn clippy_disallows_spawning_processes() {
             "clippy.toml must disallow {path}"
         );
     }
+}
+
+/// The one exception to the spawning lint is the Warden's exec module:
+/// no other source of the workspace (tests and tools included) allows it.
+#[test]
+fn only_the_wardens_exec_module_may_spawn() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for dir in ["agent", "botfake", "demo", "proto", "relay", "warden", "xtask", "fuzz"] {
+        collect_rs(&root.join(dir), &mut files);
+    }
+    let allowing: Vec<String> = files
+        .iter()
+        .filter(|f| !f.components().any(|c| c.as_os_str() == "target"))
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .expect("a source")
+                .contains(concat!("allow(clippy::", "disallowed_methods)"))
+        })
+        .map(|f| f.strip_prefix(&root).unwrap_or(f).display().to_string())
+        .collect();
+    assert_eq!(allowing, ["warden/src/exec.rs"]);
 }
 
 /// The relay denies `unsafe`; its library forbids it, and its binary has
