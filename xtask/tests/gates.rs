@@ -160,7 +160,9 @@ fn clippy_disallows_spawning_processes() {
 fn only_the_wardens_exec_module_may_spawn() {
     let root = workspace_root();
     let mut files = Vec::new();
-    for dir in ["agent", "botfake", "demo", "proto", "relay", "warden", "xtask", "fuzz"] {
+    for dir in [
+        "agent", "botfake", "demo", "proto", "relay", "warden", "xtask", "fuzz",
+    ] {
         collect_rs(&root.join(dir), &mut files);
     }
     let allowing: Vec<String> = files

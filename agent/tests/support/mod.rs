@@ -20,6 +20,7 @@ pub fn aromba_bin() -> &'static Path {
     static COPY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     COPY.get_or_init(|| {
         use std::os::unix::fs::PermissionsExt;
+        remove_stale_copies();
         let dir = PathBuf::from(format!("/var/tmp/aromba-test-bin-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -28,6 +29,27 @@ pub fn aromba_bin() -> &'static Path {
         std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
         copy
     })
+}
+
+/// Removes the copies earlier test processes left (a static is never
+/// dropped): those whose process is gone.
+fn remove_stale_copies() {
+    let Ok(entries) = std::fs::read_dir("/var/tmp") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("aromba-test-bin-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// The account `name`, created (system, no home, no shell) when missing.
