@@ -223,9 +223,11 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
     let page = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("the page's port");
+    let key = "browser-test-page-key-0123456789".to_string();
     let person = Person {
         chat: CHAT,
         name: "Sam".into(),
+        key: key.clone(),
     };
     let page = p
         .bot
@@ -234,7 +236,7 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
         .serve_page(page, person)
         .expect("the page");
     let c = driver.browser().await;
-    c.goto(&format!("http://{page}/"))
+    c.goto(&format!("http://{page}/{key}/"))
         .await
         .expect("the page opens");
     assert_eq!(c.title().await.expect("a title"), "Aromba — chat");

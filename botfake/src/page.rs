@@ -12,13 +12,17 @@
 //! let api = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 //! fake.clone().serve(api)?;
 //! let page = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-//! let person = aromba_botfake::page::Person { chat: 42, name: "Sam".into() };
+//! let key = "k3y-only-the-person-knows-0123456789".to_string();
+//! let person = aromba_botfake::page::Person { chat: 42, name: "Sam".into(), key: key.clone() };
 //! let addr = fake.serve_page(page, person)?;
-//! println!("open http://{addr}/");
+//! println!("open http://{addr}/{key}/");
 //! # Ok(()) }
 //! ```
 //!
-//! The page is for one person on this machine: it answers only requests
+//! The page is for one person on this machine: it answers only under its
+//! secret path `/<key>/` (any other account's process on this machine —
+//! the Worker's, say — can reach the port, but not guess the key, so it
+//! cannot type or tap as the person, nor read the chat), only requests
 //! addressed to a loopback name (a page elsewhere cannot reach it through
 //! a name it controls) and takes a tap or a message only from its own
 //! origin, as JSON (which a page elsewhere cannot send without asking
@@ -51,6 +55,19 @@ const MAX_TEXT: usize = 4096;
 pub struct Person {
     pub chat: i64,
     pub name: String,
+    /// The page's secret path segment: it answers only under `/<key>/`.
+    /// At least 16 of `A-Z a-z 0-9 _ -`; the address with it is the
+    /// person's alone (keep it out of other accounts' sight: argv, logs).
+    pub key: String,
+}
+
+/// Whether `key` can be a page's key: long enough not to be guessed, and
+/// one path segment as it is.
+pub fn valid_key(key: &str) -> bool {
+    key.len() >= 16
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 #[derive(Clone)]
@@ -67,6 +84,12 @@ impl Fake {
         listener: tokio::net::TcpListener,
         person: Person,
     ) -> std::io::Result<SocketAddr> {
+        if !valid_key(&person.key) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the page's key must be 16 or more of A-Z a-z 0-9 _ -",
+            ));
+        }
         let addr = listener.local_addr()?;
         let router = router(self, person);
         tokio::spawn(async move {
@@ -81,25 +104,37 @@ impl Fake {
 /// The page's routes, for a caller that serves them itself.
 pub fn router(fake: Fake, person: Person) -> axum::Router {
     use axum::routing::{get, post};
+    // Every route under the key (checked again, in constant time, by
+    // `local_only`); a key is letters, digits, `_` and `-` only.
+    let at = |path: &str| format!("/{}/{path}", person.key);
     axum::Router::new()
         .route(
-            "/",
+            &at(""),
             get(|| async { asset("text/html; charset=utf-8", HTML) }),
         )
         .route(
-            "/chat.css",
+            &at("chat.css"),
             get(|| async { asset("text/css; charset=utf-8", CSS) }),
         )
         .route(
-            "/chat.js",
+            &at("chat.js"),
             get(|| async { asset("text/javascript; charset=utf-8", JS) }),
         )
-        .route("/chat.json", get(chat_json))
-        .route("/events", get(events))
-        .route("/send", post(send))
-        .route("/tap", post(tap))
+        .route(&at("chat.json"), get(chat_json))
+        .route(&at("events"), get(events))
+        .route(&at("send"), post(send))
+        .route(&at("tap"), post(tap))
+        .fallback(|| async {
+            refuse(
+                StatusCode::NOT_FOUND,
+                "open the page's address as the demo printed it",
+            )
+        })
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
-        .layer(axum::middleware::from_fn(local_only))
+        .layer(axum::middleware::from_fn_with_state(
+            std::sync::Arc::<str>::from(person.key.as_str()),
+            local_only,
+        ))
         .with_state(Page { fake, person })
 }
 
@@ -149,10 +184,33 @@ fn port_ok(rest: &str) -> bool {
     }
 }
 
-/// Refuses a request not addressed to a loopback name (a rebound name
+/// Equal, in a time that does not tell how much of `a` matched.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Whether `path` lies under the page's key (`/<key>/…`).
+fn under_key(path: &str, key: &str) -> bool {
+    path.strip_prefix('/')
+        .and_then(|p| p.split_once('/'))
+        .is_some_and(|(first, _)| same(first.as_bytes(), key.as_bytes()))
+}
+
+/// Refuses a request not under the page's key (another account's process
+/// on this machine), not addressed to a loopback name (a rebound name
 /// would carry its own), and a request from another page: its `Origin`,
 /// when sent, must be this page's; a change must come as JSON.
-async fn local_only(request: Request, next: Next) -> Response {
+async fn local_only(
+    State(key): State<std::sync::Arc<str>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !under_key(request.uri().path(), &key) {
+        return refuse(
+            StatusCode::NOT_FOUND,
+            "open the page's address as the demo printed it",
+        );
+    }
     let headers = request.headers();
     let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
         return refuse(StatusCode::BAD_REQUEST, "the request names no host");

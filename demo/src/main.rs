@@ -7,9 +7,9 @@
 //! ```text
 //! aromba-demo tls DIR                    # DIR/ca.pem, DIR/relay.pem, DIR/relay-key.pem
 //! aromba-demo ports 3                    # three free ports on 127.0.0.1
-//! AROMBA_DEMO_BOT_TOKEN=… aromba-demo telegram --api 127.0.0.1:P --page 127.0.0.1:Q
-//! aromba-demo say --page http://127.0.0.1:Q "/start ABC234"
-//! aromba-demo check --page http://127.0.0.1:Q
+//! AROMBA_DEMO_BOT_TOKEN=… AROMBA_DEMO_PAGE_KEY=… aromba-demo telegram --api 127.0.0.1:P --page 127.0.0.1:Q
+//! AROMBA_DEMO_PAGE=http://127.0.0.1:Q/KEY aromba-demo say "/start ABC234"
+//! AROMBA_DEMO_PAGE=http://127.0.0.1:Q/KEY aromba-demo check
 //! ```
 
 #![forbid(unsafe_code)]
@@ -43,7 +43,8 @@ enum Command {
     Ports { count: u16 },
     /// Serves the fake Bot API (for the relay) and the chat page (for the
     /// person) until interrupted. The bot's token comes from
-    /// AROMBA_DEMO_BOT_TOKEN.
+    /// AROMBA_DEMO_BOT_TOKEN, the page's key (its secret path, which
+    /// keeps other accounts on this machine out) from AROMBA_DEMO_PAGE_KEY.
     Telegram {
         /// Where the relay reaches the Bot API.
         #[arg(long)]
@@ -61,17 +62,19 @@ enum Command {
         #[arg(long, default_value = "You")]
         name: String,
     },
-    /// Sends TEXT as the person, through the chat page at URL.
+    /// Sends TEXT as the person, through the chat page at URL (with its
+    /// key: http://127.0.0.1:Q/KEY), from --page or AROMBA_DEMO_PAGE.
     Say {
         #[arg(long)]
-        page: String,
+        page: Option<String>,
         text: String,
     },
     /// Sends /status as the person and waits for the bot's answer; prints
     /// it and exits 0, or says what was missing and exits 1.
     Check {
+        /// The page's address with its key; default AROMBA_DEMO_PAGE.
         #[arg(long)]
-        page: String,
+        page: Option<String>,
         /// How long to wait for the answer, in seconds.
         #[arg(long, default_value_t = 120)]
         timeout: u64,
@@ -96,12 +99,10 @@ fn main() -> ExitCode {
         } => {
             runtime().and_then(|rt| rt.block_on(telegram::serve(api, page, &username, chat, &name)))
         }
-        Command::Say { page, text } => {
-            runtime().and_then(|rt| rt.block_on(person::say(&page, &text)))
-        }
-        Command::Check { page, timeout } => {
-            runtime().and_then(|rt| rt.block_on(person::check(&page, timeout)))
-        }
+        Command::Say { page, text } => page_url(page)
+            .and_then(|page| runtime().and_then(|rt| rt.block_on(person::say(&page, &text)))),
+        Command::Check { page, timeout } => page_url(page)
+            .and_then(|page| runtime().and_then(|rt| rt.block_on(person::check(&page, timeout)))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -110,6 +111,14 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The page's address: given, or from AROMBA_DEMO_PAGE (which keeps its
+/// key out of the process list).
+fn page_url(given: Option<String>) -> Result<String, String> {
+    given
+        .or_else(|| std::env::var("AROMBA_DEMO_PAGE").ok())
+        .ok_or_else(|| "name the chat page with --page or AROMBA_DEMO_PAGE".to_string())
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {

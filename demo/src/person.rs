@@ -13,10 +13,20 @@ fn client() -> Result<reqwest::Client, String> {
 
 fn base(page: &str) -> Result<String, String> {
     let page = page.trim_end_matches('/');
-    if !page.starts_with("http://127.0.0.1:") && !page.starts_with("http://localhost:") {
-        return Err(format!(
-            "{page} is not the demo's chat page on this machine"
-        ));
+    let not_here = || format!("{page} is not the demo's chat page on this machine");
+    // Parsed, not matched by its start: `http://127.0.0.1:1@evil.example`
+    // starts as loopback and goes elsewhere.
+    let url = reqwest::Url::parse(page).map_err(|_| not_here())?;
+    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost"));
+    if url.scheme() != "http"
+        || !loopback
+        || url.port().is_none()
+        || !url.username().is_empty()
+        || url.password().is_some()
+        || url.query().is_some()
+        || url.fragment().is_some()
+    {
+        return Err(not_here());
     }
     Ok(page.to_string())
 }
@@ -96,4 +106,26 @@ pub async fn check(page: &str, timeout: u64) -> Result<(), String> {
     Err(format!(
         "no answer to /status within {timeout} seconds (the logs say why)"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_address_that_only_starts_like_loopback_is_refused() {
+        for bad in [
+            "http://127.0.0.1:1@evil.example/key",
+            "http://localhost:1@evil.example",
+            "http://127.0.0.1:80.evil.example/",
+            "https://127.0.0.1:1/",
+            "http://127.0.0.2:1/",
+        ] {
+            assert!(base(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            base("http://127.0.0.1:8090/abcdefabcdefabcd/").as_deref(),
+            Ok("http://127.0.0.1:8090/abcdefabcdefabcd")
+        );
+    }
 }

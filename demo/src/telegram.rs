@@ -7,6 +7,8 @@ use std::net::SocketAddr;
 
 /// The bot's token, shared with the relay through the environment.
 const TOKEN_ENV: &str = "AROMBA_DEMO_BOT_TOKEN";
+/// The page's key (its secret path), from the script, never in argv.
+const KEY_ENV: &str = "AROMBA_DEMO_PAGE_KEY";
 
 pub async fn serve(
     api: SocketAddr,
@@ -24,6 +26,10 @@ pub async fn serve(
     });
     if !plausible {
         return Err(format!("{TOKEN_ENV} is not a bot token (DIGITS:SECRET)"));
+    }
+    let key = std::env::var(KEY_ENV).map_err(|_| format!("{KEY_ENV} is not set"))?;
+    if !aromba_botfake::page::valid_key(&key) {
+        return Err(format!("{KEY_ENV} must be 16 or more of A-Z a-z 0-9 _ -"));
     }
     for addr in [api, page] {
         if !addr.ip().is_loopback() {
@@ -44,6 +50,7 @@ pub async fn serve(
     let person = Person {
         chat,
         name: name.to_string(),
+        key,
     };
     fake.serve_page(bind(page).await?, person)
         .map_err(|e| format!("cannot serve the chat page: {e}"))?;

@@ -5,7 +5,7 @@
 #![forbid(unsafe_code)]
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub const HELP: &str = "\
 aromba-warden — the root process of Aromba, and the only one that executes.
@@ -26,7 +26,8 @@ COMMANDS:
                  of this binary and the Worker's (default
                  /usr/local/bin/aromba). Run as root by the installer;
                  running it again is how a disarmed Warden is recovered.
-                 --installed-days-ago N (with --root only: the local demo)
+                 --installed-days-ago N (with --root only, a tree apart from
+                 the system's own directories: the local demo)
                  records the install N days back, so the demo can show
                  what a server allows after its first week.
     serve [--root DIR] [--worker-user NAME]
@@ -238,9 +239,21 @@ fn parse_install(opts: &[String]) -> Result<Command, CliError> {
                 "--installed-days-ago is for a demo or test tree only: it needs --root DIR",
             ));
         }
-        Some(n) => n
-            .parse::<u64>()
-            .ok()
+        // A tree that holds or lies in the system's own (`--root
+        // /var/lib/aromba-warden` is the real state directory) is the real
+        // server's, whatever its name says.
+        Some(_)
+            if root
+                .as_deref()
+                .is_some_and(|r| overlaps_system(Path::new(r))) =>
+        {
+            return Err(CliError::Usage(
+                "--installed-days-ago is for a demo or test tree only: its --root DIR must not hold or lie in the system's own directories",
+            ));
+        }
+        Some(n) => Some(n.as_str())
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<u64>().ok())
             .filter(|n| *n <= 365)
             .ok_or(CliError::Usage(
                 "--installed-days-ago takes a number of days from 0 to 365",
@@ -251,6 +264,31 @@ fn parse_install(opts: &[String]) -> Result<Command, CliError> {
         worker_bin: PathBuf::from(bin.unwrap_or_else(|| "/usr/local/bin/aromba".to_string())),
         worker_user: user.unwrap_or_else(|| "aromba".to_string()),
         installed_days_ago,
+    })
+}
+
+/// Whether a tree rooted at `root` shares a directory with the system's
+/// layout: one of its directories is, holds or lies in one of the
+/// system's (compared by components, so `//a/./b/` is `/a/b`; a `..` or a
+/// link is refused later, by the layout's own check).
+fn overlaps_system(root: &Path) -> bool {
+    use crate::layout::Layout;
+    let dirs = |l: Layout| {
+        [
+            l.run_dir,
+            l.state_dir,
+            l.journal_dir,
+            l.config_dir,
+            l.quarantine_dir,
+            l.worker_config_dir,
+            l.worker_home,
+        ]
+    };
+    let system = dirs(Layout::system());
+    dirs(Layout::rooted(root)).iter().any(|mine| {
+        system
+            .iter()
+            .any(|s| mine.starts_with(s) || s.starts_with(mine))
     })
 }
 
@@ -391,7 +429,7 @@ mod tests {
                 installed_days_ago: 8,
             })
         );
-        for bad in ["-1", "366", "8d", ""] {
+        for bad in ["-1", "366", "8d", "", "+8", " 8", "0x8", "8\n"] {
             assert!(
                 parse(args(&[
                     "install",
@@ -404,5 +442,45 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn installed_days_ago_refuses_a_root_that_is_the_systems_own_tree() {
+        // `--root /var/lib/aromba-warden` puts the ladder and the baseline
+        // in the real Warden's state directory: the real server's first
+        // week would be skipped, which `--root` was to rule out.
+        for root in [
+            "/var/lib/aromba-warden",
+            "/var/lib/aromba-warden/",
+            "//var/lib//aromba-warden",
+            "/var/lib/./aromba-warden",
+            "/",
+            "/var/lib/aromba",
+            "/etc/aromba",
+        ] {
+            assert!(
+                parse(args(&[
+                    "install",
+                    "--root",
+                    root,
+                    "--installed-days-ago",
+                    "8"
+                ]))
+                .is_err(),
+                "{root}"
+            );
+            // Without the flag it is the owner's own choice of tree.
+            assert!(parse(args(&["install", "--root", root])).is_ok(), "{root}");
+        }
+        assert!(
+            parse(args(&[
+                "install",
+                "--root",
+                "/var/tmp/aromba-demo/root",
+                "--installed-days-ago",
+                "8"
+            ]))
+            .is_ok()
+        );
     }
 }
