@@ -9,6 +9,8 @@ use std::time::Duration;
 
 const TOKEN: &str = "123456:TEST-token-not-a-secret-0123456789";
 const CHAT: i64 = 4242;
+/// The page's secret path segment.
+const KEY: &str = "page-key-for-tests-0123456789";
 
 struct Page {
     fake: Fake,
@@ -30,12 +32,13 @@ impl Page {
         let person = Person {
             chat: CHAT,
             name: "Sam".into(),
+            key: KEY.into(),
         };
         let page = fake.clone().serve_page(page, person).expect("the page");
         Page {
             fake,
             api: format!("http://{api}/bot{TOKEN}"),
-            page: format!("http://{page}"),
+            page: format!("http://{page}/{KEY}"),
             http: reqwest::Client::new(),
         }
     }
@@ -319,7 +322,13 @@ async fn the_event_stream_sends_the_chat_and_then_every_change() {
 #[tokio::test]
 async fn requests_not_addressed_to_this_machine_or_from_another_page_are_refused() {
     let p = Page::start().await;
-    let host = p.page.trim_start_matches("http://").to_string();
+    let host = p
+        .page
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
     let rebound = p
         .http
         .get(format!("{}/chat.json", p.page))

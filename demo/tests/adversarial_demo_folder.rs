@@ -1,33 +1,27 @@
 //! `scripts/demo` as root against names another account made first in
 //! the sticky /var/tmp: it must refuse them, and touch nothing they point
-//! to. Runs only as root on a machine with the demo's system packages and
-//! the `aromba` account already there (the script would install or make
-//! them otherwise); says so and passes elsewhere.
+//! to. Needs root and the demo's system packages (the test command
+//! installs them); fails, never skips, without them.
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
-fn ready() -> bool {
+/// Root and the demo's system packages, or the test fails saying which.
+fn require() {
     let root = Command::new("id")
         .arg("-u")
         .output()
         .is_ok_and(|o| o.stdout == b"0\n");
-    let has = |cmd: &str| {
-        Command::new("sh")
+    assert!(root, "the demo's tests run as root (scripts/test does)");
+    for cmd in ["bwrap", "runuser", "useradd"] {
+        let found = Command::new("sh")
             .args(["-c", &format!("command -v {cmd}")])
             .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    let pg = std::fs::read_dir("/usr/lib/postgresql").is_ok_and(|mut d| d.next().is_some());
-    let aromba = Command::new("id")
-        .arg("aromba")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let ok = root && has("bwrap") && has("runuser") && has("useradd") && pg && aromba;
-    if !ok {
-        eprintln!("skipped: needs root, bwrap, PostgreSQL and the aromba account");
+            .is_ok_and(|o| o.status.success());
+        assert!(found, "{cmd} is missing (scripts/test installs it)");
     }
-    ok
+    let pg = std::fs::read_dir("/usr/lib/postgresql").is_ok_and(|mut d| d.next().is_some());
+    assert!(pg, "PostgreSQL is missing (scripts/test installs it)");
 }
 
 fn script() -> PathBuf {
@@ -63,9 +57,7 @@ fn as_nobody(args: &[&str]) {
 
 #[test]
 fn a_demo_folder_another_account_made_first_is_refused() {
-    if !ready() {
-        return;
-    }
+    require();
     let name = format!("/var/tmp/aromba-demo-adversarial-{}", std::process::id());
     let dir = Path::new(&name);
     // A folder of its own, with the marker in it.
