@@ -104,7 +104,8 @@ fn no_keys_means_no_update() {
 
 #[test]
 fn a_manifest_off_its_shape_is_refused() {
-    let mutations: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    type Mutation = Box<dyn Fn(&mut Value)>;
+    let mutations: Vec<(&str, Mutation)> = vec![
         ("an unknown field", Box::new(|m| m["notes"] = json!("hi"))),
         (
             "a missing field",
