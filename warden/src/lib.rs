@@ -36,6 +36,7 @@ pub mod server;
 pub mod signal;
 pub mod state;
 pub mod system;
+pub mod update;
 pub mod users;
 pub mod worker_dirs;
 pub mod writers;
