@@ -39,7 +39,7 @@ pub async fn call(
     if bot.strip_prefix("bot") != Some(fake.token.as_str()) {
         return error(401, "Unauthorized");
     }
-    if let Some(injected) = fake.take_injected() {
+    if let Some(injected) = fake.take_injected(&method.to_ascii_lowercase()) {
         return injected_failure(injected);
     }
     let params = match params(request).await {

@@ -157,13 +157,28 @@ impl Fake {
         self.changes.subscribe()
     }
 
-    pub(crate) fn take_injected(&self) -> Option<Injected> {
-        self.state().injected.pop_front()
+    /// The first failure asked for that `method` (lower case) takes: one
+    /// for any method, or one for this method.
+    pub(crate) fn take_injected(&self, method: &str) -> Option<Injected> {
+        let mut state = self.state();
+        let at = state
+            .injected
+            .iter()
+            .position(|(only, _)| only.as_deref().is_none_or(|m| m == method))?;
+        state.injected.remove(at).map(|(_, failure)| failure)
     }
 
     /// The next Bot API call fails this way.
     pub fn inject(&self, failure: Injected) {
-        self.state().injected.push_back(failure);
+        self.state().injected.push_back((None, failure));
+    }
+
+    /// The next call of `method` (matched case-insensitively, as the Bot
+    /// API matches it) fails this way; other methods go on.
+    pub fn inject_for(&self, method: &str, failure: Injected) {
+        self.state()
+            .injected
+            .push_back((Some(method.to_ascii_lowercase()), failure));
     }
 
     fn queue(&self, body: (&str, serde_json::Value)) -> i64 {

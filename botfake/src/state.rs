@@ -76,7 +76,8 @@ pub struct State {
     pub webhook: Option<Webhook>,
     /// Updates the webhook took (answered 2xx).
     pub webhook_deliveries: u64,
-    pub injected: VecDeque<Injected>,
+    /// Failures asked for, each for any method (`None`) or one method.
+    pub injected: VecDeque<(Option<String>, Injected)>,
     /// `setMyCommands`, by scope (`default`, `all_private_chats` or
     /// `chat:<id>`): each command and its description.
     pub commands: HashMap<String, Vec<(String, String)>>,

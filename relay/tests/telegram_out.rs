@@ -275,8 +275,10 @@ async fn an_edit_of_a_message_another_server_sent_changes_nothing(db: PgPool) {
 async fn a_429_is_waited_out_for_its_retry_after(db: PgPool) {
     let bot = start_bot(db, false).await;
     let (_server, mut ws, mut session, _) = paired(&bot, 8010).await;
+    // For sendMessage itself: a 429 another call took first (a poll, an
+    // answer) would leave nothing to wait out.
     bot.fake
-        .inject(Injected::TooManyRequests { retry_after: 2 });
+        .inject_for("sendMessage", Injected::TooManyRequests { retry_after: 2 });
     let asked = Instant::now();
     send(&mut ws, &mut session, "after the wait", vec![]).await;
     let shown = sent(&bot, 8010, 1).await;
