@@ -195,6 +195,15 @@ impl Baseline {
         Ok(())
     }
 
+    /// Takes new binaries and this Warden's policy as the baseline's: a
+    /// verified release the Warden installed itself is now running
+    /// (`server/update.rs` checks it is exactly that one).
+    pub fn retake_release(&mut self, warden_sha256: &str, worker_sha256: &str) {
+        self.warden_sha256 = warden_sha256.to_string();
+        self.worker_sha256 = worker_sha256.to_string();
+        self.policy_sha256 = sha256_hex(policy::render().as_bytes());
+    }
+
     /// Re-takes `network.toml`'s hash: `aromba pair` wrote it, from a root
     /// terminal.
     pub fn retake_network(&mut self, layout: &Layout) -> std::io::Result<()> {

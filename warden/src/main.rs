@@ -130,7 +130,10 @@ fn serve(root: Option<std::path::PathBuf>, worker_user: &str) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let layout = Layout::from_root(root.as_deref());
-    let options = ServeOptions::new(layout.clone(), account.uid, account.gid);
+    let mut options = ServeOptions::new(layout.clone(), account.uid, account.gid);
+    if let Some(root) = &root {
+        options.releases = aromba_warden::update::Releases::rooted(root);
+    }
     let server = match Server::bind(options) {
         Ok(s) => s,
         Err(e) => {

@@ -90,6 +90,12 @@ pub struct Pending {
     pub worker_sha256: String,
 }
 
+/// Whether a Warden running from a binary hashed `warden_sha256`, with the
+/// Worker's binary hashed `worker_sha256`, is the update `pending` wrote.
+pub fn takes_over(pending: &Pending, warden_sha256: &str, worker_sha256: &str) -> bool {
+    pending.warden_sha256 == warden_sha256 && pending.worker_sha256 == worker_sha256
+}
+
 /// The `releases.json` record.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Record {
@@ -516,6 +522,18 @@ mod tests {
         assert!(
             Record::parse(br#"{"pending": {"version": "1.0.0", "warden_sha256": "z"}}"#).is_err()
         );
+    }
+
+    #[test]
+    fn only_the_binaries_the_update_wrote_take_over_the_baseline() {
+        let p = Pending {
+            version: v("1.0.0"),
+            warden_sha256: "a".repeat(64),
+            worker_sha256: "b".repeat(64),
+        };
+        assert!(takes_over(&p, &"a".repeat(64), &"b".repeat(64)));
+        assert!(!takes_over(&p, &"a".repeat(64), &"c".repeat(64)));
+        assert!(!takes_over(&p, &"c".repeat(64), &"b".repeat(64)));
     }
 
     #[test]

@@ -100,6 +100,10 @@ pub enum Request {
     /// Control socket: `aromba pair` rewrote the Worker's `network.toml`;
     /// the Warden re-takes its hash in the integrity baseline.
     NetworkWritten,
+    /// Install the release downloaded into a folder: on the Worker socket
+    /// always the Worker's own download folder (`dir` must be `None`), on
+    /// the control socket a folder root names (`aromba update`).
+    InstallRelease { dir: Option<String> },
 }
 
 /// One line of `aromba chores`.
@@ -228,6 +232,11 @@ pub enum Response {
         text: String,
         buttons: Vec<Button>,
         needs_pin: bool,
+    },
+    /// A release was installed: the services restart into it.
+    ReleaseInstalled {
+        version: String,
+        previous: Option<String>,
     },
     /// What a fence request did: the folders newly fenced (as resolved),
     /// and each one refused with its reason (`path: reason`).
@@ -474,6 +483,7 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
         }
         Request::AddFences { paths } => object("add_fences", vec![("paths", strings_value(paths))]),
         Request::NetworkWritten => object("network_written", vec![]),
+        Request::InstallRelease { dir } => object("install_release", vec![("dir", opt_str(dir))]),
         Request::RedAction { action, approval } => object(
             "red_action",
             vec![
@@ -601,6 +611,9 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
             paths: f.strings("paths", MAX_FENCES_ASKED)?,
         },
         "network_written" => Request::NetworkWritten,
+        "install_release" => Request::InstallRelease {
+            dir: f.opt_string("dir")?,
+        },
         "red_action" => {
             let action = f.string("action")?;
             let approval = match f.take("approval")? {
@@ -758,6 +771,13 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                 ("stdout_hex", Value::from(encode_hex(stdout))),
                 ("stderr_hex", Value::from(encode_hex(stderr))),
                 ("ok", Value::from(*ok)),
+            ],
+        ),
+        Response::ReleaseInstalled { version, previous } => object(
+            "release_installed",
+            vec![
+                ("version", Value::from(version.as_str())),
+                ("previous", opt_str(previous)),
             ],
         ),
         Response::Fenced {
@@ -965,6 +985,10 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
             ok: f.bool("ok")?,
             report: f.string("report")?,
         },
+        "release_installed" => Response::ReleaseInstalled {
+            version: f.string("version")?,
+            previous: f.opt_string("previous")?,
+        },
         "fenced" => Response::Fenced {
             added: f.strings("added", MAX_FENCES_ASKED)?,
             refused: f.strings("refused", MAX_FENCES_ASKED)?,
@@ -1095,6 +1119,10 @@ mod tests {
                 paths: vec!["/var/lib/postgresql".into(), "/srv/app".into()],
             },
             Request::NetworkWritten,
+            Request::InstallRelease { dir: None },
+            Request::InstallRelease {
+                dir: Some("/root/aromba-update".into()),
+            },
         ];
         for r in requests {
             assert_eq!(decode_request(&encode_request(&r)).unwrap(), r);
@@ -1105,6 +1133,14 @@ mod tests {
             journal_seq: Some(7),
         };
         assert_eq!(decode_response(&encode_response(&fenced)).unwrap(), fenced);
+        let installed = Response::ReleaseInstalled {
+            version: "1.4.2".into(),
+            previous: Some("1.4.1".into()),
+        };
+        assert_eq!(
+            decode_response(&encode_response(&installed)).unwrap(),
+            installed
+        );
         let too_many = Request::AddFences {
             paths: vec!["/srv/a".into(); MAX_FENCES_ASKED + 1],
         };

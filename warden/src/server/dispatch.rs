@@ -134,6 +134,20 @@ pub(super) fn serve(
         }
         (Socket::Worker, Request::AddFences { paths }) => super::scan::add_fences(shared, &paths),
         (Socket::Control, Request::NetworkWritten) => super::scan::network_written(shared),
+        (Socket::Worker, Request::InstallRelease { dir: None }) => {
+            let dir = super::update::worker_downloads(shared);
+            super::update::install_release(shared, &dir, "worker")
+        }
+        (Socket::Worker, Request::InstallRelease { dir: Some(_) }) => Response::Refused {
+            reason: "the Worker installs a release only from its own download folder".into(),
+            journal_seq: None,
+        },
+        (Socket::Control, Request::InstallRelease { dir }) => {
+            let dir = dir
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| super::update::worker_downloads(shared));
+            super::update::install_release(shared, &dir, "root terminal")
+        }
         (Socket::Control, Request::Undo { undo_id }) => {
             owner::undo(shared, &undo_id, RunSource::RootTerminal)
         }

@@ -33,6 +33,7 @@ mod owner;
 mod pace;
 mod read;
 mod scan;
+mod update;
 mod watch;
 
 use crate::integrity::Baseline;
@@ -51,7 +52,7 @@ use serde_json::{Map, Value};
 use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -131,6 +132,16 @@ pub struct ServeOptions {
     /// What a red run's snapshot leaves free on the store's filesystem
     /// (tests, on a machine whose disk is not theirs, name a few bytes).
     pub snapshot_keep_free: crate::chores::snapshot::KeepFree,
+    /// Where releases are installed (`/opt/aromba`).
+    pub releases: crate::update::Releases,
+    /// The release public keys (base64 lines); `None`: the compiled-in
+    /// ones (a build without them refuses to update).
+    pub release_keys: Option<Vec<String>>,
+    /// The release channel this server follows.
+    pub channel: String,
+    /// `systemctl`, which restarts both services after an update (a
+    /// stand-in in tests: the test machines have no systemd as PID 1).
+    pub systemctl: PathBuf,
 }
 
 impl std::fmt::Debug for dyn Clock {
@@ -165,6 +176,10 @@ impl ServeOptions {
             worker_account: None,
             seal_limits: crate::chores::snapshot::SealLimits::default(),
             snapshot_keep_free: crate::chores::snapshot::KeepFree::default(),
+            releases: crate::update::Releases::system(),
+            release_keys: None,
+            channel: "stable".into(),
+            systemctl: PathBuf::from("/usr/bin/systemctl"),
         }
     }
 
@@ -449,6 +464,7 @@ impl Server {
         if let Err(e) = baseline {
             raise(&server.shared, None, Signal::IntegrityMismatch { what: e });
         }
+        update::finish_pending(&server.shared);
         check_integrity(&server.shared);
         Ok(server)
     }

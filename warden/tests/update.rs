@@ -1,0 +1,347 @@
+//! Installing a release through a real Warden: the Worker's download
+//! folder holds a release signed with the test key; the Warden reads it,
+//! verifies it again, writes `releases/<version>/`, swaps `current`, keeps
+//! `previous`, records the pending baseline and asks `systemctl` (a
+//! stand-in that writes down its arguments) to restart both services.
+//! Every refusal leaves the installed release as it was.
+
+mod support;
+
+use aromba_warden::server::ServeOptions;
+use aromba_warden::update::{RECORD, Record, Releases};
+use aromba_warden_proto::{Request, Response};
+use serde_json::json;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use support::{Warden, now};
+
+const RELEASE_KEY: &str = include_str!("../../keys/test/release.key");
+const RELEASE_PUB: &str = include_str!("../../keys/test/release.pub");
+const OTHER_KEY: &str = include_str!("../../keys/test/relay-approvals.key");
+
+fn key_line(public: &str) -> String {
+    public
+        .lines()
+        .find(|l| !l.starts_with("untrusted comment:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// Releases under the test's root, the test release key, and the stand-in
+/// `systemctl` beside them.
+fn adjust(o: &mut ServeOptions) {
+    let root = o.layout.state_dir.parent().unwrap().to_path_buf();
+    o.releases = Releases::rooted(&root);
+    o.release_keys = Some(vec![key_line(RELEASE_PUB)]);
+    o.systemctl = root.join("systemctl");
+}
+
+fn start(name: &str) -> Warden {
+    let w = Warden::start_with(name, false, &[], adjust);
+    let systemctl = w.root.join("systemctl");
+    std::fs::write(
+        &systemctl,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> {}\n",
+            w.root.join("systemctl.log").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&systemctl, std::fs::Permissions::from_mode(0o755)).unwrap();
+    w
+}
+
+fn downloads(w: &Warden) -> PathBuf {
+    let dir = w.layout().worker_home.join("updates");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A tarball of `files` (name, bytes; a name ending `@` is a link to
+/// `/etc/shadow`) made by the system's tar as the release script makes it.
+fn tarball(dir: &Path, name: &str, files: &[(&str, &[u8])]) -> Vec<u8> {
+    let stage = dir.join(format!("{name}.stage"));
+    std::fs::create_dir_all(&stage).unwrap();
+    let mut names = Vec::new();
+    for (file, bytes) in files {
+        if let Some(link) = file.strip_suffix('@') {
+            std::os::unix::fs::symlink("/etc/shadow", stage.join(link)).unwrap();
+            names.push(link.to_string());
+        } else {
+            std::fs::write(stage.join(file), bytes).unwrap();
+            names.push(file.to_string());
+        }
+    }
+    let out = dir.join(name);
+    let made = assert_cmd::Command::new("tar")
+        .args(["--format=ustar", "--owner=0", "--group=0", "-czf"])
+        .arg(&out)
+        .arg("-C")
+        .arg(&stage)
+        .args(&names)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    std::fs::remove_dir_all(&stage).unwrap();
+    std::fs::read(&out).unwrap()
+}
+
+fn sign(bytes: &[u8], key: &str) -> String {
+    let sk = minisign::SecretKeyBox::from_string(key)
+        .unwrap()
+        .into_unencrypted_secret_key()
+        .unwrap();
+    minisign::sign(None, &sk, std::io::Cursor::new(bytes), None, None)
+        .unwrap()
+        .to_string()
+}
+
+/// What a release is made of, changed by each test as it likes.
+struct Release {
+    version: &'static str,
+    channel: &'static str,
+    expires: u64,
+    worker: Vec<(&'static str, &'static [u8])>,
+    warden: Vec<(&'static str, &'static [u8])>,
+    key: &'static str,
+    /// Changes the manifest after the tarballs are hashed.
+    tamper: fn(&mut serde_json::Value),
+}
+
+impl Release {
+    fn new(version: &'static str) -> Release {
+        Release {
+            version,
+            channel: "stable",
+            expires: now() + 90 * 86_400,
+            worker: vec![("aromba", b"worker binary")],
+            warden: vec![("aromba-warden", b"warden binary")],
+            key: RELEASE_KEY,
+            tamper: |_| {},
+        }
+    }
+
+    fn write(&self, dir: &Path) {
+        let arch = std::env::consts::ARCH;
+        let mut entries = Vec::new();
+        for (binary, files) in [("aromba", &self.worker), ("aromba-warden", &self.warden)] {
+            let name = format!("{binary}-{}-{arch}.tar.gz", self.version);
+            let gz = tarball(dir, &name, files);
+            entries.push(json!({
+                "binary": binary,
+                "tarball": name,
+                "sha256": aromba_release::sha256_hex(&gz),
+                "size": gz.len(),
+            }));
+        }
+        let mut manifest = json!({
+            "format": 1, "version": self.version, "channel": self.channel,
+            "arch": arch, "expires": self.expires, "binaries": entries,
+        });
+        (self.tamper)(&mut manifest);
+        let bytes = serde_json::to_vec(&manifest).unwrap();
+        std::fs::write(dir.join("manifest.json"), &bytes).unwrap();
+        std::fs::write(dir.join("manifest.json.minisig"), sign(&bytes, self.key)).unwrap();
+    }
+}
+
+fn install(w: &Warden) -> Response {
+    w.ask(&Request::InstallRelease { dir: None })
+}
+
+fn current(w: &Warden) -> Option<String> {
+    std::fs::read_link(w.root.join("opt/aromba/current"))
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+#[test]
+fn a_signed_release_is_installed_the_link_swapped_and_both_services_restarted() {
+    let w = start("update-good");
+    let dir = downloads(&w);
+    Release::new("1.0.0").write(&dir);
+    assert_eq!(
+        install(&w),
+        Response::ReleaseInstalled {
+            version: "1.0.0".into(),
+            previous: None
+        }
+    );
+    assert_eq!(current(&w).as_deref(), Some("releases/1.0.0"));
+    let release = w.root.join("opt/aromba/releases/1.0.0");
+    assert_eq!(
+        std::fs::read(release.join("aromba")).unwrap(),
+        b"worker binary"
+    );
+    assert_eq!(
+        std::fs::read(release.join("aromba-warden")).unwrap(),
+        b"warden binary"
+    );
+    let log = std::fs::read_to_string(w.root.join("systemctl.log")).unwrap();
+    assert_eq!(
+        log,
+        "--no-block restart aromba-warden.service aromba.service\n"
+    );
+    let record = Record::parse(&std::fs::read(w.layout().state_dir.join(RECORD)).unwrap()).unwrap();
+    let pending = record.pending.expect("the baseline the new Warden takes");
+    assert_eq!(
+        pending.worker_sha256,
+        aromba_release::sha256_hex(b"worker binary")
+    );
+    assert!(w.journal().contains("\"release-install\""));
+
+    // The next one keeps this one as previous.
+    let dir = downloads(&w);
+    Release::new("1.0.1").write(&dir);
+    assert_eq!(
+        install(&w),
+        Response::ReleaseInstalled {
+            version: "1.0.1".into(),
+            previous: Some("1.0.0".into())
+        }
+    );
+    assert_eq!(
+        std::fs::read_link(w.root.join("opt/aromba/previous")).unwrap(),
+        Path::new("releases/1.0.0")
+    );
+    // The Warden's own change is in its baseline: the ladder did not move.
+    assert_eq!(w.ladder(), 0);
+}
+
+fn refused(w: &Warden, what: &str, want: &str) {
+    match install(w) {
+        Response::Refused { reason, .. } => {
+            assert!(reason.contains(want), "{what}: {reason} lacks {want:?}")
+        }
+        other => panic!("{what} was not refused: {other:?}"),
+    }
+    assert_eq!(
+        current(w).as_deref(),
+        Some("releases/1.0.0"),
+        "{what} moved the link"
+    );
+    let mut left: Vec<String> = std::fs::read_dir(w.root.join("opt/aromba/releases"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    // A refused release may leave its staged folder only if it got that
+    // far; none of these does.
+    assert_eq!(left, ["1.0.0"], "{what} left a release behind");
+    assert_eq!(
+        std::fs::read(w.root.join("opt/aromba/current/aromba")).unwrap(),
+        b"worker binary",
+        "{what} changed the installed release"
+    );
+}
+
+#[test]
+fn every_bad_release_is_refused_and_leaves_the_installed_one_untouched() {
+    let w = start("update-bad");
+    Release::new("1.0.0").write(&downloads(&w));
+    assert!(matches!(install(&w), Response::ReleaseInstalled { .. }));
+
+    let cases: Vec<(&str, Release, &str)> = vec![
+        (
+            "a signature by another key",
+            Release {
+                key: OTHER_KEY,
+                ..Release::new("1.1.0")
+            },
+            "signature",
+        ),
+        (
+            "a tarball whose hash differs",
+            Release {
+                tamper: |m| m["binaries"][0]["sha256"] = json!("0".repeat(64)),
+                ..Release::new("1.1.0")
+            },
+            "SHA-256",
+        ),
+        (
+            "an extra file",
+            Release {
+                worker: vec![("aromba", b"w"), ("extra", b"x")],
+                ..Release::new("1.1.0")
+            },
+            "more than its one binary",
+        ),
+        (
+            "a symlink",
+            Release {
+                worker: vec![("aromba@", b"")],
+                ..Release::new("1.1.0")
+            },
+            "link",
+        ),
+        (
+            "a path with ../",
+            Release {
+                tamper: |m| m["binaries"][0]["tarball"] = json!("../aromba.tar.gz"),
+                ..Release::new("1.1.0")
+            },
+            "tarball name",
+        ),
+        ("an equal version", Release::new("1.0.0"), "not above"),
+        ("an older version", Release::new("0.9.0"), "not above"),
+        (
+            "an expired manifest",
+            Release {
+                expires: now() - 1,
+                ..Release::new("1.1.0")
+            },
+            "expired",
+        ),
+        (
+            "another channel",
+            Release {
+                channel: "beta",
+                ..Release::new("1.1.0")
+            },
+            "channel",
+        ),
+        (
+            "an oversize tarball",
+            Release {
+                tamper: |m| m["binaries"][1]["size"] = json!(100u64 << 20),
+                ..Release::new("1.1.0")
+            },
+            "size",
+        ),
+    ];
+    for (what, release, want) in cases {
+        release.write(&downloads(&w));
+        refused(&w, what, want);
+    }
+    // A link in place of the manifest is not followed.
+    let dir = downloads(&w);
+    Release::new("1.1.0").write(&dir);
+    std::fs::remove_file(dir.join("manifest.json")).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", dir.join("manifest.json")).unwrap();
+    refused(&w, "a linked manifest", "cannot open");
+}
+
+#[test]
+fn updates_are_refused_at_freeze_and_the_worker_cannot_name_a_folder() {
+    let w = start("update-freeze");
+    let dir = downloads(&w);
+    Release::new("1.0.0").write(&dir);
+    match w.ask(&Request::InstallRelease {
+        dir: Some(dir.to_string_lossy().into_owned()),
+    }) {
+        Response::Refused { reason, .. } => assert!(reason.contains("own download folder")),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(w.ask(&Request::Panic), Response::Ladder { .. }));
+    // From the root terminal too (the Worker's socket is paced by then).
+    match w.control(&Request::InstallRelease {
+        dir: Some(dir.to_string_lossy().into_owned()),
+    }) {
+        Response::Refused { reason, .. } => assert!(reason.contains("Freeze"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(install(&w), Response::Refused { .. }));
+    assert_eq!(current(&w), None);
+}
