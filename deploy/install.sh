@@ -123,6 +123,17 @@ done
 
 opt=$root/opt/aromba
 release=$opt/releases/$version
+if [ -n "$root" ]; then
+  state=$root/state/baseline.json
+else
+  state=/var/lib/aromba-warden/state/baseline.json
+fi
+current=$(readlink "$opt/current" 2>/dev/null || true)
+# An installed Warden watches its binaries: another release goes through
+# it (`aromba update`), never around it.
+if [ -e "$state" ] && [ -n "$current" ] && [ "$current" != "releases/$version" ]; then
+  die "Aromba ${current#releases/} is installed; install $version with \`aromba update\`"
+fi
 say "installing $version into $release"
 if ! id aromba >/dev/null 2>&1; then
   useradd --system --home-dir /var/lib/aromba --no-create-home --shell /usr/sbin/nologin aromba \
@@ -145,7 +156,6 @@ else
   rm -rf "$release"
   mv -T "$release.new" "$release"
 fi
-current=$(readlink "$opt/current" 2>/dev/null || true)
 if [ "$current" != "releases/$version" ]; then
   if [ -n "$current" ]; then ln -sfn "$current" "$opt/.previous.new" && mv -T "$opt/.previous.new" "$opt/previous"; fi
   ln -sfn "releases/$version" "$opt/.current.new"
@@ -158,11 +168,9 @@ say "writing the systemd units into $units"
 @UNITS@
 
 if [ -n "$root" ]; then
-  warden_args=(--root "$root/warden" --worker-bin "$opt/current/aromba")
-  state=$root/warden/state/baseline.json
+  warden_args=(--root "$root" --worker-bin "$opt/current/aromba")
 else
   warden_args=(--worker-bin "$opt/current/aromba")
-  state=/var/lib/aromba-warden/state/baseline.json
 fi
 if [ -e "$state" ]; then
   say "the Warden is installed already (its baseline is kept)"

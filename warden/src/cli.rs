@@ -30,6 +30,13 @@ COMMANDS:
                  the system's own directories: the local demo)
                  records the install N days back, so the demo can show
                  what a server allows after its first week.
+    rollback [--root DIR]
+                 Run by systemd (aromba-rollback.service) from the previous
+                 release when a new one failed to start three times: point
+                 /opt/aromba/current back at the previous release, record
+                 the failed version (never installed again; updates wait
+                 for a release after it), take this binary as the
+                 baseline, and restart both services.
     serve [--root DIR] [--worker-user NAME]
                  Run the Warden: the Worker socket (only the Worker's uid)
                  and the control socket (only root), the policy, exec,
@@ -93,6 +100,11 @@ pub enum Command {
         worker_user: String,
         /// Days the install is recorded back; 0 but for a `--root` tree.
         installed_days_ago: u64,
+    },
+    /// Put the previous release back (systemd runs it after three failed
+    /// starts).
+    Rollback {
+        root: Option<PathBuf>,
     },
     Serve {
         root: Option<PathBuf>,
@@ -181,6 +193,15 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
         },
         "serve" => parse_serve(&rest),
         "install" => parse_install(&rest),
+        "rollback" => match rest.as_slice() {
+            [] => Ok(Command::Rollback { root: None }),
+            [opt, dir] if opt == "--root" => Ok(Command::Rollback {
+                root: Some(PathBuf::from(dir)),
+            }),
+            _ => Err(CliError::Usage(
+                "usage: aromba-warden rollback [--root DIR]",
+            )),
+        },
         "journal" => match rest.split_first() {
             Some((verify, opts)) if verify == "verify" => parse_journal_verify(opts),
             _ => Err(CliError::Usage(
@@ -406,6 +427,21 @@ mod tests {
     fn parses_redact_with_and_without_cut() {
         assert_eq!(parse(args(&["redact"])), Ok(Command::Redact));
         assert_eq!(parse(args(&["redact", "--cut"])), Ok(Command::RedactCut));
+    }
+
+    #[test]
+    fn rollback_takes_only_a_root() {
+        assert_eq!(
+            parse(args(&["rollback"])),
+            Ok(Command::Rollback { root: None })
+        );
+        assert_eq!(
+            parse(args(&["rollback", "--root", "/d"])),
+            Ok(Command::Rollback {
+                root: Some("/d".into())
+            })
+        );
+        assert!(parse(args(&["rollback", "--force"])).is_err());
     }
 
     #[test]

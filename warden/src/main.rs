@@ -67,6 +67,7 @@ fn main() -> ExitCode {
             worker_user,
             installed_days_ago,
         } => install(root, &worker_bin, &worker_user, installed_days_ago),
+        Command::Rollback { root } => rollback(root),
         Command::Redact | Command::RedactCut => {
             let cut = command == Command::RedactCut;
             let result = aromba_warden::redact_cmd::run(
@@ -83,6 +84,100 @@ fn main() -> ExitCode {
                 }
             }
         }
+    }
+}
+
+/// `aromba-warden rollback`: the previous release back, the failure
+/// recorded and journaled, both services restarted.
+fn rollback(root: Option<std::path::PathBuf>) -> ExitCode {
+    use aromba_warden::update::{Releases, roll_back_installed};
+    if aromba_warden::system::euid() != 0 {
+        eprintln!("aromba-warden: rollback must run as root");
+        return ExitCode::FAILURE;
+    }
+    let layout = aromba_warden::layout::Layout::from_root(root.as_deref());
+    let releases = match &root {
+        Some(r) => Releases::rooted(r),
+        None => Releases::system(),
+    };
+    let (failed, restored) =
+        match roll_back_installed(&layout, &releases, std::path::Path::new("/proc/self/exe")) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("aromba-warden: rollback failed: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+    println!("release {failed} failed to start; {restored} is current again");
+    journal_rollback(&layout, &failed.to_string(), &restored.to_string());
+    if root.is_some() {
+        println!("under --root: the services are not restarted");
+        return ExitCode::SUCCESS;
+    }
+    let args: Vec<String> = [
+        "--no-block",
+        "restart",
+        "aromba-warden.service",
+        "aromba.service",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let bounds = aromba_warden::exec::Bounds {
+        timeout: std::time::Duration::from_secs(30),
+        max_output_bytes: 64 * 1024,
+        low_priority: false,
+        keep_fd: None,
+        stop: None,
+        tripwire: None,
+    };
+    match aromba_warden::exec::run_program(
+        std::path::Path::new("/usr/bin/systemctl"),
+        &args,
+        &[],
+        &bounds,
+    ) {
+        Ok(o) if o.exit_code == Some(0) => ExitCode::SUCCESS,
+        Ok(o) => {
+            eprintln!(
+                "aromba-warden: systemctl could not restart the services: {}",
+                o.stderr.lossy().trim()
+            );
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("aromba-warden: systemctl could not run: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One journal line for the rollback (the Warden is stopped while it runs).
+fn journal_rollback(layout: &aromba_warden::layout::Layout, failed: &str, restored: &str) {
+    use aromba_warden::journal::{AuditKey, Journal, JournalConfig};
+    let mut config = JournalConfig::new(layout.journal_dir.clone());
+    let key = layout.audit_key();
+    if key.exists() {
+        match AuditKey::load(&key, Some(&layout.journal_dir)) {
+            Ok(k) => config.key = Some(k),
+            Err(e) => {
+                eprintln!(
+                    "aromba-warden: the journal's key cannot be read ({e}); the rollback is not journaled"
+                );
+                return;
+            }
+        }
+    }
+    let mut fields = serde_json::Map::new();
+    fields.insert(
+        "kind".into(),
+        serde_json::Value::from("release-rolled-back"),
+    );
+    fields.insert("failed".into(), serde_json::Value::from(failed));
+    fields.insert("restored".into(), serde_json::Value::from(restored));
+    match Journal::open(config).and_then(|mut j| j.append(fields)) {
+        Ok(_) => {}
+        Err(e) => eprintln!("aromba-warden: the rollback is not journaled: {e}"),
     }
 }
 

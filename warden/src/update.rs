@@ -460,6 +460,8 @@ pub fn roll_back(releases: &Releases) -> Result<(Version, Version), UpdateError>
         ));
     }
     point(releases, &releases.current(), &restored)?;
+    // Nothing is left to roll back to.
+    let _ = std::fs::remove_file(releases.previous());
     Ok((failed, restored))
 }
 
@@ -484,6 +486,51 @@ pub fn prune(releases: &Releases) -> Result<Vec<String>, UpdateError> {
         removed.push(name);
     }
     Ok(removed)
+}
+
+/// After a release failed to start three times (systemd's
+/// `OnFailure=`, running the previous release's Warden): puts the previous
+/// release back as current, records the failed version (never tried
+/// again; updates wait for a release after it) and that the chat has yet
+/// to hear of it, writes this Warden's policy rendering and takes its
+/// binary (`warden_exe`) and the restored Worker's as the baseline. Returns
+/// (the failed version, the restored one).
+pub fn roll_back_installed(
+    layout: &crate::layout::Layout,
+    releases: &Releases,
+    warden_exe: &Path,
+) -> Result<(Version, Version), UpdateError> {
+    let state_err = |e: crate::state::StateError| UpdateError::Io(e.to_string());
+    let record = match crate::state::read(layout, RECORD).map_err(state_err)? {
+        Some(bytes) => Record::parse(&bytes).map_err(UpdateError::Io)?,
+        None => Record::default(),
+    };
+    let mut baseline = crate::integrity::Baseline::read(layout)
+        .map_err(UpdateError::Io)?
+        .ok_or_else(|| UpdateError::Refused("the Warden is not installed here".into()))?;
+    let hash = |p: &Path| {
+        std::fs::read(p)
+            .map(|b| aromba_release::sha256_hex(&b))
+            .map_err(|e| io("cannot read", p, e))
+    };
+    let warden = hash(warden_exe)?;
+    let (failed, restored) = roll_back(releases)?;
+    let worker = hash(&baseline.worker_bin)?;
+    let policy = layout.config_dir.join("policy.toml");
+    crate::atomic_file::replace(&policy, crate::policy::render().as_bytes(), 0o644)
+        .map_err(|e| io("cannot write", &policy, e))?;
+    baseline.retake_release(&warden, &worker);
+    let mut after = record;
+    if !after.failed.contains(&failed) {
+        after.failed.push(failed);
+    }
+    after.current = Some(restored);
+    after.previous = None;
+    after.pending = None;
+    after.rolled_back = Some(failed);
+    let mut held = Some(baseline);
+    crate::state::change(layout, &mut held, RECORD, Some(&after.to_bytes())).map_err(state_err)?;
+    Ok((failed, restored))
 }
 
 #[cfg(test)]
@@ -595,6 +642,51 @@ mod tests {
         // Nothing to roll back to twice.
         assert!(roll_back(&r).is_err());
         let _ = std::fs::remove_dir_all(&r.base);
+    }
+
+    #[test]
+    fn a_rollback_of_an_installed_release_records_the_failure_and_rebaselines() {
+        use crate::layout::Layout;
+        let r = releases("rollback-installed");
+        let root = r.base.clone();
+        let releases = Releases::rooted(&root);
+        let layout = Layout::rooted(&root);
+        for (ver, tag) in [("1.0.0", "one"), ("1.1.0", "two")] {
+            stage(
+                &releases,
+                &v(ver),
+                &[tag.as_bytes().to_vec(), tag.as_bytes().to_vec()],
+            )
+            .unwrap();
+            swap(&releases, &v(ver)).unwrap();
+        }
+        crate::install::install(&crate::install::InstallOptions {
+            layout: &layout,
+            warden_bin: &releases.current().join("aromba-warden"),
+            worker_bin: &releases.current().join("aromba"),
+            worker_gid: 0,
+            clock: std::sync::Arc::new(crate::ladder::SystemClock),
+        })
+        .unwrap();
+        let (failed, restored) = roll_back_installed(
+            &layout,
+            &releases,
+            &releases.previous().join("aromba-warden"),
+        )
+        .unwrap();
+        assert_eq!((failed, restored), (v("1.1.0"), v("1.0.0")));
+        let record = Record::parse(&crate::state::read(&layout, RECORD).unwrap().unwrap()).unwrap();
+        assert_eq!(record.failed, vec![v("1.1.0")]);
+        assert_eq!(record.rolled_back, Some(v("1.1.0")));
+        assert_eq!(record.current, Some(v("1.0.0")));
+        let baseline = crate::integrity::Baseline::read(&layout).unwrap().unwrap();
+        assert_eq!(baseline.worker_sha256, aromba_release::sha256_hex(b"one"));
+        assert_eq!(baseline.warden_sha256, aromba_release::sha256_hex(b"one"));
+        // Only the binaries differ from what is on disk: the Warden's own
+        // binary here is the test's.
+        let mismatches = baseline.check(&layout);
+        assert_eq!(mismatches, vec!["the Warden's binary changed".to_string()]);
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
