@@ -75,7 +75,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Hard limits: a manifest is small, a tarball at most 64 MiB.
 fetch() {
-  curl --fail --silent --show-error --location --proto '=https,http' --max-redirs 3 \
+  curl --fail --silent --show-error --location --proto '=https,http' --proto-redir '=https' --max-redirs 3 \
     --connect-timeout 20 --max-time 600 --max-filesize "$3" -o "$work/$2" "$base_url/$1" \
     || die "could not download $base_url/$1"
 }

@@ -252,10 +252,14 @@ pub struct Download {
 /// manifest may name.
 const MAX_READ: u64 = aromba_release::manifest::MAX_TARBALL;
 
-/// Reads `name` from `dir`, a folder the Worker owns: the folder and the
-/// file opened without following a link, the file a regular one (a FIFO
-/// would block, a device never ends), at most `cap` bytes, into memory.
+/// Reads `name` from `dir`, a folder the Worker owns: every component of
+/// `dir` opened from `/` without following a link (the Worker cannot
+/// swap its folder for a link to one of root's between a check and the
+/// open), the file opened at that folder without following a link nor
+/// blocking (a FIFO, a device), a regular file of at most `cap` bytes,
+/// read into memory.
 pub fn read_from(dir: &Path, name: &str, cap: u64) -> Result<Vec<u8>, UpdateError> {
+    use crate::chores::snapshot::safe_dir::{Dir, Sub};
     use std::io::Read;
     if name.is_empty() || name.contains('/') || name.starts_with('.') {
         return Err(UpdateError::Refused(format!(
@@ -263,17 +267,23 @@ pub fn read_from(dir: &Path, name: &str, cap: u64) -> Result<Vec<u8>, UpdateErro
         )));
     }
     let path = dir.join(name);
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| io("cannot read", dir, e))?;
-    if !meta.is_dir() {
-        return Err(UpdateError::Refused(format!(
-            "{} is not a folder",
-            dir.display()
-        )));
-    }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc_flags())
-        .open(&path)
+    let folder = match Dir::open_path(dir) {
+        Ok(Sub::Dir(d)) => d,
+        Ok(_) => {
+            return Err(UpdateError::Refused(format!(
+                "{} is not a folder reached without a link",
+                dir.display()
+            )));
+        }
+        Err(e) => {
+            return Err(UpdateError::Refused(format!(
+                "cannot open {}: {e}",
+                dir.display()
+            )));
+        }
+    };
+    let file = folder
+        .open_file(std::ffi::OsStr::new(name))
         .map_err(|e| io("cannot open", &path, e))?;
     let meta = file.metadata().map_err(|e| io("cannot read", &path, e))?;
     if !meta.is_file() {
@@ -299,12 +309,6 @@ pub fn read_from(dir: &Path, name: &str, cap: u64) -> Result<Vec<u8>, UpdateErro
         )));
     }
     Ok(bytes)
-}
-
-/// `O_NOFOLLOW | O_NONBLOCK`: a link is not followed, a FIFO does not
-/// block the open.
-fn libc_flags() -> i32 {
-    libc::O_NOFOLLOW | libc::O_NONBLOCK
 }
 
 /// Reads a download from the Worker's folder `dir`: `manifest.json`, its
@@ -704,6 +708,12 @@ mod tests {
         assert!(read_from(&dir, "fifo", 1 << 20).is_err());
         assert!(read_from(&dir, "../etc", 10).is_err());
         assert!(read_from(&dir, "manifest.json", 1).is_err(), "over the cap");
+        // The folder itself swapped for a link is not followed either.
+        let linked = dir.with_extension("link");
+        let _ = std::fs::remove_file(&linked);
+        std::os::unix::fs::symlink(&dir, &linked).unwrap();
+        assert!(read_from(&linked, "manifest.json", 10).is_err());
+        let _ = std::fs::remove_file(&linked);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -345,3 +345,16 @@ fn updates_are_refused_at_freeze_and_the_worker_cannot_name_a_folder() {
     assert!(matches!(install(&w), Response::Refused { .. }));
     assert_eq!(current(&w), None);
 }
+
+#[test]
+fn the_release_the_installer_linked_counts_as_installed_before_any_record() {
+    let w = start("update-linked");
+    // What install.sh leaves: a release folder and the link, no record.
+    let releases = Releases::rooted(&w.root);
+    std::fs::create_dir_all(releases.release(&aromba_release::Version::parse("1.0.0").unwrap()))
+        .unwrap();
+    std::os::unix::fs::symlink("releases/1.0.0", releases.current()).unwrap();
+    std::fs::write(releases.current().join("aromba"), b"worker binary").unwrap();
+    Release::new("1.0.0").write(&downloads(&w));
+    refused(&w, "the linked release again", "not above");
+}

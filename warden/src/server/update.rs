@@ -81,15 +81,19 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: &str) -> Resp
     };
     let target = Target::this_machine(&shared.options.channel);
     let now = shared.options.clock.now();
+    let releases = &shared.options.releases;
+    // The release the link points at counts as installed too (the
+    // installer put the first one there before any record existed).
+    let mut judged = before.clone();
+    judged.highest = judged.highest.max(releases.version_at(&releases.current()));
     let prepared = update::read_download(dir, &keys)
-        .and_then(|(_, download)| update::prepare(&download, &keys, &target, now, &before));
+        .and_then(|(_, download)| update::prepare(&download, &keys, &target, now, &judged));
     let (manifest, binaries) = match prepared {
         Ok(p) => p,
         Err(e) => return refused(&mut m, e.to_string()),
     };
     let version = manifest.version;
     m.insert("version".into(), Value::from(version.to_string()));
-    let releases = &shared.options.releases;
     if let Err(e) = update::stage(releases, &version, &binaries) {
         return refused(&mut m, e.to_string());
     }

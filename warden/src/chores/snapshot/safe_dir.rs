@@ -242,7 +242,7 @@ impl Dir {
 
     /// Opens the regular file `name` for reading: never through a symlink,
     /// never blocking on a fifo or device.
-    pub(super) fn open_file(&self, name: &OsStr) -> io::Result<File> {
+    pub(crate) fn open_file(&self, name: &OsStr) -> io::Result<File> {
         OpenOptions::new()
             .read(true)
             .custom_flags(FILE_FLAGS)
