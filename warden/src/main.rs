@@ -114,39 +114,10 @@ fn rollback(root: Option<std::path::PathBuf>) -> ExitCode {
         println!("under --root: the services are not restarted");
         return ExitCode::SUCCESS;
     }
-    let args: Vec<String> = [
-        "--no-block",
-        "restart",
-        "aromba-warden.service",
-        "aromba.service",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let bounds = aromba_warden::exec::Bounds {
-        timeout: std::time::Duration::from_secs(30),
-        max_output_bytes: 64 * 1024,
-        low_priority: false,
-        keep_fd: None,
-        stop: None,
-        tripwire: None,
-    };
-    match aromba_warden::exec::run_program(
-        std::path::Path::new("/usr/bin/systemctl"),
-        &args,
-        &[],
-        &bounds,
-    ) {
-        Ok(o) if o.exit_code == Some(0) => ExitCode::SUCCESS,
-        Ok(o) => {
-            eprintln!(
-                "aromba-warden: systemctl could not restart the services: {}",
-                o.stderr.lossy().trim()
-            );
-            ExitCode::FAILURE
-        }
+    match aromba_warden::update::restart_services(std::path::Path::new("/usr/bin/systemctl")) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("aromba-warden: systemctl could not run: {e}");
+            eprintln!("aromba-warden: the services were not restarted: {e}");
             ExitCode::FAILURE
         }
     }

@@ -469,6 +469,39 @@ pub fn roll_back(releases: &Releases) -> Result<(Version, Version), UpdateError>
     Ok((failed, restored))
 }
 
+/// Asks systemd (`systemctl`, a stand-in in tests) to restart both
+/// services without waiting: the Warden's own restart ends the process
+/// that asks. `Err` says how it failed.
+pub fn restart_services(systemctl: &Path) -> Result<(), String> {
+    use crate::exec::{Bounds, run_program};
+    let args: Vec<String> = [
+        "--no-block",
+        "restart",
+        "aromba-warden.service",
+        "aromba.service",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let bounds = Bounds {
+        timeout: std::time::Duration::from_secs(30),
+        max_output_bytes: 64 * 1024,
+        low_priority: false,
+        keep_fd: None,
+        stop: None,
+        tripwire: None,
+    };
+    match run_program(systemctl, &args, &[], &bounds) {
+        Ok(o) if o.exit_code == Some(0) => Ok(()),
+        Ok(o) => Err(format!(
+            "systemctl failed ({:?}): {}",
+            o.exit_code,
+            o.stderr.lossy().trim()
+        )),
+        Err(e) => Err(format!("systemctl could not run: {e}")),
+    }
+}
+
 /// Removes the release folders neither link points at (and `.new` ones a
 /// failed attempt left): two releases are kept, the current and the
 /// previous.

@@ -9,13 +9,11 @@
 
 use super::Shared;
 use super::intent::intend;
-use crate::exec::{self, Bounds};
 use crate::update::{self, Pending, RECORD, Record};
 use aromba_release::{Binary, Keys, Target};
 use aromba_warden_proto::Response;
 use serde_json::{Map, Value};
 use std::path::Path;
-use std::time::Duration;
 
 /// The Worker's download folder, in its home.
 pub(super) fn worker_downloads(shared: &Shared) -> std::path::PathBuf {
@@ -133,42 +131,15 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: &str) -> Resp
             )),
         );
     }
-    m.insert("restart".into(), Value::from(restart(shared)));
+    let restart = update::restart_services(&shared.options.systemctl);
+    m.insert(
+        "restart".into(),
+        Value::from(restart.err().unwrap_or_else(|| "asked".into())),
+    );
     intent.outcome(shared, m);
     Response::ReleaseInstalled {
         version: version.to_string(),
         previous: previous.map(|v| v.to_string()),
-    }
-}
-
-/// Asks systemd to restart both services, without waiting (the Warden's
-/// own restart ends this process). Says how it went, for the journal.
-fn restart(shared: &Shared) -> String {
-    let args: Vec<String> = [
-        "--no-block",
-        "restart",
-        "aromba-warden.service",
-        "aromba.service",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let bounds = Bounds {
-        timeout: Duration::from_secs(30),
-        max_output_bytes: 64 * 1024,
-        low_priority: false,
-        keep_fd: None,
-        stop: None,
-        tripwire: None,
-    };
-    match exec::run_program(&shared.options.systemctl, &args, &[], &bounds) {
-        Ok(o) if o.exit_code == Some(0) => "asked".into(),
-        Ok(o) => format!(
-            "systemctl failed ({:?}): {}",
-            o.exit_code,
-            o.stderr.lossy().trim()
-        ),
-        Err(e) => format!("systemctl could not run: {e}"),
     }
 }
 
