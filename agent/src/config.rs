@@ -141,6 +141,72 @@ impl RelayUrl {
     }
 }
 
+/// Where this server's releases are published: the folder holding
+/// `manifest.json`, as `https://HOST[:PORT]/PATH` (or `http://` to a
+/// loopback address, as the relay's URL may be), with no query, user or
+/// `..`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReleasesUrl {
+    pub origin: RelayUrl,
+    /// Starts with `/`, never ends with one (but `/` alone).
+    pub path: String,
+}
+
+impl ReleasesUrl {
+    pub fn parse(text: &str) -> Result<ReleasesUrl, String> {
+        let after_scheme = text
+            .find("://")
+            .map(|i| i + 3)
+            .ok_or_else(|| format!("the release URL {text:?} is not an https:// URL"))?;
+        let (origin, path) = match text[after_scheme..].find('/') {
+            Some(i) => text.split_at(after_scheme + i),
+            None => (text, "/"),
+        };
+        let origin =
+            RelayUrl::parse(origin).map_err(|e| e.replacen("the relay", "the release URL", 1))?;
+        let path = match path.trim_end_matches('/') {
+            "" => "/".to_string(),
+            p => p.to_string(),
+        };
+        let plain = path.len() <= 200
+            && path.bytes().all(|b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'~')
+            })
+            && !path.contains("//")
+            && !path.split('/').any(|seg| seg == "." || seg == "..");
+        if !plain {
+            return Err(format!(
+                "the release URL {text:?} has a path that is not plain (letters, digits, . _ - ~ and /, no ..)"
+            ));
+        }
+        Ok(ReleasesUrl { origin, path })
+    }
+
+    /// The request path of `file` in the release folder.
+    pub fn file(&self, file: &str) -> String {
+        if self.path == "/" {
+            format!("/{file}")
+        } else {
+            format!("{}/{file}", self.path)
+        }
+    }
+
+    /// The URL as written.
+    pub fn text(&self) -> String {
+        if self.path == "/" {
+            format!("{}/", self.origin.base())
+        } else {
+            format!("{}{}", self.origin.base(), self.path)
+        }
+    }
+}
+
+impl fmt::Display for ReleasesUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
 /// A DNS name (letters, digits, hyphens, dots) or an IP literal.
 pub fn valid_host(host: &str) -> bool {
     if host.parse::<std::net::IpAddr>().is_ok() {
@@ -182,6 +248,9 @@ pub struct NetworkConfig {
     /// Worker's choosing would get its tap key pinned.
     pub relay: Option<RelayUrl>,
     pub ca_file: Option<PathBuf>,
+    /// Where the daily update check looks (root's choice, as the relay
+    /// is); no check without it. Its host must be listed like any other.
+    pub releases: Option<ReleasesUrl>,
     pub hosts: Vec<HostEntry>,
     pub resolvers: Vec<SocketAddr>,
 }
@@ -198,6 +267,7 @@ pub struct HostEntry {
 struct NetworkFile {
     relay: Option<String>,
     ca_file: Option<PathBuf>,
+    releases: Option<String>,
     #[serde(default)]
     host: Vec<HostFile>,
     resolvers: Option<ResolversFile>,
@@ -458,9 +528,16 @@ impl NetworkConfig {
         {
             return Err(invalid("ca_file must be an absolute path".into()));
         }
+        let releases = file
+            .releases
+            .as_deref()
+            .map(ReleasesUrl::parse)
+            .transpose()
+            .map_err(invalid)?;
         Ok(NetworkConfig {
             relay,
             ca_file: file.ca_file,
+            releases,
             hosts,
             resolvers,
         })
@@ -489,6 +566,9 @@ impl NetworkConfig {
                 "ca_file = {}\n",
                 toml_string(&ca.to_string_lossy())
             ));
+        }
+        if let Some(releases) = &self.releases {
+            out.push_str(&format!("releases = \"{releases}\"\n"));
         }
         let list = |addrs: &[SocketAddr]| {
             addrs
@@ -575,10 +655,33 @@ mod tests {
     }
 
     #[test]
+    fn a_release_url_is_https_or_loopback_http_with_a_plain_path() {
+        let u = ReleasesUrl::parse("https://aro.mba/releases/stable/").unwrap();
+        assert_eq!(u.origin.host, "aro.mba");
+        assert_eq!(u.file("manifest.json"), "/releases/stable/manifest.json");
+        assert_eq!(u.text(), "https://aro.mba:443/releases/stable");
+        let local = ReleasesUrl::parse("http://127.0.0.1:8080").unwrap();
+        assert_eq!(local.file("manifest.json"), "/manifest.json");
+        for bad in [
+            "http://releases.example/stable",
+            "https://aro.mba/releases/../etc",
+            "https://aro.mba/releases?channel=stable",
+            "https://aro.mba//stable",
+            "https://user@aro.mba/stable",
+            "https://aro.mba/st%61ble",
+            "ftp://aro.mba/stable",
+            "aro.mba/stable",
+        ] {
+            assert!(ReleasesUrl::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn network_file_round_trips_and_the_warden_reads_its_addresses() {
         let n = NetworkConfig {
             relay: Some(RelayUrl::parse("https://relay.example").unwrap()),
             ca_file: Some(PathBuf::from("/etc/aromba/worker/ca.pem")),
+            releases: Some(ReleasesUrl::parse("https://aro.mba/releases/stable").unwrap()),
             hosts: vec![HostEntry {
                 name: "relay.example".into(),
                 port: 443,

@@ -6,7 +6,10 @@
 
 mod config;
 mod daemon;
+mod download;
 mod health;
+mod http;
+mod lifecycle;
 mod net;
 mod pair;
 mod paths;
@@ -55,6 +58,11 @@ enum Command {
         /// instead of the public roots.
         #[arg(long, value_name = "FILE")]
         ca_file: Option<PathBuf>,
+        /// Where the daily update check looks (the folder holding a
+        /// release's manifest.json); default: what network.toml records,
+        /// as the installer wrote it.
+        #[arg(long, value_name = "URL")]
+        releases: Option<String>,
         /// The Worker's account, owner of relay.toml.
         #[arg(long, value_name = "USER", default_value = "aromba")]
         worker_user: String,
@@ -121,6 +129,36 @@ enum Command {
         #[command(subcommand)]
         verb: PinVerb,
     },
+    /// Install the newest release from the release folder (run as root):
+    /// downloaded, then verified and installed by the Warden, which
+    /// restarts both services. A minor or major release installs here
+    /// without the chat's tap: a root terminal is the owner's word.
+    Update {
+        /// Install the release already downloaded into this folder
+        /// (manifest.json, its .minisig and the two tarballs).
+        #[arg(long, value_name = "DIR", conflicts_with = "releases")]
+        from: Option<PathBuf>,
+        /// The release folder to look in (default: network.toml's).
+        #[arg(long, value_name = "URL")]
+        releases: Option<String>,
+        /// As for `ask`.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+    /// Stop Aromba and remove it from this server (run as root): the
+    /// services, the releases, the state and the aromba user. The journal
+    /// is kept unless --purge. Nothing in the chat can start this.
+    Uninstall {
+        /// Remove the journal too.
+        #[arg(long)]
+        purge: bool,
+        /// Do not ask first.
+        #[arg(long)]
+        yes: bool,
+        /// As for `ask`.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
     /// Prod mode: every chore red, nothing deleted, the assistant only
     /// proposes (run as root). Turning it off needs the PIN.
     ProdMode {
@@ -178,6 +216,7 @@ fn main() -> ExitCode {
         Command::Pair {
             relay,
             ca_file,
+            releases,
             worker_user,
             install_source,
             root,
@@ -185,6 +224,7 @@ fn main() -> ExitCode {
             root,
             relay,
             ca_file,
+            releases,
             worker_user,
             install_source,
         }),
@@ -219,6 +259,16 @@ fn main() -> ExitCode {
             Err(code) => code,
         },
         Command::ProdMode { state, root } => prod_mode(root, state),
+        Command::Update {
+            from,
+            releases,
+            root,
+        } => lifecycle::update(lifecycle::UpdateOptions {
+            root,
+            from,
+            releases,
+        }),
+        Command::Uninstall { purge, yes, root } => lifecycle::uninstall(root, purge, yes),
     }
 }
 

@@ -234,6 +234,7 @@ mod tests {
         Gate::new(NetworkConfig {
             relay: None,
             ca_file: None,
+            releases: None,
             hosts: vec![HostEntry {
                 name: "localhost".into(),
                 port: 4000,

@@ -7,7 +7,7 @@
 //! tap-signing key in the Warden: from this connection, never from the
 //! Worker, which could otherwise hand over a key of its own.
 
-use crate::config::{HostEntry, NetworkConfig, RelayConfig, RelayUrl, my_uid};
+use crate::config::{HostEntry, NetworkConfig, RelayConfig, RelayUrl, ReleasesUrl, my_uid};
 use crate::net::Gate;
 use crate::paths::Paths;
 use crate::register::{Registered, register};
@@ -44,6 +44,9 @@ pub struct PairOptions {
     /// The relay, for a server not set up yet (`https://HOST[:PORT]`).
     pub relay: Option<String>,
     pub ca_file: Option<PathBuf>,
+    /// Where the daily update check looks; else the one `network.toml`
+    /// records (the installer writes it).
+    pub releases: Option<String>,
     /// The Worker's account, owner of `relay.toml`.
     pub worker_user: String,
     pub install_source: String,
@@ -319,6 +322,10 @@ async fn pair_async(
         (None, Some(relay)) => relay,
         (None, None) => RelayUrl::parse("https://aro.mba").map_err(PairError::Setup)?,
     };
+    let releases = match &options.releases {
+        Some(url) => Some(ReleasesUrl::parse(url).map_err(PairError::Setup)?),
+        None => recorded.as_ref().and_then(|n| n.releases.clone()),
+    };
     let ca_file = options
         .ca_file
         .clone()
@@ -351,14 +358,29 @@ async fn pair_async(
         },
     };
     let roots = roots(config.ca_file.as_deref()).map_err(PairError::Setup)?;
+    let mut hosts = vec![HostEntry {
+        name: config.relay.host.to_ascii_lowercase(),
+        port: config.relay.port,
+        addresses: relay_addresses(&config.relay).await?,
+    }];
+    if let Some(r) = &releases
+        && !hosts
+            .iter()
+            .any(|h| h.port == r.origin.port && h.name.eq_ignore_ascii_case(&r.origin.host))
+    {
+        hosts.push(HostEntry {
+            name: r.origin.host.to_ascii_lowercase(),
+            port: r.origin.port,
+            addresses: relay_addresses(&r.origin).await.map_err(|e| {
+                PairError::Setup(e.to_string().replacen("relay", "release host", 1))
+            })?,
+        });
+    }
     let network = NetworkConfig {
         relay: Some(config.relay.clone()),
         ca_file: config.ca_file.clone(),
-        hosts: vec![HostEntry {
-            name: config.relay.host.to_ascii_lowercase(),
-            port: config.relay.port,
-            addresses: relay_addresses(&config.relay).await?,
-        }],
+        releases,
+        hosts,
         resolvers: resolvers(),
     };
     write_file(&paths.network_file(), &network.render(), 0o644, (0, 0))?;

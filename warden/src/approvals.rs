@@ -81,6 +81,12 @@ pub enum Action {
     },
     /// A PIN action: the tap must carry the PIN too.
     ProdModeOff,
+    /// Installing the release the Worker downloaded: exactly this signed
+    /// manifest (a minor or major release; a patch installs itself).
+    InstallRelease {
+        version: String,
+        manifest_sha256: String,
+    },
 }
 
 impl Action {
@@ -120,6 +126,17 @@ impl Action {
             Action::ProdModeOff => {
                 m.insert("kind".into(), Value::from("prod-mode-off"));
             }
+            Action::InstallRelease {
+                version,
+                manifest_sha256,
+            } => {
+                m.insert("kind".into(), Value::from("install-release"));
+                m.insert("version".into(), Value::from(version.as_str()));
+                m.insert(
+                    "manifest_sha256".into(),
+                    Value::from(manifest_sha256.as_str()),
+                );
+            }
         }
         Value::Object(m)
     }
@@ -151,6 +168,10 @@ impl Action {
                 undo_id: s("undo_id")?,
             }),
             "prod-mode-off" => Ok(Action::ProdModeOff),
+            "install-release" => Ok(Action::InstallRelease {
+                version: s("version")?,
+                manifest_sha256: s("manifest_sha256")?,
+            }),
             other => Err(format!("the action record has an unknown kind {other:?}")),
         }
     }
@@ -192,6 +213,12 @@ pub enum Facts<'a> {
     Snapshot(&'a crate::chores::snapshot::Meta),
     /// Turning prod mode off needs nothing else.
     Nothing,
+    /// The release an install is about, as verified in the download, and
+    /// the one installed now.
+    Release {
+        version: aromba_release::Version,
+        installed: Option<aromba_release::Version>,
+    },
 }
 
 fn lines_of_touches(touches: &[PathBuf]) -> String {
@@ -275,6 +302,24 @@ pub fn render(action: &Action, facts: &Facts<'_>) -> Result<String, String> {
             m.chore,
             lines_of_touches(&m.roots)
         ),
+        (
+            Action::InstallRelease { version, .. },
+            Facts::Release {
+                version: v,
+                installed,
+            },
+        ) if v.to_string() == *version => {
+            let kind = match installed.and_then(|i| v.step_from(&i)) {
+                Some(aromba_release::version::Step::Major) => "a major release",
+                Some(aromba_release::version::Step::Minor) => "a minor release",
+                Some(aromba_release::version::Step::Patch) => "a patch release",
+                None => "a release",
+            };
+            let now = installed.map_or("no recorded release".to_string(), |i| i.to_string());
+            format!(
+                "Update Aromba to {version}?\nIt is {kind}; this server runs {now}.\nThe Warden checked the release key's signature and both programs' hashes. It installs them beside the current ones, keeps {now} to go back to, and restarts Aromba's two services (a minute without the chat).\nIf the new release fails to start three times, {now} comes back by itself."
+            )
+        }
         (Action::ProdModeOff, Facts::Nothing) => format!(
             "Turn prod mode off?\n{}",
             aromba_warden_proto::PROD_MODE_OFF_CONSEQUENCES

@@ -199,6 +199,7 @@ fn serve(root: Option<std::path::PathBuf>, worker_user: &str) -> ExitCode {
     let mut options = ServeOptions::new(layout.clone(), account.uid, account.gid);
     if let Some(root) = &root {
         options.releases = aromba_warden::update::Releases::rooted(root);
+        options.host = None;
     }
     let server = match Server::bind(options) {
         Ok(s) => s,

@@ -35,10 +35,21 @@ fn adjust(o: &mut ServeOptions) {
     o.releases = Releases::rooted(&root);
     o.release_keys = Some(vec![key_line(RELEASE_PUB)]);
     o.systemctl = root.join("systemctl");
+    o.host = Some(aromba_warden::server::HostParts {
+        units_dir: root.join("etc/systemd/system"),
+        cli_link: root.join("usr/local/bin/aromba"),
+        userdel: root.join("userdel"),
+        worker_user: "aromba".into(),
+    });
 }
 
 fn start(name: &str) -> Warden {
-    let w = Warden::start_with(name, false, &[], adjust);
+    start_with(name, false)
+}
+
+/// Paired: the relay's tap key is pinned, so taps verify.
+fn start_with(name: &str, paired: bool) -> Warden {
+    let w = Warden::start_with(name, paired, &[], adjust);
     let systemctl = w.root.join("systemctl");
     std::fs::write(
         &systemctl,
@@ -147,8 +158,13 @@ impl Release {
     }
 }
 
+/// From a root terminal (`aromba update --from`): any release above the
+/// installed one.
 fn install(w: &Warden) -> Response {
-    w.ask(&Request::InstallRelease { dir: None })
+    let dir = w.layout().worker_home.join("updates");
+    w.control(&Request::InstallRelease {
+        dir: Some(dir.to_string_lossy().into_owned()),
+    })
 }
 
 fn current(w: &Warden) -> Option<String> {
@@ -342,7 +358,10 @@ fn updates_are_refused_at_freeze_and_the_worker_cannot_name_a_folder() {
         Response::Refused { reason, .. } => assert!(reason.contains("Freeze"), "{reason}"),
         other => panic!("{other:?}"),
     }
-    assert!(matches!(install(&w), Response::Refused { .. }));
+    assert!(matches!(
+        w.ask(&Request::InstallRelease { dir: None }),
+        Response::Refused { .. }
+    ));
     assert_eq!(current(&w), None);
 }
 
@@ -357,4 +376,140 @@ fn the_release_the_installer_linked_counts_as_installed_before_any_record() {
     std::fs::write(releases.current().join("aromba"), b"worker binary").unwrap();
     Release::new("1.0.0").write(&downloads(&w));
     refused(&w, "the linked release again", "not above");
+}
+
+#[test]
+fn the_worker_installs_a_patch_release_itself_and_a_minor_one_only_on_a_tap() {
+    let w = start_with("update-tap", true);
+    Release::new("1.0.0").write(&downloads(&w));
+    assert!(matches!(install(&w), Response::ReleaseInstalled { .. }));
+
+    // A minor release, asked for without a tap: refused.
+    Release::new("1.1.0").write(&downloads(&w));
+    match w.ask(&Request::InstallRelease { dir: None }) {
+        Response::Refused { reason, .. } => assert!(reason.contains("on a tap"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(current(&w).as_deref(), Some("releases/1.0.0"));
+
+    // Proposed: the Warden's words name the version and the kind of step.
+    let (action_id, server_id, needs_pin) = w.propose(&Request::ProposeRelease);
+    assert!(!needs_pin);
+    let text = w.text_of(&action_id);
+    assert!(text.starts_with("Update Aromba to 1.1.0?"), "{text}");
+    assert!(
+        text.contains("a minor release; this server runs 1.0.0"),
+        "{text}"
+    );
+
+    // The download changed after the proposal (another signed release):
+    // the tap does not cover it.
+    Release::new("1.2.0").write(&downloads(&w));
+    match w.ask(&w.tap(&server_id, &action_id, "approve", None)) {
+        Response::Refused { reason, .. } => {
+            assert!(
+                reason.contains("not the release that was proposed"),
+                "{reason}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(current(&w).as_deref(), Some("releases/1.0.0"));
+
+    // Proposed again and approved: installed.
+    let (action_id, server_id, _) = w.propose(&Request::ProposeRelease);
+    assert!(w.text_of(&action_id).contains("to 1.2.0?"));
+    assert_eq!(
+        w.ask(&w.tap(&server_id, &action_id, "approve", None)),
+        Response::ReleaseInstalled {
+            version: "1.2.0".into(),
+            previous: Some("1.0.0".into())
+        }
+    );
+    assert_eq!(current(&w).as_deref(), Some("releases/1.2.0"));
+    assert!(w.journal().contains("\"approved tap\""));
+
+    // A patch release: the Worker's word is enough.
+    Release::new("1.2.1").write(&downloads(&w));
+    assert_eq!(
+        w.ask(&Request::InstallRelease { dir: None }),
+        Response::ReleaseInstalled {
+            version: "1.2.1".into(),
+            previous: Some("1.2.0".into())
+        }
+    );
+    // Nothing newer in the folder: nothing to propose.
+    match w.ask(&Request::ProposeRelease) {
+        Response::Refused { reason, .. } => assert!(reason.contains("not above"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_rollback_is_reported_until_the_chat_was_told_and_the_failed_release_never_returns() {
+    let mut w = start("update-rollback");
+    Release::new("1.0.0").write(&downloads(&w));
+    assert!(matches!(install(&w), Response::ReleaseInstalled { .. }));
+    Release::new("1.0.1").write(&downloads(&w));
+    assert!(matches!(install(&w), Response::ReleaseInstalled { .. }));
+    // What the rollback unit runs, with the Warden stopped: the previous
+    // release's Warden puts its release back and takes itself as the
+    // baseline (here the Warden that restarts is this test's binary).
+    w.stop();
+    let warden_exe = Path::new("/proc/self/exe");
+    let (failed, restored) = aromba_warden::update::roll_back_installed(
+        &w.layout(),
+        &Releases::rooted(&w.root),
+        warden_exe,
+    )
+    .unwrap();
+    assert_eq!(
+        (failed.to_string(), restored.to_string()),
+        ("1.0.1".into(), "1.0.0".into())
+    );
+    w.restart();
+    let waiting = Response::Releases {
+        current: Some("1.0.0".into()),
+        previous: None,
+        failed: vec!["1.0.1".into()],
+        rolled_back: Some("1.0.1".into()),
+    };
+    // Asked again and again, it stays until the Worker says it told.
+    assert_eq!(w.ask(&Request::Releases), waiting);
+    assert_eq!(w.ask(&Request::Releases), waiting);
+    match w.ask(&Request::RollbackTold {
+        version: "1.0.0".into(),
+    }) {
+        Response::Refused { .. } => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        w.ask(&Request::RollbackTold {
+            version: "1.0.1".into()
+        }),
+        Response::Noted { .. }
+    ));
+    match w.ask(&Request::Releases) {
+        Response::Releases { rolled_back, .. } => assert_eq!(rolled_back, None),
+        other => panic!("{other:?}"),
+    }
+    // Told once: a second telling is refused.
+    assert!(matches!(
+        w.ask(&Request::RollbackTold {
+            version: "1.0.1".into()
+        }),
+        Response::Refused { .. }
+    ));
+    // The failed release is never installed again, even by root.
+    Release::new("1.0.1").write(&downloads(&w));
+    match install(&w) {
+        Response::Refused { reason, .. } => assert!(reason.contains("1.0.1"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    // The release after it is.
+    Release::new("1.0.2").write(&downloads(&w));
+    assert!(matches!(
+        w.ask(&Request::InstallRelease { dir: None }),
+        Response::ReleaseInstalled { .. }
+    ));
 }

@@ -538,6 +538,14 @@ async fn approve(
         Ok(Response::Noted { .. }) => {
             daemon.say("Done.".into(), vec![]).await;
         }
+        Ok(Response::ReleaseInstalled { version, .. }) => {
+            daemon
+                .say(
+                    format!("Installing Aromba {version}: both services restart now, and I will say when it is back."),
+                    vec![],
+                )
+                .await;
+        }
         Ok(other) => {
             daemon.say(odd(&other), vec![]).await;
         }

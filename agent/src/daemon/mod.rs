@@ -13,7 +13,9 @@
 //! - the schedule ([`schedule`]): chores when their time comes, dry runs
 //!   shown first, proposals for the ones that need a tap;
 //! - the scan ([`scan`]): the first look at the server (prod mode on when
-//!   it looks like production) and data folders fenced, then weekly.
+//!   it looks like production) and data folders fenced, then weekly;
+//! - updates ([`update`]): the daily look at the release folder, patch
+//!   releases in the quiet window, minor and major ones proposed.
 //!
 //! Nothing here spawns a process: everything that touches the system is a
 //! request to the Warden.
@@ -25,6 +27,7 @@ pub mod relay_link;
 pub mod scan;
 pub mod schedule;
 pub mod undo;
+pub mod update;
 
 use crate::config::{ConfigError, NetworkConfig, RelayConfig, my_uid};
 use crate::net::Gate;
@@ -58,6 +61,9 @@ pub struct Daemon {
     pub pending_pin: std::sync::Mutex<Option<chat::PendingPin>>,
     /// The journal head the relay holds, and what the Warden made of it.
     pub anchor: std::sync::Mutex<Option<events::Anchor>>,
+    /// Where the daily update check looks; `None` when `network.toml`
+    /// names no release folder.
+    pub updates: Option<update::UpdateSource>,
 }
 
 /// Reads the Worker asks for in [`READ_WINDOW`], at most, whoever asks
@@ -239,16 +245,37 @@ pub fn run(paths: Paths) -> Result<(), DaemonError> {
         relay.token.clone(),
         roots,
     );
+    let updates = match &network.releases {
+        Some(url) if network.host(&url.origin.host, url.origin.port).is_some() => {
+            Some(update::UpdateSource {
+                gate: Gate::new(network.clone()),
+                url: url.clone(),
+                roots: None,
+            })
+        }
+        Some(url) => {
+            tracing::warn!(
+                releases = %url,
+                "network.toml does not list the release host, so updates are not checked (run `aromba pair` to list it)"
+            );
+            None
+        }
+        None => None,
+    };
     endpoint.dialer = Arc::new(Gate::new(network).paused_by(paths.pairing_marker()));
     // One thread: the Worker mostly waits, and stays small.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| DaemonError::Setup(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(serve(paths, endpoint))
+    runtime.block_on(serve(paths, endpoint, updates))
 }
 
-async fn serve(paths: Paths, endpoint: Endpoint) -> Result<(), DaemonError> {
+async fn serve(
+    paths: Paths,
+    endpoint: Endpoint,
+    updates: Option<update::UpdateSource>,
+) -> Result<(), DaemonError> {
     let (to_relay, outgoing) = mpsc::channel(OUTGOING);
     let (deliveries_tx, deliveries) = mpsc::channel(INCOMING);
     let daemon = Arc::new(Daemon {
@@ -258,6 +285,7 @@ async fn serve(paths: Paths, endpoint: Endpoint) -> Result<(), DaemonError> {
         pin_actions: Default::default(),
         pending_pin: Default::default(),
         anchor: Default::default(),
+        updates,
     });
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let link = tokio::spawn(relay_link::hold(
@@ -287,6 +315,10 @@ async fn serve(paths: Paths, endpoint: Endpoint) -> Result<(), DaemonError> {
         let daemon = daemon.clone();
         move || scan::keep(daemon.clone())
     }));
+    let update = tokio::spawn(supervise("update", {
+        let daemon = daemon.clone();
+        move || update::keep(daemon.clone())
+    }));
     tracing::info!("the Worker is running");
     wait_for_signal().await;
     tracing::info!("stopping");
@@ -296,6 +328,7 @@ async fn serve(paths: Paths, endpoint: Endpoint) -> Result<(), DaemonError> {
     health.abort();
     schedule.abort();
     scan.abort();
+    update.abort();
     let _ = tokio::time::timeout(Duration::from_secs(5), link).await;
     Ok(())
 }

@@ -140,6 +140,9 @@ impl TestWarden {
             .expect("install");
         }
         let mut options = ServeOptions::new(Layout::rooted(&root), worker.uid, worker.gid);
+        // No test touches the system's services or users unless it names
+        // stand-ins for them.
+        options.host = None;
         options.watch_interval = std::time::Duration::from_millis(100);
         // The machine's disk is not the test's: a red run's snapshot keeps
         // a fixed margin free, not a tenth of whatever disk this runs on.

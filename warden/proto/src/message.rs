@@ -16,6 +16,8 @@ pub const MAX_FENCES_ASKED: usize = 64;
 /// The most findings one prod-mode request may carry, and the longest one.
 pub const MAX_FINDINGS: usize = 8;
 pub const MAX_FINDING: usize = 300;
+/// The most lines a list of releases or of removed and kept paths holds.
+pub const MAX_LISTED: usize = 64;
 
 /// What a peer asks the Warden.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,6 +106,18 @@ pub enum Request {
     /// always the Worker's own download folder (`dir` must be `None`), on
     /// the control socket a folder root names (`aromba update`).
     InstallRelease { dir: Option<String> },
+    /// Worker socket: propose installing the release in the Worker's
+    /// download folder (a minor or major one, which installs on a tap).
+    ProposeRelease,
+    /// Either socket: the releases installed here, and a rollback the chat
+    /// has not been told of.
+    Releases,
+    /// Worker socket: the chat was told of the rollback from `version`.
+    RollbackTold { version: String },
+    /// Control socket (`aromba uninstall`): stop and remove the services,
+    /// the releases, the Worker's state and user; the journal is kept
+    /// unless `purge`.
+    Uninstall { purge: bool },
 }
 
 /// One line of `aromba chores`.
@@ -237,6 +251,20 @@ pub enum Response {
     ReleaseInstalled {
         version: String,
         previous: Option<String>,
+    },
+    /// The releases installed here (`Request::Releases`).
+    Releases {
+        current: Option<String>,
+        previous: Option<String>,
+        /// Versions that failed to start here, never tried again.
+        failed: Vec<String>,
+        /// The version a rollback left, when the chat has not been told.
+        rolled_back: Option<String>,
+    },
+    /// What `aromba uninstall` removed and what it kept, a line each.
+    Uninstalled {
+        removed: Vec<String>,
+        kept: Vec<String>,
     },
     /// What a fence request did: the folders newly fenced (as resolved),
     /// and each one refused with its reason (`path: reason`).
@@ -484,6 +512,13 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
         Request::AddFences { paths } => object("add_fences", vec![("paths", strings_value(paths))]),
         Request::NetworkWritten => object("network_written", vec![]),
         Request::InstallRelease { dir } => object("install_release", vec![("dir", opt_str(dir))]),
+        Request::ProposeRelease => object("propose_release", vec![]),
+        Request::Releases => object("releases", vec![]),
+        Request::RollbackTold { version } => object(
+            "rollback_told",
+            vec![("version", Value::from(version.as_str()))],
+        ),
+        Request::Uninstall { purge } => object("uninstall", vec![("purge", Value::from(*purge))]),
         Request::RedAction { action, approval } => object(
             "red_action",
             vec![
@@ -613,6 +648,14 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
         "network_written" => Request::NetworkWritten,
         "install_release" => Request::InstallRelease {
             dir: f.opt_string("dir")?,
+        },
+        "propose_release" => Request::ProposeRelease,
+        "releases" => Request::Releases,
+        "rollback_told" => Request::RollbackTold {
+            version: f.string("version")?,
+        },
+        "uninstall" => Request::Uninstall {
+            purge: f.bool("purge")?,
         },
         "red_action" => {
             let action = f.string("action")?;
@@ -778,6 +821,27 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
             vec![
                 ("version", Value::from(version.as_str())),
                 ("previous", opt_str(previous)),
+            ],
+        ),
+        Response::Releases {
+            current,
+            previous,
+            failed,
+            rolled_back,
+        } => object(
+            "releases",
+            vec![
+                ("current", opt_str(current)),
+                ("previous", opt_str(previous)),
+                ("failed", strings_value(failed)),
+                ("rolled_back", opt_str(rolled_back)),
+            ],
+        ),
+        Response::Uninstalled { removed, kept } => object(
+            "uninstalled",
+            vec![
+                ("removed", strings_value(removed)),
+                ("kept", strings_value(kept)),
             ],
         ),
         Response::Fenced {
@@ -989,6 +1053,16 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
             version: f.string("version")?,
             previous: f.opt_string("previous")?,
         },
+        "releases" => Response::Releases {
+            current: f.opt_string("current")?,
+            previous: f.opt_string("previous")?,
+            failed: f.strings("failed", MAX_LISTED)?,
+            rolled_back: f.opt_string("rolled_back")?,
+        },
+        "uninstalled" => Response::Uninstalled {
+            removed: f.strings("removed", MAX_LISTED)?,
+            kept: f.strings("kept", MAX_LISTED)?,
+        },
         "fenced" => Response::Fenced {
             added: f.strings("added", MAX_FENCES_ASKED)?,
             refused: f.strings("refused", MAX_FENCES_ASKED)?,
@@ -1123,6 +1197,12 @@ mod tests {
             Request::InstallRelease {
                 dir: Some("/root/aromba-update".into()),
             },
+            Request::ProposeRelease,
+            Request::Releases,
+            Request::RollbackTold {
+                version: "1.4.2".into(),
+            },
+            Request::Uninstall { purge: true },
         ];
         for r in requests {
             assert_eq!(decode_request(&encode_request(&r)).unwrap(), r);
@@ -1141,6 +1221,20 @@ mod tests {
             decode_response(&encode_response(&installed)).unwrap(),
             installed
         );
+        for r in [
+            Response::Releases {
+                current: Some("1.4.1".into()),
+                previous: None,
+                failed: vec!["1.4.2".into()],
+                rolled_back: Some("1.4.2".into()),
+            },
+            Response::Uninstalled {
+                removed: vec!["/opt/aromba".into()],
+                kept: vec!["/var/lib/aromba-warden/journal".into()],
+            },
+        ] {
+            assert_eq!(decode_response(&encode_response(&r)).unwrap(), r);
+        }
         let too_many = Request::AddFences {
             paths: vec!["/srv/a".into(); MAX_FENCES_ASKED + 1],
         };

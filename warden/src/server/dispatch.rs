@@ -136,7 +136,12 @@ pub(super) fn serve(
         (Socket::Control, Request::NetworkWritten) => super::scan::network_written(shared),
         (Socket::Worker, Request::InstallRelease { dir: None }) => {
             let dir = super::update::worker_downloads(shared);
-            super::update::install_release(shared, &dir, "worker")
+            super::update::install_release(shared, &dir, super::update::Origin::Worker)
+        }
+        (Socket::Worker, Request::ProposeRelease) => propose(shared, peer, Proposal::Release),
+        (_, Request::Releases) => super::update::releases(shared),
+        (Socket::Worker, Request::RollbackTold { version }) => {
+            super::update::rollback_told(shared, &version)
         }
         (Socket::Worker, Request::InstallRelease { dir: Some(_) }) => Response::Refused {
             reason: "the Worker installs a release only from its own download folder".into(),
@@ -146,7 +151,10 @@ pub(super) fn serve(
             let dir = dir
                 .map(std::path::PathBuf::from)
                 .unwrap_or_else(|| super::update::worker_downloads(shared));
-            super::update::install_release(shared, &dir, "root terminal")
+            super::update::install_release(shared, &dir, super::update::Origin::RootTerminal)
+        }
+        (Socket::Control, Request::Uninstall { purge }) => {
+            super::uninstall::uninstall(shared, purge)
         }
         (Socket::Control, Request::Undo { undo_id }) => {
             owner::undo(shared, &undo_id, RunSource::RootTerminal)

@@ -33,8 +33,11 @@ mod owner;
 mod pace;
 mod read;
 mod scan;
+mod uninstall;
 mod update;
 mod watch;
+
+pub use uninstall::{HostParts, UNITS};
 
 use crate::integrity::Baseline;
 use crate::journal::{AuditKey, Journal, JournalConfig, Rotation, sha256_hex};
@@ -142,6 +145,10 @@ pub struct ServeOptions {
     /// `systemctl`, which restarts both services after an update (a
     /// stand-in in tests: the test machines have no systemd as PID 1).
     pub systemctl: PathBuf,
+    /// What Aromba put on the system beyond the Warden's tree: the units,
+    /// the command's link, the user. `None` (a Warden under `--root`):
+    /// no service is restarted or removed, no user removed.
+    pub host: Option<uninstall::HostParts>,
 }
 
 impl std::fmt::Debug for dyn Clock {
@@ -180,6 +187,7 @@ impl ServeOptions {
             release_keys: None,
             channel: "stable".into(),
             systemctl: PathBuf::from("/usr/bin/systemctl"),
+            host: Some(uninstall::HostParts::system()),
         }
     }
 
@@ -355,6 +363,20 @@ impl Shared {
         let layout = &self.options.layout;
         let _ = UnixStream::connect(layout.worker_socket());
         let _ = UnixStream::connect(layout.control_socket());
+    }
+
+    /// Stops serving: no connection is taken from now on, and the accept
+    /// loops wake `after` this (time for the answer under way).
+    fn stop_soon(&self, after: Duration) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        let layout = &self.options.layout;
+        let sockets = [layout.worker_socket(), layout.control_socket()];
+        thread::spawn(move || {
+            thread::sleep(after);
+            for socket in sockets {
+                let _ = UnixStream::connect(socket);
+            }
+        });
     }
 }
 

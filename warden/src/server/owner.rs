@@ -173,6 +173,8 @@ pub(super) enum Proposal {
     ConfirmCap(String),
     Undo(String),
     ProdModeOff,
+    /// The release in the Worker's download folder.
+    Release,
 }
 
 /// What an action is about, as the Warden finds it now.
@@ -180,6 +182,12 @@ enum Subject {
     Chore(Chore),
     Snapshot(snapshot::Meta),
     Nothing,
+    /// The release in the Worker's download folder, as verified now, and
+    /// the one installed.
+    Release {
+        version: aromba_release::Version,
+        installed: Option<aromba_release::Version>,
+    },
 }
 
 impl Subject {
@@ -188,6 +196,10 @@ impl Subject {
             Subject::Chore(c) => Facts::Chore(c),
             Subject::Snapshot(m) => Facts::Snapshot(m),
             Subject::Nothing => Facts::Nothing,
+            Subject::Release { version, installed } => Facts::Release {
+                version: *version,
+                installed: *installed,
+            },
         }
     }
 }
@@ -206,6 +218,20 @@ fn subject_of(shared: &Shared, action: &Action) -> Result<Subject, String> {
                 .map_err(|e| format!("no undo {undo_id:?} here: {e}"))
         }
         Action::ProdModeOff => Ok(Subject::Nothing),
+        Action::InstallRelease {
+            manifest_sha256, ..
+        } => {
+            let (manifest, sha, installed) = super::update::offered(shared)?;
+            if sha != *manifest_sha256 {
+                return Err(
+                    "the download is not the release that was proposed; propose it again".into(),
+                );
+            }
+            Ok(Subject::Release {
+                version: manifest.version,
+                installed,
+            })
+        }
     }
 }
 
@@ -253,6 +279,13 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
             }
             Action::ProdModeOff
         }
+        Proposal::Release => match super::update::offered(shared) {
+            Ok((manifest, manifest_sha256, _)) => Action::InstallRelease {
+                version: manifest.version.to_string(),
+                manifest_sha256,
+            },
+            Err(e) => return refuse(format!("no release to propose: {e}")),
+        },
     };
     let text = match subject_of(shared, &action)
         .and_then(|subject| approvals::render(&action, &subject.facts()))
@@ -485,6 +518,19 @@ pub(super) fn approve(
                 Err(e) => e.into(),
             }
         }
+        (
+            Action::InstallRelease {
+                manifest_sha256, ..
+            },
+            _,
+        ) => super::update::install_release(
+            shared,
+            &super::update::worker_downloads(shared),
+            super::update::Origin::Approved {
+                action_id: a.action_id.clone(),
+                manifest_sha256,
+            },
+        ),
         (Action::Run { .. }, _) => refuse("the chore to run is gone"),
     }
 }

@@ -10,7 +10,8 @@
 use super::Shared;
 use super::intent::intend;
 use crate::update::{self, Pending, RECORD, Record};
-use aromba_release::{Binary, Keys, Target};
+use aromba_release::version::Step;
+use aromba_release::{Binary, Keys, Target, Version};
 use aromba_warden_proto::Response;
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -47,10 +48,75 @@ fn refuse(reason: impl Into<String>, journal_seq: Option<u64>) -> Response {
     }
 }
 
+/// Who asked for an install, which decides what it may install.
+pub(super) enum Origin {
+    /// The Worker's daily check: a patch release only (a minor or major
+    /// one installs on a tap).
+    Worker,
+    /// A relay-signed tap on the Warden's proposal: exactly the manifest
+    /// proposed.
+    Approved {
+        action_id: String,
+        manifest_sha256: String,
+    },
+    /// `aromba update` from a root terminal: the owner's word.
+    RootTerminal,
+}
+
+impl Origin {
+    fn name(&self) -> &'static str {
+        match self {
+            Origin::Worker => "worker",
+            Origin::Approved { .. } => "approved tap",
+            Origin::RootTerminal => "root terminal",
+        }
+    }
+}
+
+/// The record with the release the link points at counted as installed
+/// too (the installer put the first one there before any record existed).
+fn judged(shared: &Shared, record: &Record) -> Record {
+    let releases = &shared.options.releases;
+    let mut judged = record.clone();
+    judged.highest = judged.highest.max(releases.version_at(&releases.current()));
+    judged
+}
+
+/// The release waiting in the Worker's download folder, verified and
+/// admissible here: its manifest, the SHA-256 of the manifest's bytes, and
+/// the release installed now. What a proposal to install it says.
+pub(super) fn offered(
+    shared: &Shared,
+) -> Result<(aromba_release::Manifest, String, Option<Version>), String> {
+    let keys = keys(shared).map_err(|e| e.to_string())?;
+    let record = record(shared).map_err(|e| format!("the release record cannot be read: {e}"))?;
+    let (manifest, download) =
+        update::read_download(&worker_downloads(shared), &keys).map_err(|e| e.to_string())?;
+    let target = Target::this_machine(&shared.options.channel);
+    let judged = judged(shared, &record);
+    manifest
+        .admissible(
+            &target,
+            shared.options.clock.now(),
+            judged.highest,
+            &judged.failed,
+        )
+        .map_err(|e| e.to_string())?;
+    let releases = &shared.options.releases;
+    Ok((
+        manifest,
+        aromba_release::sha256_hex(&download.manifest),
+        releases.version_at(&releases.current()),
+    ))
+}
+
 /// Installs the release in `dir`; `origin` says who asked.
-pub(super) fn install_release(shared: &Shared, dir: &Path, origin: &str) -> Response {
+pub(super) fn install_release(shared: &Shared, dir: &Path, origin: Origin) -> Response {
     let mut m = Map::new();
-    m.insert("origin".into(), Value::from(origin));
+    m.insert("origin".into(), Value::from(origin.name()));
+    if let Origin::Approved { action_id, .. } = &origin {
+        m.insert("action_id".into(), Value::from(action_id.as_str()));
+    }
     let intent = match intend(shared, "release-install", m.clone()) {
         Ok(i) => i,
         Err(u) => return u.into(),
@@ -80,22 +146,50 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: &str) -> Resp
     let target = Target::this_machine(&shared.options.channel);
     let now = shared.options.clock.now();
     let releases = &shared.options.releases;
-    // The release the link points at counts as installed too (the
-    // installer put the first one there before any record existed).
-    let mut judged = before.clone();
-    judged.highest = judged.highest.max(releases.version_at(&releases.current()));
-    let prepared = update::read_download(dir, &keys)
-        .and_then(|(_, download)| update::prepare(&download, &keys, &target, now, &judged));
-    let (manifest, binaries) = match prepared {
+    let installed = releases.version_at(&releases.current());
+    let judged = judged(shared, &before);
+    let prepared = update::read_download(dir, &keys).and_then(|(_, download)| {
+        let sha = aromba_release::sha256_hex(&download.manifest);
+        update::prepare(&download, &keys, &target, now, &judged).map(|p| (p, sha))
+    });
+    let ((manifest, binaries), manifest_sha256) = match prepared {
         Ok(p) => p,
         Err(e) => return refused(&mut m, e.to_string()),
     };
     let version = manifest.version;
     m.insert("version".into(), Value::from(version.to_string()));
+    m.insert(
+        "manifest_sha256".into(),
+        Value::from(manifest_sha256.as_str()),
+    );
+    match &origin {
+        Origin::Worker => {
+            let step = installed.and_then(|i| version.step_from(&i));
+            if step != Some(Step::Patch) {
+                return refused(
+                    &mut m,
+                    format!(
+                        "{version} is not a patch release of the one installed ({}): it installs on a tap in the chat",
+                        installed.map_or("none recorded".into(), |i| i.to_string())
+                    ),
+                );
+            }
+        }
+        Origin::Approved {
+            manifest_sha256: approved,
+            ..
+        } if *approved != manifest_sha256 => {
+            return refused(
+                &mut m,
+                "the download is not the release that was approved; propose it again".into(),
+            );
+        }
+        Origin::Approved { .. } | Origin::RootTerminal => {}
+    }
     if let Err(e) = update::stage(releases, &version, &binaries) {
         return refused(&mut m, e.to_string());
     }
-    let previous = releases.version_at(&releases.current());
+    let previous = installed;
     let mut after = before.clone();
     after.pending = Some(Pending {
         version,
@@ -131,15 +225,64 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: &str) -> Resp
             )),
         );
     }
-    let restart = update::restart_services(&shared.options.systemctl);
-    m.insert(
-        "restart".into(),
-        Value::from(restart.err().unwrap_or_else(|| "asked".into())),
-    );
+    let restart = match &shared.options.host {
+        Some(_) => update::restart_services(&shared.options.systemctl)
+            .err()
+            .unwrap_or_else(|| "asked".into()),
+        None => "not under --root".into(),
+    };
+    m.insert("restart".into(), Value::from(restart));
     intent.outcome(shared, m);
     Response::ReleaseInstalled {
         version: version.to_string(),
         previous: previous.map(|v| v.to_string()),
+    }
+}
+
+/// `Request::Releases`: what is installed, and a rollback the chat has not
+/// been told of.
+pub(super) fn releases(shared: &Shared) -> Response {
+    let record = match record(shared) {
+        Ok(r) => r,
+        Err(e) => {
+            return Response::Error {
+                message: format!("the release record cannot be read: {e}"),
+            };
+        }
+    };
+    let releases = &shared.options.releases;
+    let show = |v: Option<Version>| v.map(|v| v.to_string());
+    Response::Releases {
+        current: show(releases.version_at(&releases.current()).or(record.current)),
+        previous: show(releases.version_at(&releases.previous())),
+        failed: record.failed.iter().map(Version::to_string).collect(),
+        rolled_back: show(record.rolled_back),
+    }
+}
+
+/// The Worker told the chat of the rollback from `version`: it is not
+/// told again.
+pub(super) fn rollback_told(shared: &Shared, version: &str) -> Response {
+    let _changing = shared.changing.lock().unwrap_or_else(|p| p.into_inner());
+    let mut record = match record(shared) {
+        Ok(r) => r,
+        Err(e) => return refuse(format!("the release record cannot be read: {e}"), None),
+    };
+    if record.rolled_back.map(|v| v.to_string()).as_deref() != Some(version) {
+        return refuse(
+            format!("no rollback from {version:?} is waiting to be told"),
+            None,
+        );
+    }
+    record.rolled_back = None;
+    if let Err(e) = shared.change_state(RECORD, Some(&record.to_bytes())) {
+        return refuse(format!("the release record cannot be written: {e}"), None);
+    }
+    let mut m = Map::new();
+    m.insert("version".into(), Value::from(version));
+    match super::journal(shared, "rollback-told", m) {
+        Some(journal_seq) => Response::Noted { journal_seq },
+        None => super::unjournaled(),
     }
 }
 

@@ -143,7 +143,7 @@ impl Warden {
         }
     }
 
-    fn stop(&mut self) {
+    pub fn stop(&mut self) {
         self.handle.shutdown();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -318,6 +318,9 @@ fn serve(
 ) -> (ShutdownHandle, std::thread::JoinHandle<()>) {
     let mut o = ServeOptions::new(layout, 0, 0);
     o.watch_network = false;
+    // No test touches the system's services or users unless it names
+    // stand-ins for them.
+    o.host = None;
     o.clock = clock;
     // The machine's disk is not the test's: a red run's snapshot keeps a
     // fixed margin free, not a tenth of whatever disk the tests run on.

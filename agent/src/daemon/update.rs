@@ -1,0 +1,290 @@
+//! Updates, as the Worker sees them: once a day it looks at the release
+//! folder `network.toml` names (through the network gate, like every
+//! connection it makes), and when a release above the running one is
+//! there it downloads it into its own folder (`updates/` in its home) and
+//! asks the Warden — which verifies everything again and is the only one
+//! that writes a binary:
+//!
+//! - a patch release is installed in the quiet window (03:00 to 05:00,
+//!   the server's local time), without asking;
+//! - a minor or major one is proposed in the chat, in the Warden's words,
+//!   and installed on a tap on Approve (the tap goes to the Warden signed,
+//!   as every approval does).
+//!
+//! After a rollback (a release that failed to start three times) the chat
+//! is told once: the Warden keeps that it has not been told yet, and the
+//! Worker says so when it is. After a start on a new version, the chat is
+//! told that too.
+
+use super::Daemon;
+use crate::config::ReleasesUrl;
+use crate::download::{self, DEADLINE, DownloadError};
+use crate::net::Gate;
+use crate::warden_client;
+use aromba_release::version::Step;
+use aromba_release::{Keys, Version};
+use aromba_warden_proto::{Request, Response};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where releases come from, and how to reach them.
+pub struct UpdateSource {
+    pub gate: Gate,
+    pub url: ReleasesUrl,
+    pub roots: Option<Arc<rustls::RootCertStore>>,
+}
+
+/// How often the task looks at the clock.
+const TICK: Duration = Duration::from_secs(5 * 60);
+/// A first look this long after the start (the relay link comes first).
+const FIRST_LOOK: Duration = Duration::from_secs(20);
+/// The release folder is looked at once a day.
+const CHECK_EVERY_S: i64 = 86_400;
+/// After a check that failed, the next one waits this long.
+const RETRY_AFTER_S: i64 = 3600;
+/// The quiet window, in the server's local time: from this hour...
+const QUIET_FROM: i8 = 3;
+/// ...to this one.
+const QUIET_UNTIL: i8 = 5;
+
+/// What the Worker keeps of its checks, in its home.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Checked {
+    /// When the release folder was last looked at (Unix seconds).
+    at: i64,
+    /// When the last look failed, for the retry.
+    failed_at: Option<i64>,
+    /// A downloaded release waiting: its version.
+    waiting: Option<String>,
+    /// The release last proposed in the chat (proposed once).
+    proposed: Option<String>,
+    /// The version this Worker last ran as, to say when it changed.
+    running: Option<String>,
+}
+
+const CHECKED: &str = "update-check.json";
+
+/// Whether `hour` (local) is in the quiet window.
+pub fn quiet(hour: i8) -> bool {
+    (QUIET_FROM..QUIET_UNTIL).contains(&hour)
+}
+
+fn this_version() -> Option<Version> {
+    Version::parse(env!("CARGO_PKG_VERSION")).ok()
+}
+
+/// The keys the Worker checks a manifest with before it downloads more:
+/// those compiled in, or (the tests') `AROMBA_RELEASE_KEYS`. Only a first
+/// look: the Warden checks again with its own compiled-in keys.
+pub fn keys() -> Result<Keys, aromba_release::ReleaseError> {
+    match std::env::var("AROMBA_RELEASE_KEYS") {
+        Ok(list) if !list.trim().is_empty() => {
+            let keys: Vec<&str> = list.split(',').collect();
+            Keys::from_base64(&keys)
+        }
+        _ => Keys::compiled(),
+    }
+}
+
+fn save(daemon: &Daemon, checked: &Checked) {
+    if let Err(e) = super::kept::save(daemon, CHECKED, checked) {
+        tracing::warn!(error = %e, "what the update check did was not kept");
+    }
+}
+
+pub async fn keep(daemon: Arc<Daemon>) {
+    let mut checked: Checked = super::kept::load(&daemon, CHECKED);
+    tell_new_version(&daemon, &mut checked).await;
+    tokio::time::sleep(FIRST_LOOK).await;
+    loop {
+        tell_rollback(&daemon).await;
+        if let Some(source) = &daemon.updates {
+            look(&daemon, source, &mut checked).await;
+        }
+        tokio::time::sleep(TICK).await;
+    }
+}
+
+/// After a start on another version than the last one: say so.
+async fn tell_new_version(daemon: &Daemon, checked: &mut Checked) {
+    let now = env!("CARGO_PKG_VERSION").to_string();
+    match checked.running.replace(now.clone()) {
+        Some(before) if before != now => {
+            daemon
+                .say(format!("Aromba is now {now} (it was {before})."), vec![])
+                .await;
+            checked.waiting = None;
+            checked.proposed = None;
+        }
+        _ => {}
+    }
+    save(daemon, checked);
+}
+
+/// A rollback the chat has not heard of: told, then marked told at the
+/// Warden, which keeps it.
+async fn tell_rollback(daemon: &Daemon) {
+    let socket = daemon.worker_socket();
+    let Ok(Response::Releases {
+        current,
+        rolled_back: Some(failed),
+        ..
+    }) = warden_client::ask(&socket, &Request::Releases).await
+    else {
+        return;
+    };
+    let back = current.unwrap_or_else(|| "the previous release".into());
+    daemon
+        .say(
+            format!(
+                "Aromba {failed} failed to start three times, so {back} was put back. {failed} will not be tried again; updates wait for a release after it."
+            ),
+            vec![],
+        )
+        .await;
+    match warden_client::ask(&socket, &Request::RollbackTold { version: failed }).await {
+        Ok(Response::Noted { .. }) => {}
+        other => tracing::warn!(answer = ?other, "the rollback was told but not marked told"),
+    }
+}
+
+async fn look(daemon: &Daemon, source: &UpdateSource, checked: &mut Checked) {
+    let now = jiff::ZonedDateTime::now();
+    let seconds = now.timestamp().as_second();
+    let due = seconds - checked.at >= CHECK_EVERY_S
+        && checked
+            .failed_at
+            .is_none_or(|t| seconds - t >= RETRY_AFTER_S);
+    if due {
+        match check(daemon, source).await {
+            Ok(found) => {
+                checked.at = seconds;
+                checked.failed_at = None;
+                checked.waiting = found.map(|v| v.to_string());
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the update check failed");
+                checked.failed_at = Some(seconds);
+            }
+        }
+        save(daemon, checked);
+    }
+    let Some(waiting) = checked
+        .waiting
+        .as_deref()
+        .and_then(|v| Version::parse(v).ok())
+    else {
+        return;
+    };
+    let Some(running) = this_version() else {
+        return;
+    };
+    match waiting.step_from(&running) {
+        None => {
+            checked.waiting = None;
+            save(daemon, checked);
+        }
+        Some(Step::Patch) => {
+            if quiet(now.hour()) {
+                install_patch(daemon, &waiting).await;
+                // Asked once: a refusal waits for the next check.
+                checked.waiting = None;
+                save(daemon, checked);
+            }
+        }
+        Some(Step::Minor | Step::Major) => {
+            if checked.proposed.as_deref() != Some(&waiting.to_string()) {
+                super::schedule::propose(daemon, &Request::ProposeRelease, "The update").await;
+                checked.proposed = Some(waiting.to_string());
+                save(daemon, checked);
+            }
+        }
+    }
+}
+
+/// Looks at the release folder; downloads a release above this one into
+/// the Worker's folder. Returns its version, or `None` when there is
+/// nothing newer.
+async fn check(daemon: &Daemon, source: &UpdateSource) -> Result<Option<Version>, DownloadError> {
+    let keys = keys()?;
+    let Some(running) = this_version() else {
+        return Ok(None);
+    };
+    tokio::time::timeout(DEADLINE, async {
+        let offer = download::offer(&source.gate, &source.url, source.roots.clone(), &keys).await?;
+        let version = offer.manifest.version;
+        if version <= running {
+            return Ok(None);
+        }
+        // A release that failed here is never downloaded again.
+        if let Ok(Response::Releases { failed, .. }) =
+            warden_client::ask(&daemon.worker_socket(), &Request::Releases).await
+            && failed
+                .iter()
+                .filter_map(|f| Version::parse(f).ok())
+                .any(|f| f >= version)
+        {
+            return Ok(None);
+        }
+        let dir = daemon.paths.home.join("updates");
+        make_folder(&dir)?;
+        download::fetch_into(
+            &source.gate,
+            &source.url,
+            source.roots.clone(),
+            &offer,
+            &dir,
+        )
+        .await?;
+        tracing::info!(%version, "a release was downloaded");
+        Ok(Some(version))
+    })
+    .await
+    .map_err(|_| DownloadError::Timeout)?
+}
+
+fn make_folder(dir: &std::path::Path) -> Result<(), DownloadError> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(DownloadError::Io(dir.display().to_string(), e)),
+    }
+}
+
+async fn install_patch(daemon: &Daemon, version: &Version) {
+    let answer = warden_client::ask(
+        &daemon.worker_socket(),
+        &Request::InstallRelease { dir: None },
+    )
+    .await;
+    match answer {
+        Ok(Response::ReleaseInstalled { version, previous }) => {
+            tracing::info!(%version, ?previous, "the Warden installed a patch release");
+        }
+        Ok(Response::Refused { reason, .. }) => {
+            daemon
+                .say(
+                    format!("The patch release {version} was not installed: {reason}"),
+                    vec![],
+                )
+                .await;
+        }
+        other => tracing::warn!(answer = ?other, %version, "the patch release was not installed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quiet_window_is_three_to_five_in_the_morning() {
+        assert!(!quiet(2));
+        assert!(quiet(3));
+        assert!(quiet(4));
+        assert!(!quiet(5));
+        assert!(!quiet(15));
+    }
+}

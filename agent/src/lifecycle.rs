@@ -1,0 +1,219 @@
+//! `aromba update` and `aromba uninstall`, from a root terminal. Neither
+//! changes a file of Aromba's itself: `update` downloads a release into a
+//! fresh folder of root's and asks the Warden, which verifies it again and
+//! installs it (as it does for the Worker's daily check, but without the
+//! chat's tap: root's word is the owner's); `uninstall` asks the Warden,
+//! which is the only thing that executes, to stop and remove everything.
+//! Both go through the control socket, which only root reaches.
+
+use crate::config::{NetworkConfig, ReleasesUrl, my_uid};
+use crate::download;
+use crate::paths::Paths;
+use crate::warden_client;
+use aromba_proto::client::Direct;
+use aromba_warden_proto::{Request, Response};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+fn fail(why: impl std::fmt::Display) -> ExitCode {
+    eprintln!("aromba: {why}");
+    ExitCode::from(1)
+}
+
+fn root_only(verb: &str) -> Result<(), ExitCode> {
+    if my_uid().ok() == Some(0) {
+        Ok(())
+    } else {
+        Err(fail(format!("`aromba {verb}` needs a root terminal")))
+    }
+}
+
+fn ask(paths: &Paths, request: &Request) -> Result<Response, ExitCode> {
+    match warden_client::ask_blocking(&paths.control_socket(), request) {
+        Ok(Response::Error { message }) => Err(fail(format!("the Warden refused: {message}"))),
+        Ok(r) => Ok(r),
+        Err(e) => Err(fail(format!("cannot reach the Warden: {e}"))),
+    }
+}
+
+/// What `aromba update` was given.
+pub struct UpdateOptions {
+    pub root: Option<PathBuf>,
+    /// A folder holding a downloaded release, installed as it is.
+    pub from: Option<PathBuf>,
+    /// The release folder to download from, instead of `network.toml`'s.
+    pub releases: Option<String>,
+}
+
+pub fn update(options: UpdateOptions) -> ExitCode {
+    if let Err(code) = root_only("update") {
+        return code;
+    }
+    let paths = Paths::new(options.root.as_deref());
+    if let Some(from) = &options.from {
+        let from = match std::path::absolute(from) {
+            Ok(p) => p,
+            Err(e) => return fail(format!("{}: {e}", from.display())),
+        };
+        return install(&paths, &from);
+    }
+    let url = match &options.releases {
+        Some(text) => match ReleasesUrl::parse(text) {
+            Ok(u) => u,
+            Err(e) => return fail(e),
+        },
+        None => match NetworkConfig::load(&paths.network_file()).map(|n| n.releases) {
+            Ok(Some(u)) => u,
+            Ok(None) => {
+                return fail(format!(
+                    "{} names no release folder; give one with --releases URL",
+                    paths.network_file().display()
+                ));
+            }
+            Err(e) => return fail(e),
+        },
+    };
+    let installed = match ask(&paths, &Request::Releases) {
+        Ok(Response::Releases { current, .. }) => current,
+        Ok(other) => return fail(format!("unexpected answer from the Warden: {other:?}")),
+        Err(code) => return code,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(format!("cannot start: {e}")),
+    };
+    let keys = match crate::daemon::update::keys() {
+        Ok(k) => k,
+        Err(e) => return fail(e),
+    };
+    println!("looking at {url}");
+    let offer = runtime.block_on(async {
+        tokio::time::timeout(
+            download::DEADLINE,
+            download::offer(&Direct, &url, None, &keys),
+        )
+        .await
+        .map_err(|_| download::DownloadError::Timeout)?
+    });
+    let offer = match offer {
+        Ok(o) => o,
+        Err(e) => return fail(format!("the release could not be read: {e}")),
+    };
+    let version = offer.manifest.version;
+    if let Some(installed) = installed
+        .as_deref()
+        .and_then(|v| aromba_release::Version::parse(v).ok())
+        && version <= installed
+    {
+        println!("Aromba {installed} is installed; {url} offers {version}: nothing to do.");
+        return ExitCode::SUCCESS;
+    }
+    let dir = match fresh_folder() {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    let _cleanup = Cleanup(dir.clone());
+    println!("downloading {version}");
+    let fetched = runtime.block_on(async {
+        tokio::time::timeout(
+            download::DEADLINE,
+            download::fetch_into(&Direct, &url, None, &offer, &dir),
+        )
+        .await
+        .map_err(|_| download::DownloadError::Timeout)?
+    });
+    if let Err(e) = fetched {
+        return fail(format!("the release could not be downloaded: {e}"));
+    }
+    install(&paths, &dir)
+}
+
+fn install(paths: &Paths, dir: &Path) -> ExitCode {
+    let request = Request::InstallRelease {
+        dir: Some(dir.to_string_lossy().into_owned()),
+    };
+    match ask(paths, &request) {
+        Ok(Response::ReleaseInstalled { version, previous }) => {
+            match previous {
+                Some(p) => println!(
+                    "Aromba {version} is installed ({p} is kept to go back to); both services restart now."
+                ),
+                None => println!("Aromba {version} is installed; both services restart now."),
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(Response::Refused { reason, .. }) => fail(format!("the update was refused: {reason}")),
+        Ok(other) => fail(format!("unexpected answer from the Warden: {other:?}")),
+        Err(code) => code,
+    }
+}
+
+/// A folder only root may enter, made new (never one that was there).
+fn fresh_folder() -> Result<PathBuf, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = PathBuf::from("/var/tmp").join(format!("aromba-update-{}", uuid::Uuid::new_v4()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+struct Cleanup(PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `aromba uninstall [--purge] [--yes]`.
+pub fn uninstall(root: Option<PathBuf>, purge: bool, yes: bool) -> ExitCode {
+    if let Err(code) = root_only("uninstall") {
+        return code;
+    }
+    if !yes {
+        use std::io::{BufRead, IsTerminal, Write};
+        if !std::io::stdin().is_terminal() {
+            return fail(
+                "uninstall removes Aromba from this server; add --yes to do it without a question",
+            );
+        }
+        print!(
+            "This stops Aromba and removes its services, releases, state and user{}. Type yes to go on: ",
+            if purge {
+                ", and its journal"
+            } else {
+                " (the journal is kept)"
+            }
+        );
+        let _ = std::io::stdout().flush();
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line).is_err() || line.trim() != "yes" {
+            return fail("nothing was removed");
+        }
+    }
+    let paths = Paths::new(root.as_deref());
+    match ask(&paths, &Request::Uninstall { purge }) {
+        Ok(Response::Uninstalled { removed, kept }) => {
+            for r in &removed {
+                println!("removed {r}");
+            }
+            for k in &kept {
+                println!("kept {k}");
+            }
+            println!("Aromba is uninstalled.");
+            if kept.iter().any(|k| k.starts_with("not removed")) {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Ok(Response::Refused { reason, .. }) => fail(format!("uninstall was refused: {reason}")),
+        Ok(other) => fail(format!("unexpected answer from the Warden: {other:?}")),
+        Err(code) => code,
+    }
+}
