@@ -39,6 +39,12 @@ pub struct Setup {
     /// Where the daemon's standard error goes, at `AROMBA_LOG=trace`
     /// (removed with the pairing); inherited when `None`.
     pub daemon_log: Option<PathBuf>,
+    /// The release folder `aromba pair --releases` records.
+    pub releases: Option<String>,
+    /// More of the daemon's environment.
+    pub daemon_env: Vec<(&'static str, String)>,
+    /// The Warden's options, changed before it starts.
+    pub adjust: fn(&mut aromba_warden::server::ServeOptions),
 }
 
 impl Default for Setup {
@@ -47,6 +53,9 @@ impl Default for Setup {
             days_ago: 0,
             pin: "472913",
             daemon_log: None,
+            releases: None,
+            daemon_env: Vec::new(),
+            adjust: |_| {},
         }
     }
 }
@@ -76,9 +85,19 @@ impl Drop for DaemonLog {
 /// `aromba pair` against `bot`'s relay, the PIN on standard input; returns
 /// the child and the pairing code it printed.
 pub async fn start_pairing(warden: &TestWarden, bot: &Bot, pin: &str) -> (Running, String) {
+    start_pairing_with(warden, bot, pin, &[]).await
+}
+
+/// As [`start_pairing`], with more arguments for `aromba pair`.
+pub async fn start_pairing_with(
+    warden: &TestWarden,
+    bot: &Bot,
+    pin: &str,
+    more: &[&str],
+) -> (Running, String) {
     let relay = format!("http://{}", bot.relay.addr);
     let root = warden.root.to_str().expect("a UTF-8 root");
-    let mut child = aromba(&[
+    let mut args = vec![
         "pair",
         "--root",
         root,
@@ -88,13 +107,15 @@ pub async fn start_pairing(warden: &TestWarden, bot: &Bot, pin: &str) -> (Runnin
         "aromba",
         "--install-source",
         "test",
-    ])
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::inherit())
-    .spawn()
-    .map(Running)
-    .expect("aromba pair starts");
+    ];
+    args.extend_from_slice(more);
+    let mut child = aromba(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map(Running)
+        .expect("aromba pair starts");
     child
         .0
         .stdin
@@ -135,9 +156,21 @@ pub async fn wait_exit(child: &mut Running) -> std::process::ExitStatus {
 /// `aromba run` on the test's root; its log appended to `log` at the
 /// finest level, when given.
 pub fn start_daemon(warden: &TestWarden, log: Option<&Path>) -> Running {
+    start_daemon_with(warden, log, &[])
+}
+
+/// As [`start_daemon`], with more of its environment.
+pub fn start_daemon_with(
+    warden: &TestWarden,
+    log: Option<&Path>,
+    env: &[(&str, String)],
+) -> Running {
     let root = warden.root.to_str().expect("a UTF-8 root");
     let mut cmd = aromba(&["run", "--root", root, "--user", "aromba"]);
     cmd.stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     if let Some(log) = log {
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -164,12 +197,16 @@ pub async fn paired_with(
     let one = ONE_DAEMON.lock().await;
     let bot = start_bot(db, false).await;
     let worker = account("aromba");
-    let warden = TestWarden::start_installed(name, worker, Some(setup.days_ago), |_| {});
+    let warden = TestWarden::start_installed(name, worker, Some(setup.days_ago), setup.adjust);
     before(&warden);
     std::fs::create_dir_all(warden.root.join("home")).expect("home");
     std::os::unix::fs::chown(warden.root.join("home"), Some(worker.uid), Some(worker.gid))
         .expect("chown home");
-    let (mut pairing, code) = start_pairing(&warden, &bot, setup.pin).await;
+    let more: Vec<&str> = match &setup.releases {
+        Some(url) => vec!["--releases", url],
+        None => vec![],
+    };
+    let (mut pairing, code) = start_pairing_with(&warden, &bot, setup.pin, &more).await;
     assert_eq!(code.len(), 6, "a six-character code: {code:?}");
     bot.fake.user_message(CHAT, &format!("/start {code}"));
     let status = wait_exit(&mut pairing).await;
@@ -177,7 +214,7 @@ pub async fn paired_with(
     if let Some(log) = &setup.daemon_log {
         let _ = std::fs::remove_file(log);
     }
-    let daemon = start_daemon(&warden, setup.daemon_log.as_deref());
+    let daemon = start_daemon_with(&warden, setup.daemon_log.as_deref(), &setup.daemon_env);
     Paired {
         daemon,
         daemon_log: DaemonLog(setup.daemon_log),

@@ -365,10 +365,16 @@ impl Shared {
         let _ = UnixStream::connect(layout.control_socket());
     }
 
+    /// No request is read from now on, and the watching threads end at
+    /// their next turn; the accept loops wait for [`Shared::stop_soon`].
+    fn stop_serving(&self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+    }
+
     /// Stops serving: no connection is taken from now on, and the accept
     /// loops wake `after` this (time for the answer under way).
     fn stop_soon(&self, after: Duration) {
-        self.shutdown.store(true, Ordering::SeqCst);
+        self.stop_serving();
         let layout = &self.options.layout;
         let sockets = [layout.worker_socket(), layout.control_socket()];
         thread::spawn(move || {

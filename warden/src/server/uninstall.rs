@@ -59,13 +59,24 @@ struct Report {
 
 impl Report {
     /// Removes `path` (a folder whole, a file, a link itself), when there.
+    /// A folder a last write of the Warden's own threads refilled (they
+    /// stop at the next turn of their loop) is tried again.
     fn remove(&mut self, path: &Path) {
-        let removed = match std::fs::symlink_metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-            Err(e) => Err(e),
-            Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
-            Ok(_) => std::fs::remove_file(path),
-        };
+        let mut removed = Ok(());
+        for _ in 0..10 {
+            removed = match std::fs::symlink_metadata(path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+                Err(e) => Err(e),
+                Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
+                Ok(_) => std::fs::remove_file(path),
+            };
+            match &removed {
+                Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                }
+                _ => break,
+            }
+        }
         match removed {
             Ok(()) => self.removed.push(path.display().to_string()),
             Err(e) => self.errors.push(format!("{}: {e}", path.display())),
@@ -111,8 +122,10 @@ pub(super) fn uninstall(shared: &Shared, purge: bool) -> Response {
         Ok(i) => i,
         Err(e) => return e.into(),
     };
-    // Nothing else changes the Warden's files meanwhile, and nothing after.
+    // Nothing else changes the Warden's files meanwhile, and nothing after:
+    // no new request is read, the watching threads end.
     let _changing = shared.changing.lock().unwrap_or_else(|p| p.into_inner());
+    shared.stop_serving();
     let options = &shared.options;
     let layout = &options.layout;
     let mut report = Report::default();

@@ -1,0 +1,376 @@
+//! Updates end to end: a release signed with the test key, served over
+//! HTTP on loopback; the server paired with `aromba pair --releases URL`
+//! (which lists the release host in `network.toml`), `aromba run` as the
+//! aromba user, a real Warden that checks with the test key. The Worker's
+//! daily check downloads through its network gate and asks the Warden;
+//! a major release is proposed in the chat and installed on a tap, a patch
+//! release installs itself in the quiet window. From a root terminal,
+//! `aromba update` and `aromba uninstall`.
+
+mod paired;
+#[path = "../../relay/tests/support/mod.rs"]
+mod relay_support;
+mod support;
+
+use aromba_warden::server::ServeOptions;
+use aromba_warden::update::Releases;
+use paired::{Setup, paired_with};
+use serde_json::json;
+use sqlx::PgPool;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::{TestWarden, account, aromba};
+
+const RELEASE_KEY: &str = include_str!("../../keys/test/release.key");
+const RELEASE_PUB: &str = include_str!("../../keys/test/release.pub");
+
+fn key_line(public: &str) -> String {
+    public
+        .lines()
+        .find(|l| !l.starts_with("untrusted comment:"))
+        .expect("a key line")
+        .trim()
+        .to_string()
+}
+
+/// The Warden checks releases with the test key and installs them under
+/// the test's root.
+fn with_test_releases(o: &mut ServeOptions) {
+    let root = o.layout.state_dir.parent().expect("a root").to_path_buf();
+    o.releases = Releases::rooted(&root);
+    o.release_keys = Some(vec![key_line(RELEASE_PUB)]);
+}
+
+/// Serves `dir` over HTTP/1.0 on loopback until the test ends; the base
+/// URL, and the paths asked for.
+fn serve(dir: PathBuf) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let addr = listener.local_addr().expect("its address");
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let log = asked.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut line = String::new();
+            if BufReader::new(&stream).read_line(&mut line).is_err() {
+                continue;
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+            log.lock().expect("the log").push(path.clone());
+            let file = dir.join(path.trim_start_matches('/'));
+            let reply = match std::fs::read(&file) {
+                Ok(body) if !path.contains("..") => {
+                    let mut r = format!(
+                        "HTTP/1.0 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    )
+                    .into_bytes();
+                    r.extend(body);
+                    r
+                }
+                _ => b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec(),
+            };
+            let _ = stream.write_all(&reply);
+        }
+    });
+    (format!("http://{addr}"), asked)
+}
+
+/// A release `version` in `dir/stable/`: two tarballs of stand-in
+/// binaries, the manifest, its signature by the test key.
+fn publish(dir: &Path, version: &str) {
+    let out = dir.join("stable");
+    std::fs::create_dir_all(&out).expect("stable/");
+    let arch = std::env::consts::ARCH;
+    let mut entries = Vec::new();
+    for binary in ["aromba", "aromba-warden"] {
+        let stage = dir.join(format!("stage-{binary}"));
+        std::fs::create_dir_all(&stage).expect("stage");
+        std::fs::write(stage.join(binary), format!("{binary} {version}")).expect("binary");
+        let name = format!("{binary}-{version}-{arch}.tar.gz");
+        let made = assert_cmd::Command::new("tar")
+            .args(["--format=ustar", "--owner=0", "--group=0", "-czf"])
+            .arg(out.join(&name))
+            .arg("-C")
+            .arg(&stage)
+            .arg(binary)
+            .output()
+            .expect("tar runs");
+        assert!(made.status.success(), "{made:?}");
+        let gz = std::fs::read(out.join(&name)).expect("the tarball");
+        entries.push(json!({
+            "binary": binary, "tarball": name,
+            "sha256": aromba_release::sha256_hex(&gz), "size": gz.len(),
+        }));
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("time")
+        .as_secs();
+    let manifest = serde_json::to_vec(&json!({
+        "format": 1, "version": version, "channel": "stable", "arch": arch,
+        "expires": now + 30 * 86_400, "binaries": entries,
+    }))
+    .expect("JSON");
+    std::fs::write(out.join("manifest.json"), &manifest).expect("manifest");
+    let sk = minisign::SecretKeyBox::from_string(RELEASE_KEY)
+        .expect("the test key")
+        .into_unencrypted_secret_key()
+        .expect("unencrypted");
+    let sig = minisign::sign(None, &sk, std::io::Cursor::new(&manifest), None, None)
+        .expect("signed")
+        .to_string();
+    std::fs::write(out.join("manifest.json.minisig"), sig).expect("signature");
+}
+
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
+    let dir = std::env::temp_dir().join(format!("aromba-releases-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch");
+    Scratch(dir)
+}
+
+fn current(w: &TestWarden) -> Option<PathBuf> {
+    std::fs::read_link(w.root.join("opt/aromba/current")).ok()
+}
+
+/// What install.sh leaves: this build's version unpacked and linked.
+fn installed_as_this_version(w: &TestWarden) {
+    let version = env!("CARGO_PKG_VERSION");
+    let release = w.root.join("opt/aromba/releases").join(version);
+    std::fs::create_dir_all(&release).expect("the release folder");
+    std::fs::write(release.join("aromba"), b"this Worker").expect("a binary");
+    std::os::unix::fs::symlink(
+        format!("releases/{version}"),
+        w.root.join("opt/aromba/current"),
+    )
+    .expect("the link");
+}
+
+fn setup(url: &str) -> Setup {
+    Setup {
+        releases: Some(format!("{url}/stable")),
+        daemon_env: vec![("AROMBA_RELEASE_KEYS", key_line(RELEASE_PUB))],
+        adjust: with_test_releases,
+        ..Setup::default()
+    }
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_major_release_is_proposed_in_the_chat_and_installed_on_a_tap(db: PgPool) {
+    let files = scratch("major");
+    publish(&files.0, "1.0.0");
+    let (url, asked) = serve(files.0.clone());
+    let p = paired_with(db, "update-major", setup(&url), installed_as_this_version).await;
+    // The release host is listed where the Warden watches the Worker.
+    let network =
+        std::fs::read_to_string(p.warden.root.join("worker/network.toml")).expect("network.toml");
+    assert!(
+        network.contains(&format!("releases = \"{url}/stable\"")),
+        "{network}"
+    );
+    let port = url.rsplit(':').next().expect("a port");
+    assert!(
+        network.contains(&format!("\"127.0.0.1:{port}\"")),
+        "{network}"
+    );
+
+    let proposal = p
+        .next(0, |t| t.starts_with("Update Aromba to 1.0.0?"))
+        .await;
+    assert!(
+        proposal.text.contains(&format!(
+            "It is a major release; this server runs {}",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{}",
+        proposal.text
+    );
+    // Downloaded into the Worker's own folder, nothing installed yet.
+    let downloads = p.warden.root.join("home/updates");
+    assert!(downloads.join("manifest.json").exists());
+    assert_eq!(
+        current(&p.warden),
+        Some(PathBuf::from(format!(
+            "releases/{}",
+            env!("CARGO_PKG_VERSION")
+        )))
+    );
+    let seen = asked.lock().expect("the log").clone();
+    assert!(
+        seen.contains(&"/stable/manifest.json".to_string()),
+        "{seen:?}"
+    );
+    assert!(
+        seen.contains(&"/stable/manifest.json.minisig".to_string()),
+        "{seen:?}"
+    );
+
+    let before = p.bot.fake.sent_to(paired::CHAT).len();
+    p.tap(&proposal, "Approve").await;
+    p.next(before, |t| t.starts_with("Installing Aromba 1.0.0"))
+        .await;
+    assert_eq!(current(&p.warden), Some(PathBuf::from("releases/1.0.0")));
+    assert_eq!(
+        std::fs::read_to_string(p.warden.root.join("opt/aromba/current/aromba-warden"))
+            .expect("the new Warden"),
+        "aromba-warden 1.0.0"
+    );
+    // Under a test root nothing is restarted; the Warden's journal says so.
+    let journal = std::fs::read_to_string(p.warden.layout().journal_file()).expect("journal");
+    assert!(journal.contains("\"approved tap\""), "{journal}");
+    assert!(journal.contains("not under --root"), "{journal}");
+    // The ladder did not move: every connection was to a listed host.
+    let status = p.warden.aromba_as("root", &["status"]);
+    assert!(
+        support::text(&status.stdout).contains("ladder: normal"),
+        "{}",
+        support::text(&status.stdout)
+    );
+}
+
+/// `TZ` for a clock whose local hour is 4, in the quiet window.
+fn tz_in_the_quiet_window() -> String {
+    let hour = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("time")
+        .as_secs()
+        / 3600
+        % 24) as i64;
+    let mut offset = (4 - hour).rem_euclid(24);
+    if offset > 12 {
+        offset -= 24;
+    }
+    // POSIX: the offset is west of UTC, so it is negated.
+    format!("<Q>{}", -offset)
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_patch_release_installs_itself_in_the_quiet_window(db: PgPool) {
+    let files = scratch("patch");
+    let this = aromba_release::Version::parse(env!("CARGO_PKG_VERSION")).expect("a version");
+    let patch = format!("{}.{}.{}", this.major, this.minor, this.patch + 1);
+    publish(&files.0, &patch);
+    let (url, _) = serve(files.0.clone());
+    let mut setup = setup(&url);
+    setup.daemon_env.push(("TZ", tz_in_the_quiet_window()));
+    let p = paired_with(db, "update-patch", setup, installed_as_this_version).await;
+    let want = PathBuf::from(format!("releases/{patch}"));
+    for _ in 0..600 {
+        if current(&p.warden).as_ref() == Some(&want) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        current(&p.warden),
+        Some(want),
+        "the patch was not installed"
+    );
+    // Nothing was asked in the chat.
+    assert!(
+        p.bot
+            .fake
+            .sent_to(paired::CHAT)
+            .iter()
+            .all(|m| !m.text.starts_with("Update Aromba")),
+    );
+    let journal = std::fs::read_to_string(p.warden.layout().journal_file()).expect("journal");
+    assert!(journal.contains("\"origin\":\"worker\""), "{journal}");
+}
+
+#[test]
+fn aromba_update_from_a_root_terminal_downloads_and_the_warden_installs() {
+    let files = scratch("cli");
+    publish(&files.0, "2.0.0");
+    let (url, _) = serve(files.0.clone());
+    let w =
+        TestWarden::start_installed("update-cli", account("aromba"), Some(0), with_test_releases);
+    installed_as_this_version(&w);
+    let root = w.root.to_str().expect("UTF-8");
+    let out = aromba(&[
+        "update",
+        "--root",
+        root,
+        "--releases",
+        &format!("{url}/stable"),
+    ])
+    .env("AROMBA_RELEASE_KEYS", key_line(RELEASE_PUB))
+    .output()
+    .expect("aromba update runs");
+    let said = support::text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", support::text(&out.stderr));
+    assert!(said.contains("Aromba 2.0.0 is installed"), "{said}");
+    assert_eq!(current(&w), Some(PathBuf::from("releases/2.0.0")));
+    // The download folder it made is gone.
+    let left: Vec<_> = std::fs::read_dir("/var/tmp")
+        .expect("/var/tmp")
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("aromba-update-")
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // Again: nothing newer.
+    let out = aromba(&[
+        "update",
+        "--root",
+        root,
+        "--releases",
+        &format!("{url}/stable"),
+    ])
+    .env("AROMBA_RELEASE_KEYS", key_line(RELEASE_PUB))
+    .output()
+    .expect("aromba update runs");
+    assert!(out.status.success());
+    assert!(support::text(&out.stdout).contains("nothing to do"));
+
+    // The Worker may not: root verbs need a root terminal.
+    let out = w.aromba_as(
+        "aromba",
+        &["update", "--releases", &format!("{url}/stable")],
+    );
+    assert!(!out.status.success());
+    assert!(support::text(&out.stderr).contains("needs a root terminal"));
+    let out = w.aromba_as("aromba", &["uninstall", "--yes"]);
+    assert!(!out.status.success());
+    assert!(support::text(&out.stderr).contains("needs a root terminal"));
+}
+
+#[test]
+fn aromba_uninstall_asks_first_and_under_a_test_root_removes_only_that_tree() {
+    let w = TestWarden::start_installed("uninstall-cli", account("aromba"), Some(0), |o| {
+        with_test_releases(o)
+    });
+    installed_as_this_version(&w);
+    // Without --yes and without a terminal: nothing happens.
+    let out = w.aromba_as("root", &["uninstall"]);
+    assert!(!out.status.success());
+    assert!(support::text(&out.stderr).contains("--yes"));
+    assert!(w.root.join("opt/aromba").exists());
+
+    let out = w.aromba_as("root", &["uninstall", "--yes"]);
+    let said = support::text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", support::text(&out.stderr));
+    assert!(said.contains("Aromba is uninstalled."), "{said}");
+    assert!(
+        said.contains("kept the services and the aromba user"),
+        "{said}"
+    );
+    assert!(!w.root.join("opt/aromba").exists());
+    assert!(!w.layout().state_dir.exists());
+    assert!(w.layout().journal_file().exists());
+}
