@@ -52,6 +52,9 @@ case "$base_url" in
   *) die "--base-url must be https:// (or http:// to 127.0.0.1)" ;;
 esac
 base_url=${base_url%/}/$channel
+# It is written into network.toml as a TOML string: plain characters only.
+[[ "$base_url" =~ ^https?://[A-Za-z0-9._~:/-]+$ ]] && [[ "$base_url" != *..* ]] \
+  || die "--base-url holds characters a release URL does not"
 if [ -n "$root" ]; then
   case "$root" in /*) ;; *) die "--root must be an absolute path" ;; esac
   root=${root%/}
@@ -166,6 +169,22 @@ units=$root/etc/systemd/system
 mkdir -p "$units"
 say "writing the systemd units into $units"
 @UNITS@
+
+# The Worker's daily update check looks where this script found the
+# release; `aromba pair` lists its host among those the Worker may reach.
+if [ -n "$root" ]; then
+  worker_conf=$root/worker
+else
+  worker_conf=/etc/aromba/worker
+fi
+if [ ! -e "$worker_conf/network.toml" ]; then
+  mkdir -p "$worker_conf"
+  chmod 755 "$worker_conf"
+  printf '# Where the Aromba Worker may connect. Root'"'"'s file; `aromba pair` adds\n# the relay and the release host.\nreleases = "%s"\n' "$base_url" \
+    > "$worker_conf/network.toml.new"
+  chmod 644 "$worker_conf/network.toml.new"
+  mv -T "$worker_conf/network.toml.new" "$worker_conf/network.toml"
+fi
 
 if [ -n "$root" ]; then
   warden_args=(--root "$root" --worker-bin "$opt/current/aromba")

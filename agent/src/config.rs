@@ -677,6 +677,18 @@ mod tests {
     }
 
     #[test]
+    fn the_network_file_the_installer_writes_names_the_release_folder_and_no_host() {
+        // As deploy/install.sh writes it, before `aromba pair`.
+        let text = "# Where the Aromba Worker may connect. Root's file; `aromba pair` adds\n# the relay and the release host.\nreleases = \"https://aro.mba/releases/stable\"\n";
+        let n = NetworkConfig::parse(p(), text).unwrap();
+        assert_eq!(
+            n.releases.map(|r| r.text()),
+            Some("https://aro.mba:443/releases/stable".into())
+        );
+        assert!(n.hosts.is_empty() && n.relay.is_none());
+    }
+
+    #[test]
     fn network_file_round_trips_and_the_warden_reads_its_addresses() {
         let n = NetworkConfig {
             relay: Some(RelayUrl::parse("https://relay.example").unwrap()),

@@ -374,3 +374,89 @@ fn aromba_uninstall_asks_first_and_under_a_test_root_removes_only_that_tree() {
     assert!(!w.layout().state_dir.exists());
     assert!(w.layout().journal_file().exists());
 }
+
+#[sqlx::test(migrations = false)]
+async fn the_chat_is_told_of_a_rollback_once(db: PgPool) {
+    let files = scratch("rollback");
+    publish(&files.0, "1.0.0");
+    let first = files.0.join("first");
+    std::fs::rename(files.0.join("stable"), &first).expect("first");
+    publish(&files.0, "1.0.1");
+    let second = files.0.join("stable");
+    // Two releases installed from a root terminal.
+    let before = move |w: &TestWarden| {
+        for dir in [&first, &second] {
+            let out = aromba(&["update", "--from"])
+                .arg(dir)
+                .args(["--root", w.root.to_str().expect("UTF-8")])
+                .output()
+                .expect("aromba update runs");
+            assert!(out.status.success(), "{}", support::text(&out.stderr));
+        }
+    };
+    let setup = Setup {
+        adjust: with_test_releases,
+        ..Setup::default()
+    };
+    let mut p = paired_with(db, "update-rollback", setup, before).await;
+    // The second failed to start three times: with both services down, the
+    // rollback unit runs the previous release's Warden, which puts its
+    // release back (here the Warden is this test's binary).
+    let _ = p.daemon.0.kill();
+    let _ = p.daemon.0.wait();
+    p.warden.stop();
+    aromba_warden::update::roll_back_installed(
+        &p.warden.layout(),
+        &Releases::rooted(&p.warden.root),
+        Path::new("/proc/self/exe"),
+    )
+    .expect("rolled back");
+    p.warden.serve_again(account("aromba"), with_test_releases);
+    let before = p.bot.fake.sent_to(paired::CHAT).len();
+    p.daemon = paired::start_daemon(&p.warden, None);
+    let told = p
+        .next(before, |t| {
+            t.starts_with("Aromba 1.0.1 failed to start three times")
+        })
+        .await;
+    assert!(told.text.contains("so 1.0.0 was put back"), "{}", told.text);
+    let record_told = || {
+        let bytes = std::fs::read(p.warden.layout().state_dir.join("releases.json"))
+            .expect("the release record");
+        aromba_warden::update::Record::parse(&bytes)
+            .expect("a record")
+            .rolled_back
+            .is_none()
+    };
+    for _ in 0..100 {
+        if record_told() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        record_told(),
+        "the Warden still waits for the chat to be told"
+    );
+    // A restarted Worker does not tell it again.
+    let _ = p.daemon.0.kill();
+    let _ = p.daemon.0.wait();
+    p.daemon = paired::start_daemon(&p.warden, None);
+    p.ask("/status", |t| t.starts_with("Server status")).await;
+    let sent = p.bot.fake.sent_to(paired::CHAT);
+    assert_eq!(
+        sent.iter()
+            .filter(|m| m.text.contains("failed to start three times"))
+            .count(),
+        1,
+        "{:?}",
+        &sent[before..]
+    );
+    // Nothing made the ladder move.
+    let status = p.warden.aromba_as("root", &["status"]);
+    assert!(
+        support::text(&status.stdout).contains("ladder: normal"),
+        "{}",
+        support::text(&status.stdout)
+    );
+}

@@ -138,6 +138,13 @@ fn install_sh_installs_a_verified_release_under_a_root_and_a_second_run_changes_
             "{unit}"
         );
     }
+    // The Worker's update check looks where the installer found the
+    // release (`aromba pair` lists its host).
+    let network = std::fs::read_to_string(root.join("worker/network.toml")).unwrap();
+    assert!(
+        network.contains(&format!("\nreleases = \"{base}/stable\"\n")),
+        "{network}"
+    );
     let baseline = std::fs::read(root.join("state/baseline.json")).unwrap();
 
     let again = install(&out, &base, &root);

@@ -96,13 +96,14 @@ fn save(daemon: &Daemon, checked: &Checked) {
 pub async fn keep(daemon: Arc<Daemon>) {
     let mut checked: Checked = super::kept::load(&daemon, CHECKED);
     tell_new_version(&daemon, &mut checked).await;
+    tell_rollback(&daemon).await;
     tokio::time::sleep(FIRST_LOOK).await;
     loop {
-        tell_rollback(&daemon).await;
         if let Some(source) = &daemon.updates {
             look(&daemon, source, &mut checked).await;
         }
         tokio::time::sleep(TICK).await;
+        tell_rollback(&daemon).await;
     }
 }
 

@@ -139,18 +139,7 @@ impl TestWarden {
             })
             .expect("install");
         }
-        let mut options = ServeOptions::new(Layout::rooted(&root), worker.uid, worker.gid);
-        // No test touches the system's services or users unless it names
-        // stand-ins for them.
-        options.host = None;
-        options.watch_interval = std::time::Duration::from_millis(100);
-        // The machine's disk is not the test's: a red run's snapshot keeps
-        // a fixed margin free, not a tenth of whatever disk this runs on.
-        options.snapshot_keep_free = aromba_warden::chores::snapshot::KeepFree::Bytes(64 << 20);
-        adjust(&mut options);
-        let server = Server::bind(options).expect("the Warden binds");
-        let handle = server.shutdown_handle();
-        let thread = std::thread::spawn(move || server.run());
+        let (handle, thread) = serve(&root, worker, adjust);
         TestWarden {
             root,
             handle,
@@ -210,6 +199,46 @@ impl TestWarden {
         let mut args = vec!["ask", "--"];
         args.extend_from_slice(command);
         self.aromba_as("aromba", &args)
+    }
+}
+
+/// A Warden on `root`, serving until its handle is used.
+fn serve(
+    root: &Path,
+    worker: Account,
+    adjust: impl FnOnce(&mut ServeOptions),
+) -> (ShutdownHandle, JoinHandle<()>) {
+    let mut options = ServeOptions::new(Layout::rooted(root), worker.uid, worker.gid);
+    // No test touches the system's services or users unless it names
+    // stand-ins for them.
+    options.host = None;
+    options.watch_interval = std::time::Duration::from_millis(100);
+    // The machine's disk is not the test's: a red run's snapshot keeps
+    // a fixed margin free, not a tenth of whatever disk this runs on.
+    options.snapshot_keep_free = aromba_warden::chores::snapshot::KeepFree::Bytes(64 << 20);
+    adjust(&mut options);
+    let server = Server::bind(options).expect("the Warden binds");
+    let handle = server.shutdown_handle();
+    let thread = std::thread::spawn(move || server.run());
+    (handle, thread)
+}
+
+impl TestWarden {
+    /// Stops this Warden (its root stays), as stopping the service does.
+    pub fn stop(&mut self) {
+        self.handle.shutdown();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// Starts another Warden on the root of one [`TestWarden::stop`]ped:
+    /// what survives is what is on disk.
+    pub fn serve_again(&mut self, worker: Account, adjust: impl FnOnce(&mut ServeOptions)) {
+        self.stop();
+        let (handle, thread) = serve(&self.root, worker, adjust);
+        self.handle = handle;
+        self.thread = Some(thread);
     }
 }
 
