@@ -90,13 +90,12 @@ pub fn update(options: UpdateOptions) -> ExitCode {
         Err(e) => return fail(e),
     };
     println!("looking at {url}");
+    // One deadline for the whole download, manifest to last tarball.
+    let deadline = tokio::time::Instant::now() + download::DEADLINE;
     let offer = runtime.block_on(async {
-        tokio::time::timeout(
-            download::DEADLINE,
-            download::offer(&Direct, &url, None, &keys),
-        )
-        .await
-        .map_err(|_| download::DownloadError::Timeout)?
+        tokio::time::timeout_at(deadline, download::offer(&Direct, &url, None, &keys))
+            .await
+            .map_err(|_| download::DownloadError::Timeout)?
     });
     let offer = match offer {
         Ok(o) => o,
@@ -118,8 +117,8 @@ pub fn update(options: UpdateOptions) -> ExitCode {
     let _cleanup = Cleanup(dir.clone());
     println!("downloading {version}");
     let fetched = runtime.block_on(async {
-        tokio::time::timeout(
-            download::DEADLINE,
+        tokio::time::timeout_at(
+            deadline,
             download::fetch_into(&Direct, &url, None, &offer, &dir),
         )
         .await

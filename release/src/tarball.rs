@@ -21,9 +21,10 @@ fn bad(why: impl Into<String>) -> ReleaseError {
 pub fn extract(entry: &Entry, gz: &[u8]) -> Result<Vec<u8>, ReleaseError> {
     let name = &entry.tarball;
     if gz.len() as u64 != entry.size || entry.size > MAX_TARBALL {
+        // The size found is not said: the file may be one the download's
+        // owner could not read.
         return Err(bad(format!(
-            "{name} is {} bytes, its manifest says {}",
-            gz.len(),
+            "{name} is not the size its manifest says ({} bytes)",
             entry.size
         )));
     }

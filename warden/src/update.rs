@@ -109,7 +109,18 @@ pub struct Record {
     pub pending: Option<Pending>,
     /// A rollback the chat has not been told of yet.
     pub rolled_back: Option<Version>,
+    /// When the current release was installed (Unix seconds): it is on
+    /// trial for [`TRIAL_S`] after, and only then may a failure roll it
+    /// back.
+    pub installed_at: Option<u64>,
 }
+
+/// How long after its install a release may be rolled back by a failure.
+/// Three failed starts come within minutes of a bad release (the units
+/// allow three in ten minutes); a failure later is not the release's — it
+/// may be the Worker's own doing — and must not downgrade it nor mark it
+/// failed for good.
+pub const TRIAL_S: u64 = 3600;
 
 fn version_field(v: &Value, name: &str) -> Result<Option<Version>, String> {
     match v.get(name) {
@@ -164,6 +175,13 @@ impl Record {
             failed,
             pending,
             rolled_back: version_field(&v, "rolled_back")?,
+            installed_at: match v.get("installed_at") {
+                None | Some(Value::Null) => None,
+                Some(t) => Some(
+                    t.as_u64()
+                        .ok_or_else(|| format!("{RECORD}: installed_at is not a time"))?,
+                ),
+            },
         })
     }
 
@@ -201,6 +219,10 @@ impl Record {
             },
         );
         m.insert("rolled_back".into(), version_value(&self.rolled_back));
+        m.insert(
+            "installed_at".into(),
+            self.installed_at.map_or(Value::Null, Value::from),
+        );
         let mut bytes = Value::Object(m).to_string().into_bytes();
         bytes.push(b'\n');
         bytes
@@ -311,10 +333,16 @@ pub fn read_from(dir: &Path, name: &str, cap: u64) -> Result<Vec<u8>, UpdateErro
     Ok(bytes)
 }
 
-/// Reads a download from the Worker's folder `dir`: `manifest.json`, its
-/// `.minisig`, and the tarballs the manifest names (read only after its
-/// signature verified).
-pub fn read_download(dir: &Path, keys: &Keys) -> Result<(Manifest, Download), UpdateError> {
+/// Reads a download from the Worker's folder `dir`: `manifest.json` and
+/// its `.minisig`; then, only when the signature verifies and `admit`
+/// takes the manifest (the release may be installed here), the tarballs it
+/// names, each only when its size is exactly the manifest's (a file of
+/// another size is refused before a byte of it is read).
+pub fn read_download(
+    dir: &Path,
+    keys: &Keys,
+    admit: impl FnOnce(&Manifest) -> Result<(), UpdateError>,
+) -> Result<(Manifest, Download), UpdateError> {
     let manifest = read_from(
         dir,
         "manifest.json",
@@ -328,12 +356,17 @@ pub fn read_download(dir: &Path, keys: &Keys) -> Result<(Manifest, Download), Up
     let signature = String::from_utf8(signature)
         .map_err(|_| UpdateError::Release(ReleaseError::BadSignature("not text".into())))?;
     let parsed = Manifest::verified(&manifest, &signature, keys)?;
+    admit(&parsed)?;
     let mut tarballs = Vec::new();
     for entry in &parsed.binaries {
-        tarballs.push((
-            entry.tarball.clone(),
-            read_from(dir, &entry.tarball, MAX_READ)?,
-        ));
+        let bytes = read_from(dir, &entry.tarball, entry.size.min(MAX_READ))?;
+        if bytes.len() as u64 != entry.size {
+            return Err(UpdateError::Refused(format!(
+                "{} is not the size its manifest says ({} bytes)",
+                entry.tarball, entry.size
+            )));
+        }
+        tarballs.push((entry.tarball.clone(), bytes));
     }
     Ok((
         parsed,
@@ -532,16 +565,36 @@ pub fn prune(releases: &Releases) -> Result<Vec<String>, UpdateError> {
 /// to hear of it, writes this Warden's policy rendering and takes its
 /// binary (`warden_exe`) and the restored Worker's as the baseline. Returns
 /// (the failed version, the restored one).
+///
+/// Only a release on trial is rolled back: its new Warden never took over
+/// (the update is still pending), or it was installed less than
+/// [`TRIAL_S`] before `now`. A release that started and ran is not the
+/// cause of a later failure, and a Worker failing on purpose must not get
+/// it downgraded.
 pub fn roll_back_installed(
     layout: &crate::layout::Layout,
     releases: &Releases,
     warden_exe: &Path,
+    now: u64,
 ) -> Result<(Version, Version), UpdateError> {
     let state_err = |e: crate::state::StateError| UpdateError::Io(e.to_string());
     let record = match crate::state::read(layout, RECORD).map_err(state_err)? {
         Some(bytes) => Record::parse(&bytes).map_err(UpdateError::Io)?,
         None => Record::default(),
     };
+    let on_trial = record.pending.is_some()
+        || record
+            .installed_at
+            .is_some_and(|at| now.saturating_sub(at) < TRIAL_S);
+    if !on_trial {
+        return Err(UpdateError::Refused(format!(
+            "{} started and has run for more than {} minutes: a failure now is not its start's, so it stays",
+            record
+                .current
+                .map_or("the current release".to_string(), |v| v.to_string()),
+            TRIAL_S / 60
+        )));
+    }
     let mut baseline = crate::integrity::Baseline::read(layout)
         .map_err(UpdateError::Io)?
         .ok_or_else(|| UpdateError::Refused("the Warden is not installed here".into()))?;
@@ -564,6 +617,7 @@ pub fn roll_back_installed(
     after.current = Some(restored);
     after.previous = None;
     after.pending = None;
+    after.installed_at = None;
     after.rolled_back = Some(failed);
     let mut held = Some(baseline);
     crate::state::change(layout, &mut held, RECORD, Some(&after.to_bytes())).map_err(state_err)?;
@@ -598,9 +652,11 @@ mod tests {
                 worker_sha256: "b".repeat(64),
             }),
             rolled_back: None,
+            installed_at: Some(1_764_800_000),
         };
         assert_eq!(Record::parse(&r.to_bytes()), Ok(r));
         assert_eq!(Record::parse(b"{}"), Ok(Record::default()));
+        assert!(Record::parse(br#"{"installed_at": "yesterday"}"#).is_err());
         assert!(Record::parse(br#"{"highest": "1.2"}"#).is_err());
         assert!(Record::parse(br#"{"failed": ["x"]}"#).is_err());
         assert!(
@@ -705,17 +761,28 @@ mod tests {
             clock: std::sync::Arc::new(crate::ladder::SystemClock),
         })
         .unwrap();
-        let (failed, restored) = roll_back_installed(
-            &layout,
-            &releases,
-            &releases.previous().join("aromba-warden"),
-        )
-        .unwrap();
+        // 1.1.0 was installed at time 1000.
+        let installed = Record {
+            current: Some(v("1.1.0")),
+            highest: Some(v("1.1.0")),
+            installed_at: Some(1000),
+            ..Record::default()
+        };
+        let mut held = crate::integrity::Baseline::read(&layout).unwrap();
+        crate::state::change(&layout, &mut held, RECORD, Some(&installed.to_bytes())).unwrap();
+        // Long after: it is no longer on trial.
+        let warden = releases.previous().join("aromba-warden");
+        let late = roll_back_installed(&layout, &releases, &warden, 1000 + TRIAL_S);
+        assert!(matches!(late, Err(UpdateError::Refused(_))), "{late:?}");
+        assert_eq!(releases.version_at(&releases.current()), Some(v("1.1.0")));
+        let (failed, restored) =
+            roll_back_installed(&layout, &releases, &warden, 1000 + TRIAL_S - 1).unwrap();
         assert_eq!((failed, restored), (v("1.1.0"), v("1.0.0")));
         let record = Record::parse(&crate::state::read(&layout, RECORD).unwrap().unwrap()).unwrap();
         assert_eq!(record.failed, vec![v("1.1.0")]);
         assert_eq!(record.rolled_back, Some(v("1.1.0")));
         assert_eq!(record.current, Some(v("1.0.0")));
+        assert_eq!(record.installed_at, None);
         let baseline = crate::integrity::Baseline::read(&layout).unwrap().unwrap();
         assert_eq!(baseline.worker_sha256, aromba_release::sha256_hex(b"one"));
         assert_eq!(baseline.warden_sha256, aromba_release::sha256_hex(b"one"));

@@ -461,6 +461,7 @@ fn a_rollback_is_reported_until_the_chat_was_told_and_the_failed_release_never_r
         &w.layout(),
         &Releases::rooted(&w.root),
         warden_exe,
+        aromba_warden::ladder::Clock::now(&*w.clock),
     )
     .unwrap();
     assert_eq!(

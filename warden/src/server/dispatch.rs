@@ -135,18 +135,31 @@ pub(super) fn serve(
         (Socket::Worker, Request::AddFences { paths }) => super::scan::add_fences(shared, &paths),
         (Socket::Control, Request::NetworkWritten) => super::scan::network_written(shared),
         (Socket::Worker, Request::InstallRelease { dir: None }) => {
+            // Reading and unpacking a release takes a running slot like a
+            // read (its memory is bounded by the slots).
+            let _slot = shared.running.take();
             let dir = super::update::worker_downloads(shared);
             super::update::install_release(shared, &dir, super::update::Origin::Worker)
         }
-        (Socket::Worker, Request::ProposeRelease) => propose(shared, peer, Proposal::Release),
+        (Socket::Worker, Request::ProposeRelease) => {
+            let _slot = shared.running.take();
+            propose(shared, peer, Proposal::Release)
+        }
         (_, Request::Releases) => super::update::releases(shared),
         (Socket::Worker, Request::RollbackTold { version }) => {
-            super::update::rollback_told(shared, &version)
+            super::update::rollback_told(shared, peer, &version)
         }
-        (Socket::Worker, Request::InstallRelease { dir: Some(_) }) => Response::Refused {
-            reason: "the Worker installs a release only from its own download folder".into(),
-            journal_seq: None,
-        },
+        (Socket::Worker, Request::InstallRelease { dir: Some(dir) }) => {
+            // The Worker never names a folder: an odd request, kept.
+            let mut m = peer_fields(peer, socket);
+            m.insert("dir".into(), Value::from(dir));
+            m.insert("verdict".into(), Value::from("refused"));
+            let journal_seq = journal(shared, "release-install", m);
+            Response::Refused {
+                reason: "the Worker installs a release only from its own download folder".into(),
+                journal_seq,
+            }
+        }
         (Socket::Control, Request::InstallRelease { dir }) => {
             let dir = dir
                 .map(std::path::PathBuf::from)

@@ -131,6 +131,8 @@ fn pace_of(request: &Request) -> Pace {
         | Request::Health
         | Request::RunDue { .. }
         | Request::DryRun { .. }
+        | Request::ProposeRelease
+        | Request::InstallRelease { .. }
         | Request::Approve { .. } => Pace::Command,
         _ => Pace::Slowed,
     }

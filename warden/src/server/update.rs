@@ -9,6 +9,7 @@
 
 use super::Shared;
 use super::intent::intend;
+use crate::system::PeerCred;
 use crate::update::{self, Pending, RECORD, Record};
 use aromba_release::version::Step;
 use aromba_release::{Binary, Keys, Target, Version};
@@ -90,24 +91,35 @@ pub(super) fn offered(
 ) -> Result<(aromba_release::Manifest, String, Option<Version>), String> {
     let keys = keys(shared).map_err(|e| e.to_string())?;
     let record = record(shared).map_err(|e| format!("the release record cannot be read: {e}"))?;
-    let (manifest, download) =
-        update::read_download(&worker_downloads(shared), &keys).map_err(|e| e.to_string())?;
     let target = Target::this_machine(&shared.options.channel);
+    let now = shared.options.clock.now();
     let judged = judged(shared, &record);
-    manifest
-        .admissible(
-            &target,
-            shared.options.clock.now(),
-            judged.highest,
-            &judged.failed,
-        )
-        .map_err(|e| e.to_string())?;
+    // Everything the install checks, the programs unpacked and hashed too:
+    // the proposal says so.
+    let (_, download) = update::read_download(&worker_downloads(shared), &keys, |m| {
+        admit(m, &target, now, &judged)
+    })
+    .map_err(|e| e.to_string())?;
+    let (manifest, _) =
+        update::prepare(&download, &keys, &target, now, &judged).map_err(|e| e.to_string())?;
     let releases = &shared.options.releases;
     Ok((
         manifest,
         aromba_release::sha256_hex(&download.manifest),
         releases.version_at(&releases.current()),
     ))
+}
+
+/// Whether the release `manifest` names may be installed here now.
+fn admit(
+    manifest: &aromba_release::Manifest,
+    target: &Target,
+    now: u64,
+    judged: &Record,
+) -> Result<(), update::UpdateError> {
+    manifest
+        .admissible(target, now, judged.highest, &judged.failed)
+        .map_err(update::UpdateError::from)
 }
 
 /// Installs the release in `dir`; `origin` says who asked.
@@ -148,10 +160,12 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: Origin) -> Re
     let releases = &shared.options.releases;
     let installed = releases.version_at(&releases.current());
     let judged = judged(shared, &before);
-    let prepared = update::read_download(dir, &keys).and_then(|(_, download)| {
-        let sha = aromba_release::sha256_hex(&download.manifest);
-        update::prepare(&download, &keys, &target, now, &judged).map(|p| (p, sha))
-    });
+    let prepared = update::read_download(dir, &keys, |m| admit(m, &target, now, &judged)).and_then(
+        |(_, download)| {
+            let sha = aromba_release::sha256_hex(&download.manifest);
+            update::prepare(&download, &keys, &target, now, &judged).map(|p| (p, sha))
+        },
+    );
     let ((manifest, binaries), manifest_sha256) = match prepared {
         Ok(p) => p,
         Err(e) => return refused(&mut m, e.to_string()),
@@ -199,6 +213,7 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: Origin) -> Re
     after.highest = Some(version);
     after.current = Some(version);
     after.previous = previous;
+    after.installed_at = Some(now);
     // Recorded before the link moves: a Warden started from the new
     // binaries finds what it may take as its baseline, and nothing else.
     let written = shared.change_state(RECORD, Some(&after.to_bytes()));
@@ -262,24 +277,35 @@ pub(super) fn releases(shared: &Shared) -> Response {
 
 /// The Worker told the chat of the rollback from `version`: it is not
 /// told again.
-pub(super) fn rollback_told(shared: &Shared, version: &str) -> Response {
+pub(super) fn rollback_told(shared: &Shared, peer: &PeerCred, version: &str) -> Response {
     let _changing = shared.changing.lock().unwrap_or_else(|p| p.into_inner());
+    let mut m = super::peer_fields(peer, super::Socket::Worker);
+    // Journaled as a value (escaped), cut: it comes from the Worker.
+    m.insert(
+        "version".into(),
+        Value::from(version.chars().take(64).collect::<String>()),
+    );
+    let refused = |m: &mut Map<String, Value>, why: String| {
+        m.insert("verdict".into(), Value::from("refused"));
+        m.insert("reason".into(), Value::from(why.as_str()));
+        let seq = super::journal(shared, "rollback-told", m.clone());
+        refuse(why, seq)
+    };
     let mut record = match record(shared) {
         Ok(r) => r,
-        Err(e) => return refuse(format!("the release record cannot be read: {e}"), None),
+        Err(e) => return refused(&mut m, format!("the release record cannot be read: {e}")),
     };
     if record.rolled_back.map(|v| v.to_string()).as_deref() != Some(version) {
-        return refuse(
-            format!("no rollback from {version:?} is waiting to be told"),
-            None,
+        return refused(
+            &mut m,
+            "no rollback from that version is waiting to be told".into(),
         );
     }
     record.rolled_back = None;
     if let Err(e) = shared.change_state(RECORD, Some(&record.to_bytes())) {
-        return refuse(format!("the release record cannot be written: {e}"), None);
+        return refused(&mut m, format!("the release record cannot be written: {e}"));
     }
-    let mut m = Map::new();
-    m.insert("version".into(), Value::from(version));
+    m.insert("verdict".into(), Value::from("told"));
     match super::journal(shared, "rollback-told", m) {
         Some(journal_seq) => Response::Noted { journal_seq },
         None => super::unjournaled(),
