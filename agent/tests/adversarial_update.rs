@@ -5,34 +5,17 @@
 //! leave the installed release as it was. A good release, served the same
 //! way, installs (so the failures are the server's doing).
 
+#[path = "../../release/tests/support/mod.rs"]
+mod releases;
 mod support;
 
+use releases::{OTHER_KEY, RELEASE_KEY, RELEASE_PUB, key_line};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::TestWarden;
-
-const RELEASE_KEY: &str = include_str!("../../keys/test/release.key");
-const RELEASE_PUB: &str = include_str!("../../keys/test/release.pub");
-const OTHER_KEY: &str = include_str!("../../keys/test/relay-approvals.key");
-
-fn key_line(public: &str) -> String {
-    public
-        .lines()
-        .find(|l| !l.starts_with("untrusted comment:"))
-        .unwrap()
-        .trim()
-        .to_string()
-}
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
 
 /// What the server answers for one path.
 #[derive(Clone)]
@@ -125,34 +108,6 @@ fn serve(answers: Vec<(String, Answer)>) -> Server {
     Server { port, asked }
 }
 
-fn tarball(dir: &Path, name: &str, file: &str, bytes: &[u8]) -> Vec<u8> {
-    let stage = dir.join(format!("{name}.stage"));
-    std::fs::create_dir_all(&stage).unwrap();
-    std::fs::write(stage.join(file), bytes).unwrap();
-    let out = dir.join(name);
-    let made = assert_cmd::Command::new("tar")
-        .args(["--format=ustar", "--owner=0", "--group=0", "-czf"])
-        .arg(&out)
-        .arg("-C")
-        .arg(&stage)
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{made:?}");
-    std::fs::remove_dir_all(&stage).unwrap();
-    std::fs::read(&out).unwrap()
-}
-
-fn sign(bytes: &[u8], key: &str) -> String {
-    let sk = minisign::SecretKeyBox::from_string(key)
-        .unwrap()
-        .into_unencrypted_secret_key()
-        .unwrap();
-    minisign::sign(None, &sk, std::io::Cursor::new(bytes), None, None)
-        .unwrap()
-        .to_string()
-}
-
 /// A release's files: (manifest, signature, [(tarball name, bytes)]).
 struct Release {
     manifest: Vec<u8>,
@@ -160,40 +115,28 @@ struct Release {
     tarballs: Vec<(String, Vec<u8>)>,
 }
 
+/// A release `version` signed with `key`, made in `work` and read back.
 fn release(work: &Path, version: &str, key: &str) -> Release {
-    std::fs::create_dir_all(work).unwrap();
-    let arch = std::env::consts::ARCH;
-    let mut entries = Vec::new();
-    let mut tarballs = Vec::new();
-    for binary in ["aromba", "aromba-warden"] {
-        let name = format!("{binary}-{version}-{arch}.tar.gz");
-        let gz = tarball(
-            work,
-            &name,
-            binary,
-            format!("{binary} {version}").as_bytes(),
-        );
-        entries.push(serde_json::json!({
-            "binary": binary, "tarball": name,
-            "sha256": aromba_release_sha256(&gz), "size": gz.len(),
-        }));
-        tarballs.push((name, gz));
+    let worker = format!("aromba {version}");
+    let warden = format!("aromba-warden {version}");
+    releases::Release {
+        key,
+        ..releases::Release::of(version, worker.as_bytes(), warden.as_bytes())
     }
-    let manifest = serde_json::to_vec(&serde_json::json!({
-        "format": 1, "version": version, "channel": "stable", "arch": arch,
-        "expires": now() + 90 * 86_400, "binaries": entries,
-    }))
-    .unwrap();
-    let signature = sign(&manifest, key);
+    .write(work);
+    let read = |name: &str| std::fs::read(work.join(name)).unwrap();
     Release {
-        manifest,
-        signature,
-        tarballs,
+        manifest: read("manifest.json"),
+        signature: String::from_utf8(read("manifest.json.minisig")).unwrap(),
+        tarballs: ["aromba", "aromba-warden"]
+            .iter()
+            .map(|b| {
+                let name = releases::tarball_name(b, version);
+                let bytes = read(&name);
+                (name, bytes)
+            })
+            .collect(),
     }
-}
-
-fn aromba_release_sha256(bytes: &[u8]) -> String {
-    aromba_release::sha256_hex(bytes)
 }
 
 fn warden(name: &str) -> TestWarden {

@@ -10,31 +10,19 @@
 mod paired;
 #[path = "../../relay/tests/support/mod.rs"]
 mod relay_support;
+#[path = "../../release/tests/support/mod.rs"]
+mod releases;
 mod support;
 
 use aromba_warden::server::ServeOptions;
 use aromba_warden::update::Releases;
 use paired::{Setup, paired_with};
-use serde_json::json;
+use releases::{RELEASE_PUB, Release, key_line};
 use sqlx::PgPool;
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::{TestWarden, account, aromba};
-
-const RELEASE_KEY: &str = include_str!("../../keys/test/release.key");
-const RELEASE_PUB: &str = include_str!("../../keys/test/release.pub");
-
-fn key_line(public: &str) -> String {
-    public
-        .lines()
-        .find(|l| !l.starts_with("untrusted comment:"))
-        .expect("a key line")
-        .trim()
-        .to_string()
-}
 
 /// The Warden checks releases with the test key and installs them under
 /// the test's root.
@@ -44,85 +32,18 @@ fn with_test_releases(o: &mut ServeOptions) {
     o.release_keys = Some(vec![key_line(RELEASE_PUB)]);
 }
 
-/// Serves `dir` over HTTP/1.0 on loopback until the test ends; the base
-/// URL, and the paths asked for.
-fn serve(dir: PathBuf) -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
-    let addr = listener.local_addr().expect("its address");
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let log = asked.clone();
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            let mut line = String::new();
-            if BufReader::new(&stream).read_line(&mut line).is_err() {
-                continue;
-            }
-            let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-            log.lock().expect("the log").push(path.clone());
-            let file = dir.join(path.trim_start_matches('/'));
-            let reply = match std::fs::read(&file) {
-                Ok(body) if !path.contains("..") => {
-                    let mut r = format!(
-                        "HTTP/1.0 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                        body.len()
-                    )
-                    .into_bytes();
-                    r.extend(body);
-                    r
-                }
-                _ => b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec(),
-            };
-            let _ = stream.write_all(&reply);
-        }
-    });
-    (format!("http://{addr}"), asked)
+/// A release `version` in `dir/stable/`, signed with the test key; each
+/// binary a few bytes naming itself and the version.
+fn publish(dir: &Path, version: &str) {
+    let worker = format!("aromba {version}");
+    let warden = format!("aromba-warden {version}");
+    Release::of(version, worker.as_bytes(), warden.as_bytes()).write(&dir.join("stable"));
 }
 
-/// A release `version` in `dir/stable/`: two tarballs of stand-in
-/// binaries, the manifest, its signature by the test key.
-fn publish(dir: &Path, version: &str) {
-    let out = dir.join("stable");
-    std::fs::create_dir_all(&out).expect("stable/");
-    let arch = std::env::consts::ARCH;
-    let mut entries = Vec::new();
-    for binary in ["aromba", "aromba-warden"] {
-        let stage = dir.join(format!("stage-{binary}"));
-        std::fs::create_dir_all(&stage).expect("stage");
-        std::fs::write(stage.join(binary), format!("{binary} {version}")).expect("binary");
-        let name = format!("{binary}-{version}-{arch}.tar.gz");
-        let made = assert_cmd::Command::new("tar")
-            .args(["--format=ustar", "--owner=0", "--group=0", "-czf"])
-            .arg(out.join(&name))
-            .arg("-C")
-            .arg(&stage)
-            .arg(binary)
-            .output()
-            .expect("tar runs");
-        assert!(made.status.success(), "{made:?}");
-        let gz = std::fs::read(out.join(&name)).expect("the tarball");
-        entries.push(json!({
-            "binary": binary, "tarball": name,
-            "sha256": aromba_release::sha256_hex(&gz), "size": gz.len(),
-        }));
-    }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("time")
-        .as_secs();
-    let manifest = serde_json::to_vec(&json!({
-        "format": 1, "version": version, "channel": "stable", "arch": arch,
-        "expires": now + 30 * 86_400, "binaries": entries,
-    }))
-    .expect("JSON");
-    std::fs::write(out.join("manifest.json"), &manifest).expect("manifest");
-    let sk = minisign::SecretKeyBox::from_string(RELEASE_KEY)
-        .expect("the test key")
-        .into_unencrypted_secret_key()
-        .expect("unencrypted");
-    let sig = minisign::sign(None, &sk, std::io::Cursor::new(&manifest), None, None)
-        .expect("signed")
-        .to_string();
-    std::fs::write(out.join("manifest.json.minisig"), sig).expect("signature");
+/// Serves `dir`: the base URL and the paths asked.
+fn serve(dir: PathBuf) -> (String, Arc<Mutex<Vec<String>>>) {
+    let served = releases::serve(dir);
+    (served.url, served.asked)
 }
 
 struct Scratch(PathBuf);

@@ -3,27 +3,17 @@
 //! configuration folder and the Worker socket) would make them. Each test
 //! is named after the attack; those that hold are regression tests.
 
+#[path = "../../release/tests/support/mod.rs"]
+mod releases;
 mod support;
 
 use aromba_warden::update::{RECORD, Record, Releases};
 use aromba_warden_proto::{Request, Response};
-use serde_json::json;
+use releases::{RELEASE_PUB, Release, key_line, tarball_name};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use support::{Warden, now};
-
-const RELEASE_KEY: &str = include_str!("../../keys/test/release.key");
-const RELEASE_PUB: &str = include_str!("../../keys/test/release.pub");
-
-fn key_line(public: &str) -> String {
-    public
-        .lines()
-        .find(|l| !l.starts_with("untrusted comment:"))
-        .unwrap()
-        .trim()
-        .to_string()
-}
+use support::Warden;
 
 fn adjust(o: &mut aromba_warden::server::ServeOptions) {
     let root = o.layout.state_dir.parent().unwrap().to_path_buf();
@@ -63,62 +53,8 @@ fn downloads(w: &Warden) -> PathBuf {
     dir
 }
 
-fn tarball(dir: &Path, name: &str, file: &str, bytes: &[u8]) -> Vec<u8> {
-    let stage = dir.join(format!("{name}.stage"));
-    std::fs::create_dir_all(&stage).unwrap();
-    std::fs::write(stage.join(file), bytes).unwrap();
-    let out = dir.join(name);
-    let made = assert_cmd::Command::new("tar")
-        .args(["--format=ustar", "--owner=0", "--group=0", "-czf"])
-        .arg(&out)
-        .arg("-C")
-        .arg(&stage)
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{made:?}");
-    std::fs::remove_dir_all(&stage).unwrap();
-    std::fs::read(&out).unwrap()
-}
-
-fn sign(bytes: &[u8]) -> String {
-    let sk = minisign::SecretKeyBox::from_string(RELEASE_KEY)
-        .unwrap()
-        .into_unencrypted_secret_key()
-        .unwrap();
-    minisign::sign(None, &sk, std::io::Cursor::new(bytes), None, None)
-        .unwrap()
-        .to_string()
-}
-
-fn tarball_name(binary: &str, version: &str) -> String {
-    format!("{binary}-{version}-{}.tar.gz", std::env::consts::ARCH)
-}
-
-/// A genuine release, signed with the release key, written into `dir`
-/// as the Worker's download leaves it.
-fn write_release(dir: &Path, version: &str, worker: &[u8], warden: &[u8]) {
-    let mut entries = Vec::new();
-    for (binary, bytes) in [("aromba", worker), ("aromba-warden", warden)] {
-        let name = tarball_name(binary, version);
-        let gz = tarball(dir, &name, binary, bytes);
-        entries.push(json!({
-            "binary": binary, "tarball": name,
-            "sha256": aromba_release::sha256_hex(&gz), "size": gz.len(),
-        }));
-    }
-    let manifest = json!({
-        "format": 1, "version": version, "channel": "stable",
-        "arch": std::env::consts::ARCH, "expires": now() + 90 * 86_400,
-        "binaries": entries,
-    });
-    let bytes = serde_json::to_vec(&manifest).unwrap();
-    std::fs::write(dir.join("manifest.json"), &bytes).unwrap();
-    std::fs::write(dir.join("manifest.json.minisig"), sign(&bytes)).unwrap();
-}
-
 fn release(dir: &Path, version: &str) {
-    write_release(dir, version, b"worker binary", b"warden binary");
+    Release::new(version).write(dir);
 }
 
 fn install_from_root(w: &Warden) -> Response {
@@ -184,7 +120,7 @@ fn a_release_that_started_and_ran_is_not_rolled_back_by_a_later_failure() {
     // "from" it takes it over, as a good update does.
     let worker = std::fs::read(w.root.join("bin/aromba")).unwrap();
     let warden = std::fs::read("/proc/self/exe").unwrap();
-    write_release(&downloads(&w), "1.0.1", &worker, &warden);
+    Release::of("1.0.1", &worker, &warden).write(&downloads(&w));
     assert!(matches!(
         install_from_root(&w),
         Response::ReleaseInstalled { .. }

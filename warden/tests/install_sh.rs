@@ -3,44 +3,18 @@
 //! release of this build's Warden: it installs, a second run changes
 //! nothing, and a release it cannot verify installs nothing.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+#[path = "../../release/tests/support/mod.rs"]
+mod releases;
+
 use std::path::{Path, PathBuf};
+
+/// Serves the files of `dir` on loopback; the base URL.
+fn serve(dir: PathBuf) -> String {
+    releases::serve(dir).url
+}
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Serves the files of `dir` over HTTP/1.0 on loopback, one request at a
-/// time, until the test ends; returns the base URL.
-fn serve(dir: PathBuf) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut stream = stream;
-            let mut line = String::new();
-            if BufReader::new(&stream).read_line(&mut line).is_err() {
-                continue;
-            }
-            let path = line.split_whitespace().nth(1).unwrap_or("/");
-            let file = dir.join(path.trim_start_matches('/'));
-            let reply = match std::fs::read(&file) {
-                Ok(body) if !path.contains("..") => {
-                    let mut r = format!(
-                        "HTTP/1.0 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                        body.len()
-                    )
-                    .into_bytes();
-                    r.extend(body);
-                    r
-                }
-                _ => b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec(),
-            };
-            let _ = stream.write_all(&reply);
-        }
-    });
-    format!("http://{addr}")
 }
 
 struct Scratch(PathBuf);

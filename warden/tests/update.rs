@@ -5,28 +5,18 @@
 //! stand-in that writes down its arguments) to restart both services.
 //! Every refusal leaves the installed release as it was.
 
+#[path = "../../release/tests/support/mod.rs"]
+mod releases;
 mod support;
 
 use aromba_warden::server::ServeOptions;
 use aromba_warden::update::{RECORD, Record, Releases};
 use aromba_warden_proto::{Request, Response};
+use releases::{OTHER_KEY, RELEASE_PUB, Release, key_line};
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use support::{Warden, now};
-
-const RELEASE_KEY: &str = include_str!("../../keys/test/release.key");
-const RELEASE_PUB: &str = include_str!("../../keys/test/release.pub");
-const OTHER_KEY: &str = include_str!("../../keys/test/relay-approvals.key");
-
-fn key_line(public: &str) -> String {
-    public
-        .lines()
-        .find(|l| !l.starts_with("untrusted comment:"))
-        .unwrap()
-        .trim()
-        .to_string()
-}
 
 /// Releases under the test's root, the test release key, and the stand-in
 /// `systemctl` beside them.
@@ -68,94 +58,6 @@ fn downloads(w: &Warden) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// A tarball of `files` (name, bytes; a name ending `@` is a link to
-/// `/etc/shadow`) made by the system's tar as the release script makes it.
-fn tarball(dir: &Path, name: &str, files: &[(&str, &[u8])]) -> Vec<u8> {
-    let stage = dir.join(format!("{name}.stage"));
-    std::fs::create_dir_all(&stage).unwrap();
-    let mut names = Vec::new();
-    for (file, bytes) in files {
-        if let Some(link) = file.strip_suffix('@') {
-            std::os::unix::fs::symlink("/etc/shadow", stage.join(link)).unwrap();
-            names.push(link.to_string());
-        } else {
-            std::fs::write(stage.join(file), bytes).unwrap();
-            names.push(file.to_string());
-        }
-    }
-    let out = dir.join(name);
-    let made = assert_cmd::Command::new("tar")
-        .args(["--format=ustar", "--owner=0", "--group=0", "-czf"])
-        .arg(&out)
-        .arg("-C")
-        .arg(&stage)
-        .args(&names)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{made:?}");
-    std::fs::remove_dir_all(&stage).unwrap();
-    std::fs::read(&out).unwrap()
-}
-
-fn sign(bytes: &[u8], key: &str) -> String {
-    let sk = minisign::SecretKeyBox::from_string(key)
-        .unwrap()
-        .into_unencrypted_secret_key()
-        .unwrap();
-    minisign::sign(None, &sk, std::io::Cursor::new(bytes), None, None)
-        .unwrap()
-        .to_string()
-}
-
-/// What a release is made of, changed by each test as it likes.
-struct Release {
-    version: &'static str,
-    channel: &'static str,
-    expires: u64,
-    worker: Vec<(&'static str, &'static [u8])>,
-    warden: Vec<(&'static str, &'static [u8])>,
-    key: &'static str,
-    /// Changes the manifest after the tarballs are hashed.
-    tamper: fn(&mut serde_json::Value),
-}
-
-impl Release {
-    fn new(version: &'static str) -> Release {
-        Release {
-            version,
-            channel: "stable",
-            expires: now() + 90 * 86_400,
-            worker: vec![("aromba", b"worker binary")],
-            warden: vec![("aromba-warden", b"warden binary")],
-            key: RELEASE_KEY,
-            tamper: |_| {},
-        }
-    }
-
-    fn write(&self, dir: &Path) {
-        let arch = std::env::consts::ARCH;
-        let mut entries = Vec::new();
-        for (binary, files) in [("aromba", &self.worker), ("aromba-warden", &self.warden)] {
-            let name = format!("{binary}-{}-{arch}.tar.gz", self.version);
-            let gz = tarball(dir, &name, files);
-            entries.push(json!({
-                "binary": binary,
-                "tarball": name,
-                "sha256": aromba_release::sha256_hex(&gz),
-                "size": gz.len(),
-            }));
-        }
-        let mut manifest = json!({
-            "format": 1, "version": self.version, "channel": self.channel,
-            "arch": arch, "expires": self.expires, "binaries": entries,
-        });
-        (self.tamper)(&mut manifest);
-        let bytes = serde_json::to_vec(&manifest).unwrap();
-        std::fs::write(dir.join("manifest.json"), &bytes).unwrap();
-        std::fs::write(dir.join("manifest.json.minisig"), sign(&bytes, self.key)).unwrap();
-    }
 }
 
 /// From a root terminal (`aromba update --from`): any release above the
