@@ -155,90 +155,149 @@ fn refused(w: &Warden, what: &str, want: &str) {
     );
 }
 
-#[test]
-fn every_bad_release_is_refused_and_leaves_the_installed_one_untouched() {
-    let w = start("update-bad");
+/// 1.0.0 installed, then `release` in the download folder: refused for a
+/// reason holding `want`, and 1.0.0 left exactly as it was.
+fn refused_over_an_installed_release(name: &str, release: Release, want: &str) {
+    let w = start(name);
     Release::new("1.0.0").write(&downloads(&w));
     assert!(matches!(install(&w), Response::ReleaseInstalled { .. }));
+    release.write(&downloads(&w));
+    refused(&w, name, want);
+}
 
-    let cases: Vec<(&str, Release, &str)> = vec![
-        (
-            "a signature by another key",
-            Release {
-                key: OTHER_KEY,
-                ..Release::new("1.1.0")
-            },
-            "signature",
-        ),
-        (
-            "a tarball whose hash differs",
-            Release {
-                tamper: |m| m["binaries"][0]["sha256"] = json!("0".repeat(64)),
-                ..Release::new("1.1.0")
-            },
-            "SHA-256",
-        ),
-        (
-            "an extra file",
-            Release {
-                worker: vec![("aromba", b"w"), ("extra", b"x")],
-                ..Release::new("1.1.0")
-            },
-            "more than its one binary",
-        ),
-        (
-            "a symlink",
-            Release {
-                worker: vec![("aromba@", b"")],
-                ..Release::new("1.1.0")
-            },
-            "link",
-        ),
-        (
-            "a path with ../",
-            Release {
-                tamper: |m| m["binaries"][0]["tarball"] = json!("../aromba.tar.gz"),
-                ..Release::new("1.1.0")
-            },
-            "tarball name",
-        ),
-        ("an equal version", Release::new("1.0.0"), "not above"),
-        ("an older version", Release::new("0.9.0"), "not above"),
-        (
-            "an expired manifest",
-            Release {
-                expires: now() - 1,
-                ..Release::new("1.1.0")
-            },
-            "expired",
-        ),
-        (
-            "another channel",
-            Release {
-                channel: "beta",
-                ..Release::new("1.1.0")
-            },
-            "channel",
-        ),
-        (
-            "an oversize tarball",
-            Release {
-                tamper: |m| m["binaries"][1]["size"] = json!(100u64 << 20),
-                ..Release::new("1.1.0")
-            },
-            "size",
-        ),
-    ];
-    for (what, release, want) in cases {
-        release.write(&downloads(&w));
-        refused(&w, what, want);
-    }
-    // A link in place of the manifest is not followed.
+#[test]
+fn refuses_a_manifest_signed_by_another_key() {
+    let release = Release {
+        key: OTHER_KEY,
+        ..Release::new("1.1.0")
+    };
+    refused_over_an_installed_release("update-bad-key", release, "signature");
+}
+
+#[test]
+fn refuses_a_tarball_whose_hash_differs() {
+    let release = Release {
+        tamper: |m| m["binaries"][0]["sha256"] = json!("0".repeat(64)),
+        ..Release::new("1.1.0")
+    };
+    refused_over_an_installed_release("update-bad-hash", release, "SHA-256");
+}
+
+#[test]
+fn refuses_a_tarball_with_an_extra_file() {
+    let release = Release {
+        worker: vec![("aromba", b"w"), ("extra", b"x")],
+        ..Release::new("1.1.0")
+    };
+    refused_over_an_installed_release("update-extra-file", release, "more than its one binary");
+}
+
+#[test]
+fn refuses_a_tarball_holding_a_symlink() {
+    let release = Release {
+        worker: vec![("aromba@", b"")],
+        ..Release::new("1.1.0")
+    };
+    refused_over_an_installed_release("update-symlink", release, "link");
+}
+
+#[test]
+fn refuses_a_tarball_name_with_dot_dot() {
+    let release = Release {
+        tamper: |m| m["binaries"][0]["tarball"] = json!("../aromba.tar.gz"),
+        ..Release::new("1.1.0")
+    };
+    refused_over_an_installed_release("update-dot-dot", release, "tarball name");
+}
+
+#[test]
+fn refuses_an_equal_version() {
+    refused_over_an_installed_release("update-equal", Release::new("1.0.0"), "not above");
+}
+
+#[test]
+fn refuses_an_older_version() {
+    refused_over_an_installed_release("update-older", Release::new("0.9.0"), "not above");
+}
+
+#[test]
+fn refuses_an_expired_manifest() {
+    let release = Release {
+        expires: now() - 1,
+        ..Release::new("1.1.0")
+    };
+    refused_over_an_installed_release("update-expired", release, "expired");
+}
+
+#[test]
+fn refuses_another_channel() {
+    let release = Release {
+        channel: "beta",
+        ..Release::new("1.1.0")
+    };
+    refused_over_an_installed_release("update-channel", release, "channel");
+}
+
+#[test]
+fn refuses_an_oversize_tarball() {
+    let release = Release {
+        tamper: |m| m["binaries"][1]["size"] = json!(100u64 << 20),
+        ..Release::new("1.1.0")
+    };
+    refused_over_an_installed_release("update-oversize", release, "size");
+}
+
+#[test]
+fn refuses_a_manifest_that_is_a_link() {
+    let w = start("update-linked-manifest");
+    Release::new("1.0.0").write(&downloads(&w));
+    assert!(matches!(install(&w), Response::ReleaseInstalled { .. }));
     let dir = downloads(&w);
     Release::new("1.1.0").write(&dir);
     std::fs::remove_file(dir.join("manifest.json")).unwrap();
     std::os::unix::fs::symlink("/etc/hostname", dir.join("manifest.json")).unwrap();
     refused(&w, "a linked manifest", "cannot open");
+}
+
+#[test]
+fn the_rollback_command_puts_the_previous_release_back_under_a_root() {
+    let mut w = start("update-rollback-cli");
+    for version in ["1.0.0", "1.0.1"] {
+        Release::new(version).write(&downloads(&w));
+        assert!(matches!(install(&w), Response::ReleaseInstalled { .. }));
+    }
+    // systemd runs it with both services down.
+    w.stop();
+    let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_aromba-warden"))
+        .arg("rollback")
+        .arg("--root")
+        .arg(&w.root)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("release 1.0.1 failed to start; 1.0.0 is current again"),
+        "{said}"
+    );
+    assert!(said.contains("not restarted"), "{said}");
+    assert_eq!(current(&w).as_deref(), Some("releases/1.0.0"));
+    assert!(w.journal().contains("release-rolled-back"));
+    let record = Record::parse(&std::fs::read(w.layout().state_dir.join(RECORD)).unwrap()).unwrap();
+    assert_eq!(record.failed.len(), 1);
+    // Nothing left to roll back to: a second run changes nothing.
+    let again = assert_cmd::Command::new(env!("CARGO_BIN_EXE_aromba-warden"))
+        .arg("rollback")
+        .arg("--root")
+        .arg(&w.root)
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert_eq!(current(&w).as_deref(), Some("releases/1.0.0"));
 }
 
 #[test]
