@@ -172,8 +172,9 @@ fn tz_in_the_quiet_window() -> String {
     if offset > 12 {
         offset -= 24;
     }
-    // POSIX: the offset is west of UTC, so it is negated.
-    format!("<Q>{}", -offset)
+    // POSIX: the offset is west of UTC, so it is negated; the zone's name
+    // must be three letters at least, or the whole value is ignored.
+    format!("QWT{}", -offset)
 }
 
 #[sqlx::test(migrations = false)]
