@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+mod assistant;
 mod config;
 mod daemon;
 mod download;

@@ -1,0 +1,6 @@
+//! The assistant (being built, issue 17): answers a question from the
+//! server's own numbers and logs through typed, read-only tools
+//! ([`tools`]), each one request the Warden judges; it proposes, never
+//! executes.
+
+pub mod tools;
