@@ -66,6 +66,7 @@ async fn get(
             path: &path,
             body: None,
             cap,
+            bearer: None,
         },
     )
     .await?;

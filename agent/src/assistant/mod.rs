@@ -3,4 +3,6 @@
 //! ([`tools`]), each one request the Warden judges; it proposes, never
 //! executes.
 
+pub mod conversation;
+pub mod model;
 pub mod tools;
