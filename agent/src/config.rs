@@ -141,19 +141,19 @@ impl RelayUrl {
     }
 }
 
-/// Where this server's releases are published: the folder holding
-/// `manifest.json`, as `https://HOST[:PORT]/PATH` (or `http://` to a
-/// loopback address, as the relay's URL may be), with no query, user or
-/// `..`.
+/// A base URL the Worker reaches: the folder holding a release's
+/// `manifest.json`, or a model API's base, as `https://HOST[:PORT]/PATH`
+/// (or `http://` to a loopback address, as the relay's URL may be), with
+/// no query, user or `..`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReleasesUrl {
+pub struct BaseUrl {
     pub origin: RelayUrl,
     /// Starts with `/`, never ends with one (but `/` alone).
     pub path: String,
 }
 
-impl ReleasesUrl {
-    pub fn parse(text: &str) -> Result<ReleasesUrl, String> {
+impl BaseUrl {
+    pub fn parse(text: &str) -> Result<BaseUrl, String> {
         let after_scheme = text
             .find("://")
             .map(|i| i + 3)
@@ -179,7 +179,7 @@ impl ReleasesUrl {
                 "the release URL {text:?} has a path that is not plain (letters, digits, . _ - ~ and /, no ..)"
             ));
         }
-        Ok(ReleasesUrl { origin, path })
+        Ok(BaseUrl { origin, path })
     }
 
     /// The request path of `file` in the release folder.
@@ -201,7 +201,7 @@ impl ReleasesUrl {
     }
 }
 
-impl fmt::Display for ReleasesUrl {
+impl fmt::Display for BaseUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text())
     }
@@ -250,9 +250,27 @@ pub struct NetworkConfig {
     pub ca_file: Option<PathBuf>,
     /// Where the daily update check looks (root's choice, as the relay
     /// is); no check without it. Its host must be listed like any other.
-    pub releases: Option<ReleasesUrl>,
+    pub releases: Option<BaseUrl>,
+    /// The assistant's model endpoint (root's choice too); no assistant
+    /// without it and a key in `secrets.toml`.
+    pub assistant: Option<AssistantSettings>,
     pub hosts: Vec<HostEntry>,
     pub resolvers: Vec<SocketAddr>,
+}
+
+/// `[assistant]` in `network.toml`: the model's API and which model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AssistantSettings {
+    /// The API's base, e.g. `https://api.openai.com/v1`.
+    pub endpoint: BaseUrl,
+    pub model: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AssistantFile {
+    endpoint: String,
+    model: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -268,6 +286,7 @@ struct NetworkFile {
     relay: Option<String>,
     ca_file: Option<PathBuf>,
     releases: Option<String>,
+    assistant: Option<AssistantFile>,
     #[serde(default)]
     host: Vec<HostFile>,
     resolvers: Option<ResolversFile>,
@@ -531,13 +550,33 @@ impl NetworkConfig {
         let releases = file
             .releases
             .as_deref()
-            .map(ReleasesUrl::parse)
+            .map(BaseUrl::parse)
             .transpose()
             .map_err(invalid)?;
+        let assistant = match file.assistant {
+            None => None,
+            Some(a) => {
+                let model_ok = !a.model.is_empty()
+                    && a.model.len() <= 128
+                    && a.model
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._-:/@".contains(&b));
+                if !model_ok {
+                    return Err(invalid(format!("{:?} is not a model name", a.model)));
+                }
+                Some(AssistantSettings {
+                    endpoint: BaseUrl::parse(&a.endpoint).map_err(|e| {
+                        invalid(e.replacen("release URL", "assistant's endpoint", 1))
+                    })?,
+                    model: a.model,
+                })
+            }
+        };
         Ok(NetworkConfig {
             relay,
             ca_file: file.ca_file,
             releases,
+            assistant,
             hosts,
             resolvers,
         })
@@ -577,6 +616,12 @@ impl NetworkConfig {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        if let Some(a) = &self.assistant {
+            out.push_str(&format!(
+                "\n[assistant]\nendpoint = \"{}\"\nmodel = \"{}\"\n",
+                a.endpoint, a.model
+            ));
+        }
         for h in &self.hosts {
             out.push_str(&format!(
                 "\n[[host]]\nname = \"{}\"\nport = {}\naddresses = [{}]\n",
@@ -656,11 +701,11 @@ mod tests {
 
     #[test]
     fn a_release_url_is_https_or_loopback_http_with_a_plain_path() {
-        let u = ReleasesUrl::parse("https://aro.mba/releases/stable/").unwrap();
+        let u = BaseUrl::parse("https://aro.mba/releases/stable/").unwrap();
         assert_eq!(u.origin.host, "aro.mba");
         assert_eq!(u.file("manifest.json"), "/releases/stable/manifest.json");
         assert_eq!(u.text(), "https://aro.mba:443/releases/stable");
-        let local = ReleasesUrl::parse("http://127.0.0.1:8080").unwrap();
+        let local = BaseUrl::parse("http://127.0.0.1:8080").unwrap();
         assert_eq!(local.file("manifest.json"), "/manifest.json");
         for bad in [
             "http://releases.example/stable",
@@ -672,7 +717,7 @@ mod tests {
             "ftp://aro.mba/stable",
             "aro.mba/stable",
         ] {
-            assert!(ReleasesUrl::parse(bad).is_err(), "{bad}");
+            assert!(BaseUrl::parse(bad).is_err(), "{bad}");
         }
     }
 
@@ -693,7 +738,11 @@ mod tests {
         let n = NetworkConfig {
             relay: Some(RelayUrl::parse("https://relay.example").unwrap()),
             ca_file: Some(PathBuf::from("/etc/aromba/worker/ca.pem")),
-            releases: Some(ReleasesUrl::parse("https://aro.mba/releases/stable").unwrap()),
+            releases: Some(BaseUrl::parse("https://aro.mba/releases/stable").unwrap()),
+            assistant: Some(AssistantSettings {
+                endpoint: BaseUrl::parse("https://api.openai.com/v1").unwrap(),
+                model: "gpt-4o-mini".into(),
+            }),
             hosts: vec![HostEntry {
                 name: "relay.example".into(),
                 port: 443,

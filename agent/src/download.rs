@@ -11,7 +11,7 @@
 //! directly. Either way the Warden verifies everything again: nothing here
 //! is trusted by it.
 
-use crate::config::ReleasesUrl;
+use crate::config::BaseUrl;
 use crate::http::{Ask, HttpError, request};
 use aromba_proto::client::Dialer;
 use aromba_release::manifest::{MAX_MANIFEST, MAX_SIGNATURE};
@@ -51,7 +51,7 @@ pub struct Offer {
 
 async fn get(
     dialer: &dyn Dialer,
-    url: &ReleasesUrl,
+    url: &BaseUrl,
     roots: Option<Arc<rustls::RootCertStore>>,
     file: &str,
     cap: usize,
@@ -82,7 +82,7 @@ async fn get(
 /// The release `url` offers, its manifest verified with `keys`.
 pub async fn offer(
     dialer: &dyn Dialer,
-    url: &ReleasesUrl,
+    url: &BaseUrl,
     roots: Option<Arc<rustls::RootCertStore>>,
     keys: &Keys,
 ) -> Result<Offer, DownloadError> {
@@ -102,7 +102,7 @@ pub async fn offer(
 /// must exist), replacing whatever files it held.
 pub async fn fetch_into(
     dialer: &dyn Dialer,
-    url: &ReleasesUrl,
+    url: &BaseUrl,
     roots: Option<Arc<rustls::RootCertStore>>,
     offer: &Offer,
     dir: &Path,

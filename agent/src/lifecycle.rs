@@ -6,7 +6,7 @@
 //! which is the only thing that executes, to stop and remove everything.
 //! Both go through the control socket, which only root reaches.
 
-use crate::config::{NetworkConfig, ReleasesUrl, my_uid};
+use crate::config::{BaseUrl, NetworkConfig, my_uid};
 use crate::download;
 use crate::paths::Paths;
 use crate::warden_client;
@@ -58,7 +58,7 @@ pub fn update(options: UpdateOptions) -> ExitCode {
         return install(&paths, &from);
     }
     let url = match &options.releases {
-        Some(text) => match ReleasesUrl::parse(text) {
+        Some(text) => match BaseUrl::parse(text) {
             Ok(u) => u,
             Err(e) => return fail(e),
         },

@@ -235,6 +235,7 @@ mod tests {
             relay: None,
             ca_file: None,
             releases: None,
+            assistant: None,
             hosts: vec![HostEntry {
                 name: "localhost".into(),
                 port: 4000,

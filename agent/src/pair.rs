@@ -7,7 +7,7 @@
 //! tap-signing key in the Warden: from this connection, never from the
 //! Worker, which could otherwise hand over a key of its own.
 
-use crate::config::{HostEntry, NetworkConfig, RelayConfig, RelayUrl, ReleasesUrl, my_uid};
+use crate::config::{BaseUrl, HostEntry, NetworkConfig, RelayConfig, RelayUrl, my_uid};
 use crate::net::Gate;
 use crate::paths::Paths;
 use crate::register::{Registered, register};
@@ -323,9 +323,10 @@ async fn pair_async(
         (None, None) => RelayUrl::parse("https://aro.mba").map_err(PairError::Setup)?,
     };
     let releases = match &options.releases {
-        Some(url) => Some(ReleasesUrl::parse(url).map_err(PairError::Setup)?),
+        Some(url) => Some(BaseUrl::parse(url).map_err(PairError::Setup)?),
         None => recorded.as_ref().and_then(|n| n.releases.clone()),
     };
+    let assistant = recorded.as_ref().and_then(|n| n.assistant.clone());
     let ca_file = options
         .ca_file
         .clone()
@@ -363,23 +364,34 @@ async fn pair_async(
         port: config.relay.port,
         addresses: relay_addresses(&config.relay).await?,
     }];
-    if let Some(r) = &releases
-        && !hosts
+    // The release folder's host and the assistant's endpoint are listed
+    // beside the relay, with the addresses they have now.
+    let others = [
+        releases.as_ref().map(|r| (&r.origin, "release host")),
+        assistant
+            .as_ref()
+            .map(|a| (&a.endpoint.origin, "assistant's endpoint")),
+    ];
+    for (origin, what) in others.into_iter().flatten() {
+        if hosts
             .iter()
-            .any(|h| h.port == r.origin.port && h.name.eq_ignore_ascii_case(&r.origin.host))
-    {
+            .any(|h| h.port == origin.port && h.name.eq_ignore_ascii_case(&origin.host))
+        {
+            continue;
+        }
         hosts.push(HostEntry {
-            name: r.origin.host.to_ascii_lowercase(),
-            port: r.origin.port,
-            addresses: relay_addresses(&r.origin).await.map_err(|e| {
-                PairError::Setup(e.to_string().replacen("relay", "release host", 1))
-            })?,
+            name: origin.host.to_ascii_lowercase(),
+            port: origin.port,
+            addresses: relay_addresses(origin)
+                .await
+                .map_err(|e| PairError::Setup(e.to_string().replacen("relay", what, 1)))?,
         });
     }
     let network = NetworkConfig {
         relay: Some(config.relay.clone()),
         ca_file: config.ca_file.clone(),
         releases,
+        assistant,
         hosts,
         resolvers: resolvers(),
     };

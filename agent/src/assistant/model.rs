@@ -3,7 +3,7 @@
 //! serves Ollama, llama.cpp and vLLM) over the Worker's network gate. The
 //! endpoint's host must be listed in `network.toml` like any other.
 
-use crate::config::ReleasesUrl;
+use crate::config::BaseUrl;
 use crate::http::{Ask, HttpError, request};
 use aromba_proto::client::Dialer;
 use serde_json::{Value, json};
@@ -77,7 +77,7 @@ pub trait Model {
 pub struct OpenAi {
     pub dialer: Arc<dyn Dialer>,
     /// The API's base, e.g. `https://api.openai.com/v1`.
-    pub endpoint: ReleasesUrl,
+    pub endpoint: BaseUrl,
     pub model: String,
     pub key: Option<String>,
     pub roots: Option<Arc<rustls::RootCertStore>>,

@@ -21,6 +21,7 @@ pub const HELP: &str = "What I can do:\n\
 /run <chore>: run a chore now (its dry run first; I ask before a yellow or red one)\n\
 /trust: what I may do here, and whether my journal is intact\n\
 /digest HH:MM: a daily summary at that time (/digest off to stop)\n\
+/ai budget N: a daily token budget for the assistant (with an AI key, ask me anything)\n\
 /prodmode off: turn prod mode off (asks for your PIN)\n\
 /panic: stop me now (reads only, until root runs `aromba resume`)\n\
 /help: this list";
@@ -157,9 +158,15 @@ pub async fn read(daemon: &Daemon, cmd: &str, args: &[&str]) -> Result<String, S
 
 async fn answer(daemon: &Daemon, text: &str) -> Reply {
     let Some((name, args)) = command(text) else {
-        return "I only understand commands for now. Send /help to see them."
-            .to_string()
-            .into();
+        // Not a command: a question, when there is an assistant.
+        return match super::ask::question(daemon, text).await {
+            Some(reply) => reply.into(),
+            None => {
+                "I only understand commands (no AI key is set up here). Send /help to see them."
+                    .to_string()
+                    .into()
+            }
+        };
     };
     match name.as_str() {
         "start" | "help" => HELP.to_string().into(),
@@ -176,6 +183,7 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
             crate::health::chat::answer(daemon, &name, &args).await
         }
         "chores" => chores(daemon).await.into(),
+        "ai" => super::ask::budget(daemon, &args).into(),
         "prodmode" => {
             prod_mode(daemon, args.first().map(String::as_str)).await;
             Reply::none()
@@ -316,7 +324,7 @@ async fn chores(daemon: &Daemon) -> String {
 /// for its dry run, shown here; then a green chore is asked for as the
 /// schedule would (the Warden decides whether it may), and a yellow or red
 /// one is proposed with the Warden's own words and buttons.
-async fn run(daemon: &Daemon, name: Option<&str>) {
+pub(super) async fn run(daemon: &Daemon, name: Option<&str>) {
     let Some(name) = name.filter(|n| {
         !n.is_empty()
             && n.len() <= 64

@@ -16,6 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const POLL: Duration = Duration::from_secs(5);
+/// The ladder's step at which the AI key is wiped.
+pub const CUT: u64 = 3;
 const ANCHOR_EVERY: Duration = Duration::from_secs(3600);
 
 /// What the daemon remembers across restarts about the events.
@@ -74,6 +76,13 @@ pub async fn watch(daemon: Arc<Daemon>) {
         for event in events {
             if event.id <= seen.events_after {
                 continue;
+            }
+            // At Cut the Warden wipes the AI key's file; the Worker drops
+            // its copy.
+            if event.to >= CUT
+                && let Some(assistant) = &daemon.assistant
+            {
+                assistant.wipe();
             }
             daemon.say(event.message.clone(), vec![]).await;
             seen.events_after = event.id;

@@ -20,6 +20,7 @@
 //! Nothing here spawns a process: everything that touches the system is a
 //! request to the Warden.
 
+pub mod ask;
 pub mod chat;
 pub mod events;
 pub mod kept;
@@ -64,6 +65,8 @@ pub struct Daemon {
     /// Where the daily update check looks; `None` when `network.toml`
     /// names no release folder.
     pub updates: Option<update::UpdateSource>,
+    /// The assistant, when `network.toml` names a model and its host.
+    pub assistant: Option<std::sync::Arc<crate::assistant::Assistant>>,
 }
 
 /// Reads the Worker asks for in [`READ_WINDOW`], at most, whoever asks
@@ -262,19 +265,42 @@ pub fn run(paths: Paths) -> Result<(), DaemonError> {
         }
         None => None,
     };
+    let assistant = match &network.assistant {
+        Some(a)
+            if network
+                .host(&a.endpoint.origin.host, a.endpoint.origin.port)
+                .is_some() =>
+        {
+            let key = crate::assistant::load_key(&paths.config_dir.join("secrets.toml"))?;
+            Some(Arc::new(crate::assistant::Assistant::new(
+                a.clone(),
+                Gate::new(network.clone()),
+                key,
+            )))
+        }
+        Some(a) => {
+            tracing::warn!(
+                endpoint = %a.endpoint,
+                "network.toml does not list the assistant's endpoint, so there is no assistant (run `aromba pair` to list it)"
+            );
+            None
+        }
+        None => None,
+    };
     endpoint.dialer = Arc::new(Gate::new(network).paused_by(paths.pairing_marker()));
     // One thread: the Worker mostly waits, and stays small.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| DaemonError::Setup(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(serve(paths, endpoint, updates))
+    runtime.block_on(serve(paths, endpoint, updates, assistant))
 }
 
 async fn serve(
     paths: Paths,
     endpoint: Endpoint,
     updates: Option<update::UpdateSource>,
+    assistant: Option<Arc<crate::assistant::Assistant>>,
 ) -> Result<(), DaemonError> {
     let (to_relay, outgoing) = mpsc::channel(OUTGOING);
     let (deliveries_tx, deliveries) = mpsc::channel(INCOMING);
@@ -286,6 +312,7 @@ async fn serve(
         pending_pin: Default::default(),
         anchor: Default::default(),
         updates,
+        assistant,
     });
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let link = tokio::spawn(relay_link::hold(

@@ -17,7 +17,7 @@
 //! told that too.
 
 use super::Daemon;
-use crate::config::ReleasesUrl;
+use crate::config::BaseUrl;
 use crate::download::{self, DEADLINE, DownloadError};
 use crate::net::Gate;
 use crate::warden_client;
@@ -31,7 +31,7 @@ use std::time::Duration;
 /// Where releases come from, and how to reach them.
 pub struct UpdateSource {
     pub gate: Gate,
-    pub url: ReleasesUrl,
+    pub url: BaseUrl,
     pub roots: Option<Arc<rustls::RootCertStore>>,
 }
 

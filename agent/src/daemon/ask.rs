@@ -1,0 +1,180 @@
+//! A question in the chat, to the assistant ([`crate::assistant`]): any
+//! message that is not a command, when `network.toml` names a model and
+//! `secrets.toml` holds its key. The tools are Warden reads, each taken
+//! from the Worker's read budget like the chat's own; the answer goes to
+//! the chat with its usage in a footer; each chore the model proposed is
+//! then offered as `/run` offers it (the dry run first, the Warden's own
+//! text and buttons). A daily token budget (`/ai budget N`) is kept in the
+//! Worker's home.
+
+use super::Daemon;
+use crate::assistant::conversation::{self, Host, without_links};
+use crate::warden_client;
+use aromba_warden_proto::{Request, Response, printable};
+use serde::{Deserialize, Serialize};
+
+const USAGE: &str = "assistant-usage.json";
+
+/// Today's tokens and the budget.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Spent {
+    /// The day counted (local `YYYY-MM-DD`).
+    day: String,
+    used: u64,
+    budget: Option<u64>,
+}
+
+fn today() -> String {
+    jiff::ZonedDateTime::now().date().to_string()
+}
+
+fn spent(daemon: &Daemon) -> Spent {
+    let mut s: Spent = super::kept::load(daemon, USAGE);
+    if s.day != today() {
+        s.day = today();
+        s.used = 0;
+    }
+    s
+}
+
+fn keep(daemon: &Daemon, s: &Spent) {
+    if let Err(e) = super::kept::save(daemon, USAGE, s) {
+        tracing::warn!(error = %e, "the assistant's usage was not kept");
+    }
+}
+
+/// The Warden, as the conversation's [`Host`].
+struct Warden<'a>(&'a Daemon);
+
+impl Host for Warden<'_> {
+    async fn read(&self, cmd: String, args: Vec<String>) -> Result<String, String> {
+        if !self.0.take_read() {
+            return Err("the Worker's read budget for these ten minutes is spent".into());
+        }
+        match warden_client::ask(&self.0.worker_socket(), &Request::Read { cmd, args }).await {
+            Ok(Response::Result(r)) => {
+                let mut text = printable(&r.stdout);
+                let err = printable(&r.stderr);
+                if !err.trim().is_empty() {
+                    text.push_str(&format!("\n[stderr]\n{err}"));
+                }
+                if r.exit_code != Some(0) {
+                    text.push_str(&format!("\n[exit code {:?}]", r.exit_code));
+                }
+                Ok(text)
+            }
+            Ok(Response::Refused { reason, .. }) => Err(reason),
+            Ok(Response::Error { message }) => Err(message),
+            Ok(other) => Err(format!("an odd answer: {other:?}")),
+            Err(e) => Err(format!("the Warden could not be asked: {e}")),
+        }
+    }
+
+    async fn chores(&self) -> Vec<String> {
+        match warden_client::ask(&self.0.worker_socket(), &Request::Chores).await {
+            Ok(Response::Chores { chores }) => chores.into_iter().map(|c| c.name).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// (prod mode on, the ladder at Cut or above), from the Warden's status;
+/// unknown reads as the stricter.
+async fn standing(daemon: &Daemon) -> (bool, bool) {
+    match warden_client::ask(&daemon.worker_socket(), &Request::Status).await {
+        Ok(Response::Status(st)) => (
+            st.prod_mode.starts_with("on"),
+            st.ladder_step >= super::events::CUT,
+        ),
+        _ => (true, false),
+    }
+}
+
+/// Answers `question`; `None` when there is no assistant here.
+pub async fn question(daemon: &Daemon, question: &str) -> Option<String> {
+    let assistant = daemon.assistant.as_ref()?;
+    let (prod, cut) = standing(daemon).await;
+    if cut {
+        assistant.wipe();
+    }
+    if assistant.is_off() {
+        return Some(
+            "The assistant is off: its key was wiped when I stepped down to reads only. Put a key in secrets.toml after `aromba resume`.".into(),
+        );
+    }
+    let mut s = spent(daemon);
+    if let Some(budget) = s.budget
+        && s.used >= budget
+    {
+        return Some(format!(
+            "Today's AI budget ({budget} tokens) is spent. /ai budget N sets another."
+        ));
+    }
+    let model = assistant.model();
+    let answered = conversation::answer(&model, &Warden(daemon), question, prod).await;
+    let answer = match answered {
+        Ok(a) => a,
+        Err(e) => return Some(format!("The assistant could not answer: {e}")),
+    };
+    s.used += answer.usage.input + answer.usage.output;
+    keep(daemon, &s);
+    let mut text = if answer.text.is_empty() {
+        "(no answer)".to_string()
+    } else {
+        answer.text.clone()
+    };
+    text.push_str(&format!(
+        "\n\n— {} tokens in, {} out",
+        answer.usage.input, answer.usage.output
+    ));
+    if prod {
+        text.push_str("; prod mode: I only propose");
+    }
+    daemon.say(text, vec![]).await;
+    for (name, why) in &answer.proposals {
+        daemon
+            .say(
+                format!("I propose the chore {name}: {}", without_links(why)),
+                vec![],
+            )
+            .await;
+        super::chat::run(daemon, Some(name)).await;
+    }
+    Some(String::new())
+}
+
+/// `/ai`, `/ai budget N`, `/ai budget off`.
+pub fn budget(daemon: &Daemon, args: &[String]) -> String {
+    let mut s = spent(daemon);
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        [] => match s.budget {
+            Some(b) => format!("Today: {} of {b} tokens.", s.used),
+            None => format!(
+                "Today: {} tokens (no budget; /ai budget N sets one).",
+                s.used
+            ),
+        },
+        ["budget", "off"] => {
+            s.budget = None;
+            keep(daemon, &s);
+            "No daily budget now.".into()
+        }
+        ["budget", n] => match n.parse::<u64>() {
+            Ok(n) if n > 0 && n <= 100_000_000 => {
+                s.budget = Some(n);
+                keep(daemon, &s);
+                format!("The daily budget is {n} tokens (today so far: {}).", s.used)
+            }
+            _ => "The budget is a number of tokens, 1 to 100000000: /ai budget 50000".into(),
+        },
+        _ => {
+            "/ai shows today's tokens; /ai budget N sets a daily budget; /ai budget off removes it."
+                .into()
+        }
+    }
+}
