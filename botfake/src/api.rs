@@ -264,6 +264,25 @@ fn entities(params: &Map<String, Value>, text: &str) -> Result<Vec<(usize, usize
     Ok(out)
 }
 
+/// Whether `link_preview_options` turns previews off; malformed options are
+/// refused, as Telegram refuses them.
+fn previews_off(params: &Map<String, Value>) -> Result<bool, String> {
+    match params.get("link_preview_options") {
+        None => Ok(false),
+        Some(Value::Object(o)) => match o.get("is_disabled") {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err("can't parse link preview options: is_disabled is not a boolean".into()),
+        },
+        // Sent form-encoded, an object arrives as its JSON text.
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(o)) => Ok(o.get("is_disabled") == Some(&Value::Bool(true))),
+            _ => Err("can't parse link preview options JSON object".into()),
+        },
+        Some(_) => Err("can't parse link preview options JSON object".into()),
+    }
+}
+
 fn send_message(fake: &Fake, params: &Map<String, Value>) -> Response {
     let chat = match int(params, "chat_id") {
         Ok(c) => c,
@@ -281,6 +300,10 @@ fn send_message(fake: &Fake, params: &Map<String, Value>) -> Response {
         Ok(e) => e,
         Err(r) => return bad(&r.0),
     };
+    let previews_off = match previews_off(params) {
+        Ok(p) => p,
+        Err(r) => return bad(&r),
+    };
     let mut state = fake.state();
     if !state.chats.contains(&chat) {
         return bad("chat not found");
@@ -295,6 +318,7 @@ fn send_message(fake: &Fake, params: &Map<String, Value>) -> Response {
         monospace,
         edited: false,
         deleted: false,
+        previews_off,
     };
     state.sent.push(sent.clone());
     drop(state);
@@ -315,6 +339,10 @@ fn edit_message_text(fake: &Fake, params: &Map<String, Value>) -> Response {
         Ok(b) => b,
         Err(r) => return bad(&r.0),
     };
+    let previews_off = match previews_off(params) {
+        Ok(p) => p,
+        Err(r) => return bad(&r),
+    };
     let mut state = fake.state();
     let Some(m) = state.message_mut(chat, message_id) else {
         return bad("message to edit not found");
@@ -328,6 +356,7 @@ fn edit_message_text(fake: &Fake, params: &Map<String, Value>) -> Response {
         );
     }
     m.text = text;
+    m.previews_off = previews_off;
     m.parse_mode = parse_mode;
     m.buttons = buttons;
     m.edited = true;

@@ -20,6 +20,9 @@ pub struct Sent {
     pub edited: bool,
     /// A message the user deleted (Telegram then reports `date == 0`).
     pub deleted: bool,
+    /// Whether the message was sent (and last edited) with link previews
+    /// off (`link_preview_options.is_disabled`).
+    pub previews_off: bool,
 }
 
 /// One message the person wrote (through the chat page or a test).

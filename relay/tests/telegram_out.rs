@@ -53,6 +53,8 @@ async fn a_servers_text_is_shown_as_text_and_its_body_leaves_the_relay(db: PgPoo
     let shown = sent(&bot, 8001, 1).await;
     assert_eq!(shown.text, text);
     assert_eq!(shown.parse_mode, None);
+    // A link in a server's text is never previewed (fetched, shown).
+    assert!(shown.previews_off, "sent with link previews on");
     // Delivered, the body is deleted with the delivery's record.
     bot.wait_metric("message_delivered", 1).await;
     let left: i64 = sqlx::query_scalar("SELECT count(*) FROM chat_outbox")
@@ -229,6 +231,7 @@ async fn an_edit_changes_the_message_in_place_and_its_old_buttons_expire(db: PgP
     bot.wait_recorded(&after).await;
     assert_eq!(after.message_id, before.message_id);
     assert_eq!(after.text, "Approved, running.");
+    assert!(after.previews_off, "edited with link previews on");
     assert_eq!(bot.fake.sent_to(8007).len(), 2, "edited in place");
     let query = bot
         .fake

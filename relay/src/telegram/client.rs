@@ -131,8 +131,8 @@ impl Client {
             .map_err(|e| self.error(e))
     }
 
-    /// Sends `text` as it is (no parse mode) with `keyboard`; returns the
-    /// message's id.
+    /// Sends `text` as it is (no parse mode, no link preview) with
+    /// `keyboard`; returns the message's id.
     pub async fn send(
         &self,
         chat: i64,
@@ -141,7 +141,12 @@ impl Client {
         monospace: &[aromba_proto::frame::Span],
     ) -> Result<i64, CallError> {
         use teloxide::types::MessageEntity;
-        let request = self.bot.send_message(ChatId(chat), text);
+        // No link preview, ever: a preview fetches the link (from
+        // Telegram's servers) and shows what it finds beside our text.
+        let request = self
+            .bot
+            .send_message(ChatId(chat), text)
+            .link_preview_options(no_preview());
         let request = if monospace.is_empty() {
             request
         } else {
@@ -173,6 +178,7 @@ impl Client {
         let request = self
             .bot
             .edit_message_text(ChatId(chat), MessageId(id), text)
+            .link_preview_options(no_preview())
             .reply_markup(markup(keyboard).unwrap_or_default());
         request.await.map(drop).map_err(|e| self.error(e))
     }
@@ -258,5 +264,16 @@ mod tests {
         ] {
             assert_eq!(parse_api_url(bad), Err(BadApiUrl), "{bad}");
         }
+    }
+}
+
+/// Link previews off.
+fn no_preview() -> teloxide::types::LinkPreviewOptions {
+    teloxide::types::LinkPreviewOptions {
+        is_disabled: true,
+        url: None,
+        prefer_small_media: false,
+        prefer_large_media: false,
+        show_above_text: false,
     }
 }

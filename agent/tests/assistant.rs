@@ -1,0 +1,216 @@
+//! The assistant end to end: a real relay with the fake Bot API, a real
+//! Warden, `aromba pair` (which lists the model's host from
+//! `network.toml`'s `[assistant]`), `aromba run` — and a fake
+//! OpenAI-compatible model server on loopback that answers from a script
+//! and keeps every request it was sent, so a test can see exactly what
+//! reached the model.
+
+mod paired;
+#[path = "../../relay/tests/support/mod.rs"]
+mod relay_support;
+mod support;
+
+use paired::{CHAT, Setup, paired_with};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use std::sync::{Arc, Mutex};
+use support::{TestWarden, account};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const KEY: &str = "sk-test-assistant-key-0123456789";
+
+/// What the fake model was sent: the Authorization header and the body.
+#[derive(Clone, Debug)]
+struct Asked {
+    authorization: String,
+    body: Value,
+}
+
+type Script = Arc<dyn Fn(usize, &Value) -> Value + Send + Sync>;
+
+struct FakeModel {
+    url: String,
+    asked: Arc<Mutex<Vec<Asked>>>,
+}
+
+/// A chat-completions answer with `text` or a tool call.
+fn say(text: &str) -> Value {
+    json!({"choices": [{"message": {"role": "assistant", "content": text}}],
+           "usage": {"prompt_tokens": 20, "completion_tokens": 4}})
+}
+
+fn call(name: &str, arguments: Value) -> Value {
+    json!({"choices": [{"message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "call-1", "type": "function",
+                            "function": {"name": name, "arguments": arguments.to_string()}}]}}],
+           "usage": {"prompt_tokens": 30, "completion_tokens": 6}})
+}
+
+/// Serves `script(round, request)` to each `POST /v1/chat/completions`.
+async fn fake_model(script: Script) -> FakeModel {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let addr = listener.local_addr().expect("its address");
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let log = asked.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = listener.accept().await else {
+                return;
+            };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 8192];
+            // Headers, then the body by its Content-Length.
+            let (head, mut body) = loop {
+                let Ok(n) = s.read(&mut chunk).await else {
+                    break (String::new(), Vec::new());
+                };
+                if n == 0 {
+                    break (String::new(), Vec::new());
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break (
+                        String::from_utf8_lossy(&buf[..i]).into_owned(),
+                        buf[i + 4..].to_vec(),
+                    );
+                }
+            };
+            let header = |name: &str| {
+                head.lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+                    })
+                    .unwrap_or_default()
+            };
+            let length: usize = header("content-length").parse().unwrap_or(0);
+            while body.len() < length {
+                let Ok(n) = s.read(&mut chunk).await else {
+                    break;
+                };
+                if n == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..n]);
+            }
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let round = {
+                let mut log = log.lock().expect("the log");
+                log.push(Asked {
+                    authorization: header("authorization"),
+                    body: request.clone(),
+                });
+                log.len() - 1
+            };
+            let answer = script(round, &request).to_string();
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+            let _ = s.write_all(reply.as_bytes()).await;
+        }
+    });
+    FakeModel {
+        url: format!("http://{addr}/v1"),
+        asked,
+    }
+}
+
+/// The Worker's files for an assistant at `url`: `[assistant]` in
+/// root's `network.toml` (which `aromba pair` keeps and lists the host
+/// of) and the key in the Worker's own `secrets.toml`.
+fn assistant_files(w: &TestWarden, url: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = w.root.join("worker");
+    std::fs::create_dir_all(&dir).expect("worker/");
+    let network = dir.join("network.toml");
+    std::fs::write(
+        &network,
+        format!("[assistant]\nendpoint = \"{url}\"\nmodel = \"test-model\"\n"),
+    )
+    .expect("network.toml");
+    std::fs::set_permissions(&network, std::fs::Permissions::from_mode(0o644)).expect("0644");
+    let secrets = dir.join("secrets.toml");
+    std::fs::write(&secrets, format!("api_key = \"{KEY}\"\n")).expect("secrets.toml");
+    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).expect("0600");
+    let worker = account("aromba");
+    std::os::unix::fs::chown(&secrets, Some(worker.uid), Some(worker.gid)).expect("chown");
+}
+
+/// Every tool result the model was sent, across all requests.
+fn tool_results(asked: &[Asked]) -> Vec<String> {
+    asked
+        .iter()
+        .flat_map(|a| a.body["messages"].as_array().cloned().unwrap_or_default())
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str().map(String::from))
+        .collect()
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_question_is_answered_from_a_warden_read_with_its_usage(db: PgPool) {
+    let model = fake_model(Arc::new(|round, _| match round {
+        0 => call("memory", json!({})),
+        _ => say("Memory is fine: most of it is free."),
+    }))
+    .await;
+    let url = model.url.clone();
+    let p = paired_with(db, "assistant-memory", Setup::default(), move |w| {
+        assistant_files(w, &url)
+    })
+    .await;
+    let answer = p
+        .ask("how is my memory?", |t| t.starts_with("Memory is fine"))
+        .await;
+    assert!(
+        answer.text.ends_with("— 50 tokens in, 10 out"),
+        "{}",
+        answer.text
+    );
+    let asked = model.asked.lock().expect("the log").clone();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(asked[0].authorization, format!("Bearer {KEY}"));
+    assert_eq!(asked[0].body["model"], "test-model");
+    assert!(asked[0].body["tools"].is_array());
+    // The last round offers tools too here (only the eighth has none).
+    let results = tool_results(&asked);
+    assert_eq!(results.len(), 1);
+    assert!(results[0].contains("Mem:"), "{}", results[0]);
+    // The host was listed by `aromba pair`: the ladder did not move.
+    let status = p.warden.aromba_as("root", &["status"]);
+    assert!(support::text(&status.stdout).contains("ladder: normal"));
+    let _ = CHAT;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_secret_in_a_tool_result_is_redacted_before_the_model_sees_it(db: PgPool) {
+    // A folder whose name is a token: `du` lists it.
+    let planted =
+        std::path::PathBuf::from(format!("/var/tmp/aromba-assistant-{}", std::process::id()));
+    let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let _ = std::fs::remove_dir_all(&planted);
+    std::fs::create_dir_all(planted.join(secret)).expect("the planted folder");
+    let path = planted.to_string_lossy().into_owned();
+    let model = fake_model(Arc::new(move |round, _| match round {
+        0 => call("disk_usage", json!({"path": path, "depth": 1})),
+        _ => say("Those folders are small."),
+    }))
+    .await;
+    let url = model.url.clone();
+    let p = paired_with(db, "assistant-redact", Setup::default(), move |w| {
+        assistant_files(w, &url)
+    })
+    .await;
+    p.ask("what is in that folder?", |t| {
+        t.starts_with("Those folders")
+    })
+    .await;
+    let asked = model.asked.lock().expect("the log").clone();
+    let everything: String = asked.iter().map(|a| a.body.to_string()).collect();
+    assert!(!everything.contains(secret), "the token reached the model");
+    let results = tool_results(&asked);
+    assert!(results[0].contains("aromba-assistant"), "{}", results[0]);
+    let _ = std::fs::remove_dir_all(&planted);
+}
