@@ -261,16 +261,41 @@ pub struct NetworkConfig {
 /// `[assistant]` in `network.toml`: the model's API and which model.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AssistantSettings {
+    /// `openai` (chat completions, also Ollama, llama.cpp, vLLM) or
+    /// `anthropic` (Messages).
+    pub api: Api,
     /// The API's base, e.g. `https://api.openai.com/v1`.
     pub endpoint: BaseUrl,
     pub model: String,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    OpenAi,
+    Anthropic,
+}
+
+impl Api {
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::OpenAi => "openai",
+            Api::Anthropic => "anthropic",
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AssistantFile {
+    #[serde(default = "openai")]
+    api: Api,
     endpoint: String,
     model: String,
+}
+
+fn openai() -> Api {
+    Api::OpenAi
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -565,6 +590,7 @@ impl NetworkConfig {
                     return Err(invalid(format!("{:?} is not a model name", a.model)));
                 }
                 Some(AssistantSettings {
+                    api: a.api,
                     endpoint: BaseUrl::parse(&a.endpoint).map_err(|e| {
                         invalid(e.replacen("release URL", "assistant's endpoint", 1))
                     })?,
@@ -618,8 +644,10 @@ impl NetworkConfig {
         };
         if let Some(a) = &self.assistant {
             out.push_str(&format!(
-                "\n[assistant]\nendpoint = \"{}\"\nmodel = \"{}\"\n",
-                a.endpoint, a.model
+                "\n[assistant]\napi = \"{}\"\nendpoint = \"{}\"\nmodel = \"{}\"\n",
+                a.api.name(),
+                a.endpoint,
+                a.model
             ));
         }
         for h in &self.hosts {
@@ -740,6 +768,7 @@ mod tests {
             ca_file: Some(PathBuf::from("/etc/aromba/worker/ca.pem")),
             releases: Some(BaseUrl::parse("https://aro.mba/releases/stable").unwrap()),
             assistant: Some(AssistantSettings {
+                api: Api::Anthropic,
                 endpoint: BaseUrl::parse("https://api.openai.com/v1").unwrap(),
                 model: "gpt-4o-mini".into(),
             }),

@@ -66,7 +66,7 @@ async fn get(
             path: &path,
             body: None,
             cap,
-            bearer: None,
+            headers: Vec::new(),
         },
     )
     .await?;

@@ -40,8 +40,8 @@ pub struct Ask<'a> {
     pub body: Option<(&'a str, String)>,
     /// The most bytes of answer read; more is an error.
     pub cap: usize,
-    /// An `Authorization: Bearer` token (a model's API key); never logged.
-    pub bearer: Option<String>,
+    /// More headers (a model API's key); never logged.
+    pub headers: Vec<(&'static str, String)>,
 }
 
 /// Sends `ask` to `origin` and reads the answer. The caller bounds the
@@ -61,8 +61,8 @@ pub async fn request(
         .method(ask.method)
         .uri(ask.path)
         .header(hyper::header::HOST, authority(origin));
-    if let Some(token) = &ask.bearer {
-        builder = builder.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+    for (name, value) in &ask.headers {
+        builder = builder.header(*name, value.as_str());
     }
     let body = match ask.body {
         Some((content_type, bytes)) => {

@@ -54,7 +54,7 @@ pub async fn register(
         path: "/v1/servers",
         body: Some(("application/json", body)),
         cap: MAX_ANSWER,
-        bearer: None,
+        headers: Vec::new(),
     };
     let answer = tokio::time::timeout(
         Duration::from_secs(TIMEOUT_S),

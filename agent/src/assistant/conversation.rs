@@ -32,6 +32,10 @@ pub trait Host {
     ) -> impl std::future::Future<Output = Result<String, String>> + Send;
     /// The names of the chores the Warden lists.
     fn chores(&self) -> impl std::future::Future<Output = Vec<String>> + Send;
+    /// The model called these tools (a round of the answer under way).
+    fn progress(&self, _tools: &[String]) -> impl std::future::Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 /// The answer to one question.
@@ -140,6 +144,8 @@ pub async fn answer<M: Model, H: Host>(
             });
         }
         let calls: Vec<_> = reply.calls.into_iter().take(MAX_CALLS_PER_ROUND).collect();
+        let names: Vec<String> = calls.iter().map(|c| c.name.clone()).collect();
+        host.progress(&names).await;
         messages.push(Message::Assistant {
             text: reply.text,
             calls: calls.clone(),

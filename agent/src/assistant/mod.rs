@@ -51,13 +51,26 @@ impl Assistant {
     }
 
     /// The model client for one question.
-    pub fn model(&self) -> model::OpenAi {
-        model::OpenAi {
-            dialer: Arc::new(self.gate.clone()),
-            endpoint: self.settings.endpoint.clone(),
-            model: self.settings.model.clone(),
-            key: self.key.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-            roots: None,
+    pub fn model(&self) -> model::AnyModel {
+        let dialer: Arc<dyn aromba_proto::client::Dialer> = Arc::new(self.gate.clone());
+        let endpoint = self.settings.endpoint.clone();
+        let model = self.settings.model.clone();
+        let key = self.key.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        match self.settings.api {
+            crate::config::Api::OpenAi => model::AnyModel::OpenAi(model::OpenAi {
+                dialer,
+                endpoint,
+                model,
+                key,
+                roots: None,
+            }),
+            crate::config::Api::Anthropic => model::AnyModel::Anthropic(model::Anthropic {
+                dialer,
+                endpoint,
+                model,
+                key,
+                roots: None,
+            }),
         }
     }
 }

@@ -1,7 +1,8 @@
-//! The model behind the assistant: one small trait ([`Model`]) and the
+//! The model behind the assistant: one small trait ([`Model`]), the
 //! OpenAI-compatible chat-completions client ([`OpenAi`], which also
-//! serves Ollama, llama.cpp and vLLM) over the Worker's network gate. The
-//! endpoint's host must be listed in `network.toml` like any other.
+//! serves Ollama, llama.cpp and vLLM) and Anthropic's Messages
+//! ([`Anthropic`]), both over the Worker's network gate. The endpoint's
+//! host must be listed in `network.toml` like any other.
 
 use crate::config::BaseUrl;
 use crate::http::{Ask, HttpError, request};
@@ -179,7 +180,11 @@ impl Model for OpenAi {
             path: &path,
             body: Some(("application/json", body.to_string())),
             cap: MAX_ANSWER,
-            bearer: self.key.clone(),
+            headers: self
+                .key
+                .iter()
+                .map(|k| ("authorization", format!("Bearer {k}")))
+                .collect(),
         };
         let answer = tokio::time::timeout(
             Duration::from_secs(TIMEOUT_S),
@@ -211,6 +216,214 @@ impl Model for OpenAi {
             });
         }
         openai_reply(&answer.body)
+    }
+}
+
+/// Anthropic's `POST {endpoint}/messages`.
+pub struct Anthropic {
+    pub dialer: Arc<dyn Dialer>,
+    /// The API's base, e.g. `https://api.anthropic.com/v1`.
+    pub endpoint: BaseUrl,
+    pub model: String,
+    pub key: Option<String>,
+    pub roots: Option<Arc<rustls::RootCertStore>>,
+}
+
+/// The most tokens one Anthropic answer may take (the API needs a bound).
+const MAX_TOKENS: u64 = 2048;
+
+/// The system prompt and `messages` in Anthropic's shape.
+pub fn anthropic_messages(messages: &[Message]) -> (String, Value) {
+    let mut system = String::new();
+    let mut out: Vec<Value> = Vec::new();
+    for m in messages {
+        match m {
+            Message::System(t) => system = t.clone(),
+            Message::User(t) => out.push(json!({"role": "user", "content": t})),
+            Message::Assistant { text, calls } => {
+                let mut content = Vec::new();
+                if !text.is_empty() {
+                    content.push(json!({"type": "text", "text": text}));
+                }
+                for c in calls {
+                    let input: Value =
+                        serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!({}));
+                    content.push(
+                        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
+                    );
+                }
+                out.push(json!({"role": "assistant", "content": content}));
+            }
+            Message::Tool { call_id, content } => {
+                let block =
+                    json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
+                // Results of one round go in one user turn.
+                match out.last_mut() {
+                    Some(last)
+                        if last["role"] == "user"
+                            && last["content"]
+                                .as_array()
+                                .is_some_and(|c| c.iter().all(|b| b["type"] == "tool_result")) =>
+                    {
+                        if let Some(list) = last["content"].as_array_mut() {
+                            list.push(block);
+                        }
+                    }
+                    _ => out.push(json!({"role": "user", "content": [block]})),
+                }
+            }
+        }
+    }
+    (system, Value::Array(out))
+}
+
+/// OpenAI's tool definitions in Anthropic's shape.
+pub fn anthropic_tools(tools: &Value) -> Value {
+    Value::Array(
+        tools
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .map(|t| {
+                        json!({
+                            "name": t["function"]["name"],
+                            "description": t["function"]["description"],
+                            "input_schema": t["function"]["parameters"],
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    )
+}
+
+/// Reads an Anthropic Messages answer.
+pub fn anthropic_reply(body: &[u8]) -> Result<Reply, ModelError> {
+    let v: Value =
+        serde_json::from_slice(body).map_err(|e| ModelError::Malformed(e.to_string()))?;
+    let blocks = v
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| ModelError::Malformed("no content".into()))?;
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    for b in blocks.iter().take(32) {
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                text.push_str(b.get("text").and_then(Value::as_str).unwrap_or_default())
+            }
+            Some("tool_use") => calls.push(ToolCall {
+                id: b
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .chars()
+                    .take(128)
+                    .collect(),
+                name: b
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| ModelError::Malformed("a tool call without a name".into()))?
+                    .chars()
+                    .take(64)
+                    .collect(),
+                arguments: b.get("input").map(Value::to_string).unwrap_or_default(),
+            }),
+            _ => {}
+        }
+    }
+    let number = |p: &str| v.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    Ok(Reply {
+        text,
+        calls,
+        usage: Usage {
+            input: number("/usage/input_tokens"),
+            output: number("/usage/output_tokens"),
+        },
+    })
+}
+
+impl Model for Anthropic {
+    async fn complete(
+        &self,
+        messages: &[Message],
+        tools: Option<&Value>,
+    ) -> Result<Reply, ModelError> {
+        let (system, messages) = anthropic_messages(messages);
+        let mut body = json!({
+            "model": self.model,
+            "max_tokens": MAX_TOKENS,
+            "system": system,
+            "messages": messages,
+        });
+        if let Some(tools) = tools {
+            body["tools"] = anthropic_tools(tools);
+        }
+        let path = self.endpoint.file("messages");
+        let mut headers = vec![("anthropic-version", "2023-06-01".to_string())];
+        if let Some(k) = &self.key {
+            headers.push(("x-api-key", k.clone()));
+        }
+        let ask = Ask {
+            method: hyper::Method::POST,
+            path: &path,
+            body: Some(("application/json", body.to_string())),
+            cap: MAX_ANSWER,
+            headers,
+        };
+        let answer = tokio::time::timeout(
+            Duration::from_secs(TIMEOUT_S),
+            request(
+                self.dialer.as_ref(),
+                &self.endpoint.origin,
+                self.roots.clone(),
+                ask,
+            ),
+        )
+        .await
+        .map_err(|_| ModelError::Timeout(TIMEOUT_S))??;
+        if answer.status != 200 {
+            return Err(status_error(answer.status, &answer.body));
+        }
+        anthropic_reply(&answer.body)
+    }
+}
+
+fn status_error(status: u16, body: &[u8]) -> ModelError {
+    let message = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .and_then(Value::as_str)
+                .map(String::from)
+        })
+        .unwrap_or_else(|| "no reason given".into());
+    ModelError::Status {
+        status,
+        message: message
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(200)
+            .collect(),
+    }
+}
+
+/// The model `network.toml` names: one of the two APIs.
+pub enum AnyModel {
+    OpenAi(OpenAi),
+    Anthropic(Anthropic),
+}
+
+impl Model for AnyModel {
+    async fn complete(
+        &self,
+        messages: &[Message],
+        tools: Option<&Value>,
+    ) -> Result<Reply, ModelError> {
+        match self {
+            AnyModel::OpenAi(m) => m.complete(messages, tools).await,
+            AnyModel::Anthropic(m) => m.complete(messages, tools).await,
+        }
     }
 }
 
@@ -265,5 +478,59 @@ mod tests {
         assert_eq!(m[2]["tool_calls"][0]["function"]["name"], "load");
         assert_eq!(m[2]["content"], Value::Null);
         assert_eq!(m[3]["tool_call_id"], "c1");
+    }
+
+    #[test]
+    fn speaks_anthropics_messages_both_ways() {
+        let (system, m) = anthropic_messages(&[
+            Message::System("s".into()),
+            Message::User("u".into()),
+            Message::Assistant {
+                text: "let me look".into(),
+                calls: vec![
+                    ToolCall {
+                        id: "t1".into(),
+                        name: "load".into(),
+                        arguments: "{}".into(),
+                    },
+                    ToolCall {
+                        id: "t2".into(),
+                        name: "memory".into(),
+                        arguments: "{}".into(),
+                    },
+                ],
+            },
+            Message::Tool {
+                call_id: "t1".into(),
+                content: "up".into(),
+            },
+            Message::Tool {
+                call_id: "t2".into(),
+                content: "free".into(),
+            },
+        ]);
+        assert_eq!(system, "s");
+        assert_eq!(m.as_array().unwrap().len(), 3, "{m}");
+        assert_eq!(m[1]["content"][1]["type"], "tool_use");
+        assert_eq!(m[2]["content"].as_array().unwrap().len(), 2);
+        assert_eq!(m[2]["content"][1]["tool_use_id"], "t2");
+        let tools = anthropic_tools(&crate::assistant::tools::definitions());
+        assert_eq!(tools[0]["name"], "disk_usage");
+        assert_eq!(tools[0]["input_schema"]["type"], "object");
+        let r = anthropic_reply(
+            br#"{"content":[{"type":"text","text":"Hi"},{"type":"tool_use","id":"t9","name":"load","input":{}}],
+                "usage":{"input_tokens":11,"output_tokens":3}}"#,
+        )
+        .unwrap();
+        assert_eq!(r.text, "Hi");
+        assert_eq!(r.calls[0].name, "load");
+        assert_eq!(r.calls[0].arguments, "{}");
+        assert_eq!(
+            r.usage,
+            Usage {
+                input: 11,
+                output: 3
+            }
+        );
     }
 }

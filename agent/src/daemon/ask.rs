@@ -43,15 +43,20 @@ fn keep(daemon: &Daemon, s: &Spent) {
     }
 }
 
-/// The Warden, as the conversation's [`Host`].
-struct Warden<'a>(&'a Daemon);
+/// The Warden, as the conversation's [`Host`]; each round's tools are
+/// shown by editing the answer's message in place.
+struct Warden<'a> {
+    daemon: &'a Daemon,
+    message: uuid::Uuid,
+    looked: std::sync::Mutex<Vec<String>>,
+}
 
 impl Host for Warden<'_> {
     async fn read(&self, cmd: String, args: Vec<String>) -> Result<String, String> {
-        if !self.0.take_read() {
+        if !self.daemon.take_read() {
             return Err("the Worker's read budget for these ten minutes is spent".into());
         }
-        match warden_client::ask(&self.0.worker_socket(), &Request::Read { cmd, args }).await {
+        match warden_client::ask(&self.daemon.worker_socket(), &Request::Read { cmd, args }).await {
             Ok(Response::Result(r)) => {
                 let mut text = printable(&r.stdout);
                 let err = printable(&r.stderr);
@@ -71,10 +76,19 @@ impl Host for Warden<'_> {
     }
 
     async fn chores(&self) -> Vec<String> {
-        match warden_client::ask(&self.0.worker_socket(), &Request::Chores).await {
+        match warden_client::ask(&self.daemon.worker_socket(), &Request::Chores).await {
             Ok(Response::Chores { chores }) => chores.into_iter().map(|c| c.name).collect(),
             _ => Vec::new(),
         }
+    }
+
+    async fn progress(&self, tools: &[String]) {
+        let text = {
+            let mut looked = self.looked.lock().unwrap_or_else(|p| p.into_inner());
+            looked.extend(tools.iter().map(|t| t.replace('_', " ")));
+            format!("Looking into it: {}…", looked.join(", "))
+        };
+        self.daemon.edit(self.message, text, vec![]).await;
     }
 }
 
@@ -111,10 +125,27 @@ pub async fn question(daemon: &Daemon, question: &str) -> Option<String> {
         ));
     }
     let model = assistant.model();
-    let answered = conversation::answer(&model, &Warden(daemon), question, prod).await;
+    // One message, edited as the answer comes: the tools looked at, then
+    // the answer itself.
+    let message = daemon.say("Looking into it…".into(), vec![]).await;
+    let host = Warden {
+        daemon,
+        message,
+        looked: Default::default(),
+    };
+    let answered = conversation::answer(&model, &host, question, prod).await;
     let answer = match answered {
         Ok(a) => a,
-        Err(e) => return Some(format!("The assistant could not answer: {e}")),
+        Err(e) => {
+            daemon
+                .edit(
+                    message,
+                    format!("The assistant could not answer: {e}"),
+                    vec![],
+                )
+                .await;
+            return Some(String::new());
+        }
     };
     s.used += answer.usage.input + answer.usage.output;
     keep(daemon, &s);
@@ -130,7 +161,14 @@ pub async fn question(daemon: &Daemon, question: &str) -> Option<String> {
     if prod {
         text.push_str("; prod mode: I only propose");
     }
-    daemon.say(text, vec![]).await;
+    if text.chars().count() <= super::MESSAGE_CHARS {
+        daemon.edit(message, text, vec![]).await;
+    } else {
+        daemon
+            .edit(message, "Here is what I found:".into(), vec![])
+            .await;
+        daemon.say(text, vec![]).await;
+    }
     for (name, why) in &answer.proposals {
         daemon
             .say(

@@ -122,6 +122,24 @@ impl Daemon {
         id
     }
 
+    /// Replaces the text (and buttons) of a message this Worker sent.
+    pub async fn edit(
+        &self,
+        message: Uuid,
+        text: String,
+        buttons: Vec<aromba_proto::frame::Button>,
+    ) {
+        let body = Body::Edit {
+            id: Uuid::new_v4(),
+            message,
+            text,
+            buttons,
+        };
+        if self.to_relay.send(Outgoing(body)).await.is_err() {
+            tracing::warn!("the relay link is gone; an edit was not sent");
+        }
+    }
+
     /// Takes one read from the budget, or says it is spent.
     pub fn take_read(&self) -> bool {
         let now = tokio::time::Instant::now();
