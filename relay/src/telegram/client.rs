@@ -248,6 +248,17 @@ fn markup(keyboard: &Keyboard) -> Option<InlineKeyboardMarkup> {
     })))
 }
 
+/// Link previews off.
+fn no_preview() -> teloxide::types::LinkPreviewOptions {
+    teloxide::types::LinkPreviewOptions {
+        is_disabled: true,
+        url: None,
+        prefer_small_media: false,
+        prefer_large_media: false,
+        show_above_text: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,16 +275,5 @@ mod tests {
         ] {
             assert_eq!(parse_api_url(bad), Err(BadApiUrl), "{bad}");
         }
-    }
-}
-
-/// Link previews off.
-fn no_preview() -> teloxide::types::LinkPreviewOptions {
-    teloxide::types::LinkPreviewOptions {
-        is_disabled: true,
-        url: None,
-        prefer_small_media: false,
-        prefer_large_media: false,
-        show_above_text: false,
     }
 }
