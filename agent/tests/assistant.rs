@@ -214,3 +214,58 @@ async fn a_secret_in_a_tool_result_is_redacted_before_the_model_sees_it(db: PgPo
     assert!(results[0].contains("aromba-assistant"), "{}", results[0]);
     let _ = std::fs::remove_dir_all(&planted);
 }
+
+#[sqlx::test(migrations = false)]
+async fn a_daily_budget_refuses_questions_past_it(db: PgPool) {
+    let model = fake_model(Arc::new(|_, _| say("Fine."))).await;
+    let url = model.url.clone();
+    let p = paired_with(db, "assistant-budget", Setup::default(), move |w| {
+        assistant_files(w, &url)
+    })
+    .await;
+    p.ask("/ai budget 30", |t| {
+        t.starts_with("The daily budget is 30 tokens")
+    })
+    .await;
+    // 24 tokens: under the budget, answered.
+    p.ask("anything wrong?", |t| t.starts_with("Fine.")).await;
+    p.ask("/ai", |t| t.starts_with("Today: 24 of 30 tokens"))
+        .await;
+    p.ask("and now?", |t| t.starts_with("Fine.")).await;
+    // 48 of 30: refused, and the model is not asked.
+    let asked = model.asked.lock().expect("the log").len();
+    p.ask("one more?", |t| {
+        t.starts_with("Today's AI budget (30 tokens) is spent")
+    })
+    .await;
+    assert_eq!(model.asked.lock().expect("the log").len(), asked);
+}
+
+#[sqlx::test(migrations = false)]
+async fn at_cut_the_key_is_wiped_and_the_assistant_is_off(db: PgPool) {
+    let model = fake_model(Arc::new(|_, _| say("Fine."))).await;
+    let url = model.url.clone();
+    let p = paired_with(db, "assistant-cut", Setup::default(), move |w| {
+        assistant_files(w, &url)
+    })
+    .await;
+    p.ask("anything wrong?", |t| t.starts_with("Fine.")).await;
+    // /panic from the chat is step 3, Cut: the Warden wipes secrets.toml.
+    p.ask("/panic", |t| t.contains("reads only")).await;
+    let secrets = p.warden.root.join("worker/secrets.toml");
+    for _ in 0..100 {
+        if !secrets.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(!secrets.exists(), "the key's file is still there");
+    let asked = model.asked.lock().expect("the log").len();
+    p.ask("still there?", |t| t.starts_with("The assistant is off"))
+        .await;
+    assert_eq!(
+        model.asked.lock().expect("the log").len(),
+        asked,
+        "the model was asked after Cut"
+    );
+}
