@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 
 const USAGE: &str = "assistant-usage.json";
 
+const OFF: &str = "The assistant is off: its key was wiped when I stepped down to reads only. After `aromba resume`, put a key in secrets.toml and restart the Worker.";
+
 /// Today's tokens and the budget.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Spent {
@@ -93,28 +95,35 @@ impl Host for Warden<'_> {
 }
 
 /// (prod mode on, the ladder at Cut or above), from the Warden's status;
-/// unknown reads as the stricter.
-async fn standing(daemon: &Daemon) -> (bool, bool) {
+/// `None` when it cannot be read now (the Warden paces the Worker above
+/// Normal): then nothing goes to the model.
+async fn standing(daemon: &Daemon) -> Option<(bool, bool)> {
     match warden_client::ask(&daemon.worker_socket(), &Request::Status).await {
-        Ok(Response::Status(st)) => (
+        Ok(Response::Status(st)) => Some((
             st.prod_mode.starts_with("on"),
             st.ladder_step >= super::events::CUT,
-        ),
-        _ => (true, false),
+        )),
+        _ => None,
     }
 }
 
 /// Answers `question`; `None` when there is no assistant here.
 pub async fn question(daemon: &Daemon, question: &str) -> Option<String> {
     let assistant = daemon.assistant.as_ref()?;
-    let (prod, cut) = standing(daemon).await;
+    if assistant.is_off() {
+        return Some(OFF.into());
+    }
+    let Some((prod, cut)) = standing(daemon).await else {
+        return Some(
+            "I cannot tell how things stand with the Warden right now, so I am not asking the assistant; try again in a minute."
+                .into(),
+        );
+    };
     if cut {
         assistant.wipe();
     }
     if assistant.is_off() {
-        return Some(
-            "The assistant is off: its key was wiped when I stepped down to reads only. Put a key in secrets.toml after `aromba resume`.".into(),
-        );
+        return Some(OFF.into());
     }
     let mut s = spent(daemon);
     if let Some(budget) = s.budget

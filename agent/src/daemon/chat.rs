@@ -234,7 +234,20 @@ async fn trust(daemon: &Daemon) -> String {
 
 async fn panic(daemon: &Daemon) -> String {
     match ask(daemon, &Request::Panic).await {
-        Ok(Response::Ladder { name, message, .. }) => format!("Ladder: {name}. {message}"),
+        Ok(Response::Ladder {
+            step,
+            name,
+            message,
+        }) => {
+            // At Cut the AI key goes: the Warden wipes its file, the Worker
+            // its copy, at once.
+            if step >= super::events::CUT
+                && let Some(assistant) = &daemon.assistant
+            {
+                assistant.wipe();
+            }
+            format!("Ladder: {name}. {message}")
+        }
         Ok(Response::Refused { reason, .. }) => format!("The Warden refused: {reason}"),
         Ok(other) => odd(&other),
         Err(e) => e,
