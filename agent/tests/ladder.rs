@@ -5,8 +5,18 @@ mod support;
 
 use support::{TestWarden, account, text};
 
+/// One test at a time: every Warden here watches all of the aromba user's
+/// connections, so one test's connection (to an unlisted port, on purpose)
+/// would be another's unlisted host.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[test]
 fn status_shows_the_ladder_phase_isolation_integrity_and_journal() {
+    let _one = one_at_a_time();
     let warden = TestWarden::start_with("status", account("aromba"), true, |_| {});
     let out = warden.aromba_as("root", &["status"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -24,6 +34,7 @@ fn status_shows_the_ladder_phase_isolation_integrity_and_journal() {
 
 #[test]
 fn opening_a_honeypot_as_aromba_moves_the_ladder_to_cut() {
+    let _one = one_at_a_time();
     let warden = TestWarden::start_with("honeypot", account("aromba"), true, |_| {});
     warden.wait_for_ladder("normal");
     let pot = warden.root.join("home/.aws/credentials");
@@ -44,6 +55,7 @@ fn opening_a_honeypot_as_aromba_moves_the_ladder_to_cut() {
 
 #[test]
 fn an_outbound_connection_to_an_unlisted_port_moves_the_ladder_to_cut() {
+    let _one = one_at_a_time();
     let listed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let unlisted = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let listed_port = listed.local_addr().unwrap().port();
@@ -80,6 +92,7 @@ fn an_outbound_connection_to_an_unlisted_port_moves_the_ladder_to_cut() {
 
 #[test]
 fn a_network_toml_the_worker_may_write_moves_the_ladder_to_cut() {
+    let _one = one_at_a_time();
     let worker = account("aromba");
     let warden = TestWarden::start_with("network-owner", worker, false, |_| {});
     let worker_dir = warden.layout().worker_config_dir;
@@ -97,6 +110,7 @@ fn a_network_toml_the_worker_may_write_moves_the_ladder_to_cut() {
 
 #[test]
 fn resume_works_from_root_and_is_refused_to_aromba() {
+    let _one = one_at_a_time();
     let warden = TestWarden::start("resume", account("aromba"), 4);
     warden.ask(&["rm", "-rf", "/"]);
     warden.wait_for_ladder("slow");
@@ -114,6 +128,7 @@ fn resume_works_from_root_and_is_refused_to_aromba() {
 
 #[test]
 fn aromba_panic_disarms_and_leaves_the_worker_with_no_rights() {
+    let _one = one_at_a_time();
     let warden = TestWarden::start("panic", account("aromba"), 4);
     let out = warden.aromba_as("aromba", &["panic"]);
     assert_eq!(out.status.code(), Some(1), "only root may disarm");

@@ -213,6 +213,7 @@ async fn a_patch_release_installs_itself_in_the_quiet_window(db: PgPool) {
 
 #[test]
 fn aromba_update_from_a_root_terminal_downloads_and_the_warden_installs() {
+    let _alone = paired::alone();
     let files = scratch("cli");
     publish(&files.0, "2.0.0");
     let (url, _) = serve(files.0.clone());
@@ -274,6 +275,7 @@ fn aromba_update_from_a_root_terminal_downloads_and_the_warden_installs() {
 
 #[test]
 fn aromba_uninstall_asks_first_and_under_a_test_root_removes_only_that_tree() {
+    let _alone = paired::alone();
     let w = TestWarden::start_installed("uninstall-cli", account("aromba"), Some(0), |o| {
         with_test_releases(o)
     });

@@ -30,6 +30,12 @@ pub const CHAT: i64 = 5_550_001;
 /// unlisted host to this test's Warden.
 static ONE_DAEMON: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// For a test outside a runtime that starts a watching Warden of its own
+/// in a file with paired tests: no daemon runs meanwhile.
+pub fn alone() -> tokio::sync::MutexGuard<'static, ()> {
+    ONE_DAEMON.blocking_lock()
+}
+
 /// How the server is set up before pairing.
 pub struct Setup {
     /// The Warden counts itself installed this many days ago.
