@@ -705,12 +705,14 @@ async fn at_freeze_the_assistant_still_asks_the_model(db: PgPool) {
             break;
         }
         clock.advance(61);
-        let _ = p.warden.ask(&["du", "/root/.ssh"]);
+        let _ = p
+            .warden
+            .ask(&["du", "-x", "-h", "--max-depth=1", "/root/.ssh"]);
     }
     let step = ladder(&p);
     assert!(step.starts_with("ladder: freeze"), "{step}");
     // The Worker tells the chat (and would have stopped its assistant).
-    p.next(0, |t| t.starts_with("More unusual activity")).await;
+    p.next(0, |t| t.contains("More unusual activity")).await;
     // The paced minute passes; the person asks.
     let mut replies = Vec::new();
     for i in 0..4 {
@@ -877,6 +879,39 @@ async fn propose_chore_calls_flood_the_warden_past_its_request_threshold(db: PgP
     assert!(
         step.starts_with("ladder: normal"),
         "the assistant's requests moved the ladder: {step}"
+    );
+}
+
+/// Every tool call takes one of the Worker's read budget (48 in ten
+/// minutes, shared with the chat's commands, the health checks, dry runs
+/// and the schedule's runs); one question may make 56: one question (an
+/// injected line asking for "a thorough look") spends the whole budget,
+/// and the person's own `/logs` is refused for ten minutes.
+#[sqlx::test(migrations = false)]
+async fn one_question_spends_the_whole_read_budget(db: PgPool) {
+    let script: Script = Arc::new(|round, _, _| {
+        if round >= 7 {
+            return Canned::ok(say("Looked everywhere."));
+        }
+        let paths: Vec<String> = (0..8)
+            .map(|i| format!("/var/tmp/nothing-{round}-{i}"))
+            .collect();
+        let list: Vec<(&str, Value)> = paths
+            .iter()
+            .map(|p| ("disk_usage", json!({"path": p})))
+            .collect();
+        Canned::ok(calls(&list, 1, 1))
+    });
+    let (p, _model) = with_model(db, "round-read-budget", script).await;
+    p.ask("have a thorough look", |t| t.contains("tokens in"))
+        .await;
+    let logs = p
+        .ask("/logs ssh", |t| !t.starts_with("Looking into it"))
+        .await;
+    assert!(
+        !logs.text.starts_with("I have asked the Warden for a lot"),
+        "one question left the chat no reads: {:?}",
+        logs.text
     );
 }
 
