@@ -8,6 +8,11 @@
 //! The fake model here answers each request with a status, a body and a
 //! delay of the script's choosing, and records when each request came and
 //! the Authorization it carried.
+//!
+//! At commit time (main at 5d4341a) 17 of these fail — each a break, for
+//! the main engineer to fix — and 3 hold: `hostile_tool_arguments_never_reach_the_warden`,
+//! `odd_tool_call_ids_and_malformed_answers_end_in_one_reply`,
+//! `every_message_of_an_answer_has_link_previews_off`.
 
 mod paired;
 #[path = "../../relay/tests/support/mod.rs"]
