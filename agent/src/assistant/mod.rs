@@ -11,6 +11,9 @@ pub mod conversation;
 pub mod model;
 pub mod tools;
 
+#[cfg(test)]
+mod attack_round_tests;
+
 use crate::config::{AssistantSettings, ConfigError};
 use crate::net::Gate;
 use std::os::unix::fs::MetadataExt;
