@@ -88,23 +88,92 @@ pub fn cap(text: &str, max: usize) -> String {
 }
 
 /// `text` with every link taken out: no URL of the model's reaches the
-/// chat (and none can be previewed).
+/// chat (and none can be previewed) — nor anything Telegram makes
+/// tappable by itself: a bare domain, `t.me/…`, an `@username`, an e-mail
+/// address. Invisible characters and look-alike punctuation go first, so a
+/// scheme broken by them cannot hide its domain.
 pub fn without_links(text: &str) -> String {
-    text.split_inclusive(char::is_whitespace)
+    let cleaned: String = text
+        .chars()
+        .filter(|c| {
+            !matches!(
+                c,
+                '\u{200b}'..='\u{200f}' | '\u{2060}' | '\u{feff}' | '\u{00ad}'
+            )
+        })
+        .map(|c| match c {
+            '\u{ff1a}' => ':',
+            '\u{ff0f}' => '/',
+            '\u{ff0e}' | '\u{3002}' => '.',
+            '\u{ff20}' => '@',
+            c => c,
+        })
+        .collect();
+    cleaned
+        .split_inclusive(char::is_whitespace)
         .map(|word| {
             let bare = word.trim_end();
-            let lower = bare.to_ascii_lowercase();
-            let link = lower.contains("://")
-                || lower.starts_with("www.")
-                || lower.contains("](")
-                || lower.starts_with("mailto:");
-            if link {
+            if is_link(bare) {
                 format!("[link removed]{}", &word[bare.len()..])
             } else {
                 word.to_string()
             }
         })
         .collect()
+}
+
+/// Top-level domains Telegram links in plain text that a server's words
+/// rarely end in (`nginx.service`, `cron.daily`, `app.py` stay).
+const TLDS: &[&str] = &[
+    "com", "net", "org", "io", "me", "co", "ru", "de", "uk", "info", "xyz", "app", "dev", "top",
+    "site", "online", "link", "click", "biz", "cn", "su", "tk", "ml", "ga", "cf", "gq", "ly", "to",
+    "cc", "ws", "gg", "sh", "ai", "bot", "tv", "us", "eu", "fr", "nl", "example",
+];
+
+fn is_link(word: &str) -> bool {
+    let lower = word.to_lowercase();
+    if lower.contains("://")
+        || lower.contains("www.")
+        || lower.contains("](")
+        || lower.contains("mailto:")
+        || lower.starts_with("tg:")
+    {
+        return true;
+    }
+    // `@username` (Telegram's are 5 or more) and `name@host`.
+    if let Some(at) = lower.find('@') {
+        let after: String = lower[at + 1..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.' || *c == '-')
+            .collect();
+        if after.len() >= 3 {
+            return true;
+        }
+    }
+    // A host: labels of letters, digits and `-` joined by dots, its last
+    // label a domain Telegram links, or any two-letter one followed by a
+    // path.
+    let trimmed = lower.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '/');
+    for candidate in
+        trimmed.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '/'))
+    {
+        let (host, path) = match candidate.split_once('/') {
+            Some((h, _)) => (h, true),
+            None => (candidate, false),
+        };
+        let labels: Vec<&str> = host.split('.').collect();
+        if labels.len() < 2 || labels.iter().any(|l| l.is_empty()) {
+            continue;
+        }
+        let tld = labels[labels.len() - 1];
+        if !tld.chars().all(|c| c.is_ascii_alphabetic()) {
+            continue;
+        }
+        if TLDS.contains(&tld) || (path && tld.len() == 2) {
+            return true;
+        }
+    }
+    false
 }
 
 /// A delimiter no result can have guessed.
@@ -128,13 +197,16 @@ pub async fn answer<M: Model, H: Host>(
     let mut usage = Usage::default();
     let mut made: HashSet<String> = HashSet::new();
     let mut proposals: Vec<(String, String)> = Vec::new();
+    // The Warden's chore list, asked once an answer, when first needed.
+    let mut chores: Option<Vec<String>> = None;
     for round in 0..MAX_ROUNDS {
         let last = round + 1 == MAX_ROUNDS;
         let reply = model
             .complete(&messages, (!last).then_some(&definitions))
             .await?;
-        usage.input += reply.usage.input;
-        usage.output += reply.usage.output;
+        // Counts from the endpoint, not trusted to be small.
+        usage.input = usage.input.saturating_add(reply.usage.input);
+        usage.output = usage.output.saturating_add(reply.usage.output);
         if reply.calls.is_empty() || last {
             return Ok(Answer {
                 text: without_links(reply.text.trim()),
@@ -144,14 +216,27 @@ pub async fn answer<M: Model, H: Host>(
             });
         }
         let calls: Vec<_> = reply.calls.into_iter().take(MAX_CALLS_PER_ROUND).collect();
-        let names: Vec<String> = calls.iter().map(|c| c.name.clone()).collect();
+        // Only names the grammar knows reach the chat's progress line.
+        let names: Vec<String> = calls
+            .iter()
+            .filter(|c| tools::NAMES.contains(&c.name.as_str()))
+            .map(|c| c.name.clone())
+            .collect();
         host.progress(&names).await;
         messages.push(Message::Assistant {
             text: reply.text,
             calls: calls.clone(),
         });
         for call in calls {
-            let content = serve(host, &call.name, &call.arguments, &mut made, &mut proposals).await;
+            let content = serve(
+                host,
+                &call.name,
+                &call.arguments,
+                &mut made,
+                &mut proposals,
+                &mut chores,
+            )
+            .await;
             messages.push(Message::Tool {
                 call_id: call.id,
                 content: wrap(&delimiter, &content),
@@ -168,6 +253,7 @@ async fn serve<H: Host>(
     arguments: &str,
     made: &mut HashSet<String>,
     proposals: &mut Vec<(String, String)>,
+    chores: &mut Option<Vec<String>>,
 ) -> String {
     let tool = match tools::parse(name, arguments) {
         Ok(t) => t,
@@ -177,7 +263,10 @@ async fn serve<H: Host>(
         return "refused: this exact call was made already; use its result".into();
     }
     if let Tool::ProposeChore { name, why } = &tool {
-        let chores = host.chores().await;
+        if chores.is_none() {
+            *chores = Some(host.chores().await);
+        }
+        let chores = chores.as_deref().unwrap_or_default();
         if !chores.iter().any(|c| c == name) {
             return format!(
                 "refused: there is no chore named {name:?}; the chores here are: {}",
