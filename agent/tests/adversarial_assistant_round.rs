@@ -643,7 +643,7 @@ async fn the_key_still_goes_to_the_model_after_cut_in_mid_question(db: PgPool) {
     }
     // A honeypot opened as the Worker's user: straight to Cut.
     let pot = p.warden.root.join("home/.aws/credentials");
-    let out = std::process::Command::new("runuser")
+    let out = assert_cmd::Command::new("runuser")
         .args(["-u", "aromba", "--", "cat"])
         .arg(&pot)
         .output()
