@@ -9,8 +9,9 @@
 //! delay of the script's choosing, and records when each request came and
 //! the Authorization it carried.
 //!
-//! At commit time (main at 5d4341a) 17 of these fail — each a break, for
-//! the main engineer to fix — and 3 hold: `hostile_tool_arguments_never_reach_the_warden`,
+//! The round found 17 breaks (each test's doc says what the attack did
+//! then); all are fixed, and the tests keep them fixed. Three attacks held
+//! from the start: `hostile_tool_arguments_never_reach_the_warden`,
 //! `odd_tool_call_ids_and_malformed_answers_end_in_one_reply`,
 //! `every_message_of_an_answer_has_link_previews_off`.
 
@@ -473,8 +474,9 @@ async fn a_huge_answer_floods_the_chat_with_messages(db: PgPool) {
 // The daily budget against a hostile endpoint.
 // ---------------------------------------------------------------------
 
-/// Usage is added only when the whole answer succeeds: the tokens of every
-/// round before a failed one are never counted.
+/// Usage was added only when the whole answer succeeded: the tokens of
+/// every round before a failed one were never counted. Now each
+/// completion's tokens count as they come.
 #[sqlx::test(migrations = false)]
 async fn tokens_of_a_question_whose_last_round_fails_are_not_counted(db: PgPool) {
     let script: Script = Arc::new(|round, _, _| match round % 2 {
@@ -486,8 +488,8 @@ async fn tokens_of_a_question_whose_last_round_fails_are_not_counted(db: PgPool)
         },
     });
     let (p, model) = with_model(db, "round-budget-fail", script).await;
-    p.ask("/ai budget 1000", |t| {
-        t.starts_with("The daily budget is 1000")
+    p.ask("/ai budget 20000", |t| {
+        t.starts_with("The daily budget is 20000")
     })
     .await;
     p.ask("anything wrong?", |t| {
@@ -500,10 +502,9 @@ async fn tokens_of_a_question_whose_last_round_fails_are_not_counted(db: PgPool)
     .await;
     let status = p.ask("/ai", |t| t.starts_with("Today:")).await;
     assert_eq!(model.asked().len(), 4, "both questions reached the model");
-    assert!(
-        !status.text.starts_with("Today: 0 of"),
-        "10,200 tokens were spent, none counted: {:?}",
-        status.text
+    assert_eq!(
+        status.text, "Today: 10200 of 20000 tokens.",
+        "10,200 tokens were spent"
     );
 }
 
@@ -843,7 +844,7 @@ async fn an_injected_read_of_a_secret_path_moves_the_ladder(db: PgPool) {
         .await;
     let _ = std::fs::remove_dir_all(&carrier);
     let saw: String = model.asked().iter().map(|a| a.body.to_string()).collect();
-    assert!(saw.contains("refused by the Warden"), "{saw}");
+    assert!(saw.contains("is a secret path"), "{saw}");
     let step = ladder(&p);
     assert!(
         step.starts_with("ladder: normal"),

@@ -9,16 +9,29 @@
 
 pub mod conversation;
 pub mod model;
+pub mod secret_paths;
 pub mod tools;
 
 #[cfg(test)]
 mod attack_round_tests;
+#[cfg(test)]
+mod injection_suite;
 
 use crate::config::{AssistantSettings, ConfigError};
 use crate::net::Gate;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// The one answer under way; its place is free again when dropped.
+pub struct Busy(Arc<Assistant>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.store(false, Ordering::SeqCst);
+    }
+}
 
 /// The assistant as the daemon holds it.
 pub struct Assistant {
@@ -27,7 +40,12 @@ pub struct Assistant {
     /// The API key; `None` once wiped (or for an endpoint without one).
     key: Mutex<Option<String>>,
     /// Wiped at Cut: no answer until `aromba resume` and a restart.
-    off: std::sync::atomic::AtomicBool,
+    off: AtomicBool,
+    /// Bumped to stop the answer under way (Freeze, Cut, `/panic`): it
+    /// watches this and drops its request to the model at once.
+    halts: tokio::sync::watch::Sender<u64>,
+    /// An answer is under way (one at a time).
+    busy: AtomicBool,
 }
 
 impl Assistant {
@@ -37,20 +55,44 @@ impl Assistant {
             gate,
             key: Mutex::new(key),
             off: Default::default(),
+            halts: tokio::sync::watch::Sender::new(0),
+            busy: Default::default(),
         }
     }
 
-    /// Drops the key from memory and turns the assistant off.
+    /// Drops the key from memory, turns the assistant off and stops the
+    /// answer under way.
     pub fn wipe(&self) {
         if let Some(mut key) = self.key.lock().unwrap_or_else(|p| p.into_inner()).take() {
             // Overwritten before it is freed.
             key.replace_range(.., &"\0".repeat(key.len()));
         }
-        self.off.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.off.store(true, Ordering::SeqCst);
+        self.halt();
+    }
+
+    /// Stops the answer under way, if any.
+    pub fn halt(&self) {
+        self.halts.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver that sees every later [`Assistant::halt`].
+    pub fn halts(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.halts.subscribe()
+    }
+
+    /// Takes the one answer's place; `None` while another answer is under
+    /// way. The place is given back when the guard is dropped (the answer
+    /// ended, failed or was stopped).
+    pub fn begin(self: &Arc<Self>) -> Option<Busy> {
+        self.busy
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .ok()
+            .map(|_| Busy(self.clone()))
     }
 
     pub fn is_off(&self) -> bool {
-        self.off.load(std::sync::atomic::Ordering::SeqCst)
+        self.off.load(Ordering::SeqCst)
     }
 
     /// The model client for one question.

@@ -43,6 +43,14 @@ pub struct Usage {
     pub output: u64,
 }
 
+impl Usage {
+    /// Tokens in and out together (saturating: the counts are the
+    /// endpoint's word).
+    pub fn total(&self) -> u64 {
+        self.input.saturating_add(self.output)
+    }
+}
+
 /// What the model answered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
@@ -55,12 +63,25 @@ pub struct Reply {
 pub enum ModelError {
     #[error("{0}")]
     Http(#[from] HttpError),
-    #[error("the model's endpoint answered {status}: {message}")]
-    Status { status: u16, message: String },
+    /// The endpoint's own message is not kept: it may quote the key it
+    /// was sent, or carry a link, and it would go to the chat.
+    #[error("the model's endpoint answered {status}{}", status_hint(*.status))]
+    Status { status: u16 },
     #[error("the model's answer is not one I can read: {0}")]
     Malformed(String),
     #[error("the model did not answer within {0} seconds")]
     Timeout(u64),
+}
+
+/// What an endpoint's status usually means, in the owner's words.
+fn status_hint(status: u16) -> &'static str {
+    match status {
+        401 | 403 => " (it refused the key: check secrets.toml)",
+        404 => " (no such model or path: check network.toml's [assistant])",
+        429 => " (too many requests, or no credit left)",
+        500..=599 => " (a problem on its side; try again later)",
+        _ => "",
+    }
 }
 
 /// A chat model with tools.
@@ -121,7 +142,7 @@ pub fn openai_messages(messages: &[Message]) -> Value {
 pub fn openai_reply(body: &[u8]) -> Result<Reply, ModelError> {
     let malformed = |why: &str| ModelError::Malformed(why.to_string());
     let v: Value =
-        serde_json::from_slice(body).map_err(|e| ModelError::Malformed(e.to_string()))?;
+        serde_json::from_slice(body).map_err(|e| ModelError::Malformed(format!("not JSON (line {}, column {})", e.line(), e.column())))?;
     let message = v
         .pointer("/choices/0/message")
         .ok_or_else(|| malformed("no choices[0].message"))?;
@@ -198,21 +219,8 @@ impl Model for OpenAi {
         .await
         .map_err(|_| ModelError::Timeout(TIMEOUT_S))??;
         if answer.status != 200 {
-            let message = serde_json::from_slice::<Value>(&answer.body)
-                .ok()
-                .and_then(|v| {
-                    v.pointer("/error/message")
-                        .and_then(Value::as_str)
-                        .map(String::from)
-                })
-                .unwrap_or_else(|| "no reason given".into());
             return Err(ModelError::Status {
                 status: answer.status,
-                message: message
-                    .chars()
-                    .filter(|c| !c.is_control())
-                    .take(200)
-                    .collect(),
             });
         }
         openai_reply(&answer.body)
@@ -300,7 +308,7 @@ pub fn anthropic_tools(tools: &Value) -> Value {
 /// Reads an Anthropic Messages answer.
 pub fn anthropic_reply(body: &[u8]) -> Result<Reply, ModelError> {
     let v: Value =
-        serde_json::from_slice(body).map_err(|e| ModelError::Malformed(e.to_string()))?;
+        serde_json::from_slice(body).map_err(|e| ModelError::Malformed(format!("not JSON (line {}, column {})", e.line(), e.column())))?;
     let blocks = v
         .get("content")
         .and_then(Value::as_array)
@@ -383,28 +391,11 @@ impl Model for Anthropic {
         .await
         .map_err(|_| ModelError::Timeout(TIMEOUT_S))??;
         if answer.status != 200 {
-            return Err(status_error(answer.status, &answer.body));
+            return Err(ModelError::Status {
+                status: answer.status,
+            });
         }
         anthropic_reply(&answer.body)
-    }
-}
-
-fn status_error(status: u16, body: &[u8]) -> ModelError {
-    let message = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| {
-            v.pointer("/error/message")
-                .and_then(Value::as_str)
-                .map(String::from)
-        })
-        .unwrap_or_else(|| "no reason given".into());
-    ModelError::Status {
-        status,
-        message: message
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(200)
-            .collect(),
     }
 }
 

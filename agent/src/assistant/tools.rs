@@ -113,6 +113,24 @@ fn path(tool: &'static str, p: &str) -> Result<String, ToolError> {
     if p.split('/').any(|c| c == "..") {
         return Err(bad(tool, "the path may not hold .."));
     }
+    // The Warden refuses a secret path too, and climbs its ladder for it:
+    // refused here first, as written and as it resolves (when the Worker
+    // can resolve it: a link it cannot follow is the Warden's to judge).
+    let resolved = std::fs::canonicalize(p)
+        .ok()
+        .and_then(|r| r.to_str().map(String::from));
+    let normal: String = p
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .fold(String::new(), |acc, c| acc + "/" + c);
+    for candidate in [Some(normal), resolved].into_iter().flatten() {
+        if let Some(rule) = super::secret_paths::covering(&candidate) {
+            return Err(bad(
+                tool,
+                format!("{candidate} is a secret path ({rule}): nothing there is read"),
+            ));
+        }
+    }
     Ok(p.to_string())
 }
 

@@ -1,21 +1,50 @@
 //! A question in the chat, to the assistant ([`crate::assistant`]): any
 //! message that is not a command, when `network.toml` names a model and
-//! `secrets.toml` holds its key. The tools are Warden reads, each taken
-//! from the Worker's read budget like the chat's own; the answer goes to
-//! the chat with its usage in a footer; each chore the model proposed is
-//! then offered as `/run` offers it (the dry run first, the Warden's own
-//! text and buttons). A daily token budget (`/ai budget N`) is kept in the
-//! Worker's home.
+//! `secrets.toml` holds its key.
+//!
+//! Each answer runs as a task of its own, one at a time, so that the chat
+//! — `/panic` above all — is served meanwhile; a halt (Freeze, Cut,
+//! `/panic`) drops its request to the model at once. The tools are Warden
+//! reads, each taken from the Worker's read budget with some left to the
+//! chat, at most [`conversation::MAX_READS`] a question. The answer goes to
+//! the chat with its usage in a footer, counted against a daily token
+//! budget (`/ai budget N`) kept in the Worker's home — failed and stopped
+//! answers count too.
+//!
+//! A chore the model proposed is never run from here: its dry run is
+//! shown, then a green one gets a Run button the person taps, and a yellow
+//! or red one the Warden's own proposal (its text and buttons, its signed
+//! tap).
 
 use super::Daemon;
-use crate::assistant::conversation::{self, Host, without_links};
+use crate::assistant::conversation::{self, Host, Limits, without_links};
+use crate::assistant::model::Usage;
+use crate::assistant::{Assistant, Busy};
 use crate::warden_client;
+use aromba_proto::frame::Button;
 use aromba_warden_proto::{Request, Response, printable};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use uuid::Uuid;
 
 const USAGE: &str = "assistant-usage.json";
 
 const OFF: &str = "The assistant is off: its key was wiped when I stepped down to reads only. After `aromba resume`, put a key in secrets.toml and restart the Worker.";
+
+const PIN_KEPT: &str = "That looks like a PIN, so I kept it from the assistant. I read a PIN only right after you tap Approve on an action that asks for one.";
+
+const STILL_ANSWERING: &str =
+    "I am still on your last question; ask again once its answer is here.";
+
+const STOPPED: &str = "The assistant could not finish: I stopped it (the ladder moved, or /panic).";
+
+/// Reads of the Worker's budget the assistant leaves to the chat's own
+/// commands, dry runs and the schedule.
+const LEFT_TO_THE_CHAT: usize = 16;
+
+/// The longest reason of the model's shown with a proposal.
+const MAX_WHY: usize = 300;
 
 /// Today's tokens and the budget.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -45,18 +74,29 @@ fn keep(daemon: &Daemon, s: &Spent) {
     }
 }
 
+/// Adds `used` to today's count (read again: `/ai budget` may have changed
+/// the file while the answer ran).
+fn count(daemon: &Daemon, used: u64) {
+    let mut s = spent(daemon);
+    s.used = s.used.saturating_add(used);
+    keep(daemon, &s);
+}
+
 /// The Warden, as the conversation's [`Host`]; each round's tools are
 /// shown by editing the answer's message in place.
 struct Warden<'a> {
     daemon: &'a Daemon,
-    message: uuid::Uuid,
+    message: Uuid,
     looked: std::sync::Mutex<Vec<String>>,
+    /// Tokens of every completion so far: counted even when the answer
+    /// fails or is stopped.
+    used: std::sync::Mutex<Usage>,
 }
 
 impl Host for Warden<'_> {
     async fn read(&self, cmd: String, args: Vec<String>) -> Result<String, String> {
-        if !self.daemon.take_read() {
-            return Err("the Worker's read budget for these ten minutes is spent".into());
+        if !self.daemon.take_read_leaving(LEFT_TO_THE_CHAT) {
+            return Err("the Worker's reads for these ten minutes are spent".into());
         }
         match warden_client::ask(&self.daemon.worker_socket(), &Request::Read { cmd, args }).await {
             Ok(Response::Result(r)) => {
@@ -92,47 +132,101 @@ impl Host for Warden<'_> {
         };
         self.daemon.edit(self.message, text, vec![]).await;
     }
-}
 
-/// (prod mode on, the ladder at Cut or above), from the Warden's status;
-/// `None` when it cannot be read now (the Warden paces the Worker above
-/// Normal): then nothing goes to the model.
-async fn standing(daemon: &Daemon) -> Option<(bool, bool)> {
-    match warden_client::ask(&daemon.worker_socket(), &Request::Status).await {
-        Ok(Response::Status(st)) => Some((
-            st.prod_mode.starts_with("on"),
-            st.ladder_step >= super::events::CUT,
-        )),
-        _ => None,
+    fn spent(&self, usage: Usage) {
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        used.input = used.input.saturating_add(usage.input);
+        used.output = used.output.saturating_add(usage.output);
     }
 }
 
-/// Answers `question`; `None` when there is no assistant here.
-pub async fn question(daemon: &Daemon, question: &str) -> Option<String> {
-    let assistant = daemon.assistant.as_ref()?;
-    if assistant.is_off() {
-        return Some(OFF.into());
+/// Whether `text` looks like a PIN (4 to 12 digits, perhaps spaced): not
+/// sent to a third party's model, whatever the chat was waiting for.
+pub fn looks_like_pin(text: &str) -> bool {
+    let digits: String = text
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '-')
+        .collect();
+    (4..=12).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Takes a message that is not a command: `None` when there is no
+/// assistant here; otherwise what to say at once (empty when the answer
+/// comes from its own task).
+pub fn take(daemon: &Arc<Daemon>, text: &str) -> Option<String> {
+    let assistant = daemon.assistant.clone()?;
+    if looks_like_pin(text) {
+        return Some(PIN_KEPT.into());
     }
-    let Some((prod, cut)) = standing(daemon).await else {
-        return Some(
-            "I cannot tell how things stand with the Warden right now, so I am not asking the assistant; try again in a minute."
-                .into(),
-        );
+    let Some(busy) = assistant.begin() else {
+        return Some(STILL_ANSWERING.into());
     };
-    if cut {
+    let daemon = daemon.clone();
+    let text = text.to_string();
+    tokio::spawn(async move { question(&daemon, &assistant, busy, &text).await });
+    Some(String::new())
+}
+
+/// Answers `question` in the chat.
+async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question: &str) {
+    // Watched from before the standing is read: a halt after it stops
+    // this answer.
+    let mut halts = assistant.halts();
+    if assistant.is_off() {
+        daemon.say(OFF.into(), vec![]).await;
+        return;
+    }
+    let status = match warden_client::ask(&daemon.worker_socket(), &Request::Status).await {
+        Ok(Response::Status(st)) => st,
+        // The Warden paces the Worker above Normal: nothing goes to the
+        // model while it cannot be asked how things stand.
+        _ => {
+            daemon
+                .say(
+                    "I cannot tell how things stand with the Warden right now, so I am not asking the assistant; try again in a minute."
+                        .into(),
+                    vec![],
+                )
+                .await;
+            return;
+        }
+    };
+    if status.ladder_step >= super::events::CUT {
         assistant.wipe();
     }
     if assistant.is_off() {
-        return Some(OFF.into());
+        daemon.say(OFF.into(), vec![]).await;
+        return;
     }
-    let mut s = spent(daemon);
+    if status.ladder_step >= super::events::FREEZE {
+        daemon
+            .say(
+                format!(
+                    "The assistant is stopped while I am at {} ({}); it answers again once the ladder comes down.",
+                    status.ladder_name, status.ladder_step
+                ),
+                vec![],
+            )
+            .await;
+        return;
+    }
+    let s = spent(daemon);
     if let Some(budget) = s.budget
         && s.used >= budget
     {
-        return Some(format!(
-            "Today's AI budget ({budget} tokens) is spent. /ai budget N sets another."
-        ));
+        daemon
+            .say(
+                format!("Today's AI budget ({budget} tokens) is spent. /ai budget N sets another."),
+                vec![],
+            )
+            .await;
+        return;
     }
+    let prod = status.prod_mode.starts_with("on");
+    let limits = Limits {
+        prod_mode: prod,
+        tokens_left: s.budget.map(|b| b.saturating_sub(s.used)),
+    };
     let model = assistant.model();
     // One message, edited as the answer comes: the tools looked at, then
     // the answer itself.
@@ -141,23 +235,35 @@ pub async fn question(daemon: &Daemon, question: &str) -> Option<String> {
         daemon,
         message,
         looked: Default::default(),
+        used: Default::default(),
     };
-    let answered = conversation::answer(&model, &host, question, prod).await;
+    let answered = tokio::select! {
+        biased;
+        _ = halts.changed() => None,
+        a = conversation::answer(&model, &host, question, limits) => Some(a),
+    };
+    drop(model);
+    let used = *host.used.lock().unwrap_or_else(|p| p.into_inner());
+    count(daemon, used.total());
     let answer = match answered {
-        Ok(a) => a,
-        Err(e) => {
+        None => {
+            daemon.edit(message, STOPPED.into(), vec![]).await;
+            return;
+        }
+        Some(Err(error)) => {
             daemon
                 .edit(
                     message,
-                    format!("The assistant could not answer: {e}"),
+                    without_links(&format!(
+                        "The assistant could not answer: {error}."
+                    )),
                     vec![],
                 )
                 .await;
-            return Some(String::new());
+            return;
         }
+        Some(Ok(a)) => a,
     };
-    s.used += answer.usage.input + answer.usage.output;
-    keep(daemon, &s);
     let mut text = if answer.text.is_empty() {
         "(no answer)".to_string()
     } else {
@@ -170,24 +276,112 @@ pub async fn question(daemon: &Daemon, question: &str) -> Option<String> {
     if prod {
         text.push_str("; prod mode: I only propose");
     }
-    if text.chars().count() <= super::MESSAGE_CHARS {
-        daemon.edit(message, text, vec![]).await;
-    } else {
-        daemon
-            .edit(message, "Here is what I found:".into(), vec![])
-            .await;
-        daemon.say(text, vec![]).await;
-    }
+    daemon.edit(message, text, vec![]).await;
     for (name, why) in &answer.proposals {
-        daemon
+        // A halt since the answer came: nothing more of it.
+        if halts.has_changed().unwrap_or(true) {
+            return;
+        }
+        offer(daemon, name, why).await;
+    }
+}
+
+/// A chore the model proposed, offered and never run from here: its dry
+/// run first, then a button the person taps.
+async fn offer(daemon: &Daemon, name: &str, why: &str) {
+    let why: String = without_links(why).chars().take(MAX_WHY).collect();
+    daemon
+        .say(format!("I propose the chore {name}: {why}"), vec![])
+        .await;
+    let Some(chore) = super::chat::chore(daemon, name).await else {
+        return;
+    };
+    if chore.cap_unconfirmed {
+        super::schedule::ask_for(daemon, &chore).await;
+        return;
+    }
+    let heading = if chore.dry_run_seen {
+        format!("Here is what {name} would do now (a dry run, nothing changed):")
+    } else {
+        format!(
+            "Before {name} runs for the first time, here is what it would do (a dry run, nothing changed):"
+        )
+    };
+    if !super::schedule::show_dry_run_headed(daemon, name, &heading).await {
+        return;
+    }
+    if chore.color == "green" {
+        let message = daemon
             .say(
-                format!("I propose the chore {name}: {}", without_links(why)),
-                vec![],
+                format!("{name} is a green chore. Tap Run to run it now; nothing runs unless you do."),
+                vec![Button::new(RUN_BUTTON, "Run")],
             )
             .await;
-        super::chat::run(daemon, Some(name)).await;
+        remember_offer(daemon, message, name);
+    } else {
+        // Its dry run is seen now: the Warden's proposal (or why not yet).
+        let seen = aromba_warden_proto::ChoreInfo {
+            dry_run_seen: true,
+            ..chore
+        };
+        super::schedule::ask_for(daemon, &seen).await;
     }
-    Some(String::new())
+}
+
+/// The Run button under a green chore the assistant proposed.
+pub const RUN_BUTTON: &str = "run-proposed";
+/// A Run button is good for a day.
+const OFFERED_FOR_S: i64 = 86_400;
+const MAX_OFFERS: usize = 64;
+const OFFERS: &str = "assistant-offers.json";
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Offers(BTreeMap<Uuid, (String, i64)>);
+
+fn load_offers(daemon: &Daemon) -> Offers {
+    let mut offers: Offers = super::kept::load(daemon, OFFERS);
+    let now = jiff::Timestamp::now().as_second();
+    offers.0.retain(|_, (_, at)| now - *at < OFFERED_FOR_S);
+    offers
+}
+
+fn save_offers(daemon: &Daemon, offers: &Offers) {
+    if let Err(e) = super::kept::save(daemon, OFFERS, offers) {
+        tracing::warn!(error = %e, "a proposal's Run button was not kept");
+    }
+}
+
+fn remember_offer(daemon: &Daemon, message: Uuid, name: &str) {
+    let mut offers = load_offers(daemon);
+    offers
+        .0
+        .insert(message, (name.to_string(), jiff::Timestamp::now().as_second()));
+    while offers.0.len() > MAX_OFFERS {
+        let oldest = offers
+            .0
+            .iter()
+            .min_by_key(|(_, (_, at))| *at)
+            .map(|(m, _)| *m);
+        match oldest {
+            Some(m) => offers.0.remove(&m),
+            None => break,
+        };
+    }
+    save_offers(daemon, &offers);
+}
+
+/// A tap on a Run button: the chore it offered, once (the button is spent
+/// by the tap), as `/run` asks for it.
+pub async fn run_offered(daemon: &Daemon, message: Uuid) -> bool {
+    let mut offers = load_offers(daemon);
+    let Some((name, _)) = offers.0.remove(&message) else {
+        return false;
+    };
+    save_offers(daemon, &offers);
+    if let Some(chore) = super::chat::chore(daemon, &name).await {
+        super::schedule::ask_for(daemon, &chore).await;
+    }
+    true
 }
 
 /// `/ai`, `/ai budget N`, `/ai budget off`.
@@ -222,6 +416,21 @@ pub fn budget(daemon: &Daemon, args: &[String]) -> String {
         _ => {
             "/ai shows today's tokens; /ai budget N sets a daily budget; /ai budget off removes it."
                 .into()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::looks_like_pin;
+
+    #[test]
+    fn a_pin_looking_message_is_known() {
+        for pin in ["472913", "1234", "4729 13", "123-456", " 000000000000 "] {
+            assert!(looks_like_pin(pin), "{pin}");
+        }
+        for not in ["123", "1234567890123", "is nginx ok?", "disk 90%", "12a4"] {
+            assert!(!looks_like_pin(not), "{not}");
         }
     }
 }

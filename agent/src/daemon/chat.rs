@@ -38,6 +38,16 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
                     daemon.say(UNMARKED_PIN.into(), vec![]).await;
                     continue;
                 }
+                // A question: answered by a task of its own while the chat
+                // goes on.
+                if command(&text).is_none()
+                    && let Some(said) = super::ask::take(&daemon, &text)
+                {
+                    if !said.is_empty() {
+                        daemon.say(said, vec![]).await;
+                    }
+                    continue;
+                }
                 let reply = answer(&daemon, &text).await;
                 if !reply.text.is_empty() {
                     daemon
@@ -158,15 +168,11 @@ pub async fn read(daemon: &Daemon, cmd: &str, args: &[&str]) -> Result<String, S
 
 async fn answer(daemon: &Daemon, text: &str) -> Reply {
     let Some((name, args)) = command(text) else {
-        // Not a command: a question, when there is an assistant.
-        return match super::ask::question(daemon, text).await {
-            Some(reply) => reply.into(),
-            None => {
-                "I only understand commands (no AI key is set up here). Send /help to see them."
-                    .to_string()
-                    .into()
-            }
-        };
+        // Not a command, and no assistant here (`serve` gave it a question
+        // otherwise).
+        return "I only understand commands (no AI key is set up here). Send /help to see them."
+            .to_string()
+            .into();
     };
     match name.as_str() {
         "start" | "help" => HELP.to_string().into(),
@@ -241,10 +247,12 @@ async fn panic(daemon: &Daemon) -> String {
         }) => {
             // At Cut the AI key goes: the Warden wipes its file, the Worker
             // its copy, at once.
-            if step >= super::events::CUT
-                && let Some(assistant) = &daemon.assistant
-            {
-                assistant.wipe();
+            if let Some(assistant) = &daemon.assistant {
+                if step >= super::events::CUT {
+                    assistant.wipe();
+                } else if step >= super::events::FREEZE {
+                    assistant.halt();
+                }
             }
             format!("Ladder: {name}. {message}")
         }
@@ -337,7 +345,7 @@ async fn chores(daemon: &Daemon) -> String {
 /// for its dry run, shown here; then a green chore is asked for as the
 /// schedule would (the Warden decides whether it may), and a yellow or red
 /// one is proposed with the Warden's own words and buttons.
-pub(super) async fn run(daemon: &Daemon, name: Option<&str>) {
+async fn run(daemon: &Daemon, name: Option<&str>) {
     let Some(name) = name.filter(|n| {
         !n.is_empty()
             && n.len() <= 64
@@ -352,24 +360,7 @@ pub(super) async fn run(daemon: &Daemon, name: Option<&str>) {
             .await;
         return;
     };
-    let chore = match ask(daemon, &Request::Chores).await {
-        Ok(Response::Chores { chores }) => chores.into_iter().find(|c| c.name == name),
-        Ok(other) => {
-            daemon.say(odd(&other), vec![]).await;
-            return;
-        }
-        Err(e) => {
-            daemon.say(e, vec![]).await;
-            return;
-        }
-    };
-    let Some(chore) = chore else {
-        daemon
-            .say(
-                format!("There is no chore called {name}. /chores lists them."),
-                vec![],
-            )
-            .await;
+    let Some(chore) = chore(daemon, name).await else {
         return;
     };
     let dry_run_first = !chore.cap_unconfirmed && !chore.dry_run_seen;
@@ -381,6 +372,31 @@ pub(super) async fn run(daemon: &Daemon, name: Option<&str>) {
             )
             .await;
     }
+}
+
+/// The chore `name` of the Warden's list; when there is none, or the list
+/// cannot be read, the chat is told why.
+pub(super) async fn chore(daemon: &Daemon, name: &str) -> Option<aromba_warden_proto::ChoreInfo> {
+    let chore = match ask(daemon, &Request::Chores).await {
+        Ok(Response::Chores { chores }) => chores.into_iter().find(|c| c.name == name),
+        Ok(other) => {
+            daemon.say(odd(&other), vec![]).await;
+            return None;
+        }
+        Err(e) => {
+            daemon.say(e, vec![]).await;
+            return None;
+        }
+    };
+    if chore.is_none() {
+        daemon
+            .say(
+                format!("There is no chore called {name}. /chores lists them."),
+                vec![],
+            )
+            .await;
+    }
+    chore
 }
 
 pub const BUSY: &str =
@@ -405,6 +421,8 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
             && let Some(undo_id) = super::undo::offered(daemon, message)
         {
             super::schedule::propose(daemon, &Request::ProposeUndo { undo_id }, "the undo").await;
+        } else if button == super::ask::RUN_BUTTON && super::ask::run_offered(daemon, message).await
+        {
         } else {
             daemon
                 .say("That button does nothing any more.".into(), vec![])

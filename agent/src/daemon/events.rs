@@ -16,6 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const POLL: Duration = Duration::from_secs(5);
+/// The ladder's step at which the assistant stops (the chat stays).
+pub const FREEZE: u64 = 2;
 /// The ladder's step at which the AI key is wiped.
 pub const CUT: u64 = 3;
 const ANCHOR_EVERY: Duration = Duration::from_secs(3600);
@@ -79,10 +81,13 @@ pub async fn watch(daemon: Arc<Daemon>) {
             }
             // At Cut the Warden wipes the AI key's file; the Worker drops
             // its copy.
-            if event.to >= CUT
-                && let Some(assistant) = &daemon.assistant
-            {
-                assistant.wipe();
+            // At Freeze the answer under way stops.
+            if let Some(assistant) = &daemon.assistant {
+                if event.to >= CUT {
+                    assistant.wipe();
+                } else if event.to >= FREEZE {
+                    assistant.halt();
+                }
             }
             daemon.say(event.message.clone(), vec![]).await;
             seen.events_after = event.id;

@@ -142,6 +142,13 @@ impl Daemon {
 
     /// Takes one read from the budget, or says it is spent.
     pub fn take_read(&self) -> bool {
+        self.take_read_leaving(0)
+    }
+
+    /// Takes one read from the budget when more than `reserve` are left:
+    /// the assistant leaves some to the chat's own commands and the
+    /// schedule.
+    pub fn take_read_leaving(&self, reserve: usize) -> bool {
         let now = tokio::time::Instant::now();
         let mut reads = self.reads.lock().unwrap_or_else(|p| p.into_inner());
         while reads
@@ -150,7 +157,7 @@ impl Daemon {
         {
             reads.pop_front();
         }
-        if reads.len() >= READ_BUDGET {
+        if reads.len() + reserve >= READ_BUDGET {
             return false;
         }
         reads.push_back(now);

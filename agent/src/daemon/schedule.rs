@@ -243,10 +243,33 @@ pub async fn say_outcome(
 }
 
 pub async fn show_dry_run(daemon: &Daemon, name: &str) {
+    let heading = format!(
+        "Before {name} runs for the first time, here is what it would do (a dry run, nothing changed):"
+    );
     if !daemon.take_read() {
         tracing::info!(chore = name, "the read budget is spent; the dry run waits");
         return;
     }
+    show_dry_run_read(daemon, name, &heading).await;
+}
+
+/// A chore's dry run under `heading`, said to the chat when the read
+/// budget allows; whether it was shown.
+pub async fn show_dry_run_headed(daemon: &Daemon, name: &str, heading: &str) -> bool {
+    if !daemon.take_read() {
+        daemon
+            .say(
+                format!("I cannot show {name}'s dry run now: {}", super::chat::BUSY),
+                vec![],
+            )
+            .await;
+        return false;
+    }
+    show_dry_run_read(daemon, name, heading).await
+}
+
+/// The dry run itself, its read taken from the budget already.
+async fn show_dry_run_read(daemon: &Daemon, name: &str, heading: &str) -> bool {
     let socket = daemon.worker_socket();
     let answer = warden_client::ask(
         &socket,
@@ -262,7 +285,7 @@ pub async fn show_dry_run(daemon: &Daemon, name: &str) {
             let what = printable(&stdout);
             let what = what.trim();
             let text = format!(
-                "Before {name} runs for the first time, here is what it would do (a dry run, nothing changed):\n{receipt}{}",
+                "{heading}\n{receipt}{}",
                 if what.is_empty() {
                     String::new()
                 } else {
@@ -282,9 +305,11 @@ pub async fn show_dry_run(daemon: &Daemon, name: &str) {
                 Ok(other) => tracing::warn!(answer = ?other, "the dry run was not marked shown"),
                 Err(e) => tracing::warn!(error = %e, "the dry run was not marked shown"),
             }
+            true
         }
         other => {
             daemon.say(receipt_text(name, other), vec![]).await;
+            false
         }
     }
 }

@@ -8,7 +8,8 @@
 //! and the `value` after a `name` that is a secret's (Kubernetes env).
 //!
 //! NAME is a run of `[A-Za-z0-9_.-]` that contains, in any case, one of the
-//! keywords `key`, `token`, `secret`, `password`, `passwd`, `pwd`,
+//! keywords `key`, `token`, `secret`, `password`, `passwd`, `passphrase`,
+//! `pass`, `pwd`, `session`, `sid`, `cookie`,
 //! `credential`, `bearer` or `auth`; the scanner finds the keyword and this
 //! module grows the name around it. A value is removed when it is 12 bytes or
 //! longer, is not already a marker, is not a path and is not a URL (a URL's
@@ -155,7 +156,7 @@ fn is_authorization(name: &[u8]) -> bool {
 }
 
 fn is_password_name(name: &[u8]) -> bool {
-    [b"password".as_slice(), b"pwd", b"passwd"]
+    [b"password".as_slice(), b"pwd", b"passwd", b"pass", b"passphrase"]
         .into_iter()
         .any(|w| name.eq_ignore_ascii_case(w))
 }

@@ -20,7 +20,8 @@
 //! before the host, also JSON-escaped or percent-encoded; the credential of
 //! an `Authorization` header whatever its scheme; and values of assignments
 //! whose name contains `key`, `token`, `secret`, `password`, `passwd`,
-//! `pwd`, `credential`, `bearer` or `auth` when 12 bytes or longer and not a
+//! `passphrase`, `pass`, `pwd`, `session`, `sid`, `cookie`, `credential`,
+//! `bearer` or `auth` when 12 bytes or longer and not a
 //! path — also escaped (`\u003d`, `\u0022`, `%3D`), on the next lines (YAML)
 //! or in a connection string. Each removal becomes `[redacted:CLASS]`.
 //! SECURITY.md's Redaction section is the full account, with what is kept.

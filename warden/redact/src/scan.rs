@@ -71,13 +71,18 @@ const KEYWORDS: &[&str] = &[
     "credential",
     "password",
     "passwd",
+    "passphrase",
+    "pass",
     "secret",
+    "session",
+    "cookie",
     "bearer",
     "basic",
     "token",
     "auth",
     "key",
     "pwd",
+    "sid",
 ];
 
 pub(crate) struct Triggers {

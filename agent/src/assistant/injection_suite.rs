@@ -1,0 +1,1 @@
+//! The injection suite over every carrier (see the module's tests).
