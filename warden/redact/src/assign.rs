@@ -9,7 +9,7 @@
 //!
 //! NAME is a run of `[A-Za-z0-9_.-]` that contains, in any case, one of the
 //! keywords `key`, `token`, `secret`, `password`, `passwd`, `passphrase`,
-//! `pass`, `pwd`, `session`, `sid`, `cookie`,
+//! `pass`, `pwd`, `session`, `sid`,
 //! `credential`, `bearer` or `auth`; the scanner finds the keyword and this
 //! module grows the name around it. A value is removed when it is 12 bytes or
 //! longer, is not already a marker, is not a path and is not a URL (a URL's
@@ -618,6 +618,19 @@ fn judge_whole_value(
         return Some(Found {
             start: value.start,
             end: value.end,
+            class,
+        });
+    }
+    // A cookie's value ends at `;` (`session=eyJ…; Path=/`): a token there
+    // is counted as the token it is.
+    let before_semicolon = bytes.len() - bytes.iter().rev().take_while(|&&b| b == b';').count();
+    if !value.quoted
+        && before_semicolon < bytes.len()
+        && let Some(class) = class_of_value(&bytes[..before_semicolon])
+    {
+        return Some(Found {
+            start: value.start,
+            end: value.start + before_semicolon,
             class,
         });
     }

@@ -20,7 +20,7 @@
 //! before the host, also JSON-escaped or percent-encoded; the credential of
 //! an `Authorization` header whatever its scheme; and values of assignments
 //! whose name contains `key`, `token`, `secret`, `password`, `passwd`,
-//! `passphrase`, `pass`, `pwd`, `session`, `sid`, `cookie`, `credential`,
+//! `passphrase`, `pass`, `pwd`, `session`, `sid`, `credential`,
 //! `bearer` or `auth` when 12 bytes or longer and not a
 //! path — also escaped (`\u003d`, `\u0022`, `%3D`), on the next lines (YAML)
 //! or in a connection string. Each removal becomes `[redacted:CLASS]`.

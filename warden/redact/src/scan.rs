@@ -75,7 +75,6 @@ const KEYWORDS: &[&str] = &[
     "pass",
     "secret",
     "session",
-    "cookie",
     "bearer",
     "basic",
     "token",
