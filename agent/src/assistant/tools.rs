@@ -535,12 +535,15 @@ mod tests {
     }
 
     #[test]
-    fn a_secret_path_is_refused_by_the_wardens_path_check() {
+    fn a_secret_path_is_refused_by_the_grammar_and_by_the_warden() {
         use aromba_warden::policy::{Requester, Table, check};
-        // The grammar takes an absolute plain path; the Warden's path
-        // check refuses what it must not read.
-        let (cmd, argv) = read("disk_usage", r#"{"path": "/root/.ssh"}"#);
-        assert!(check(Table::Allow, &cmd, &argv, &Requester::Warden).is_err());
+        for path in ["/root/.ssh", "/home/ann/.aws", "/srv/app/.env", "/proc/1/environ"] {
+            let args = format!(r#"{{"path": "{path}"}}"#);
+            let refused = parse("disk_usage", &args).expect_err(path);
+            assert!(refused.to_string().contains("secret path"), "{refused}");
+            let argv = ["-x", "-h", "--max-depth=1", path].map(String::from).to_vec();
+            assert!(check(Table::Allow, "du", &argv, &Requester::Warden).is_err());
+        }
     }
 
     #[test]
