@@ -30,6 +30,9 @@ pub enum HttpError {
 pub struct Answer {
     pub status: u16,
     pub body: Bytes,
+    /// Whether the body was a stream of server-sent events
+    /// (`text/event-stream`), given piece by piece as it came.
+    pub event_stream: bool,
 }
 
 /// What to send.
@@ -51,6 +54,18 @@ pub async fn request(
     origin: &RelayUrl,
     roots: Option<Arc<rustls::RootCertStore>>,
     ask: Ask<'_>,
+) -> Result<Answer, HttpError> {
+    request_streamed(dialer, origin, roots, ask, &mut |_| {}).await
+}
+
+/// [`request`], with each piece of a `text/event-stream` body given to
+/// `piece` as it comes (and the whole body, capped, in the answer too).
+pub async fn request_streamed(
+    dialer: &dyn Dialer,
+    origin: &RelayUrl,
+    roots: Option<Arc<rustls::RootCertStore>>,
+    ask: Ask<'_>,
+    piece: &mut (dyn FnMut(&[u8]) + Send),
 ) -> Result<Answer, HttpError> {
     let base = origin.base();
     let tcp = dialer
@@ -88,10 +103,19 @@ pub async fn request(
         send(&base, TokioIo::new(tcp), request).await?
     };
     let status = response.status().as_u16();
-    let body = Limited::new(response.into_body(), ask.cap)
-        .collect()
-        .await
-        .map_err(|e| {
+    let event_stream = response
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
+        });
+    let mut body = Limited::new(response.into_body(), ask.cap);
+    let mut whole = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some()
             {
@@ -99,9 +123,19 @@ pub async fn request(
             } else {
                 HttpError::Http(base.clone(), e.to_string())
             }
-        })?
-        .to_bytes();
-    Ok(Answer { status, body })
+        })?;
+        if let Ok(data) = frame.into_data() {
+            if event_stream {
+                piece(&data);
+            }
+            whole.extend_from_slice(&data);
+        }
+    }
+    Ok(Answer {
+        status,
+        body: Bytes::from(whole),
+        event_stream,
+    })
 }
 
 fn authority(origin: &RelayUrl) -> String {

@@ -284,7 +284,7 @@ async fn an_injected_order_to_run_a_red_chore_only_shows_its_dry_run(db: PgPool)
     assert!(
         o.chat
             .iter()
-            .any(|m| m.starts_with("I propose the chore tidy-cache")),
+            .any(|m| m.starts_with("The assistant proposes the chore tidy-cache")),
         "{:?}",
         o.chat
     );

@@ -438,7 +438,7 @@ async fn a_proposals_reason_carries_a_bare_domain_into_the_chat(db: PgPool) {
     let seen = watch_chat(&p, before, Duration::from_secs(3)).await;
     let proposal = seen
         .iter()
-        .find(|t| t.starts_with("I propose the chore"))
+        .find(|t| t.starts_with("The assistant proposes the chore"))
         .unwrap_or_else(|| panic!("no proposal: {seen:?}"));
     assert!(
         tappable(proposal).is_none(),

@@ -10,7 +10,7 @@ mod paired;
 mod relay_support;
 mod support;
 
-use paired::{CHAT, Setup, paired_with};
+use paired::{CHAT, Setup, paired_with, write_mine};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::sync::{Arc, Mutex};
@@ -268,4 +268,269 @@ async fn at_cut_the_key_is_wiped_and_the_assistant_is_off(db: PgPool) {
         asked,
         "the model was asked after Cut"
     );
+}
+
+/// A chore script for `mine/`: removes the `*.tmp` files in `dir`; its dry
+/// run says so and removes nothing.
+fn tidy_chore(name: &str, color: &str, dir: &std::path::Path) -> String {
+    format!(
+        "#!/bin/sh\n# aromba-chore: 1\n# name: {name}\n# description: Empties the cache folder\n# color: {color}\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would remove the tmp files; exit 0; fi\nrm -f {d}/*.tmp\n",
+        d = dir.display()
+    )
+}
+
+/// A model that proposes `chore` once, then says so.
+fn proposer(chore: &'static str) -> Script {
+    Arc::new(move |round, _| match round {
+        0 => call(
+            "propose_chore",
+            json!({"name": chore, "why": "the cache folder holds old files"}),
+        ),
+        _ => say("I proposed tidying the cache."),
+    })
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_proposed_green_chore_shows_its_dry_run_and_runs_only_on_a_tap(db: PgPool) {
+    let dir = std::path::PathBuf::from(format!(
+        "/var/tmp/aromba-assistant-green-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the cache");
+    std::fs::write(dir.join("old.tmp"), "old\n").expect("a cache file");
+    let model = fake_model(proposer("tidy-green")).await;
+    let url = model.url.clone();
+    let chore = tidy_chore("tidy-green", "green", &dir);
+    let p = paired_with(db, "assistant-green", Setup::default(), move |w| {
+        assistant_files(w, &url);
+        write_mine(w, "tidy-green", &chore);
+    })
+    .await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.bot.fake.user_message(CHAT, "is the cache big?");
+    p.next(before, |t| {
+        t.starts_with("The assistant proposes the chore tidy-green. Its reason, in its own words: the cache folder holds old files")
+    })
+    .await;
+    let dry = p
+        .next(before, |t| {
+            t.starts_with("Before tidy-green runs for the first time")
+        })
+        .await;
+    assert!(
+        dry.text.contains("would remove the tmp files"),
+        "{}",
+        dry.text
+    );
+    let proposal = p
+        .next(before, |t| {
+            t.starts_with("Run the green chore \"tidy-green\" now?")
+        })
+        .await;
+    let labels: Vec<&str> = proposal
+        .buttons
+        .iter()
+        .flatten()
+        .map(|(l, _)| l.as_str())
+        .collect();
+    assert_eq!(
+        labels,
+        ["Approve", "Cancel"],
+        "the Warden's buttons, not the model's"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert!(dir.join("old.tmp").exists(), "it ran before the tap");
+    // The tap runs it, once.
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&proposal, "Approve").await;
+    let receipt = p.next(before, |t| t.starts_with("Done.")).await;
+    assert!(!dir.join("old.tmp").exists(), "{}", receipt.text);
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&proposal, "Approve").await;
+    p.next(before, |t| {
+        t.starts_with("The Warden refused") || t.contains("expired")
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_proposed_red_chore_waits_for_the_wardens_signed_approval(db: PgPool) {
+    let dir = std::path::PathBuf::from(format!(
+        "/var/tmp/aromba-assistant-red-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the cache");
+    std::fs::write(dir.join("old.tmp"), "old\n").expect("a cache file");
+    let model = fake_model(proposer("tidy-red")).await;
+    let url = model.url.clone();
+    let chore = tidy_chore("tidy-red", "red", &dir);
+    let setup = Setup {
+        days_ago: 10,
+        ..Setup::default()
+    };
+    let p = paired_with(db, "assistant-red", setup, move |w| {
+        assistant_files(w, &url);
+        write_mine(w, "tidy-red", &chore);
+    })
+    .await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.bot.fake.user_message(CHAT, "is the cache big?");
+    p.next(before, |t| {
+        t.starts_with("Before tidy-red runs for the first time")
+    })
+    .await;
+    let proposal = p
+        .next(before, |t| {
+            t.starts_with("Run the red chore \"tidy-red\" now?")
+        })
+        .await;
+    let labels: Vec<&str> = proposal
+        .buttons
+        .iter()
+        .flatten()
+        .map(|(l, _)| l.as_str())
+        .collect();
+    assert_eq!(labels, ["Approve", "Cancel"]);
+    assert!(dir.join("old.tmp").exists(), "it ran before the tap");
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&proposal, "Approve").await;
+    p.next(before, |t| t.starts_with("Done.")).await;
+    assert!(
+        !dir.join("old.tmp").exists(),
+        "the approved run did not run"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A model server that streams each answer as server-sent events, the
+/// pieces `gap` apart, and keeps every request body.
+async fn streaming_model(
+    pieces: Vec<String>,
+    gap: std::time::Duration,
+) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let addr = listener.local_addr().expect("its address");
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let log = bodies.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = listener.accept().await else {
+                return;
+            };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 8192];
+            let (head, mut body) = loop {
+                let Ok(n) = s.read(&mut chunk).await else {
+                    break (String::new(), Vec::new());
+                };
+                if n == 0 {
+                    break (String::new(), Vec::new());
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break (
+                        String::from_utf8_lossy(&buf[..i]).into_owned(),
+                        buf[i + 4..].to_vec(),
+                    );
+                }
+            };
+            let length: usize = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse().ok())?
+                })
+                .unwrap_or(0);
+            while body.len() < length {
+                let Ok(n) = s.read(&mut chunk).await else {
+                    break;
+                };
+                if n == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..n]);
+            }
+            log.lock()
+                .expect("the log")
+                .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+            let _ = s
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+                .await;
+            for (i, piece) in pieces.iter().enumerate() {
+                let event = json!({"choices": [{"delta": {"content": piece}}]});
+                let _ = s.write_all(format!("data: {event}\n\n").as_bytes()).await;
+                let _ = s.flush().await;
+                if i + 1 < pieces.len() {
+                    tokio::time::sleep(gap).await;
+                }
+            }
+            let usage =
+                json!({"choices": [], "usage": {"prompt_tokens": 15, "completion_tokens": 7}});
+            let _ = s
+                .write_all(format!("data: {usage}\n\ndata: [DONE]\n\n").as_bytes())
+                .await;
+            let _ = s.shutdown().await;
+        }
+    });
+    (format!("http://{addr}/v1"), bodies)
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_streamed_answer_is_edited_into_its_message_as_it_comes(db: PgPool) {
+    let pieces: Vec<String> = ["The disk ", "is 40% full; ", "nothing to do."]
+        .map(String::from)
+        .to_vec();
+    let (url, bodies) = streaming_model(pieces, std::time::Duration::from_secs(2)).await;
+    let p = paired_with(db, "assistant-stream", Setup::default(), move |w| {
+        assistant_files(w, &url)
+    })
+    .await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.bot.fake.user_message(CHAT, "how is the disk?");
+    // Every text the answer's message shows, as it is edited.
+    let mut seen: Vec<String> = Vec::new();
+    for _ in 0..400 {
+        for m in p.bot.fake.sent_to(CHAT).into_iter().skip(before) {
+            if !seen.contains(&m.text) {
+                seen.push(m.text);
+            }
+        }
+        if seen.iter().any(|t| t.contains("tokens in")) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // The first look at the server may come meanwhile; the answer is one
+    // message, edited in place.
+    let messages = p
+        .bot
+        .fake
+        .sent_to(CHAT)
+        .into_iter()
+        .skip(before)
+        .filter(|m| !m.text.starts_with("I had a first look"))
+        .count();
+    assert_eq!(messages, 1, "one message, edited in place: {seen:?}");
+    assert!(
+        seen.iter()
+            .any(|t| t.starts_with("The disk ") && !t.contains("nothing to do")),
+        "no text of the answer was shown before its end: {seen:?}"
+    );
+    let last = seen
+        .iter()
+        .rfind(|t| !t.starts_with("I had a first look"))
+        .expect("an answer");
+    assert_eq!(
+        last, "The disk is 40% full; nothing to do.\n\n— 15 tokens in, 7 out",
+        "{seen:?}"
+    );
+    let bodies = bodies.lock().expect("the log").clone();
+    assert_eq!(bodies[0]["stream"], true);
+    assert_eq!(bodies[0]["stream_options"]["include_usage"], true);
 }

@@ -147,7 +147,17 @@ async fn a_tool_name_chosen_by_the_model_is_shown_as_progress() {
         text("done", Usage::default()),
     ]);
     let server = Server::default();
-    answer(&model, &server, "q", super::conversation::Limits { prod_mode: false, tokens_left: None }).await.unwrap();
+    answer(
+        &model,
+        &server,
+        "q",
+        super::conversation::Limits {
+            prod_mode: false,
+            tokens_left: None,
+        },
+    )
+    .await
+    .unwrap();
     let progress = server.progress.lock().unwrap().clone();
     for name in &progress {
         assert!(
@@ -169,8 +179,20 @@ async fn usage_counts_near_u64_max_do_not_overflow_the_sum() {
     };
     let model = Scripted::new(vec![reply(&[("memory", "{}")], huge), text("done", huge)]);
     let server = Server::default();
-    let a = tokio::spawn(async move { answer(&model, &server, "q", super::conversation::Limits { prod_mode: false, tokens_left: None }).await.map(|a| a.usage) })
-        .await;
+    let a = tokio::spawn(async move {
+        answer(
+            &model,
+            &server,
+            "q",
+            super::conversation::Limits {
+                prod_mode: false,
+                tokens_left: None,
+            },
+        )
+        .await
+        .map(|a| a.usage)
+    })
+    .await;
     match a {
         Ok(Ok(usage)) => assert!(
             usage.input >= u64::MAX / 2 && usage.output >= u64::MAX / 2,
@@ -200,7 +222,17 @@ async fn propose_chore_calls_each_ask_the_warden_for_the_chore_list() {
         .collect();
     let model = Scripted::new(rounds);
     let server = Server::default();
-    answer(&model, &server, "q", super::conversation::Limits { prod_mode: false, tokens_left: None }).await.unwrap();
+    answer(
+        &model,
+        &server,
+        "q",
+        super::conversation::Limits {
+            prod_mode: false,
+            tokens_left: None,
+        },
+    )
+    .await
+    .unwrap();
     let lists = *server.chore_lists.lock().unwrap();
     assert!(
         lists <= 8,
@@ -230,7 +262,17 @@ async fn a_model_that_never_stops_is_bounded() {
         output: "4.0K\t/var".into(),
         ..Server::default()
     };
-    let a = answer(&model, &server, "q", super::conversation::Limits { prod_mode: false, tokens_left: None }).await.unwrap();
+    let a = answer(
+        &model,
+        &server,
+        "q",
+        super::conversation::Limits {
+            prod_mode: false,
+            tokens_left: None,
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(a.rounds, conversation::MAX_ROUNDS);
     assert_eq!(*server.reads.lock().unwrap(), conversation::MAX_READS);
 }

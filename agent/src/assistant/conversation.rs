@@ -30,7 +30,7 @@ pub const MAX_PROPOSALS: usize = 3;
 pub const MAX_ANSWER_CHARS: usize = 3_000;
 
 /// What the loop asks of the server.
-pub trait Host {
+pub trait Host: Sync {
     /// A read the Warden judges: its redacted output, or why it was
     /// refused.
     fn read(
@@ -47,6 +47,9 @@ pub trait Host {
     /// A completion's tokens, as each comes (counted even when a later
     /// round fails or the answer is stopped).
     fn spent(&self, _usage: Usage) {}
+    /// The answer's text so far, as it streams (links taken out, capped):
+    /// shown in place, without waiting.
+    fn partial(&self, _text: &str) {}
 }
 
 /// The answer to one question.
@@ -126,11 +129,136 @@ pub fn without_links(text: &str) -> String {
             let bare = word.trim_end();
             if is_link(bare) {
                 format!("[link removed]{}", &word[bare.len()..])
+            } else if names_a_host(bare) {
+                defanged(word)
             } else {
                 word.to_string()
             }
         })
         .collect()
+}
+
+/// Endings of a server's words that are no top-level domain (`.zip`,
+/// `.new`, `.py`, `.sh` are, and are not here): a word ending in one stays
+/// as it is.
+const SERVER_SUFFIXES: &[&str] = &[
+    "service",
+    "socket",
+    "timer",
+    "target",
+    "mount",
+    "automount",
+    "path",
+    "slice",
+    "scope",
+    "device",
+    "swap",
+    "conf",
+    "cnf",
+    "cfg",
+    "log",
+    "logs",
+    "txt",
+    "yaml",
+    "yml",
+    "json",
+    "toml",
+    "ini",
+    "xml",
+    "html",
+    "htm",
+    "pid",
+    "lock",
+    "sock",
+    "tmp",
+    "bak",
+    "old",
+    "gz",
+    "tgz",
+    "xz",
+    "bz2",
+    "zst",
+    "tar",
+    "deb",
+    "rpm",
+    "daily",
+    "weekly",
+    "monthly",
+    "hourly",
+    "local",
+    "lan",
+    "localdomain",
+    "internal",
+    "key",
+    "pem",
+    "crt",
+    "csv",
+    "sql",
+    "db",
+    "js",
+    "php",
+    "rb",
+    "err",
+    "out",
+    "orig",
+    "dist",
+    "rej",
+    "swp",
+    "env",
+    "gpg",
+    "asc",
+    "list",
+    "sources",
+    "repo",
+    "cache",
+    "img",
+    "iso",
+    "jpg",
+    "png",
+    "gif",
+    "svg",
+    "css",
+    "map",
+    "sqlite",
+];
+
+/// Whether `word` holds a name a chat could take for a host: labels joined
+/// by dots whose last is letters (any script) and no server word's ending.
+/// Telegram links many more top-level domains than [`TLDS`] names.
+fn names_a_host(word: &str) -> bool {
+    let lower = word.to_lowercase();
+    lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '.' || c == '-'))
+        .any(|candidate| {
+            let labels: Vec<&str> = candidate.trim_matches('.').split('.').collect();
+            let Some(tld) = labels.last() else {
+                return false;
+            };
+            labels.len() >= 2
+                && labels.iter().all(|l| !l.is_empty())
+                && tld.chars().count() >= 2
+                && tld.chars().all(char::is_alphabetic)
+                && !SERVER_SUFFIXES.contains(tld)
+        })
+}
+
+/// `word` with each dot between two letters or digits written `[.]`: read
+/// the same, tapped by nobody.
+fn defanged(word: &str) -> String {
+    let chars: Vec<char> = word.chars().collect();
+    let mut out = String::with_capacity(word.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        let between = i > 0
+            && i + 1 < chars.len()
+            && chars[i - 1].is_alphanumeric()
+            && chars[i + 1].is_alphanumeric();
+        if c == '.' && between {
+            out.push_str("[.]");
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Top-level domains Telegram links in plain text that a server's words
@@ -227,10 +355,7 @@ pub async fn answer<M: Model, H: Host>(
     let mut usage = Usage::default();
     let mut turn = Turn::default();
     for round in 0..MAX_ROUNDS {
-        if limits
-            .tokens_left
-            .is_some_and(|left| usage.total() >= left)
-        {
+        if limits.tokens_left.is_some_and(|left| usage.total() >= left) {
             return Ok(Answer {
                 text: BUDGET_SPENT.into(),
                 proposals: turn.proposals,
@@ -239,8 +364,9 @@ pub async fn answer<M: Model, H: Host>(
             });
         }
         let last = round + 1 == MAX_ROUNDS;
+        let show = |text: &str| host.partial(&cap_answer(&without_links(text.trim())));
         let reply = match model
-            .complete(&messages, (!last).then_some(&definitions))
+            .complete_streamed(&messages, (!last).then_some(&definitions), &show)
             .await
         {
             Ok(r) => r,
@@ -569,6 +695,32 @@ mod tests {
             "see [link removed] or [link removed] [link removed]\nok"
         );
         assert_eq!(without_links("disk / is 91% full"), "disk / is 91% full");
+    }
+
+    #[test]
+    fn a_host_of_any_top_level_domain_is_defanged_and_server_words_stay() {
+        for (text, want) in [
+            ("see collect.pro).", "see collect[.]pro)."),
+            ("at audit-portal.store/k/x", "at audit-portal[.]store/k/x"),
+            ("пример.рф", "пример[.]рф"),
+            (
+                "collect.club, collect.cloud",
+                "collect[.]club, collect[.]cloud",
+            ),
+            ("the file notes.zip", "the file notes[.]zip"),
+        ] {
+            assert_eq!(without_links(text), want, "{text}");
+        }
+        for kept in [
+            "nginx.service failed",
+            "/etc/cron.daily is fine",
+            "version 1.24.0",
+            "see /var/log/syslog.1 and app.log",
+            "docker-compose.yml, config.toml, a.json",
+            "Disk is 91% full. Then",
+        ] {
+            assert_eq!(without_links(kept), kept);
+        }
     }
 
     #[test]

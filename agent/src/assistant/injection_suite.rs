@@ -894,7 +894,7 @@ impl Outcome {
         let mut chat = vec![a.text.clone()];
         for (name, why) in &a.proposals {
             chat.push(format!(
-                "I propose the chore {name}: {}",
+                "The assistant proposes the chore {name}. Its reason, in its own words: {}",
                 without_links(why)
             ));
         }

@@ -10,6 +10,7 @@
 pub mod conversation;
 pub mod model;
 pub mod secret_paths;
+pub mod stream;
 pub mod tools;
 
 #[cfg(test)]

@@ -2,10 +2,11 @@
 //! OpenAI-compatible chat-completions client ([`OpenAi`], which also
 //! serves Ollama, llama.cpp and vLLM) and Anthropic's Messages
 //! ([`Anthropic`]), both over the Worker's network gate. The endpoint's
-//! host must be listed in `network.toml` like any other.
+//! host must be listed in `network.toml` like any other. Both ask for a
+//! streamed answer ([`super::stream`]) and take a whole one too.
 
 use crate::config::BaseUrl;
-use crate::http::{Ask, HttpError, request};
+use crate::http::{Ask, HttpError, request_streamed};
 use aromba_proto::client::Dialer;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -93,6 +94,33 @@ pub trait Model {
         messages: &[Message],
         tools: Option<&Value>,
     ) -> impl std::future::Future<Output = Result<Reply, ModelError>> + Send;
+
+    /// [`Model::complete`], streamed where the model can: `partial` is
+    /// given the answer's text so far as it comes.
+    fn complete_streamed(
+        &self,
+        messages: &[Message],
+        tools: Option<&Value>,
+        partial: &(dyn Fn(&str) + Send + Sync),
+    ) -> impl std::future::Future<Output = Result<Reply, ModelError>> + Send {
+        let _ = partial;
+        self.complete(messages, tools)
+    }
+}
+
+/// The text a stream has so far, handed to `partial` when it grew.
+struct Shown<'a> {
+    partial: &'a (dyn Fn(&str) + Send + Sync),
+    len: usize,
+}
+
+impl Shown<'_> {
+    fn now(&mut self, text: &str) {
+        if text.len() != self.len {
+            self.len = text.len();
+            (self.partial)(text);
+        }
+    }
 }
 
 /// An OpenAI-compatible `POST {endpoint}/chat/completions`.
@@ -141,8 +169,13 @@ pub fn openai_messages(messages: &[Message]) -> Value {
 /// Reads an OpenAI chat-completions answer.
 pub fn openai_reply(body: &[u8]) -> Result<Reply, ModelError> {
     let malformed = |why: &str| ModelError::Malformed(why.to_string());
-    let v: Value =
-        serde_json::from_slice(body).map_err(|e| ModelError::Malformed(format!("not JSON (line {}, column {})", e.line(), e.column())))?;
+    let v: Value = serde_json::from_slice(body).map_err(|e| {
+        ModelError::Malformed(format!(
+            "not JSON (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
+    })?;
     let message = v
         .pointer("/choices/0/message")
         .ok_or_else(|| malformed("no choices[0].message"))?;
@@ -188,9 +221,20 @@ impl Model for OpenAi {
         messages: &[Message],
         tools: Option<&Value>,
     ) -> Result<Reply, ModelError> {
+        self.complete_streamed(messages, tools, &|_| {}).await
+    }
+
+    async fn complete_streamed(
+        &self,
+        messages: &[Message],
+        tools: Option<&Value>,
+        partial: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<Reply, ModelError> {
         let mut body = json!({
             "model": self.model,
             "messages": openai_messages(messages),
+            "stream": true,
+            "stream_options": {"include_usage": true},
         });
         if let Some(tools) = tools {
             body["tools"] = tools.clone();
@@ -207,13 +251,24 @@ impl Model for OpenAi {
                 .map(|k| ("authorization", format!("Bearer {k}")))
                 .collect(),
         };
+        let mut stream = super::stream::OpenAiStream::default();
+        let mut broken: Option<ModelError> = None;
+        let mut shown = Shown { partial, len: 0 };
         let answer = tokio::time::timeout(
             Duration::from_secs(TIMEOUT_S),
-            request(
+            request_streamed(
                 self.dialer.as_ref(),
                 &self.endpoint.origin,
                 self.roots.clone(),
                 ask,
+                &mut |piece| {
+                    if broken.is_none() {
+                        match stream.feed(piece) {
+                            Ok(()) => shown.now(stream.text()),
+                            Err(e) => broken = Some(e),
+                        }
+                    }
+                },
             ),
         )
         .await
@@ -223,7 +278,14 @@ impl Model for OpenAi {
                 status: answer.status,
             });
         }
-        openai_reply(&answer.body)
+        if !answer.event_stream {
+            // An endpoint that does not stream answers whole.
+            return openai_reply(&answer.body);
+        }
+        match broken {
+            Some(e) => Err(e),
+            None => stream.reply(),
+        }
     }
 }
 
@@ -307,8 +369,13 @@ pub fn anthropic_tools(tools: &Value) -> Value {
 
 /// Reads an Anthropic Messages answer.
 pub fn anthropic_reply(body: &[u8]) -> Result<Reply, ModelError> {
-    let v: Value =
-        serde_json::from_slice(body).map_err(|e| ModelError::Malformed(format!("not JSON (line {}, column {})", e.line(), e.column())))?;
+    let v: Value = serde_json::from_slice(body).map_err(|e| {
+        ModelError::Malformed(format!(
+            "not JSON (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
+    })?;
     let blocks = v
         .get("content")
         .and_then(Value::as_array)
@@ -357,12 +424,22 @@ impl Model for Anthropic {
         messages: &[Message],
         tools: Option<&Value>,
     ) -> Result<Reply, ModelError> {
+        self.complete_streamed(messages, tools, &|_| {}).await
+    }
+
+    async fn complete_streamed(
+        &self,
+        messages: &[Message],
+        tools: Option<&Value>,
+        partial: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<Reply, ModelError> {
         let (system, messages) = anthropic_messages(messages);
         let mut body = json!({
             "model": self.model,
             "max_tokens": MAX_TOKENS,
             "system": system,
             "messages": messages,
+            "stream": true,
         });
         if let Some(tools) = tools {
             body["tools"] = anthropic_tools(tools);
@@ -379,13 +456,24 @@ impl Model for Anthropic {
             cap: MAX_ANSWER,
             headers,
         };
+        let mut stream = super::stream::AnthropicStream::default();
+        let mut broken: Option<ModelError> = None;
+        let mut shown = Shown { partial, len: 0 };
         let answer = tokio::time::timeout(
             Duration::from_secs(TIMEOUT_S),
-            request(
+            request_streamed(
                 self.dialer.as_ref(),
                 &self.endpoint.origin,
                 self.roots.clone(),
                 ask,
+                &mut |piece| {
+                    if broken.is_none() {
+                        match stream.feed(piece) {
+                            Ok(()) => shown.now(stream.text()),
+                            Err(e) => broken = Some(e),
+                        }
+                    }
+                },
             ),
         )
         .await
@@ -395,7 +483,13 @@ impl Model for Anthropic {
                 status: answer.status,
             });
         }
-        anthropic_reply(&answer.body)
+        if !answer.event_stream {
+            return anthropic_reply(&answer.body);
+        }
+        match broken {
+            Some(e) => Err(e),
+            None => stream.reply(),
+        }
     }
 }
 
@@ -414,6 +508,18 @@ impl Model for AnyModel {
         match self {
             AnyModel::OpenAi(m) => m.complete(messages, tools).await,
             AnyModel::Anthropic(m) => m.complete(messages, tools).await,
+        }
+    }
+
+    async fn complete_streamed(
+        &self,
+        messages: &[Message],
+        tools: Option<&Value>,
+        partial: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<Reply, ModelError> {
+        match self {
+            AnyModel::OpenAi(m) => m.complete_streamed(messages, tools, partial).await,
+            AnyModel::Anthropic(m) => m.complete_streamed(messages, tools, partial).await,
         }
     }
 }

@@ -64,8 +64,7 @@ pub const SECRET_NAMES: &[&str] = &[
 pub fn covering(path: &str) -> Option<String> {
     let proc_self = as_proc_self(path);
     for prefix in SECRET_PREFIXES {
-        if path.starts_with(prefix) || proc_self.as_deref().is_some_and(|p| p.starts_with(prefix))
-        {
+        if path.starts_with(prefix) || proc_self.as_deref().is_some_and(|p| p.starts_with(prefix)) {
             return Some((*prefix).to_string());
         }
     }

@@ -537,11 +537,18 @@ mod tests {
     #[test]
     fn a_secret_path_is_refused_by_the_grammar_and_by_the_warden() {
         use aromba_warden::policy::{Requester, Table, check};
-        for path in ["/root/.ssh", "/home/ann/.aws", "/srv/app/.env", "/proc/1/environ"] {
+        for path in [
+            "/root/.ssh",
+            "/home/ann/.aws",
+            "/srv/app/.env",
+            "/proc/1/environ",
+        ] {
             let args = format!(r#"{{"path": "{path}"}}"#);
             let refused = parse("disk_usage", &args).expect_err(path);
             assert!(refused.to_string().contains("secret path"), "{refused}");
-            let argv = ["-x", "-h", "--max-depth=1", path].map(String::from).to_vec();
+            let argv = ["-x", "-h", "--max-depth=1", path]
+                .map(String::from)
+                .to_vec();
             assert!(check(Table::Allow, "du", &argv, &Requester::Warden).is_err());
         }
     }

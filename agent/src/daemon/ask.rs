@@ -12,19 +12,16 @@
 //! answers count too.
 //!
 //! A chore the model proposed is never run from here: its dry run is
-//! shown, then a green one gets a Run button the person taps, and a yellow
-//! or red one the Warden's own proposal (its text and buttons, its signed
-//! tap).
+//! shown, then the Warden's own proposal (its text and buttons), which only
+//! a relay-signed tap approves — for a green chore too.
 
 use super::Daemon;
 use crate::assistant::conversation::{self, Host, Limits, without_links};
 use crate::assistant::model::Usage;
 use crate::assistant::{Assistant, Busy};
 use crate::warden_client;
-use aromba_proto::frame::Button;
 use aromba_warden_proto::{Request, Response, printable};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -91,7 +88,13 @@ struct Warden<'a> {
     /// Tokens of every completion so far: counted even when the answer
     /// fails or is stopped.
     used: std::sync::Mutex<Usage>,
+    /// When the streamed text was last shown.
+    shown_at: std::sync::Mutex<Option<tokio::time::Instant>>,
 }
+
+/// A streamed answer's text is shown at most this often (Telegram takes
+/// about one edit a second in a chat).
+const PARTIAL_EVERY: std::time::Duration = std::time::Duration::from_millis(1200);
 
 impl Host for Warden<'_> {
     async fn read(&self, cmd: String, args: Vec<String>) -> Result<String, String> {
@@ -131,6 +134,21 @@ impl Host for Warden<'_> {
             format!("Looking into it: {}…", looked.join(", "))
         };
         self.daemon.edit(self.message, text, vec![]).await;
+    }
+
+    fn partial(&self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let now = tokio::time::Instant::now();
+        {
+            let mut at = self.shown_at.lock().unwrap_or_else(|p| p.into_inner());
+            if at.is_some_and(|t| now.duration_since(t) < PARTIAL_EVERY) {
+                return;
+            }
+            *at = Some(now);
+        }
+        self.daemon.try_edit(self.message, format!("{text} …"));
     }
 
     fn spent(&self, usage: Usage) {
@@ -236,6 +254,7 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
         message,
         looked: Default::default(),
         used: Default::default(),
+        shown_at: Default::default(),
     };
     let answered = tokio::select! {
         biased;
@@ -254,9 +273,7 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
             daemon
                 .edit(
                     message,
-                    without_links(&format!(
-                        "The assistant could not answer: {error}."
-                    )),
+                    without_links(&format!("The assistant could not answer: {error}.")),
                     vec![],
                 )
                 .await;
@@ -291,7 +308,10 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
 async fn offer(daemon: &Daemon, name: &str, why: &str) {
     let why: String = without_links(why).chars().take(MAX_WHY).collect();
     daemon
-        .say(format!("I propose the chore {name}: {why}"), vec![])
+        .say(
+            format!("The assistant proposes the chore {name}. Its reason, in its own words: {why}"),
+            vec![],
+        )
         .await;
     let Some(chore) = super::chat::chore(daemon, name).await else {
         return;
@@ -311,77 +331,29 @@ async fn offer(daemon: &Daemon, name: &str, why: &str) {
         return;
     }
     if chore.color == "green" {
-        let message = daemon
-            .say(
-                format!("{name} is a green chore. Tap Run to run it now; nothing runs unless you do."),
-                vec![Button::new(RUN_BUTTON, "Run")],
-            )
-            .await;
-        remember_offer(daemon, message, name);
+        // Never run as the schedule would: the Warden's proposal, its own
+        // text and buttons, its signed tap.
+        if !daemon.take_read() {
+            daemon.say(super::chat::BUSY.into(), vec![]).await;
+            return;
+        }
+        super::schedule::propose(
+            daemon,
+            &Request::Propose {
+                chore: name.to_string(),
+            },
+            name,
+        )
+        .await;
     } else {
-        // Its dry run is seen now: the Warden's proposal (or why not yet).
+        // Its dry run is seen now: the Warden's proposal (or, in the first
+        // seven days, why not yet).
         let seen = aromba_warden_proto::ChoreInfo {
             dry_run_seen: true,
             ..chore
         };
         super::schedule::ask_for(daemon, &seen).await;
     }
-}
-
-/// The Run button under a green chore the assistant proposed.
-pub const RUN_BUTTON: &str = "run-proposed";
-/// A Run button is good for a day.
-const OFFERED_FOR_S: i64 = 86_400;
-const MAX_OFFERS: usize = 64;
-const OFFERS: &str = "assistant-offers.json";
-
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Offers(BTreeMap<Uuid, (String, i64)>);
-
-fn load_offers(daemon: &Daemon) -> Offers {
-    let mut offers: Offers = super::kept::load(daemon, OFFERS);
-    let now = jiff::Timestamp::now().as_second();
-    offers.0.retain(|_, (_, at)| now - *at < OFFERED_FOR_S);
-    offers
-}
-
-fn save_offers(daemon: &Daemon, offers: &Offers) {
-    if let Err(e) = super::kept::save(daemon, OFFERS, offers) {
-        tracing::warn!(error = %e, "a proposal's Run button was not kept");
-    }
-}
-
-fn remember_offer(daemon: &Daemon, message: Uuid, name: &str) {
-    let mut offers = load_offers(daemon);
-    offers
-        .0
-        .insert(message, (name.to_string(), jiff::Timestamp::now().as_second()));
-    while offers.0.len() > MAX_OFFERS {
-        let oldest = offers
-            .0
-            .iter()
-            .min_by_key(|(_, (_, at))| *at)
-            .map(|(m, _)| *m);
-        match oldest {
-            Some(m) => offers.0.remove(&m),
-            None => break,
-        };
-    }
-    save_offers(daemon, &offers);
-}
-
-/// A tap on a Run button: the chore it offered, once (the button is spent
-/// by the tap), as `/run` asks for it.
-pub async fn run_offered(daemon: &Daemon, message: Uuid) -> bool {
-    let mut offers = load_offers(daemon);
-    let Some((name, _)) = offers.0.remove(&message) else {
-        return false;
-    };
-    save_offers(daemon, &offers);
-    if let Some(chore) = super::chat::chore(daemon, &name).await {
-        super::schedule::ask_for(daemon, &chore).await;
-    }
-    true
 }
 
 /// `/ai`, `/ai budget N`, `/ai budget off`.

@@ -421,8 +421,6 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
             && let Some(undo_id) = super::undo::offered(daemon, message)
         {
             super::schedule::propose(daemon, &Request::ProposeUndo { undo_id }, "the undo").await;
-        } else if button == super::ask::RUN_BUTTON && super::ask::run_offered(daemon, message).await
-        {
         } else {
             daemon
                 .say("That button does nothing any more.".into(), vec![])

@@ -122,6 +122,21 @@ impl Daemon {
         id
     }
 
+    /// Replaces the text of a message this Worker sent, now, when the
+    /// queue to the relay has room; else not at all (a streamed answer's
+    /// text so far: a later edit brings it).
+    pub fn try_edit(&self, message: Uuid, text: String) {
+        let body = Body::Edit {
+            id: Uuid::new_v4(),
+            message,
+            text,
+            buttons: vec![],
+        };
+        if self.to_relay.try_send(Outgoing(body)).is_err() {
+            tracing::debug!("the queue to the relay is full; a partial answer was not shown");
+        }
+    }
+
     /// Replaces the text (and buttons) of a message this Worker sent.
     pub async fn edit(
         &self,
