@@ -9,7 +9,6 @@
 use crate::config::{BaseUrl, NetworkConfig, my_uid};
 use crate::download;
 use crate::paths::Paths;
-use crate::warden_client;
 use aromba_proto::client::Direct;
 use aromba_warden_proto::{Request, Response};
 use std::path::{Path, PathBuf};
@@ -28,14 +27,6 @@ fn root_only(verb: &str) -> Result<(), ExitCode> {
     }
 }
 
-fn ask(paths: &Paths, request: &Request) -> Result<Response, ExitCode> {
-    match warden_client::ask_blocking(&paths.control_socket(), request) {
-        Ok(Response::Error { message }) => Err(fail(format!("the Warden refused: {message}"))),
-        Ok(r) => Ok(r),
-        Err(e) => Err(fail(format!("cannot reach the Warden: {e}"))),
-    }
-}
-
 /// What `aromba update` was given.
 pub struct UpdateOptions {
     pub root: Option<PathBuf>,
@@ -50,12 +41,13 @@ pub fn update(options: UpdateOptions) -> ExitCode {
         return code;
     }
     let paths = Paths::new(options.root.as_deref());
+    let root = options.root.clone();
     if let Some(from) = &options.from {
         let from = match std::path::absolute(from) {
             Ok(p) => p,
             Err(e) => return fail(format!("{}: {e}", from.display())),
         };
-        return install(&paths, &from);
+        return install(root, &from);
     }
     let url = match &options.releases {
         Some(text) => match BaseUrl::parse(text) {
@@ -73,7 +65,7 @@ pub fn update(options: UpdateOptions) -> ExitCode {
             Err(e) => return fail(e),
         },
     };
-    let installed = match ask(&paths, &Request::Releases) {
+    let installed = match crate::control(root.clone(), &Request::Releases, "update") {
         Ok(Response::Releases { current, .. }) => current,
         Ok(other) => return fail(format!("unexpected answer from the Warden: {other:?}")),
         Err(code) => return code,
@@ -127,14 +119,14 @@ pub fn update(options: UpdateOptions) -> ExitCode {
     if let Err(e) = fetched {
         return fail(format!("the release could not be downloaded: {e}"));
     }
-    install(&paths, &dir)
+    install(root, &dir)
 }
 
-fn install(paths: &Paths, dir: &Path) -> ExitCode {
+fn install(root: Option<PathBuf>, dir: &Path) -> ExitCode {
     let request = Request::InstallRelease {
         dir: Some(dir.to_string_lossy().into_owned()),
     };
-    match ask(paths, &request) {
+    match crate::control(root, &request, "update") {
         Ok(Response::ReleaseInstalled { version, previous }) => {
             match previous {
                 Some(p) => println!(
@@ -195,8 +187,7 @@ pub fn uninstall(root: Option<PathBuf>, purge: bool, yes: bool) -> ExitCode {
             return fail("nothing was removed");
         }
     }
-    let paths = Paths::new(root.as_deref());
-    match ask(&paths, &Request::Uninstall { purge }) {
+    match crate::control(root, &Request::Uninstall { purge }, "uninstall") {
         Ok(Response::Uninstalled { removed, kept }) => {
             for r in &removed {
                 println!("removed {r}");

@@ -462,8 +462,13 @@ fn chore_run_like(root: Option<PathBuf>, request: &Request, verb: &str) -> ExitC
     }
 }
 
-/// Sends a root verb to the control socket; one clear sentence on failure.
-fn control(root: Option<PathBuf>, request: &Request, verb: &str) -> Result<Response, ExitCode> {
+/// Sends a root verb to the control socket; one clear sentence on failure
+/// (the verbs of `lifecycle.rs` use it too).
+pub(crate) fn control(
+    root: Option<PathBuf>,
+    request: &Request,
+    verb: &str,
+) -> Result<Response, ExitCode> {
     let (_, socket) = socket_paths(root.as_deref());
     match warden_client::ask_blocking(&socket, request) {
         Ok(Response::Error { message }) => {
