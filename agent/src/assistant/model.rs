@@ -630,4 +630,126 @@ mod tests {
             }
         );
     }
+
+    /// One request to a loopback endpoint that answers `reply` (with
+    /// `content_type`); the request's head and body come back.
+    async fn one_exchange(
+        content_type: &'static str,
+        reply: String,
+    ) -> (String, tokio::task::JoinHandle<(String, Value)>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let served = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 8192];
+            let (head, body) = loop {
+                let n = s.read(&mut chunk).await.unwrap();
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&buf[..i]).to_string();
+                    let length: usize = head
+                        .to_lowercase()
+                        .lines()
+                        .find_map(|l| {
+                            l.strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap())
+                        })
+                        .unwrap();
+                    while buf.len() < i + 4 + length {
+                        let n = s.read(&mut chunk).await.unwrap();
+                        buf.extend_from_slice(&chunk[..n]);
+                    }
+                    break (
+                        head,
+                        serde_json::from_slice(&buf[i + 4..i + 4 + length]).unwrap(),
+                    );
+                }
+            };
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nConnection: close\r\n\r\n{reply}"
+            );
+            s.write_all(answer.as_bytes()).await.unwrap();
+            s.shutdown().await.unwrap();
+            (head, body)
+        });
+        (url, served)
+    }
+
+    #[tokio::test]
+    async fn anthropic_streams_over_http_with_its_headers_and_shows_the_text_as_it_comes() {
+        let events = concat!(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n",
+            "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+            "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Load is \"}}\n\n",
+            "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"low.\"}}\n\n",
+            "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":4}}\n\n",
+            "data: {\"type\":\"message_stop\"}\n\n",
+        );
+        let (url, served) = one_exchange("text/event-stream", events.to_string()).await;
+        let model = Anthropic {
+            dialer: Arc::new(aromba_proto::client::Direct),
+            endpoint: BaseUrl::parse(&url).unwrap(),
+            model: "claude-test".into(),
+            key: Some("sk-ant-test".into()),
+            roots: None,
+        };
+        let shown = std::sync::Mutex::new(Vec::<String>::new());
+        let reply = model
+            .complete_streamed(
+                &[Message::System("s".into()), Message::User("load?".into())],
+                Some(&crate::assistant::tools::definitions()),
+                &|t| shown.lock().unwrap().push(t.to_string()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(reply.text, "Load is low.");
+        assert_eq!(
+            reply.usage,
+            Usage {
+                input: 12,
+                output: 4
+            }
+        );
+        assert!(shown.lock().unwrap().contains(&"Load is low.".to_string()));
+        let (head, body) = served.await.unwrap();
+        let head = head.to_lowercase();
+        assert!(head.starts_with("post /v1/messages "), "{head}");
+        assert!(head.contains("x-api-key: sk-ant-test"), "{head}");
+        assert!(head.contains("anthropic-version: 2023-06-01"), "{head}");
+        assert!(!head.contains("authorization"), "{head}");
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["system"], "s");
+        assert_eq!(body["tools"][0]["name"], "disk_usage");
+    }
+
+    #[tokio::test]
+    async fn an_endpoint_that_answers_whole_is_read_whole() {
+        let whole = json!({"choices": [{"message": {"role": "assistant", "content": "Fine."}}],
+                           "usage": {"prompt_tokens": 3, "completion_tokens": 1}});
+        let (url, served) = one_exchange("application/json", whole.to_string()).await;
+        let model = OpenAi {
+            dialer: Arc::new(aromba_proto::client::Direct),
+            endpoint: BaseUrl::parse(&url).unwrap(),
+            model: "local".into(),
+            key: None,
+            roots: None,
+        };
+        let reply = model
+            .complete(&[Message::User("ok?".into())], None)
+            .await
+            .unwrap();
+        assert_eq!(reply.text, "Fine.");
+        let (head, body) = served.await.unwrap();
+        assert!(
+            head.to_lowercase()
+                .starts_with("post /v1/chat/completions ")
+        );
+        assert!(
+            !head.to_lowercase().contains("authorization"),
+            "no key, no header"
+        );
+        assert_eq!(body["stream_options"]["include_usage"], true);
+    }
 }

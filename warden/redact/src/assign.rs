@@ -156,9 +156,15 @@ fn is_authorization(name: &[u8]) -> bool {
 }
 
 fn is_password_name(name: &[u8]) -> bool {
-    [b"password".as_slice(), b"pwd", b"passwd", b"pass", b"passphrase"]
-        .into_iter()
-        .any(|w| name.eq_ignore_ascii_case(w))
+    [
+        b"password".as_slice(),
+        b"pwd",
+        b"passwd",
+        b"pass",
+        b"passphrase",
+    ]
+    .into_iter()
+    .any(|w| name.eq_ignore_ascii_case(w))
 }
 
 /// Names whose values are not secrets: public keys and authentication
