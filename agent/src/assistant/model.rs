@@ -239,53 +239,70 @@ impl Model for OpenAi {
         if let Some(tools) = tools {
             body["tools"] = tools.clone();
         }
-        let path = self.endpoint.file("chat/completions");
-        let ask = Ask {
-            method: hyper::Method::POST,
-            path: &path,
-            body: Some(("application/json", body.to_string())),
-            cap: MAX_ANSWER,
-            headers: self
-                .key
-                .iter()
-                .map(|k| ("authorization", format!("Bearer {k}")))
-                .collect(),
-        };
-        let mut stream = super::stream::OpenAiStream::default();
-        let mut broken: Option<ModelError> = None;
-        let mut shown = Shown { partial, len: 0 };
-        let answer = tokio::time::timeout(
-            Duration::from_secs(TIMEOUT_S),
-            request_streamed(
-                self.dialer.as_ref(),
-                &self.endpoint.origin,
-                self.roots.clone(),
-                ask,
-                &mut |piece| {
-                    if broken.is_none() {
-                        match stream.feed(piece) {
-                            Ok(()) => shown.now(stream.text()),
-                            Err(e) => broken = Some(e),
-                        }
-                    }
-                },
-            ),
+        let headers = self
+            .key
+            .iter()
+            .map(|k| ("authorization", format!("Bearer {k}")))
+            .collect();
+        let endpoint = (&self.endpoint, self.dialer.as_ref(), self.roots.clone());
+        exchange::<super::stream::OpenAiStream>(
+            endpoint,
+            &self.endpoint.file("chat/completions"),
+            body,
+            headers,
+            partial,
+            openai_reply,
         )
         .await
-        .map_err(|_| ModelError::Timeout(TIMEOUT_S))??;
-        if answer.status != 200 {
-            return Err(ModelError::Status {
-                status: answer.status,
-            });
-        }
-        if !answer.event_stream {
-            // An endpoint that does not stream answers whole.
-            return openai_reply(&answer.body);
-        }
-        match broken {
-            Some(e) => Err(e),
-            None => stream.reply(),
-        }
+    }
+}
+
+/// One completion over HTTP: `body` posted to `path`, the answer put
+/// together from its events (`S`) when the endpoint streams it, the text so
+/// far handed to `partial`; read whole by `whole` when it does not.
+async fn exchange<S: super::stream::Events>(
+    (endpoint, dialer, roots): (&BaseUrl, &dyn Dialer, Option<Arc<rustls::RootCertStore>>),
+    path: &str,
+    body: Value,
+    headers: Vec<(&'static str, String)>,
+    partial: &(dyn Fn(&str) + Send + Sync),
+    whole: fn(&[u8]) -> Result<Reply, ModelError>,
+) -> Result<Reply, ModelError> {
+    let ask = Ask {
+        method: hyper::Method::POST,
+        path,
+        body: Some(("application/json", body.to_string())),
+        cap: MAX_ANSWER,
+        headers,
+    };
+    let mut stream = S::default();
+    let mut broken: Option<ModelError> = None;
+    let mut shown = Shown { partial, len: 0 };
+    let answer = tokio::time::timeout(
+        Duration::from_secs(TIMEOUT_S),
+        request_streamed(dialer, &endpoint.origin, roots, ask, &mut |piece| {
+            if broken.is_none() {
+                match stream.feed(piece) {
+                    Ok(()) => shown.now(stream.text()),
+                    Err(e) => broken = Some(e),
+                }
+            }
+        }),
+    )
+    .await
+    .map_err(|_| ModelError::Timeout(TIMEOUT_S))??;
+    if answer.status != 200 {
+        return Err(ModelError::Status {
+            status: answer.status,
+        });
+    }
+    if !answer.event_stream {
+        // An endpoint that does not stream answers whole.
+        return whole(&answer.body);
+    }
+    match broken {
+        Some(e) => Err(e),
+        None => stream.reply(),
     }
 }
 
@@ -444,52 +461,20 @@ impl Model for Anthropic {
         if let Some(tools) = tools {
             body["tools"] = anthropic_tools(tools);
         }
-        let path = self.endpoint.file("messages");
         let mut headers = vec![("anthropic-version", "2023-06-01".to_string())];
         if let Some(k) = &self.key {
             headers.push(("x-api-key", k.clone()));
         }
-        let ask = Ask {
-            method: hyper::Method::POST,
-            path: &path,
-            body: Some(("application/json", body.to_string())),
-            cap: MAX_ANSWER,
+        let endpoint = (&self.endpoint, self.dialer.as_ref(), self.roots.clone());
+        exchange::<super::stream::AnthropicStream>(
+            endpoint,
+            &self.endpoint.file("messages"),
+            body,
             headers,
-        };
-        let mut stream = super::stream::AnthropicStream::default();
-        let mut broken: Option<ModelError> = None;
-        let mut shown = Shown { partial, len: 0 };
-        let answer = tokio::time::timeout(
-            Duration::from_secs(TIMEOUT_S),
-            request_streamed(
-                self.dialer.as_ref(),
-                &self.endpoint.origin,
-                self.roots.clone(),
-                ask,
-                &mut |piece| {
-                    if broken.is_none() {
-                        match stream.feed(piece) {
-                            Ok(()) => shown.now(stream.text()),
-                            Err(e) => broken = Some(e),
-                        }
-                    }
-                },
-            ),
+            partial,
+            anthropic_reply,
         )
         .await
-        .map_err(|_| ModelError::Timeout(TIMEOUT_S))??;
-        if answer.status != 200 {
-            return Err(ModelError::Status {
-                status: answer.status,
-            });
-        }
-        if !answer.event_stream {
-            return anthropic_reply(&answer.body);
-        }
-        match broken {
-            Some(e) => Err(e),
-            None => stream.reply(),
-        }
     }
 }
 

@@ -20,6 +20,35 @@ pub const MAX_CALLS: u64 = 16;
 /// A tool call's arguments, at most (bytes).
 const MAX_ARGUMENTS: usize = 64 * 1024;
 
+/// An event stream of one API, put together as its bytes come.
+pub trait Events: Default + Send {
+    /// More of the body.
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), ModelError>;
+    /// The answer's text so far.
+    fn text(&self) -> &str;
+    /// The whole answer, once the body ended.
+    fn reply(self) -> Result<Reply, ModelError>;
+}
+
+/// The tool calls put together, in their order; each must have a name.
+fn calls(
+    calls: BTreeMap<u64, Partial>,
+    empty_arguments: &str,
+) -> Result<Vec<ToolCall>, ModelError> {
+    if calls.values().any(|c| c.name.is_empty()) {
+        return Err(ModelError::Malformed("a tool call without a name".into()));
+    }
+    Ok(calls
+        .into_values()
+        .map(|mut c| {
+            if c.arguments.is_empty() {
+                c.arguments = empty_arguments.into();
+            }
+            c.call()
+        })
+        .collect())
+}
+
 /// The `data:` payloads of an event stream, as its bytes come.
 #[derive(Default)]
 struct Lines {
@@ -109,8 +138,8 @@ pub struct OpenAiStream {
     done: bool,
 }
 
-impl OpenAiStream {
-    pub fn feed(&mut self, bytes: &[u8]) -> Result<(), ModelError> {
+impl Events for OpenAiStream {
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), ModelError> {
         for data in self.lines.feed(bytes)? {
             if self.done {
                 continue;
@@ -158,17 +187,14 @@ impl OpenAiStream {
         Ok(())
     }
 
-    pub fn text(&self) -> &str {
+    fn text(&self) -> &str {
         &self.text
     }
 
-    pub fn reply(self) -> Result<Reply, ModelError> {
-        if self.calls.values().any(|c| c.name.is_empty()) {
-            return Err(ModelError::Malformed("a tool call without a name".into()));
-        }
+    fn reply(self) -> Result<Reply, ModelError> {
         Ok(Reply {
+            calls: calls(self.calls, "")?,
             text: self.text,
-            calls: self.calls.into_values().map(Partial::call).collect(),
             usage: self.usage,
         })
     }
@@ -185,8 +211,8 @@ pub struct AnthropicStream {
     usage: Usage,
 }
 
-impl AnthropicStream {
-    pub fn feed(&mut self, bytes: &[u8]) -> Result<(), ModelError> {
+impl Events for AnthropicStream {
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), ModelError> {
         for data in self.lines.feed(bytes)? {
             let v = event(&data)?;
             if let Some(e) = error_event(&v) {
@@ -239,27 +265,15 @@ impl AnthropicStream {
         Ok(())
     }
 
-    pub fn text(&self) -> &str {
+    fn text(&self) -> &str {
         &self.text
     }
 
-    pub fn reply(self) -> Result<Reply, ModelError> {
-        if self.calls.values().any(|c| c.name.is_empty()) {
-            return Err(ModelError::Malformed("a tool call without a name".into()));
-        }
+    fn reply(self) -> Result<Reply, ModelError> {
         Ok(Reply {
+            // A tool without parameters streams no arguments.
+            calls: calls(self.calls, "{}")?,
             text: self.text,
-            calls: self
-                .calls
-                .into_values()
-                .map(|mut c| {
-                    // A tool without parameters streams no arguments.
-                    if c.arguments.is_empty() {
-                        c.arguments = "{}".into();
-                    }
-                    c.call()
-                })
-                .collect(),
             usage: self.usage,
         })
     }
