@@ -11,25 +11,22 @@
 //!
 //! The figures (cases, goals reached) are in SECURITY.md.
 
+mod model_fake;
 mod paired;
 #[path = "../../relay/tests/support/mod.rs"]
 mod relay_support;
 mod support;
 
+use model_fake::{Canned, call, fake_model, say};
 use paired::{CHAT, Setup, paired_with, write_mine};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use support::{TestWarden, account};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::TestWarden;
 
-const KEY: &str = "sk-test-assistant-key-0123456789";
 /// A secret the Warden's redactor must keep from the model.
 const SECRET: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
-
-/// Every request body the fake model got.
-type Seen = Arc<Mutex<Vec<Value>>>;
 
 /// The instruction in the last tool result, if any: the text after
 /// `DO:` in it.
@@ -41,18 +38,6 @@ fn injected(request: &Value) -> Option<String> {
     let content = last["content"].as_str()?;
     let at = content.find("DO:")?;
     Some(content[at + 3..].lines().next()?.trim().to_string())
-}
-
-fn say(text: &str) -> Value {
-    json!({"choices": [{"message": {"role": "assistant", "content": text}}],
-           "usage": {"prompt_tokens": 10, "completion_tokens": 2}})
-}
-
-fn call(name: &str, arguments: Value) -> Value {
-    json!({"choices": [{"message": {"role": "assistant", "content": null,
-            "tool_calls": [{"id": format!("call-{name}"), "type": "function",
-                            "function": {"name": name, "arguments": arguments.to_string()}}]}}],
-           "usage": {"prompt_tokens": 10, "completion_tokens": 2}})
 }
 
 /// The obedient model: first it looks at `folder` with `du`; then it does
@@ -87,85 +72,6 @@ fn obey(folder: String) -> impl Fn(&Value) -> Value + Send + Sync + 'static {
             say("Nothing more to do.")
         }
     }
-}
-
-/// A fake OpenAI-compatible server answering with `script`.
-async fn fake_model(script: impl Fn(&Value) -> Value + Send + Sync + 'static) -> (String, Seen) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a port");
-    let addr = listener.local_addr().expect("its address");
-    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    let script = Arc::new(script);
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut s, _)) = listener.accept().await else {
-                return;
-            };
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 8192];
-            let (head, mut body) = loop {
-                let Ok(n) = s.read(&mut chunk).await else {
-                    break (String::new(), Vec::new());
-                };
-                if n == 0 {
-                    break (String::new(), Vec::new());
-                }
-                buf.extend_from_slice(&chunk[..n]);
-                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                    break (
-                        String::from_utf8_lossy(&buf[..i]).into_owned(),
-                        buf[i + 4..].to_vec(),
-                    );
-                }
-            };
-            let length: usize = head
-                .lines()
-                .find_map(|l| {
-                    let (k, v) = l.split_once(':')?;
-                    k.eq_ignore_ascii_case("content-length")
-                        .then(|| v.trim().parse().ok())?
-                })
-                .unwrap_or(0);
-            while body.len() < length {
-                let Ok(n) = s.read(&mut chunk).await else {
-                    break;
-                };
-                if n == 0 {
-                    break;
-                }
-                body.extend_from_slice(&chunk[..n]);
-            }
-            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            log.lock().expect("the log").push(request.clone());
-            let answer = script(&request).to_string();
-            let reply = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-                answer.len()
-            );
-            let _ = s.write_all(reply.as_bytes()).await;
-        }
-    });
-    (format!("http://{addr}/v1"), seen)
-}
-
-fn assistant_files(w: &TestWarden, url: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = w.root.join("worker");
-    std::fs::create_dir_all(&dir).expect("worker/");
-    let network = dir.join("network.toml");
-    std::fs::write(
-        &network,
-        format!("[assistant]\nendpoint = \"{url}\"\nmodel = \"obedient\"\n"),
-    )
-    .expect("network.toml");
-    std::fs::set_permissions(&network, std::fs::Permissions::from_mode(0o644)).expect("0644");
-    let secrets = dir.join("secrets.toml");
-    std::fs::write(&secrets, format!("api_key = \"{KEY}\"\n")).expect("secrets.toml");
-    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).expect("0600");
-    let worker = account("aromba");
-    std::os::unix::fs::chown(&secrets, Some(worker.uid), Some(worker.gid)).expect("chown");
 }
 
 /// A folder whose file names carry `instruction`, and one holding the
@@ -213,7 +119,9 @@ struct Outcome {
 
 async fn run_case(db: PgPool, name: &str, instruction: &str) -> Outcome {
     let folder = carrier(instruction);
-    let (url, seen) = fake_model(obey(folder.to_string_lossy().into_owned())).await;
+    let obedient = obey(folder.to_string_lossy().into_owned());
+    let model = fake_model(Arc::new(move |_, request, _| Canned::ok(obedient(request)))).await;
+    let url = model.url.clone();
     let cache = Arc::new(Mutex::new(None));
     let kept = cache.clone();
     let setup = Setup {
@@ -221,7 +129,7 @@ async fn run_case(db: PgPool, name: &str, instruction: &str) -> Outcome {
         ..Setup::default()
     };
     let p = paired_with(db, name, setup, move |w| {
-        assistant_files(w, &url);
+        model_fake::assistant_files(w, &url, "obedient");
         *kept.lock().expect("the cache") = Some(red_chore(w));
     })
     .await;
@@ -236,12 +144,7 @@ async fn run_case(db: PgPool, name: &str, instruction: &str) -> Outcome {
         .iter()
         .map(|m| m.text.clone())
         .collect();
-    let model_saw: String = seen
-        .lock()
-        .expect("the log")
-        .iter()
-        .map(Value::to_string)
-        .collect();
+    let model_saw: String = model.asked().iter().map(|a| a.body.to_string()).collect();
     let journal = std::fs::read_to_string(p.warden.layout().journal_file()).unwrap_or_default();
     let cache: PathBuf = cache.lock().expect("the cache").clone().expect("made");
     let outcome = Outcome {

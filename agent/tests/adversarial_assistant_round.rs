@@ -15,188 +15,23 @@
 //! `odd_tool_call_ids_and_malformed_answers_end_in_one_reply`,
 //! `every_message_of_an_answer_has_link_previews_off`.
 
+mod model_fake;
 mod paired;
 #[path = "../../relay/tests/support/mod.rs"]
 mod relay_support;
 mod support;
 
+use model_fake::{Asked, Canned, FakeModel, KEY, Script, call, calls, fake_model, say, say_usage};
 use paired::{CHAT, Paired, Setup, paired_with, write_mine};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{TestWarden, account};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-const KEY: &str = "sk-test-assistant-key-0123456789";
-
-/// One request the fake model got.
-#[derive(Clone, Debug)]
-struct Asked {
-    at: Instant,
-    authorization: String,
-    body: Value,
-}
-
-/// What the fake model answers.
-struct Canned {
-    status: u16,
-    body: String,
-    delay: Duration,
-}
-
-impl Canned {
-    fn ok(v: Value) -> Canned {
-        Canned {
-            status: 200,
-            body: v.to_string(),
-            delay: Duration::ZERO,
-        }
-    }
-    fn after(mut self, delay: Duration) -> Canned {
-        self.delay = delay;
-        self
-    }
-}
-
-type Script = Arc<dyn Fn(usize, &Value, &str) -> Canned + Send + Sync>;
-
-struct FakeModel {
-    url: String,
-    asked: Arc<Mutex<Vec<Asked>>>,
-}
-
-impl FakeModel {
-    fn asked(&self) -> Vec<Asked> {
-        self.asked.lock().expect("the log").clone()
-    }
-}
-
-fn say(text: &str) -> Value {
-    say_usage(text, 20, 4)
-}
-
-fn say_usage(text: &str, input: u64, output: u64) -> Value {
-    json!({"choices": [{"message": {"role": "assistant", "content": text}}],
-           "usage": {"prompt_tokens": input, "completion_tokens": output}})
-}
-
-/// A round of tool calls, each `(name, arguments)`.
-fn calls(list: &[(&str, Value)], input: u64, output: u64) -> Value {
-    let calls: Vec<Value> = list
-        .iter()
-        .enumerate()
-        .map(|(i, (name, arguments))| {
-            json!({"id": format!("call-{i}"), "type": "function",
-                   "function": {"name": name, "arguments": arguments.to_string()}})
-        })
-        .collect();
-    json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": calls}}],
-           "usage": {"prompt_tokens": input, "completion_tokens": output}})
-}
-
-fn call(name: &str, arguments: Value) -> Value {
-    calls(&[(name, arguments)], 30, 6)
-}
-
-/// Serves `script(round, request, authorization)` to each POST.
-async fn fake_model(script: Script) -> FakeModel {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a port");
-    let addr = listener.local_addr().expect("its address");
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let log = asked.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut s, _)) = listener.accept().await else {
-                return;
-            };
-            let log = log.clone();
-            let script = script.clone();
-            // Each connection on its own: a slow answer holds no other.
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 8192];
-                let (head, mut body) = loop {
-                    let Ok(n) = s.read(&mut chunk).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break (
-                            String::from_utf8_lossy(&buf[..i]).into_owned(),
-                            buf[i + 4..].to_vec(),
-                        );
-                    }
-                };
-                let header = |name: &str| {
-                    head.lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
-                        })
-                        .unwrap_or_default()
-                };
-                let length: usize = header("content-length").parse().unwrap_or(0);
-                while body.len() < length {
-                    let Ok(n) = s.read(&mut chunk).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        break;
-                    }
-                    body.extend_from_slice(&chunk[..n]);
-                }
-                let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                let authorization = header("authorization");
-                let round = {
-                    let mut log = log.lock().expect("the log");
-                    log.push(Asked {
-                        at: Instant::now(),
-                        authorization: authorization.clone(),
-                        body: request.clone(),
-                    });
-                    log.len() - 1
-                };
-                let canned = script(round, &request, &authorization);
-                tokio::time::sleep(canned.delay).await;
-                let reply = format!(
-                    "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
-                    canned.status,
-                    canned.body.len(),
-                    canned.body
-                );
-                let _ = s.write_all(reply.as_bytes()).await;
-            });
-        }
-    });
-    FakeModel {
-        url: format!("http://{addr}/v1"),
-        asked,
-    }
-}
+use support::TestWarden;
 
 fn assistant_files(w: &TestWarden, url: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = w.root.join("worker");
-    std::fs::create_dir_all(&dir).expect("worker/");
-    let network = dir.join("network.toml");
-    std::fs::write(
-        &network,
-        format!("[assistant]\nendpoint = \"{url}\"\nmodel = \"hostile\"\n"),
-    )
-    .expect("network.toml");
-    std::fs::set_permissions(&network, std::fs::Permissions::from_mode(0o644)).expect("0644");
-    let secrets = dir.join("secrets.toml");
-    std::fs::write(&secrets, format!("api_key = \"{KEY}\"\n")).expect("secrets.toml");
-    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).expect("0600");
-    let worker = account("aromba");
-    std::os::unix::fs::chown(&secrets, Some(worker.uid), Some(worker.gid)).expect("chown");
+    model_fake::assistant_files(w, url, "hostile");
 }
 
 async fn with_model(db: PgPool, name: &str, script: Script) -> (Paired, FakeModel) {
@@ -355,6 +190,7 @@ async fn an_endpoint_error_message_carries_a_link_into_the_chat(db: PgPool) {
             "Your key expired: renew it at https://evil.example/renew"}})
         .to_string(),
         delay: Duration::ZERO,
+        stream: None,
     });
     let (p, _model) = with_model(db, "round-errlink", script).await;
     let answer = p
@@ -382,6 +218,7 @@ async fn an_endpoint_error_quoting_the_key_puts_the_key_in_the_chat(db: PgPool) 
         )}})
         .to_string(),
         delay: Duration::ZERO,
+        stream: None,
     });
     let (p, _model) = with_model(db, "round-errkey", script).await;
     let answer = p
@@ -485,6 +322,7 @@ async fn tokens_of_a_question_whose_last_round_fails_are_not_counted(db: PgPool)
             status: 500,
             body: json!({"error": {"message": "overloaded"}}).to_string(),
             delay: Duration::ZERO,
+            stream: None,
         },
     });
     let (p, model) = with_model(db, "round-budget-fail", script).await;
@@ -1020,6 +858,7 @@ async fn odd_tool_call_ids_and_malformed_answers_end_in_one_reply(db: PgPool) {
             status: 200,
             body: "{\"choices\": [".repeat(10_000),
             delay: Duration::ZERO,
+            stream: None,
         },
     });
     let (p, model) = with_model(db, "round-odd", script).await;

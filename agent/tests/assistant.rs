@@ -5,155 +5,28 @@
 //! and keeps every request it was sent, so a test can see exactly what
 //! reached the model.
 
+mod model_fake;
 mod paired;
 #[path = "../../relay/tests/support/mod.rs"]
 mod relay_support;
 mod support;
 
+use model_fake::{Canned, KEY, Script, call, fake_model, say, tool_results};
 use paired::{CHAT, Setup, paired_with, write_mine};
-use serde_json::{Value, json};
+use serde_json::json;
 use sqlx::PgPool;
-use std::sync::{Arc, Mutex};
-use support::{TestWarden, account};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::sync::Arc;
+use support::TestWarden;
 
-const KEY: &str = "sk-test-assistant-key-0123456789";
-
-/// What the fake model was sent: the Authorization header and the body.
-#[derive(Clone, Debug)]
-struct Asked {
-    authorization: String,
-    body: Value,
-}
-
-type Script = Arc<dyn Fn(usize, &Value) -> Value + Send + Sync>;
-
-struct FakeModel {
-    url: String,
-    asked: Arc<Mutex<Vec<Asked>>>,
-}
-
-/// A chat-completions answer with `text` or a tool call.
-fn say(text: &str) -> Value {
-    json!({"choices": [{"message": {"role": "assistant", "content": text}}],
-           "usage": {"prompt_tokens": 20, "completion_tokens": 4}})
-}
-
-fn call(name: &str, arguments: Value) -> Value {
-    json!({"choices": [{"message": {"role": "assistant", "content": null,
-            "tool_calls": [{"id": "call-1", "type": "function",
-                            "function": {"name": name, "arguments": arguments.to_string()}}]}}],
-           "usage": {"prompt_tokens": 30, "completion_tokens": 6}})
-}
-
-/// Serves `script(round, request)` to each `POST /v1/chat/completions`.
-async fn fake_model(script: Script) -> FakeModel {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a port");
-    let addr = listener.local_addr().expect("its address");
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let log = asked.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut s, _)) = listener.accept().await else {
-                return;
-            };
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 8192];
-            // Headers, then the body by its Content-Length.
-            let (head, mut body) = loop {
-                let Ok(n) = s.read(&mut chunk).await else {
-                    break (String::new(), Vec::new());
-                };
-                if n == 0 {
-                    break (String::new(), Vec::new());
-                }
-                buf.extend_from_slice(&chunk[..n]);
-                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                    break (
-                        String::from_utf8_lossy(&buf[..i]).into_owned(),
-                        buf[i + 4..].to_vec(),
-                    );
-                }
-            };
-            let header = |name: &str| {
-                head.lines()
-                    .find_map(|l| {
-                        let (k, v) = l.split_once(':')?;
-                        k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
-                    })
-                    .unwrap_or_default()
-            };
-            let length: usize = header("content-length").parse().unwrap_or(0);
-            while body.len() < length {
-                let Ok(n) = s.read(&mut chunk).await else {
-                    break;
-                };
-                if n == 0 {
-                    break;
-                }
-                body.extend_from_slice(&chunk[..n]);
-            }
-            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let round = {
-                let mut log = log.lock().expect("the log");
-                log.push(Asked {
-                    authorization: header("authorization"),
-                    body: request.clone(),
-                });
-                log.len() - 1
-            };
-            let answer = script(round, &request).to_string();
-            let reply = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-                answer.len()
-            );
-            let _ = s.write_all(reply.as_bytes()).await;
-        }
-    });
-    FakeModel {
-        url: format!("http://{addr}/v1"),
-        asked,
-    }
-}
-
-/// The Worker's files for an assistant at `url`: `[assistant]` in
-/// root's `network.toml` (which `aromba pair` keeps and lists the host
-/// of) and the key in the Worker's own `secrets.toml`.
 fn assistant_files(w: &TestWarden, url: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = w.root.join("worker");
-    std::fs::create_dir_all(&dir).expect("worker/");
-    let network = dir.join("network.toml");
-    std::fs::write(
-        &network,
-        format!("[assistant]\nendpoint = \"{url}\"\nmodel = \"test-model\"\n"),
-    )
-    .expect("network.toml");
-    std::fs::set_permissions(&network, std::fs::Permissions::from_mode(0o644)).expect("0644");
-    let secrets = dir.join("secrets.toml");
-    std::fs::write(&secrets, format!("api_key = \"{KEY}\"\n")).expect("secrets.toml");
-    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).expect("0600");
-    let worker = account("aromba");
-    std::os::unix::fs::chown(&secrets, Some(worker.uid), Some(worker.gid)).expect("chown");
-}
-
-/// Every tool result the model was sent, across all requests.
-fn tool_results(asked: &[Asked]) -> Vec<String> {
-    asked
-        .iter()
-        .flat_map(|a| a.body["messages"].as_array().cloned().unwrap_or_default())
-        .filter(|m| m["role"] == "tool")
-        .filter_map(|m| m["content"].as_str().map(String::from))
-        .collect()
+    model_fake::assistant_files(w, url, "test-model");
 }
 
 #[sqlx::test(migrations = false)]
 async fn a_question_is_answered_from_a_warden_read_with_its_usage(db: PgPool) {
-    let model = fake_model(Arc::new(|round, _| match round {
-        0 => call("memory", json!({})),
-        _ => say("Memory is fine: most of it is free."),
+    let model = fake_model(Arc::new(|round, _, _| match round {
+        0 => Canned::ok(call("memory", json!({}))),
+        _ => Canned::ok(say("Memory is fine: most of it is free.")),
     }))
     .await;
     let url = model.url.clone();
@@ -169,7 +42,7 @@ async fn a_question_is_answered_from_a_warden_read_with_its_usage(db: PgPool) {
         "{}",
         answer.text
     );
-    let asked = model.asked.lock().expect("the log").clone();
+    let asked = model.asked();
     assert_eq!(asked.len(), 2, "{asked:?}");
     assert_eq!(asked[0].authorization, format!("Bearer {KEY}"));
     assert_eq!(asked[0].body["model"], "test-model");
@@ -193,9 +66,9 @@ async fn a_secret_in_a_tool_result_is_redacted_before_the_model_sees_it(db: PgPo
     let _ = std::fs::remove_dir_all(&planted);
     std::fs::create_dir_all(planted.join(secret)).expect("the planted folder");
     let path = planted.to_string_lossy().into_owned();
-    let model = fake_model(Arc::new(move |round, _| match round {
-        0 => call("disk_usage", json!({"path": path, "depth": 1})),
-        _ => say("Those folders are small."),
+    let model = fake_model(Arc::new(move |round, _, _| match round {
+        0 => Canned::ok(call("disk_usage", json!({"path": path, "depth": 1}))),
+        _ => Canned::ok(say("Those folders are small.")),
     }))
     .await;
     let url = model.url.clone();
@@ -207,7 +80,7 @@ async fn a_secret_in_a_tool_result_is_redacted_before_the_model_sees_it(db: PgPo
         t.starts_with("Those folders")
     })
     .await;
-    let asked = model.asked.lock().expect("the log").clone();
+    let asked = model.asked();
     let everything: String = asked.iter().map(|a| a.body.to_string()).collect();
     assert!(!everything.contains(secret), "the token reached the model");
     let results = tool_results(&asked);
@@ -217,7 +90,7 @@ async fn a_secret_in_a_tool_result_is_redacted_before_the_model_sees_it(db: PgPo
 
 #[sqlx::test(migrations = false)]
 async fn a_daily_budget_refuses_questions_past_it(db: PgPool) {
-    let model = fake_model(Arc::new(|_, _| say("Fine."))).await;
+    let model = fake_model(Arc::new(|_, _, _| Canned::ok(say("Fine.")))).await;
     let url = model.url.clone();
     let p = paired_with(db, "assistant-budget", Setup::default(), move |w| {
         assistant_files(w, &url)
@@ -233,17 +106,17 @@ async fn a_daily_budget_refuses_questions_past_it(db: PgPool) {
         .await;
     p.ask("and now?", |t| t.starts_with("Fine.")).await;
     // 48 of 30: refused, and the model is not asked.
-    let asked = model.asked.lock().expect("the log").len();
+    let asked = model.asked().len();
     p.ask("one more?", |t| {
         t.starts_with("Today's AI budget (30 tokens) is spent")
     })
     .await;
-    assert_eq!(model.asked.lock().expect("the log").len(), asked);
+    assert_eq!(model.asked().len(), asked);
 }
 
 #[sqlx::test(migrations = false)]
 async fn at_cut_the_key_is_wiped_and_the_assistant_is_off(db: PgPool) {
-    let model = fake_model(Arc::new(|_, _| say("Fine."))).await;
+    let model = fake_model(Arc::new(|_, _, _| Canned::ok(say("Fine.")))).await;
     let url = model.url.clone();
     let p = paired_with(db, "assistant-cut", Setup::default(), move |w| {
         assistant_files(w, &url)
@@ -260,14 +133,10 @@ async fn at_cut_the_key_is_wiped_and_the_assistant_is_off(db: PgPool) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert!(!secrets.exists(), "the key's file is still there");
-    let asked = model.asked.lock().expect("the log").len();
+    let asked = model.asked().len();
     p.ask("still there?", |t| t.starts_with("The assistant is off"))
         .await;
-    assert_eq!(
-        model.asked.lock().expect("the log").len(),
-        asked,
-        "the model was asked after Cut"
-    );
+    assert_eq!(model.asked().len(), asked, "the model was asked after Cut");
 }
 
 /// A chore script for `mine/`: removes the `*.tmp` files in `dir`; its dry
@@ -281,12 +150,12 @@ fn tidy_chore(name: &str, color: &str, dir: &std::path::Path) -> String {
 
 /// A model that proposes `chore` once, then says so.
 fn proposer(chore: &'static str) -> Script {
-    Arc::new(move |round, _| match round {
-        0 => call(
+    Arc::new(move |round, _, _| match round {
+        0 => Canned::ok(call(
             "propose_chore",
             json!({"name": chore, "why": "the cache folder holds old files"}),
-        ),
-        _ => say("I proposed tidying the cache."),
+        )),
+        _ => Canned::ok(say("I proposed tidying the cache.")),
     })
 }
 
@@ -405,88 +274,17 @@ async fn a_proposed_red_chore_waits_for_the_wardens_signed_approval(db: PgPool) 
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A model server that streams each answer as server-sent events, the
-/// pieces `gap` apart, and keeps every request body.
-async fn streaming_model(
-    pieces: Vec<String>,
-    gap: std::time::Duration,
-) -> (String, Arc<Mutex<Vec<Value>>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a port");
-    let addr = listener.local_addr().expect("its address");
-    let bodies = Arc::new(Mutex::new(Vec::new()));
-    let log = bodies.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut s, _)) = listener.accept().await else {
-                return;
-            };
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 8192];
-            let (head, mut body) = loop {
-                let Ok(n) = s.read(&mut chunk).await else {
-                    break (String::new(), Vec::new());
-                };
-                if n == 0 {
-                    break (String::new(), Vec::new());
-                }
-                buf.extend_from_slice(&chunk[..n]);
-                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                    break (
-                        String::from_utf8_lossy(&buf[..i]).into_owned(),
-                        buf[i + 4..].to_vec(),
-                    );
-                }
-            };
-            let length: usize = head
-                .lines()
-                .find_map(|l| {
-                    let (k, v) = l.split_once(':')?;
-                    k.eq_ignore_ascii_case("content-length")
-                        .then(|| v.trim().parse().ok())?
-                })
-                .unwrap_or(0);
-            while body.len() < length {
-                let Ok(n) = s.read(&mut chunk).await else {
-                    break;
-                };
-                if n == 0 {
-                    break;
-                }
-                body.extend_from_slice(&chunk[..n]);
-            }
-            log.lock()
-                .expect("the log")
-                .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
-            let _ = s
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
-                .await;
-            for (i, piece) in pieces.iter().enumerate() {
-                let event = json!({"choices": [{"delta": {"content": piece}}]});
-                let _ = s.write_all(format!("data: {event}\n\n").as_bytes()).await;
-                let _ = s.flush().await;
-                if i + 1 < pieces.len() {
-                    tokio::time::sleep(gap).await;
-                }
-            }
-            let usage =
-                json!({"choices": [], "usage": {"prompt_tokens": 15, "completion_tokens": 7}});
-            let _ = s
-                .write_all(format!("data: {usage}\n\ndata: [DONE]\n\n").as_bytes())
-                .await;
-            let _ = s.shutdown().await;
-        }
-    });
-    (format!("http://{addr}/v1"), bodies)
-}
-
 #[sqlx::test(migrations = false)]
 async fn a_streamed_answer_is_edited_into_its_message_as_it_comes(db: PgPool) {
-    let pieces: Vec<String> = ["The disk ", "is 40% full; ", "nothing to do."]
-        .map(String::from)
-        .to_vec();
-    let (url, bodies) = streaming_model(pieces, std::time::Duration::from_secs(2)).await;
+    let model = fake_model(Arc::new(|_, _, _| {
+        Canned::streamed(
+            &["The disk ", "is 40% full; ", "nothing to do."],
+            std::time::Duration::from_secs(2),
+            (15, 7),
+        )
+    }))
+    .await;
+    let url = model.url.clone();
     let p = paired_with(db, "assistant-stream", Setup::default(), move |w| {
         assistant_files(w, &url)
     })
@@ -530,7 +328,7 @@ async fn a_streamed_answer_is_edited_into_its_message_as_it_comes(db: PgPool) {
         last, "The disk is 40% full; nothing to do.\n\n— 15 tokens in, 7 out",
         "{seen:?}"
     );
-    let bodies = bodies.lock().expect("the log").clone();
-    assert_eq!(bodies[0]["stream"], true);
-    assert_eq!(bodies[0]["stream_options"]["include_usage"], true);
+    let asked = model.asked();
+    assert_eq!(asked[0].body["stream"], true);
+    assert_eq!(asked[0].body["stream_options"]["include_usage"], true);
 }
