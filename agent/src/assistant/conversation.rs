@@ -47,6 +47,11 @@ pub trait Host: Sync {
     /// A completion's tokens, as each comes (counted even when a later
     /// round fails or the answer is stopped).
     fn spent(&self, _usage: Usage) {}
+    /// Whether a streamed answer's text so far should be shown now (the
+    /// host paces its edits); only then is it filtered and handed over.
+    fn partial_due(&self) -> bool {
+        false
+    }
     /// The answer's text so far, as it streams (links taken out, capped):
     /// shown in place, without waiting.
     fn partial(&self, _text: &str) {}
@@ -118,7 +123,7 @@ pub fn without_links(text: &str) -> String {
         .map(|c| match c {
             '\u{ff1a}' => ':',
             '\u{ff0f}' => '/',
-            '\u{ff0e}' | '\u{3002}' => '.',
+            '\u{ff0e}' | '\u{3002}' | '\u{ff61}' | '\u{2024}' | '\u{fe52}' => '.',
             '\u{ff20}' => '@',
             c => c,
         })
@@ -234,10 +239,11 @@ fn names_a_host(word: &str) -> bool {
             let Some(tld) = labels.last() else {
                 return false;
             };
+            let punycode = tld.starts_with("xn--") && tld.len() > 4;
             labels.len() >= 2
                 && labels.iter().all(|l| !l.is_empty())
                 && tld.chars().count() >= 2
-                && tld.chars().all(char::is_alphabetic)
+                && (punycode || tld.chars().all(char::is_alphabetic))
                 && !SERVER_SUFFIXES.contains(tld)
         })
 }
@@ -289,6 +295,10 @@ fn is_link(word: &str) -> bool {
             return true;
         }
     }
+    // An IPv4 address with a path, or a port and a path.
+    if ipv4_with_path(&lower) {
+        return true;
+    }
     // A host: labels of letters, digits and `-` joined by dots, its last
     // label a domain Telegram links, or any two-letter one followed by a
     // path.
@@ -309,6 +319,35 @@ fn is_link(word: &str) -> bool {
             continue;
         }
         if TLDS.contains(&tld) || (path && tld.len() == 2) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether `word` holds `a.b.c.d/…` or `a.b.c.d:port/…`.
+fn ipv4_with_path(word: &str) -> bool {
+    let mut before: Option<char> = None;
+    for (start, c) in word.char_indices() {
+        let at_start = !before.is_some_and(|b| b.is_ascii_digit() || b == '.');
+        before = Some(c);
+        if !at_start || !c.is_ascii_digit() {
+            continue;
+        }
+        let rest = &word[start..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let quad: Vec<&str> = rest[..end].split('.').collect();
+        if quad.len() != 4 || quad.iter().any(|q| q.is_empty() || q.len() > 3) {
+            continue;
+        }
+        let after = &rest[end..];
+        let after = match after.strip_prefix(':') {
+            Some(port) => port.trim_start_matches(|c: char| c.is_ascii_digit()),
+            None => after,
+        };
+        if after.starts_with('/') {
             return true;
         }
     }
@@ -364,7 +403,13 @@ pub async fn answer<M: Model, H: Host>(
             });
         }
         let last = round + 1 == MAX_ROUNDS;
-        let show = |text: &str| host.partial(&cap_answer(&without_links(text.trim())));
+        // Filtered only when the host will show it, and only what fits in
+        // a message: a stream of many small events costs little.
+        let show = |text: &str| {
+            if host.partial_due() {
+                host.partial(&cap_answer(&without_links(head(text).trim())));
+            }
+        };
         let reply = match model
             .complete_streamed(&messages, (!last).then_some(&definitions), &show)
             .await
@@ -379,7 +424,7 @@ pub async fn answer<M: Model, H: Host>(
         usage.output = usage.output.saturating_add(reply.usage.output);
         if reply.calls.is_empty() || last {
             return Ok(Answer {
-                text: cap_answer(&without_links(reply.text.trim())),
+                text: cap_answer(&without_links(head(&reply.text).trim())),
                 proposals: turn.proposals,
                 usage,
                 rounds: round + 1,
@@ -411,6 +456,15 @@ pub async fn answer<M: Model, H: Host>(
 /// Said when the budget ran out between rounds.
 pub const BUDGET_SPENT: &str =
     "I stopped looking: today's AI budget is spent, so this answer is not complete.";
+
+/// The start of `text` that can be shown (a little past the cap, so that
+/// a word cut there is still judged whole enough to be taken out).
+fn head(text: &str) -> &str {
+    match text.char_indices().nth(MAX_ANSWER_CHARS + 256) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    }
+}
 
 /// The model's answer, at most [`MAX_ANSWER_CHARS`]: one chat message.
 fn cap_answer(text: &str) -> String {
@@ -452,6 +506,12 @@ async fn serve<H: Host>(host: &H, name: &str, arguments: &str, turn: &mut Turn) 
     let Some((cmd, args)) = tool.read(&|rel| format!("/{rel}")) else {
         return "refused: not a read".into();
     };
+    // The Warden's deny list would refuse it too, and climb its ladder.
+    if let Some(rule) = super::deny_list::hit(&cmd, &args) {
+        return format!(
+            "refused: the request matches the Warden's deny rule {rule:?}; nothing is asked"
+        );
+    }
     if turn.reads >= MAX_READS {
         return format!(
             "refused: one question may make {MAX_READS} reads and this one has; answer from what you have"
@@ -698,6 +758,22 @@ mod tests {
     }
 
     #[test]
+    fn link_removal_takes_any_text_without_a_panic() {
+        let pieces = [
+            "1", "203", ".", ":", "/", "п", "…", "\u{ff61}", "@", "a", "com", "xn--", " ", "8080",
+        ];
+        let n = pieces.len();
+        for i in 0..n * n * n * n {
+            let text: String = [i % n, i / n % n, i / (n * n) % n, i / (n * n * n) % n]
+                .iter()
+                .map(|&k| pieces[k])
+                .collect();
+            let _ = without_links(&text);
+            let _ = cap_answer(&without_links(head(&text)));
+        }
+    }
+
+    #[test]
     fn a_host_of_any_top_level_domain_is_defanged_and_server_words_stay() {
         for (text, want) in [
             ("see collect.pro).", "see collect[.]pro)."),
@@ -708,6 +784,15 @@ mod tests {
                 "collect[.]club, collect[.]cloud",
             ),
             ("the file notes.zip", "the file notes[.]zip"),
+            (
+                "post to 203.0.113.7/k or 10.0.0.1:8080/up",
+                "post to [link removed] or [link removed]",
+            ),
+            (
+                "collect\u{ff61}pro and evil\u{2024}com",
+                "collect[.]pro and [link removed]",
+            ),
+            ("collect.xn--p1ai", "collect[.]xn--p1ai"),
         ] {
             assert_eq!(without_links(text), want, "{text}");
         }
@@ -718,6 +803,8 @@ mod tests {
             "see /var/log/syslog.1 and app.log",
             "docker-compose.yml, config.toml, a.json",
             "Disk is 91% full. Then",
+            "0.0.0.0:22 and 127.0.0.1:5432 listen",
+            "«пример» and “quotes” — ok…",
         ] {
             assert_eq!(without_links(kept), kept);
         }

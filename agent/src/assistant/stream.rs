@@ -53,6 +53,9 @@ fn calls(
 #[derive(Default)]
 struct Lines {
     pending: Vec<u8>,
+    /// How much of `pending` is known to hold no newline: a long line in
+    /// small pieces is searched once, not again with every piece.
+    searched: usize,
 }
 
 impl Lines {
@@ -60,7 +63,12 @@ impl Lines {
     fn feed(&mut self, bytes: &[u8]) -> Result<Vec<String>, ModelError> {
         self.pending.extend_from_slice(bytes);
         let mut out = Vec::new();
-        while let Some(at) = self.pending.iter().position(|&b| b == b'\n') {
+        while let Some(at) = self.pending[self.searched..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|i| i + self.searched)
+        {
+            self.searched = 0;
             let line: Vec<u8> = self.pending.drain(..=at).collect();
             let line = std::str::from_utf8(&line)
                 .map_err(|_| ModelError::Malformed("an event that is not UTF-8".into()))?
@@ -69,6 +77,7 @@ impl Lines {
                 out.push(data.trim_start().to_string());
             }
         }
+        self.searched = self.pending.len();
         Ok(out)
     }
 }

@@ -136,19 +136,20 @@ impl Host for Warden<'_> {
         self.daemon.edit(self.message, text, vec![]).await;
     }
 
-    fn partial(&self, text: &str) {
-        if text.is_empty() {
-            return;
-        }
+    fn partial_due(&self) -> bool {
         let now = tokio::time::Instant::now();
-        {
-            let mut at = self.shown_at.lock().unwrap_or_else(|p| p.into_inner());
-            if at.is_some_and(|t| now.duration_since(t) < PARTIAL_EVERY) {
-                return;
-            }
-            *at = Some(now);
+        let mut at = self.shown_at.lock().unwrap_or_else(|p| p.into_inner());
+        if at.is_some_and(|t| now.duration_since(t) < PARTIAL_EVERY) {
+            return false;
         }
-        self.daemon.try_edit(self.message, format!("{text} …"));
+        *at = Some(now);
+        true
+    }
+
+    fn partial(&self, text: &str) {
+        if !text.is_empty() {
+            self.daemon.try_edit(self.message, format!("{text} …"));
+        }
     }
 
     fn spent(&self, usage: Usage) {
@@ -158,14 +159,30 @@ impl Host for Warden<'_> {
     }
 }
 
-/// Whether `text` looks like a PIN (4 to 12 digits, perhaps spaced): not
-/// sent to a third party's model, whatever the chat was waiting for.
+/// Whether `text` looks like a PIN (4 to 12 digits of any script, perhaps
+/// split by spaces or punctuation, perhaps after "pin", "my pin is" or
+/// "code"): not sent to a third party's model, whatever the chat was
+/// waiting for.
 pub fn looks_like_pin(text: &str) -> bool {
-    let digits: String = text
-        .chars()
-        .filter(|c| !c.is_whitespace() && *c != '-')
+    const WORDS: [&str; 6] = ["my", "pin", "is", "code", "the", "here"];
+    let rest: String = text
+        .split_whitespace()
+        .filter(|w| {
+            let w = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            !WORDS.contains(&w.as_str())
+        })
         .collect();
-    (4..=12).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
+    let mut digits = 0;
+    for c in rest.chars() {
+        if c.is_numeric() {
+            digits += 1;
+        } else if !(c.is_ascii_punctuation() || c.is_whitespace()) {
+            return false;
+        }
+    }
+    (4..=12).contains(&digits)
 }
 
 /// Takes a message that is not a command: `None` when there is no
@@ -398,10 +415,29 @@ mod tests {
 
     #[test]
     fn a_pin_looking_message_is_known() {
-        for pin in ["472913", "1234", "4729 13", "123-456", " 000000000000 "] {
+        for pin in [
+            "472913",
+            "1234",
+            "4729 13",
+            "123-456",
+            " 000000000000 ",
+            "４７２９１３",
+            "472.913",
+            "472_913",
+            "pin 472913",
+            "My PIN is: 472913",
+        ] {
             assert!(looks_like_pin(pin), "{pin}");
         }
-        for not in ["123", "1234567890123", "is nginx ok?", "disk 90%", "12a4"] {
+        for not in [
+            "123",
+            "1234567890123",
+            "is nginx ok?",
+            "disk 90%",
+            "12a4",
+            "port 8080?",
+            "why is 8080 open",
+        ] {
             assert!(!looks_like_pin(not), "{not}");
         }
     }
