@@ -483,3 +483,71 @@ async fn a_link_the_worker_cannot_follow_to_a_secret_leaves_the_ladder_where_it_
         "the ladder moved on a read of {link}; the model was told {results:?}"
     );
 }
+
+/// The Warden's deny list is matched against the whole command line before
+/// its rules, and a hit climbs the ladder; the grammar refuses only the
+/// secret-path lists. `du` of `/etc/ssh/sshd_config` (a file a model
+/// checking SSH would well look at, or a log line would name) passes the
+/// grammar and hits the deny list's `protected-path`.
+#[sqlx::test(migrations = false)]
+async fn a_read_the_grammar_allows_never_hits_the_deny_list_and_moves_the_ladder(db: PgPool) {
+    let script: Script = Arc::new(move |_, request| {
+        if answered(request) {
+            says("Done.")
+        } else {
+            calls_one("disk_usage", json!({"path": "/etc/ssh/sshd_config"}))
+        }
+    });
+    let (p, model) = with_model(db, "round2-deny-ladder", script).await;
+    let at_first = ladder(&p);
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.bot.fake.user_message(CHAT, "is ssh configured sanely?");
+    let seen = watch_until(&p, before, Duration::from_secs(30), |t| {
+        t.contains("tokens in")
+    })
+    .await;
+    let now = ladder(&p);
+    let results = tool_results(&model.asked());
+    assert!(seen.iter().any(|t| t.contains("tokens in")), "{seen:?}");
+    assert_eq!(
+        now, at_first,
+        "the ladder moved on a read the grammar allowed; the model was told {results:?}"
+    );
+}
+
+/// A second question while a slow streamed answer is under way: it is told
+/// to wait, and the model is asked once (held).
+#[sqlx::test(migrations = false)]
+async fn a_second_question_during_a_stream_is_not_sent_to_the_model(db: PgPool) {
+    let script: Script = Arc::new(|_, _| {
+        let mut pieces = vec![(text_event("The disk "), Duration::ZERO)];
+        for i in 0..8 {
+            pieces.push((
+                text_event(&format!("part {i}; ")),
+                Duration::from_millis(500),
+            ));
+        }
+        pieces.push((
+            format!("{}data: [DONE]\n\n", usage_event(20, 4)),
+            Duration::ZERO,
+        ));
+        Streamed {
+            content_type: "text/event-stream",
+            pieces,
+        }
+    });
+    let (p, model) = with_model(db, "round2-race", script).await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.bot.fake.user_message(CHAT, "how is the disk?");
+    p.bot.fake.user_message(CHAT, "and the memory?");
+    let seen = watch_until(&p, before, Duration::from_secs(30), |t| {
+        t.contains("tokens in")
+    })
+    .await;
+    assert!(
+        seen.iter()
+            .any(|t| t.contains("still on your last question")),
+        "{seen:?}"
+    );
+    assert_eq!(model.asked().len(), 1, "{seen:?}");
+}

@@ -275,3 +275,60 @@ fn a_pin_in_other_digits_or_separators_is_kept_from_the_model() {
     }
     assert!(sent.is_empty(), "sent to the model: {sent:?}");
 }
+
+// --- Reads the grammar lets through that the Warden takes for an attack. ---
+
+/// The Warden matches its deny list against the whole command line before
+/// anything else, and a hit is a signal that climbs the ladder
+/// (`DenyListHit`). The grammar's secret-path lists are not the deny list:
+/// a path under `/etc/aromba/` that is not one of the listed files, sshd's
+/// config, a folder whose name holds `.key.` or `.pem-`, a unit or
+/// container name ending in `.key` or `.pem`, `id_rsa`, `secrets.toml` —
+/// each passes the grammar and is then a deny-list hit. A model (or a line
+/// it read) that names one moves the ladder: Slow, then Freeze, then Cut,
+/// which wipes the key.
+#[test]
+fn no_read_the_grammar_allows_hits_the_wardens_deny_list() {
+    let mut hits = Vec::new();
+    for (tool, arguments) in [
+        ("disk_usage", r#"{"path": "/etc/aromba/worker"}"#),
+        ("disk_usage", r#"{"path": "/etc/ssh/sshd_config"}"#),
+        ("disk_usage", r#"{"path": "/srv/backup.key.d"}"#),
+        ("disk_usage", r#"{"path": "/var/www/site.pem-old"}"#),
+        ("container_logs", r#"{"name": "web.key"}"#),
+        ("container_logs", r#"{"name": "id_rsa"}"#),
+        ("service_status", r#"{"unit": "secrets.toml"}"#),
+        ("journal", r#"{"unit": "vault.pem"}"#),
+    ] {
+        let Ok(parsed) = tools::parse(tool, arguments) else {
+            continue;
+        };
+        let Some((cmd, args)) = parsed.read(&|rel| format!("/{rel}")) else {
+            continue;
+        };
+        if let Some(pattern) = aromba_warden::policy::deny_hit(&cmd, &args) {
+            hits.push(format!("{tool} {arguments} → {cmd} {args:?}: {pattern}"));
+        }
+    }
+    assert!(hits.is_empty(), "deny-list hits: {hits:#?}");
+}
+
+/// An event line with no newline, sent a byte at a time (one chunk of a
+/// chunked body each): every piece makes the parser search the whole line
+/// so far for a newline again — quadratic in the line, up to the 1 MiB
+/// body cap. 64 KiB in 1-byte pieces must cost little.
+#[test]
+fn an_endless_event_line_in_small_pieces_costs_little() {
+    let mut s = OpenAiStream::default();
+    let started = std::time::Instant::now();
+    s.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"")
+        .unwrap();
+    for _ in 0..64 * 1024 {
+        s.feed(b"x").unwrap();
+    }
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(1),
+        "64 KiB of one event line, a byte at a time, took {took:?}"
+    );
+}
