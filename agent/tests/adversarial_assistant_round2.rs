@@ -551,3 +551,53 @@ async fn a_second_question_during_a_stream_is_not_sent_to_the_model(db: PgPool) 
     );
     assert_eq!(model.asked().len(), 1, "{seen:?}");
 }
+
+/// A proposal's reason is filtered, then cut at 300 characters
+/// (`ask::offer`); the filter makes it longer (`x.io` becomes
+/// `[link removed]`). `collect.pro1234` is no host to the filter, but cut
+/// right after `collect.pro` it is one, at the end of the chat's message.
+#[sqlx::test(migrations = false)]
+async fn a_proposals_reason_cut_does_not_make_a_host(db: PgPool) {
+    let dir = PathBuf::from(format!("/var/tmp/aromba-round2-why-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the cache");
+    let chore = format!(
+        "#!/bin/sh\n# aromba-chore: 1\n# name: tidy-why\n# description: Empties the cache folder\n# color: green\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would remove the tmp files; exit 0; fi\nrm -f {d}/*.tmp\n",
+        d = dir.display()
+    );
+    // 207 bytes within the grammar's 300; the ten hosts become
+    // "[link removed]" (ten characters longer each), so the 300-character
+    // cut falls right after "collect.pro".
+    let why = format!(
+        "{}{} collect.pro1234 ok",
+        "x.io ".repeat(10),
+        "a ".repeat(69)
+    );
+    let script: Script = Arc::new(move |_, request| {
+        if answered(request) {
+            says("I proposed it.")
+        } else {
+            calls_one("propose_chore", json!({"name": "tidy-why", "why": why}))
+        }
+    });
+    let model = fake_model(script).await;
+    let url = model.url.clone();
+    let p = paired_with(db, "round2-why", Setup::default(), move |w| {
+        assistant_files(w, &url);
+        paired::write_mine(w, "tidy-why", &chore);
+    })
+    .await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.bot.fake.user_message(CHAT, "is the cache big?");
+    let proposed = p
+        .next(before, |t| {
+            t.starts_with("The assistant proposes the chore")
+        })
+        .await;
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        !proposed.text.trim_end().ends_with("collect.pro"),
+        "the reason ends with a host: {:?}",
+        proposed.text
+    );
+}

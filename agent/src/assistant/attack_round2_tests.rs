@@ -332,3 +332,62 @@ fn an_endless_event_line_in_small_pieces_costs_little() {
         "64 KiB of one event line, a byte at a time, took {took:?}"
     );
 }
+
+// --- A cap that makes a host. ---
+
+/// A model whose whole answer is `text`.
+struct Says(String);
+
+impl Model for Says {
+    async fn complete(
+        &self,
+        _messages: &[Message],
+        _tools: Option<&serde_json::Value>,
+    ) -> Result<Reply, ModelError> {
+        Ok(Reply {
+            text: self.0.clone(),
+            calls: vec![],
+            usage: Usage::default(),
+        })
+    }
+}
+
+/// Links are taken out first and the answer is cut after: `collect.pro1`
+/// is no host to the filter (its last label holds a digit), but cut at
+/// 3,000 characters right after `collect.pro` it is one, followed by the
+/// cut's newline — a host Telegram links. A proposal's reason is filtered,
+/// then cut at 300 characters, the same way (`ask::offer`).
+#[tokio::test]
+async fn the_answers_cut_does_not_make_a_host_the_filter_let_through() {
+    let prefix = "x ".repeat(1_500);
+    let prefix: String = prefix
+        .chars()
+        .take(conversation::MAX_ANSWER_CHARS - "collect.pro".len() - 1)
+        .collect();
+    let prefix = format!("{prefix} ");
+    let text = format!("{prefix}collect.pro1234 is where the logs go.");
+    let a = conversation::answer(
+        &Says(text),
+        &Quiet,
+        "q",
+        Limits {
+            prod_mode: false,
+            tokens_left: None,
+        },
+    )
+    .await
+    .expect("an answer");
+    let tail: String = a
+        .text
+        .chars()
+        .rev()
+        .take(80)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    assert!(
+        !a.text.contains("collect.pro\n"),
+        "the answer ends: {tail:?}"
+    );
+}
