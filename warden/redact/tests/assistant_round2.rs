@@ -81,3 +81,33 @@ fn assignments_in_journal_and_container_lines_are_removed() {
     let m = misses(&cases);
     assert!(m.is_empty(), "kept: {m:#?}");
 }
+
+/// Secrets carried in a URL's path or user part, with no keyword near:
+/// a Discord webhook (`/api/webhooks/<id>/<token>`), a Sentry DSN (the key
+/// is the user part, no password), as an app's journal or container log
+/// prints them when it starts or fails to post.
+#[test]
+fn a_webhook_or_dsn_in_a_url_is_removed() {
+    let discord = "Xq3vT9bLm2Rk8Wd1Zp5Ys7Hc0Nf4Jg6Ua-Ve_Qo2Ib9Mx1Ct3Ls8Pz0Ka7Ow5Rn4";
+    let sentry = "4f9a2c7e1b8d4e6fa3c5b7d9e1f2a4c6";
+    let mut misses = Vec::new();
+    for (line, secret) in [
+        (
+            format!(
+                "Dec 04 10:00:01 host alerts[411]: POST https://discord.com/api/webhooks/1180123456789012345/{discord} failed: 429"
+            ),
+            discord,
+        ),
+        (
+            format!(
+                "app-1  | Sentry enabled: https://{sentry}@o123456.ingest.sentry.io/4505123456789"
+            ),
+            sentry,
+        ),
+    ] {
+        if let Some(out) = kept(&line, secret) {
+            misses.push(out);
+        }
+    }
+    assert!(misses.is_empty(), "kept: {misses:#?}");
+}
