@@ -601,3 +601,77 @@ async fn a_proposals_reason_cut_does_not_make_a_host(db: PgPool) {
         proposed.text
     );
 }
+
+/// The Warden's clock for the escalation test (the ladder's pacing reads
+/// it).
+static CLOCK: std::sync::OnceLock<Arc<aromba_warden::ladder::ManualClock>> =
+    std::sync::OnceLock::new();
+
+fn manual_clock(o: &mut aromba_warden::server::ServeOptions) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the time")
+        .as_secs();
+    let clock = CLOCK
+        .get_or_init(|| aromba_warden::ladder::ManualClock::new(now))
+        .clone();
+    o.clock = clock;
+}
+
+/// The same deny-list hit, one a question (a planted line the model reads
+/// each time, or a hostile model): could questions a paced minute apart
+/// take the ladder on to Freeze — the schedule and the assistant stopped —
+/// by reads the grammar allowed? Held: over four questions, each a paced
+/// minute after the last, the ladder stayed at Slow (the first hit's step).
+#[sqlx::test(migrations = false)]
+async fn questions_whose_reads_the_grammar_allowed_never_freeze_the_server(db: PgPool) {
+    let setup = Setup {
+        adjust: manual_clock,
+        ..Setup::default()
+    };
+    let script: Script = Arc::new(move |_, request| {
+        if answered(request) {
+            says("Done.")
+        } else {
+            calls_one("disk_usage", json!({"path": "/etc/ssh/sshd_config"}))
+        }
+    });
+    let model = fake_model(script).await;
+    let url = model.url.clone();
+    let p = paired_with(db, "round2-deny-freeze", setup, move |w| {
+        assistant_files(w, &url);
+    })
+    .await;
+    let clock = CLOCK.get().expect("the clock").clone();
+    let mut steps = Vec::new();
+    for i in 0..4 {
+        let before = p.bot.fake.sent_to(CHAT).len();
+        p.bot
+            .fake
+            .user_message(CHAT, &format!("is ssh configured sanely ({i})?"));
+        watch_until(&p, before, Duration::from_secs(30), |t| {
+            t.contains("tokens in")
+                || t.starts_with("I cannot tell")
+                || t.starts_with("The assistant")
+        })
+        .await;
+        let step = ladder(&p);
+        let shown: Vec<String> = p
+            .bot
+            .fake
+            .sent_to(CHAT)
+            .into_iter()
+            .skip(before)
+            .map(|m| m.text)
+            .collect();
+        steps.push(format!("{step} after {shown:?}"));
+        if step.starts_with("ladder: freeze") {
+            break;
+        }
+        clock.advance(61);
+    }
+    assert!(
+        !steps.iter().any(|s| s.starts_with("ladder: freeze")),
+        "the ladder after each question: {steps:#?}"
+    );
+}
