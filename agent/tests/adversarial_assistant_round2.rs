@@ -675,3 +675,41 @@ async fn questions_whose_reads_the_grammar_allowed_never_freeze_the_server(db: P
         "the ladder after each question: {steps:#?}"
     );
 }
+
+/// A stream that never ends: one byte of text every two seconds, for ever
+/// (each a chunk of its own). The 120 s bound is on the whole completion,
+/// not on each byte: the answer ends within it, as an error (held).
+#[sqlx::test(migrations = false)]
+async fn a_trickling_stream_is_cut_at_the_whole_completions_timeout(db: PgPool) {
+    let script: Script = Arc::new(|_, _| {
+        let mut pieces = vec![(
+            "data: {\"choices\":[{\"delta\":{\"content\":\"".to_string(),
+            Duration::ZERO,
+        )];
+        for _ in 0..400 {
+            pieces.push(("x".to_string(), Duration::from_secs(2)));
+        }
+        Streamed {
+            content_type: "text/event-stream",
+            pieces,
+        }
+    });
+    let (p, _model) = with_model(db, "round2-trickle", script).await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    let asked = Instant::now();
+    p.bot.fake.user_message(CHAT, "how is the disk?");
+    let seen = watch_until(&p, before, Duration::from_secs(150), |t| {
+        t.starts_with("The assistant could not")
+    })
+    .await;
+    let took = asked.elapsed();
+    assert!(
+        seen.iter()
+            .any(|t| t.starts_with("The assistant could not") && t.contains("120 seconds")),
+        "after {took:?}: {seen:?}"
+    );
+    assert!(
+        took < Duration::from_secs(130),
+        "the answer ended after {took:?}"
+    );
+}
