@@ -17,6 +17,8 @@ pub mod tools;
 #[cfg(test)]
 mod attack_round_tests;
 #[cfg(test)]
+mod attack_round2_tests;
+#[cfg(test)]
 mod injection_suite;
 
 use crate::config::{AssistantSettings, ConfigError};
