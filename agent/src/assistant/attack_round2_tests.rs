@@ -6,7 +6,7 @@
 
 use super::conversation::{self, Host, Limits, without_links};
 use super::model::{Message, Model, ModelError, Reply, Usage};
-use super::stream::{AnthropicStream, OpenAiStream};
+use super::stream::{AnthropicStream, Events, OpenAiStream};
 use super::tools;
 
 /// Whether `out` still holds `host` as it was written (not taken out, not
@@ -112,19 +112,19 @@ impl Model for Streamer {
         messages: &[Message],
         tools: Option<&serde_json::Value>,
     ) -> Result<Reply, ModelError> {
-        self.complete_streamed(messages, tools, &|_| {}).await
+        self.complete_streamed(messages, tools, &|_: &str| {}).await
     }
 
     async fn complete_streamed(
         &self,
         _messages: &[Message],
         _tools: Option<&serde_json::Value>,
-        partial: &(dyn Fn(&str) + Send + Sync),
+        partial: &dyn super::model::Progress,
     ) -> Result<Reply, ModelError> {
         let mut text = String::new();
         for _ in 0..self.pieces {
             text.push_str(&self.each);
-            partial(&text);
+            partial.text(&text);
         }
         Ok(Reply {
             text,

@@ -47,6 +47,11 @@ pub trait Host: Sync {
     /// A completion's tokens, as each comes (counted even when a later
     /// round fails or the answer is stopped).
     fn spent(&self, _usage: Usage) {}
+    /// Where `path` leads on this server (links followed), or why that
+    /// cannot be told. The default takes it as written.
+    fn resolve(&self, path: &str) -> Result<String, String> {
+        Ok(path.to_string())
+    }
     /// Whether a streamed answer's text so far should be shown now (the
     /// host paces its edits); only then is it filtered and handed over.
     fn partial_due(&self) -> bool {
@@ -403,28 +408,27 @@ pub async fn answer<M: Model, H: Host>(
             });
         }
         let last = round + 1 == MAX_ROUNDS;
-        // Filtered only when the host will show it, and only what fits in
-        // a message: a stream of many small events costs little.
-        let show = |text: &str| {
-            if host.partial_due() {
-                host.partial(&cap_answer(&without_links(head(text).trim())));
-            }
+        let progress = Round {
+            host,
+            reported: std::sync::Mutex::new(Usage::default()),
         };
         let reply = match model
-            .complete_streamed(&messages, (!last).then_some(&definitions), &show)
+            .complete_streamed(&messages, (!last).then_some(&definitions), &progress)
             .await
         {
             Ok(r) => r,
-            // The tokens spent so far reached the host already.
+            // The tokens reported so far reached the host already.
             Err(error) => return Err(error),
         };
-        host.spent(reply.usage);
+        // What the stream did not report (a whole answer: all of it).
+        super::model::Progress::usage(&progress, reply.usage);
         // Counts from the endpoint, not trusted to be small.
-        usage.input = usage.input.saturating_add(reply.usage.input);
-        usage.output = usage.output.saturating_add(reply.usage.output);
+        let counted = *progress.reported.lock().unwrap_or_else(|p| p.into_inner());
+        usage.input = usage.input.saturating_add(counted.input);
+        usage.output = usage.output.saturating_add(counted.output);
         if reply.calls.is_empty() || last {
             return Ok(Answer {
-                text: cap_answer(&without_links(head(&reply.text).trim())),
+                text: shown(&reply.text),
                 proposals: turn.proposals,
                 usage,
                 rounds: round + 1,
@@ -451,6 +455,44 @@ pub async fn answer<M: Model, H: Host>(
         }
     }
     unreachable!("the last round returns")
+}
+
+/// One completion's progress, handed to the host: its text so far
+/// (filtered only when the host will show it, and only what fits in a
+/// message, so a stream of many small events costs little) and its tokens
+/// as the endpoint reports them (counted even when the stream breaks
+/// later, or the answer is stopped).
+struct Round<'a, H> {
+    host: &'a H,
+    reported: std::sync::Mutex<Usage>,
+}
+
+impl<H: Host> super::model::Progress for Round<'_, H> {
+    fn text(&self, so_far: &str) {
+        if self.host.partial_due() {
+            self.host.partial(&shown(so_far));
+        }
+    }
+
+    fn usage(&self, so_far: Usage) {
+        let mut reported = self.reported.lock().unwrap_or_else(|p| p.into_inner());
+        let more = Usage {
+            input: so_far.input.saturating_sub(reported.input),
+            output: so_far.output.saturating_sub(reported.output),
+        };
+        reported.input = reported.input.max(so_far.input);
+        reported.output = reported.output.max(so_far.output);
+        if more != Usage::default() {
+            self.host.spent(more);
+        }
+    }
+}
+
+/// What of the model's `text` the chat may show: links taken out, cut to
+/// one message, and taken out again (a cut can make a host of what was
+/// not one).
+fn shown(text: &str) -> String {
+    without_links(&cap_answer(&without_links(head(text).trim())))
 }
 
 /// Said when the budget ran out between rounds.
@@ -506,11 +548,19 @@ async fn serve<H: Host>(host: &H, name: &str, arguments: &str, turn: &mut Turn) 
     let Some((cmd, args)) = tool.read(&|rel| format!("/{rel}")) else {
         return "refused: not a read".into();
     };
-    // The Warden's deny list would refuse it too, and climb its ladder.
-    if let Some(rule) = super::deny_list::hit(&cmd, &args) {
-        return format!(
-            "refused: the request matches the Warden's deny rule {rule:?}; nothing is asked"
-        );
+    // Where the path really leads: a secret there, or no way to tell, is
+    // refused before the Warden (which would climb its ladder for it).
+    if let Some(path) = tool.path() {
+        match host.resolve(path) {
+            Err(why) => return format!("refused: {why}"),
+            Ok(real) => {
+                if let Some(rule) = super::secret_paths::covering(&real) {
+                    return format!(
+                        "refused: {path} leads to a secret path ({rule}): nothing there is read"
+                    );
+                }
+            }
+        }
     }
     if turn.reads >= MAX_READS {
         return format!(

@@ -15,9 +15,9 @@ pub mod stream;
 pub mod tools;
 
 #[cfg(test)]
-mod attack_round_tests;
-#[cfg(test)]
 mod attack_round2_tests;
+#[cfg(test)]
+mod attack_round_tests;
 #[cfg(test)]
 mod injection_suite;
 

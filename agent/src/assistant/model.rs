@@ -95,30 +95,51 @@ pub trait Model {
         tools: Option<&Value>,
     ) -> impl std::future::Future<Output = Result<Reply, ModelError>> + Send;
 
-    /// [`Model::complete`], streamed where the model can: `partial` is
-    /// given the answer's text so far as it comes.
+    /// [`Model::complete`], streamed where the model can: `progress` is
+    /// given the answer's text and usage so far as they come.
     fn complete_streamed(
         &self,
         messages: &[Message],
         tools: Option<&Value>,
-        partial: &(dyn Fn(&str) + Send + Sync),
+        progress: &dyn Progress,
     ) -> impl std::future::Future<Output = Result<Reply, ModelError>> + Send {
-        let _ = partial;
+        let _ = progress;
         self.complete(messages, tools)
     }
 }
 
-/// The text a stream has so far, handed to `partial` when it grew.
+/// What a streamed completion has so far, as it comes.
+pub trait Progress: Send + Sync {
+    /// The answer's text so far.
+    fn text(&self, so_far: &str);
+    /// The tokens the endpoint has reported so far for this completion
+    /// (its word: they may come in pieces, or not at all).
+    fn usage(&self, _so_far: Usage) {}
+}
+
+/// A closure of the text alone (tests, and callers that count no usage).
+impl<F: Fn(&str) + Send + Sync> Progress for F {
+    fn text(&self, so_far: &str) {
+        self(so_far)
+    }
+}
+
+/// The text and usage a stream has so far, handed on when they changed.
 struct Shown<'a> {
-    partial: &'a (dyn Fn(&str) + Send + Sync),
+    progress: &'a dyn Progress,
     len: usize,
+    usage: Usage,
 }
 
 impl Shown<'_> {
-    fn now(&mut self, text: &str) {
+    fn now(&mut self, text: &str, usage: Usage) {
+        if usage != self.usage {
+            self.usage = usage;
+            self.progress.usage(usage);
+        }
         if text.len() != self.len {
             self.len = text.len();
-            (self.partial)(text);
+            self.progress.text(text);
         }
     }
 }
@@ -221,14 +242,14 @@ impl Model for OpenAi {
         messages: &[Message],
         tools: Option<&Value>,
     ) -> Result<Reply, ModelError> {
-        self.complete_streamed(messages, tools, &|_| {}).await
+        self.complete_streamed(messages, tools, &|_: &str| {}).await
     }
 
     async fn complete_streamed(
         &self,
         messages: &[Message],
         tools: Option<&Value>,
-        partial: &(dyn Fn(&str) + Send + Sync),
+        progress: &dyn Progress,
     ) -> Result<Reply, ModelError> {
         let mut body = json!({
             "model": self.model,
@@ -250,7 +271,7 @@ impl Model for OpenAi {
             &self.endpoint.file("chat/completions"),
             body,
             headers,
-            partial,
+            progress,
             openai_reply,
         )
         .await
@@ -259,13 +280,13 @@ impl Model for OpenAi {
 
 /// One completion over HTTP: `body` posted to `path`, the answer put
 /// together from its events (`S`) when the endpoint streams it, the text so
-/// far handed to `partial`; read whole by `whole` when it does not.
+/// far handed to `progress`; read whole by `whole` when it does not.
 async fn exchange<S: super::stream::Events>(
     (endpoint, dialer, roots): (&BaseUrl, &dyn Dialer, Option<Arc<rustls::RootCertStore>>),
     path: &str,
     body: Value,
     headers: Vec<(&'static str, String)>,
-    partial: &(dyn Fn(&str) + Send + Sync),
+    progress: &dyn Progress,
     whole: fn(&[u8]) -> Result<Reply, ModelError>,
 ) -> Result<Reply, ModelError> {
     let ask = Ask {
@@ -277,13 +298,17 @@ async fn exchange<S: super::stream::Events>(
     };
     let mut stream = S::default();
     let mut broken: Option<ModelError> = None;
-    let mut shown = Shown { partial, len: 0 };
+    let mut shown = Shown {
+        progress,
+        len: 0,
+        usage: Usage::default(),
+    };
     let answer = tokio::time::timeout(
         Duration::from_secs(TIMEOUT_S),
         request_streamed(dialer, &endpoint.origin, roots, ask, &mut |piece| {
             if broken.is_none() {
                 match stream.feed(piece) {
-                    Ok(()) => shown.now(stream.text()),
+                    Ok(()) => shown.now(stream.text(), stream.usage()),
                     Err(e) => broken = Some(e),
                 }
             }
@@ -441,14 +466,14 @@ impl Model for Anthropic {
         messages: &[Message],
         tools: Option<&Value>,
     ) -> Result<Reply, ModelError> {
-        self.complete_streamed(messages, tools, &|_| {}).await
+        self.complete_streamed(messages, tools, &|_: &str| {}).await
     }
 
     async fn complete_streamed(
         &self,
         messages: &[Message],
         tools: Option<&Value>,
-        partial: &(dyn Fn(&str) + Send + Sync),
+        progress: &dyn Progress,
     ) -> Result<Reply, ModelError> {
         let (system, messages) = anthropic_messages(messages);
         let mut body = json!({
@@ -471,7 +496,7 @@ impl Model for Anthropic {
             &self.endpoint.file("messages"),
             body,
             headers,
-            partial,
+            progress,
             anthropic_reply,
         )
         .await
@@ -500,11 +525,11 @@ impl Model for AnyModel {
         &self,
         messages: &[Message],
         tools: Option<&Value>,
-        partial: &(dyn Fn(&str) + Send + Sync),
+        progress: &dyn Progress,
     ) -> Result<Reply, ModelError> {
         match self {
-            AnyModel::OpenAi(m) => m.complete_streamed(messages, tools, partial).await,
-            AnyModel::Anthropic(m) => m.complete_streamed(messages, tools, partial).await,
+            AnyModel::OpenAi(m) => m.complete_streamed(messages, tools, progress).await,
+            AnyModel::Anthropic(m) => m.complete_streamed(messages, tools, progress).await,
         }
     }
 }
@@ -685,7 +710,7 @@ mod tests {
             .complete_streamed(
                 &[Message::System("s".into()), Message::User("load?".into())],
                 Some(&crate::assistant::tools::definitions()),
-                &|t| shown.lock().unwrap().push(t.to_string()),
+                &|t: &str| shown.lock().unwrap().push(t.to_string()),
             )
             .await
             .unwrap();

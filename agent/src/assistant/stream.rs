@@ -26,6 +26,8 @@ pub trait Events: Default + Send {
     fn feed(&mut self, bytes: &[u8]) -> Result<(), ModelError>;
     /// The answer's text so far.
     fn text(&self) -> &str;
+    /// The usage the endpoint reported so far.
+    fn usage(&self) -> Usage;
     /// The whole answer, once the body ended.
     fn reply(self) -> Result<Reply, ModelError>;
 }
@@ -200,6 +202,10 @@ impl Events for OpenAiStream {
         &self.text
     }
 
+    fn usage(&self) -> Usage {
+        self.usage
+    }
+
     fn reply(self) -> Result<Reply, ModelError> {
         Ok(Reply {
             calls: calls(self.calls, "")?,
@@ -276,6 +282,10 @@ impl Events for AnthropicStream {
 
     fn text(&self) -> &str {
         &self.text
+    }
+
+    fn usage(&self) -> Usage {
+        self.usage
     }
 
     fn reply(self) -> Result<Reply, ModelError> {

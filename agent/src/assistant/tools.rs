@@ -114,22 +114,17 @@ fn path(tool: &'static str, p: &str) -> Result<String, ToolError> {
         return Err(bad(tool, "the path may not hold .."));
     }
     // The Warden refuses a secret path too, and climbs its ladder for it:
-    // refused here first, as written and as it resolves (when the Worker
-    // can resolve it: a link it cannot follow is the Warden's to judge).
-    let resolved = std::fs::canonicalize(p)
-        .ok()
-        .and_then(|r| r.to_str().map(String::from));
+    // refused here first, as written (the conversation asks its host how
+    // the path resolves, and judges that too).
     let normal: String = p
         .split('/')
         .filter(|c| !c.is_empty() && *c != ".")
         .fold(String::new(), |acc, c| acc + "/" + c);
-    for candidate in [Some(normal), resolved].into_iter().flatten() {
-        if let Some(rule) = super::secret_paths::covering(&candidate) {
-            return Err(bad(
-                tool,
-                format!("{candidate} is a secret path ({rule}): nothing there is read"),
-            ));
-        }
+    if let Some(rule) = super::secret_paths::covering(&normal) {
+        return Err(bad(
+            tool,
+            format!("{normal} is a secret path ({rule}): nothing there is read"),
+        ));
     }
     Ok(p.to_string())
 }
@@ -223,6 +218,25 @@ struct ProposeArgs {
 
 /// Parses the call of tool `tool_name` with the JSON `arguments`.
 pub fn parse(tool_name: &str, arguments: &str) -> Result<Tool, ToolError> {
+    let parsed = parse_fields(tool_name, arguments)?;
+    // The Warden matches its deny list against the whole request first, and
+    // a hit climbs its ladder: refused here instead.
+    if let Some((cmd, args)) = parsed.read(&|rel| format!("/{rel}"))
+        && let Some(rule) = super::deny_list::hit(&cmd, &args)
+    {
+        return Err(ToolError::Arguments {
+            tool: NAMES
+                .iter()
+                .find(|n| **n == tool_name)
+                .copied()
+                .unwrap_or("the tool"),
+            why: format!("the request would match the Warden's deny rule {rule:?}"),
+        });
+    }
+    Ok(parsed)
+}
+
+fn parse_fields(tool_name: &str, arguments: &str) -> Result<Tool, ToolError> {
     let Some(&tool) = NAMES.iter().find(|n| **n == tool_name) else {
         return Err(ToolError::Unknown(tool_name.chars().take(64).collect()));
     };
@@ -348,6 +362,14 @@ impl Tool {
             Tool::Load => ("uptime".into(), Vec::new()),
             Tool::ProposeChore { .. } => return None,
         })
+    }
+
+    /// The path a read names, for the host to resolve.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            Tool::DiskUsage { path, .. } => Some(path),
+            _ => None,
+        }
     }
 
     /// What the Worker does to the Warden's (redacted) answer before the

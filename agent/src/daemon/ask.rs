@@ -136,6 +136,28 @@ impl Host for Warden<'_> {
         self.daemon.edit(self.message, text, vec![]).await;
     }
 
+    fn resolve(&self, path: &str) -> Result<String, String> {
+        // As the Worker sees it: a path it cannot resolve (missing, or
+        // behind a folder closed to it) is not asked about — a link there
+        // could lead anywhere, and the Warden's refusal would climb the
+        // ladder and name where it leads.
+        match std::fs::canonicalize(path) {
+            Ok(real) => real
+                .to_str()
+                .map(String::from)
+                .ok_or_else(|| format!("{path} does not resolve to a plain path")),
+            Err(e) => Err(format!(
+                "{path} cannot be resolved here ({}): ask about a folder above it",
+                match e.kind() {
+                    std::io::ErrorKind::NotFound => "it does not exist",
+                    std::io::ErrorKind::PermissionDenied =>
+                        "a folder on the way is closed to the Worker",
+                    _ => "it cannot be looked at",
+                }
+            )),
+        }
+    }
+
     fn partial_due(&self) -> bool {
         let now = tokio::time::Instant::now();
         let mut at = self.shown_at.lock().unwrap_or_else(|p| p.into_inner());
@@ -323,7 +345,10 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
 /// A chore the model proposed, offered and never run from here: its dry
 /// run first, then a button the person taps.
 async fn offer(daemon: &Daemon, name: &str, why: &str) {
-    let why: String = without_links(why).chars().take(MAX_WHY).collect();
+    // Taken out, cut, and taken out again: a cut can make a host of what
+    // was not one.
+    let cut: String = without_links(why).chars().take(MAX_WHY).collect();
+    let why = without_links(&cut);
     daemon
         .say(
             format!("The assistant proposes the chore {name}. Its reason, in its own words: {why}"),
