@@ -3,8 +3,8 @@
 //! links in what the chat shows, and a read the grammar lets through that
 //! the Warden judges secret — against the real Worker, a real Warden, a
 //! real relay with the fake Bot API. Each test is named after its attack
-//! and asserts the property the attack tries to break: a failing test is
-//! a break, a passing one a regression test for an attack that held.
+//! and asserts the property the attack tries to break; the breaks it found
+//! are fixed, and every test here keeps its attack out.
 //!
 //! The fake model here streams each answer as the script says (status,
 //! content type, pieces each after a delay), and records when each request

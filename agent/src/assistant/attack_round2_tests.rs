@@ -2,7 +2,7 @@
 //! filter against what Telegram makes tappable, the streamed answer's cost
 //! to the Worker, the stream parser against hostile events, and the PIN
 //! filter. Each test is named after its attack and asserts the property
-//! the attack tries to break: a failing test is a break.
+//! the attack tries to break; the breaks it found are fixed.
 
 use super::conversation::{self, Host, Limits, without_links};
 use super::model::{Message, Model, ModelError, Reply, Usage};

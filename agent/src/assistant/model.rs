@@ -307,10 +307,10 @@ async fn exchange<S: super::stream::Events>(
         Duration::from_secs(TIMEOUT_S),
         request_streamed(dialer, &endpoint.origin, roots, ask, &mut |piece| {
             if broken.is_none() {
-                match stream.feed(piece) {
-                    Ok(()) => shown.now(stream.text(), stream.usage()),
-                    Err(e) => broken = Some(e),
-                }
+                let fed = stream.feed(piece);
+                // What came before a broken event still counts.
+                shown.now(stream.text(), stream.usage());
+                broken = fed.err();
             }
         }),
     )
