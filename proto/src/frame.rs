@@ -263,7 +263,9 @@ pub enum ContentError {
     TooManyButtons,
     #[error("a button id is 1 to {MAX_BUTTON_ID} bytes of letters, digits, `_` and `-`")]
     ButtonId,
-    #[error("a button label is 1 to {MAX_LABEL_CHARS} characters")]
+    #[error(
+        "a button label is 1 to {MAX_LABEL_CHARS} characters, with no control character or line separator"
+    )]
     ButtonLabel,
     #[error("two buttons share an id")]
     DuplicateButton,
@@ -280,6 +282,21 @@ pub enum ContentError {
 fn has_control(text: &str) -> bool {
     text.chars()
         .any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r')
+}
+
+/// A character that may not stand in a field of a signed tap: any control
+/// character (line breaks and tabs included) and the Unicode line and
+/// paragraph separators. The signed text is one field per line, so a label
+/// holding one would add lines of its own choosing to what the relay signs.
+pub fn breaks_a_signed_line(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{0085}' | '\u{2028}' | '\u{2029}')
+}
+
+/// A button label's shape: 1 to [`MAX_LABEL_CHARS`] characters, none of
+/// them [`breaks_a_signed_line`] (the label is signed with a tap).
+pub fn valid_label(label: &str) -> bool {
+    let chars = label.chars().count();
+    (1..=MAX_LABEL_CHARS).contains(&chars) && !label.chars().any(breaks_a_signed_line)
 }
 
 fn check_text(text: &str) -> Result<(), ContentError> {
@@ -347,8 +364,7 @@ fn check_buttons(buttons: &[Button]) -> Result<(), ContentError> {
         if !valid_button_id(&b.id) {
             return Err(ContentError::ButtonId);
         }
-        let chars = b.label.chars().count();
-        if chars == 0 || chars > MAX_LABEL_CHARS || has_control(&b.label) {
+        if !valid_label(&b.label) {
             return Err(ContentError::ButtonLabel);
         }
         if buttons[..i].iter().any(|o| o.id == b.id) {
@@ -375,10 +391,7 @@ impl Delivery {
                 if proof.action.as_deref().is_some_and(|a| !valid_action_id(a)) {
                     return Err(ContentError::ActionId);
                 }
-                let label = proof.label.chars().count();
-                if label == 0
-                    || label > MAX_LABEL_CHARS
-                    || has_control(&proof.label)
+                if !valid_label(&proof.label)
                     || !is_lower_hex(&proof.text_sha256, 64)
                     || proof.signature.is_empty()
                     || proof.signature.len() > MAX_SIGNATURE
@@ -560,5 +573,124 @@ mod tests {
             head(&"A".repeat(64)).check(),
             Err(ContentError::JournalHash)
         );
+    }
+
+    /// Every character that would start a line of its own in the signed
+    /// tap, or hide in one.
+    const LINE_BREAKERS: [char; 9] = [
+        '\n', '\r', '\t', '\0', '\u{1b}', '\u{7f}', '\u{85}', '\u{2028}', '\u{2029}',
+    ];
+
+    fn a_tap(label: &str) -> Delivery {
+        Delivery::Tap {
+            message: Uuid::nil(),
+            button: "approve".into(),
+            proof: TapProof {
+                action: Some("a".repeat(32)),
+                label: label.into(),
+                chat: 42,
+                time: 1_700_000_000,
+                text_sha256: "0".repeat(64),
+                signature: "untrusted comment: x\nRW…\ntrusted comment: y\nsig".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_button_label_with_a_newline_is_refused() {
+        let send = |label: &str| Body::Send {
+            id: Uuid::nil(),
+            text: "Run tidy-cache?".into(),
+            buttons: vec![Button::new("approve", label)],
+            monospace: Vec::new(),
+        };
+        let edit = |label: &str| Body::Edit {
+            id: Uuid::nil(),
+            message: Uuid::nil(),
+            text: "Run tidy-cache?".into(),
+            buttons: vec![Button::new("approve", label)],
+        };
+        assert_eq!(send("Approve").check(), Ok(()));
+        assert_eq!(
+            send("Approve\nchat=1\rtime=2").check(),
+            Err(ContentError::ButtonLabel)
+        );
+        for c in LINE_BREAKERS {
+            let label = format!("Approve{c}chat=1");
+            assert_eq!(
+                send(&label).check(),
+                Err(ContentError::ButtonLabel),
+                "{c:?} in a send"
+            );
+            assert_eq!(
+                edit(&label).check(),
+                Err(ContentError::ButtonLabel),
+                "{c:?} in an edit"
+            );
+        }
+    }
+
+    #[test]
+    fn a_tap_label_with_a_carriage_return_is_refused() {
+        assert_eq!(a_tap("Approve").check(), Ok(()));
+        assert_eq!(a_tap("Approve\rtime=2").check(), Err(ContentError::Proof));
+        for c in LINE_BREAKERS {
+            assert_eq!(
+                a_tap(&format!("Approve{c}")).check(),
+                Err(ContentError::Proof),
+                "{c:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn ids_and_actions_of_a_signed_tap_refuse_control_characters() {
+        for c in LINE_BREAKERS {
+            let bad = format!("approve{c}");
+            assert!(!valid_button_id(&bad), "{c:?} in a button id");
+            let action = format!("{}{c}", "a".repeat(31));
+            assert!(!valid_action_id(&action), "{c:?} in an action id");
+            let mut button = Button::new(&bad, "Approve");
+            assert_eq!(
+                check_buttons(std::slice::from_ref(&button)),
+                Err(ContentError::ButtonId)
+            );
+            button.id = "approve".into();
+            button.action = Some(action.clone());
+            assert_eq!(check_buttons(&[button]), Err(ContentError::ActionId));
+            let Delivery::Tap { message, proof, .. } = a_tap("Approve") else {
+                unreachable!()
+            };
+            let tap = Delivery::Tap {
+                message,
+                button: bad,
+                proof: TapProof {
+                    action: Some(action),
+                    ..proof.clone()
+                },
+            };
+            assert_eq!(tap.check(), Err(ContentError::ButtonId));
+            let tap = Delivery::Tap {
+                message,
+                button: "approve".into(),
+                proof: TapProof {
+                    text_sha256: format!("{}{c}", "0".repeat(63)),
+                    ..proof
+                },
+            };
+            assert_eq!(tap.check(), Err(ContentError::Proof));
+        }
+    }
+
+    #[test]
+    fn a_message_text_keeps_its_line_breaks_and_tabs() {
+        let send = |text: &str| Body::Send {
+            id: Uuid::nil(),
+            text: text.into(),
+            buttons: vec![],
+            monospace: Vec::new(),
+        };
+        assert_eq!(send("Disk:\n\t/ 90%\r\n").check(), Ok(()));
+        assert_eq!(send("bell\u{7}").check(), Err(ContentError::Text));
     }
 }

@@ -41,7 +41,8 @@ impl AddressKey {
     }
 }
 
-fn trusted(addr: IpAddr, proxies: &[IpNet]) -> bool {
+/// Whether `addr` is one of the trusted proxies.
+pub fn is_trusted_proxy(addr: IpAddr, proxies: &[IpNet]) -> bool {
     let addr = match addr {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(addr, IpAddr::V4),
         v4 => v4,
@@ -62,7 +63,7 @@ fn parse_entry(entry: &str) -> Result<IpAddr, std::net::AddrParseError> {
 
 /// The address a request counts against.
 pub fn client_address(peer: IpAddr, headers: &HeaderMap, proxies: &[IpNet]) -> AddressKey {
-    if !trusted(peer, proxies) {
+    if !is_trusted_proxy(peer, proxies) {
         return AddressKey::of(peer);
     }
     // Every X-Forwarded-For header, in order, as one list.
@@ -75,7 +76,7 @@ pub fn client_address(peer: IpAddr, headers: &HeaderMap, proxies: &[IpNet]) -> A
         .collect();
     for entry in entries.iter().rev() {
         match parse_entry(entry) {
-            Ok(addr) if trusted(addr, proxies) => continue,
+            Ok(addr) if is_trusted_proxy(addr, proxies) => continue,
             Ok(addr) => return AddressKey::of(addr),
             // An entry no proxy of ours wrote: what is right of it is all we
             // can believe, and that was a trusted proxy; count the proxy.

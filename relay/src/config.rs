@@ -3,10 +3,12 @@
 //! it.
 
 use crate::clock::{Clock, SystemClock};
+use crate::telegram::token::BotToken;
 use clap::Parser;
 use ipnet::IpNet;
+use sqlx::postgres::PgConnectOptions;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The shortest pepper the relay accepts, in bytes.
@@ -19,9 +21,17 @@ pub const MIN_PEPPER: usize = 32;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// PostgreSQL connection URL (postgres://user:password@host/db).
+    /// PostgreSQL connection URL (postgres://user@host/db). A password in
+    /// it stays readable in /proc/<pid>/environ: give it with
+    /// --database-password-file, or the whole URL with --database-url-file.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
+    /// A file holding the database URL, instead of DATABASE_URL.
+    #[arg(long, env = "DATABASE_URL_FILE", value_name = "FILE")]
+    pub database_url_file: Option<PathBuf>,
+    /// A file holding the database password, for a URL without one.
+    #[arg(long, env = "DATABASE_PASSWORD_FILE", value_name = "FILE")]
+    pub database_password_file: Option<PathBuf>,
     /// Address for the API and the WebSocket.
     #[arg(long, env = "AROMBA_RELAY_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
@@ -36,6 +46,9 @@ pub struct Cli {
     /// least 32 bytes. Changing it invalidates every registered server.
     #[arg(long, env = "AROMBA_TOKEN_PEPPER", hide_env_values = true)]
     pub token_pepper: Option<String>,
+    /// A file holding the pepper, instead of AROMBA_TOKEN_PEPPER.
+    #[arg(long, env = "AROMBA_TOKEN_PEPPER_FILE", value_name = "FILE")]
+    pub token_pepper_file: Option<PathBuf>,
     /// Reverse proxies whose X-Forwarded-For is believed, as CIDRs separated
     /// by commas (e.g. 10.0.0.0/8,::1/128). Empty: the peer address counts.
     #[arg(
@@ -59,9 +72,13 @@ pub struct Cli {
     pub tls_key: Option<PathBuf>,
     /// How Telegram's updates arrive: `webhook` (Telegram POSTs them to
     /// AROMBA_PUBLIC_URL) or `polling` (for a relay without public HTTPS).
-    /// The bot token itself comes only from TELEGRAM_BOT_TOKEN.
     #[arg(long, env = "AROMBA_TELEGRAM_MODE", default_value = "webhook")]
     pub telegram_mode: String,
+    /// A file holding the bot token @BotFather gave. The token itself is
+    /// never a flag; TELEGRAM_BOT_TOKEN still works, but stays readable in
+    /// /proc/<pid>/environ.
+    #[arg(long, env = "TELEGRAM_BOT_TOKEN_FILE", value_name = "FILE")]
+    pub bot_token_file: Option<PathBuf>,
     /// The Bot API's base URL (a local Bot API server, or the demo's fake).
     #[arg(long, env = "AROMBA_BOT_API_URL", default_value = crate::telegram::TELEGRAM_API)]
     pub bot_api_url: String,
@@ -72,10 +89,20 @@ pub struct Cli {
     /// letters, digits, `_` and `-` (e.g. `openssl rand -hex 32`).
     #[arg(long, env = "TELEGRAM_WEBHOOK_SECRET", hide_env_values = true)]
     pub webhook_secret: Option<String>,
+    /// A file holding the webhook secret, instead of TELEGRAM_WEBHOOK_SECRET.
+    #[arg(long, env = "TELEGRAM_WEBHOOK_SECRET_FILE", value_name = "FILE")]
+    pub webhook_secret_file: Option<PathBuf>,
     /// The secret before a rotation, still accepted for
     /// --webhook-secret-overlap-secs after the start.
     #[arg(long, env = "TELEGRAM_WEBHOOK_SECRET_PREVIOUS", hide_env_values = true)]
     pub webhook_secret_previous: Option<String>,
+    /// A file holding the previous webhook secret.
+    #[arg(
+        long,
+        env = "TELEGRAM_WEBHOOK_SECRET_PREVIOUS_FILE",
+        value_name = "FILE"
+    )]
+    pub webhook_secret_previous_file: Option<PathBuf>,
     #[arg(
         long,
         env = "AROMBA_WEBHOOK_SECRET_OVERLAP_SECS",
@@ -122,9 +149,37 @@ pub enum ConfigError {
     #[error("AROMBA_PUBLIC_URL must be an https:// URL (Telegram sends webhooks over HTTPS only)")]
     BadPublicUrl,
     #[error("{0} must be 1 to 256 of letters, digits, `_` and `-`")]
-    BadSecret(&'static str),
-    #[error("{0} is set but TELEGRAM_BOT_TOKEN is not")]
+    BadSecret(String),
+    #[error("{0} is set but TELEGRAM_BOT_TOKEN is not (nor TELEGRAM_BOT_TOKEN_FILE)")]
     NoToken(&'static str),
+    #[error("neither {0}_FILE nor {0} is set")]
+    NoSecret(&'static str),
+    #[error("{0} and {1} are both set; give the secret one way only")]
+    SecretTwice(&'static str, &'static str),
+    #[error("{0} names {1}, which cannot be read ({2})")]
+    SecretUnreadable(&'static str, String, String),
+    #[error("{0} names {1}, which is empty")]
+    SecretEmpty(&'static str, String),
+    #[error("{0} names {1}, which is larger than {MAX_SECRET_FILE} bytes")]
+    SecretTooLarge(&'static str, String),
+    #[error("{0} names {1}, which is not UTF-8 text")]
+    SecretNotText(&'static str, String),
+    #[error("{0} is not UTF-8")]
+    NotUtf8(&'static str),
+    #[error(transparent)]
+    BadToken(#[from] crate::telegram::token::MalformedToken),
+    #[error(
+        "TELEGRAM_BOT_TOKEN_FILE names {0}, which holds no bot token (digits, a colon, then 30 or more of letters, digits, `_` and `-`)"
+    )]
+    BadTokenFile(String),
+    #[error(
+        "AROMBA_TOKEN_PEPPER_FILE names {0}, which holds {1} bytes; the pepper is at least {MIN_PEPPER}"
+    )]
+    ShortPepperFile(String, usize),
+    #[error("{0} is not a PostgreSQL URL (postgres://user@host/database)")]
+    BadDatabaseUrl(&'static str),
+    #[error("{0} holds a password and DATABASE_PASSWORD_FILE gives one too; give it one way only")]
+    TwoDatabasePasswords(&'static str),
 }
 
 /// The secret behind the stored hashes. `Debug` hides it.
@@ -176,8 +231,14 @@ pub struct Limits {
     pub refill_ms: u64,
     /// Connected servers one replica holds; past it, close code 1013.
     pub max_connections: usize,
-    /// HTTP connections at once, before any becomes a WebSocket.
+    /// HTTP connections at once, before any becomes a WebSocket…
     pub max_http_connections: usize,
+    /// …and from one address (an IPv6 /64; a trusted proxy has no share of
+    /// its own). Past either, the oldest connection that has proven nothing
+    /// gives its place up ([`crate::slots`]).
+    pub http_per_address: u32,
+    /// How long a request's body may take to arrive after its headers.
+    pub body_deadline_ms: u64,
     /// Sockets waiting for their hello, all addresses together…
     pub max_pending_hellos: usize,
     /// …and from one address (an IPv6 /64).
@@ -187,6 +248,11 @@ pub struct Limits {
     /// Messages from one server waiting for the chat; past it a server's
     /// message is refused (and its connection closed).
     pub max_chat_pending: i64,
+    /// Hellos one server may make (each a database write and a
+    /// notification to every replica): a burst…
+    pub hello_burst: u32,
+    /// …refilled at one per this many milliseconds.
+    pub hello_refill_ms: u64,
     /// Frames a server may send (acknowledgements aside): a burst…
     pub frame_burst: u32,
     /// …then this many per second.
@@ -214,10 +280,14 @@ impl Default for Limits {
             refill_ms: 6_000,
             max_connections: 50_000,
             max_http_connections: 4_096,
+            http_per_address: 64,
+            body_deadline_ms: 10_000,
             max_pending_hellos: 4_096,
             hellos_per_address: 64,
             max_pending: 500,
             max_chat_pending: 200,
+            hello_burst: 6,
+            hello_refill_ms: 10_000,
             frame_burst: 64,
             frames_per_second: 10,
             hello_timeout_ms: 10_000,
@@ -275,21 +345,251 @@ pub struct TlsFiles {
     pub key: PathBuf,
 }
 
-impl Cli {
-    /// Checks the settings that need more than a parse. `token` is the bot
-    /// token `main` took from the environment.
-    pub fn checked(
-        &self,
-        token: Option<crate::telegram::token::BotToken>,
-    ) -> Result<Config, ConfigError> {
-        if self.database_url.is_none() {
-            return Err(ConfigError::Missing("DATABASE_URL (--database-url)"));
+/// The largest secret file the relay reads: a secret is one line, and a
+/// larger file is a wrong path.
+pub const MAX_SECRET_FILE: u64 = 64 * 1024;
+
+/// A secret and where it came from, for the sentence that refuses it
+/// (which names the setting and the file, never the secret).
+struct Given {
+    value: String,
+    /// The setting it came from: `NAME`, or `NAME_FILE` for a file.
+    from: &'static str,
+    /// The file, when it came from one.
+    path: Option<String>,
+}
+
+/// A secret given by value rather than in a file: the relay still starts,
+/// and warns once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByValue {
+    /// The setting, e.g. `AROMBA_TOKEN_PEPPER`.
+    pub name: &'static str,
+    /// Its flag, when the value came from the command line rather than
+    /// the environment.
+    pub flag: Option<&'static str>,
+}
+
+impl ByValue {
+    /// Where the value came from: the environment when the variable holds
+    /// one (clap prefers the flag, but the environment holds it all the
+    /// same), else the flag.
+    fn seen(name: &'static str, flag: Option<&'static str>) -> ByValue {
+        let in_env = std::env::var_os(name).is_some_and(|v| !v.is_empty());
+        ByValue {
+            name,
+            flag: if in_env { None } else { flag },
         }
-        let pepper = self
-            .token_pepper
+    }
+
+    /// The warning: the setting's name, never its value.
+    pub fn warning(&self) -> String {
+        let name = self.name;
+        match self.flag {
+            None => format!(
+                "{name} is given by value in the environment, where it stays readable in \
+                 /proc/<pid>/environ as long as the relay runs; put it in a file and set \
+                 {name}_FILE instead"
+            ),
+            Some(flag) => format!(
+                "{flag} gives {name} on the command line, which every user of this host can \
+                 read in /proc/<pid>/cmdline; put it in a file and set {name}_FILE instead"
+            ),
+        }
+    }
+}
+
+/// The relay's secrets, read from their files (`NAME_FILE`, Docker
+/// secrets' convention) or, still, by value. No `Debug`: nothing here is
+/// ever printed.
+pub struct Secrets {
+    /// Where the database is, its password included.
+    pub database: PgConnectOptions,
+    /// The bot; `None`: the relay serves servers but no chat.
+    pub bot_token: Option<BotToken>,
+    /// The secrets that came by value, for a warning each at start.
+    pub by_value: Vec<ByValue>,
+    pepper: Given,
+    webhook_secret: Option<Given>,
+    webhook_secret_previous: Option<Given>,
+}
+
+/// The contents of a secret file, trailing whitespace (the newline an
+/// editor or `echo` adds) left out. Errors name the setting and the path,
+/// never what the file holds.
+fn read_secret_file(setting: &'static str, path: &Path) -> Result<String, ConfigError> {
+    use std::io::Read;
+    let shown = || path.display().to_string();
+    let unreadable =
+        |e: std::io::Error| ConfigError::SecretUnreadable(setting, shown(), e.to_string());
+    let file = std::fs::File::open(path).map_err(unreadable)?;
+    let mut bytes = Vec::new();
+    // Bounded before reading: a wrong path may be a device or a huge file.
+    file.take(MAX_SECRET_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() as u64 > MAX_SECRET_FILE {
+        return Err(ConfigError::SecretTooLarge(setting, shown()));
+    }
+    let text =
+        String::from_utf8(bytes).map_err(|_| ConfigError::SecretNotText(setting, shown()))?;
+    let secret = text.trim_end();
+    if secret.is_empty() {
+        return Err(ConfigError::SecretEmpty(setting, shown()));
+    }
+    Ok(secret.to_string())
+}
+
+/// One secret: `name` by value (from `flag` or the environment) or the
+/// file `file_name` names, not both. An empty value or path counts as
+/// unset: compose passes an unset optional setting as an empty one.
+fn one_secret(
+    (name, file_name, flag): (&'static str, &'static str, Option<&'static str>),
+    value: Option<&str>,
+    file: Option<&Path>,
+    by_value: &mut Vec<ByValue>,
+) -> Result<Option<Given>, ConfigError> {
+    let value = value.filter(|v| !v.trim().is_empty());
+    let file = file.filter(|p| !p.as_os_str().is_empty());
+    match (value, file) {
+        (Some(_), Some(_)) => Err(ConfigError::SecretTwice(name, file_name)),
+        (Some(value), None) => {
+            by_value.push(ByValue::seen(name, flag));
+            Ok(Some(Given {
+                value: value.to_string(),
+                from: name,
+                path: None,
+            }))
+        }
+        (None, Some(path)) => Ok(Some(Given {
+            value: read_secret_file(file_name, path)?,
+            from: file_name,
+            path: Some(path.display().to_string()),
+        })),
+        (None, None) => Ok(None),
+    }
+}
+
+const DATABASE_URL: (&str, &str, Option<&str>) =
+    ("DATABASE_URL", "DATABASE_URL_FILE", Some("--database-url"));
+const TOKEN_PEPPER: (&str, &str, Option<&str>) = (
+    "AROMBA_TOKEN_PEPPER",
+    "AROMBA_TOKEN_PEPPER_FILE",
+    Some("--token-pepper"),
+);
+const BOT_TOKEN: (&str, &str, Option<&str>) =
+    (crate::telegram::token::ENV, "TELEGRAM_BOT_TOKEN_FILE", None);
+const WEBHOOK_SECRET: (&str, &str, Option<&str>) = (
+    "TELEGRAM_WEBHOOK_SECRET",
+    "TELEGRAM_WEBHOOK_SECRET_FILE",
+    Some("--webhook-secret"),
+);
+const WEBHOOK_SECRET_PREVIOUS: (&str, &str, Option<&str>) = (
+    "TELEGRAM_WEBHOOK_SECRET_PREVIOUS",
+    "TELEGRAM_WEBHOOK_SECRET_PREVIOUS_FILE",
+    Some("--webhook-secret-previous"),
+);
+
+impl Cli {
+    /// Reads the secrets: each from its file (`NAME_FILE`) or by value.
+    /// `bot_token` is `TELEGRAM_BOT_TOKEN` as `main` found it in the
+    /// environment (it is never a flag).
+    pub fn secrets(&self, bot_token: Option<std::ffi::OsString>) -> Result<Secrets, ConfigError> {
+        let mut by_value = Vec::new();
+        let database = self.database(&mut by_value)?;
+        let pepper = one_secret(
+            TOKEN_PEPPER,
+            self.token_pepper.as_deref(),
+            self.token_pepper_file.as_deref(),
+            &mut by_value,
+        )?
+        .ok_or(ConfigError::NoSecret(TOKEN_PEPPER.0))?;
+        let bot_token = bot_token
+            .map(|t| {
+                t.into_string()
+                    .map_err(|_| ConfigError::NotUtf8(BOT_TOKEN.0))
+            })
+            .transpose()?;
+        let bot_token = match one_secret(
+            BOT_TOKEN,
+            bot_token.as_deref(),
+            self.bot_token_file.as_deref(),
+            &mut by_value,
+        )? {
+            None => None,
+            Some(Given {
+                value,
+                path: Some(path),
+                ..
+            }) => Some(BotToken::new(&value).map_err(|_| ConfigError::BadTokenFile(path))?),
+            Some(Given { value, .. }) => Some(BotToken::new(&value)?),
+        };
+        let webhook_secret = one_secret(
+            WEBHOOK_SECRET,
+            self.webhook_secret.as_deref(),
+            self.webhook_secret_file.as_deref(),
+            &mut by_value,
+        )?;
+        let webhook_secret_previous = one_secret(
+            WEBHOOK_SECRET_PREVIOUS,
+            self.webhook_secret_previous.as_deref(),
+            self.webhook_secret_previous_file.as_deref(),
+            &mut by_value,
+        )?;
+        Ok(Secrets {
+            database,
+            bot_token,
+            by_value,
+            pepper,
+            webhook_secret,
+            webhook_secret_previous,
+        })
+    }
+
+    /// The database's address: `DATABASE_URL` or `DATABASE_URL_FILE`, and
+    /// the password in it or in `DATABASE_PASSWORD_FILE`. A URL by value
+    /// is warned about only when it holds a password.
+    fn database(&self, by_value: &mut Vec<ByValue>) -> Result<PgConnectOptions, ConfigError> {
+        let mut seen = Vec::new();
+        let url = one_secret(
+            DATABASE_URL,
+            self.database_url.as_deref(),
+            self.database_url_file.as_deref(),
+            &mut seen,
+        )?
+        .ok_or(ConfigError::NoSecret(DATABASE_URL.0))?;
+        let bad_url = || ConfigError::BadDatabaseUrl(url.from);
+        let has_password = url::Url::parse(&url.value)
+            .map_err(|_| bad_url())?
+            .password()
+            .is_some_and(|p| !p.is_empty());
+        let mut options: PgConnectOptions = url.value.parse().map_err(|_| bad_url())?;
+        if has_password {
+            by_value.extend(seen);
+        }
+        if let Some(path) = self
+            .database_password_file
             .as_deref()
-            .ok_or(ConfigError::Missing("AROMBA_TOKEN_PEPPER (--token-pepper)"))?;
-        let pepper = Pepper::new(pepper.as_bytes())?;
+            .filter(|p| !p.as_os_str().is_empty())
+        {
+            if has_password {
+                return Err(ConfigError::TwoDatabasePasswords(url.from));
+            }
+            options = options.password(&read_secret_file("DATABASE_PASSWORD_FILE", path)?);
+        }
+        Ok(options)
+    }
+
+    /// Checks the settings that need more than a parse, with the secrets
+    /// [`Cli::secrets`] read.
+    pub fn checked(&self, secrets: &Secrets) -> Result<Config, ConfigError> {
+        let pepper = &secrets.pepper;
+        let pepper = Pepper::new(pepper.value.as_bytes()).map_err(|e| match (e, &pepper.path) {
+            (ConfigError::ShortPepper(n), Some(path)) => {
+                ConfigError::ShortPepperFile(path.clone(), n)
+            }
+            (e, _) => e,
+        })?;
         let mut config = Config::new(pepper);
         config.trusted_proxies = parse_proxies(&self.trusted_proxies)?;
         config.limits.hellos_per_address = self.hellos_per_address.max(1);
@@ -302,26 +602,30 @@ impl Cli {
             (None, Some(_)) => return Err(ConfigError::HalfTls("AROMBA_RELAY_TLS_KEY")),
             (None, None) => None,
         };
-        config.telegram = self.telegram(token)?;
+        config.telegram = self.telegram(secrets)?;
         Ok(config)
     }
 
     fn telegram(
         &self,
-        token: Option<crate::telegram::token::BotToken>,
+        secrets: &Secrets,
     ) -> Result<Option<crate::telegram::TelegramConfig>, ConfigError> {
         use crate::telegram::webhook::{WebhookSecrets, valid_secret};
         use crate::telegram::{Mode, TelegramConfig, client::parse_api_url};
         // Compose passes an unset optional setting as an empty one.
-        let set = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
-        let (public_url, webhook_secret, previous) = (
-            set(&self.public_url),
-            set(&self.webhook_secret),
-            set(&self.webhook_secret_previous),
+        let public_url = self.public_url.clone().filter(|s| !s.trim().is_empty());
+        let (webhook_secret, previous) = (
+            secrets.webhook_secret.as_ref(),
+            secrets.webhook_secret_previous.as_ref(),
         );
-        let Some(token) = token else {
-            if webhook_secret.is_some() {
-                return Err(ConfigError::NoToken("TELEGRAM_WEBHOOK_SECRET"));
+        // Named as the operator gave it: the setting, and the file if any.
+        let named = |g: &Given| match &g.path {
+            Some(path) => format!("the secret in {path} ({})", g.from),
+            None => g.from.to_string(),
+        };
+        let Some(token) = secrets.bot_token.clone() else {
+            if let Some(secret) = webhook_secret {
+                return Err(ConfigError::NoToken(secret.from));
             }
             if public_url.is_some() {
                 return Err(ConfigError::NoToken("AROMBA_PUBLIC_URL"));
@@ -343,26 +647,22 @@ impl Cli {
         };
         // Polling needs no secret, but the route still wants one to compare
         // against: a random one nobody knows keeps it a 404.
-        let secret = match (&mode, webhook_secret.as_deref()) {
-            (_, Some(s)) if valid_secret(s) => s.to_string(),
-            (_, Some(_)) => return Err(ConfigError::BadSecret("TELEGRAM_WEBHOOK_SECRET")),
+        let secret = match (&mode, webhook_secret) {
+            (_, Some(s)) if valid_secret(&s.value) => s.value.clone(),
+            (_, Some(s)) => return Err(ConfigError::BadSecret(named(s))),
             (Mode::Webhook { .. }, None) => {
-                return Err(ConfigError::Missing(
-                    "TELEGRAM_WEBHOOK_SECRET (--webhook-secret)",
-                ));
+                return Err(ConfigError::NoSecret(WEBHOOK_SECRET.0));
             }
             (Mode::Polling, None) => crate::telegram::choices::callback_id().repeat(2),
         };
-        let secrets = match previous.as_deref() {
-            Some(p) if valid_secret(p) => WebhookSecrets::rotating(
+        let secrets = match previous {
+            Some(p) if valid_secret(&p.value) => WebhookSecrets::rotating(
                 &secret,
-                p,
+                &p.value,
                 std::time::Instant::now()
                     + std::time::Duration::from_secs(self.webhook_secret_overlap_secs),
             ),
-            Some(_) => {
-                return Err(ConfigError::BadSecret("TELEGRAM_WEBHOOK_SECRET_PREVIOUS"));
-            }
+            Some(p) => return Err(ConfigError::BadSecret(named(p))),
             None => WebhookSecrets::one(&secret),
         };
         let mut telegram = TelegramConfig::new(token, api_url, mode, &secret);

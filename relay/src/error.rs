@@ -24,6 +24,8 @@ pub enum ApiError {
     TooManyRequests,
     #[error("no such route")]
     NotFound,
+    #[error("the relay is busy; try again later")]
+    Unavailable,
     #[error("the relay failed to complete the request")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -50,6 +52,7 @@ impl ApiError {
             ApiError::Conflict => (StatusCode::CONFLICT, "conflict"),
             ApiError::TooManyRequests => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }

@@ -51,3 +51,11 @@ pub fn guess_key(pepper: &Pepper, kind: &str, id: &str) -> [u8; 32] {
         format!("{kind}:{id}").as_bytes(),
     )
 }
+
+/// The key of one kind of reply (its text) to a chat that is not paired,
+/// remembered for the strangers' window.
+pub fn stranger_reply_key(pepper: &Pepper, chat: i64, text: &str) -> [u8; 32] {
+    let mut data = chat.to_be_bytes().to_vec();
+    data.extend_from_slice(text.as_bytes());
+    keyed(pepper, b"aromba stranger reply", &data)
+}

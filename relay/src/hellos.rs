@@ -1,65 +1,125 @@
-//! Sockets that have not said hello yet: each address may hold a few, and
-//! all of them together a bounded number, apart from the servers'
-//! connections. Anonymous sockets can therefore neither keep a registered
-//! server out nor hold more than their address's share; each also has the
-//! hello deadline.
+//! How often one server may say hello. A hello that passes costs a
+//! database write (the connection's generation) and a notification to
+//! every replica, so each server has a small bucket: a burst for honest
+//! reconnects, then one hello per refill. The bucket is keyed by the server
+//! id only after its token was checked, so nobody can spend another
+//! server's hellos.
+//!
+//! The sockets still waiting for their hello live in a [`crate::slots`]
+//! pool of their own, apart from the servers' connections.
 
-use crate::address::AddressKey;
 use crate::config::Limits;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
+use tokio::time::{Duration, Instant};
+use uuid::Uuid;
 
-#[derive(Default)]
-pub struct Hellos {
-    waiting: Mutex<Waiting>,
+pub struct HelloPace {
+    burst: f64,
+    refill: Duration,
+    state: Mutex<Buckets>,
 }
 
 #[derive(Default)]
-struct Waiting {
-    by_address: HashMap<AddressKey, u32>,
-    total: usize,
+struct Buckets {
+    by_server: HashMap<Uuid, Bucket>,
+    /// The map's size after its last pruning: it is pruned again at twice
+    /// that, so pruning costs amortised O(1) per hello.
+    pruned_at: usize,
 }
 
-/// One socket waiting for its hello; its slot is given back when dropped.
-pub struct Pending {
-    hellos: Arc<Hellos>,
-    address: AddressKey,
+#[derive(Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    last: Instant,
 }
 
-impl Hellos {
-    fn waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
-        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+/// Servers remembered before full buckets are forgotten.
+const REMEMBERED: usize = 4_096;
+
+impl HelloPace {
+    pub fn new(limits: &Limits) -> HelloPace {
+        HelloPace {
+            burst: f64::from(limits.hello_burst.max(1)),
+            refill: Duration::from_millis(limits.hello_refill_ms.max(1)),
+            state: Mutex::default(),
+        }
     }
 
-    /// A slot for a socket from `address`, if its share and the total
-    /// allow one.
-    pub fn admit(self: &Arc<Self>, address: AddressKey, limits: &Limits) -> Option<Pending> {
-        let mut w = self.waiting();
-        if w.total >= limits.max_pending_hellos {
-            return None;
+    fn refilled(&self, bucket: Bucket, now: Instant) -> f64 {
+        let gained = now.duration_since(bucket.last).as_secs_f64() / self.refill.as_secs_f64();
+        (bucket.tokens + gained).min(self.burst)
+    }
+
+    /// Takes one of `server`'s hellos; `false` when it has none left.
+    pub fn take(&self, server: Uuid) -> bool {
+        let now = Instant::now();
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.by_server.len() > REMEMBERED.max(state.pruned_at * 2) {
+            // A full bucket is the same as no bucket.
+            let burst = self.burst;
+            state
+                .by_server
+                .retain(|_, b| self.refilled(*b, now) < burst);
+            state.pruned_at = state.by_server.len();
         }
-        let mine = w.by_address.entry(address).or_insert(0);
-        if *mine >= limits.hellos_per_address {
-            return None;
-        }
-        *mine += 1;
-        w.total += 1;
-        Some(Pending {
-            hellos: self.clone(),
-            address,
+        let bucket = state.by_server.get(&server).copied().unwrap_or(Bucket {
+            tokens: self.burst,
+            last: now,
+        });
+        let tokens = self.refilled(bucket, now);
+        let (tokens, granted) = if tokens >= 1.0 {
+            (tokens - 1.0, true)
+        } else {
+            (tokens, false)
+        };
+        state.by_server.insert(server, Bucket { tokens, last: now });
+        granted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pace(burst: u32, refill_ms: u64) -> HelloPace {
+        HelloPace::new(&Limits {
+            hello_burst: burst,
+            hello_refill_ms: refill_ms,
+            ..Limits::default()
         })
     }
-}
 
-impl Drop for Pending {
-    fn drop(&mut self) {
-        let mut w = self.hellos.waiting();
-        w.total = w.total.saturating_sub(1);
-        if let Some(n) = w.by_address.get_mut(&self.address) {
-            *n -= 1;
-            if *n == 0 {
-                w.by_address.remove(&self.address);
-            }
+    #[tokio::test(start_paused = true)]
+    async fn a_server_gets_its_burst_then_one_hello_per_refill() {
+        let pace = pace(3, 1_000);
+        let server = Uuid::new_v4();
+        assert!((0..3).all(|_| pace.take(server)));
+        assert!(!pace.take(server));
+        tokio::time::advance(Duration::from_millis(1_001)).await;
+        assert!(pace.take(server));
+        assert!(!pace.take(server));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_servers_hellos_do_not_spend_anothers() {
+        let pace = pace(1, 60_000);
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        assert!(pace.take(a));
+        assert!(!pace.take(a));
+        assert!(pace.take(b));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_spent_bucket_survives_the_pruning_of_many_others() {
+        let pace = pace(2, 1_000);
+        let spent = Uuid::new_v4();
+        assert!(pace.take(spent) && pace.take(spent));
+        for _ in 0..REMEMBERED + 1 {
+            pace.take(Uuid::new_v4());
         }
+        tokio::time::advance(Duration::from_millis(500)).await;
+        pace.take(Uuid::new_v4());
+        assert!(!pace.take(spent), "a spent bucket survives the pruning");
     }
 }

@@ -105,13 +105,51 @@ async fn healthz() -> Json<serde_json::Value> {
 }
 
 async fn readyz(State(app): State<App>) -> Response {
-    match crate::db::ready(&app.db).await {
+    match app.readiness.check(&app.db).await {
         Ok(()) => Json(json!({"status": "ready"})).into_response(),
-        Err(e) => (
+        Err(message) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"error": "not_ready", "message": e.to_string()})),
+            Json(json!({"error": "not_ready", "message": message})),
         )
             .into_response(),
+    }
+}
+
+/// How long one readiness check answers every `/readyz`.
+pub const READINESS_FOR: Duration = Duration::from_secs(1);
+
+/// `/readyz`'s answer, asked of the database at most once a
+/// [`READINESS_FOR`] however often it is called (the route is public); while
+/// one call asks, the others get the last answer at once instead of
+/// waiting on the database beside it.
+#[derive(Default)]
+pub struct Readiness {
+    last: std::sync::Mutex<Option<(tokio::time::Instant, Result<(), String>)>>,
+    asking: tokio::sync::Mutex<()>,
+}
+
+impl Readiness {
+    fn cached(&self, fresh: bool) -> Option<Result<(), String>> {
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        match &*last {
+            Some((at, answer)) if !fresh || at.elapsed() < READINESS_FOR => Some(answer.clone()),
+            _ => None,
+        }
+    }
+
+    pub async fn check(&self, db: &sqlx::PgPool) -> Result<(), String> {
+        if let Some(answer) = self.cached(true) {
+            return answer;
+        }
+        let Ok(_asking) = self.asking.try_lock() else {
+            return self
+                .cached(false)
+                .unwrap_or_else(|| Err("the first readiness check is under way".into()));
+        };
+        let answer = crate::db::ready(db).await.map_err(|e| e.to_string());
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((tokio::time::Instant::now(), answer.clone()));
+        answer
     }
 }
 

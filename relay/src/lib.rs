@@ -41,6 +41,7 @@ pub mod openapi;
 pub mod outbox;
 pub mod serve;
 pub mod servers;
+pub mod slots;
 pub mod state;
 pub mod sweep;
 pub mod telegram;
@@ -129,7 +130,7 @@ impl Relay {
             let _ = restart_tx.send(Some((after, jitter)));
         };
         let addr = listeners.api.local_addr()?;
-        match &app.config.tls {
+        let acceptor = match &app.config.tls {
             Some(files) => {
                 let certs = Arc::new(tls::Certificates::load(files.clone())?);
                 let server_config = tls::server_config(certs.clone())?;
@@ -139,15 +140,12 @@ impl Relay {
                 let hangups =
                     tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
                 tasks.spawn(reload_on_hangup(certs, hangups));
-                tracing::info!(addr = %addr, tls = true, "relay listening");
-                let listener = tls::TlsListener::new(listeners.api, server_config)?;
-                serve::run(listener, router, limits.max_http_connections, announce).await;
+                Some(tokio_rustls::TlsAcceptor::from(server_config))
             }
-            None => {
-                tracing::info!(addr = %addr, tls = false, "relay listening");
-                serve::run(listeners.api, router, limits.max_http_connections, announce).await;
-            }
-        }
+            None => None,
+        };
+        tracing::info!(addr = %addr, tls = acceptor.is_some(), "relay listening");
+        serve::run(listeners.api, acceptor, app.clone(), router, announce).await;
         // The WebSockets outlive the HTTP server's graceful shutdown (they
         // were handed off at the upgrade); give them time to say goodbye.
         let deadline = tokio::time::Instant::now() + Duration::from_millis(limits.drain_ms);

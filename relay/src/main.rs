@@ -1,45 +1,13 @@
 //! `aromba-relay`: the thin binary around [`aromba_relay::Relay::serve`].
 
-// One `unsafe` block in the whole relay: removing the bot token from the
-// environment (`take_bot_token`), before any other thread exists.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use aromba_relay::config::Cli;
-use aromba_relay::telegram::token::BotToken;
 use aromba_relay::{Listeners, Relay};
 use clap::Parser;
 use std::process::ExitCode;
 
-/// Takes `TELEGRAM_BOT_TOKEN` out of the environment: read, checked and
-/// removed here, while the process has one thread, so that no later code,
-/// log line or child sees it. `Ok(None)` when it is not set.
-#[allow(unsafe_code)]
-fn take_bot_token() -> Result<Option<BotToken>, String> {
-    const NAME: &str = aromba_relay::telegram::token::ENV;
-    let value = std::env::var_os(NAME);
-    // SAFETY: called first thing in `main`, before the runtime (or any
-    // other thread) starts, so nothing reads the environment concurrently.
-    unsafe { std::env::remove_var(NAME) };
-    let Some(value) = value else {
-        return Ok(None);
-    };
-    let text = value
-        .into_string()
-        .map_err(|_| format!("{NAME} is not UTF-8"))?;
-    if text.trim().is_empty() {
-        return Ok(None);
-    }
-    BotToken::new(&text).map(Some).map_err(|e| e.to_string())
-}
-
 fn main() -> ExitCode {
-    let token = match take_bot_token() {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("aromba-relay: {e}.");
-            return ExitCode::from(2);
-        }
-    };
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
@@ -49,10 +17,15 @@ fn main() -> ExitCode {
     }
     // rustls picks no provider by itself when two are linked.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let telegram_configured = token.is_some();
-    let log_token = token.clone();
-    let config = match cli.checked(token) {
-        Ok(c) => c,
+    // Secrets come from files (`NAME_FILE`): a value in the environment
+    // stays in /proc/<pid>/environ whatever the process does (removing
+    // the variable changes only the process's own copy), so one given that
+    // way is still taken, with a warning.
+    let secrets = cli
+        .secrets(std::env::var_os(aromba_relay::telegram::token::ENV))
+        .and_then(|secrets| Ok((cli.checked(&secrets)?, secrets)));
+    let (config, secrets) = match secrets {
+        Ok(both) => both,
         Err(e) => {
             eprintln!("aromba-relay: {e}.");
             return ExitCode::from(2);
@@ -60,9 +33,14 @@ fn main() -> ExitCode {
     };
     // JSON lines on standard error, scrubbed of the bot token; standard
     // output stays empty.
-    aromba_relay::logging::init(log_token);
-    if !telegram_configured {
-        tracing::warn!("TELEGRAM_BOT_TOKEN is not set: the relay serves servers but no chat");
+    aromba_relay::logging::init(secrets.bot_token.clone());
+    for given in &secrets.by_value {
+        tracing::warn!(setting = given.name, "{}", given.warning());
+    }
+    if secrets.bot_token.is_none() {
+        tracing::warn!(
+            "neither TELEGRAM_BOT_TOKEN_FILE nor TELEGRAM_BOT_TOKEN is set: the relay serves servers but no chat"
+        );
     }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
@@ -71,11 +49,13 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let database = secrets.database.clone();
+    drop(secrets);
     let result = runtime.block_on(async move {
         let db = sqlx::postgres::PgPoolOptions::new()
             .max_connections(32)
             .acquire_timeout(std::time::Duration::from_secs(5))
-            .connect(cli.database_url.as_deref().unwrap_or_default())
+            .connect_with(database)
             .await?;
         let api = tokio::net::TcpListener::bind(cli.listen).await?;
         let metrics = tokio::net::TcpListener::bind(cli.metrics_listen).await?;
@@ -169,10 +149,17 @@ fn setting_name(arg: &str) -> String {
         .replace('-', "_")
         .to_uppercase();
     let env = match env.as_str() {
-        "DATABASE_URL" | "AROMBA_TOKEN_PEPPER" | "AROMBA_TRUSTED_PROXIES" => env,
+        "DATABASE_URL"
+        | "DATABASE_URL_FILE"
+        | "DATABASE_PASSWORD_FILE"
+        | "AROMBA_TOKEN_PEPPER"
+        | "AROMBA_TOKEN_PEPPER_FILE"
+        | "AROMBA_TRUSTED_PROXIES" => env,
         "LISTEN" => "AROMBA_RELAY_LISTEN".into(),
         "METRICS_LISTEN" => "AROMBA_RELAY_METRICS_LISTEN".into(),
         "TOKEN_PEPPER" => "AROMBA_TOKEN_PEPPER".into(),
+        "TOKEN_PEPPER_FILE" => "AROMBA_TOKEN_PEPPER_FILE".into(),
+        "BOT_TOKEN_FILE" => "TELEGRAM_BOT_TOKEN_FILE".into(),
         "TRUSTED_PROXIES" => "AROMBA_TRUSTED_PROXIES".into(),
         "TLS_CERT" => "AROMBA_RELAY_TLS_CERT".into(),
         "TLS_KEY" => "AROMBA_RELAY_TLS_KEY".into(),
@@ -181,6 +168,8 @@ fn setting_name(arg: &str) -> String {
         "PUBLIC_URL" => "AROMBA_PUBLIC_URL".into(),
         "WEBHOOK_SECRET" => "TELEGRAM_WEBHOOK_SECRET".into(),
         "WEBHOOK_SECRET_PREVIOUS" => "TELEGRAM_WEBHOOK_SECRET_PREVIOUS".into(),
+        "WEBHOOK_SECRET_FILE" => "TELEGRAM_WEBHOOK_SECRET_FILE".into(),
+        "WEBHOOK_SECRET_PREVIOUS_FILE" => "TELEGRAM_WEBHOOK_SECRET_PREVIOUS_FILE".into(),
         "WEBHOOK_SECRET_OVERLAP_SECS" => "AROMBA_WEBHOOK_SECRET_OVERLAP_SECS".into(),
         "APPROVAL_KEY_FILE" => "AROMBA_APPROVAL_KEY_FILE".into(),
         other => other.to_string(),

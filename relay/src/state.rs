@@ -22,7 +22,11 @@ pub struct Inner {
     /// Servers connected to this replica (past their hello).
     pub sockets: AtomicUsize,
     /// Sockets waiting for their hello.
-    pub hellos: Arc<crate::hellos::Hellos>,
+    pub hellos: Arc<crate::slots::Pool>,
+    /// How often each server may say hello.
+    pub hello_pace: crate::hellos::HelloPace,
+    /// `/readyz`'s last answer, kept for a second.
+    pub readiness: crate::http::Readiness,
     /// Set when the relay is shutting down.
     pub shutdown: watch::Receiver<Restart>,
     /// Enqueues and acknowledgements, a commit per batch.
@@ -54,13 +58,20 @@ impl App {
             config.clock.clone(),
             config.limits.max_pending,
         );
+        let hellos = crate::slots::Pool::new(crate::slots::PoolLimits {
+            total: config.limits.max_pending_hellos,
+            per_address: config.limits.hellos_per_address as usize,
+        });
+        let hello_pace = crate::hellos::HelloPace::new(&config.limits);
         let app = App(Arc::new(Inner {
             db,
             config,
             hub: Hub::default(),
             metrics,
             sockets: AtomicUsize::new(0),
-            hellos: Arc::default(),
+            hellos,
+            hello_pace,
+            readiness: crate::http::Readiness::default(),
             shutdown,
             writer,
             telegram,

@@ -114,6 +114,17 @@ async fn forget_telegram(app: &App, now: chrono::DateTime<chrono::Utc>) -> Resul
     sqlx::query!("DELETE FROM foreign_chats WHERE told_at <= $1", strangers)
         .execute(&app.db)
         .await?;
+    let told_window = app
+        .telegram
+        .as_ref()
+        .map(|t| t.config.limits.stranger_window)
+        .unwrap_or(StdDuration::from_secs(60));
+    sqlx::query!(
+        "DELETE FROM stranger_replies WHERE told_at <= $1",
+        now - Duration::from_std(told_window).unwrap_or(Duration::minutes(1))
+    )
+    .execute(&app.db)
+    .await?;
     sqlx::query!("DELETE FROM relay_buttons WHERE created_at <= $1", cutoff)
         .execute(&app.db)
         .await?;

@@ -2,8 +2,9 @@
 //! (`AROMBA_RELAY_TLS_CERT`, `AROMBA_RELAY_TLS_KEY`): rustls with the ring
 //! provider, the files reread on SIGHUP (a renewed certificate takes effect
 //! for new connections; a file that does not load leaves the old one in
-//! place). Handshakes run concurrently, each with a deadline, so a client
-//! that stalls its handshake holds up nobody else.
+//! place). Handshakes run in each connection's own task, under the HTTP
+//! pool's slots and deadline ([`crate::serve`]), so a client that stalls its
+//! handshake holds up nobody else.
 
 use crate::config::TlsFiles;
 use rustls::crypto::CryptoProvider;
@@ -13,16 +14,7 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, mpsc};
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::server::TlsStream;
-
-/// Handshakes in flight at once; more wait for a slot.
-const MAX_HANDSHAKES: usize = 1024;
-/// The whole handshake's deadline.
-const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
+use tokio::net::TcpListener;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
@@ -97,71 +89,6 @@ pub fn server_config(certs: Arc<Certificates>) -> Result<Arc<rustls::ServerConfi
     Ok(Arc::new(config))
 }
 
-/// Accepted TLS connections, for `axum::serve`.
-pub struct TlsListener {
-    ready: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
-    local: SocketAddr,
-}
-
-impl TlsListener {
-    pub fn new(
-        tcp: TcpListener,
-        config: Arc<rustls::ServerConfig>,
-    ) -> std::io::Result<TlsListener> {
-        let local = tcp.local_addr()?;
-        let (tx, ready) = mpsc::channel(64);
-        let acceptor = TlsAcceptor::from(config);
-        let slots = Arc::new(Semaphore::new(MAX_HANDSHAKES));
-        tokio::spawn(async move {
-            loop {
-                let Ok(permit) = slots.clone().acquire_owned().await else {
-                    return;
-                };
-                let (stream, peer) = match tcp.accept().await {
-                    Ok(pair) => pair,
-                    Err(e) => {
-                        // Out of descriptors and the like: wait, then go on.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                };
-                if tx.is_closed() {
-                    return;
-                }
-                let acceptor = acceptor.clone();
-                let tx = tx.clone();
-                tokio::spawn(async move {
-                    let _permit = permit;
-                    if let Ok(Ok(tls)) =
-                        tokio::time::timeout(HANDSHAKE_DEADLINE, acceptor.accept(stream)).await
-                    {
-                        let _ = tx.send((tls, peer)).await;
-                    }
-                });
-            }
-        });
-        Ok(TlsListener { ready, local })
-    }
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.ready.recv().await {
-            Some(pair) => pair,
-            // The accept task ended: nothing will come again.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        Ok(self.local)
-    }
-}
-
 /// The peer's address, as handlers and the rate limits see it, whichever
 /// listener accepted the connection.
 #[derive(Clone, Copy, Debug)]
@@ -171,14 +98,6 @@ impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TcpL
     for PeerAddr
 {
     fn connect_info(stream: axum::serve::IncomingStream<'_, TcpListener>) -> PeerAddr {
-        PeerAddr(*stream.remote_addr())
-    }
-}
-
-impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TlsListener>>
-    for PeerAddr
-{
-    fn connect_info(stream: axum::serve::IncomingStream<'_, TlsListener>) -> PeerAddr {
         PeerAddr(*stream.remote_addr())
     }
 }

@@ -46,20 +46,38 @@ pub async fn connect(
         .max_message_size(MAX_MESSAGE)
         .max_frame_size(MAX_MESSAGE)
         .on_upgrade(move |socket| async move {
-            // Before its hello a socket holds a slot of its own address's
-            // small budget, never one of the servers' connections.
-            let Some(_pending) = app.hellos.admit(address, &app.config.limits) else {
-                app.metrics.refuse("hello_budget");
-                close(
-                    socket,
-                    close_code::AGAIN,
-                    "too many connections, try again later",
-                )
-                .await;
-                return;
+            // Before its hello a socket holds a slot of the pending pool,
+            // never one of the servers' connections; a silent one gives its
+            // slot up to a newcomer when the pool or its address is full.
+            let admitted = match app.hellos.admit(address, false) {
+                Ok(a) => a,
+                Err(refused) => {
+                    app.metrics.refuse(hello_reason(refused.reason()));
+                    close(
+                        socket,
+                        close_code::AGAIN,
+                        "too many connections, try again later",
+                    )
+                    .await;
+                    return;
+                }
             };
-            session(app.clone(), socket, _pending).await;
+            if let Some(evicted) = admitted.evicted {
+                app.metrics.refuse(hello_reason(evicted.reason()));
+            }
+            session(app.clone(), socket, admitted.slot).await;
         })
+}
+
+/// The metrics reason of the pending pool's refusal or eviction.
+fn hello_reason(reason: &'static str) -> &'static str {
+    match reason {
+        "address_share" => "hello_address_share",
+        "pool_full" => "hello_budget",
+        "evicted_same_address" => "hello_evicted_same_address",
+        "evicted_oldest" => "hello_evicted_oldest",
+        other => other,
+    }
 }
 
 async fn send(socket: &mut WebSocket, message: Message) -> Result<(), ()> {
@@ -100,6 +118,10 @@ enum HelloRefusal {
     Stale,
     BadToken,
     Unavailable,
+    /// Silent while newcomers needed its slot.
+    Evicted,
+    /// The server said hello too often.
+    TooOften,
 }
 
 impl HelloRefusal {
@@ -112,15 +134,27 @@ impl HelloRefusal {
             HelloRefusal::Stale => "stale",
             HelloRefusal::BadToken => "bad_token",
             HelloRefusal::Unavailable => "hello_database_unavailable",
+            HelloRefusal::Evicted => "hello_evicted",
+            HelloRefusal::TooOften => "hello_rate",
         }
     }
 }
 
-async fn read_hello(app: &App, socket: &mut WebSocket) -> Result<Hello, HelloRefusal> {
+async fn read_hello(
+    app: &App,
+    socket: &mut WebSocket,
+    pending: &crate::slots::Slot,
+) -> Result<Hello, HelloRefusal> {
     let wait = Duration::from_millis(app.config.limits.hello_timeout_ms);
-    let first = tokio::time::timeout(wait, socket.recv())
-        .await
-        .map_err(|_| HelloRefusal::Timeout)?;
+    let first = tokio::select! {
+        first = tokio::time::timeout(wait, socket.recv()) => {
+            first.map_err(|_| HelloRefusal::Timeout)?
+        }
+        () = pending.holder().evicted() => return Err(HelloRefusal::Evicted),
+    };
+    // Something arrived: while it is judged (a database lookup at most) the
+    // socket keeps its slot.
+    pending.holder().set_proven(true);
     let text = match first {
         Some(Ok(Message::Text(text))) => text,
         Some(Err(e)) if is_oversize(&e) => return Err(HelloRefusal::Oversize),
@@ -146,6 +180,9 @@ async fn read_hello(app: &App, socket: &mut WebSocket) -> Result<Hello, HelloRef
     if !known {
         return Err(HelloRefusal::BadToken);
     }
+    if !app.hello_pace.take(hello.server_id) {
+        return Err(HelloRefusal::TooOften);
+    }
     Ok(hello)
 }
 
@@ -154,13 +191,21 @@ fn is_oversize(e: &axum::Error) -> bool {
     text.contains("too long") || text.contains("Space limit") || text.contains("capacity")
 }
 
-async fn session(app: App, mut socket: WebSocket, pending: crate::hellos::Pending) {
-    let hello = match read_hello(&app, &mut socket).await {
+async fn session(app: App, mut socket: WebSocket, pending: crate::slots::Slot) {
+    let hello = match read_hello(&app, &mut socket, &pending).await {
         Ok(hello) => hello,
         Err(refusal) => {
             app.metrics.refuse(refusal.reason());
             tracing::info!(reason = refusal.reason(), "hello refused");
-            close(socket, close_code::POLICY, "refused").await;
+            // Told to come back later, not that it was wrong: an honest
+            // server backs off and tries again.
+            let (code, reason) = match refusal {
+                HelloRefusal::Evicted | HelloRefusal::TooOften => {
+                    (close_code::AGAIN, "too many connections, try again later")
+                }
+                _ => (close_code::POLICY, "refused"),
+            };
+            close(socket, code, reason).await;
             return;
         }
     };
@@ -328,7 +373,16 @@ async fn run(
                 };
                 let text = match message {
                     Message::Text(t) => t,
-                    Message::Pong(_) => { unanswered = 0; continue; }
+                    Message::Pong(_) => {
+                        // A pong answers a ping; one nobody asked for is a
+                        // frame like any other.
+                        if unanswered > 0 {
+                            unanswered = 0;
+                        } else if !budget.take() {
+                            return End::Refused("frame_rate");
+                        }
+                        continue;
+                    }
                     Message::Ping(_) => {
                         if !budget.take() {
                             return End::Refused("frame_rate");

@@ -792,6 +792,7 @@ async fn slow_paced_bot(db: PgPool) -> Bot {
     telegram.limits.pace = PaceLimits {
         per_chat: Duration::from_secs(3_600),
         overall: Duration::from_millis(1),
+        strangers: Duration::from_millis(1),
     };
     // One queue: every chat shares it, the strongest form of the attack.
     telegram.limits.shards = 1;

@@ -15,11 +15,14 @@ async fn healthz_and_readyz_answer(db: PgPool) {
     assert_eq!(health.status(), 200);
     let ready = reqwest::get(relay.url("/readyz")).await.expect("answer");
     assert_eq!(ready.status(), 200);
-    // A schema behind the build is not ready.
+    // A schema behind the build is not ready, once the last answer (kept
+    // for a second: the route is public) is past.
     sqlx::query("DELETE FROM _sqlx_migrations")
         .execute(&db)
         .await
         .expect("delete");
+    tokio::time::sleep(aromba_relay::http::READINESS_FOR + std::time::Duration::from_millis(100))
+        .await;
     let ready = reqwest::get(relay.url("/readyz")).await.expect("answer");
     assert_eq!(ready.status(), 503);
     let body: Value = ready.json().await.expect("json");

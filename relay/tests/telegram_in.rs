@@ -321,20 +321,27 @@ async fn a_burst_of_wrong_codes_locks_the_chat_out(db: PgPool) {
     for guess in ["AAAAAA", "BBBBBB", "CCCCCC", "DDDDDD", "EEEEEE"] {
         bot.fake.user_message(7009, &format!("/start {guess}"));
     }
-    let said = eventually("five answers", || {
+    // A chat that is not paired hears each verdict once per window: the
+    // wrong code once (not five times), then the lockout.
+    let said = eventually("two answers", || {
         let said = bot.fake.sent_to(7009);
-        (said.len() == 5).then_some(said)
+        (said.len() == 2).then_some(said)
     })
     .await;
     assert!(
-        said[4].text.starts_with("Too many wrong pairing codes"),
+        said[0].text.starts_with("That pairing code is not valid"),
         "{}",
-        said[4].text
+        said[0].text
+    );
+    assert!(
+        said[1].text.starts_with("Too many wrong pairing codes"),
+        "{}",
+        said[1].text
     );
     // Locked out: even the right code does nothing now, and is not spent.
     bot.fake.user_message(7009, &format!("/start {code}"));
     no_delivery(&mut ws, &mut session, Duration::from_millis(700)).await;
-    assert_eq!(bot.fake.sent_to(7009).len(), 5);
+    assert_eq!(bot.fake.sent_to(7009).len(), 2);
     let codes: i64 = sqlx::query_scalar("SELECT count(*) FROM pairing_codes")
         .fetch_one(&db)
         .await

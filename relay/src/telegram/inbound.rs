@@ -241,9 +241,8 @@ fn forget_secret(app: &App, telegram: &Arc<Telegram>, chat: i64, message_id: i64
                     return;
                 }
                 Err(CallError::RetryAfter(wait)) => {
-                    app.metrics.telegram("bot_api_429");
-                    telegram.pace.pause(wait);
-                    tokio::time::sleep(wait).await;
+                    telegram.told_to_wait(&app.metrics, Some(chat), wait);
+                    tokio::time::sleep(wait.min(super::pace::MAX_CHAT_PAUSE)).await;
                 }
                 Err(CallError::Refused(e)) => {
                     tracing::warn!(error = %e, "a secret's message could not be deleted");
@@ -278,8 +277,9 @@ fn command_of(text: &str) -> Option<(&str, Option<&str>)> {
     }
 }
 
-/// A chat that is not paired: one reply, then silence (remembered by a
-/// keyed hash of the chat id, never the id).
+/// A chat that is not paired: one reply, then silence for
+/// [`super::FOREIGN_DAYS`] (remembered by a keyed hash of the chat id, never
+/// the id), within the strangers' window and lane.
 async fn foreign(
     app: &App,
     telegram: &Arc<Telegram>,
@@ -297,10 +297,70 @@ async fn foreign(
     .await?;
     if first.is_some() {
         app.metrics.telegram("foreign_chat_told");
-        say(app, telegram, chat, reply.unwrap_or(words::FOREIGN));
+        say_to_stranger(app, telegram, chat, reply.unwrap_or(words::FOREIGN)).await?;
     } else {
         app.metrics.telegram("foreign_chat_silent");
     }
+    Ok(())
+}
+
+/// A reply to a chat that is not paired, on any path (a wrong code, pairing
+/// busy, a lockout, a stranger): each path answers a chat at most once per
+/// `stranger_window`, whichever replica answers (remembered in the
+/// database by a keyed hash of the chat id and the reply, never the id),
+/// so a person still learns that a wrong code became a lockout while a
+/// flood from one chat is told once. Replies go in the strangers' own lane
+/// and budget ([`super::pace`]); what does not fit is dropped and counted:
+/// a stranger waits in no queue, and no paired chat waits for one.
+pub async fn say_to_stranger(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    chat: i64,
+    text: &'static str,
+) -> Result<(), HandleError> {
+    let hash = hashing::stranger_reply_key(&app.config.pepper, chat, text);
+    let now = app.config.clock.now();
+    let window = chrono::Duration::from_std(telegram.config.limits.stranger_window)
+        .unwrap_or(chrono::Duration::seconds(10));
+    let fresh = sqlx::query_scalar!(
+        r#"INSERT INTO stranger_replies (chat_hash, told_at) VALUES ($1, $2)
+           ON CONFLICT (chat_hash) DO UPDATE SET told_at = $2
+           WHERE stranger_replies.told_at <= $3
+           RETURNING 1 AS "one!""#,
+        &hash[..],
+        now,
+        now - window,
+    )
+    .fetch_optional(&app.db)
+    .await?;
+    if fresh.is_none() {
+        app.metrics.telegram("stranger_reply_silent");
+        return Ok(());
+    }
+    let permit = telegram.strangers.clone().try_acquire_owned().ok();
+    let turn = permit
+        .as_ref()
+        .and_then(|_| telegram.pace.reserve_stranger(super::AHEAD));
+    let (Some(permit), Some(turn)) = (permit, turn) else {
+        app.metrics.telegram("stranger_reply_dropped");
+        return Ok(());
+    };
+    let (app, telegram) = (app.clone(), telegram.clone());
+    tokio::spawn(async move {
+        let _permit = permit;
+        tokio::time::sleep_until(turn).await;
+        match telegram.client.send(chat, text, &Vec::new(), &[]).await {
+            Ok(_) => app.metrics.telegram("stranger_reply_sent"),
+            Err(CallError::RetryAfter(wait)) => {
+                telegram.told_to_wait(&app.metrics, Some(chat), wait);
+                app.metrics.telegram("stranger_reply_failed");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "a reply to a chat that is not paired could not be sent");
+                app.metrics.telegram("stranger_reply_failed");
+            }
+        }
+    });
     Ok(())
 }
 
@@ -353,8 +413,7 @@ pub fn say_then<F, Fut>(
                     break;
                 }
                 Err(CallError::RetryAfter(wait)) => {
-                    app.metrics.telegram("bot_api_429");
-                    telegram.pace.pause(wait);
+                    telegram.told_to_wait(&app.metrics, Some(chat), wait);
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "a reply could not be sent");
@@ -395,7 +454,7 @@ pub fn edit_in_background(
         {
             Ok(()) => {}
             Err(CallError::RetryAfter(wait)) => {
-                telegram.pace.pause(wait);
+                telegram.told_to_wait(&app.metrics, Some(chat), wait);
                 app.metrics.telegram("relay_message_failed");
             }
             Err(e) => {
@@ -523,6 +582,9 @@ async fn forward_tap(
     Ok(None)
 }
 
+/// The longest a tap's answer waits for a 429.
+const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// `answerCallbackQuery`, once, in the background (the shard goes on): a
 /// failure that may pass is tried once more, a refusal (the query is too
 /// old) is left.
@@ -545,7 +607,15 @@ fn answer_in_background(
                     app.metrics.telegram("tap_answered");
                     return;
                 }
-                Err(CallError::RetryAfter(wait)) => tokio::time::sleep(wait).await,
+                // An answer is of use for seconds only: a long wait is not
+                // waited out with a permit held.
+                Err(CallError::RetryAfter(wait)) if wait <= ANSWER_WAIT => {
+                    tokio::time::sleep(wait).await
+                }
+                Err(CallError::RetryAfter(_)) => {
+                    app.metrics.telegram("bot_api_429");
+                    break;
+                }
                 Err(CallError::Refused(_)) => break,
                 Err(CallError::Failed(e)) => {
                     tracing::warn!(error = %e, "a tap's answer failed");

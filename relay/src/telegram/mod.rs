@@ -55,6 +55,10 @@ pub const MAX_REPLIES: usize = 1_024;
 /// message waits), so no chat can hold places in line it has not reached.
 pub const AHEAD: Duration = Duration::from_secs(5);
 
+/// Replies to chats that are not paired in flight at once, apart from the
+/// paired chats' replies; past it a stranger's reply is dropped.
+pub const MAX_STRANGER_REPLIES: usize = 64;
+
 /// How long a stranger's chat is remembered (as a keyed hash) after its one
 /// reply: silence for that long, and then it may be told once more.
 pub const FOREIGN_DAYS: i64 = 30;
@@ -107,6 +111,8 @@ pub struct TelegramLimits {
     pub guesses_overall: i32,
     /// How long a long poll waits at Telegram.
     pub poll_wait: Duration,
+    /// Servers whose oldest message one send round takes.
+    pub send_round: i64,
     /// How often the sender looks for work when nothing woke it.
     pub send_every: Duration,
     /// How long a replica waits before trying again for the poller's or
@@ -114,6 +120,9 @@ pub struct TelegramLimits {
     pub lock_retry: Duration,
     /// How long taps on a delivered message's buttons stay good.
     pub buttons_live: Duration,
+    /// A chat that is not paired is given each reply (a wrong code, pairing
+    /// busy, a lockout) at most once per this long, however often it asks.
+    pub stranger_window: Duration,
 }
 
 impl Default for TelegramLimits {
@@ -129,9 +138,11 @@ impl Default for TelegramLimits {
             lockout: Duration::from_secs(60 * 60),
             guesses_overall: 600,
             poll_wait: Duration::from_secs(10),
+            send_round: 256,
             send_every: Duration::from_millis(500),
             lock_retry: Duration::from_secs(5),
             buttons_live: Duration::from_secs(7 * 24 * 3600),
+            stranger_window: Duration::from_secs(10),
         }
     }
 }
@@ -170,8 +181,11 @@ pub struct Telegram {
     /// in a task of its own, not in a shard)…
     pub replies: Arc<tokio::sync::Semaphore>,
     /// …and tap answers, apart (they are not paced, and a flood of replies
-    /// must not stop every person's spinner).
+    /// must not stop every person's spinner)…
     pub answers: Arc<tokio::sync::Semaphore>,
+    /// …and replies to chats that are not paired, apart again, so that
+    /// strangers can never use up what paired chats need.
+    pub strangers: Arc<tokio::sync::Semaphore>,
 }
 
 impl Telegram {
@@ -203,9 +217,41 @@ impl Telegram {
                 claims: tokio::sync::Semaphore::new(CLAIMS_AT_ONCE),
                 replies: Arc::new(tokio::sync::Semaphore::new(MAX_REPLIES)),
                 answers: Arc::new(tokio::sync::Semaphore::new(MAX_REPLIES)),
+                strangers: Arc::new(tokio::sync::Semaphore::new(MAX_STRANGER_REPLIES)),
             }),
             receivers,
         ))
+    }
+
+    /// Telegram said 429 for a call about `chat` (or about no chat): the
+    /// pace pauses what the call was about, capped, and a pause of every
+    /// chat, or one Telegram asked to be longer, is said in the log.
+    pub fn told_to_wait(
+        &self,
+        metrics: &crate::metrics::Metrics,
+        chat: Option<i64>,
+        wait: Duration,
+    ) {
+        metrics.telegram("bot_api_429");
+        let paused = self.pace.too_many_requests(chat, wait);
+        if paused.chat.is_some() {
+            metrics.telegram("bot_api_pause_chat");
+        }
+        if let Some(bot) = paused.bot {
+            metrics.telegram("bot_api_pause_bot");
+            tracing::warn!(
+                retry_after_s = wait.as_secs(),
+                paused_s = bot.as_secs(),
+                "the Bot API asked every chat to wait; sending pauses, then tries again"
+            );
+        }
+        if paused.capped {
+            metrics.telegram("bot_api_pause_capped");
+            tracing::warn!(
+                retry_after_s = wait.as_secs(),
+                "the Bot API asked to wait longer than the relay pauses; it tries again sooner"
+            );
+        }
     }
 
     /// The bot's username, waiting up to `wait` for `getMe`.
@@ -252,7 +298,9 @@ where
     loop {
         match call().await {
             Ok(v) => return v,
-            Err(client::CallError::RetryAfter(d)) => tokio::time::sleep(d).await,
+            Err(client::CallError::RetryAfter(d)) => {
+                tokio::time::sleep(d.min(pace::MAX_BOT_PAUSE)).await
+            }
             Err(e) => {
                 tracing::warn!(call = what, error = %e, "Bot API call failed; trying again");
                 tokio::time::sleep(wait).await;

@@ -4,11 +4,13 @@
 //! One replica sends at a time (it holds a PostgreSQL advisory lock), so
 //! the limits of one bot hold however many replicas run. Each round takes
 //! the oldest waiting message of each server whose chat may be written to
-//! now, sends them side by side, records what was delivered (the chat,
+//! now (a chat still waiting for its turn takes no place in the round, so
+//! a few deep backlogs cannot keep other servers' messages out: each server
+//! gets one message a round, round after round), sends them side by side, records what was delivered (the chat,
 //! Telegram's message id, the SHA-256 of the text, the buttons under fresh
 //! opaque ids) and deletes the body in the same transaction. A message
 //! Telegram refuses (a chat that blocked the bot) is dropped and counted; a
-//! 429 pauses everything for its `retry_after`; a failure leaves the
+//! 429 pauses what it was about ([`super::pace`]); a failure leaves the
 //! message for the next round.
 
 use super::Telegram;
@@ -24,8 +26,7 @@ use uuid::Uuid;
 
 /// The advisory lock the sending replica holds.
 pub const SENDER_LOCK: i64 = 0x4152_4f4d_4241_0002;
-/// Messages sent side by side in one round.
-const ROUND: i64 = 256;
+/// Messages sent side by side.
 const AT_ONCE: usize = 16;
 
 /// Runs the sender whenever this replica holds the lock.
@@ -77,13 +78,20 @@ enum Outcome {
 
 /// One round; returns how many messages left the outbox.
 pub async fn round(app: &App, telegram: &Arc<Telegram>) -> Result<usize, sqlx::Error> {
+    // Only chats whose turn has come: a chat still waiting (paced, or
+    // told to wait by a 429) would take a place in the round and send
+    // nothing, and enough of them with deep queues would keep every other
+    // chat out of every round.
+    let waiting = telegram.pace.waiting_chats();
     let heads = sqlx::query!(
         r#"SELECT server_id AS "server_id!", id AS "id!", body AS "body!", chat_id AS "chat_id!"
            FROM (SELECT DISTINCT ON (o.server_id) o.server_id, o.id, o.body, o.seq, p.chat_id
                  FROM chat_outbox o JOIN pairings p ON p.server_id = o.server_id
+                 WHERE NOT (p.chat_id = ANY($2))
                  ORDER BY o.server_id, o.seq) heads
            ORDER BY seq LIMIT $1"#,
-        ROUND,
+        telegram.config.limits.send_round.max(1),
+        &waiting,
     )
     .fetch_all(&app.db)
     .await?;
@@ -148,11 +156,11 @@ fn keyboard(buttons: &[Button]) -> (Keyboard, Vec<String>) {
     (rows, ids)
 }
 
-/// The outcome of a Bot API call, for a message.
-fn judged(e: CallError, telegram: &Telegram) -> Outcome {
+/// The outcome of a Bot API call for a message to `chat`.
+fn judged(e: CallError, app: &App, telegram: &Telegram, chat: i64) -> Outcome {
     match e {
         CallError::RetryAfter(wait) => {
-            telegram.pace.pause(wait);
+            telegram.told_to_wait(&app.metrics, Some(chat), wait);
             Outcome::Later
         }
         CallError::Refused(_) => Outcome::Dropped("message_refused_by_telegram"),
@@ -243,7 +251,7 @@ async fn send(
         };
         match telegram.client.send(chat, part, &markup, monospace).await {
             Ok(message_id) => last = Some(message_id),
-            Err(e) => return Ok(judged(e, telegram)),
+            Err(e) => return Ok(judged(e, app, telegram, chat)),
         }
     }
     let (Some(telegram_id), Some(shown)) = (last, parts.last()) else {
@@ -315,7 +323,7 @@ async fn edit(
         // The same text and buttons again: nothing to change, but the
         // buttons' ids are new and must be recorded.
         Err(CallError::Refused(d)) if d.contains("not modified") => {}
-        Err(e) => return Ok(judged(e, telegram)),
+        Err(e) => return Ok(judged(e, app, telegram, chat)),
     }
     let mut tx = app.db.begin().await?;
     sqlx::query!(

@@ -13,7 +13,7 @@
 //! guess waits for the next window.
 
 use super::Telegram;
-use super::inbound::{HandleError, say};
+use super::inbound::{HandleError, say, say_to_stranger};
 use super::words;
 use crate::hashing;
 use crate::state::App;
@@ -131,8 +131,7 @@ pub async fn consume(
     .await?;
     if locked.iter().any(|k| k.as_slice() == overall) {
         app.metrics.telegram("pairing_busy");
-        say(app, telegram, chat, words::BUSY);
-        return Ok(());
+        return reply(app, telegram, chat, chat_paired, words::BUSY).await;
     }
     if !locked.is_empty() {
         // Told once, when the lock began; silence after.
@@ -164,13 +163,12 @@ pub async fn consume(
             now + window,
         )
         .await?;
-        let reply = if locked_now {
+        let text = if locked_now {
             words::LOCKED_OUT
         } else {
             words::WRONG_CODE
         };
-        say(app, telegram, chat, reply);
-        return Ok(());
+        return reply(app, telegram, chat, chat_paired, text).await;
     };
     app.metrics.telegram("paired");
     tracing::info!(server = %server, "paired");
@@ -193,6 +191,23 @@ pub async fn consume(
         }
     });
     Ok(())
+}
+
+/// A pairing reply: in the paired chats' lane to a paired chat, else as a
+/// reply to a stranger (once per window, in the strangers' lane).
+async fn reply(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    chat: i64,
+    chat_paired: bool,
+    text: &'static str,
+) -> Result<(), HandleError> {
+    if chat_paired {
+        say(app, telegram, chat, text);
+        Ok(())
+    } else {
+        say_to_stranger(app, telegram, chat, text).await
+    }
 }
 
 /// Consumes a live code and pairs its server with `chat`, in one

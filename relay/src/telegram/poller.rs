@@ -80,7 +80,9 @@ async fn poll(app: &App, telegram: &Arc<super::Telegram>, lock: &mut PgConnectio
                     }
                 }
             }
-            Err(super::client::CallError::RetryAfter(d)) => tokio::time::sleep(d).await,
+            Err(super::client::CallError::RetryAfter(d)) => {
+                tokio::time::sleep(d.min(super::pace::MAX_BOT_PAUSE)).await
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "getUpdates failed");
                 app.metrics.telegram("poll_failed");

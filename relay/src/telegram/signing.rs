@@ -23,6 +23,8 @@ pub enum KeyError {
     Database(#[from] sqlx::Error),
     #[error("a signature could not be made: {0}")]
     Sign(String),
+    #[error("a tap's {0} holds a control character or a line separator, so it is not signed")]
+    Unsignable(&'static str),
 }
 
 /// What a tap signature covers (`docs/approvals.md`, section 2).
@@ -41,9 +43,21 @@ pub struct Covered<'a> {
 }
 
 impl Covered<'_> {
-    /// The exact bytes signed.
-    pub fn message(&self) -> Vec<u8> {
-        format!(
+    /// The exact bytes signed. The frames' checks keep line breaks out of
+    /// every field already; refusing them here again means no path into the
+    /// table can ever make a signature over lines a field added.
+    pub fn message(&self) -> Result<Vec<u8>, KeyError> {
+        for (name, field) in [
+            ("action", self.action),
+            ("text_sha256", self.text_sha256),
+            ("button", self.button),
+            ("label", self.label),
+        ] {
+            if field.chars().any(aromba_proto::frame::breaks_a_signed_line) {
+                return Err(KeyError::Unsignable(name));
+            }
+        }
+        Ok(format!(
             "aromba-approval-v2\nserver={}\naction={}\ntext_sha256={}\nbutton={}\nlabel={}\nchat={}\ntime={}\n",
             self.server.simple(),
             self.action,
@@ -53,7 +67,7 @@ impl Covered<'_> {
             self.chat,
             self.time
         )
-        .into_bytes()
+        .into_bytes())
     }
 }
 
@@ -136,7 +150,7 @@ impl ApprovalKey {
         let signature = minisign::sign(
             Some(&self.0.public),
             &self.0.secret,
-            std::io::Cursor::new(covered.message()),
+            std::io::Cursor::new(covered.message()?),
             Some(&format!("aromba tap at {}", covered.time)),
             Some("signed by the aromba relay"),
         )
@@ -158,4 +172,67 @@ pub fn hex(bytes: &[u8]) -> String {
         let _ = write!(s, "{b:02x}");
         s
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn covered(label: &str) -> Covered<'_> {
+        Covered {
+            server: uuid::Uuid::nil(),
+            action: "0123456789abcdef0123456789abcdef",
+            text_sha256: "ab",
+            button: "approve",
+            label,
+            chat: 42,
+            time: 1_700_000_000,
+        }
+    }
+
+    fn key() -> ApprovalKey {
+        let pair = minisign::KeyPair::generate_unencrypted_keypair().expect("a key pair");
+        let text = pair.sk.to_box(None).expect("a key box").to_string();
+        ApprovalKey::from_text(&text, "test").expect("the key reads back")
+    }
+
+    #[test]
+    fn a_label_with_a_control_character_is_never_signed() {
+        let key = key();
+        assert!(key.sign(&covered("Approve")).is_ok());
+        for label in [
+            "Approve\nchat=1",
+            "Approve\rtime=2",
+            "Approve\t",
+            "Approve\u{0}",
+            "Approve\u{85}",
+            "Approve\u{2028}chat=1",
+            "Approve\u{2029}",
+        ] {
+            let refused = key.sign(&covered(label));
+            assert!(
+                matches!(refused, Err(KeyError::Unsignable("label"))),
+                "{label:?}: {refused:?}"
+            );
+        }
+        let text = KeyError::Unsignable("label").to_string();
+        assert!(text.contains("label"), "{text}");
+    }
+
+    #[test]
+    fn a_button_or_action_with_a_line_break_is_never_signed() {
+        let key = key();
+        let mut tap = covered("Approve");
+        tap.button = "approve\nlabel=Approve";
+        assert!(matches!(
+            key.sign(&tap),
+            Err(KeyError::Unsignable("button"))
+        ));
+        let mut tap = covered("Approve");
+        tap.action = "0123\r";
+        assert!(matches!(
+            key.sign(&tap),
+            Err(KeyError::Unsignable("action"))
+        ));
+    }
 }

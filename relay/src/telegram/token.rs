@@ -1,16 +1,17 @@
 //! The bot token: read once, hidden everywhere, scrubbed from every error.
 //!
 //! The token is the one secret that lets anyone act as the bot. It comes
-//! from `TELEGRAM_BOT_TOKEN` in the synchronous `main` (which removes it
-//! from the environment before any thread starts), lives in [`BotToken`],
-//! whose `Debug` and `Display` hide it, and every error text from the
-//! Telegram client passes [`scrub`] before it is logged or returned: the
-//! exact token, and anything shaped like a bot token, is replaced.
+//! from the file `TELEGRAM_BOT_TOKEN_FILE` names (or, with a warning at
+//! start, from `TELEGRAM_BOT_TOKEN`, where it stays in /proc/<pid>/environ),
+//! lives in [`BotToken`], whose `Debug` and `Display` hide it, and every
+//! error text from the Telegram client passes [`scrub`] before it is logged
+//! or returned: the exact token, and anything shaped like a bot token, is
+//! replaced.
 
 use std::sync::Arc;
 
-/// The environment variable the token comes from (and only that: it is
-/// never a flag).
+/// The environment variable the token may come from by value (never a
+/// flag; `TELEGRAM_BOT_TOKEN_FILE` is the way to give it).
 pub const ENV: &str = "TELEGRAM_BOT_TOKEN";
 
 /// What a scrubbed token becomes in a text.

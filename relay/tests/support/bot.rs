@@ -32,6 +32,7 @@ pub fn test_limits() -> TelegramLimits {
         pace: PaceLimits {
             per_chat: Duration::from_millis(20),
             overall: Duration::from_millis(1),
+            strangers: Duration::from_millis(1),
         },
         poll_wait: Duration::from_secs(1),
         send_every: Duration::from_millis(50),

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod attack;
 pub mod bot;
 
 use aromba_proto::client::{Endpoint, Session, Socket, dial, handshake};
@@ -31,6 +32,9 @@ pub fn config() -> Config {
         burst: 1_000,
         registrations_per_day: 10_000,
         hellos_per_address: 100_000,
+        // Tests connect from one address, and reconnect one server often.
+        http_per_address: 100_000,
+        hello_burst: 10_000,
         ..Limits::default()
     };
     config
