@@ -271,7 +271,7 @@ async fn bench_on(url: &str, chats: usize, messages: usize) -> R<()> {
         .lines()
         .find_map(|l| {
             l.strip_prefix(
-                "aromba_relay_telegram_events_total{event=\"update_dropped_queue_full\"} ",
+                "aromba_relay_telegram_events_total{event=\"update_deferred_queue_full\"} ",
             )
         })
         .unwrap_or("0")

@@ -11,7 +11,7 @@ use ipnet::IpNet;
 use std::net::{IpAddr, Ipv6Addr};
 
 /// The key a request is limited under.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AddressKey(IpAddr);
 
 impl AddressKey {

@@ -253,6 +253,19 @@ pub struct Limits {
     pub hello_burst: u32,
     /// …refilled at one per this many milliseconds.
     pub hello_refill_ms: u64,
+    /// Failed hellos (a wrong token, malformed, stale, silent) one address
+    /// may cause: a burst…
+    pub failed_hello_burst: u32,
+    /// …refilled at one per this many milliseconds; past it the address's
+    /// hellos are refused before the database is asked.
+    pub failed_hello_refill_ms: u64,
+    /// Connected servers that are not paired yet, of `max_connections`:
+    /// registration is open, so they must not fill the room paired
+    /// servers need.
+    pub max_unpaired_connections: usize,
+    /// Messages an unpaired server may leave for the chat it does not have
+    /// yet.
+    pub max_unpaired_chat_pending: i64,
     /// Frames a server may send (acknowledgements aside): a burst…
     pub frame_burst: u32,
     /// …then this many per second.
@@ -288,6 +301,10 @@ impl Default for Limits {
             max_chat_pending: 200,
             hello_burst: 6,
             hello_refill_ms: 10_000,
+            failed_hello_burst: 20,
+            failed_hello_refill_ms: 1_000,
+            max_unpaired_connections: 10_000,
+            max_unpaired_chat_pending: 8,
             frame_burst: 64,
             frames_per_second: 10,
             hello_timeout_ms: 10_000,

@@ -1,28 +1,56 @@
-//! How often one server may say hello. A hello that passes costs a
-//! database write (the connection's generation) and a notification to
-//! every replica, so each server has a small bucket: a burst for honest
-//! reconnects, then one hello per refill. The bucket is keyed by the server
-//! id only after its token was checked, so nobody can spend another
-//! server's hellos.
+//! How often hellos may come. A hello that passes costs a database write
+//! (the connection's generation) and a notification to every replica, so
+//! each server has a small bucket: a burst for honest reconnects, then one
+//! hello per refill, keyed by the server id only after its token was
+//! checked, so nobody can spend another server's hellos. A hello that
+//! fails (a wrong token, malformed, stale, silent) costs a database lookup
+//! or a slot, so each address has a bucket of failures too, looked at
+//! before the lookup (found by the attack round: one address had the relay
+//! look up hundreds of unknown servers a second).
 //!
 //! The sockets still waiting for their hello live in a [`crate::slots`]
 //! pool of their own, apart from the servers' connections.
 
+use crate::address::AddressKey;
 use crate::config::Limits;
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::Mutex;
 use tokio::time::{Duration, Instant};
 use uuid::Uuid;
 
-pub struct HelloPace {
-    burst: f64,
-    refill: Duration,
-    state: Mutex<Buckets>,
+/// Each server's hellos.
+pub type HelloPace = Buckets<Uuid>;
+/// Each address's failed hellos.
+pub type FailedHellos = Buckets<AddressKey>;
+
+impl HelloPace {
+    pub fn new(limits: &Limits) -> HelloPace {
+        Buckets::with(
+            limits.hello_burst,
+            Duration::from_millis(limits.hello_refill_ms),
+        )
+    }
 }
 
-#[derive(Default)]
-struct Buckets {
-    by_server: HashMap<Uuid, Bucket>,
+impl FailedHellos {
+    pub fn for_addresses(limits: &Limits) -> FailedHellos {
+        Buckets::with(
+            limits.failed_hello_burst,
+            Duration::from_millis(limits.failed_hello_refill_ms),
+        )
+    }
+}
+
+/// A token bucket per key, in memory, forgetting full buckets.
+pub struct Buckets<K> {
+    burst: f64,
+    refill: Duration,
+    state: Mutex<Map<K>>,
+}
+
+struct Map<K> {
+    by_key: HashMap<K, Bucket>,
     /// The map's size after its last pruning: it is pruned again at twice
     /// that, so pruning costs amortised O(1) per hello.
     pruned_at: usize,
@@ -37,13 +65,26 @@ struct Bucket {
 /// Servers remembered before full buckets are forgotten.
 const REMEMBERED: usize = 4_096;
 
-impl HelloPace {
-    pub fn new(limits: &Limits) -> HelloPace {
-        HelloPace {
-            burst: f64::from(limits.hello_burst.max(1)),
-            refill: Duration::from_millis(limits.hello_refill_ms.max(1)),
-            state: Mutex::default(),
+impl<K: Hash + Eq + Copy> Buckets<K> {
+    pub fn with(burst: u32, refill: Duration) -> Buckets<K> {
+        Buckets {
+            burst: f64::from(burst.max(1)),
+            refill: refill.max(Duration::from_millis(1)),
+            state: Mutex::new(Map {
+                by_key: HashMap::new(),
+                pruned_at: 0,
+            }),
         }
+    }
+
+    /// Whether `key` has a token left, without taking it.
+    pub fn has(&self, key: K) -> bool {
+        let now = Instant::now();
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state
+            .by_key
+            .get(&key)
+            .is_none_or(|b| self.refilled(*b, now) >= 1.0)
     }
 
     fn refilled(&self, bucket: Bucket, now: Instant) -> f64 {
@@ -51,19 +92,17 @@ impl HelloPace {
         (bucket.tokens + gained).min(self.burst)
     }
 
-    /// Takes one of `server`'s hellos; `false` when it has none left.
-    pub fn take(&self, server: Uuid) -> bool {
+    /// Takes one of `key`'s tokens; `false` when it has none left.
+    pub fn take(&self, key: K) -> bool {
         let now = Instant::now();
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if state.by_server.len() > REMEMBERED.max(state.pruned_at * 2) {
+        if state.by_key.len() > REMEMBERED.max(state.pruned_at * 2) {
             // A full bucket is the same as no bucket.
             let burst = self.burst;
-            state
-                .by_server
-                .retain(|_, b| self.refilled(*b, now) < burst);
-            state.pruned_at = state.by_server.len();
+            state.by_key.retain(|_, b| self.refilled(*b, now) < burst);
+            state.pruned_at = state.by_key.len();
         }
-        let bucket = state.by_server.get(&server).copied().unwrap_or(Bucket {
+        let bucket = state.by_key.get(&key).copied().unwrap_or(Bucket {
             tokens: self.burst,
             last: now,
         });
@@ -73,7 +112,7 @@ impl HelloPace {
         } else {
             (tokens, false)
         };
-        state.by_server.insert(server, Bucket { tokens, last: now });
+        state.by_key.insert(key, Bucket { tokens, last: now });
         granted
     }
 }

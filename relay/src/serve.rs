@@ -139,7 +139,7 @@ fn http_reason(reason: &'static str) -> &'static str {
         "address_share" => "http_address_share",
         "pool_full" => "http_pool_full",
         "evicted_same_address" => "http_evicted_same_address",
-        "evicted_oldest" => "http_evicted_oldest",
+        "evicted_heaviest" => "http_evicted_heaviest",
         other => other,
     }
 }

@@ -11,15 +11,18 @@
 //!
 //! - an address at its share gives up its own oldest unproven slot to its
 //!   newcomer;
-//! - a full pool gives up the oldest unproven slot of anyone.
+//! - a full pool gives up the oldest unproven slot of the address holding
+//!   the most slots (the heaviest first: found by the attack round, taking
+//!   the oldest of anyone let churn from many addresses push out a real
+//!   client still in its first round trips, which holds one slot).
 //!
 //! A slot is *proven* while its holder is being answered: an HTTP request
 //! that has fully arrived, or a hello that has arrived and is being
 //! checked. That state lasts a bounded time (the request deadline, a
 //! database lookup), so a newcomer is refused only when every slot is
-//! being answered at that moment. A newcomer is by definition the newest,
-//! and a real client proves itself within a round trip: to push it out an
-//! attacker would have to cycle the whole pool within that round trip.
+//! being answered at that moment. A real client holds one slot or a few;
+//! to make it the one that goes, an attacker would have to spread the
+//! whole pool over more addresses than it has slots, one each.
 //!
 //! The relay keeps two pools: HTTP connections (before any becomes a
 //! WebSocket) and WebSockets waiting for their hello.
@@ -60,15 +63,20 @@ struct State {
     next: u64,
     /// Every slot by the order it was taken (oldest first).
     open: BTreeMap<u64, Entry>,
-    /// The slots each address holds, oldest first. Exempt holders are not
-    /// listed here.
+    /// The slots each address holds, oldest first (exempt holders too:
+    /// they have no share, but they weigh).
     by_address: HashMap<AddressKey, BTreeSet<u64>>,
+    /// Addresses by how many slots they hold.
+    by_load: BTreeSet<(usize, AddressKey)>,
 }
 
 struct Entry {
-    address: Option<AddressKey>,
+    address: AddressKey,
     holder: Arc<Holder>,
 }
+
+/// Addresses looked at, heaviest first, for a full pool's eviction.
+const CANDIDATES: usize = 64;
 
 /// What the pool and a slot's holder both see.
 #[derive(Default)]
@@ -136,15 +144,15 @@ impl Drop for Slot {
 pub enum Evicted {
     /// The oldest unproven slot of the newcomer's own address.
     SameAddress,
-    /// The oldest unproven slot in the pool.
-    Oldest,
+    /// The oldest unproven slot of the address holding the most.
+    Heaviest,
 }
 
 impl Evicted {
     pub fn reason(self) -> &'static str {
         match self {
             Evicted::SameAddress => "evicted_same_address",
-            Evicted::Oldest => "evicted_oldest",
+            Evicted::Heaviest => "evicted_heaviest",
         }
     }
 }
@@ -174,16 +182,31 @@ impl Refused {
 }
 
 impl State {
+    fn held_by(&self, address: &AddressKey) -> usize {
+        self.by_address.get(address).map_or(0, BTreeSet::len)
+    }
+
+    fn reweigh(&mut self, address: AddressKey, before: usize) {
+        let after = self.held_by(&address);
+        if before > 0 {
+            self.by_load.remove(&(before, address));
+        }
+        if after > 0 {
+            self.by_load.insert((after, address));
+        }
+    }
+
     fn forget(&mut self, id: u64) -> Option<Entry> {
         let entry = self.open.remove(&id)?;
-        if let Some(address) = entry.address
-            && let Some(ids) = self.by_address.get_mut(&address)
-        {
+        let address = entry.address;
+        let before = self.held_by(&address);
+        if let Some(ids) = self.by_address.get_mut(&address) {
             ids.remove(&id);
             if ids.is_empty() {
                 self.by_address.remove(&address);
             }
         }
+        self.reweigh(address, before);
         Some(entry)
     }
 
@@ -193,9 +216,30 @@ impl State {
         }
     }
 
-    fn oldest_unproven<'a>(&self, mut ids: impl Iterator<Item = &'a u64>) -> Option<u64> {
-        ids.find(|id| self.open.get(id).is_some_and(|e| !e.holder.is_proven()))
+    /// The oldest unproven slot `address` holds.
+    fn oldest_unproven_of(&self, address: &AddressKey) -> Option<u64> {
+        self.by_address
+            .get(address)?
+            .iter()
             .copied()
+            .find(|id| self.open.get(id).is_some_and(|e| !e.holder.is_proven()))
+    }
+
+    /// The slot a full pool gives up: of the heaviest addresses (those
+    /// holding the most), the oldest unproven slot.
+    fn heaviest_unproven(&self) -> Option<u64> {
+        let mut best: Option<(usize, u64)> = None;
+        for (load, address) in self.by_load.iter().rev().take(CANDIDATES) {
+            if best.is_some_and(|(top, _)| *load < top) {
+                break;
+            }
+            if let Some(id) = self.oldest_unproven_of(address)
+                && best.is_none_or(|(_, b)| id < b)
+            {
+                best = Some((*load, id));
+            }
+        }
+        best.map(|(_, id)| id)
     }
 }
 
@@ -228,24 +272,20 @@ impl Pool {
     pub fn admit(self: &Arc<Self>, address: AddressKey, exempt: bool) -> Result<Admitted, Refused> {
         let mut state = self.state();
         let mut evicted = None;
-        if !exempt {
-            let held = state.by_address.get(&address);
-            if held.map_or(0, BTreeSet::len) >= self.limits.per_address {
-                let victim = held.and_then(|ids| state.oldest_unproven(ids.iter()));
-                match victim {
-                    Some(id) => {
-                        state.evict(id);
-                        evicted = Some(Evicted::SameAddress);
-                    }
-                    None => return Err(Refused::AddressShare),
+        if !exempt && state.held_by(&address) >= self.limits.per_address {
+            match state.oldest_unproven_of(&address) {
+                Some(id) => {
+                    state.evict(id);
+                    evicted = Some(Evicted::SameAddress);
                 }
+                None => return Err(Refused::AddressShare),
             }
         }
         if state.open.len() >= self.limits.total {
-            match state.oldest_unproven(state.open.keys()) {
+            match state.heaviest_unproven() {
                 Some(id) => {
                     state.evict(id);
-                    evicted = Some(Evicted::Oldest);
+                    evicted = Some(Evicted::Heaviest);
                 }
                 None => return Err(Refused::Full),
             }
@@ -253,7 +293,6 @@ impl Pool {
         let id = state.next;
         state.next += 1;
         let holder = Arc::new(Holder::default());
-        let address = (!exempt).then_some(address);
         state.open.insert(
             id,
             Entry {
@@ -261,9 +300,9 @@ impl Pool {
                 holder: holder.clone(),
             },
         );
-        if let Some(address) = address {
-            state.by_address.entry(address).or_default().insert(id);
-        }
+        let before = state.held_by(&address);
+        state.by_address.entry(address).or_default().insert(id);
+        state.reweigh(address, before);
         Ok(Admitted {
             slot: Slot {
                 pool: self.clone(),
@@ -293,7 +332,22 @@ mod tests {
     }
 
     #[test]
-    fn a_full_pool_evicts_its_oldest_unproven_slot_for_a_newcomer() {
+    fn a_full_pool_evicts_from_the_heaviest_address_not_a_client_holding_one() {
+        let pool = Pool::new(PoolLimits {
+            total: 4,
+            per_address: 10,
+        });
+        let client = admit(&pool, key(1)).slot;
+        let churn: Vec<_> = (0..3).map(|_| admit(&pool, key(2)).slot).collect();
+        let newcomer = admit(&pool, key(3));
+        assert_eq!(newcomer.evicted, Some(Evicted::Heaviest));
+        assert!(!client.was_evicted(), "the client holding one slot stays");
+        assert!(churn[0].was_evicted(), "the heaviest address's oldest goes");
+        assert!(!churn[1].was_evicted() && !churn[2].was_evicted());
+    }
+
+    #[test]
+    fn a_full_pool_evicts_its_oldest_unproven_slot_among_equals() {
         let pool = Pool::new(PoolLimits {
             total: 3,
             per_address: 10,
@@ -303,7 +357,7 @@ mod tests {
         let third = admit(&pool, key(3)).slot;
         first.holder().set_proven(true);
         let fourth = admit(&pool, key(4));
-        assert_eq!(fourth.evicted, Some(Evicted::Oldest));
+        assert_eq!(fourth.evicted, Some(Evicted::Heaviest));
         assert!(!first.was_evicted(), "a proven slot stays");
         assert!(second.was_evicted(), "the oldest unproven one goes");
         assert!(!third.was_evicted());

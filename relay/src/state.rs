@@ -23,8 +23,12 @@ pub struct Inner {
     pub sockets: AtomicUsize,
     /// Sockets waiting for their hello.
     pub hellos: Arc<crate::slots::Pool>,
-    /// How often each server may say hello.
+    /// How often each server may say hello…
     pub hello_pace: crate::hellos::HelloPace,
+    /// …and each address fail to.
+    pub failed_hellos: crate::hellos::FailedHellos,
+    /// Servers connected to this replica that are not paired.
+    pub unpaired_sockets: AtomicUsize,
     /// `/readyz`'s last answer, kept for a second.
     pub readiness: crate::http::Readiness,
     /// Set when the relay is shutting down.
@@ -63,6 +67,7 @@ impl App {
             per_address: config.limits.hellos_per_address as usize,
         });
         let hello_pace = crate::hellos::HelloPace::new(&config.limits);
+        let failed_hellos = crate::hellos::FailedHellos::for_addresses(&config.limits);
         let app = App(Arc::new(Inner {
             db,
             config,
@@ -71,6 +76,8 @@ impl App {
             sockets: AtomicUsize::new(0),
             hellos,
             hello_pace,
+            failed_hellos,
+            unpaired_sockets: AtomicUsize::new(0),
             readiness: crate::http::Readiness::default(),
             shutdown,
             writer,

@@ -65,7 +65,7 @@ pub async fn connect(
             if let Some(evicted) = admitted.evicted {
                 app.metrics.refuse(hello_reason(evicted.reason()));
             }
-            session(app.clone(), socket, admitted.slot).await;
+            session(app.clone(), socket, admitted.slot, address).await;
         })
 }
 
@@ -75,7 +75,7 @@ fn hello_reason(reason: &'static str) -> &'static str {
         "address_share" => "hello_address_share",
         "pool_full" => "hello_budget",
         "evicted_same_address" => "hello_evicted_same_address",
-        "evicted_oldest" => "hello_evicted_oldest",
+        "evicted_heaviest" => "hello_evicted_heaviest",
         other => other,
     }
 }
@@ -122,9 +122,25 @@ enum HelloRefusal {
     Evicted,
     /// The server said hello too often.
     TooOften,
+    /// The address's hellos failed too often.
+    AddressTooOften,
 }
 
 impl HelloRefusal {
+    /// Whether the refusal is the address's doing, and counts against its
+    /// failed hellos.
+    fn is_a_failure(self) -> bool {
+        matches!(
+            self,
+            HelloRefusal::Timeout
+                | HelloRefusal::Malformed
+                | HelloRefusal::Oversize
+                | HelloRefusal::Version
+                | HelloRefusal::Stale
+                | HelloRefusal::BadToken
+        )
+    }
+
     fn reason(self) -> &'static str {
         match self {
             HelloRefusal::Timeout => "hello_timeout",
@@ -136,15 +152,23 @@ impl HelloRefusal {
             HelloRefusal::Unavailable => "hello_database_unavailable",
             HelloRefusal::Evicted => "hello_evicted",
             HelloRefusal::TooOften => "hello_rate",
+            HelloRefusal::AddressTooOften => "hello_failures_rate",
         }
     }
+}
+
+/// A hello whose token matched, and whether its server is paired.
+struct Greeted {
+    hello: Hello,
+    paired: bool,
 }
 
 async fn read_hello(
     app: &App,
     socket: &mut WebSocket,
     pending: &crate::slots::Slot,
-) -> Result<Hello, HelloRefusal> {
+    address: crate::address::AddressKey,
+) -> Result<Greeted, HelloRefusal> {
     let wait = Duration::from_millis(app.config.limits.hello_timeout_ms);
     let first = tokio::select! {
         first = tokio::time::timeout(wait, socket.recv()) => {
@@ -167,8 +191,15 @@ async fn read_hello(
     if !within_skew(hello.ts, now_ms()) {
         return Err(HelloRefusal::Stale);
     }
-    let stored = sqlx::query_scalar!(
-        "SELECT token_hash FROM servers WHERE id = $1",
+    // An address whose hellos keep failing is not looked up again for a
+    // while.
+    if !app.failed_hellos.has(address) {
+        return Err(HelloRefusal::AddressTooOften);
+    }
+    let stored = sqlx::query!(
+        r#"SELECT s.token_hash,
+                  EXISTS (SELECT 1 FROM pairings p WHERE p.server_id = s.id) AS "paired!"
+           FROM servers s WHERE s.id = $1"#,
         hello.server_id
     )
     .fetch_optional(&app.db)
@@ -176,14 +207,17 @@ async fn read_hello(
     .map_err(|_| HelloRefusal::Unavailable)?;
     let offered = token_hash(&app.config.pepper, &hello.token);
     // An unknown id and a wrong token look the same from outside.
-    let known = stored.as_deref().is_some_and(|s| same(s, &offered));
+    let known = stored
+        .as_ref()
+        .is_some_and(|s| same(&s.token_hash, &offered));
     if !known {
         return Err(HelloRefusal::BadToken);
     }
     if !app.hello_pace.take(hello.server_id) {
         return Err(HelloRefusal::TooOften);
     }
-    Ok(hello)
+    let paired = stored.is_some_and(|s| s.paired);
+    Ok(Greeted { hello, paired })
 }
 
 fn is_oversize(e: &axum::Error) -> bool {
@@ -191,16 +225,24 @@ fn is_oversize(e: &axum::Error) -> bool {
     text.contains("too long") || text.contains("Space limit") || text.contains("capacity")
 }
 
-async fn session(app: App, mut socket: WebSocket, pending: crate::slots::Slot) {
-    let hello = match read_hello(&app, &mut socket, &pending).await {
-        Ok(hello) => hello,
+async fn session(
+    app: App,
+    mut socket: WebSocket,
+    pending: crate::slots::Slot,
+    address: crate::address::AddressKey,
+) {
+    let Greeted { hello, paired } = match read_hello(&app, &mut socket, &pending, address).await {
+        Ok(greeted) => greeted,
         Err(refusal) => {
             app.metrics.refuse(refusal.reason());
             tracing::info!(reason = refusal.reason(), "hello refused");
+            if refusal.is_a_failure() {
+                app.failed_hellos.take(address);
+            }
             // Told to come back later, not that it was wrong: an honest
             // server backs off and tries again.
             let (code, reason) = match refusal {
-                HelloRefusal::Evicted | HelloRefusal::TooOften => {
+                HelloRefusal::Evicted | HelloRefusal::TooOften | HelloRefusal::AddressTooOften => {
                     (close_code::AGAIN, "too many connections, try again later")
                 }
                 _ => (close_code::POLICY, "refused"),
@@ -217,6 +259,21 @@ async fn session(app: App, mut socket: WebSocket, pending: crate::slots::Slot) {
         close(socket, close_code::AGAIN, "at capacity, try again later").await;
         return;
     }
+    // Registration is open: servers nobody paired have a share of the
+    // room, never all of it (found by the attack round: one address's
+    // registrations kept a paired server out).
+    let _unpaired = if paired {
+        None
+    } else {
+        let unpaired = app.unpaired_sockets.fetch_add(1, Ordering::SeqCst) + 1;
+        let counted = Counted(&app.unpaired_sockets);
+        if unpaired > app.config.limits.max_unpaired_connections {
+            app.metrics.refuse("unpaired_at_capacity");
+            close(socket, close_code::AGAIN, "at capacity, try again later").await;
+            return;
+        }
+        Some(counted)
+    };
     let server = hello.server_id;
     let relay_nonce = Nonce::random();
     let up = derive(
@@ -526,12 +583,17 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
                 return Err(Handled::Failed);
             };
             // Kept once by its id (a resend after a reconnect is not a new
-            // message), and at most `max_chat_pending` per server.
+            // message), and at most `max_chat_pending` per server — a few
+            // only for a server nobody paired, whose messages wait for a
+            // chat that may never come.
             let stored = sqlx::query!(
                 r#"WITH existing AS (
                        SELECT 1 AS one FROM chat_outbox WHERE server_id = $1 AND id = $2),
                    room AS (
-                       SELECT count(*) < $5 AS ok FROM chat_outbox WHERE server_id = $1),
+                       SELECT count(*) < CASE
+                                  WHEN EXISTS (SELECT 1 FROM pairings WHERE server_id = $1)
+                                  THEN $5::bigint ELSE $6::bigint END AS ok
+                       FROM chat_outbox WHERE server_id = $1),
                    inserted AS (
                        INSERT INTO chat_outbox (server_id, id, body, created_at)
                        SELECT $1, $2, $3, $4
@@ -545,6 +607,7 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
                 json,
                 now,
                 app.config.limits.max_chat_pending,
+                app.config.limits.max_unpaired_chat_pending,
             )
             .fetch_one(&app.db)
             .await;

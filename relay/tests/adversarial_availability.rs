@@ -14,7 +14,7 @@ use support::attack::{
     client_from, raise_descriptor_limit, silent_websocket, slow_body, slow_headers, socket_open,
     source, still_open,
 };
-use support::bot::{Bot, eventually, paired, send, start_bot_with, telegram_config};
+use support::bot::{Bot, eventually, paired, send, start_bot_with};
 use support::{Server, config, connect, post_json, refusals, start};
 
 fn with_limits(f: impl FnOnce(&mut Limits)) -> Config {
@@ -72,7 +72,7 @@ async fn slow_bodies_from_many_addresses_leave_room_for_health_registration_and_
     let server = Server::new();
     assert_eq!(post_json(&relay, &server.registration()).await.0, 201);
     let _ = connect(&relay, &server).await;
-    assert!(refusals(&relay, "http_evicted_oldest").await > 0);
+    assert!(refusals(&relay, "http_evicted_heaviest").await > 0);
     relay.stop().await;
 }
 
@@ -253,22 +253,7 @@ async fn unsolicited_pongs_count_against_the_frame_budget(db: PgPool) {
 // ---------------------------------------------------------------------
 
 async fn bot_with(db: PgPool, f: impl FnOnce(&mut aromba_relay::telegram::TelegramLimits)) -> Bot {
-    let (fake, fake_addr) = support::bot::fake().await;
-    let api = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = api.local_addr().expect("addr");
-    let mut c = config();
-    let mut telegram = telegram_config(fake_addr, addr, false);
-    f(&mut telegram.limits);
-    c.telegram = Some(telegram);
-    let relay = support::start_on(db.clone(), c, api).await;
-    Bot {
-        relay,
-        fake,
-        fake_addr,
-        db,
-    }
+    support::bot::start_bot_tuned(db, |_| {}, f).await
 }
 
 #[sqlx::test(migrations = false)]

@@ -378,7 +378,7 @@ async fn a_group_chat_cannot_pair(db: PgPool) {
 }
 
 #[sqlx::test(migrations = false)]
-async fn a_full_queue_still_answers_200_and_counts_what_it_dropped(db: PgPool) {
+async fn a_full_queue_makes_telegram_wait_and_loses_nothing_it_answered_200(db: PgPool) {
     let (fake, fake_addr) = support::bot::fake().await;
     let api = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -389,7 +389,7 @@ async fn a_full_queue_still_answers_200_and_counts_what_it_dropped(db: PgPool) {
     telegram.limits.queue_per_shard = 1;
     let mut c = config();
     c.telegram = Some(telegram);
-    let relay = support::start_on(db, c, api).await;
+    let relay = support::start_on(db.clone(), c, api).await;
     let webhook = relay.url("/v1/telegram/webhook");
     let posts = (0..40).map(|i| {
         let webhook = webhook.clone();
@@ -402,18 +402,27 @@ async fn a_full_queue_still_answers_200_and_counts_what_it_dropped(db: PgPool) {
         }
     });
     let statuses = futures_util::future::join_all(posts).await;
-    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
-    let metrics = relay.metrics_text().await;
-    let count = |event: &str| -> u64 {
-        let prefix = format!("aromba_relay_telegram_events_total{{event=\"{event}\"}} ");
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(&prefix))
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or(0)
-    };
-    assert_eq!(count("update_received"), 40, "{metrics}");
-    assert!(count("update_dropped_queue_full") > 0, "{metrics}");
+    // Each waits for room (Telegram holds few connections open); one that
+    // finds none in time is answered 503 and sent again by Telegram.
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 503),
+        "{statuses:?}"
+    );
+    let taken = statuses.iter().filter(|s| **s == 200).count() as i64;
+    assert!(taken > 0);
+    // Every update answered 200 is handled: none was dropped after it.
+    let mut claimed = 0;
+    for _ in 0..500 {
+        claimed = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM telegram_updates")
+            .fetch_one(&db)
+            .await
+            .expect("count");
+        if claimed == taken {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(claimed, taken);
     drop(fake);
     relay.stop().await;
 }

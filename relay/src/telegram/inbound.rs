@@ -49,10 +49,11 @@ impl Queue {
         &self.shards[(key % self.shards.len() as u64) as usize]
     }
 
-    /// Queues without waiting; `false` when the shard is full (the update
-    /// is dropped: the webhook has to answer at once).
-    pub fn offer(&self, update: Update) -> bool {
-        self.shard(&update).try_send(update).is_ok()
+    /// Queues, waiting up to `wait` for room; `false` when the shard stayed
+    /// full (the webhook then answers so that Telegram sends the update
+    /// again, rather than losing it).
+    pub async fn offer_within(&self, update: Update, wait: std::time::Duration) -> bool {
+        self.shard(&update).send_timeout(update, wait).await.is_ok()
     }
 
     /// Queues, waiting for room (the poller can wait: Telegram keeps what
@@ -352,7 +353,7 @@ pub async fn say_to_stranger(
         match telegram.client.send(chat, text, &Vec::new(), &[]).await {
             Ok(_) => app.metrics.telegram("stranger_reply_sent"),
             Err(CallError::RetryAfter(wait)) => {
-                telegram.told_to_wait(&app.metrics, Some(chat), wait);
+                telegram.stranger_told_to_wait(&app.metrics, chat, wait);
                 app.metrics.telegram("stranger_reply_failed");
             }
             Err(e) => {

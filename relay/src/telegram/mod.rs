@@ -234,6 +234,23 @@ impl Telegram {
     ) {
         metrics.telegram("bot_api_429");
         let paused = self.pace.too_many_requests(chat, wait);
+        self.say_paused(metrics, paused, wait);
+    }
+
+    /// [`Telegram::told_to_wait`] for a reply to a stranger: that chat
+    /// only, never the bot.
+    pub fn stranger_told_to_wait(
+        &self,
+        metrics: &crate::metrics::Metrics,
+        chat: i64,
+        wait: Duration,
+    ) {
+        metrics.telegram("bot_api_429");
+        let paused = self.pace.stranger_told_to_wait(chat, wait);
+        self.say_paused(metrics, paused, wait);
+    }
+
+    fn say_paused(&self, metrics: &crate::metrics::Metrics, paused: pace::Paused, wait: Duration) {
         if paused.chat.is_some() {
             metrics.telegram("bot_api_pause_chat");
         }

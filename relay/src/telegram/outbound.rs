@@ -4,9 +4,10 @@
 //! One replica sends at a time (it holds a PostgreSQL advisory lock), so
 //! the limits of one bot hold however many replicas run. Each round takes
 //! the oldest waiting message of each server whose chat may be written to
-//! now (a chat still waiting for its turn takes no place in the round, so
-//! a few deep backlogs cannot keep other servers' messages out: each server
-//! gets one message a round, round after round), sends them side by side, records what was delivered (the chat,
+//! now, the servers served longest ago first (a chat still waiting for its
+//! turn takes no place in the round, and old, deep backlogs cannot fill
+//! every round: each server gets one message a round, in turn), sends them
+//! side by side, records what was delivered (the chat,
 //! Telegram's message id, the SHA-256 of the text, the buttons under fresh
 //! opaque ids) and deletes the body in the same transaction. A message
 //! Telegram refuses (a chat that blocked the bot) is dropped and counted; a
@@ -78,18 +79,22 @@ enum Outcome {
 
 /// One round; returns how many messages left the outbox.
 pub async fn round(app: &App, telegram: &Arc<Telegram>) -> Result<usize, sqlx::Error> {
-    // Only chats whose turn has come: a chat still waiting (paced, or
+    // The servers served longest ago first, round after round (found by
+    // the attack round: ordered by the age of their messages, servers with
+    // old, deep backlogs filled every round). Only chats whose turn has
+    // come: a chat still waiting (paced, or
     // told to wait by a 429) would take a place in the round and send
     // nothing, and enough of them with deep queues would keep every other
     // chat out of every round.
     let waiting = telegram.pace.waiting_chats();
     let heads = sqlx::query!(
         r#"SELECT server_id AS "server_id!", id AS "id!", body AS "body!", chat_id AS "chat_id!"
-           FROM (SELECT DISTINCT ON (o.server_id) o.server_id, o.id, o.body, o.seq, p.chat_id
+           FROM (SELECT DISTINCT ON (o.server_id) o.server_id, o.id, o.body, o.seq, p.chat_id,
+                        p.last_sent_at
                  FROM chat_outbox o JOIN pairings p ON p.server_id = o.server_id
                  WHERE NOT (p.chat_id = ANY($2))
                  ORDER BY o.server_id, o.seq) heads
-           ORDER BY seq LIMIT $1"#,
+           ORDER BY last_sent_at ASC NULLS FIRST, seq LIMIT $1"#,
         telegram.config.limits.send_round.max(1),
         &waiting,
     )
@@ -279,6 +284,7 @@ async fn send(
     if recorded.rows_affected() == 1 {
         record_buttons(&mut tx, server, id, buttons, &ids).await?;
     }
+    served(&mut tx, server, now).await?;
     forget_body(&mut tx, server, id).await?;
     tx.commit().await?;
     Ok(Outcome::Delivered)
@@ -337,9 +343,26 @@ async fn edit(
     .execute(&mut *tx)
     .await?;
     record_buttons(&mut tx, server, message, buttons, &ids).await?;
+    served(&mut tx, server, app.config.clock.now()).await?;
     forget_body(&mut tx, server, id).await?;
     tx.commit().await?;
     Ok(Outcome::Delivered)
+}
+
+/// Notes that a server's message went out, for the order of the rounds.
+async fn served(
+    conn: &mut sqlx::PgConnection,
+    server: Uuid,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE pairings SET last_sent_at = $2 WHERE server_id = $1",
+        server,
+        at
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 /// Deletes a message's body from the outbox: it was delivered, or it never

@@ -188,8 +188,20 @@ impl Pace {
     }
 
     /// Telegram said 429, for a call about `chat` (or about no chat), with
-    /// this `retry_after`: pauses what it was about, capped.
+    /// this `retry_after`: pauses what it was about, capped. A 429 for a
+    /// stranger's reply pauses that chat only and never counts toward a
+    /// pause of the whole bot (found by the attack round: strangers' 429s
+    /// paused the paired chats again and again).
     pub fn too_many_requests(&self, chat: Option<i64>, wait: Duration) -> Paused {
+        self.told(chat, wait, false)
+    }
+
+    /// [`Pace::too_many_requests`] for a reply to a stranger.
+    pub fn stranger_told_to_wait(&self, chat: i64, wait: Duration) -> Paused {
+        self.told(Some(chat), wait, true)
+    }
+
+    fn told(&self, chat: Option<i64>, wait: Duration, stranger: bool) -> Paused {
         let mut state = self.state();
         let now = Instant::now();
         let mut paused = Paused {
@@ -205,6 +217,9 @@ impl Pace {
                 let next = state.next_chat.entry(chat).or_insert(until);
                 *next = (*next).max(until);
                 paused.chat = Some(chat_wait);
+                if stranger {
+                    return paused;
+                }
                 while state
                     .recent
                     .front()
@@ -324,6 +339,18 @@ mod tests {
         );
         let third = pace.too_many_requests(Some(3), Duration::from_secs(3));
         assert_eq!(third.bot, Some(Duration::from_secs(3)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn strangers_429s_never_pause_the_whole_bot() {
+        let pace = Pace::new(PaceLimits::default());
+        for chat in 0..10 {
+            let paused = pace.stranger_told_to_wait(chat, Duration::from_secs(30));
+            assert_eq!(paused.bot, None);
+        }
+        let start = Instant::now();
+        pace.wait(42).await;
+        assert!(start.elapsed() < Duration::from_millis(100));
     }
 
     #[tokio::test(start_paused = true)]

@@ -3,11 +3,13 @@
 //! Without the `X-Telegram-Bot-Api-Secret-Token` header equal to the
 //! webhook secret (compared in constant time) the answer is exactly the
 //! 404 of an unknown path, for any method, before the body is read. With
-//! it, the answer is 200 at once, whatever happens next: Telegram retries
-//! anything else and slows a failing webhook down. The update is read up to
-//! a cap, parsed, and queued for its chat's shard; an update too large, one
-//! that is not an update, or one that finds its queue full is counted and
-//! dropped, and its content is never logged.
+//! it, the answer is 200 as soon as the update is queued, whatever happens
+//! next: Telegram retries anything else and slows a failing webhook down.
+//! The update is read up to a cap, parsed, and queued for its chat's shard;
+//! an update too large or one that is not an update is counted and dropped
+//! (200), and its content is never logged. One whose queue stays full for
+//! [`QUEUE_WAIT`] is answered 503, so Telegram sends it again: late, never
+//! lost.
 
 use crate::error::ApiError;
 use crate::state::App;
@@ -21,6 +23,11 @@ use std::time::Instant;
 
 pub const PATH: &str = "/v1/telegram/webhook";
 pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
+
+/// How long an update waits for room in its queue before Telegram is told
+/// to send it again. Telegram holds at most its webhook connections (40 by
+/// default) open, so this is back-pressure, not a queue of its own.
+pub const QUEUE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Telegram's rule for a webhook secret: 1–256 of `A-Z a-z 0-9 _ -`.
 pub fn valid_secret(secret: &str) -> bool {
@@ -119,8 +126,13 @@ pub async fn receive(
     app.metrics.telegram("update_received");
     match super::inbound::parse(&bytes) {
         Some(update) => {
-            if !telegram.inbound.offer(update) {
-                app.metrics.telegram("update_dropped_queue_full");
+            if !telegram.inbound.offer_within(update, QUEUE_WAIT).await {
+                // Telegram keeps what it was not answered 2xx for and sends
+                // it again (slowing down meanwhile): a paired chat's PIN or
+                // tap behind a flood is late, never lost (found by the
+                // attack round: a full queue dropped it after a 200).
+                app.metrics.telegram("update_deferred_queue_full");
+                return StatusCode::SERVICE_UNAVAILABLE.into_response();
             }
         }
         None => app.metrics.telegram("update_malformed"),

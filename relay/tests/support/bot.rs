@@ -101,6 +101,32 @@ pub async fn start_bot_with(db: PgPool, polling: bool, mut config: Config) -> Bo
     }
 }
 
+/// A relay with a bot (webhook mode) whose relay limits and Telegram
+/// limits the test adjusts.
+pub async fn start_bot_tuned(
+    db: PgPool,
+    limits: impl FnOnce(&mut aromba_relay::Limits),
+    telegram_limits: impl FnOnce(&mut TelegramLimits),
+) -> Bot {
+    let (fake, fake_addr) = fake().await;
+    let api = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = api.local_addr().expect("addr");
+    let mut c = config();
+    limits(&mut c.limits);
+    let mut telegram = telegram_config(fake_addr, addr, false);
+    telegram_limits(&mut telegram.limits);
+    c.telegram = Some(telegram);
+    let relay = start_on(db.clone(), c, api).await;
+    Bot {
+        relay,
+        fake,
+        fake_addr,
+        db,
+    }
+}
+
 /// Waits (up to 20 s) until `check` gives something.
 pub async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     for _ in 0..1_000 {

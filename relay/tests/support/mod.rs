@@ -7,6 +7,7 @@
 
 pub mod attack;
 pub mod bot;
+pub mod under_attack;
 
 use aromba_proto::client::{Endpoint, Session, Socket, dial, handshake};
 use aromba_proto::token::ServerToken;
@@ -35,6 +36,7 @@ pub fn config() -> Config {
         // Tests connect from one address, and reconnect one server often.
         http_per_address: 100_000,
         hello_burst: 10_000,
+        failed_hello_burst: 10_000,
         ..Limits::default()
     };
     config

@@ -7,3 +7,8 @@ CREATE TABLE stranger_replies (
     told_at         timestamptz NOT NULL
 );
 CREATE INDEX stranger_replies_told_at ON stranger_replies (told_at);
+
+-- When the sender last delivered a message of each paired server: a round
+-- takes the servers served longest ago first, so servers with old, deep
+-- backlogs cannot fill every round.
+ALTER TABLE pairings ADD COLUMN last_sent_at timestamptz;
