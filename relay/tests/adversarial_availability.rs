@@ -7,7 +7,6 @@ mod support;
 
 use aromba_botfake::state::Injected;
 use aromba_proto::client::{dial, handshake};
-use aromba_relay::{Config, Limits};
 use sqlx::PgPool;
 use std::time::{Duration, Instant};
 use support::attack::{
@@ -15,13 +14,7 @@ use support::attack::{
     source, still_open,
 };
 use support::bot::{Bot, eventually, paired, send, start_bot_with};
-use support::{Server, config, connect, post_json, refusals, start};
-
-fn with_limits(f: impl FnOnce(&mut Limits)) -> Config {
-    let mut c = config();
-    f(&mut c.limits);
-    c
-}
+use support::{Server, config, config_with, connect, post_json, refusals, start};
 
 /// `/healthz` from an address of its own answers within a second.
 async fn healthz_answers(relay: &support::TestRelay, from: std::net::IpAddr) -> bool {
@@ -44,7 +37,7 @@ async fn slow_bodies_from_many_addresses_leave_room_for_health_registration_and_
     raise_descriptor_limit();
     let relay = start(
         db,
-        with_limits(|l| {
+        config_with(|l| {
             l.max_http_connections = 64;
             l.http_per_address = 4;
             // The deadline alone would free them later: this is about
@@ -81,7 +74,7 @@ async fn slow_headers_from_many_addresses_leave_room_for_health(db: PgPool) {
     raise_descriptor_limit();
     let relay = start(
         db,
-        with_limits(|l| {
+        config_with(|l| {
             l.max_http_connections = 64;
             l.http_per_address = 4;
         }),
@@ -101,7 +94,7 @@ async fn slow_headers_from_many_addresses_leave_room_for_health(db: PgPool) {
 async fn one_address_holds_at_most_its_share_of_connections(db: PgPool) {
     let relay = start(
         db,
-        with_limits(|l| {
+        config_with(|l| {
             l.http_per_address = 4;
             l.body_deadline_ms = 120_000;
         }),
@@ -131,7 +124,7 @@ async fn one_address_holds_at_most_its_share_of_connections(db: PgPool) {
 
 #[sqlx::test(migrations = false)]
 async fn a_body_trickled_past_its_deadline_is_cut(db: PgPool) {
-    let relay = start(db, with_limits(|l| l.body_deadline_ms = 300)).await;
+    let relay = start(db, config_with(|l| l.body_deadline_ms = 300)).await;
     let mut slow = slow_body(source(3), relay.addr, "/v1/servers")
         .await
         .expect("a connection");
@@ -160,7 +153,7 @@ async fn silent_websockets_from_many_addresses_do_not_keep_a_registered_server_o
     raise_descriptor_limit();
     let relay = start(
         db,
-        with_limits(|l| {
+        config_with(|l| {
             l.max_pending_hellos = 40;
             l.hellos_per_address = 4;
             l.hello_timeout_ms = 120_000;
@@ -200,7 +193,7 @@ async fn silent_websockets_from_many_addresses_do_not_keep_a_registered_server_o
 async fn a_server_saying_hello_in_a_loop_is_told_to_come_back_later(db: PgPool) {
     let relay = start(
         db,
-        with_limits(|l| {
+        config_with(|l| {
             l.hello_burst = 3;
             l.hello_refill_ms = 600_000;
         }),
@@ -229,7 +222,7 @@ async fn unsolicited_pongs_count_against_the_frame_budget(db: PgPool) {
     use tokio_tungstenite::tungstenite::Message;
     let relay = start(
         db,
-        with_limits(|l| {
+        config_with(|l| {
             l.frame_burst = 4;
             l.frames_per_second = 1;
         }),

@@ -10,7 +10,7 @@ mod support;
 
 use aromba_botfake::state::Injected;
 use aromba_proto::frame::{Body, Delivery};
-use aromba_relay::{Config, Limits};
+use aromba_relay::Limits;
 use serde_json::json;
 use sqlx::PgPool;
 use std::net::{IpAddr, SocketAddr};
@@ -18,33 +18,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use support::attack::{client_from, raise_descriptor_limit, source, still_open, tcp_from};
-use support::bot::{Bot, WEBHOOK_SECRET, eventually, next_frame, paired, send, telegram_config};
-use support::{Server, config, connect, refusals, start};
+use support::bot::{Bot, WEBHOOK_SECRET, eventually, next_frame, paired, send};
+use support::{Server, config, config_with, connect, refusals, start};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-fn with_limits(f: impl FnOnce(&mut Limits)) -> Config {
-    let mut c = config();
-    f(&mut c.limits);
-    c
-}
-
 async fn bot_with(db: PgPool, f: impl FnOnce(&mut aromba_relay::telegram::TelegramLimits)) -> Bot {
-    let (fake, fake_addr) = support::bot::fake().await;
-    let api = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = api.local_addr().expect("addr");
-    let mut c = config();
-    let mut telegram = telegram_config(fake_addr, addr, false);
-    f(&mut telegram.limits);
-    c.telegram = Some(telegram);
-    let relay = support::start_on(db.clone(), c, api).await;
-    Bot {
-        relay,
-        fake,
-        fake_addr,
-        db,
-    }
+    support::bot::start_bot_tuned(db, |_| {}, f).await
 }
 
 /// One raw HTTP/1.1 exchange from `from`: connect, wait `think` (the
@@ -98,7 +77,7 @@ async fn connection_churn_from_many_addresses_evicts_a_client_with_a_real_round_
     raise_descriptor_limit();
     let relay = start(
         db,
-        with_limits(|l| {
+        config_with(|l| {
             l.max_http_connections = 128;
             l.http_per_address = 4;
         }),
@@ -174,7 +153,7 @@ async fn websocket_churn_from_many_addresses_evicts_a_servers_socket_before_its_
     raise_descriptor_limit();
     let relay = start(
         db,
-        with_limits(|l| {
+        config_with(|l| {
             l.max_pending_hellos = 128;
             l.hellos_per_address = 4;
         }),
@@ -259,7 +238,7 @@ async fn half_sent_expect_chunked_and_pipelined_requests_do_not_hold_the_pool(db
     raise_descriptor_limit();
     let relay = start(
         db,
-        with_limits(|l| {
+        config_with(|l| {
             l.max_http_connections = 64;
             l.http_per_address = 4;
             l.body_deadline_ms = 120_000;
@@ -320,7 +299,7 @@ async fn half_sent_expect_chunked_and_pipelined_requests_do_not_hold_the_pool(db
 async fn servers_nobody_paired_never_fill_the_room_of_a_paired_server(db: PgPool) {
     let relay = start(
         db.clone(),
-        with_limits(|l| {
+        config_with(|l| {
             l.registrations_per_day = 20;
             l.max_connections = 20;
             l.max_unpaired_connections = 15;
@@ -385,7 +364,7 @@ async fn servers_nobody_paired_never_fill_the_room_of_a_paired_server(db: PgPool
 async fn a_server_reconnecting_in_a_loop_spends_only_its_own_hellos(db: PgPool) {
     let relay = start(
         db,
-        with_limits(|l| {
+        config_with(|l| {
             l.hello_burst = 3;
             l.hello_refill_ms = 600_000;
         }),
@@ -633,7 +612,7 @@ async fn wrong_token_hellos_from_one_address_are_paced(db: PgPool) {
     let defaults = Limits::default();
     let relay = start(
         db,
-        with_limits(|l| {
+        config_with(|l| {
             l.failed_hello_burst = defaults.failed_hello_burst;
             l.failed_hello_refill_ms = defaults.failed_hello_refill_ms;
         }),

@@ -42,6 +42,13 @@ pub fn config() -> Config {
     config
 }
 
+/// The tests' config with some limits changed.
+pub fn config_with(f: impl FnOnce(&mut Limits)) -> Config {
+    let mut c = config();
+    f(&mut c.limits);
+    c
+}
+
 pub struct TestRelay {
     pub addr: SocketAddr,
     pub metrics: SocketAddr,

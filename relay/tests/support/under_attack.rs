@@ -92,11 +92,16 @@ async fn start(db: PgPool) -> Bot {
 }
 
 /// Runs the relay with `attacks` and `probes` rounds of the legitimate
-/// paths, a little over a second apart (a chat's pace).
+/// paths, the paired chat's messages a little over a second apart (a
+/// chat's pace).
 pub async fn run(db: PgPool, attacks: &Attacks, probes: usize) -> Seen {
     raise_descriptor_limit();
     let bot = start(db).await;
     let (_person_server, mut ws, mut session, _) = paired(&bot, 1).await;
+    // The pairing's reply took chat 1's turn: the probes measure the
+    // relay, not a wait for the chat's next turn.
+    wait_for(|| !bot.fake.sent_to(1).is_empty()).await;
+    let mut last_out = Instant::now();
     let mut held_429 = None;
     if attacks.day_429 {
         let (server, mut ws2, mut session2, _) = paired(&bot, 2).await;
@@ -134,7 +139,6 @@ pub async fn run(db: PgPool, attacks: &Attacks, probes: usize) -> Seen {
     }
     let mut seen = Seen::default();
     for probe in 0..probes {
-        let round = Instant::now();
         // /healthz from an address the attacks never used.
         let asked = Instant::now();
         let health = client_from(source(50_000 + probe))
@@ -161,7 +165,12 @@ pub async fn run(db: PgPool, attacks: &Attacks, probes: usize) -> Seen {
             Ok(Some(_socket)) => seen.hello.push(asked.elapsed()),
             _ => seen.hello_refused += 1,
         }
-        // The paired chat's message out.
+        // The paired chat's message out, once the chat's turn has come
+        // (a message a second).
+        let turn = last_out + Duration::from_millis(1_050);
+        if Instant::now() < turn {
+            tokio::time::sleep(turn - Instant::now()).await;
+        }
         let text = format!("probe {probe}: disk at 91%");
         let asked = Instant::now();
         send(&mut ws, &mut session, &text, Vec::new()).await;
@@ -172,6 +181,7 @@ pub async fn run(db: PgPool, attacks: &Attacks, probes: usize) -> Seen {
         {
             seen.chat_out.push(asked.elapsed());
         }
+        last_out = Instant::now();
         // The person's message in, through the webhook.
         let said = format!("probe {probe}: how is the disk?");
         let asked = Instant::now();
@@ -188,11 +198,6 @@ pub async fn run(db: PgPool, attacks: &Attacks, probes: usize) -> Seen {
         .await;
         if arrived.is_ok() {
             seen.webhook_in.push(asked.elapsed());
-        }
-        // A chat's pace is a message a second.
-        let pace = Duration::from_millis(1_100);
-        if round.elapsed() < pace {
-            tokio::time::sleep(pace - round.elapsed()).await;
         }
     }
     drop(held);
