@@ -64,6 +64,8 @@ struct State {
     next_chat: HashMap<i64, Instant>,
     /// Recent 429s, by chat, to tell a chat's limit from the bot's.
     recent: VecDeque<(Instant, i64)>,
+    /// `next_chat`'s size after its last pruning.
+    pruned_at: usize,
 }
 
 /// Chats remembered before the ones whose turn has passed are forgotten.
@@ -91,6 +93,7 @@ impl Pace {
                 paused_until: now,
                 next_chat: HashMap::new(),
                 recent: VecDeque::new(),
+                pruned_at: 0,
             }),
         }
     }
@@ -105,8 +108,12 @@ impl Pace {
     pub fn reserve(&self, chat: i64) -> Instant {
         let mut state = self.state();
         let now = Instant::now();
-        if state.next_chat.len() > REMEMBERED {
+        // Pruned again only once the map has doubled since the last
+        // pruning: with thousands of chats told to wait (429s), pruning on
+        // every call would scan them all each time.
+        if state.next_chat.len() > REMEMBERED.max(state.pruned_at * 2) {
             state.next_chat.retain(|_, next| *next > now);
+            state.pruned_at = state.next_chat.len();
         }
         let at = state.next_chat.get(&chat).copied().unwrap_or(now).max(now);
         state.next_chat.insert(chat, at + self.limits.per_chat);
