@@ -16,7 +16,10 @@
 //! # }
 //! ```
 //!
-//! Map: [`config`] (settings), [`servers`] (registration), [`ws`] (the
+//! Map: [`config`] (settings), [`secrets`] (each read from its file),
+//! [`serve`] (the accept loop and request deadlines), [`slots`] (what
+//! clients hold open, where the unproven give way), [`hellos`] (hello
+//! paces), [`servers`] (registration), [`ws`] (the
 //! WebSocket session), [`hub`] (connections on this replica), [`outbox`]
 //! and [`listener`] (delivery across replicas), [`writer`] (group commit of
 //! enqueues and acknowledgements), [`sweep`] (what is erased
@@ -39,6 +42,7 @@ pub mod logging;
 pub mod metrics;
 pub mod openapi;
 pub mod outbox;
+pub mod secrets;
 pub mod serve;
 pub mod servers;
 pub mod slots;

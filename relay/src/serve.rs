@@ -1,5 +1,5 @@
 //! The HTTP server loop: hyper's HTTP/1 on connections that each hold a
-//! slot of the HTTP [`Pool`](crate::slots::Pool), a deadline on every part
+//! slot of the HTTP [`crate::slots::Pool`], a deadline on every part
 //! of a request, upgrades for the WebSocket, and a graceful shutdown.
 //!
 //! Deadlines, so that no client holds a connection by being slow:
@@ -11,12 +11,13 @@
 //!   headers;
 //! - the answer within [`ANSWER_DEADLINE`].
 //!
-//! Past any of them the connection is cut. A connection is unproven (the
+//! Past the answer's the client gets a 503 and the connection closes; past
+//! any other the connection is cut. A connection is unproven (the
 //! pool may give its slot to a newcomer) except while a request that has
 //! fully arrived is being answered.
 
 use crate::address::{AddressKey, is_trusted_proxy};
-use crate::slots::{Holder, Pool, PoolLimits};
+use crate::slots::{Holder, Pool, PoolLimits, Reasons};
 use crate::state::App;
 use crate::tls::PeerAddr;
 use axum::Router;
@@ -54,10 +55,13 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send,
 ) {
     let limits = &app.config.limits;
-    let pool = Pool::new(PoolLimits {
-        total: limits.max_http_connections,
-        per_address: limits.http_per_address as usize,
-    });
+    let pool = Pool::new(
+        PoolLimits {
+            total: limits.max_http_connections,
+            per_address: limits.http_per_address as usize,
+        },
+        Reasons::HTTP,
+    );
     // Connections are told to finish through `stop`, and counted by the
     // clones of `alive` they hold.
     let (stop, stopping) = tokio::sync::watch::channel(false);
@@ -82,13 +86,13 @@ pub async fn run(
         let admitted = match pool.admit(AddressKey::of(peer.ip()), exempt) {
             Ok(a) => a,
             Err(refused) => {
-                app.metrics.refuse(http_reason(refused.reason()));
+                app.metrics.refuse(pool.refused_reason(refused));
                 drop(stream);
                 continue;
             }
         };
         if let Some(evicted) = admitted.evicted {
-            app.metrics.refuse(http_reason(evicted.reason()));
+            app.metrics.refuse(pool.evicted_reason(evicted));
         }
         let slot = admitted.slot;
         let router = router.clone();
@@ -129,18 +133,6 @@ pub async fn run(
     let deadline = tokio::time::Instant::now() + DRAIN;
     while Arc::strong_count(&alive) > 1 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// The metrics reason of a pool's refusal or eviction of an HTTP
-/// connection.
-fn http_reason(reason: &'static str) -> &'static str {
-    match reason {
-        "address_share" => "http_address_share",
-        "pool_full" => "http_pool_full",
-        "evicted_same_address" => "http_evicted_same_address",
-        "evicted_heaviest" => "http_evicted_heaviest",
-        other => other,
     }
 }
 
@@ -214,9 +206,13 @@ async fn answer(
         Ok(Ok(response)) => Ok(response),
         Err(_) => {
             app.metrics.refuse("answer_deadline");
-            // The connection goes with this answer.
-            holder.evict_self();
-            Ok(crate::error::ApiError::Unavailable.into_response())
+            // The client is told, and the connection closes after it.
+            let mut response = crate::error::ApiError::Unavailable.into_response();
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+            Ok(response)
         }
     }
 }

@@ -29,8 +29,8 @@
 //!
 //! ```
 //! use aromba_relay::address::AddressKey;
-//! use aromba_relay::slots::{Admitted, Pool, PoolLimits};
-//! let pool = Pool::new(PoolLimits { total: 2, per_address: 1 });
+//! use aromba_relay::slots::{Admitted, Pool, PoolLimits, Reasons};
+//! let pool = Pool::new(PoolLimits { total: 2, per_address: 1 }, Reasons::HTTP);
 //! let a = AddressKey::of("192.0.2.1".parse().unwrap());
 //! let b = AddressKey::of("192.0.2.2".parse().unwrap());
 //! let Ok(Admitted { slot: first, .. }) = pool.admit(a, false) else { panic!() };
@@ -53,8 +53,35 @@ pub struct PoolLimits {
     pub per_address: usize,
 }
 
+/// What the metrics call a pool's refusals and evictions.
+#[derive(Clone, Copy, Debug)]
+pub struct Reasons {
+    pub address_share: &'static str,
+    pub full: &'static str,
+    pub evicted_same_address: &'static str,
+    pub evicted_heaviest: &'static str,
+}
+
+impl Reasons {
+    /// The HTTP connections' pool.
+    pub const HTTP: Reasons = Reasons {
+        address_share: "http_address_share",
+        full: "http_pool_full",
+        evicted_same_address: "http_evicted_same_address",
+        evicted_heaviest: "http_evicted_heaviest",
+    };
+    /// The pool of sockets before their hello.
+    pub const HELLO: Reasons = Reasons {
+        address_share: "hello_address_share",
+        full: "hello_budget",
+        evicted_same_address: "hello_evicted_same_address",
+        evicted_heaviest: "hello_evicted_heaviest",
+    };
+}
+
 pub struct Pool {
     limits: PoolLimits,
+    reasons: Reasons,
     state: Mutex<State>,
 }
 
@@ -148,15 +175,6 @@ pub enum Evicted {
     Heaviest,
 }
 
-impl Evicted {
-    pub fn reason(self) -> &'static str {
-        match self {
-            Evicted::SameAddress => "evicted_same_address",
-            Evicted::Heaviest => "evicted_heaviest",
-        }
-    }
-}
-
 pub struct Admitted {
     pub slot: Slot,
     pub evicted: Option<Evicted>,
@@ -170,15 +188,6 @@ pub enum Refused {
     AddressShare,
     /// The pool is full, all proven.
     Full,
-}
-
-impl Refused {
-    pub fn reason(self) -> &'static str {
-        match self {
-            Refused::AddressShare => "address_share",
-            Refused::Full => "pool_full",
-        }
-    }
 }
 
 impl State {
@@ -244,14 +253,31 @@ impl State {
 }
 
 impl Pool {
-    pub fn new(limits: PoolLimits) -> Arc<Pool> {
+    pub fn new(limits: PoolLimits, reasons: Reasons) -> Arc<Pool> {
         Arc::new(Pool {
             limits: PoolLimits {
                 total: limits.total.max(1),
                 per_address: limits.per_address.max(1),
             },
+            reasons,
             state: Mutex::default(),
         })
+    }
+
+    /// The metrics reason of a refusal.
+    pub fn refused_reason(&self, refused: Refused) -> &'static str {
+        match refused {
+            Refused::AddressShare => self.reasons.address_share,
+            Refused::Full => self.reasons.full,
+        }
+    }
+
+    /// The metrics reason of an eviction.
+    pub fn evicted_reason(&self, evicted: Evicted) -> &'static str {
+        match evicted {
+            Evicted::SameAddress => self.reasons.evicted_same_address,
+            Evicted::Heaviest => self.reasons.evicted_heaviest,
+        }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -333,10 +359,13 @@ mod tests {
 
     #[test]
     fn a_full_pool_evicts_from_the_heaviest_address_not_a_client_holding_one() {
-        let pool = Pool::new(PoolLimits {
-            total: 4,
-            per_address: 10,
-        });
+        let pool = Pool::new(
+            PoolLimits {
+                total: 4,
+                per_address: 10,
+            },
+            Reasons::HTTP,
+        );
         let client = admit(&pool, key(1)).slot;
         let churn: Vec<_> = (0..3).map(|_| admit(&pool, key(2)).slot).collect();
         let newcomer = admit(&pool, key(3));
@@ -348,10 +377,13 @@ mod tests {
 
     #[test]
     fn a_full_pool_evicts_its_oldest_unproven_slot_among_equals() {
-        let pool = Pool::new(PoolLimits {
-            total: 3,
-            per_address: 10,
-        });
+        let pool = Pool::new(
+            PoolLimits {
+                total: 3,
+                per_address: 10,
+            },
+            Reasons::HTTP,
+        );
         let first = admit(&pool, key(1)).slot;
         let second = admit(&pool, key(2)).slot;
         let third = admit(&pool, key(3)).slot;
@@ -366,10 +398,13 @@ mod tests {
 
     #[test]
     fn an_address_at_its_share_gives_up_its_own_oldest_and_nobody_elses() {
-        let pool = Pool::new(PoolLimits {
-            total: 100,
-            per_address: 2,
-        });
+        let pool = Pool::new(
+            PoolLimits {
+                total: 100,
+                per_address: 2,
+            },
+            Reasons::HTTP,
+        );
         let other = admit(&pool, key(9)).slot;
         let a1 = admit(&pool, key(1)).slot;
         let a2 = admit(&pool, key(1)).slot;
@@ -380,10 +415,13 @@ mod tests {
 
     #[test]
     fn a_newcomer_is_refused_only_when_everything_is_being_answered() {
-        let pool = Pool::new(PoolLimits {
-            total: 2,
-            per_address: 1,
-        });
+        let pool = Pool::new(
+            PoolLimits {
+                total: 2,
+                per_address: 1,
+            },
+            Reasons::HTTP,
+        );
         let a = admit(&pool, key(1)).slot;
         a.holder().set_proven(true);
         assert_eq!(pool.admit(key(1), false).err(), Some(Refused::AddressShare));
@@ -396,10 +434,13 @@ mod tests {
 
     #[test]
     fn an_exempt_holder_has_no_share_but_counts_in_the_total() {
-        let pool = Pool::new(PoolLimits {
-            total: 3,
-            per_address: 1,
-        });
+        let pool = Pool::new(
+            PoolLimits {
+                total: 3,
+                per_address: 1,
+            },
+            Reasons::HTTP,
+        );
         let proxy = key(7);
         let held: Vec<_> = (0..3).map(|_| admit_exempt(&pool, proxy)).collect();
         assert!(held.iter().all(|s| !s.was_evicted()));
@@ -416,10 +457,13 @@ mod tests {
 
     #[test]
     fn a_dropped_slot_is_given_back() {
-        let pool = Pool::new(PoolLimits {
-            total: 1,
-            per_address: 1,
-        });
+        let pool = Pool::new(
+            PoolLimits {
+                total: 1,
+                per_address: 1,
+            },
+            Reasons::HTTP,
+        );
         let a = admit(&pool, key(1)).slot;
         drop(a);
         assert!(pool.is_empty());
@@ -428,10 +472,13 @@ mod tests {
 
     #[tokio::test]
     async fn an_evicted_holder_is_told() {
-        let pool = Pool::new(PoolLimits {
-            total: 1,
-            per_address: 1,
-        });
+        let pool = Pool::new(
+            PoolLimits {
+                total: 1,
+                per_address: 1,
+            },
+            Reasons::HTTP,
+        );
         let a = admit(&pool, key(1)).slot;
         let holder = a.holder().clone();
         let waiting = tokio::spawn(async move { holder.evicted().await });

@@ -62,10 +62,13 @@ impl App {
             config.clock.clone(),
             config.limits.max_pending,
         );
-        let hellos = crate::slots::Pool::new(crate::slots::PoolLimits {
-            total: config.limits.max_pending_hellos,
-            per_address: config.limits.hellos_per_address as usize,
-        });
+        let hellos = crate::slots::Pool::new(
+            crate::slots::PoolLimits {
+                total: config.limits.max_pending_hellos,
+                per_address: config.limits.hellos_per_address as usize,
+            },
+            crate::slots::Reasons::HELLO,
+        );
         let hello_pace = crate::hellos::HelloPace::new(&config.limits);
         let failed_hellos = crate::hellos::FailedHellos::for_addresses(&config.limits);
         let app = App(Arc::new(Inner {

@@ -52,7 +52,7 @@ pub async fn connect(
             let admitted = match app.hellos.admit(address, false) {
                 Ok(a) => a,
                 Err(refused) => {
-                    app.metrics.refuse(hello_reason(refused.reason()));
+                    app.metrics.refuse(app.hellos.refused_reason(refused));
                     close(
                         socket,
                         close_code::AGAIN,
@@ -63,21 +63,10 @@ pub async fn connect(
                 }
             };
             if let Some(evicted) = admitted.evicted {
-                app.metrics.refuse(hello_reason(evicted.reason()));
+                app.metrics.refuse(app.hellos.evicted_reason(evicted));
             }
             session(app.clone(), socket, admitted.slot, address).await;
         })
-}
-
-/// The metrics reason of the pending pool's refusal or eviction.
-fn hello_reason(reason: &'static str) -> &'static str {
-    match reason {
-        "address_share" => "hello_address_share",
-        "pool_full" => "hello_budget",
-        "evicted_same_address" => "hello_evicted_same_address",
-        "evicted_heaviest" => "hello_evicted_heaviest",
-        other => other,
-    }
 }
 
 async fn send(socket: &mut WebSocket, message: Message) -> Result<(), ()> {

@@ -13,7 +13,7 @@ use support::attack::{
     client_from, raise_descriptor_limit, silent_websocket, slow_body, slow_headers, socket_open,
     source, still_open,
 };
-use support::bot::{Bot, eventually, paired, send, start_bot_with};
+use support::bot::{eventually, paired, send, start_bot_tuned, start_bot_with};
 use support::{Server, config, config_with, connect, post_json, refusals, start};
 
 /// `/healthz` from an address of its own answers within a second.
@@ -245,18 +245,18 @@ async fn unsolicited_pongs_count_against_the_frame_budget(db: PgPool) {
 // Telegram: strangers, 429s, the sender's rounds.
 // ---------------------------------------------------------------------
 
-async fn bot_with(db: PgPool, f: impl FnOnce(&mut aromba_relay::telegram::TelegramLimits)) -> Bot {
-    support::bot::start_bot_tuned(db, |_| {}, f).await
-}
-
 #[sqlx::test(migrations = false)]
 async fn a_stranger_flood_during_a_guess_lock_does_not_delay_a_paired_chat(db: PgPool) {
-    let bot = bot_with(db, |t| {
-        t.guesses_overall = 2;
-        // Telegram's own figures.
-        t.pace.overall = Duration::from_millis(40);
-        t.pace.strangers = Duration::from_millis(200);
-    })
+    let bot = start_bot_tuned(
+        db,
+        |_| {},
+        |t| {
+            t.guesses_overall = 2;
+            // Telegram's own figures.
+            t.pace.overall = Duration::from_millis(40);
+            t.pace.strangers = Duration::from_millis(200);
+        },
+    )
     .await;
     let (_server, mut ws, mut session, _) = paired(&bot, 1).await;
     // Two wrong codes lock pairing for everyone.
@@ -296,7 +296,7 @@ async fn a_stranger_flood_during_a_guess_lock_does_not_delay_a_paired_chat(db: P
 
 #[sqlx::test(migrations = false)]
 async fn a_days_retry_after_pauses_its_chat_not_the_bot(db: PgPool) {
-    let bot = bot_with(db, |_| {}).await;
+    let bot = start_bot_tuned(db, |_| {}, |_| {}).await;
     let (_a, mut ws_a, mut session_a, _) = paired(&bot, 11).await;
     let (_b, mut ws_b, mut session_b, _) = paired(&bot, 12).await;
     // Both pairings' replies are out before the 429 is armed.
@@ -331,10 +331,14 @@ async fn a_days_retry_after_pauses_its_chat_not_the_bot(db: PgPool) {
 
 #[sqlx::test(migrations = false)]
 async fn deep_backlogs_of_other_chats_do_not_keep_a_servers_message_out(db: PgPool) {
-    let bot = bot_with(db, |t| {
-        t.send_round = 2;
-        t.pace.per_chat = Duration::from_secs(5);
-    })
+    let bot = start_bot_tuned(
+        db,
+        |_| {},
+        |t| {
+            t.send_round = 2;
+            t.pace.per_chat = Duration::from_secs(5);
+        },
+    )
     .await;
     let (_a, mut ws_a, mut session_a, _) = paired(&bot, 21).await;
     let (_b, mut ws_b, mut session_b, _) = paired(&bot, 22).await;

@@ -18,13 +18,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use support::attack::{client_from, raise_descriptor_limit, source, still_open, tcp_from};
-use support::bot::{Bot, WEBHOOK_SECRET, eventually, next_frame, paired, send};
+use support::bot::{WEBHOOK_SECRET, eventually, next_frame, paired, send, start_bot_tuned};
 use support::{Server, config, config_with, connect, refusals, start};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-async fn bot_with(db: PgPool, f: impl FnOnce(&mut aromba_relay::telegram::TelegramLimits)) -> Bot {
-    support::bot::start_bot_tuned(db, |_| {}, f).await
-}
 
 /// One raw HTTP/1.1 exchange from `from`: connect, wait `think` (the
 /// client's round trips: a TLS handshake, a slow link), send `request`,
@@ -406,7 +402,7 @@ async fn a_server_reconnecting_in_a_loop_spends_only_its_own_hellos(db: PgPool) 
 /// lane (and that chat), not a paired chat.
 #[sqlx::test(migrations = false)]
 async fn strangers_429s_do_not_pause_a_paired_chat(db: PgPool) {
-    let bot = bot_with(db, |_| {}).await;
+    let bot = start_bot_tuned(db, |_| {}, |_| {}).await;
     let (_server, mut ws, mut session, _) = paired(&bot, 1).await;
     eventually("the paired chat told it is paired", || {
         (!bot.fake.sent_to(1).is_empty()).then_some(())
@@ -451,13 +447,17 @@ async fn strangers_429s_do_not_pause_a_paired_chat(db: PgPool) {
 /// round should serve servers in turn, not by the age of their backlog.
 #[sqlx::test(migrations = false)]
 async fn earlier_backlogs_of_other_servers_do_not_starve_a_later_servers_message(db: PgPool) {
-    let bot = bot_with(db, |t| {
-        t.send_round = 2;
-        // Each chat is ready again before a round is over (as at the
-        // defaults: 1 s a chat, 256 × 40 ms a round).
-        t.pace.per_chat = Duration::from_millis(1);
-        t.pace.overall = Duration::from_millis(15);
-    })
+    let bot = start_bot_tuned(
+        db,
+        |_| {},
+        |t| {
+            t.send_round = 2;
+            // Each chat is ready again before a round is over (as at the
+            // defaults: 1 s a chat, 256 × 40 ms a round).
+            t.pace.per_chat = Duration::from_millis(1);
+            t.pace.overall = Duration::from_millis(15);
+        },
+    )
     .await;
     let (_a, mut ws_a, mut session_a, _) = paired(&bot, 41).await;
     let (_b, mut ws_b, mut session_b, _) = paired(&bot, 42).await;
@@ -520,7 +520,7 @@ fn message_update(update_id: i64, chat: i64, text: &str) -> serde_json::Value {
 /// paired chats' updates should not queue behind strangers'.
 #[sqlx::test(migrations = false)]
 async fn a_stranger_flood_in_a_paired_chats_shard_does_not_lose_its_message(db: PgPool) {
-    let bot = bot_with(db, |_| {}).await;
+    let bot = start_bot_tuned(db, |_| {}, |_| {}).await;
     let chat: i64 = 64 * 1_000 + 7;
     let (_server, mut ws, mut session, _) = paired(&bot, chat).await;
     let url = bot.relay.url("/v1/telegram/webhook");
@@ -703,10 +703,14 @@ async fn an_unpaired_server_cannot_make_the_relay_keep_messages_for_nobody(db: P
 /// paired-lane chat on a stranger's account.
 #[sqlx::test(migrations = false)]
 async fn strangers_unpair_non_text_taps_and_groups_do_not_delay_a_paired_chat(db: PgPool) {
-    let bot = bot_with(db, |t| {
-        t.pace.overall = Duration::from_millis(40);
-        t.pace.strangers = Duration::from_millis(200);
-    })
+    let bot = start_bot_tuned(
+        db,
+        |_| {},
+        |t| {
+            t.pace.overall = Duration::from_millis(40);
+            t.pace.strangers = Duration::from_millis(200);
+        },
+    )
     .await;
     let (_server, mut ws, mut session, _) = paired(&bot, 1).await;
     eventually("the paired chat told it is paired", || {

@@ -242,7 +242,7 @@ fn forget_secret(app: &App, telegram: &Arc<Telegram>, chat: i64, message_id: i64
                     return;
                 }
                 Err(CallError::RetryAfter(wait)) => {
-                    telegram.told_to_wait(&app.metrics, Some(chat), wait);
+                    telegram.told_to_wait(&app.metrics, super::pace::About::Chat(chat), wait);
                     tokio::time::sleep(wait.min(super::pace::MAX_CHAT_PAUSE)).await;
                 }
                 Err(CallError::Refused(e)) => {
@@ -353,7 +353,7 @@ pub async fn say_to_stranger(
         match telegram.client.send(chat, text, &Vec::new(), &[]).await {
             Ok(_) => app.metrics.telegram("stranger_reply_sent"),
             Err(CallError::RetryAfter(wait)) => {
-                telegram.stranger_told_to_wait(&app.metrics, chat, wait);
+                telegram.told_to_wait(&app.metrics, super::pace::About::Stranger(chat), wait);
                 app.metrics.telegram("stranger_reply_failed");
             }
             Err(e) => {
@@ -414,7 +414,7 @@ pub fn say_then<F, Fut>(
                     break;
                 }
                 Err(CallError::RetryAfter(wait)) => {
-                    telegram.told_to_wait(&app.metrics, Some(chat), wait);
+                    telegram.told_to_wait(&app.metrics, super::pace::About::Chat(chat), wait);
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "a reply could not be sent");
@@ -455,7 +455,7 @@ pub fn edit_in_background(
         {
             Ok(()) => {}
             Err(CallError::RetryAfter(wait)) => {
-                telegram.told_to_wait(&app.metrics, Some(chat), wait);
+                telegram.told_to_wait(&app.metrics, super::pace::About::Chat(chat), wait);
                 app.metrics.telegram("relay_message_failed");
             }
             Err(e) => {

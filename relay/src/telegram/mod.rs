@@ -223,34 +223,17 @@ impl Telegram {
         ))
     }
 
-    /// Telegram said 429 for a call about `chat` (or about no chat): the
-    /// pace pauses what the call was about, capped, and a pause of every
-    /// chat, or one Telegram asked to be longer, is said in the log.
+    /// Telegram said 429 for a call about `about`: the pace pauses what
+    /// the call was about, capped, and a pause of every chat, or one
+    /// Telegram asked to be longer, is said in the log.
     pub fn told_to_wait(
         &self,
         metrics: &crate::metrics::Metrics,
-        chat: Option<i64>,
+        about: pace::About,
         wait: Duration,
     ) {
         metrics.telegram("bot_api_429");
-        let paused = self.pace.too_many_requests(chat, wait);
-        self.say_paused(metrics, paused, wait);
-    }
-
-    /// [`Telegram::told_to_wait`] for a reply to a stranger: that chat
-    /// only, never the bot.
-    pub fn stranger_told_to_wait(
-        &self,
-        metrics: &crate::metrics::Metrics,
-        chat: i64,
-        wait: Duration,
-    ) {
-        metrics.telegram("bot_api_429");
-        let paused = self.pace.stranger_told_to_wait(chat, wait);
-        self.say_paused(metrics, paused, wait);
-    }
-
-    fn say_paused(&self, metrics: &crate::metrics::Metrics, paused: pace::Paused, wait: Duration) {
+        let paused = self.pace.too_many_requests(about, wait);
         if paused.chat.is_some() {
             metrics.telegram("bot_api_pause_chat");
         }

@@ -165,7 +165,7 @@ fn keyboard(buttons: &[Button]) -> (Keyboard, Vec<String>) {
 fn judged(e: CallError, app: &App, telegram: &Telegram, chat: i64) -> Outcome {
     match e {
         CallError::RetryAfter(wait) => {
-            telegram.told_to_wait(&app.metrics, Some(chat), wait);
+            telegram.told_to_wait(&app.metrics, super::pace::About::Chat(chat), wait);
             Outcome::Later
         }
         CallError::Refused(_) => Outcome::Dropped("message_refused_by_telegram"),

@@ -71,6 +71,17 @@ struct State {
 /// Chats remembered before the ones whose turn has passed are forgotten.
 const REMEMBERED: usize = 4_096;
 
+/// What a call Telegram answered 429 was about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum About {
+    /// A paired chat (or one the relay answers in the paired lane).
+    Chat(i64),
+    /// A reply to a chat that is not paired.
+    Stranger(i64),
+    /// No chat (`getMe`, `setWebhook`, …).
+    Bot,
+}
+
 /// What a 429 paused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Paused {
@@ -194,21 +205,12 @@ impl Pace {
             .collect()
     }
 
-    /// Telegram said 429, for a call about `chat` (or about no chat), with
-    /// this `retry_after`: pauses what it was about, capped. A 429 for a
-    /// stranger's reply pauses that chat only and never counts toward a
-    /// pause of the whole bot (found by the attack round: strangers' 429s
-    /// paused the paired chats again and again).
-    pub fn too_many_requests(&self, chat: Option<i64>, wait: Duration) -> Paused {
-        self.told(chat, wait, false)
-    }
-
-    /// [`Pace::too_many_requests`] for a reply to a stranger.
-    pub fn stranger_told_to_wait(&self, chat: i64, wait: Duration) -> Paused {
-        self.told(Some(chat), wait, true)
-    }
-
-    fn told(&self, chat: Option<i64>, wait: Duration, stranger: bool) -> Paused {
+    /// Telegram said 429 for a call about `about`, with this `retry_after`:
+    /// pauses what it was about, capped. A 429 for a stranger's reply
+    /// pauses that chat only and never counts toward a pause of the whole
+    /// bot (found by the attack round: strangers' 429s paused the paired
+    /// chats again and again).
+    pub fn too_many_requests(&self, about: About, wait: Duration) -> Paused {
         let mut state = self.state();
         let now = Instant::now();
         let mut paused = Paused {
@@ -216,15 +218,15 @@ impl Pace {
             bot: None,
             capped: false,
         };
-        let wide = match chat {
-            Some(chat) => {
+        let wide = match about {
+            About::Chat(chat) | About::Stranger(chat) => {
                 let chat_wait = wait.min(MAX_CHAT_PAUSE);
                 paused.capped |= chat_wait < wait;
                 let until = now + chat_wait;
                 let next = state.next_chat.entry(chat).or_insert(until);
                 *next = (*next).max(until);
                 paused.chat = Some(chat_wait);
-                if stranger {
+                if matches!(about, About::Stranger(_)) {
                     return paused;
                 }
                 while state
@@ -240,7 +242,7 @@ impl Pace {
                 chats.dedup();
                 chats.len() >= WIDE_AFTER
             }
-            None => true,
+            About::Bot => true,
         };
         if wide {
             let bot_wait = wait.min(MAX_BOT_PAUSE);
@@ -296,7 +298,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_429_for_one_chat_pauses_that_chat_and_no_other() {
         let pace = Pace::new(PaceLimits::default());
-        let paused = pace.too_many_requests(Some(7), Duration::from_secs(5));
+        let paused = pace.too_many_requests(About::Chat(7), Duration::from_secs(5));
         assert_eq!(paused.chat, Some(Duration::from_secs(5)));
         assert_eq!(paused.bot, None);
         assert!(!pace.ready(7));
@@ -310,7 +312,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_days_retry_after_pauses_the_bot_at_most_a_minute() {
         let pace = Pace::new(PaceLimits::default());
-        let paused = pace.too_many_requests(None, Duration::from_secs(86_400));
+        let paused = pace.too_many_requests(About::Bot, Duration::from_secs(86_400));
         assert_eq!(paused.bot, Some(MAX_BOT_PAUSE));
         assert!(paused.capped);
         let start = Instant::now();
@@ -322,7 +324,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_days_retry_after_for_a_chat_pauses_it_at_most_ten_minutes() {
         let pace = Pace::new(PaceLimits::default());
-        let paused = pace.too_many_requests(Some(3), Duration::from_secs(86_400));
+        let paused = pace.too_many_requests(About::Chat(3), Duration::from_secs(86_400));
         assert_eq!(paused.chat, Some(MAX_CHAT_PAUSE));
         assert!(paused.capped);
         tokio::time::advance(MAX_CHAT_PAUSE + Duration::from_millis(1)).await;
@@ -333,18 +335,21 @@ mod tests {
     async fn several_chats_told_to_wait_at_once_pause_the_whole_bot_briefly() {
         let pace = Pace::new(PaceLimits::default());
         assert_eq!(
-            pace.too_many_requests(Some(1), Duration::from_secs(3)).bot,
+            pace.too_many_requests(About::Chat(1), Duration::from_secs(3))
+                .bot,
             None
         );
         assert_eq!(
-            pace.too_many_requests(Some(1), Duration::from_secs(3)).bot,
+            pace.too_many_requests(About::Chat(1), Duration::from_secs(3))
+                .bot,
             None
         );
         assert_eq!(
-            pace.too_many_requests(Some(2), Duration::from_secs(3)).bot,
+            pace.too_many_requests(About::Chat(2), Duration::from_secs(3))
+                .bot,
             None
         );
-        let third = pace.too_many_requests(Some(3), Duration::from_secs(3));
+        let third = pace.too_many_requests(About::Chat(3), Duration::from_secs(3));
         assert_eq!(third.bot, Some(Duration::from_secs(3)));
     }
 
@@ -352,7 +357,7 @@ mod tests {
     async fn strangers_429s_never_pause_the_whole_bot() {
         let pace = Pace::new(PaceLimits::default());
         for chat in 0..10 {
-            let paused = pace.stranger_told_to_wait(chat, Duration::from_secs(30));
+            let paused = pace.too_many_requests(About::Stranger(chat), Duration::from_secs(30));
             assert_eq!(paused.bot, None);
         }
         let start = Instant::now();

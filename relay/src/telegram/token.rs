@@ -2,7 +2,7 @@
 //!
 //! The token is the one secret that lets anyone act as the bot. It comes
 //! from the file `TELEGRAM_BOT_TOKEN_FILE` names (or, with a warning at
-//! start, from `TELEGRAM_BOT_TOKEN`, where it stays in /proc/<pid>/environ),
+//! start, from `TELEGRAM_BOT_TOKEN`, where it stays in `/proc/<pid>/environ`),
 //! lives in [`BotToken`], whose `Debug` and `Display` hide it, and every
 //! error text from the Telegram client passes [`scrub`] before it is logged
 //! or returned: the exact token, and anything shaped like a bot token, is
