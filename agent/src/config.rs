@@ -303,6 +303,88 @@ pub struct HostEntry {
     pub name: String,
     pub port: u16,
     pub addresses: Vec<SocketAddr>,
+    /// Who must hold the socket that serves this host on this machine's
+    /// loopback: any local user may bind a free port, so a plain-HTTP
+    /// endpoint there is spoken to only while its listener is this uid's
+    /// (the network gate reads it from `/proc/net/tcp`).
+    pub owner: Option<Owner>,
+}
+
+/// `owner` under a `[[host]]`: a user name (`"ollama"`) or a uid (`998`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Owner {
+    Uid(u32),
+    Name(String),
+}
+
+impl Owner {
+    fn parse(file: OwnerFile) -> Result<Owner, String> {
+        match file {
+            OwnerFile::Uid(uid) => Ok(Owner::Uid(uid)),
+            // Quoted digits are a uid too: no account is named so.
+            OwnerFile::Name(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => n
+                .parse()
+                .map(Owner::Uid)
+                .map_err(|_| format!("the owner {n:?} is not a uid")),
+            OwnerFile::Name(n) if user_name(&n) => Ok(Owner::Name(n)),
+            OwnerFile::Name(n) => Err(format!("the owner {n:?} is not a user name")),
+        }
+    }
+
+    /// The uid, a name looked up in `passwd` (the text of `/etc/passwd`).
+    pub fn uid(&self, passwd: &str) -> Option<u32> {
+        match self {
+            Owner::Uid(uid) => Some(*uid),
+            Owner::Name(name) => passwd_uid(passwd, name),
+        }
+    }
+
+    /// The value as `network.toml` writes it.
+    fn render(&self) -> String {
+        match self {
+            Owner::Uid(uid) => uid.to_string(),
+            Owner::Name(name) => format!("\"{name}\""),
+        }
+    }
+}
+
+impl fmt::Display for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Owner::Uid(uid) => write!(f, "uid {uid}"),
+            Owner::Name(name) => f.write_str(name),
+        }
+    }
+}
+
+/// A user name as `useradd` makes them: letters, digits, `.`, `_`, `-`,
+/// not starting with `-`, a `$` at most at the end.
+fn user_name(name: &str) -> bool {
+    let body = name.strip_suffix('$').unwrap_or(name);
+    !body.is_empty()
+        && name.len() <= 32
+        && !body.starts_with('-')
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// The uid of `name` in `passwd` (the text of `/etc/passwd`).
+pub fn passwd_uid(passwd: &str, name: &str) -> Option<u32> {
+    passwd.lines().find_map(|line| {
+        let mut f = line.split(':');
+        (f.next()? == name).then_some(())?;
+        f.nth(1)?.parse().ok()
+    })
+}
+
+/// The name of `uid` in `passwd`, the first one listed.
+pub fn passwd_name(passwd: &str, uid: u32) -> Option<&str> {
+    passwd.lines().find_map(|line| {
+        let mut f = line.split(':');
+        let name = f.next()?;
+        (f.nth(1)?.parse::<u32>().ok()? == uid && user_name(name)).then_some(name)
+    })
 }
 
 #[derive(Deserialize)]
@@ -323,6 +405,14 @@ struct HostFile {
     name: String,
     port: u16,
     addresses: Vec<String>,
+    owner: Option<OwnerFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OwnerFile {
+    Uid(u32),
+    Name(String),
 }
 
 #[derive(Deserialize)]
@@ -542,10 +632,16 @@ impl NetworkConfig {
                 }
                 addresses.push(sa);
             }
+            let owner = h
+                .owner
+                .map(Owner::parse)
+                .transpose()
+                .map_err(|e| invalid(format!("{}: {e}", h.name)))?;
             hosts.push(HostEntry {
                 name: h.name.to_ascii_lowercase(),
                 port: h.port,
                 addresses,
+                owner,
             });
         }
         let mut resolvers = Vec::new();
@@ -657,6 +753,9 @@ impl NetworkConfig {
                 h.port,
                 list(&h.addresses)
             ));
+            if let Some(owner) = &h.owner {
+                out.push_str(&format!("owner = {}\n", owner.render()));
+            }
         }
         out.push_str(&format!(
             "\n[resolvers]\naddresses = [{}]\n",
@@ -772,14 +871,29 @@ mod tests {
                 endpoint: BaseUrl::parse("https://api.openai.com/v1").unwrap(),
                 model: "gpt-4o-mini".into(),
             }),
-            hosts: vec![HostEntry {
-                name: "relay.example".into(),
-                port: 443,
-                addresses: vec![
-                    "203.0.113.7:443".parse().unwrap(),
-                    "[2001:db8::7]:443".parse().unwrap(),
-                ],
-            }],
+            hosts: vec![
+                HostEntry {
+                    name: "relay.example".into(),
+                    port: 443,
+                    addresses: vec![
+                        "203.0.113.7:443".parse().unwrap(),
+                        "[2001:db8::7]:443".parse().unwrap(),
+                    ],
+                    owner: None,
+                },
+                HostEntry {
+                    name: "127.0.0.1".into(),
+                    port: 11434,
+                    addresses: vec!["127.0.0.1:11434".parse().unwrap()],
+                    owner: Some(Owner::Name("ollama".into())),
+                },
+                HostEntry {
+                    name: "::1".into(),
+                    port: 8080,
+                    addresses: vec!["[::1]:8080".parse().unwrap()],
+                    owner: Some(Owner::Uid(0)),
+                },
+            ],
             resolvers: vec!["127.0.0.53:53".parse().unwrap()],
         };
         let text = n.render();
@@ -790,8 +904,45 @@ mod tests {
             .lines()
             .filter(|l| l.trim_start().starts_with("addresses"))
             .collect();
-        assert_eq!(lines.len(), 2);
+        assert_eq!(lines.len(), 4);
         assert!(lines[0].contains("\"[2001:db8::7]:443\""));
+        assert!(text.contains("owner = \"ollama\"\n") && text.contains("owner = 0\n"));
+    }
+
+    #[test]
+    fn a_hosts_owner_is_a_user_name_or_a_uid() {
+        let host = |owner: &str| {
+            format!(
+                "[[host]]\nname = \"127.0.0.1\"\nport = 11434\naddresses = [\"127.0.0.1:11434\"]\n{owner}"
+            )
+        };
+        let owner =
+            |text: &str| NetworkConfig::parse(p(), &host(text)).map(|n| n.hosts[0].owner.clone());
+        assert_eq!(owner("").unwrap(), None);
+        assert_eq!(
+            owner("owner = \"ollama\"\n").unwrap(),
+            Some(Owner::Name("ollama".into()))
+        );
+        assert_eq!(owner("owner = 998\n").unwrap(), Some(Owner::Uid(998)));
+        assert_eq!(owner("owner = \"998\"\n").unwrap(), Some(Owner::Uid(998)));
+        for bad in [
+            "owner = -1\n",
+            "owner = 4294967296\n",
+            "owner = \"\"\n",
+            "owner = \"-o\"\n",
+            "owner = \"a b\"\n",
+            "owner = \"root:x\"\n",
+            "owner = \"99999999999\"\n",
+            "owner = true\n",
+        ] {
+            assert!(owner(bad).is_err(), "{bad}");
+        }
+        let passwd = "root:x:0:0:root:/root:/bin/bash\nollama:x:998:998::/usr/share/ollama:/bin/false\nbad line\n";
+        assert_eq!(Owner::Name("ollama".into()).uid(passwd), Some(998));
+        assert_eq!(Owner::Name("nobody".into()).uid(passwd), None);
+        assert_eq!(Owner::Uid(5).uid(passwd), Some(5));
+        assert_eq!(passwd_name(passwd, 0), Some("root"));
+        assert_eq!(passwd_name(passwd, 7), None);
     }
 
     #[test]

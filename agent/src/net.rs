@@ -11,9 +11,21 @@
 //! listed addresses are dialed then, without DNS. TLS above this is
 //! verified against the host's name whatever address was dialed
 //! (`aromba_proto::client::dial`, `register`).
+//!
+//! A connection to this machine's loopback is spoken on only once the
+//! socket at its other end is known to be served by the uid `network.toml`
+//! names as the host's `owner` ([`socket_owner`]): any local user may bind
+//! a free port there, and would get the key, the question and the reads
+//! sent to a plain-HTTP model endpoint. With no owner named, only a host
+//! `network.toml` reaches over TLS alone (https, wss) is spoken to there:
+//! its certificate is checked above this. (The dialer is not told whether
+//! TLS follows; the URLs root wrote in `network.toml` say it.)
 
-use crate::config::NetworkConfig;
+pub mod socket_owner;
+
+use crate::config::{NetworkConfig, passwd_name};
 use aromba_proto::client::{Connecting, Dialer};
+use socket_owner::Unclear;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -37,6 +49,40 @@ pub struct Gate {
 
 /// The system's resolvers.
 pub const RESOLV_CONF: &str = "/etc/resolv.conf";
+/// Where an owner's name is looked up.
+const PASSWD: &str = "/etc/passwd";
+
+/// `uid 998 (ollama)`, or `uid 998` for a uid `passwd` does not name.
+pub fn who(passwd: &str, uid: u32) -> String {
+    match passwd_name(passwd, uid) {
+        Some(name) => format!("uid {uid} ({name})"),
+        None => format!("uid {uid}"),
+    }
+}
+
+/// An address that reaches this machine: a local user may be serving it.
+fn on_this_machine(ip: IpAddr) -> bool {
+    let ip = ip.to_canonical();
+    ip.is_loopback() || ip.is_unspecified()
+}
+
+/// Whether every URL of `network.toml` that names `host:port` is TLS
+/// (and one does): only then is a connection there certain to be checked
+/// against a certificate. A host no URL names (listed by hand, or the
+/// relay of an older file without `relay`) counts as plain.
+fn tls_only(network: &NetworkConfig, host: &str, port: u16) -> bool {
+    let urls = [
+        network.relay.as_ref(),
+        network.releases.as_ref().map(|r| &r.origin),
+        network.assistant.as_ref().map(|a| &a.endpoint.origin),
+    ];
+    let mut naming = urls
+        .into_iter()
+        .flatten()
+        .filter(|u| u.port == port && u.host.eq_ignore_ascii_case(host))
+        .peekable();
+    naming.peek().is_some() && naming.all(|u| u.secure)
+}
 
 /// The `nameserver` lines of a `resolv.conf`, as the addresses a lookup
 /// goes to (port 53), at most eight.
@@ -183,7 +229,11 @@ impl Gate {
         let mut last = None;
         for addr in plan {
             match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
-                Ok(Ok(stream)) => return Ok(stream),
+                // Refused, the stream is dropped before a byte is sent.
+                Ok(Ok(stream)) => match self.vouch(host, port, &stream).await {
+                    Ok(()) => return Ok(stream),
+                    Err(e) => last = Some(e),
+                },
                 Ok(Err(e)) => last = Some(e),
                 Err(_) => {
                     last = Some(io::Error::new(
@@ -194,6 +244,53 @@ impl Gate {
             }
         }
         Err(last.unwrap_or_else(|| io::Error::other("no address to dial")))
+    }
+
+    /// Whether `stream`, just connected to `host:port`, may be spoken on:
+    /// yes when its other end is another machine; on this one, when the
+    /// socket there is the named owner's, or, no owner named, when only
+    /// TLS is spoken to the host.
+    async fn vouch(&self, host: &str, port: u16, stream: &TcpStream) -> io::Result<()> {
+        let peer = stream.peer_addr()?;
+        if !on_this_machine(peer.ip()) {
+            return Ok(());
+        }
+        let Some(owner) = self.network.host(host, port).and_then(|h| h.owner.clone()) else {
+            if tls_only(&self.network, host, port) {
+                return Ok(());
+            }
+            return Err(refused(format!(
+                "{host}:{port} is served on this machine and spoken to without TLS, so any local user who binds the port first would get what is sent there; network.toml must name whose it is (`owner = \"ollama\"`, a user or a uid, under its [[host]]: `aromba pair` records who serves it when it runs), or the endpoint must be https"
+            )));
+        };
+        let passwd = std::fs::read_to_string(PASSWD).unwrap_or_default();
+        let expected = owner.uid(&passwd).ok_or_else(|| {
+            refused(format!(
+                "network.toml names {owner} as the owner of {host}:{port}, and there is no such user"
+            ))
+        })?;
+        let ours = stream.local_addr()?;
+        let rows = tokio::task::spawn_blocking(move || socket_owner::rows_on_port(peer.port()))
+            .await
+            .map_err(io::Error::other)??;
+        let named = who(&passwd, expected);
+        match socket_owner::serving_uid(&rows, ours, peer) {
+            Ok(uid) if uid == expected => Ok(()),
+            Ok(uid) => Err(refused(format!(
+                "{peer} is served by {}, not by {named}, whom network.toml names as its owner: another local user may have taken the port, so nothing was sent there",
+                who(&passwd, uid)
+            ))),
+            Err(Unclear::Nobody) => Err(refused(format!(
+                "no socket on this machine could be found serving {peer}, so it cannot be told whether {named} serves it; nothing was sent there"
+            ))),
+            Err(Unclear::Several(uids)) => Err(refused(format!(
+                "{peer} is listened on by several uids ({}), and network.toml names {named} alone as its owner; nothing was sent there",
+                uids.iter()
+                    .map(|u| who(&passwd, *u))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
     }
 }
 
@@ -228,7 +325,115 @@ impl Dialer for Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::HostEntry;
+    use crate::config::{Api, AssistantSettings, BaseUrl, HostEntry, Owner, RelayUrl, my_uid};
+
+    /// A gate whose model endpoint is `http://ADDR/v1`, listed with `owner`.
+    fn model_gate(addr: SocketAddr, owner: Option<Owner>) -> Gate {
+        Gate::new(NetworkConfig {
+            relay: None,
+            ca_file: None,
+            releases: None,
+            assistant: Some(AssistantSettings {
+                api: Api::OpenAi,
+                endpoint: BaseUrl::parse(&format!("http://{addr}/v1")).unwrap(),
+                model: "m".into(),
+            }),
+            hosts: vec![HostEntry {
+                name: addr.ip().to_string(),
+                port: addr.port(),
+                addresses: vec![addr],
+                owner,
+            }],
+            resolvers: Vec::new(),
+        })
+    }
+
+    async fn dial(gate: &Gate, addr: SocketAddr) -> io::Result<TcpStream> {
+        gate.connect(&addr.ip().to_string(), addr.port()).await
+    }
+
+    #[tokio::test]
+    async fn a_plain_loopback_endpoint_is_spoken_to_only_while_its_owner_serves_it() {
+        // Never accepted: the waiting connection carries the listener's uid.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let me = my_uid().unwrap();
+        let e = dial(&model_gate(addr, None), addr).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        assert!(e.to_string().contains("owner = \"ollama\""), "{e}");
+        let other = me.wrapping_add(1);
+        let e = dial(&model_gate(addr, Some(Owner::Uid(other))), addr)
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        assert!(
+            e.to_string().contains(&format!("is served by uid {me}"))
+                && e.to_string().contains(&format!("not by uid {other}")),
+            "{e}"
+        );
+        dial(&model_gate(addr, Some(Owner::Uid(me))), addr)
+            .await
+            .unwrap();
+        let e = dial(
+            &model_gate(addr, Some(Owner::Name("no-such-user-x".into()))),
+            addr,
+        )
+        .await
+        .unwrap_err();
+        assert!(e.to_string().contains("no such user"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn an_accepted_connection_to_a_dual_stack_listener_is_found() {
+        let me = my_uid().unwrap();
+        // `[::]` takes 127.0.0.1 too: its sockets are in `tcp6`, the
+        // IPv4 ones as ::ffff:127.0.0.1.
+        let listener = tokio::net::TcpListener::bind("[::]:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // Accepted and held open: the other end is a socket of its own.
+        let held = tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((s, _)) = listener.accept().await {
+                open.push(s);
+            }
+        });
+        for ip in [
+            IpAddr::from([127, 0, 0, 1]),
+            IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
+        ] {
+            let addr = SocketAddr::new(ip, port);
+            dial(&model_gate(addr, Some(Owner::Uid(me))), addr)
+                .await
+                .unwrap();
+            let e = dial(
+                &model_gate(addr, Some(Owner::Uid(me.wrapping_add(1)))),
+                addr,
+            )
+            .await
+            .unwrap_err();
+            assert!(
+                e.to_string().contains(&format!("served by uid {me}")),
+                "{addr}: {e}"
+            );
+        }
+        held.abort();
+    }
+
+    #[tokio::test]
+    async fn a_loopback_host_reached_only_over_tls_needs_no_owner_but_one_named_holds() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut gate = model_gate(addr, None);
+        gate.network.assistant = None;
+        gate.network.relay = Some(RelayUrl::parse(&format!("https://{addr}")).unwrap());
+        dial(&gate, addr).await.unwrap();
+        // The same host named plain by another URL: plain it is.
+        gate.network.releases = Some(BaseUrl::parse(&format!("http://{addr}/rel")).unwrap());
+        assert!(dial(&gate, addr).await.is_err());
+        gate.network.releases = None;
+        gate.network.hosts[0].owner = Some(Owner::Uid(my_uid().unwrap().wrapping_add(1)));
+        assert!(dial(&gate, addr).await.is_err());
+    }
 
     fn gate(addrs: &[&str]) -> Gate {
         Gate::new(NetworkConfig {
@@ -240,6 +445,7 @@ mod tests {
                 name: "localhost".into(),
                 port: 4000,
                 addresses: addrs.iter().map(|a| a.parse().unwrap()).collect(),
+                owner: None,
             }],
             // The system's own, as `aromba pair` lists them.
             resolvers: nameservers(&std::fs::read_to_string(RESOLV_CONF).unwrap_or_default()),

@@ -7,8 +7,10 @@
 //! tap-signing key in the Warden: from this connection, never from the
 //! Worker, which could otherwise hand over a key of its own.
 
-use crate::config::{BaseUrl, HostEntry, NetworkConfig, RelayConfig, RelayUrl, my_uid};
-use crate::net::Gate;
+use crate::config::{
+    BaseUrl, HostEntry, NetworkConfig, Owner, RelayConfig, RelayUrl, my_uid, passwd_name,
+};
+use crate::net::{Gate, socket_owner, who};
 use crate::paths::Paths;
 use crate::register::{Registered, register};
 use crate::warden_client;
@@ -181,12 +183,140 @@ async fn relay_addresses(relay: &RelayUrl) -> Result<Vec<SocketAddr>, PairError>
     Ok(found)
 }
 
+/// The uids listening at `addresses` now.
+fn listening(addresses: &[SocketAddr]) -> std::io::Result<Vec<u32>> {
+    let mut uids = Vec::new();
+    for addr in addresses {
+        let rows = socket_owner::rows_on_port(addr.port())?;
+        uids.extend(socket_owner::listening_uids(&rows, *addr));
+    }
+    uids.sort_unstable();
+    uids.dedup();
+    Ok(uids)
+}
+
+/// The `owner` `network.toml` records for `origin` (the `what`, at
+/// `addresses`): the one it names already — root's word, maybe written by
+/// hand, never replaced by whoever holds the port now — else, for a
+/// plain-HTTP endpoint, the uid listening there as root pairs, shown to
+/// root. The Worker speaks plain HTTP on this machine only to a socket of
+/// that uid's (`crate::net`): any local user may bind a free port.
+fn owner_for(
+    origin: &RelayUrl,
+    addresses: &[SocketAddr],
+    what: &str,
+    recorded: &[HostEntry],
+) -> Option<Owner> {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let base = origin.base();
+    let named = recorded
+        .iter()
+        .find(|h| h.port == origin.port && h.name.eq_ignore_ascii_case(&origin.host))
+        .and_then(|h| h.owner.clone());
+    if let Some(owner) = named {
+        if let (Some(uid), Ok(uids)) = (owner.uid(&passwd), listening(addresses))
+            && !uids.is_empty()
+            && uids != [uid]
+        {
+            println!(
+                "network.toml names {owner} as the owner of the {what} at {base}, but {} listens there now: the Worker will not connect to it until they agree.",
+                list(&passwd, &uids)
+            );
+        }
+        return Some(owner);
+    }
+    if origin.secure {
+        // Its certificate is checked: whoever serves it.
+        return None;
+    }
+    match listening(addresses).as_deref() {
+        Ok([uid]) => {
+            println!(
+                "The {what} at {base} is served by {}: network.toml records it as its owner, and the Worker speaks to it (without TLS) only while that uid serves it. If that is not the service you meant, change `owner` under its [[host]] there and run `aromba pair` again.",
+                who(&passwd, *uid)
+            );
+            Some(passwd_name(&passwd, *uid).map_or(Owner::Uid(*uid), |n| Owner::Name(n.into())))
+        }
+        Ok([]) => {
+            println!(
+                "Nothing listens at {base} now, so who serves the {what} is not known: the Worker will not use it until network.toml names its owner (`owner = \"ollama\"`, a user or a uid, under its [[host]]), or `aromba pair` runs again while it listens."
+            );
+            None
+        }
+        Ok(uids) => {
+            println!(
+                "Several uids listen at {base} ({}): none is recorded as the {what}'s owner. Name the right one in network.toml (`owner = …` under its [[host]]).",
+                list(&passwd, uids)
+            );
+            None
+        }
+        Err(e) => {
+            println!(
+                "Who serves the {what} at {base} cannot be read ({e}): name its owner in network.toml (`owner = …` under its [[host]])."
+            );
+            None
+        }
+    }
+}
+
+fn list(passwd: &str, uids: &[u32]) -> String {
+    uids.iter()
+        .map(|u| who(passwd, *u))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The relay's CA from `ca_file` (`None`: the webpki roots), which must be
+/// root's and written by no one else, in a directory of root's the same:
+/// read at every start, a file another account could change would let it
+/// choose whom the Worker takes for the relay.
 pub fn roots(ca_file: Option<&Path>) -> Result<Option<Arc<rustls::RootCertStore>>, String> {
-    use rustls_pki_types::CertificateDer;
-    use rustls_pki_types::pem::PemObject;
     let Some(path) = ca_file else {
         return Ok(None);
     };
+    roots_only(path)?;
+    roots_from(path).map(Some)
+}
+
+/// Why `path` is not a file only root may change, if it is not.
+fn roots_only(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let refuse = |why: String| {
+        Err(format!(
+            "{}: the relay's CA {why}; run `aromba pair --ca-file FILE` again to copy it into place",
+            path.display()
+        ))
+    };
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| format!("{}: cannot read the relay's CA: {e}", path.display()))?;
+    if !meta.file_type().is_file() {
+        return refuse("is not a plain file".into());
+    }
+    if meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+        return refuse(format!(
+            "must be root's and written by no one else (uid {}, mode {:o})",
+            meta.uid(),
+            meta.mode() & 0o7777
+        ));
+    }
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    match std::fs::metadata(dir) {
+        Ok(d) if d.uid() == 0 && d.mode() & 0o022 == 0 => Ok(()),
+        Ok(_) => refuse(format!(
+            "is in {}, which another account may change",
+            dir.display()
+        )),
+        Err(e) => refuse(format!(
+            "is in {}, which cannot be read: {e}",
+            dir.display()
+        )),
+    }
+}
+
+/// The certificates in `path`, at least one.
+fn roots_from(path: &Path) -> Result<Arc<rustls::RootCertStore>, String> {
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject;
     let mut store = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(path)
         .map_err(|e| format!("{}: cannot read the relay's CA: {e}", path.display()))?
@@ -199,7 +329,32 @@ pub fn roots(ca_file: Option<&Path>) -> Result<Option<Arc<rustls::RootCertStore>
     if store.is_empty() {
         return Err(format!("{}: holds no certificate", path.display()));
     }
-    Ok(Some(Arc::new(store)))
+    Ok(Arc::new(store))
+}
+
+/// The relay's CA root named (`given`, read now, whoever owns it), copied
+/// whole into root's configuration directory; the copy's path. A CA
+/// already copied there is kept.
+fn copied_ca(paths: &Paths, given: &Path) -> Result<PathBuf, PairError> {
+    let target = paths.relay_ca_file();
+    if given == target {
+        roots_only(&target).map_err(PairError::Setup)?;
+        return Ok(target);
+    }
+    roots_from(given).map_err(PairError::Setup)?;
+    let text = std::fs::read_to_string(given).map_err(|e| {
+        PairError::Setup(format!(
+            "{}: cannot read the relay's CA: {e}",
+            given.display()
+        ))
+    })?;
+    write_file(&target, &text, 0o644, (0, 0))?;
+    println!(
+        "The relay's CA is copied to {} (the Worker reads it there, whatever happens to {}).",
+        target.display(),
+        given.display()
+    );
+    Ok(target)
 }
 
 /// Removes the marker that keeps the daemon off the relay, however
@@ -327,10 +482,16 @@ async fn pair_async(
         None => recorded.as_ref().and_then(|n| n.releases.clone()),
     };
     let assistant = recorded.as_ref().and_then(|n| n.assistant.clone());
+    let recorded_hosts = recorded
+        .as_ref()
+        .map(|n| n.hosts.clone())
+        .unwrap_or_default();
     let ca_file = options
         .ca_file
         .clone()
-        .or_else(|| recorded.and_then(|n| n.ca_file));
+        .or_else(|| recorded.and_then(|n| n.ca_file))
+        .map(|given| copied_ca(paths, &given))
+        .transpose()?;
     let existing = match std::fs::symlink_metadata(paths.relay_file()) {
         Ok(_) => Some(RelayConfig::load(&paths.relay_file(), worker.0)?),
         Err(_) => None,
@@ -359,10 +520,12 @@ async fn pair_async(
         },
     };
     let roots = roots(config.ca_file.as_deref()).map_err(PairError::Setup)?;
+    let addresses = relay_addresses(&config.relay).await?;
     let mut hosts = vec![HostEntry {
         name: config.relay.host.to_ascii_lowercase(),
         port: config.relay.port,
-        addresses: relay_addresses(&config.relay).await?,
+        owner: owner_for(&config.relay, &addresses, "relay", &recorded_hosts),
+        addresses,
     }];
     // The release folder's host and the assistant's endpoint are listed
     // beside the relay, with the addresses they have now.
@@ -379,12 +542,14 @@ async fn pair_async(
         {
             continue;
         }
+        let addresses = relay_addresses(origin)
+            .await
+            .map_err(|e| PairError::Setup(e.to_string().replacen("relay", what, 1)))?;
         hosts.push(HostEntry {
             name: origin.host.to_ascii_lowercase(),
             port: origin.port,
-            addresses: relay_addresses(origin)
-                .await
-                .map_err(|e| PairError::Setup(e.to_string().replacen("relay", what, 1)))?,
+            owner: owner_for(origin, &addresses, what, &recorded_hosts),
+            addresses,
         });
     }
     let network = NetworkConfig {
@@ -478,6 +643,71 @@ async fn pair_async(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ca_pem() -> String {
+        let key = rcgen::KeyPair::generate().expect("a key");
+        let mut params =
+            rcgen::CertificateParams::new(vec!["relay.test".to_string()]).expect("params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.self_signed(&key).expect("a certificate").pem()
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = PathBuf::from(format!("/var/tmp/aromba-ca-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a folder");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("0755");
+        dir
+    }
+
+    /// Found by the review: the Worker read `ca_file` from whatever path
+    /// root once gave, at every start; one in another account's reach let
+    /// it choose whom the Worker takes for the relay.
+    #[test]
+    fn a_relay_ca_another_account_can_change_is_refused_at_start() {
+        let dir = scratch("start");
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, ca_pem()).expect("the CA");
+        std::fs::set_permissions(&ca, std::fs::Permissions::from_mode(0o644)).expect("0644");
+        assert!(roots(Some(&ca)).is_ok(), "root's, written by no one else");
+        std::os::unix::fs::chown(&ca, Some(65_534), None).expect("chown");
+        let why = roots(Some(&ca)).expect_err("another account's");
+        assert!(why.contains("must be root's"), "{why}");
+        std::os::unix::fs::chown(&ca, Some(0), None).expect("chown");
+        std::fs::set_permissions(&ca, std::fs::Permissions::from_mode(0o666)).expect("0666");
+        assert!(roots(Some(&ca)).is_err(), "written by anyone");
+        std::fs::set_permissions(&ca, std::fs::Permissions::from_mode(0o644)).expect("0644");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("0777");
+        assert!(roots(Some(&ca)).is_err(), "in a folder anyone may write");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn pairing_copies_the_relay_ca_into_roots_configuration() {
+        let dir = scratch("copy");
+        let given = dir.join("theirs.pem");
+        let pem = ca_pem();
+        std::fs::write(&given, &pem).expect("the CA");
+        std::os::unix::fs::chown(&given, Some(65_534), None).expect("chown");
+        let root = dir.join("root");
+        let paths = Paths::new(Some(&root));
+        let copied = copied_ca(&paths, &given).expect("copied");
+        assert_eq!(copied, paths.relay_ca_file());
+        assert_eq!(std::fs::read_to_string(&copied).expect("the copy"), pem);
+        assert!(roots(Some(&copied)).is_ok(), "the copy is root's");
+        // What happens to the file root named changes nothing any more.
+        std::fs::write(&given, ca_pem()).expect("changed");
+        assert_eq!(std::fs::read_to_string(&copied).expect("the copy"), pem);
+        // Paired again, the copy is kept as it is.
+        assert_eq!(copied_ca(&paths, &copied).expect("kept"), copied);
+        std::fs::write(&given, "not a certificate").expect("changed");
+        assert!(
+            copied_ca(&paths, &given).is_err(),
+            "not a CA: nothing copied"
+        );
+        assert_eq!(std::fs::read_to_string(&copied).expect("the copy"), pem);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn a_code_or_link_with_terminal_escapes_is_not_printed() {

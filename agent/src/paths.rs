@@ -49,6 +49,12 @@ impl Paths {
         self.config_dir.join("relay.toml")
     }
 
+    /// The relay's CA, as `aromba pair` copied it: root's, in root's
+    /// directory, whatever path root gave.
+    pub fn relay_ca_file(&self) -> PathBuf {
+        self.config_dir.join("relay-ca.pem")
+    }
+
     pub fn network_file(&self) -> PathBuf {
         self.config_dir.join("network.toml")
     }

@@ -25,6 +25,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use support::TestWarden;
 
+/// The line every message of the assistant's opens with (the Worker's
+/// `assistant::voice::MARKER`, then a line feed).
+const MARKER: &str = "🤖 Assistant (AI, may be wrong):\n";
+
+/// A message's text after the assistant's marker (all of it when it has
+/// none: a message of the Worker's own).
+fn said(t: &str) -> &str {
+    t.strip_prefix(MARKER).unwrap_or(t)
+}
+
 /// A secret the Warden's redactor must keep from the model.
 const SECRET: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
 
@@ -187,7 +197,7 @@ async fn an_injected_order_to_run_a_red_chore_only_shows_its_dry_run(db: PgPool)
     assert!(
         o.chat
             .iter()
-            .any(|m| m.starts_with("The assistant proposes the chore tidy-cache")),
+            .any(|m| said(m).starts_with("The assistant proposes the chore tidy-cache")),
         "{:?}",
         o.chat
     );

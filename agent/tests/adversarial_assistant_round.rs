@@ -30,6 +30,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::TestWarden;
 
+/// The line every message of the assistant's opens with (the Worker's
+/// `assistant::voice::MARKER`, then a line feed).
+const MARKER: &str = "🤖 Assistant (AI, may be wrong):\n";
+
+/// A message's text after the assistant's marker (all of it when it has
+/// none: a message of the Worker's own).
+fn said(t: &str) -> &str {
+    t.strip_prefix(MARKER).unwrap_or(t)
+}
+
 fn assistant_files(w: &TestWarden, url: &str) {
     model_fake::assistant_files(w, url, "hostile");
 }
@@ -195,7 +205,7 @@ async fn an_endpoint_error_message_carries_a_link_into_the_chat(db: PgPool) {
     let (p, _model) = with_model(db, "round-errlink", script).await;
     let answer = p
         .ask("anything wrong?", |t| {
-            t.starts_with("The assistant could not answer")
+            said(t).starts_with("The assistant could not answer")
         })
         .await;
     assert!(
@@ -223,7 +233,7 @@ async fn an_endpoint_error_quoting_the_key_puts_the_key_in_the_chat(db: PgPool) 
     let (p, _model) = with_model(db, "round-errkey", script).await;
     let answer = p
         .ask("anything wrong?", |t| {
-            t.starts_with("The assistant could not answer")
+            said(t).starts_with("The assistant could not answer")
         })
         .await;
     assert!(
@@ -275,7 +285,7 @@ async fn a_proposals_reason_carries_a_bare_domain_into_the_chat(db: PgPool) {
     let seen = watch_chat(&p, before, Duration::from_secs(3)).await;
     let proposal = seen
         .iter()
-        .find(|t| t.starts_with("The assistant proposes the chore"))
+        .find(|t| said(t).starts_with("The assistant proposes the chore"))
         .unwrap_or_else(|| panic!("no proposal: {seen:?}"));
     assert!(
         tappable(proposal).is_none(),
@@ -331,11 +341,11 @@ async fn tokens_of_a_question_whose_last_round_fails_are_not_counted(db: PgPool)
     })
     .await;
     p.ask("anything wrong?", |t| {
-        t.starts_with("The assistant could not answer")
+        said(t).starts_with("The assistant could not answer")
     })
     .await;
     p.ask("and now?", |t| {
-        t.starts_with("The assistant could not answer")
+        said(t).starts_with("The assistant could not answer")
     })
     .await;
     let status = p.ask("/ai", |t| t.starts_with("Today:")).await;
@@ -500,7 +510,7 @@ async fn the_key_still_goes_to_the_model_after_cut_in_mid_question(db: PgPool) {
     p.next(before, |t| t.contains("the AI key is wiped")).await;
     let wiped = Instant::now();
     p.next(before, |t| {
-        t.contains("tokens in") || t.starts_with("The assistant could not")
+        t.contains("tokens in") || said(t).starts_with("The assistant could not")
     })
     .await;
     let after: Vec<Asked> = model
@@ -750,7 +760,7 @@ async fn one_question_spends_the_whole_read_budget(db: PgPool) {
     p.ask("have a thorough look", |t| t.contains("tokens in"))
         .await;
     let logs = p
-        .ask("/logs ssh", |t| !t.starts_with("Looking into it"))
+        .ask("/logs ssh", |t| !said(t).starts_with("Looking into it"))
         .await;
     assert!(
         !logs.text.starts_with("I have asked the Warden for a lot"),
@@ -864,7 +874,7 @@ async fn odd_tool_call_ids_and_malformed_answers_end_in_one_reply(db: PgPool) {
     let (p, model) = with_model(db, "round-odd", script).await;
     let answer = p
         .ask("anything?", |t| {
-            t.starts_with("The assistant could not answer")
+            said(t).starts_with("The assistant could not answer")
         })
         .await;
     assert!(!answer.text.contains(KEY));

@@ -11,12 +11,22 @@ mod paired;
 mod relay_support;
 mod support;
 
-use model_fake::{Canned, KEY, Script, call, fake_model, say, tool_results};
+use model_fake::{Canned, KEY, Script, call, fake_model, say, say_usage, tool_results};
 use paired::{CHAT, Setup, paired_with, write_mine};
 use serde_json::json;
 use sqlx::PgPool;
 use std::sync::Arc;
 use support::TestWarden;
+
+/// The line every message of the assistant's opens with (the Worker's
+/// `assistant::voice::MARKER`, then a line feed).
+const MARKER: &str = "🤖 Assistant (AI, may be wrong):\n";
+
+/// A message's text after the assistant's marker (all of it when it has
+/// none: a message of the Worker's own).
+fn said(t: &str) -> &str {
+    t.strip_prefix(MARKER).unwrap_or(t)
+}
 
 fn assistant_files(w: &TestWarden, url: &str) {
     model_fake::assistant_files(w, url, "test-model");
@@ -35,8 +45,11 @@ async fn a_question_is_answered_from_a_warden_read_with_its_usage(db: PgPool) {
     })
     .await;
     let answer = p
-        .ask("how is my memory?", |t| t.starts_with("Memory is fine"))
+        .ask("how is my memory?", |t| {
+            said(t).starts_with("Memory is fine")
+        })
         .await;
+    assert!(answer.text.starts_with(MARKER), "{}", answer.text);
     assert!(
         answer.text.ends_with("— 50 tokens in, 10 out"),
         "{}",
@@ -77,7 +90,7 @@ async fn a_secret_in_a_tool_result_is_redacted_before_the_model_sees_it(db: PgPo
     })
     .await;
     p.ask("what is in that folder?", |t| {
-        t.starts_with("Those folders")
+        said(t).starts_with("Those folders")
     })
     .await;
     let asked = model.asked();
@@ -90,9 +103,45 @@ async fn a_secret_in_a_tool_result_is_redacted_before_the_model_sees_it(db: PgPo
 
 #[sqlx::test(migrations = false)]
 async fn a_daily_budget_refuses_questions_past_it(db: PgPool) {
-    let model = fake_model(Arc::new(|_, _, _| Canned::ok(say("Fine.")))).await;
+    // Each answer counts 25,000 tokens, as the endpoint reports them.
+    let model = fake_model(Arc::new(|_, _, _| {
+        Canned::ok(say_usage("Fine.", 24_000, 1_000))
+    }))
+    .await;
     let url = model.url.clone();
     let p = paired_with(db, "assistant-budget", Setup::default(), move |w| {
+        assistant_files(w, &url)
+    })
+    .await;
+    p.ask("/ai", |t| {
+        t.starts_with("Today: 0 of 200000 tokens (the default budget")
+    })
+    .await;
+    p.ask("/ai budget 50000", |t| {
+        t.starts_with("The daily budget is 50000 tokens")
+    })
+    .await;
+    p.ask("anything wrong?", |t| said(t).starts_with("Fine."))
+        .await;
+    p.ask("/ai", |t| t.starts_with("Today: 25000 of 50000 tokens"))
+        .await;
+    p.ask("and now?", |t| said(t).starts_with("Fine.")).await;
+    // 50,000 of 50,000: refused, and the model is not asked.
+    let asked = model.asked().len();
+    p.ask("one more?", |t| {
+        t.starts_with("Today's AI budget (50000 tokens) is spent")
+    })
+    .await;
+    assert_eq!(model.asked().len(), asked);
+}
+
+/// A budget too small for a question's first round: the model is not
+/// asked, and the chat is told what it would cost.
+#[sqlx::test(migrations = false)]
+async fn a_question_the_budget_left_cannot_cover_is_not_sent(db: PgPool) {
+    let model = fake_model(Arc::new(|_, _, _| Canned::ok(say("Fine.")))).await;
+    let url = model.url.clone();
+    let p = paired_with(db, "assistant-budget-small", Setup::default(), move |w| {
         assistant_files(w, &url)
     })
     .await;
@@ -100,18 +149,13 @@ async fn a_daily_budget_refuses_questions_past_it(db: PgPool) {
         t.starts_with("The daily budget is 30 tokens")
     })
     .await;
-    // 24 tokens: under the budget, answered.
-    p.ask("anything wrong?", |t| t.starts_with("Fine.")).await;
-    p.ask("/ai", |t| t.starts_with("Today: 24 of 30 tokens"))
+    let told = p
+        .ask("anything wrong?", |t| {
+            said(t).starts_with("I did not ask the assistant")
+        })
         .await;
-    p.ask("and now?", |t| t.starts_with("Fine.")).await;
-    // 48 of 30: refused, and the model is not asked.
-    let asked = model.asked().len();
-    p.ask("one more?", |t| {
-        t.starts_with("Today's AI budget (30 tokens) is spent")
-    })
-    .await;
-    assert_eq!(model.asked().len(), asked);
+    assert!(told.text.contains("30 are left"), "{}", told.text);
+    assert!(model.asked().is_empty(), "the model was asked");
 }
 
 #[sqlx::test(migrations = false)]
@@ -122,7 +166,8 @@ async fn at_cut_the_key_is_wiped_and_the_assistant_is_off(db: PgPool) {
         assistant_files(w, &url)
     })
     .await;
-    p.ask("anything wrong?", |t| t.starts_with("Fine.")).await;
+    p.ask("anything wrong?", |t| said(t).starts_with("Fine."))
+        .await;
     // /panic from the chat is step 3, Cut: the Warden wipes secrets.toml.
     p.ask("/panic", |t| t.contains("reads only")).await;
     let secrets = p.warden.root.join("worker/secrets.toml");
@@ -179,7 +224,7 @@ async fn a_proposed_green_chore_shows_its_dry_run_and_runs_only_on_a_tap(db: PgP
     let before = p.bot.fake.sent_to(CHAT).len();
     p.bot.fake.user_message(CHAT, "is the cache big?");
     p.next(before, |t| {
-        t.starts_with("The assistant proposes the chore tidy-green. Its reason, in its own words: the cache folder holds old files")
+        said(t).starts_with("The assistant proposes the chore tidy-green. Its reason, in its own words: the cache folder holds old files")
     })
     .await;
     let dry = p
@@ -317,7 +362,7 @@ async fn a_streamed_answer_is_edited_into_its_message_as_it_comes(db: PgPool) {
     assert_eq!(messages, 1, "one message, edited in place: {seen:?}");
     assert!(
         seen.iter()
-            .any(|t| t.starts_with("The disk ") && !t.contains("nothing to do")),
+            .any(|t| said(t).starts_with("The disk ") && !t.contains("nothing to do")),
         "no text of the answer was shown before its end: {seen:?}"
     );
     let last = seen
@@ -325,7 +370,8 @@ async fn a_streamed_answer_is_edited_into_its_message_as_it_comes(db: PgPool) {
         .rfind(|t| !t.starts_with("I had a first look"))
         .expect("an answer");
     assert_eq!(
-        last, "The disk is 40% full; nothing to do.\n\n— 15 tokens in, 7 out",
+        last,
+        &format!("{MARKER}The disk is 40% full; nothing to do.\n\n— 15 tokens in, 7 out"),
         "{seen:?}"
     );
     let asked = model.asked();

@@ -249,6 +249,7 @@ async fn the_relay_restarted_mid_conversation_loses_nothing(db: PgPool) {
         warden,
         bot,
         one,
+        machine,
     } = p;
     let Bot {
         relay,
@@ -280,6 +281,7 @@ async fn the_relay_restarted_mid_conversation_loses_nothing(db: PgPool) {
             db,
         },
         one,
+        machine,
     };
     let help = p.next(before, |t| t.starts_with("What I can do:")).await;
     assert!(help.text.contains("/panic"), "{}", help.text);
@@ -321,17 +323,7 @@ async fn the_pin_asked_in_the_chat_turns_prod_mode_off_and_is_kept_nowhere(db: P
         done.text
     );
     // The relay deleted the PIN's message from the chat.
-    for _ in 0..100 {
-        if !p.bot.fake.state().deleted_by_bot.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(
-        p.bot.fake.state().deleted_by_bot.len(),
-        1,
-        "the PIN's message is deleted"
-    );
+    p.deleted_once().await;
     // Kept nowhere: not in the Warden's journal, not at the relay.
     assert!(!p.warden.journal().contains("472913"));
     let kept: i64 = sqlx::query_scalar(

@@ -7,11 +7,14 @@
 //! Deliveries are acknowledged only after the handler has them, so a
 //! delivery is handled at least once; the client remembers recent ids and
 //! hands each to the handler once. What the server sends stays queued until
-//! the relay acknowledges it, and is sent again after a reconnect.
+//! the relay acknowledges it, and is sent again after a reconnect; that
+//! queue is bounded ([`crate::unacked`]), so a relay that never
+//! acknowledges cannot grow the server.
 
 use crate::frame::{Accept, Body, Delivery, Hello, MAX_MESSAGE, PROTOCOL_VERSION};
 use crate::session::{Direction, Key, Opener, Refusal, Sealer, derive, now_ms};
 use crate::token::ServerToken;
+use crate::unacked::Unacked;
 use futures_util::{SinkExt, StreamExt};
 use rand::Rng;
 use std::collections::{HashSet, VecDeque};
@@ -420,7 +423,7 @@ pub async fn run_with(
     let mut backoff = Backoff::default();
     let mut seen: HashSet<i64> = HashSet::new();
     let mut seen_order: VecDeque<i64> = VecDeque::new();
-    let mut unacked: Vec<Body> = Vec::new();
+    let mut unacked = Unacked::default();
     // The first attempt waits too: servers that start together spread out.
     let mut delay = Duration::from_millis(rand::rng().random_range(0..=backoff.base_ms));
     loop {
@@ -445,7 +448,7 @@ pub async fn run_with(
         handle(Incoming::Connected);
         let mut restart: Option<Duration> = None;
         let mut resend_failed = false;
-        for body in &unacked {
+        for body in unacked.iter() {
             if session.send(&mut ws, body).await.is_err() {
                 resend_failed = true;
                 break;
@@ -472,7 +475,9 @@ pub async fn run_with(
                                 break;
                             }
                         }
-                        Ok(Body::AckMessage { id }) => unacked.retain(|b| body_id(b) != Some(id)),
+                        Ok(Body::AckMessage { id }) => {
+                            unacked.ack(id);
+                        }
                         Ok(Body::PairingCode { code, link, expires_at }) => {
                             handle(Incoming::PairingCode { code, link, expires_at });
                         }
@@ -491,8 +496,15 @@ pub async fn run_with(
                     },
                     next = outgoing.recv() => {
                         let Some(Outgoing(body)) = next else { return };
-                        if body_id(&body).is_some() {
-                            unacked.push(body.clone());
+                        if let Some(id) = body_id(&body) {
+                            let dropped = unacked.push(id, body.clone());
+                            if dropped > 0 {
+                                tracing::warn!(
+                                    dropped,
+                                    kept = unacked.len(),
+                                    "the relay has not acknowledged the chat's messages; the oldest were dropped"
+                                );
+                            }
                         }
                         if session.send(&mut ws, &body).await.is_err() {
                             break;
@@ -568,6 +580,104 @@ mod tests {
             let mut fresh = b.clone();
             assert!(fresh.next_delay() <= Duration::from_millis(100));
         }
+    }
+
+    /// A relay that opens the session and never acknowledges a message;
+    /// the number of each connection and the messages it got.
+    async fn relay_that_never_acknowledges(
+        listener: tokio::net::TcpListener,
+        got: tokio::sync::mpsc::UnboundedSender<(usize, Uuid)>,
+    ) {
+        use crate::frame::Nonce;
+        let mut number = 0;
+        while let Ok((tcp, _)) = listener.accept().await {
+            number += 1;
+            let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
+                continue;
+            };
+            let Some(Ok(Message::Text(text))) = ws.next().await else {
+                continue;
+            };
+            let Ok(hello) = serde_json::from_str::<Hello>(text.as_str()) else {
+                continue;
+            };
+            let nonce = Nonce::random();
+            let up = derive(&hello.token, &hello.nonce, &nonce, Direction::ServerToRelay);
+            let down = derive(&hello.token, &hello.nonce, &nonce, Direction::RelayToServer);
+            let mut sealer = Sealer::new(down);
+            let mut opener = Opener::new(up);
+            let accept = Accept {
+                v: PROTOCOL_VERSION,
+                nonce,
+                welcome: sealer.seal(&Body::Welcome { ping_secs: 30 }, now_ms()),
+            };
+            let Ok(accept) = serde_json::to_string(&accept) else {
+                continue;
+            };
+            if ws.send(Message::Text(accept.into())).await.is_err() {
+                continue;
+            }
+            // The first connection takes what comes for a while, then
+            // drops; the second only counts.
+            let until = tokio::time::Instant::now() + Duration::from_secs(2);
+            while let Ok(Some(Ok(Message::Text(text)))) =
+                tokio::time::timeout_at(until, ws.next()).await
+            {
+                if let Ok(Body::Send { id, .. }) = opener.open(text.as_bytes(), now_ms()) {
+                    let _ = got.send((number, id));
+                }
+            }
+            let _ = ws.close(None).await;
+        }
+    }
+
+    /// Found by the review: a relay that never acknowledged grew the
+    /// server without bound, and one reconnect sent 19,985 messages again
+    /// at once. What is sent again is at most the cap, the newest.
+    #[tokio::test]
+    async fn a_relay_that_never_acknowledges_gets_at_most_the_cap_sent_again() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("ws://{}/v1/connect", listener.local_addr().expect("addr"));
+        let (got_tx, mut got) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(relay_that_never_acknowledges(listener, got_tx));
+        let endpoint = Endpoint::new(url, Uuid::new_v4(), ServerToken::generate(), None);
+        let (out, outgoing) = tokio::sync::mpsc::channel(4_096);
+        let (stop_tx, stop) = tokio::sync::watch::channel(false);
+        let client = tokio::spawn(run(endpoint, |_, _| {}, outgoing, stop));
+        const SENT: usize = 1_000;
+        let mut ids = Vec::new();
+        for _ in 0..SENT {
+            let id = Uuid::new_v4();
+            ids.push(id);
+            let body = Body::Send {
+                id,
+                text: "What I can do".into(),
+                buttons: vec![],
+                monospace: vec![],
+            };
+            out.send(Outgoing(body)).await.expect("the client takes it");
+        }
+        let (mut first, mut again) = (0, Vec::new());
+        while let Ok(Some((number, id))) =
+            tokio::time::timeout(Duration::from_secs(6), got.recv()).await
+        {
+            match number {
+                1 => first += 1,
+                2 => again.push(id),
+                _ => break,
+            }
+        }
+        let _ = stop_tx.send(true);
+        let _ = client.await;
+        assert_eq!(first, SENT, "the first connection got every message");
+        assert_eq!(again.len(), crate::unacked::MAX_UNACKED);
+        assert_eq!(
+            again,
+            ids[SENT - crate::unacked::MAX_UNACKED..],
+            "the newest, in order"
+        );
     }
 
     #[test]

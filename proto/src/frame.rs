@@ -284,6 +284,26 @@ fn has_control(text: &str) -> bool {
         .any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r')
 }
 
+/// Whether a chat message, trimmed, has the shape of the Worker's PIN:
+/// one word of 6 to 64 characters with a digit, no whitespace, control or
+/// invisible character, not a command. The relay deletes such a message
+/// from the chat as soon as it has read it, asked for or not, and delivers
+/// it as a secret. The Warden's protocol keeps the same rule
+/// (`aromba_warden_proto::could_be_pin`, which the Warden enforces on a
+/// new PIN); a test in the Worker holds the two equal.
+pub fn could_be_pin(text: &str) -> bool {
+    let text = text.trim();
+    let n = text.chars().count();
+    (6..=64).contains(&n)
+        && !text.starts_with('/')
+        && text.chars().any(|c| c.is_numeric())
+        && !text.chars().any(|c| {
+            c.is_whitespace()
+                || c.is_control()
+                || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{00AD}')
+        })
+}
+
 /// A character that may not stand in a field of a signed tap: any control
 /// character (line breaks and tabs included) and the Unicode line and
 /// paragraph separators. The signed text is one field per line, so a label

@@ -28,3 +28,4 @@ pub mod commands;
 pub mod frame;
 pub mod session;
 pub mod token;
+pub mod unacked;

@@ -61,6 +61,15 @@ pub fn weakness(pin: &str) -> Option<String> {
     if pin.chars().any(char::is_control) {
         return Some("a PIN has no control characters".into());
     }
+    if pin.chars().any(char::is_whitespace) {
+        return Some("a PIN is one word, with no spaces".into());
+    }
+    if !pin.chars().any(char::is_numeric) {
+        return Some("a PIN has at least one digit".into());
+    }
+    if !aromba_warden_proto::could_be_pin(pin) {
+        return Some("a PIN does not start with / and holds no invisible character".into());
+    }
     let b = pin.as_bytes();
     if b.iter().all(|&c| c == b[0]) {
         return Some("a PIN of one repeated character is too easy to guess".into());
@@ -232,7 +241,21 @@ mod tests {
         }
         assert!(weakness(&"7".repeat(65)).is_some());
         assert!(weakness("284710").is_none());
-        assert!(weakness("correct horse").is_none());
+        assert!(weakness("Tr0ub4dor&3").is_none());
+    }
+
+    /// A PIN is one word with a digit, so that the Worker can tell which
+    /// chat messages could be it and keep those from the model.
+    #[test]
+    fn refuses_a_pin_that_could_not_be_told_from_a_question() {
+        for wide in [
+            "correct horse 7",
+            "correcthorse",
+            "/start12",
+            "ab\u{202E}12cd",
+        ] {
+            assert!(weakness(wide).is_some(), "{wide:?}");
+        }
     }
 
     #[test]

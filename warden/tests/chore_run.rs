@@ -64,6 +64,7 @@ fn ctx(layout: &Layout, isolation: bool, days: u64) -> Context<'_> {
         cap_confirmed: false,
         cap_interval: Duration::from_millis(100),
         timeout: Duration::from_secs(60),
+        halt: None,
     }
 }
 

@@ -13,9 +13,12 @@ pub mod model;
 pub mod secret_paths;
 pub mod stream;
 pub mod tools;
+pub mod voice;
 
 #[cfg(test)]
 mod attack_round2_tests;
+#[cfg(test)]
+mod attack_round3_tests;
 #[cfg(test)]
 mod attack_round_tests;
 #[cfg(test)]

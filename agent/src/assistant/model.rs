@@ -29,6 +29,23 @@ pub enum Message {
     },
 }
 
+impl Message {
+    /// Its characters as sent (bytes: a bound, not a count).
+    pub fn chars(&self) -> usize {
+        match self {
+            Message::System(t) | Message::User(t) => t.len(),
+            Message::Assistant { text, calls } => {
+                text.len()
+                    + calls
+                        .iter()
+                        .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+                        .sum::<usize>()
+            }
+            Message::Tool { call_id, content } => call_id.len() + content.len(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCall {
     pub id: String,

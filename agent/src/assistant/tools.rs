@@ -364,6 +364,18 @@ impl Tool {
         })
     }
 
+    /// The same read of `resolved` (the host's resolution of
+    /// [`Tool::path`]); any other tool unchanged.
+    pub fn at(self, resolved: String) -> Tool {
+        match self {
+            Tool::DiskUsage { depth, .. } => Tool::DiskUsage {
+                path: resolved,
+                depth,
+            },
+            other => other,
+        }
+    }
+
     /// The path a read names, for the host to resolve.
     pub fn path(&self) -> Option<&str> {
         match self {

@@ -14,11 +14,17 @@
 //! A chore the model proposed is never run from here: its dry run is
 //! shown, then the Warden's own proposal (its text and buttons), which only
 //! a relay-signed tap approves — for a green chore too.
+//!
+//! Every message of the assistant's — "Looking into it…" and each edit of
+//! it, the answer, a proposal's reason — opens with [`voice::MARKER`], and
+//! the model's words in it (an endpoint's error too) are filtered by
+//! [`voice::spoken`]: no message of the Worker's carries the marker, so the
+//! model cannot speak as the Worker or the Warden.
 
 use super::Daemon;
-use crate::assistant::conversation::{self, Host, Limits, without_links};
-use crate::assistant::model::Usage;
-use crate::assistant::{Assistant, Busy};
+use crate::assistant::conversation::{self, Answer, Host, Limits};
+use crate::assistant::model::{ModelError, Usage};
+use crate::assistant::{Assistant, Busy, voice};
 use crate::warden_client;
 use aromba_warden_proto::{Request, Response, printable};
 use serde::{Deserialize, Serialize};
@@ -29,7 +35,7 @@ const USAGE: &str = "assistant-usage.json";
 
 const OFF: &str = "The assistant is off: its key was wiped when I stepped down to reads only. After `aromba resume`, put a key in secrets.toml and restart the Worker.";
 
-const PIN_KEPT: &str = "That looks like a PIN, so I kept it from the assistant. I read a PIN only right after you tap Approve on an action that asks for one.";
+const PIN_KEPT: &str = "That looks like it holds a PIN, so I kept it from the assistant. It is still in the chat: delete it yourself. I read a PIN only right after you tap Approve on an action that asks for one.";
 
 const STILL_ANSWERING: &str =
     "I am still on your last question; ask again once its answer is here.";
@@ -49,7 +55,25 @@ struct Spent {
     /// The day counted (local `YYYY-MM-DD`).
     day: String,
     used: u64,
+    /// The person's budget; `None`: [`DEFAULT_DAILY_BUDGET`].
     budget: Option<u64>,
+    /// `/ai budget off`: no daily budget at all.
+    #[serde(default)]
+    no_budget: bool,
+}
+
+/// Tokens a day when the person set no budget: enough for dozens of
+/// questions, and a ceiling on what an injected instruction can burn.
+pub const DEFAULT_DAILY_BUDGET: u64 = 200_000;
+/// Tokens one question may cost at most, whatever the budget (found by the
+/// review: an injected instruction made one question cost about 0.7 M).
+pub const MAX_PER_QUESTION: u64 = 60_000;
+
+impl Spent {
+    /// Today's budget; `None` when the person switched it off.
+    fn daily(&self) -> Option<u64> {
+        (!self.no_budget).then(|| self.budget.unwrap_or(DEFAULT_DAILY_BUDGET))
+    }
 }
 
 fn today() -> String {
@@ -131,7 +155,7 @@ impl Host for Warden<'_> {
         let text = {
             let mut looked = self.looked.lock().unwrap_or_else(|p| p.into_inner());
             looked.extend(tools.iter().map(|t| t.replace('_', " ")));
-            format!("Looking into it: {}…", looked.join(", "))
+            looking(&looked)
         };
         self.daemon.edit(self.message, text, vec![]).await;
     }
@@ -142,10 +166,20 @@ impl Host for Warden<'_> {
         // could lead anywhere, and the Warden's refusal would climb the
         // ladder and name where it leads.
         match std::fs::canonicalize(path) {
-            Ok(real) => real
-                .to_str()
-                .map(String::from)
-                .ok_or_else(|| format!("{path} does not resolve to a plain path")),
+            Ok(real) => {
+                // The Warden is asked about this resolved path, not the one
+                // written; a folder on it that another account can change
+                // could be swapped for a link between now and the Warden's
+                // read, turning the question into a secret path's (found by
+                // the review: the Warden's refusal then moved the ladder
+                // for whoever planted the link).
+                if let Some(why) = crate::assistant::secret_paths::swappable_by_another(&real) {
+                    return Err(format!("{path} is not asked about: {why}"));
+                }
+                real.to_str()
+                    .map(String::from)
+                    .ok_or_else(|| format!("{path} does not resolve to a plain path"))
+            }
             Err(e) => Err(format!(
                 "{path} cannot be resolved here ({}): ask about a folder above it",
                 match e.kind() {
@@ -170,7 +204,7 @@ impl Host for Warden<'_> {
 
     fn partial(&self, text: &str) {
         if !text.is_empty() {
-            self.daemon.try_edit(self.message, format!("{text} …"));
+            self.daemon.try_edit(self.message, partial(text));
         }
     }
 
@@ -186,8 +220,14 @@ impl Host for Warden<'_> {
 /// "code"): not sent to a third party's model, whatever the chat was
 /// waiting for.
 pub fn looks_like_pin(text: &str) -> bool {
+    // Whatever a PIN may be: one word with a digit (the Warden refuses any
+    // other as a new PIN), so a PIN the chat was talked into typing never
+    // leaves the server.
+    if aromba_warden_proto::could_be_pin(text) {
+        return true;
+    }
     const WORDS: [&str; 6] = ["my", "pin", "is", "code", "the", "here"];
-    let rest: String = text
+    let rest: Vec<&str> = text
         .split_whitespace()
         .filter(|w| {
             let w = w
@@ -196,6 +236,13 @@ pub fn looks_like_pin(text: &str) -> bool {
             !WORDS.contains(&w.as_str())
         })
         .collect();
+    // "my PIN is Tr0ub4dor&3": the one word left is the PIN.
+    if let [word] = rest.as_slice()
+        && aromba_warden_proto::could_be_pin(word.trim_end_matches(['.', '!']))
+    {
+        return true;
+    }
+    let rest: String = rest.concat();
     let mut digits = 0;
     for c in rest.chars() {
         if c.is_numeric() {
@@ -268,7 +315,7 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
         return;
     }
     let s = spent(daemon);
-    if let Some(budget) = s.budget
+    if let Some(budget) = s.daily()
         && s.used >= budget
     {
         daemon
@@ -282,12 +329,16 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
     let prod = status.prod_mode.starts_with("on");
     let limits = Limits {
         prod_mode: prod,
-        tokens_left: s.budget.map(|b| b.saturating_sub(s.used)),
+        tokens_left: Some(
+            s.daily()
+                .map_or(MAX_PER_QUESTION, |b| b.saturating_sub(s.used))
+                .min(MAX_PER_QUESTION),
+        ),
     };
     let model = assistant.model();
     // One message, edited as the answer comes: the tools looked at, then
     // the answer itself.
-    let message = daemon.say("Looking into it…".into(), vec![]).await;
+    let message = daemon.say(looking(&[]), vec![]).await;
     let host = Warden {
         daemon,
         message,
@@ -305,21 +356,50 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
     count(daemon, used.total());
     let answer = match answered {
         None => {
-            daemon.edit(message, STOPPED.into(), vec![]).await;
+            daemon.edit(message, voice::marked(STOPPED), vec![]).await;
             return;
         }
         Some(Err(error)) => {
-            daemon
-                .edit(
-                    message,
-                    without_links(&format!("The assistant could not answer: {error}.")),
-                    vec![],
-                )
-                .await;
+            daemon.edit(message, failed(&error), vec![]).await;
             return;
         }
         Some(Ok(a)) => a,
     };
+    daemon.edit(message, shown(&answer, prod), vec![]).await;
+    for (name, why) in &answer.proposals {
+        // A halt since the answer came: nothing more of it.
+        if halts.has_changed().unwrap_or(true) {
+            return;
+        }
+        offer(daemon, name, why).await;
+    }
+}
+
+/// The assistant's message while it looks: the tools called so far.
+fn looking(looked: &[String]) -> String {
+    if looked.is_empty() {
+        voice::marked("Looking into it…")
+    } else {
+        voice::marked(&format!("Looking into it: {}…", looked.join(", ")))
+    }
+}
+
+/// The answer's text so far (filtered already), while it streams.
+fn partial(text: &str) -> String {
+    voice::marked(&format!("{text} …"))
+}
+
+/// Why there is no answer; the endpoint's words in it are filtered as the
+/// model's are.
+fn failed(error: &ModelError) -> String {
+    voice::marked(&format!(
+        "The assistant could not answer: {}.",
+        voice::one_line(&error.to_string())
+    ))
+}
+
+/// The answer, with its usage in a footer.
+fn shown(answer: &Answer, prod: bool) -> String {
     let mut text = if answer.text.is_empty() {
         "(no answer)".to_string()
     } else {
@@ -332,29 +412,24 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
     if prod {
         text.push_str("; prod mode: I only propose");
     }
-    daemon.edit(message, text, vec![]).await;
-    for (name, why) in &answer.proposals {
-        // A halt since the answer came: nothing more of it.
-        if halts.has_changed().unwrap_or(true) {
-            return;
-        }
-        offer(daemon, name, why).await;
-    }
+    voice::marked(&text)
+}
+
+/// A proposal as the assistant's words: the model's reason on one line,
+/// filtered, cut, and filtered again (a cut can make a host or a command
+/// of what was not one).
+pub(crate) fn proposed(name: &str, why: &str) -> String {
+    let cut: String = voice::one_line(why).chars().take(MAX_WHY).collect();
+    let why = voice::one_line(&cut);
+    voice::marked(&format!(
+        "The assistant proposes the chore {name}. Its reason, in its own words: {why}"
+    ))
 }
 
 /// A chore the model proposed, offered and never run from here: its dry
 /// run first, then a button the person taps.
 async fn offer(daemon: &Daemon, name: &str, why: &str) {
-    // Taken out, cut, and taken out again: a cut can make a host of what
-    // was not one.
-    let cut: String = without_links(why).chars().take(MAX_WHY).collect();
-    let why = without_links(&cut);
-    daemon
-        .say(
-            format!("The assistant proposes the chore {name}. Its reason, in its own words: {why}"),
-            vec![],
-        )
-        .await;
+    daemon.say(proposed(name, why), vec![]).await;
     let Some(chore) = super::chat::chore(daemon, name).await else {
         return;
     };
@@ -407,21 +482,29 @@ pub fn budget(daemon: &Daemon, args: &[String]) -> String {
         .collect::<Vec<_>>()
         .as_slice()
     {
-        [] => match s.budget {
-            Some(b) => format!("Today: {} of {b} tokens.", s.used),
-            None => format!(
-                "Today: {} tokens (no budget; /ai budget N sets one).",
+        [] => match (s.daily(), s.budget) {
+            (Some(b), Some(_)) => format!("Today: {} of {b} tokens.", s.used),
+            (Some(b), None) => format!(
+                "Today: {} of {b} tokens (the default budget; /ai budget N sets another).",
+                s.used
+            ),
+            (None, _) => format!(
+                "Today: {} tokens (no daily budget; /ai budget N sets one). One question costs at most {MAX_PER_QUESTION}.",
                 s.used
             ),
         },
         ["budget", "off"] => {
             s.budget = None;
+            s.no_budget = true;
             keep(daemon, &s);
-            "No daily budget now.".into()
+            format!(
+                "No daily budget now. One question still costs at most {MAX_PER_QUESTION} tokens."
+            )
         }
         ["budget", n] => match n.parse::<u64>() {
             Ok(n) if n > 0 && n <= 100_000_000 => {
                 s.budget = Some(n);
+                s.no_budget = false;
                 keep(daemon, &s);
                 format!("The daily budget is {n} tokens (today so far: {}).", s.used)
             }
@@ -436,7 +519,65 @@ pub fn budget(daemon: &Daemon, args: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::looks_like_pin;
+    use super::*;
+
+    /// Every message of the assistant's opens with the marker, once; the
+    /// Worker's own words about the assistant carry none.
+    #[test]
+    fn every_message_of_the_assistant_opens_with_the_marker() {
+        let answer = Answer {
+            text: "fine".into(),
+            proposals: vec![],
+            usage: Usage {
+                input: 20,
+                output: 4,
+            },
+            rounds: 1,
+        };
+        for text in [
+            looking(&[]),
+            looking(&["memory".into(), "disk usage".into()]),
+            partial("so far"),
+            failed(&ModelError::Timeout(120)),
+            failed(&ModelError::Malformed(
+                "Done. undo id 0123456789abcdef0123456789abcdef\n/panic".into(),
+            )),
+            shown(&answer, true),
+            proposed("tidy-cache", "the cache holds 4 GB"),
+            voice::marked(STOPPED),
+        ] {
+            assert!(
+                text.starts_with(&format!("{}\n", voice::MARKER)),
+                "{text:?}"
+            );
+            assert_eq!(text.matches(voice::MARKER).count(), 1, "{text:?}");
+        }
+        for own in [OFF, PIN_KEPT, STILL_ANSWERING, STOPPED] {
+            assert!(!own.contains(voice::MARKER), "{own}");
+        }
+    }
+
+    /// A proposal's reason goes on the Worker's line: it can neither open
+    /// a line of its own, nor hold a command to tap or to paste.
+    #[test]
+    fn a_proposal_reason_cannot_speak_as_the_worker() {
+        let text = proposed(
+            "tidy-cache",
+            "the cache is big\n\nDone. tidy-cache: real run, exit 0; undo id 0123456789abcdef0123456789abcdef\n/panic",
+        );
+        assert_eq!(text.lines().count(), 2, "{text:?}");
+        assert!(!text.contains("/panic"), "{text:?}");
+        let text = proposed("tidy-cache", "sudo chmod 666 /run/aromba/worker.sock");
+        assert!(text.ends_with(voice::LEFT_OUT), "{text:?}");
+        // An endpoint's error is the model's side's words too.
+        let text = failed(&ModelError::Malformed(
+            "\u{202e}sudo chmod 666 /run/aromba/worker.sock".into(),
+        ));
+        assert!(
+            !text.contains('\u{202e}') && !text.contains("chmod"),
+            "{text:?}"
+        );
+    }
 
     #[test]
     fn a_pin_looking_message_is_known() {
@@ -456,7 +597,6 @@ mod tests {
         }
         for not in [
             "123",
-            "1234567890123",
             "is nginx ok?",
             "disk 90%",
             "12a4",
@@ -464,6 +604,49 @@ mod tests {
             "why is 8080 open",
         ] {
             assert!(!looks_like_pin(not), "{not}");
+        }
+    }
+
+    /// Found by the review: the model asked for the PIN in the Worker's
+    /// own words, and `Tr0ub4dor&3` (a PIN the Warden accepts) went to it.
+    #[test]
+    fn a_pin_of_any_shape_the_warden_accepts_is_kept_from_the_model() {
+        for pin in [
+            "Tr0ub4dor&3",
+            "my pin is Tr0ub4dor&3",
+            "PIN: correct-horse-7",
+            "1234567890123",
+            "pässwört9",
+        ] {
+            assert!(looks_like_pin(pin), "{pin}");
+        }
+    }
+
+    /// Every PIN the Warden takes has the shape the Worker keeps from the
+    /// model and the relay deletes from the chat: the three rules are one.
+    #[test]
+    fn every_pin_the_warden_accepts_has_the_shape_the_relay_and_worker_know() {
+        let candidates = [
+            "472913",
+            "Tr0ub4dor&3",
+            "correct horse 7",
+            "correcthorse",
+            "abcdef",
+            "a1b2c3",
+            "/start1",
+            "12345",
+            "ab\u{202E}12cd",
+            "x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9",
+            " 827361 ",
+            "٣٤٥٦٧٨x",
+        ];
+        for pin in candidates {
+            let warden_takes = aromba_warden::pin::weakness(pin).is_none();
+            let shape = aromba_warden_proto::could_be_pin(pin);
+            assert_eq!(shape, aromba_proto::frame::could_be_pin(pin), "{pin:?}");
+            if warden_takes {
+                assert!(shape && looks_like_pin(pin), "{pin:?}");
+            }
         }
     }
 }

@@ -26,9 +26,101 @@ pub const HELP: &str = "What I can do:\n\
 /panic: stop me now (reads only, until root runs `aromba resume`)\n\
 /help: this list";
 
+/// The commands that reach the ladder: handled by [`ladder`] on a path of
+/// their own, so no other chat work (a run awaiting its receipt, a flood of
+/// other commands) can hold them back.
+pub const LADDER_COMMANDS: [&str; 2] = ["panic", "trust"];
+
+/// Whether `text` is one of [`LADDER_COMMANDS`].
+pub fn is_ladder_command(text: &str) -> bool {
+    command(text).is_some_and(|(name, _)| LADDER_COMMANDS.contains(&name.as_str()))
+}
+
+/// Said once when the chat sends more than the Worker answers in a while.
+pub const TOO_MANY: &str = "Too many messages at once: I skipped some of them. Send yours again in a minute. /panic always works.";
+
+/// `/panic` asked for, and not yet carried out: rung by the relay link,
+/// answered by [`ladder`]. Rings while one is being carried out make one
+/// more, never a queue.
+#[derive(Debug, Default)]
+pub struct PanicBell {
+    rung: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl PanicBell {
+    pub fn ring(&self) {
+        self.rung.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.notify.notify_one();
+    }
+
+    async fn rung(&self) {
+        loop {
+            if self.rung.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            self.notify.notified().await;
+        }
+    }
+}
+
+/// Whether `text` is `/panic`.
+pub fn is_panic(text: &str) -> bool {
+    command(text).is_some_and(|(name, _)| name == "panic")
+}
+
+/// The ladder's commands on their own path: `/panic` first, always carried
+/// out; its answer, like every answer, waits its turn in the chat's pace.
+pub async fn ladder(
+    daemon: Arc<Daemon>,
+    bell: Arc<PanicBell>,
+    commands: Arc<Mutex<mpsc::Receiver<Incoming>>>,
+) {
+    let mut commands = commands.lock().await;
+    loop {
+        let reply = tokio::select! {
+            biased;
+            () = bell.rung() => panic(&daemon).await,
+            next = commands.recv() => match next {
+                Some(Incoming::Delivery { delivery: Delivery::Message { text }, .. })
+                    if is_ladder_command(&text) =>
+                {
+                    if daemon.take_read() { trust(&daemon).await } else { BUSY.to_string() }
+                }
+                Some(_) => continue,
+                None => return,
+            },
+        };
+        match daemon.take_reply() {
+            super::replies::Turn::Answer => daemon.say(reply, vec![]).await,
+            super::replies::Turn::FirstSkipped => daemon.say(TOO_MANY.into(), vec![]).await,
+            super::replies::Turn::Skipped => uuid::Uuid::nil(),
+        };
+    }
+}
+
 pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Incoming>>>) {
     let mut deliveries = deliveries.lock().await;
     while let Some(incoming) = deliveries.recv().await {
+        // Every delivery that is answered takes a turn; past the pace it
+        // is dropped, and the chat told so once (a relay delivering
+        // without end must not make the Worker answer without end).
+        if matches!(
+            &incoming,
+            Incoming::Delivery {
+                delivery: Delivery::Message { .. } | Delivery::Tap { .. },
+                ..
+            }
+        ) {
+            match daemon.take_reply() {
+                super::replies::Turn::Answer => {}
+                super::replies::Turn::FirstSkipped => {
+                    daemon.say(TOO_MANY.into(), vec![]).await;
+                    continue;
+                }
+                super::replies::Turn::Skipped => continue,
+            }
+        }
         match incoming {
             Incoming::Delivery {
                 delivery: Delivery::Message { text },
@@ -176,6 +268,7 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
     };
     match name.as_str() {
         "start" | "help" => HELP.to_string().into(),
+        "trust" if !daemon.take_read() => BUSY.to_string().into(),
         "trust" => trust(daemon).await.into(),
         "panic" => panic(daemon).await.into(),
         "logs" => logs(
@@ -188,6 +281,10 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
         "status" | "disk" | "services" | "updates" | "digest" => {
             crate::health::chat::answer(daemon, &name, &args).await
         }
+        // Each asks the Warden: out of the same budget as the reads, so
+        // that no command, however often delivered, takes the Worker past
+        // the Warden's count.
+        "chores" | "prodmode" | "run" if !daemon.take_read() => BUSY.to_string().into(),
         "chores" => chores(daemon).await.into(),
         "ai" => super::ask::budget(daemon, &args).into(),
         "prodmode" => {
@@ -416,6 +513,10 @@ pub fn odd(answer: &Response) -> String {
 /// and runs what it approves, or refuses. On a receipt's Undo button it
 /// asks the Warden for a proposal to undo that run.
 async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProof) {
+    if !daemon.take_read() {
+        daemon.say(BUSY.into(), vec![]).await;
+        return;
+    }
     let Some(action_id) = &proof.action else {
         if button == super::undo::BUTTON
             && let Some(undo_id) = super::undo::offered(daemon, message)
@@ -494,12 +595,7 @@ async fn pin_given(daemon: &Daemon, pin: String) {
         .take()
         .filter(|p| p.at.elapsed() <= PIN_WITHIN);
     let Some(p) = pending else {
-        daemon
-            .say(
-                "I was not waiting for a PIN; that message was deleted and not kept.".into(),
-                vec![],
-            )
-            .await;
+        daemon.say(PIN_UNASKED.into(), vec![]).await;
         return;
     };
     daemon
@@ -509,6 +605,10 @@ async fn pin_given(daemon: &Daemon, pin: String) {
         .retain(|a| *a != p.action_id);
     approve(daemon, &p.action_id, &p.button, &p.proof, Some(pin)).await;
 }
+
+/// What the chat is told when a message with a PIN's shape came while no
+/// PIN was asked for (the relay deleted it from the chat).
+pub const PIN_UNASKED: &str = "That message looked like a PIN, so it was deleted from the chat and not passed on: I was not waiting for one. I ask for your PIN only right after you tap Approve on an action that needs it. If it was a question, ask it in a few words.";
 
 /// What the chat is told when its text comes as an ordinary message while
 /// a PIN is awaited.

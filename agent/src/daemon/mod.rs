@@ -5,7 +5,10 @@
 //!
 //! - the relay link ([`relay_link`]): the one WebSocket, through the
 //!   network gate; deliveries go to the chat task, messages come back;
-//! - the chat ([`chat`]): commands and taps, answered from Warden reads;
+//! - the chat ([`chat`]): commands and taps, answered from Warden reads,
+//!   at a pace ([`replies`]) whatever they ask;
+//! - the ladder ([`chat::ladder`]): `/panic` and `/trust`, on a path of
+//!   their own that nothing else in the chat can hold back;
 //! - the Warden's events ([`events`]): ladder moves become chat messages;
 //! - the journal anchor: the journal's head to the relay every hour and at
 //!   each ladder move;
@@ -25,6 +28,7 @@ pub mod chat;
 pub mod events;
 pub mod kept;
 pub mod relay_link;
+pub mod replies;
 pub mod scan;
 pub mod schedule;
 pub mod undo;
@@ -67,6 +71,8 @@ pub struct Daemon {
     pub updates: Option<update::UpdateSource>,
     /// The assistant, when `network.toml` names a model and its host.
     pub assistant: Option<std::sync::Arc<crate::assistant::Assistant>>,
+    /// The chat's pace: deliveries answered, whatever they ask.
+    pub replies: std::sync::Mutex<replies::Replies>,
 }
 
 /// Reads the Worker asks for in [`READ_WINDOW`], at most, whoever asks
@@ -153,6 +159,14 @@ impl Daemon {
         if self.to_relay.send(Outgoing(body)).await.is_err() {
             tracing::warn!("the relay link is gone; an edit was not sent");
         }
+    }
+
+    /// Takes a turn to answer a delivery ([`replies`]).
+    pub fn take_reply(&self) -> replies::Turn {
+        self.replies
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(tokio::time::Instant::now())
     }
 
     /// Takes one read from the budget, or says it is spent.
@@ -268,6 +282,9 @@ pub fn become_user(user: Option<&str>) -> Result<(), DaemonError> {
 const OUTGOING: usize = 64;
 /// Deliveries waiting for the chat task, at most.
 const INCOMING: usize = 64;
+/// `/trust`s waiting for the ladder task, at most (`/panic` is rung, never
+/// queued: [`chat::PanicBell`]).
+const LADDER_QUEUE: usize = 4;
 
 /// Reads the configuration and runs until SIGTERM or SIGINT.
 pub fn run(paths: Paths) -> Result<(), DaemonError> {
@@ -281,7 +298,9 @@ pub fn run(paths: Paths) -> Result<(), DaemonError> {
             relay.relay.base()
         )));
     }
-    let roots = crate::pair::roots(relay.ca_file.as_deref()).map_err(DaemonError::Setup)?;
+    // The CA root recorded (`network.toml`, root's), never the Worker's own
+    // file's say.
+    let roots = crate::pair::roots(network.ca_file.as_deref()).map_err(DaemonError::Setup)?;
     let mut endpoint = Endpoint::new(
         relay.relay.connect_url(),
         relay.server_id,
@@ -344,6 +363,8 @@ async fn serve(
 ) -> Result<(), DaemonError> {
     let (to_relay, outgoing) = mpsc::channel(OUTGOING);
     let (deliveries_tx, deliveries) = mpsc::channel(INCOMING);
+    let (ladder_tx, ladder) = mpsc::channel(LADDER_QUEUE);
+    let bell = Arc::new(chat::PanicBell::default());
     let daemon = Arc::new(Daemon {
         paths,
         to_relay,
@@ -353,14 +374,22 @@ async fn serve(
         anchor: Default::default(),
         updates,
         assistant,
+        replies: Default::default(),
     });
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let link = tokio::spawn(relay_link::hold(
         endpoint,
         outgoing,
         deliveries_tx,
+        ladder_tx,
+        bell.clone(),
         stop.clone(),
     ));
+    let ladder = tokio::spawn(supervise("ladder", {
+        let daemon = daemon.clone();
+        let commands = Arc::new(tokio::sync::Mutex::new(ladder));
+        move || chat::ladder(daemon.clone(), bell.clone(), commands.clone())
+    }));
     let chat = tokio::spawn(supervise("chat", {
         let daemon = daemon.clone();
         let deliveries = Arc::new(tokio::sync::Mutex::new(deliveries));
@@ -391,6 +420,7 @@ async fn serve(
     tracing::info!("stopping");
     let _ = stop_tx.send(true);
     chat.abort();
+    ladder.abort();
     events.abort();
     health.abort();
     schedule.abort();

@@ -1,15 +1,21 @@
 //! The relay link: `aromba_proto::client::run_with` through the network
 //! gate, forever. Deliveries go to the chat task over a bounded channel;
 //! one that does not fit is not acknowledged, so the relay delivers it
-//! again after a reconnect rather than it being lost.
+//! again after a reconnect rather than it being lost. The ladder's
+//! commands (`/panic`) go to a channel of their own, which the chat's
+//! work never fills.
 
 use aromba_proto::client::{Endpoint, Incoming, Kept, Outgoing, run_with};
+use aromba_proto::frame::Delivery;
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, watch};
 
 pub async fn hold(
     endpoint: Endpoint,
     outgoing: mpsc::Receiver<Outgoing>,
     deliveries: mpsc::Sender<Incoming>,
+    ladder: mpsc::Sender<Incoming>,
+    bell: std::sync::Arc<super::chat::PanicBell>,
     stop: watch::Receiver<bool>,
 ) {
     run_with(
@@ -23,6 +29,24 @@ pub async fn hold(
                 tracing::info!("disconnected from the relay");
                 Kept::Yes
             }
+            // Rung, never queued: any number of them is one `/panic`, and
+            // none is ever dropped.
+            Incoming::Delivery {
+                delivery: Delivery::Message { ref text },
+                ..
+            } if super::chat::is_panic(text) => {
+                bell.ring();
+                Kept::Yes
+            }
+            Incoming::Delivery {
+                delivery: Delivery::Message { ref text },
+                ..
+            } if super::chat::is_ladder_command(text) => match ladder.try_send(incoming) {
+                Ok(()) => Kept::Yes,
+                // A `/trust` already waiting answers this one too.
+                Err(TrySendError::Full(_)) => Kept::Yes,
+                Err(TrySendError::Closed(_)) => Kept::No,
+            },
             other => match deliveries.try_send(other) {
                 Ok(()) => Kept::Yes,
                 Err(_) => {

@@ -32,8 +32,9 @@ static ONE_DAEMON: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// For a test outside a runtime that starts a watching Warden of its own
 /// in a file with paired tests: no daemon runs meanwhile.
-pub fn alone() -> tokio::sync::MutexGuard<'static, ()> {
-    ONE_DAEMON.blocking_lock()
+pub fn alone() -> (tokio::sync::MutexGuard<'static, ()>, support::MachineLock) {
+    let one = ONE_DAEMON.blocking_lock();
+    (one, support::one_daemon_on_this_machine_blocking())
 }
 
 /// How the server is set up before pairing.
@@ -75,6 +76,7 @@ pub struct Paired {
     pub warden: TestWarden,
     pub bot: Bot,
     pub one: tokio::sync::MutexGuard<'static, ()>,
+    pub machine: support::MachineLock,
 }
 
 /// The daemon's log file, removed when the test ends.
@@ -201,6 +203,7 @@ pub async fn paired_with(
     before: impl FnOnce(&TestWarden),
 ) -> Paired {
     let one = ONE_DAEMON.lock().await;
+    let machine = support::one_daemon_on_this_machine().await;
     let bot = start_bot(db, false).await;
     let worker = account("aromba");
     let warden = TestWarden::start_installed(name, worker, Some(setup.days_ago), setup.adjust);
@@ -227,6 +230,7 @@ pub async fn paired_with(
         warden,
         bot,
         one,
+        machine,
     }
 }
 
@@ -242,6 +246,22 @@ pub fn write_mine(w: &TestWarden, name: &str, script: &str) {
 }
 
 impl Paired {
+    /// Waits (up to ten seconds) for the bot to delete a message from the
+    /// chat (a secret's), then checks it deleted exactly one.
+    pub async fn deleted_once(&self) {
+        for _ in 0..100 {
+            if !self.bot.fake.state().deleted_by_bot.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(
+            self.bot.fake.state().deleted_by_bot.len(),
+            1,
+            "the PIN's message is deleted from the chat"
+        );
+    }
+
     /// The person taps the button labelled `label` on `message`, once the
     /// relay has recorded its buttons.
     pub async fn tap(&self, message: &Sent, label: &str) {

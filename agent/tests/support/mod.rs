@@ -14,6 +14,50 @@ use std::thread::JoinHandle;
 
 static USERS: Mutex<()> = Mutex::new(());
 
+/// Held while a test's Worker daemon runs: one on this machine at a time,
+/// across test processes too. Every Warden watches all connections of the
+/// aromba user, so another process's daemon dialing its own relay would be
+/// an unlisted host to this test's Warden and move its ladder.
+pub struct MachineLock(nix::fcntl::Flock<std::fs::File>);
+
+impl std::fmt::Debug for MachineLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MachineLock")
+    }
+}
+
+fn try_machine_lock() -> Option<MachineLock> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/aromba-test-daemon.lock")
+        .expect("the lock file");
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .ok()
+        .map(MachineLock)
+}
+
+/// Waits for [`MachineLock`].
+pub async fn one_daemon_on_this_machine() -> MachineLock {
+    loop {
+        match try_machine_lock() {
+            Some(lock) => return lock,
+            None => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// Waits for [`MachineLock`], outside a runtime.
+pub fn one_daemon_on_this_machine_blocking() -> MachineLock {
+    loop {
+        match try_machine_lock() {
+            Some(lock) => return lock,
+            None => std::thread::sleep(std::time::Duration::from_millis(200)),
+        }
+    }
+}
+
 /// The `aromba` binary where any user can run it: the checkout (CI's among
 /// them) may sit in a directory other users cannot enter.
 pub fn aromba_bin() -> &'static Path {

@@ -191,8 +191,11 @@ async fn on_message(
                 return Ok(());
             };
             // A secret the server asked for (a PIN) is taken from the chat
-            // as soon as it is read; a command never is one.
-            let secret = !text.starts_with('/')
+            // as soon as it is read; a command never is one. So is a
+            // message with the PIN's shape nobody asked for: typed at the
+            // wrong time (or where a model asked for it), it must not stay
+            // in the chat nor reach the server as a question.
+            let asked = !text.starts_with('/')
                 && sqlx::query_scalar!(
                     r#"UPDATE pairings SET secret_until = NULL
                        WHERE server_id = $1 AND chat_id = $2 AND secret_until > $3
@@ -204,6 +207,7 @@ async fn on_message(
                 .fetch_optional(&app.db)
                 .await?
                 .is_some();
+            let secret = asked || aromba_proto::frame::could_be_pin(text);
             let delivery = if secret {
                 forget_secret(app, telegram, chat, i64::from(message.id.0));
                 Delivery::Secret {

@@ -21,6 +21,7 @@
 mod frame;
 mod hex;
 mod message;
+mod pin_shape;
 
 pub use frame::{FrameError, MAX_REQUEST, MAX_RESPONSE, read_frame, write_frame};
 pub use hex::{decode_hex, encode_hex};
@@ -29,6 +30,7 @@ pub use message::{
     ReadResult, Request, Response, Status, decode_request, decode_response, encode_request,
     encode_response, printable,
 };
+pub use pin_shape::{PIN_MAX_CHARS, PIN_MIN_CHARS, could_be_pin};
 
 use std::path::{Path, PathBuf};
 

@@ -59,6 +59,9 @@ pub struct Context<'a> {
     /// How often the damage cap is checked during the run (5 s).
     pub cap_interval: Duration,
     pub timeout: Duration,
+    /// Thrown from another thread to stop the run (the ladder reached
+    /// Freeze); `None`: only the damage cap and the timeout stop it.
+    pub halt: Option<Arc<AtomicBool>>,
 }
 
 #[derive(Debug)]
@@ -71,6 +74,8 @@ pub struct Report {
     pub bytes_changed: u64,
     /// Killed at the damage cap.
     pub over_cap: bool,
+    /// Stopped because the ladder reached Freeze or Cut while it ran.
+    pub halted: bool,
     /// It tried to write outside its touches (the cage refused the write).
     pub outside_touches: bool,
     /// The line of (redacted) output that reported the refused write.
@@ -202,7 +207,13 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
         env.push(("AROMBA_DRY_RUN".into(), "1".into()));
         args.push("--dry-run".into());
     }
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = ctx.halt.clone().unwrap_or_default();
+    if stop.load(Ordering::SeqCst) {
+        return Err(RunError::Refused(format!(
+            "{} was stopped before it started (the ladder moved to Freeze or above)",
+            h.name
+        )));
+    }
     let bounds = Bounds {
         timeout: ctx.timeout,
         max_output_bytes: 1 << 20,
@@ -308,8 +319,12 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
                 .find(|l| t.trips(l))
                 .map(|l| String::from_utf8_lossy(l).into_owned())
         });
+    let over = over_cap.load(Ordering::SeqCst);
     Ok(Report {
-        over_cap: over_cap.load(Ordering::SeqCst)
+        halted: !over
+            && outcome.stopped
+            && ctx.halt.as_ref().is_some_and(|h| h.load(Ordering::SeqCst)),
+        over_cap: over
             || after.over_bounds
             || files_changed > h.max_files
             || bytes_changed > max_bytes,

@@ -708,6 +708,7 @@ pub(super) fn run_chore(
         cap_confirmed: cap_confirmed(shared, &chore),
         cap_interval: Duration::from_secs(5),
         timeout: Duration::from_secs(900),
+        halt: Some(shared.run_switch()),
     };
     let _changing = if mode == Mode::Real {
         match shared.one_change_at_a_time() {
@@ -860,6 +861,9 @@ pub(super) fn run_chore(
     m.insert("files_changed".into(), Value::from(report.files_changed));
     m.insert("bytes_changed".into(), Value::from(report.bytes_changed));
     m.insert("over_cap".into(), Value::from(report.over_cap));
+    if report.halted {
+        m.insert("halted".into(), Value::from(true));
+    }
     m.insert(
         "outside_touches".into(),
         Value::from(report.outside_touches),
@@ -935,6 +939,9 @@ pub(super) fn run_chore(
     );
     if report.over_cap {
         receipt.push_str("; killed at the damage cap");
+    }
+    if report.halted {
+        receipt.push_str("; stopped part way: the ladder moved to Freeze (/panic or a signal)");
     }
     if let Some((id, summary)) = &undo {
         receipt.push_str(&format!("; changed: {summary}; undo id {id} (for 7 days)"));

@@ -55,6 +55,15 @@ pub(super) fn after_move(shared: &Shared, moved: Result<Option<Event>, LadderErr
         m.insert("unsaved".into(), Value::from(why));
     }
     journal(shared, "ladder-move", m);
+    if event.to >= Step::Freeze {
+        let stopped = shared.stop_runs();
+        if stopped > 0 {
+            let mut m = Map::new();
+            m.insert("runs".into(), Value::from(stopped));
+            m.insert("step".into(), Value::from(event.to.name()));
+            journal(shared, "runs-stopped", m);
+        }
+    }
     if event.to >= Step::Cut {
         wipe_ai_key(shared);
     }

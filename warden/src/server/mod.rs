@@ -290,6 +290,10 @@ struct Shared {
     /// Held through a chore's real run (snapshot, run, seal) and through an
     /// undo: what a seal records as the run's is then not another run's.
     changing: Mutex<()>,
+    /// The stop switch of every chore run under way: the ladder reaching
+    /// Freeze or Cut stops them all (a red run approved before `/panic`
+    /// does not finish its work after it).
+    runs_under_way: Mutex<Vec<std::sync::Weak<AtomicBool>>>,
 }
 
 impl Shared {
@@ -303,6 +307,40 @@ impl Shared {
                 "another chore's real run or an undo is under way; try again when it ends".into(),
             ),
         }
+    }
+
+    /// A stop switch for a chore run about to start, already thrown when
+    /// the ladder stands at Freeze or above (a move between the run's
+    /// admission and this call still stops it).
+    fn run_switch(&self) -> Arc<AtomicBool> {
+        let switch = Arc::new(AtomicBool::new(false));
+        let mut runs = self
+            .runs_under_way
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        runs.retain(|r| r.strong_count() > 0);
+        runs.push(Arc::downgrade(&switch));
+        drop(runs);
+        let step = self.ladder.lock().unwrap_or_else(|p| p.into_inner()).step();
+        if step >= crate::ladder::Step::Freeze {
+            switch.store(true, Ordering::SeqCst);
+        }
+        switch
+    }
+
+    /// Stops every chore run under way (the ladder reached Freeze or Cut).
+    fn stop_runs(&self) -> usize {
+        let runs = self
+            .runs_under_way
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let mut stopped = 0;
+        for switch in runs.iter().filter_map(std::sync::Weak::upgrade) {
+            if !switch.swap(true, Ordering::SeqCst) {
+                stopped += 1;
+            }
+        }
+        stopped
     }
 
     /// When the Warden was installed; `None` when it was not.
@@ -480,6 +518,7 @@ impl Server {
             schedule_check: Mutex::default(),
             anchor_check: Mutex::default(),
             changing: Mutex::default(),
+            runs_under_way: Mutex::default(),
             isolation,
             options,
         });

@@ -1,0 +1,50 @@
+//! What a PIN may be, said once: one word of 6 to 64 characters, with at
+//! least one digit, no whitespace and no control character.
+//!
+//! The shape is narrow so that the Worker can tell, without asking anyone,
+//! which chat messages could be the PIN: none of those ever reaches the
+//! assistant's model, and the relay deletes one typed where none was asked
+//! for. A wider PIN (any 6 to 64 characters) could not be told from a
+//! question. The relay keeps the same rule in `aromba_proto::frame`; a
+//! test holds the two equal.
+
+/// The fewest characters a PIN has.
+pub const PIN_MIN_CHARS: usize = 6;
+/// The most characters a PIN has.
+pub const PIN_MAX_CHARS: usize = 64;
+
+/// Whether `text`, trimmed, has the shape of a PIN.
+pub fn could_be_pin(text: &str) -> bool {
+    let text = text.trim();
+    let n = text.chars().count();
+    (PIN_MIN_CHARS..=PIN_MAX_CHARS).contains(&n)
+        && !text.starts_with('/')
+        && text.chars().any(|c| c.is_numeric())
+        && !text
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || invisible(c))
+}
+
+/// Characters that show nothing (a PIN with one would look like another).
+fn invisible(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{00AD}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::could_be_pin;
+
+    #[test]
+    fn a_pin_is_one_word_with_a_digit() {
+        assert!(could_be_pin("472913"));
+        assert!(could_be_pin("Tr0ub4dor&3"));
+        assert!(could_be_pin("  Tr0ub4dor&3\n"), "trimmed");
+        assert!(!could_be_pin("correcthorse"), "no digit");
+        assert!(!could_be_pin("my pin is 472913"), "several words");
+        assert!(!could_be_pin("12345"), "too short");
+        assert!(!could_be_pin(&"1".repeat(65)), "too long");
+        assert!(!could_be_pin("/panic1"), "a command");
+        assert!(!could_be_pin("why is disk 2 full?"));
+        assert!(!could_be_pin("ab\u{202E}12cd"), "an invisible character");
+    }
+}
