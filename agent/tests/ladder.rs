@@ -10,8 +10,11 @@ use support::{TestWarden, account, text};
 /// would be another's unlisted host.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+/// One test at a time here, and no Worker daemon of another test process
+/// meanwhile: these Wardens watch every connection of the aromba user.
+fn one_at_a_time() -> (std::sync::MutexGuard<'static, ()>, support::MachineLock) {
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    (one, support::one_daemon_on_this_machine_blocking())
 }
 
 #[test]
