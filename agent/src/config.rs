@@ -267,6 +267,10 @@ pub struct AssistantSettings {
     /// The API's base, e.g. `https://api.openai.com/v1`.
     pub endpoint: BaseUrl,
     pub model: String,
+    /// Root's ceiling on the tokens of a day (`daily_tokens`): the chat's
+    /// `/ai budget` may lower it, never remove or pass it (the relay can
+    /// type in the chat). `None`: the Worker's default.
+    pub daily_tokens: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -292,6 +296,7 @@ struct AssistantFile {
     api: Api,
     endpoint: String,
     model: String,
+    daily_tokens: Option<u64>,
 }
 
 fn openai() -> Api {
@@ -685,12 +690,18 @@ impl NetworkConfig {
                 if !model_ok {
                     return Err(invalid(format!("{:?} is not a model name", a.model)));
                 }
+                if a.daily_tokens.is_some_and(|t| t == 0 || t > 1_000_000_000) {
+                    return Err(invalid(
+                        "daily_tokens is a number of tokens, 1 to 1000000000".into(),
+                    ));
+                }
                 Some(AssistantSettings {
                     api: a.api,
                     endpoint: BaseUrl::parse(&a.endpoint).map_err(|e| {
                         invalid(e.replacen("release URL", "assistant's endpoint", 1))
                     })?,
                     model: a.model,
+                    daily_tokens: a.daily_tokens,
                 })
             }
         };
@@ -745,6 +756,9 @@ impl NetworkConfig {
                 a.endpoint,
                 a.model
             ));
+            if let Some(t) = a.daily_tokens {
+                out.push_str(&format!("daily_tokens = {t}\n"));
+            }
         }
         for h in &self.hosts {
             out.push_str(&format!(
@@ -870,6 +884,7 @@ mod tests {
                 api: Api::Anthropic,
                 endpoint: BaseUrl::parse("https://api.openai.com/v1").unwrap(),
                 model: "gpt-4o-mini".into(),
+                daily_tokens: Some(500_000),
             }),
             hosts: vec![
                 HostEntry {

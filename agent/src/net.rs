@@ -337,6 +337,7 @@ mod tests {
                 api: Api::OpenAi,
                 endpoint: BaseUrl::parse(&format!("http://{addr}/v1")).unwrap(),
                 model: "m".into(),
+                daily_tokens: None,
             }),
             hosts: vec![HostEntry {
                 name: addr.ip().to_string(),

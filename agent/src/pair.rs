@@ -313,14 +313,50 @@ fn roots_only(path: &Path) -> Result<(), String> {
     }
 }
 
+/// The most a CA file may hold: a few certificates.
+const MAX_CA_BYTES: u64 = 256 * 1024;
+
+/// `path`'s text: a regular file, opened without following a last link
+/// and without waiting on a FIFO, at most [`MAX_CA_BYTES`].
+fn read_ca(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let fail = |e: std::io::Error| format!("{}: cannot read the relay's CA: {e}", path.display());
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(fail)?;
+    if !file.metadata().map_err(fail)?.file_type().is_file() {
+        return Err(format!(
+            "{}: the relay's CA is not a plain file",
+            path.display()
+        ));
+    }
+    let mut text = String::new();
+    file.take(MAX_CA_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(fail)?;
+    if text.len() as u64 > MAX_CA_BYTES {
+        return Err(format!(
+            "{}: the relay's CA is larger than {MAX_CA_BYTES} bytes",
+            path.display()
+        ));
+    }
+    Ok(text)
+}
+
 /// The certificates in `path`, at least one.
 fn roots_from(path: &Path) -> Result<Arc<rustls::RootCertStore>, String> {
+    store_of(&read_ca(path)?, path)
+}
+
+/// The certificates in `text` (read from `path`), at least one.
+fn store_of(text: &str, path: &Path) -> Result<Arc<rustls::RootCertStore>, String> {
     use rustls_pki_types::CertificateDer;
     use rustls_pki_types::pem::PemObject;
     let mut store = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_file_iter(path)
-        .map_err(|e| format!("{}: cannot read the relay's CA: {e}", path.display()))?
-    {
+    for cert in CertificateDer::pem_slice_iter(text.as_bytes()) {
         let cert = cert.map_err(|e| format!("{}: not a PEM certificate: {e}", path.display()))?;
         store
             .add(cert)
@@ -341,13 +377,10 @@ fn copied_ca(paths: &Paths, given: &Path) -> Result<PathBuf, PairError> {
         roots_only(&target).map_err(PairError::Setup)?;
         return Ok(target);
     }
-    roots_from(given).map_err(PairError::Setup)?;
-    let text = std::fs::read_to_string(given).map_err(|e| {
-        PairError::Setup(format!(
-            "{}: cannot read the relay's CA: {e}",
-            given.display()
-        ))
-    })?;
+    // Read once, bounded, and what was read is both checked and copied:
+    // the file root named may be changed by someone meanwhile.
+    let text = read_ca(given).map_err(PairError::Setup)?;
+    store_of(&text, given).map_err(PairError::Setup)?;
     write_file(&target, &text, 0o644, (0, 0))?;
     println!(
         "The relay's CA is copied to {} (the Worker reads it there, whatever happens to {}).",

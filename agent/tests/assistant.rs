@@ -114,7 +114,7 @@ async fn a_daily_budget_refuses_questions_past_it(db: PgPool) {
     })
     .await;
     p.ask("/ai", |t| {
-        t.starts_with("Today: 0 of 200000 tokens (the default budget")
+        t.starts_with("Today: 0 of 200000 tokens (root's ceiling")
     })
     .await;
     p.ask("/ai budget 50000", |t| {

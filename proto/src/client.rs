@@ -137,20 +137,32 @@ pub struct Session {
     /// Seconds between the relay's pings.
     pub ping_secs: u32,
     up: Key,
+    /// When the relay was last heard from (a frame or a ping).
+    heard: tokio::time::Instant,
 }
+
+/// How long a frame may take to go out: a relay that stops reading must
+/// not hold the connection's loop (and `/panic` behind it) for good.
+const SEND_WITHIN: Duration = Duration::from_secs(30);
 
 impl Session {
     /// Seals and sends one frame.
     pub async fn send(&mut self, ws: &mut Socket, body: &Body) -> Result<(), ClientError> {
         let frame = self.sealer.seal(body, now_ms());
-        ws.send(Message::Text(frame.into())).await?;
+        tokio::time::timeout(SEND_WITHIN, ws.send(Message::Text(frame.into())))
+            .await
+            .map_err(|_| ClientError::Timeout)??;
         Ok(())
     }
 
     /// The next frame from the relay (answering pings on the way).
     pub async fn recv(&mut self, ws: &mut Socket) -> Result<Body, ClientError> {
         loop {
-            match ws.next().await {
+            let next = ws.next().await;
+            if matches!(next, Some(Ok(_))) {
+                self.heard = tokio::time::Instant::now();
+            }
+            match next {
                 Some(Ok(Message::Text(text))) => {
                     return Ok(self.opener.open(text.as_bytes(), now_ms())?);
                 }
@@ -165,6 +177,18 @@ impl Session {
     /// The key this side seals with: for tests that play a hostile server.
     pub fn sealing_key(&self) -> &Key {
         &self.up
+    }
+
+    /// How long the relay may say nothing (not even a ping) before the
+    /// connection is taken for dead: three of its ping intervals, within
+    /// bounds whatever its welcome said.
+    pub fn idle_limit(&self) -> Duration {
+        Duration::from_secs(u64::from(self.ping_secs).saturating_mul(3).clamp(15, 300))
+    }
+
+    /// When the connection is taken for dead if nothing comes first.
+    pub fn idle_deadline(&self) -> tokio::time::Instant {
+        self.heard + self.idle_limit()
     }
 }
 
@@ -267,6 +291,7 @@ pub async fn handshake(ws: &mut Socket, endpoint: &Endpoint) -> Result<Session, 
         opener,
         ping_secs,
         up,
+        heard: tokio::time::Instant::now(),
     })
 }
 
@@ -456,7 +481,16 @@ pub async fn run_with(
         }
         if !resend_failed {
             loop {
+                let idle = session.idle_deadline();
                 tokio::select! {
+                    // A relay that hangs (or a link half-open) says nothing,
+                    // not even a ping: taken for dead, and dialed again.
+                    () = tokio::time::sleep_until(idle) => {
+                        if tokio::time::Instant::now() >= session.idle_deadline() {
+                            tracing::info!("the relay has said nothing for too long; dialing again");
+                            break;
+                        }
+                    }
                     frame = session.recv(&mut ws) => match frame {
                         Ok(Body::Deliver { id, delivery }) => {
                             if !seen.contains(&id) {

@@ -273,6 +273,12 @@ impl Model for OpenAi {
             "messages": openai_messages(messages),
             "stream": true,
             "stream_options": {"include_usage": true},
+            // A bound on each answer, as Anthropic's API demands one: the
+            // question's cap is looked at between rounds, so a round
+            // without one could spend whatever the provider allows
+            // (`max_tokens` is the field OpenAI's compatible servers —
+            // Ollama, vLLM, llama.cpp — all take).
+            "max_tokens": MAX_TOKENS,
         });
         if let Some(tools) = tools {
             body["tools"] = tools.clone();
@@ -358,7 +364,7 @@ pub struct Anthropic {
     pub roots: Option<Arc<rustls::RootCertStore>>,
 }
 
-/// The most tokens one Anthropic answer may take (the API needs a bound).
+/// The most tokens one answer may take, of either API.
 const MAX_TOKENS: u64 = 2048;
 
 /// The system prompt and `messages` in Anthropic's shape.

@@ -753,9 +753,13 @@ fn plain(c: char) -> char {
 /// `text` for matching: look-alikes plain, lower case, each run of
 /// spaces one space.
 fn folded(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
     let mut out = String::with_capacity(text.len());
     let mut space = false;
-    for c in text.chars().map(plain) {
+    // NFKC first: letterlike and compatibility forms (Roman numerals such
+    // as U+216C "Ⅼ", found by the attack round; ligatures, circled and
+    // superscript letters) become the letters they stand for.
+    for c in text.nfkc().map(plain) {
         if c.is_whitespace() {
             space = true;
             continue;

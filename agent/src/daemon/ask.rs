@@ -35,7 +35,7 @@ const USAGE: &str = "assistant-usage.json";
 
 const OFF: &str = "The assistant is off: its key was wiped when I stepped down to reads only. After `aromba resume`, put a key in secrets.toml and restart the Worker.";
 
-const PIN_KEPT: &str = "That looks like it holds a PIN, so I kept it from the assistant. It is still in the chat: delete it yourself. I read a PIN only right after you tap Approve on an action that asks for one.";
+const PIN_KEPT: &str = "I kept that message from the assistant: a word in it could be your PIN (one word with a digit, 6 characters or more). If it is your PIN, it is still in the chat: delete it yourself. I read a PIN only right after you tap Approve on an action that asks for one. If it was a question, ask it without that word (a version like 1.24 is fine).";
 
 const STILL_ANSWERING: &str =
     "I am still on your last question; ask again once its answer is here.";
@@ -55,25 +55,37 @@ struct Spent {
     /// The day counted (local `YYYY-MM-DD`).
     day: String,
     used: u64,
-    /// The person's budget; `None`: [`DEFAULT_DAILY_BUDGET`].
+    /// The person's budget; `None`: root's ceiling.
     budget: Option<u64>,
-    /// `/ai budget off`: no daily budget at all.
-    #[serde(default)]
+    /// `/ai budget off` of an earlier version: read as root's ceiling.
+    #[serde(default, skip_serializing)]
     no_budget: bool,
 }
 
-/// Tokens a day when the person set no budget: enough for dozens of
-/// questions, and a ceiling on what an injected instruction can burn.
+/// Tokens a day when root named no ceiling (`network.toml`'s `[assistant]
+/// daily_tokens`): enough for dozens of questions, and a bound on what an
+/// injected instruction, or a relay typing questions, can burn.
 pub const DEFAULT_DAILY_BUDGET: u64 = 200_000;
 /// Tokens one question may cost at most, whatever the budget (found by the
 /// review: an injected instruction made one question cost about 0.7 M).
 pub const MAX_PER_QUESTION: u64 = 60_000;
 
 impl Spent {
-    /// Today's budget; `None` when the person switched it off.
-    fn daily(&self) -> Option<u64> {
-        (!self.no_budget).then(|| self.budget.unwrap_or(DEFAULT_DAILY_BUDGET))
+    /// Today's budget: the person's, never past root's `ceiling` (the chat
+    /// may lower the day's tokens, not raise them: whoever holds the relay
+    /// types in it too).
+    fn daily(&self, ceiling: u64) -> u64 {
+        self.budget.unwrap_or(ceiling).min(ceiling)
     }
+}
+
+/// Root's ceiling on a day's tokens.
+fn ceiling(daemon: &Daemon) -> u64 {
+    daemon
+        .assistant
+        .as_ref()
+        .and_then(|a| a.settings.daily_tokens)
+        .unwrap_or(DEFAULT_DAILY_BUDGET)
 }
 
 fn today() -> String {
@@ -215,15 +227,27 @@ impl Host for Warden<'_> {
     }
 }
 
-/// Whether `text` looks like a PIN (4 to 12 digits of any script, perhaps
-/// split by spaces or punctuation, perhaps after "pin", "my pin is" or
-/// "code"): not sent to a third party's model, whatever the chat was
-/// waiting for.
+/// Whether `text` could hold the PIN: not sent to a third party's model,
+/// whatever the chat was waiting for. It could when any word of it, its
+/// surrounding punctuation and quotes trimmed, has the PIN's shape (one
+/// word of 6 to 64 characters with a digit: every PIN the Warden accepts)
+/// — "confirm Tr0ub4dor&3" is how a model would ask for it — unless the
+/// word is plainly a date, a time or an IPv4 address; or when it is 4 to
+/// 12 digits of any script, perhaps split by spaces or punctuation,
+/// perhaps after "pin", "my pin is" or "code". A question holding a
+/// version such as `nginx-1.24` is kept back too: the chat says so, and
+/// to ask it without that word.
 pub fn looks_like_pin(text: &str) -> bool {
-    // Whatever a PIN may be: one word with a digit (the Warden refuses any
-    // other as a new PIN), so a PIN the chat was talked into typing never
-    // leaves the server.
     if aromba_warden_proto::could_be_pin(text) {
+        return true;
+    }
+    if text.split_whitespace().any(|word| {
+        let word = word.trim_matches(|c: char| {
+            c.is_whitespace()
+                || "\"'`()[]{}<>,;:!?.*_~\u{a0}\u{2018}\u{2019}\u{201c}\u{201d}".contains(c)
+        });
+        aromba_warden_proto::could_be_pin(word) && !plainly_not_a_pin(word)
+    }) {
         return true;
     }
     const WORDS: [&str; 6] = ["my", "pin", "is", "code", "the", "here"];
@@ -252,6 +276,24 @@ pub fn looks_like_pin(text: &str) -> bool {
         }
     }
     (4..=12).contains(&digits)
+}
+
+/// A date (`2024-12-05`), a time (`03:00`, `03:00:00`) or an IPv4 address
+/// (`192.168.1.10`, with a port): words a question holds, which no one
+/// would choose for a PIN.
+fn plainly_not_a_pin(word: &str) -> bool {
+    let groups = |sep: char| -> Vec<&str> { word.split(sep).collect() };
+    let digits = |g: &str, n: std::ops::RangeInclusive<usize>| {
+        n.contains(&g.len()) && g.bytes().all(|b| b.is_ascii_digit())
+    };
+    let date = matches!(groups('-').as_slice(), [y, m, d] if digits(y, 4..=4) && digits(m, 2..=2) && digits(d, 2..=2));
+    let time = matches!(groups(':').as_slice(), [h, m] | [h, m, _] if digits(h, 1..=2) && digits(m, 2..=2))
+        && groups(':').iter().all(|g| digits(g, 1..=2));
+    let host = word.split(':').next().unwrap_or(word);
+    let port_ok = word.split_once(':').is_none_or(|(_, p)| digits(p, 1..=5));
+    let ipv4 = port_ok
+        && matches!(host.split('.').collect::<Vec<_>>().as_slice(), [a, b, c, d] if [a, b, c, d].iter().all(|g| digits(g, 1..=3)));
+    date || time || ipv4
 }
 
 /// Takes a message that is not a command: `None` when there is no
@@ -315,12 +357,11 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
         return;
     }
     let s = spent(daemon);
-    if let Some(budget) = s.daily()
-        && s.used >= budget
-    {
+    let budget = s.daily(ceiling(daemon));
+    if s.used >= budget {
         daemon
             .say(
-                format!("Today's AI budget ({budget} tokens) is spent. /ai budget N sets another."),
+                format!("Today's AI budget ({budget} tokens) is spent. It starts again tomorrow."),
                 vec![],
             )
             .await;
@@ -329,11 +370,7 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
     let prod = status.prod_mode.starts_with("on");
     let limits = Limits {
         prod_mode: prod,
-        tokens_left: Some(
-            s.daily()
-                .map_or(MAX_PER_QUESTION, |b| b.saturating_sub(s.used))
-                .min(MAX_PER_QUESTION),
-        ),
+        tokens_left: Some(budget.saturating_sub(s.used).min(MAX_PER_QUESTION)),
     };
     let model = assistant.model();
     // One message, edited as the answer comes: the tools looked at, then
@@ -476,44 +513,49 @@ async fn offer(daemon: &Daemon, name: &str, why: &str) {
 /// `/ai`, `/ai budget N`, `/ai budget off`.
 pub fn budget(daemon: &Daemon, args: &[String]) -> String {
     let mut s = spent(daemon);
+    let ceiling = ceiling(daemon);
     match args
         .iter()
         .map(String::as_str)
         .collect::<Vec<_>>()
         .as_slice()
     {
-        [] => match (s.daily(), s.budget) {
-            (Some(b), Some(_)) => format!("Today: {} of {b} tokens.", s.used),
-            (Some(b), None) => format!(
-                "Today: {} of {b} tokens (the default budget; /ai budget N sets another).",
+        [] => match s.budget.filter(|b| *b < ceiling) {
+            Some(b) => format!(
+                "Today: {} of {b} tokens (root's ceiling is {ceiling}).",
                 s.used
             ),
-            (None, _) => format!(
-                "Today: {} tokens (no daily budget; /ai budget N sets one). One question costs at most {MAX_PER_QUESTION}.",
+            None => format!(
+                "Today: {} of {ceiling} tokens (root's ceiling, `daily_tokens` in network.toml; /ai budget N sets a lower one).",
                 s.used
             ),
         },
         ["budget", "off"] => {
             s.budget = None;
-            s.no_budget = true;
+            s.no_budget = false;
             keep(daemon, &s);
             format!(
-                "No daily budget now. One question still costs at most {MAX_PER_QUESTION} tokens."
+                "The daily budget is root's ceiling now: {ceiling} tokens (`daily_tokens` in network.toml sets another). One question costs at most {MAX_PER_QUESTION}."
             )
         }
         ["budget", n] => match n.parse::<u64>() {
-            Ok(n) if n > 0 && n <= 100_000_000 => {
+            Ok(n) if n > 0 && n <= ceiling => {
                 s.budget = Some(n);
                 s.no_budget = false;
                 keep(daemon, &s);
                 format!("The daily budget is {n} tokens (today so far: {}).", s.used)
             }
-            _ => "The budget is a number of tokens, 1 to 100000000: /ai budget 50000".into(),
+            Ok(n) if n > ceiling => {
+                s.budget = None;
+                keep(daemon, &s);
+                format!(
+                    "The daily budget is {ceiling} tokens, root's ceiling: the chat may set a lower one, not a higher one (root sets `daily_tokens` under [assistant] in network.toml)."
+                )
+            }
+            _ => format!("The budget is a number of tokens, 1 to {ceiling}: /ai budget 50000"),
         },
-        _ => {
-            "/ai shows today's tokens; /ai budget N sets a daily budget; /ai budget off removes it."
-                .into()
-        }
+        _ => "/ai shows today's tokens; /ai budget N sets a lower daily budget; /ai budget off goes back to root's ceiling."
+            .into(),
     }
 }
 
@@ -604,6 +646,32 @@ mod tests {
             "why is 8080 open",
         ] {
             assert!(!looks_like_pin(not), "{not}");
+        }
+    }
+
+    /// Found by the attack round: a PIN with one other word beside it
+    /// ("confirm Tr0ub4dor&3", how a model would ask for it) went to the
+    /// model; any word of the PIN's shape keeps a message back.
+    #[test]
+    fn a_pin_beside_other_words_is_kept_from_the_model() {
+        for text in [
+            "confirm Tr0ub4dor&3",
+            "Tr0ub4dor&3 thanks",
+            "my PIN: Tr0ub4dor&3 ok?",
+            "here you go: \"Tr0ub4dor&3\".",
+            "sure, it's `Tr0ub4dor&3`",
+            "is nginx-1.24 vulnerable?",
+        ] {
+            assert!(looks_like_pin(text), "{text}");
+        }
+        for text in [
+            "what happened on 2024-12-05?",
+            "why did it restart at 03:00:00?",
+            "who is 192.168.1.10:8080?",
+            "is sda1 full?",
+            "why is the disk 90% full?",
+        ] {
+            assert!(!looks_like_pin(text), "{text}");
         }
     }
 

@@ -102,16 +102,11 @@ pub async fn ladder(
 pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Incoming>>>) {
     let mut deliveries = deliveries.lock().await;
     while let Some(incoming) = deliveries.recv().await {
-        // Every delivery that is answered takes a turn; past the pace it
-        // is dropped, and the chat told so once (a relay delivering
-        // without end must not make the Worker answer without end).
-        if matches!(
-            &incoming,
-            Incoming::Delivery {
-                delivery: Delivery::Message { .. } | Delivery::Tap { .. },
-                ..
-            }
-        ) {
+        // Every delivery takes a turn, whatever it is (a secret, a
+        // `paired`, a kind added later); past the pace it is dropped, and
+        // the chat told so once: a relay delivering without end must not
+        // make the Worker answer without end.
+        if matches!(&incoming, Incoming::Delivery { .. }) {
             match daemon.take_reply() {
                 super::replies::Turn::Answer => {}
                 super::replies::Turn::FirstSkipped => {

@@ -110,7 +110,37 @@ pub struct Anchor {
 
 /// The relay's anchor, at each connection: the Warden checks the journal
 /// still extends it (a cut or a rewrite is a signal there, and said here).
+///
+/// At most one check a minute, none for the anchor checked last, and each
+/// from the read budget: a relay sending its anchor without end (found by
+/// the attack round: 2,000 true anchors, each a Warden request, moved the
+/// ladder to Slow) gets no more of the Warden than a chat does.
 pub async fn check_anchor(daemon: &Daemon, seq: u64, hash: String) {
+    {
+        let now = tokio::time::Instant::now();
+        let mut last = daemon
+            .anchor_checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let repeat = last.as_ref().is_some_and(|(s, h, at)| {
+            (*s == seq && *h == hash) || now.duration_since(*at) < ANCHOR_CHECKS_EVERY
+        });
+        if repeat {
+            tracing::debug!(
+                seq,
+                "an anchor checked already or a minute ago: not asked again"
+            );
+            return;
+        }
+        if !daemon.take_read() {
+            tracing::info!(
+                seq,
+                "the read budget is spent: the anchor is not checked now"
+            );
+            return;
+        }
+        *last = Some((seq, hash.clone(), now));
+    }
     let answer =
         warden_client::ask(&daemon.worker_socket(), &Request::CheckAnchor { seq, hash }).await;
     let (ok, report) = match answer {
@@ -132,6 +162,9 @@ pub async fn check_anchor(daemon: &Daemon, seq: u64, hash: String) {
             .await;
     }
 }
+
+/// Anchors checked at most this often.
+const ANCHOR_CHECKS_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Sends the journal's head to the relay; never one below the relay's
 /// anchor (which the relay refuses, and which the check above reports).

@@ -66,6 +66,8 @@ pub struct Daemon {
     pub pending_pin: std::sync::Mutex<Option<chat::PendingPin>>,
     /// The journal head the relay holds, and what the Warden made of it.
     pub anchor: std::sync::Mutex<Option<events::Anchor>>,
+    /// The anchor last asked about, and when ([`events::check_anchor`]).
+    pub anchor_checked: std::sync::Mutex<Option<(u64, String, tokio::time::Instant)>>,
     /// Where the daily update check looks; `None` when `network.toml`
     /// names no release folder.
     pub updates: Option<update::UpdateSource>,
@@ -372,6 +374,7 @@ async fn serve(
         pin_actions: Default::default(),
         pending_pin: Default::default(),
         anchor: Default::default(),
+        anchor_checked: Default::default(),
         updates,
         assistant,
         replies: Default::default(),

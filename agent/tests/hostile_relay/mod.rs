@@ -3,7 +3,9 @@
 //! and `aromba run` from the relay's side. It answers `POST /v1/servers`
 //! with 201, seals and opens frames as the relay does, keeps every frame it
 //! opened (with the connection it came on), and can be told to deliver
-//! more, to withhold its acknowledgements, or to drop its connections.
+//! more, to send any frame it seals (an `anchor`), to withhold its
+//! acknowledgements, to drop its connections, or to hang after a welcome.
+//! It pings every [`PING_SECS`], as the relay does.
 //!
 //! ```ignore
 //! mod hostile_relay;
@@ -31,6 +33,9 @@ pub const HONEST_KEY: &str = "RWQBAQEBAQEBAQABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGh
 /// Another one: the attacker's.
 pub const HOSTILE_KEY: &str = "RWQHBwcHBwcHBwABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhscHR4f";
 
+/// Seconds between the played relay's pings (its welcome says so).
+pub const PING_SECS: u32 = 5;
+
 /// What the played relay answers.
 #[derive(Clone, Default)]
 pub struct Script {
@@ -55,9 +60,14 @@ pub struct PlayedRelay {
     seen: Arc<Mutex<Vec<(usize, Body)>>>,
     /// More deliveries, to the connection that is up.
     more: broadcast::Sender<Delivery>,
+    /// Any frame, sealed, to the connection that is up.
+    raw: broadcast::Sender<Body>,
     /// Drops every connection that is up.
     cut: broadcast::Sender<()>,
     connections: Arc<std::sync::atomic::AtomicUsize>,
+    /// The next connection is welcomed, then never read from nor written
+    /// to again (a relay hung, or a link gone half-open).
+    mute: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl PlayedRelay {
@@ -69,15 +79,19 @@ impl PlayedRelay {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(script));
         let (more, _) = broadcast::channel(65_536);
+        let (raw, _) = broadcast::channel(65_536);
         let (cut, _) = broadcast::channel(4);
         let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mute = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let relay = PlayedRelay {
             addr,
             script: script.clone(),
             seen: seen.clone(),
             more: more.clone(),
+            raw: raw.clone(),
             cut: cut.clone(),
             connections: connections.clone(),
+            mute: mute.clone(),
         };
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
@@ -85,8 +99,10 @@ impl PlayedRelay {
                 let line = Line {
                     seen: seen.clone(),
                     more: more.subscribe(),
+                    raw: raw.subscribe(),
                     cut: cut.subscribe(),
                     connections: connections.clone(),
+                    mute: mute.clone(),
                 };
                 tokio::spawn(serve(stream, script, line));
             }
@@ -131,6 +147,16 @@ impl PlayedRelay {
         let _ = self.cut.send(());
     }
 
+    /// Seals and sends `body` on the connection that is up.
+    pub fn send_frame(&self, body: Body) {
+        let _ = self.raw.send(body);
+    }
+
+    /// The next connection hangs after its welcome.
+    pub fn mute_next(&self) {
+        self.mute.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Waits (up to a minute) until a frame `want` takes arrived.
     pub async fn wait_for(&self, what: &str, want: impl Fn(&Body) -> bool) -> Body {
         for _ in 0..600 {
@@ -161,8 +187,10 @@ impl PlayedRelay {
 struct Line {
     seen: Arc<Mutex<Vec<(usize, Body)>>>,
     more: broadcast::Receiver<Delivery>,
+    raw: broadcast::Receiver<Body>,
     cut: broadcast::Receiver<()>,
     connections: Arc<std::sync::atomic::AtomicUsize>,
+    mute: Arc<std::sync::atomic::AtomicBool>,
 }
 
 async fn serve(mut stream: tokio::net::TcpStream, script: Script, mut line: Line) {
@@ -229,7 +257,12 @@ async fn serve(mut stream: tokio::net::TcpStream, script: Script, mut line: Line
     let accept = Accept {
         v: PROTOCOL_VERSION,
         nonce,
-        welcome: sealer.seal(&Body::Welcome { ping_secs: 30 }, now_ms()),
+        welcome: sealer.seal(
+            &Body::Welcome {
+                ping_secs: PING_SECS,
+            },
+            now_ms(),
+        ),
     };
     let Ok(accept) = serde_json::to_string(&accept) else {
         return;
@@ -237,13 +270,26 @@ async fn serve(mut stream: tokio::net::TcpStream, script: Script, mut line: Line
     if tx.send(Message::Text(accept.into())).await.is_err() {
         return;
     }
+    if line.mute.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        // Hung: the socket stays open, nothing more is read or sent.
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        drop((tx, rx));
+        return;
+    }
     // Frames to send go through one task, so deliveries pushed later and
-    // answers interleave without blocking the reading side.
+    // answers interleave without blocking the reading side; it pings too.
     let (out, mut outgoing) = mpsc::unbounded_channel::<Body>();
     let writer = tokio::spawn(async move {
-        while let Some(body) = outgoing.recv().await {
-            let frame = sealer.seal(&body, now_ms());
-            if tx.send(Message::Text(frame.into())).await.is_err() {
+        let mut ping = tokio::time::interval(Duration::from_secs(u64::from(PING_SECS)));
+        loop {
+            let message = tokio::select! {
+                body = outgoing.recv() => match body {
+                    Some(body) => Message::Text(sealer.seal(&body, now_ms()).into()),
+                    None => return,
+                },
+                _ = ping.tick() => Message::Ping(Vec::new().into()),
+            };
+            if tx.send(message).await.is_err() {
                 return;
             }
         }
@@ -259,6 +305,10 @@ async fn serve(mut stream: tokio::net::TcpStream, script: Script, mut line: Line
     loop {
         tokio::select! {
             _ = line.cut.recv() => break,
+            raw = line.raw.recv() => {
+                let Ok(body) = raw else { continue };
+                let _ = out.send(body);
+            }
             more = line.more.recv() => {
                 let Ok(delivery) = more else { continue };
                 let _ = out.send(Body::Deliver { id: next_id, delivery });
