@@ -14,18 +14,18 @@
 //!
 //! A connection to this machine's loopback is spoken on only once the
 //! socket at its other end is known to be served by the uid `network.toml`
-//! names as the host's `owner` ([`socket_owner`]): any local user may bind
+//! names as the host's `owner` (`aromba_warden_proto::socket_owner`, asked
+//! of the Warden by the daemon, whose user namespace hides other uids,
+//! read here by `aromba pair`): any local user may bind
 //! a free port there, and would get the key, the question and the reads
 //! sent to a plain-HTTP model endpoint. With no owner named, only a host
 //! `network.toml` reaches over TLS alone (https, wss) is spoken to there:
 //! its certificate is checked above this. (The dialer is not told whether
 //! TLS follows; the URLs root wrote in `network.toml` say it.)
 
-pub mod socket_owner;
-
 use crate::config::{NetworkConfig, passwd_name};
 use aromba_proto::client::{Connecting, Dialer};
-use socket_owner::Unclear;
+use aromba_warden_proto::socket_owner::{self, Unclear};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -45,6 +45,11 @@ pub struct Gate {
     paused_by: Option<PathBuf>,
     /// Where the system's resolvers are listed.
     resolv_conf: PathBuf,
+    /// The Warden's Worker socket, when the Warden says who serves a
+    /// socket on this machine (the daemon: its unit's user namespace shows
+    /// every other uid as `nobody`); `None`: the kernel's tables are read
+    /// here (`aromba pair`, as root).
+    warden: Option<PathBuf>,
 }
 
 /// The system's resolvers.
@@ -149,7 +154,15 @@ impl Gate {
             network,
             paused_by: None,
             resolv_conf: PathBuf::from(RESOLV_CONF),
+            warden: None,
         }
+    }
+
+    /// Asks the Warden on `worker_socket` who serves a socket on this
+    /// machine.
+    pub fn asking_the_warden(mut self, worker_socket: PathBuf) -> Gate {
+        self.warden = Some(worker_socket);
+        self
     }
 
     /// Why DNS may not be asked now: a resolver of the system's that
@@ -246,6 +259,37 @@ impl Gate {
         Err(last.unwrap_or_else(|| io::Error::other("no address to dial")))
     }
 
+    /// Who the Warden says serves `peer` for our connection from `ours`.
+    async fn ask_warden(
+        &self,
+        socket: &std::path::Path,
+        ours: SocketAddr,
+        peer: SocketAddr,
+    ) -> io::Result<Result<u32, Unclear>> {
+        use aromba_warden_proto::{Request, Response};
+        let request = Request::SocketOwner {
+            local: ours.to_string(),
+            peer: peer.to_string(),
+        };
+        match crate::warden_client::ask(socket, &request).await {
+            Ok(Response::Served { uid }) => u32::try_from(uid)
+                .map(Ok)
+                .map_err(|_| refused(format!("the Warden named uid {uid} for {peer}"))),
+            Ok(Response::Refused { reason, .. }) if reason.starts_with("no socket") => {
+                Ok(Err(Unclear::Nobody))
+            }
+            Ok(Response::Refused { reason, .. }) => Err(refused(format!(
+                "the Warden could not say who serves {peer} ({reason}); nothing was sent there"
+            ))),
+            Ok(_) => Err(refused(format!(
+                "the Warden gave no owner for {peer}; nothing was sent there"
+            ))),
+            Err(e) => Err(refused(format!(
+                "the Warden could not be asked who serves {peer} ({e}); nothing was sent there"
+            ))),
+        }
+    }
+
     /// Whether `stream`, just connected to `host:port`, may be spoken on:
     /// yes when its other end is another machine; on this one, when the
     /// socket there is the named owner's, or, no owner named, when only
@@ -270,11 +314,18 @@ impl Gate {
             ))
         })?;
         let ours = stream.local_addr()?;
-        let rows = tokio::task::spawn_blocking(move || socket_owner::rows_on_port(peer.port()))
-            .await
-            .map_err(io::Error::other)??;
         let named = who(&passwd, expected);
-        match socket_owner::serving_uid(&rows, ours, peer) {
+        let served = match &self.warden {
+            Some(socket) => self.ask_warden(socket, ours, peer).await?,
+            None => {
+                let rows =
+                    tokio::task::spawn_blocking(move || socket_owner::rows_on_port(peer.port()))
+                        .await
+                        .map_err(io::Error::other)??;
+                socket_owner::serving_uid(&rows, ours, peer)
+            }
+        };
+        match served {
             Ok(uid) if uid == expected => Ok(()),
             Ok(uid) => Err(refused(format!(
                 "{peer} is served by {}, not by {named}, whom network.toml names as its owner: another local user may have taken the port, so nothing was sent there",

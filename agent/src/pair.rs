@@ -10,13 +10,14 @@
 use crate::config::{
     BaseUrl, HostEntry, NetworkConfig, Owner, RelayConfig, RelayUrl, my_uid, passwd_name,
 };
-use crate::net::{Gate, socket_owner, who};
+use crate::net::{Gate, who};
 use crate::paths::Paths;
 use crate::register::{Registered, register};
 use crate::warden_client;
 use aromba_proto::client::{Endpoint, dial, handshake};
 use aromba_proto::frame::{Body, Delivery};
 use aromba_proto::token::ServerToken;
+use aromba_warden_proto::socket_owner;
 use aromba_warden_proto::{Request, Response};
 use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::PermissionsExt;

@@ -312,7 +312,7 @@ pub fn run(paths: Paths) -> Result<(), DaemonError> {
     let updates = match &network.releases {
         Some(url) if network.host(&url.origin.host, url.origin.port).is_some() => {
             Some(update::UpdateSource {
-                gate: Gate::new(network.clone()),
+                gate: Gate::new(network.clone()).asking_the_warden(paths.worker_socket()),
                 url: url.clone(),
                 roots: None,
             })
@@ -335,7 +335,7 @@ pub fn run(paths: Paths) -> Result<(), DaemonError> {
             let key = crate::assistant::load_key(&paths.config_dir.join("secrets.toml"))?;
             Some(Arc::new(crate::assistant::Assistant::new(
                 a.clone(),
-                Gate::new(network.clone()),
+                Gate::new(network.clone()).asking_the_warden(paths.worker_socket()),
                 key,
             )))
         }
@@ -348,7 +348,11 @@ pub fn run(paths: Paths) -> Result<(), DaemonError> {
         }
         None => None,
     };
-    endpoint.dialer = Arc::new(Gate::new(network).paused_by(paths.pairing_marker()));
+    endpoint.dialer = Arc::new(
+        Gate::new(network)
+            .paused_by(paths.pairing_marker())
+            .asking_the_warden(paths.worker_socket()),
+    );
     // One thread: the Worker mostly waits, and stays small.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -22,6 +22,7 @@ mod frame;
 mod hex;
 mod message;
 mod pin_shape;
+pub mod socket_owner;
 
 pub use frame::{FrameError, MAX_REQUEST, MAX_RESPONSE, read_frame, write_frame};
 pub use hex::{decode_hex, encode_hex};

@@ -42,6 +42,11 @@ pub enum Request {
     /// Worker socket: the journal head the relay holds; the Warden checks
     /// its journal still extends it (a journal cut below it is a signal).
     CheckAnchor { seq: u64, hash: String },
+    /// Worker socket: which uid serves the socket at the other end of the
+    /// Worker's TCP connection from `local` to `peer` on this machine (the
+    /// Worker's own view of the kernel's tables hides other uids under its
+    /// unit's user namespace).
+    SocketOwner { local: String, peer: String },
     /// Worker socket: the health reads, a fixed set the Warden chooses, in
     /// one request (one command toward too-many-commands).
     Health,
@@ -217,6 +222,10 @@ pub enum Response {
     Verified {
         ok: bool,
         report: String,
+    },
+    /// The uid that serves a socket on this machine (`socket_owner`).
+    Served {
+        uid: u64,
     },
     /// Where the ladder is after a panic or resume.
     Ladder {
@@ -499,6 +508,13 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
         Request::Resume => object("resume", vec![]),
         Request::Events { after } => object("events", vec![("after", Value::from(*after))]),
         Request::Health => object("health", vec![]),
+        Request::SocketOwner { local, peer } => object(
+            "socket_owner",
+            vec![
+                ("local", Value::from(local.as_str())),
+                ("peer", Value::from(peer.as_str())),
+            ],
+        ),
         Request::CheckAnchor { seq, hash } => object(
             "check_anchor",
             vec![
@@ -631,6 +647,10 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
             after: f.u64("after")?,
         },
         "health" => Request::Health,
+        "socket_owner" => Request::SocketOwner {
+            local: f.string("local")?,
+            peer: f.string("peer")?,
+        },
         "check_anchor" => Request::CheckAnchor {
             seq: f.u64("seq")?,
             hash: f.string("hash")?,
@@ -731,6 +751,7 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                 ("install_day", Value::from(st.install_day)),
             ],
         ),
+        Response::Served { uid } => object("served", vec![("uid", Value::from(*uid))]),
         Response::Verified { ok, report } => object(
             "verified",
             vec![
@@ -1045,6 +1066,7 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
                     .collect::<Result<_, _>>()?,
             }
         }
+        "served" => Response::Served { uid: f.u64("uid")? },
         "verified" => Response::Verified {
             ok: f.bool("ok")?,
             report: f.string("report")?,

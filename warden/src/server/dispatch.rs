@@ -24,6 +24,9 @@ pub(super) fn serve(
         (Socket::Worker, Request::Read { cmd, args }) => read(shared, peer, cmd, args),
         (Socket::Worker, Request::Health) => super::health::health(shared, peer),
         (Socket::Worker, Request::CheckAnchor { seq, hash }) => check_anchor(shared, seq, &hash),
+        // Answered from the kernel's socket tables, as `ss` shows them to
+        // anyone: nothing runs, nothing changes, nothing is journaled.
+        (Socket::Worker, Request::SocketOwner { local, peer }) => socket_owner(&local, &peer),
         (Socket::Worker, Request::Note { text }) => {
             let mut m = peer_fields(peer, socket);
             m.insert("text".into(), Value::from(text));
@@ -319,6 +322,49 @@ pub(super) fn status(shared: &Shared) -> Response {
 /// anchored line with that hash. Ending below it, or holding another line
 /// there, is a cut or a rewrite: an integrity signal. A line rotated away
 /// cannot be checked and is said so.
+/// Which uid serves `peer`, a socket on this machine, for the Worker's
+/// connection from `local`: the other end of that connection in the
+/// kernel's tables, else the one listener there. Only for addresses of
+/// this machine (loopback or unspecified): the question means nothing
+/// for another one.
+fn socket_owner(local: &str, peer: &str) -> Response {
+    use aromba_warden_proto::socket_owner::{Unclear, rows_on_port, serving_uid};
+    let refuse = |reason: String| Response::Refused {
+        reason,
+        journal_seq: None,
+    };
+    let (Ok(local), Ok(peer)) = (
+        local.parse::<std::net::SocketAddr>(),
+        peer.parse::<std::net::SocketAddr>(),
+    ) else {
+        return refuse("socket_owner takes two socket addresses (IP:port)".into());
+    };
+    let here = |a: std::net::SocketAddr| {
+        let ip = a.ip().to_canonical();
+        ip.is_loopback() || ip.is_unspecified()
+    };
+    if !here(peer) || !here(local) {
+        return refuse(format!("{peer} is not an address of this machine"));
+    }
+    let rows = match rows_on_port(peer.port()) {
+        Ok(rows) => rows,
+        Err(e) => return refuse(format!("the kernel's socket tables cannot be read: {e}")),
+    };
+    match serving_uid(&rows, local, peer) {
+        Ok(uid) => Response::Served {
+            uid: u64::from(uid),
+        },
+        Err(Unclear::Nobody) => refuse(format!("no socket on this machine serves {peer}")),
+        Err(Unclear::Several(uids)) => refuse(format!(
+            "{peer} is listened on by several uids: {}",
+            uids.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
 fn check_anchor(shared: &Shared, seq: u64, hash: &str) -> Response {
     // The shape the chain writes and the relay holds: lower-case hex. Any
     // other is no anchor at all, not a rewrite.

@@ -1,7 +1,11 @@
 //! Who serves a TCP port on this machine. Any local user may bind a free
-//! loopback port, so before the Worker speaks plain HTTP to one, the
-//! network gate asks the kernel's tables (`/proc/net/tcp`, `tcp6`) which
-//! uid holds the socket at the other end. Each line gives a socket's local
+//! loopback port, so before the Worker speaks plain HTTP to one, its
+//! network gate learns from the kernel's tables (`/proc/net/tcp`, `tcp6`)
+//! which uid holds the socket at the other end: through the Warden's
+//! `socket_owner` (the Worker's unit runs it in a user namespace, where
+//! every uid but root's and its own reads as `nobody`, and hides
+//! `/proc/net`), or read directly by `aromba pair`, which runs as root.
+//! Shared here so that neither links the other's code. Each line gives a socket's local
 //! and remote address, its state and its owner's uid; an accepted socket
 //! (and one still waiting to be accepted) carries its listener's uid.
 //!
@@ -375,7 +379,8 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let rows = rows_on_port(addr.port()).unwrap();
-        let uid = crate::config::my_uid().unwrap();
+        // `/proc/self` belongs to this process's uid.
+        let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
         assert_eq!(listening_uids(&rows, addr), vec![uid], "{rows:?}");
     }
 }
