@@ -351,7 +351,7 @@ async fn tokens_of_a_question_whose_last_round_fails_are_not_counted(db: PgPool)
     let status = p.ask("/ai", |t| t.starts_with("Today:")).await;
     assert_eq!(model.asked().len(), 4, "both questions reached the model");
     assert_eq!(
-        status.text, "Today: 10200 of 20000 tokens.",
+        status.text, "Today: 10200 of 20000 tokens (root's ceiling is 200000).",
         "10,200 tokens were spent"
     );
 }

@@ -126,7 +126,12 @@ enum Pace {
 
 fn pace_of(request: &Request) -> Pace {
     match request {
-        Request::Ping | Request::Events { .. } | Request::Panic => Pace::Always,
+        // `socket_owner` too: the Worker asks it before each connection to
+        // a loopback relay or model, and the chat must stay reachable at
+        // every step (counted all the same; it reads a bounded table).
+        Request::Ping | Request::Events { .. } | Request::Panic | Request::SocketOwner { .. } => {
+            Pace::Always
+        }
         Request::Read { .. }
         | Request::Health
         | Request::RunDue { .. }
