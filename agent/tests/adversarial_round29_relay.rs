@@ -129,8 +129,9 @@ async fn a_relay_flooding_paired_deliveries_gets_paced_answers() {
 /// the Worker itself sent it, so true — makes the Worker ask the Warden
 /// for each (`check_anchor`), outside the read budget; the Warden counts
 /// every request toward its flood threshold and moves the ladder for the
-/// Worker. (A wrong anchor moves it to Cut at once, by design: the relay
-/// may always pull the ladder up, as `/panic` does.)
+/// Worker. (A wrong anchor signed with the pinned relay key moves it to
+/// Cut at once, by design: the relay may always pull the ladder up, as
+/// `/panic` does; an unsigned one, as these are, is no evidence.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_repeating_a_true_anchor_does_not_move_the_ladder() {
     let _one = hostile_relay::alone().await;
@@ -158,6 +159,7 @@ async fn a_relay_repeating_a_true_anchor_does_not_move_the_ladder() {
             relay.send_frame(Body::Anchor {
                 seq,
                 hash: hash.clone(),
+                signature: None,
             });
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

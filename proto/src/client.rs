@@ -400,7 +400,11 @@ pub enum Incoming {
     /// The answer to a pairing request when the server is paired already.
     AlreadyPaired,
     /// The journal head the relay holds for this server.
-    Anchor { seq: u64, hash: String },
+    Anchor {
+        seq: u64,
+        hash: String,
+        signature: Option<String>,
+    },
 }
 
 /// Whether the handler kept a delivery: only a kept one is acknowledged
@@ -518,8 +522,16 @@ pub async fn run_with(
                         Ok(Body::AlreadyPaired {}) => {
                             handle(Incoming::AlreadyPaired);
                         }
-                        Ok(Body::Anchor { seq, hash }) => {
-                            handle(Incoming::Anchor { seq, hash });
+                        Ok(Body::Anchor {
+                            seq,
+                            hash,
+                            signature,
+                        }) => {
+                            handle(Incoming::Anchor {
+                                seq,
+                                hash,
+                                signature,
+                            });
                         }
                         Ok(Body::Restarting { after_ms, jitter_ms }) => {
                             restart = Some(backoff.announced_restart(after_ms, jitter_ms));

@@ -242,8 +242,15 @@ pub enum Body {
     /// Server → relay: the head of the Warden's journal (never its entries).
     JournalHead { seq: u64, hash: String },
     /// Relay → server, after the welcome: the last head the relay holds,
-    /// which the server's journal must still extend.
-    Anchor { seq: u64, hash: String },
+    /// which the server's journal must still extend, signed with the
+    /// relay's approval key (`docs/approvals.md`, "The anchor"): the Warden
+    /// takes only a signed anchor as evidence.
+    Anchor {
+        seq: u64,
+        hash: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
     /// Relay → server: a planned shutdown; come back after this long.
     Restarting { after_ms: u64, jitter_ms: u64 },
     /// Relay → server: a frame was refused; the connection closes.

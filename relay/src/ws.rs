@@ -330,7 +330,26 @@ async fn session(
         && let (Some(seq), Some(hash)) = (row.journal_seq, row.journal_hash)
         && let Ok(seq) = u64::try_from(seq)
     {
-        let frame = sealer.seal(&Body::Anchor { seq, hash }, now_ms());
+        // Signed, so that the Warden can tell the relay's anchor from a
+        // line number its Worker made up.
+        let signature = app
+            .telegram
+            .as_ref()
+            .and_then(|t| match t.key.sign_anchor(server, seq, &hash) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::warn!(server = %server, error = %e, "the anchor could not be signed");
+                    None
+                }
+            });
+        let frame = sealer.seal(
+            &Body::Anchor {
+                seq,
+                hash,
+                signature,
+            },
+            now_ms(),
+        );
         if send(&mut socket, Message::Text(frame.into()))
             .await
             .is_err()

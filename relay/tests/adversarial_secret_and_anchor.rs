@@ -515,7 +515,7 @@ async fn held(db: &PgPool, server: &Server, seq: i64) {
 async fn anchor_after_welcome(relay: &TestRelay, server: &Server) -> Option<(u64, String)> {
     let (mut ws, mut session) = connect(relay, server).await;
     match tokio::time::timeout(Duration::from_secs(2), session.recv(&mut ws)).await {
-        Ok(Ok(Body::Anchor { seq, hash })) => Some((seq, hash)),
+        Ok(Ok(Body::Anchor { seq, hash, .. })) => Some((seq, hash)),
         Ok(other) => panic!("not an anchor: {other:?}"),
         Err(_) => None,
     }
@@ -555,6 +555,49 @@ async fn each_server_gets_back_its_own_anchor_and_no_other(db: PgPool) {
     );
     assert_eq!(anchor_after_welcome(&relay, &c).await, None);
     relay.stop().await;
+}
+
+/// A Worker could make up a line number and have its Warden go to Cut for
+/// a rewrite that never happened; the Warden takes only an anchor signed
+/// with the relay's approval key (which it pinned at pairing) as evidence.
+#[sqlx::test(migrations = false)]
+async fn the_anchor_is_signed_with_the_approval_key_over_this_server_and_line(db: PgPool) {
+    let bot = start_bot(db.clone(), false).await;
+    let (server, mut ws, mut session, key) = paired(&bot, CHAT_A).await;
+    let hash = "a".repeat(64);
+    session.send(&mut ws, &head(7, &hash)).await.expect("send");
+    held(&db, &server, 7).await;
+    drop(ws);
+    let (mut ws, mut session) = connect(&bot.relay, &server).await;
+    let signature = loop {
+        match tokio::time::timeout(Duration::from_secs(5), session.recv(&mut ws)).await {
+            Ok(Ok(Body::Anchor {
+                seq: 7,
+                hash: h,
+                signature,
+            })) if h == hash => break signature.expect("the anchor is signed"),
+            Ok(Ok(Body::Deliver { .. })) => continue,
+            other => panic!("no anchor: {other:?}"),
+        }
+    };
+    let key = minisign_verify::PublicKey::from_base64(&key).expect("the relay's key");
+    let signature = minisign_verify::Signature::decode(&signature).expect("a minisign signature");
+    let signed = |server: &str, seq: u64| {
+        format!("aromba-anchor-v1\nserver={server}\nseq={seq}\nhash={hash}\n").into_bytes()
+    };
+    let mine = server.id.simple().to_string();
+    key.verify(&signed(&mine, 7), &signature, false)
+        .expect("the signature covers this server's anchor");
+    assert!(
+        key.verify(&signed(&mine, 8), &signature, false).is_err(),
+        "the signature holds for another line"
+    );
+    assert!(
+        key.verify(&signed(&"0".repeat(32), 7), &signature, false)
+            .is_err(),
+        "the signature holds for another server"
+    );
+    bot.relay.stop().await;
 }
 
 #[sqlx::test(migrations = false)]
@@ -604,6 +647,7 @@ async fn a_server_cannot_send_an_anchor_or_a_secret_to_the_relay(db: PgPool) {
     let anchor = Body::Anchor {
         seq: 1,
         hash: "a".repeat(64),
+        signature: None,
     };
     assert_eq!(first_frame_raw(&relay, &a, &anchor).await, 1008);
     let secret = Body::Deliver {

@@ -475,6 +475,40 @@ pub struct Verified {
     pub text_sha256: String,
 }
 
+/// The bytes the relay signs for the journal anchor it holds of this
+/// server (`docs/approvals.md`, "The anchor").
+pub fn anchor_message(server_id: &str, seq: u64, hash: &str) -> Vec<u8> {
+    format!("aromba-anchor-v1\nserver={server_id}\nseq={seq}\nhash={hash}\n").into_bytes()
+}
+
+/// The most a signature's text may be (minisign's are about 300 bytes).
+pub const MAX_SIGNATURE: usize = 1024;
+
+/// Whether `signature` is the pinned relay key's over the anchor
+/// `(seq, hash)` of this server; why not, in words.
+pub fn verify_anchor(
+    layout: &Layout,
+    seq: u64,
+    hash: &str,
+    signature: Option<&str>,
+) -> Result<(), String> {
+    let Some(signature) = signature else {
+        return Err("the anchor is not signed by the relay".into());
+    };
+    if signature.len() > MAX_SIGNATURE {
+        return Err("the anchor's signature is longer than any the relay makes".into());
+    }
+    let key_text = std::fs::read_to_string(relay_key_file(layout))
+        .map_err(|_| "no relay key is pinned (this server is not paired)".to_string())?;
+    let key = PublicKey::from_base64(key_text.trim())
+        .map_err(|e| format!("the pinned relay key is unreadable: {e}"))?;
+    let server = server_id(layout).map_err(|e| format!("cannot read this server's id: {e}"))?;
+    let signature = Signature::decode(signature)
+        .map_err(|e| format!("the anchor's signature cannot be read: {e}"))?;
+    key.verify(&anchor_message(&server, seq, hash), &signature, false)
+        .map_err(|_| "the anchor's signature does not verify against the pinned relay key".into())
+}
+
 /// Verifies a tap and spends its action id; returns what it approves.
 pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verified, String> {
     let key_text = std::fs::read_to_string(relay_key_file(layout)).map_err(|_| {

@@ -191,20 +191,34 @@ pub fn write_file(
     dir.sync().map_err(|e| snap(e, parent))
 }
 
+/// The most the wipe writes: a key is bytes, so a file above this is not
+/// one the Worker was given, and overwriting it would only let the Worker
+/// make root fill a disk (a sparse file of any apparent size costs it
+/// nothing). Such a file is unlinked unwritten.
+pub const WIPE_BOUND: u64 = 64 * 1024;
+
 /// What [`wipe`] found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Wiped {
     /// Nothing was there.
     Absent,
-    /// A regular file: overwritten with zeros, synced and removed.
+    /// A regular file of at most [`WIPE_BOUND`] bytes: overwritten with
+    /// zeros, synced and removed.
     Overwritten,
     /// A symbolic link: removed, and what it points to left alone.
     LinkRemoved,
+    /// Removed without being overwritten, and why: larger than
+    /// [`WIPE_BOUND`], not a regular file, or the overwrite failed (the
+    /// error). The name is gone either way.
+    RemovedUnwritten(String),
 }
 
-/// Overwrites the regular file `path` with zeros, syncs it and removes it,
-/// through its directory's descriptor; a link there is removed without
-/// being followed, anything else is refused.
+/// Removes the Worker's file `path` through its directory's descriptor,
+/// overwriting it with zeros first when it is a regular file of at most
+/// [`WIPE_BOUND`] bytes. A link is removed without being followed. The
+/// name is removed whatever the overwrite did — a full disk, a file grown
+/// or swapped meanwhile — and nothing more than the bound is ever written.
+/// Only a directory at the name (no key is one) is refused.
 pub fn wipe(path: &Path) -> Result<Wiped, WorkerDirError> {
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(WorkerDirError::Refused {
@@ -231,42 +245,54 @@ pub fn wipe(path: &Path) -> Result<Wiped, WorkerDirError> {
     let Some(before) = dir.lstat(name).map_err(|e| snap(e, path))? else {
         return Ok(Wiped::Absent);
     };
-    if before.file_type().is_symlink() {
-        dir.unlink(name)
-            .map_err(io_at("remove", path.to_path_buf()))?;
-        return Ok(Wiped::LinkRemoved);
-    }
-    let mut file = dir
-        .open_write(name)
-        .map_err(io_at("open", path.to_path_buf()))?;
-    let meta = file
-        .metadata()
-        .map_err(io_at("inspect", path.to_path_buf()))?;
-    if !meta.is_file() || ids(&meta) != ids(&before) {
+    let kind = before.file_type();
+    if kind.is_dir() {
         return Err(WorkerDirError::Refused {
             path: path.to_path_buf(),
-            why: "is not a regular file, or changed while it was opened",
+            why: "is a directory",
         });
     }
-    let mut left = meta.size();
+    let outcome = if kind.is_symlink() {
+        Wiped::LinkRemoved
+    } else if !kind.is_file() {
+        Wiped::RemovedUnwritten("not a regular file".into())
+    } else if before.size() > WIPE_BOUND {
+        Wiped::RemovedUnwritten(format!(
+            "{} bytes, more than any key ({WIPE_BOUND} at most): removed without writing",
+            before.size()
+        ))
+    } else {
+        match overwrite(&dir, name, &before) {
+            Ok(()) => Wiped::Overwritten,
+            Err(why) => Wiped::RemovedUnwritten(why),
+        }
+    };
+    match dir.unlink(name) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_at("remove", path.to_path_buf())(e)),
+    }
+    let _ = dir.sync();
+    Ok(outcome)
+}
+
+/// Zeros over the file `before` describes, at most [`WIPE_BOUND`] bytes
+/// whatever it has grown to since; the error in words when it could not.
+fn overwrite(dir: &Dir, name: &OsStr, before: &std::fs::Metadata) -> Result<(), String> {
+    let mut file = dir.open_write(name).map_err(|e| format!("open: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("inspect: {e}"))?;
+    if !meta.is_file() || ids(&meta) != ids(before) {
+        return Err("it changed while it was opened".into());
+    }
+    let mut left = meta.size().min(WIPE_BOUND);
     let zeros = [0u8; 8192];
     while left > 0 {
         let n = usize::try_from(left.min(zeros.len() as u64)).unwrap_or(zeros.len());
         file.write_all(&zeros[..n])
-            .map_err(io_at("overwrite", path.to_path_buf()))?;
+            .map_err(|e| format!("overwrite: {e}"))?;
         left -= n as u64;
     }
-    file.sync_all().map_err(io_at("sync", path.to_path_buf()))?;
-    // Removed only if the name still holds the file overwritten.
-    if dir
-        .lstat(name)
-        .map_err(|e| snap(e, path))?
-        .is_some_and(|m| ids(&m) == ids(&meta))
-    {
-        dir.unlink(name)
-            .map_err(io_at("remove", path.to_path_buf()))?;
-    }
-    Ok(Wiped::Overwritten)
+    file.sync_all().map_err(|e| format!("sync: {e}"))
 }
 
 #[cfg(test)]

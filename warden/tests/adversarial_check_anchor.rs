@@ -9,12 +9,11 @@ mod support;
 use aromba_warden::journal::Rotation;
 use aromba_warden_proto::{Request, Response};
 use support::Warden;
+use support::anchor::{anchor_signature, relay_anchor};
 
+/// The anchor `(seq, hash)` as the relay signs it.
 fn check(w: &Warden, seq: u64, hash: &str) -> Response {
-    w.ask(&Request::CheckAnchor {
-        seq,
-        hash: hash.into(),
-    })
+    w.ask(&relay_anchor(&w.layout(), seq, hash))
 }
 
 fn verdict(r: Response) -> (bool, String) {
@@ -246,6 +245,7 @@ fn check_anchor_reading_a_long_history_does_not_hold_up_roots_status() {
     assert!(ok, "{report}");
     // The Worker asks again and again while root asks for its status.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let signed = relay_anchor(&w.layout(), 3, &"a".repeat(64));
     let spammer = {
         let stop = stop.clone();
         let socket = w.layout().worker_socket();
@@ -253,10 +253,7 @@ fn check_anchor_reading_a_long_history_does_not_hold_up_roots_status() {
             use aromba_warden_proto::{MAX_RESPONSE, encode_request, read_frame, write_frame};
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
-                let r = Request::CheckAnchor {
-                    seq: 3,
-                    hash: "a".repeat(64),
-                };
+                let r = signed.clone();
                 write_frame(&mut s, &encode_request(&r), 1 << 16).unwrap();
                 let _ = read_frame(&mut s, MAX_RESPONSE);
             }
@@ -311,16 +308,15 @@ fn check_anchors_sent_at_once_hold_one_checks_files_open_at_most() {
     let fds = || std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
     let before = fds();
     let start = std::sync::Arc::new(std::sync::Barrier::new(9));
+    let signed = relay_anchor(&w.layout(), 3, &"a".repeat(64));
     let askers: Vec<_> = (0..8)
         .map(|_| {
             let (socket, start) = (w.layout().worker_socket(), start.clone());
+            let signed = signed.clone();
             std::thread::spawn(move || {
                 use aromba_warden_proto::{MAX_RESPONSE, encode_request, read_frame, write_frame};
                 let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
-                let r = Request::CheckAnchor {
-                    seq: 3,
-                    hash: "a".repeat(64),
-                };
+                let r = signed.clone();
                 start.wait();
                 write_frame(&mut s, &encode_request(&r), 1 << 16).unwrap();
                 let _ = read_frame(&mut s, MAX_RESPONSE);
@@ -342,4 +338,96 @@ fn check_anchors_sent_at_once_hold_one_checks_files_open_at_most() {
         most <= allowed,
         "{most} descriptors open during the checks (before: {before}, allowed {allowed})"
     );
+}
+
+// ---------------------------------------------------------------------------
+// Forged anchors: a line number the Worker made up sent the owner after a
+// rewrite that never happened. Only the relay's signed anchor is evidence.
+
+/// A key pair that is not the one this server pinned.
+fn another_key() -> String {
+    let pair = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
+    pair.sk.to_box(None).unwrap().to_string()
+}
+
+fn refused_and_unmoved(w: &Warden, r: Response, what: &str) {
+    match r {
+        Response::Error { message } => assert!(message.contains("no evidence"), "{message}"),
+        other => panic!("{what} was judged: {other:?}"),
+    }
+    assert_eq!(w.ladder(), 0, "{what} moved the ladder");
+    assert!(
+        !w.journal().contains("integrity-mismatch"),
+        "{what} was taken for a rewrite"
+    );
+}
+
+#[test]
+fn a_made_up_anchor_without_the_relays_signature_moves_nothing() {
+    let w = Warden::start("anchor-forged-unsigned", true, &[]);
+    let (_, hash) = head(&w);
+    for seq in [u64::MAX, 1_000_000, 1] {
+        let r = w.ask(&Request::CheckAnchor {
+            seq,
+            hash: hash.clone(),
+            signature: None,
+        });
+        refused_and_unmoved(&w, r, &format!("an unsigned anchor at line {seq}"));
+    }
+}
+
+#[test]
+fn an_anchor_signed_with_another_key_moves_nothing() {
+    let w = Warden::start("anchor-forged-key", true, &[]);
+    let (_, hash) = head(&w);
+    let server = aromba_warden::approvals::server_id(&w.layout()).unwrap();
+    let signature = anchor_signature(&server, u64::MAX, &hash, &another_key());
+    let r = w.ask(&Request::CheckAnchor {
+        seq: u64::MAX,
+        hash,
+        signature: Some(signature),
+    });
+    refused_and_unmoved(&w, r, "an anchor signed with another key");
+}
+
+#[test]
+fn the_relays_anchor_for_another_server_or_another_line_moves_nothing() {
+    let w = Warden::start("anchor-forged-moved", true, &[]);
+    let (_, hash) = head(&w);
+    // Signed by the relay, for another server.
+    let signature = anchor_signature(
+        &"0".repeat(32),
+        u64::MAX,
+        &hash,
+        support::anchor::ANCHOR_TEST_KEY,
+    );
+    let r = w.ask(&Request::CheckAnchor {
+        seq: u64::MAX,
+        hash: hash.clone(),
+        signature: Some(signature),
+    });
+    refused_and_unmoved(&w, r, "another server's anchor");
+    // Signed by the relay for line 1, sent as line 1,000,000.
+    let server = aromba_warden::approvals::server_id(&w.layout()).unwrap();
+    let signature = anchor_signature(&server, 1, &hash, support::anchor::ANCHOR_TEST_KEY);
+    let r = w.ask(&Request::CheckAnchor {
+        seq: 1_000_000,
+        hash,
+        signature: Some(signature),
+    });
+    refused_and_unmoved(&w, r, "an anchor moved to another line");
+}
+
+#[test]
+fn an_anchor_on_a_server_never_paired_moves_nothing() {
+    let w = Warden::start("anchor-unpaired", false, &[]);
+    let (_, hash) = head(&w);
+    let server = aromba_warden::approvals::server_id(&w.layout()).unwrap();
+    let signature = anchor_signature(&server, u64::MAX, &hash, support::anchor::ANCHOR_TEST_KEY);
+    let r = w.ask(&Request::CheckAnchor {
+        seq: u64::MAX,
+        hash,
+        signature: Some(signature),
+    });
+    refused_and_unmoved(&w, r, "an anchor with no relay key pinned");
 }

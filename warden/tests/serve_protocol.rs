@@ -2,6 +2,9 @@
 //! requests, the wrong socket, notes, and commands running side by side.
 //! The Warden here serves the test's own uid (root) as its Worker.
 
+#[path = "support/anchor.rs"]
+mod anchor;
+
 use aromba_warden::layout::Layout;
 use aromba_warden::server::{ServeOptions, Server, ShutdownHandle};
 use aromba_warden_proto::{
@@ -356,14 +359,13 @@ fn status_of(w: &Warden) -> aromba_warden_proto::Status {
     }
 }
 
+/// The anchor `(seq, hash)` as the relay signs it (its key pinned now).
 fn check_anchor(w: &Warden, seq: u64, hash: &str) -> (bool, String) {
+    anchor::pin_test_relay_key(&Layout::rooted(&w.root));
     let mut s = w.connect();
     send(
         &mut s,
-        &Request::CheckAnchor {
-            seq,
-            hash: hash.into(),
-        },
+        &anchor::relay_anchor(&Layout::rooted(&w.root), seq, hash),
     );
     match recv(&mut s) {
         Response::Verified { ok, report } => (ok, report),

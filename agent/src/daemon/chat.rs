@@ -155,7 +155,11 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
                 delivery: Delivery::Secret { text },
                 ..
             } => pin_given(&daemon, text).await,
-            Incoming::Anchor { seq, hash } => super::events::check_anchor(&daemon, seq, hash).await,
+            Incoming::Anchor {
+                seq,
+                hash,
+                signature,
+            } => super::events::check_anchor(&daemon, seq, hash, signature).await,
             Incoming::Delivery {
                 delivery: Delivery::Paired { .. },
                 ..

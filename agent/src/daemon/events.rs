@@ -115,7 +115,7 @@ pub struct Anchor {
 /// from the read budget: a relay sending its anchor without end (found by
 /// the attack round: 2,000 true anchors, each a Warden request, moved the
 /// ladder to Slow) gets no more of the Warden than a chat does.
-pub async fn check_anchor(daemon: &Daemon, seq: u64, hash: String) {
+pub async fn check_anchor(daemon: &Daemon, seq: u64, hash: String, signature: Option<String>) {
     {
         let now = tokio::time::Instant::now();
         let mut last = daemon
@@ -142,7 +142,15 @@ pub async fn check_anchor(daemon: &Daemon, seq: u64, hash: String) {
         *last = Some((seq, hash.clone(), now));
     }
     let answer =
-        warden_client::ask(&daemon.worker_socket(), &Request::CheckAnchor { seq, hash }).await;
+        warden_client::ask(
+            &daemon.worker_socket(),
+            &Request::CheckAnchor {
+                seq,
+                hash,
+                signature,
+            },
+        )
+        .await;
     let (ok, report) = match answer {
         Ok(Response::Verified { ok, report }) => (ok, report),
         Ok(other) => (true, super::chat::odd(&other)),

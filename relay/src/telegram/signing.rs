@@ -145,6 +145,20 @@ impl ApprovalKey {
         &self.0.public_base64
     }
 
+    /// The minisign signature's text over the anchor `(seq, hash)` the
+    /// relay holds of `server`.
+    pub fn sign_anchor(&self, server: uuid::Uuid, seq: u64, hash: &str) -> Result<String, KeyError> {
+        let signature = minisign::sign(
+            Some(&self.0.public),
+            &self.0.secret,
+            std::io::Cursor::new(anchor_message(server, seq, hash)?),
+            Some(&format!("aromba anchor at line {seq}")),
+            Some("signed by the aromba relay"),
+        )
+        .map_err(|e| KeyError::Sign(e.to_string()))?;
+        Ok(signature.to_string())
+    }
+
     /// The minisign signature's text over `covered`.
     pub fn sign(&self, covered: &Covered<'_>) -> Result<String, KeyError> {
         let signature = minisign::sign(
@@ -157,6 +171,20 @@ impl ApprovalKey {
         .map_err(|e| KeyError::Sign(e.to_string()))?;
         Ok(signature.to_string())
     }
+}
+
+/// The bytes signed for a journal anchor (`docs/approvals.md`, "The
+/// anchor"): the Warden takes only a signed anchor as evidence that its
+/// journal was cut or rewritten.
+pub fn anchor_message(server: uuid::Uuid, seq: u64, hash: &str) -> Result<Vec<u8>, KeyError> {
+    if hash.chars().any(aromba_proto::frame::breaks_a_signed_line) {
+        return Err(KeyError::Unsignable("hash"));
+    }
+    Ok(format!(
+        "aromba-anchor-v1\nserver={}\nseq={seq}\nhash={hash}\n",
+        server.simple()
+    )
+    .into_bytes())
 }
 
 /// The SHA-256 of a message text, as it is signed: lowercase hex.

@@ -39,9 +39,16 @@ pub enum Request {
     Resume,
     /// Worker socket: the ladder's moves after event `after`, for the chat.
     Events { after: u64 },
-    /// Worker socket: the journal head the relay holds; the Warden checks
-    /// its journal still extends it (a journal cut below it is a signal).
-    CheckAnchor { seq: u64, hash: String },
+    /// Worker socket: the journal head the relay holds, with the relay's
+    /// signature over it (`docs/approvals.md`); the Warden checks its
+    /// journal still extends it. Only an anchor signed with the pinned
+    /// relay key is evidence (a journal cut below it is a signal); one
+    /// without is refused and moves nothing.
+    CheckAnchor {
+        seq: u64,
+        hash: String,
+        signature: Option<String>,
+    },
     /// Worker socket: which uid serves the socket at the other end of the
     /// Worker's TCP connection from `local` to `peer` on this machine (the
     /// Worker's own view of the kernel's tables hides other uids under its
@@ -515,11 +522,16 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
                 ("peer", Value::from(peer.as_str())),
             ],
         ),
-        Request::CheckAnchor { seq, hash } => object(
+        Request::CheckAnchor {
+            seq,
+            hash,
+            signature,
+        } => object(
             "check_anchor",
             vec![
                 ("seq", Value::from(*seq)),
                 ("hash", Value::from(hash.as_str())),
+                ("signature", opt_str(signature)),
             ],
         ),
         Request::ProdModeOn { findings } => {
@@ -654,6 +666,7 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
         "check_anchor" => Request::CheckAnchor {
             seq: f.u64("seq")?,
             hash: f.string("hash")?,
+            signature: f.opt_string("signature")?,
         },
         "prod_mode_on" => {
             let findings = f.strings("findings", MAX_FINDINGS)?;

@@ -23,7 +23,14 @@ pub(super) fn serve(
         (_, Request::Ping) => Response::Pong,
         (Socket::Worker, Request::Read { cmd, args }) => read(shared, peer, cmd, args),
         (Socket::Worker, Request::Health) => super::health::health(shared, peer),
-        (Socket::Worker, Request::CheckAnchor { seq, hash }) => check_anchor(shared, seq, &hash),
+        (
+            Socket::Worker,
+            Request::CheckAnchor {
+                seq,
+                hash,
+                signature,
+            },
+        ) => check_anchor(shared, seq, &hash, signature.as_deref()),
         // Answered from the kernel's socket tables, as `ss` shows them to
         // anyone: nothing runs, nothing changes, nothing is journaled.
         (Socket::Worker, Request::SocketOwner { local, peer }) => socket_owner(&local, &peer),
@@ -365,12 +372,20 @@ fn socket_owner(local: &str, peer: &str) -> Response {
     }
 }
 
-fn check_anchor(shared: &Shared, seq: u64, hash: &str) -> Response {
+fn check_anchor(shared: &Shared, seq: u64, hash: &str, signature: Option<&str>) -> Response {
     // The shape the chain writes and the relay holds: lower-case hex. Any
     // other is no anchor at all, not a rewrite.
     if hash.len() != 64 || !hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         return Response::Error {
             message: "an anchor's hash is 64 lower-case hex digits".into(),
+        };
+    }
+    // Only the relay's word is evidence of a rewrite: a line number the
+    // Worker made up would send the owner after one that never happened.
+    if let Err(why) = crate::approvals::verify_anchor(&shared.options.layout, seq, hash, signature)
+    {
+        return Response::Error {
+            message: format!("{why}, so it is no evidence and nothing was checked"),
         };
     }
     let head = shared

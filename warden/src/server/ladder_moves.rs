@@ -94,6 +94,9 @@ pub(super) fn wipe_ai_key(shared: &Shared) {
                 Value::from("a symbolic link: removed, not followed"),
             );
         }
+        Ok(crate::worker_dirs::Wiped::RemovedUnwritten(why)) => {
+            m.insert("found".into(), Value::from(why.as_str()));
+        }
         Ok(_) => {}
     }
     journal(shared, "ai-key-wiped", m);

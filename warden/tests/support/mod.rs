@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // Each test file uses its own part of this.
 
+pub mod anchor;
+
 use aromba_warden::approvals::{Approval, message, relay_key_file, text_sha256};
 use aromba_warden::install::{InstallOptions, install};
 use aromba_warden::ladder::{Clock, ManualClock};
