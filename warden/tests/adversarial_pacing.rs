@@ -170,3 +170,62 @@ fn a_dry_run_takes_a_running_slot_like_a_read() {
     };
     assert!(at("receipt") < at("read"));
 }
+
+fn note(w: &Warden, i: usize) {
+    w.ask(&Request::Note {
+        text: format!("note {i}"),
+    });
+}
+
+/// A flood right after `aromba resume` fell in the window of the signal
+/// that had raised the ladder, so the Worker sent 2.5 times the threshold
+/// with no signal. A move down starts every window again.
+#[test]
+fn a_flood_right_after_resume_is_signalled_again() {
+    let w = Warden::start_with("flood-after-resume", false, &[], |o| {
+        o.request_threshold = 20;
+    });
+    for i in 0..25 {
+        note(&w, i);
+    }
+    assert_eq!(w.status().ladder_name, "slow", "the first flood");
+    assert!(matches!(
+        w.control(&Request::Resume),
+        Response::Ladder { .. }
+    ));
+    assert_eq!(w.status().ladder_name, "normal");
+    // The same minute: a flood again.
+    for i in 0..25 {
+        note(&w, i);
+    }
+    let st = w.status();
+    assert_eq!(
+        st.ladder_name, "slow",
+        "a flood right after resume passed unsignalled"
+    );
+    assert!(st.ladder_reason.contains("requests"), "{}", st.ladder_reason);
+}
+
+/// The same for commands: the count after a resume starts from nothing
+/// (the reads before it are not held against the Worker) and a run of
+/// commands above the threshold after it is signalled.
+#[test]
+fn commands_after_resume_are_counted_from_the_resume() {
+    let w = Warden::start_with("commands-after-resume", false, &[quick_chore()], |o| {
+        o.command_threshold = 3;
+    });
+    for _ in 0..4 {
+        dry_run(&w);
+    }
+    assert_eq!(w.status().ladder_name, "slow");
+    assert!(matches!(
+        w.control(&Request::Resume),
+        Response::Ladder { .. }
+    ));
+    for _ in 0..3 {
+        assert!(is_receipt(&dry_run(&w)));
+    }
+    assert_eq!(w.status().ladder_name, "normal", "three after resume are not a flood");
+    dry_run(&w);
+    assert_eq!(w.status().ladder_name, "slow", "four after resume are");
+}

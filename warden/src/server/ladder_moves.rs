@@ -55,6 +55,9 @@ pub(super) fn after_move(shared: &Shared, moved: Result<Option<Event>, LadderErr
         m.insert("unsaved".into(), Value::from(why));
     }
     journal(shared, "ladder-move", m);
+    if event.to < event.from {
+        super::pace::restart_windows(shared);
+    }
     if event.to >= Step::Freeze {
         let stopped = shared.stop_runs();
         if stopped > 0 {

@@ -17,7 +17,8 @@
 //! All of these are the `too-many-commands` signal (the specification's
 //! eight signals are fixed; its detail says which count passed). A flood
 //! signal is raised at most once per flood window, so a flood moves the
-//! ladder one step a window and cannot fill the journal with signals.
+//! ladder one step a window and cannot fill the journal with signals. A
+//! move down (`resume`, a decay) starts every window again.
 //!
 //! Slow (and every step above it): one request a minute. Three kinds still
 //! pass at any pace, because the Worker needs them to learn of the ladder
@@ -169,6 +170,20 @@ fn flood(shared: &Shared, peer: &PeerCred, count: usize, what: &'static str) {
             what,
         },
     );
+}
+
+/// After a move down (`resume`, a decay): every window starts again, and
+/// the next flood is signalled however recently the last one was. Without
+/// this, a flood right after a resume fell in the window of the signal
+/// that had raised the ladder, and passed unsignalled.
+pub(super) fn restart_windows(shared: &Shared) {
+    let mut p = lock(shared);
+    p.last = None;
+    p.commands = Window::default();
+    p.requests = Window::default();
+    p.connections = Window::default();
+    p.refused = 0;
+    p.flood_signaled = None;
 }
 
 /// Every frame read on the Worker socket, or the framing error in its
