@@ -332,16 +332,15 @@ async fn session(
     {
         // Signed, so that the Warden can tell the relay's anchor from a
         // line number its Worker made up.
-        let signature = app
-            .telegram
-            .as_ref()
-            .and_then(|t| match t.key.sign_anchor(server, seq, &hash) {
+        let signature = app.telegram.as_ref().and_then(|t| {
+            match t.key.sign_anchor(server, seq, &hash) {
                 Ok(s) => Some(s),
                 Err(e) => {
                     tracing::warn!(server = %server, error = %e, "the anchor could not be signed");
                     None
                 }
-            });
+            }
+        });
         let frame = sealer.seal(
             &Body::Anchor {
                 seq,

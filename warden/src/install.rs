@@ -16,11 +16,21 @@ use crate::worker_dirs;
 use std::path::Path;
 use std::path::PathBuf;
 
+/// The mode of a honeypot: the Worker's group may read it (it must look
+/// like a secret a compromised Worker could take).
+pub const HONEYPOT_MODE: u32 = 0o640;
+
 /// What install wrote.
 #[derive(Debug)]
 pub struct Installed {
     pub policy: PathBuf,
+    /// Honeypots planted, or found planted already as install leaves them.
     pub honeypots: Vec<PathBuf>,
+    /// Honeypots not planted, and why: a link or something else where a
+    /// directory must be (the Worker owns its home and could plant one). A
+    /// missing honeypot never stops an install — the documented recovery
+    /// from Disarm — and the Warden journals each one it cannot watch.
+    pub honeypots_skipped: Vec<(PathBuf, String)>,
     pub baseline: PathBuf,
 }
 
@@ -37,7 +47,7 @@ pub struct InstallOptions<'a> {
 }
 
 /// Decoy secrets: realistic in shape, random, never valid anywhere.
-fn decoy(path: &Path) -> std::io::Result<String> {
+pub(crate) fn decoy(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
     let mut random = [0u8; 48];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut random)?;
@@ -79,9 +89,27 @@ pub fn install(o: &InstallOptions<'_>) -> std::io::Result<Installed> {
     // sign of an install behind: the Worker's directories are written only
     // through descriptors, each opened without following a link.
     let mut honeypots = Vec::new();
+    let mut honeypots_skipped = Vec::new();
     for pot in layout.honeypots() {
-        worker_dirs::write_file(&pot, decoy(&pot)?.as_bytes(), o.worker_gid, 0o640, 0o755)?;
-        honeypots.push(pot);
+        // One planted already is left as it is: replacing it under a
+        // running Warden would read as the honeypot deleted.
+        if worker_dirs::is_planted(&pot, o.worker_gid, HONEYPOT_MODE) {
+            honeypots.push(pot);
+            continue;
+        }
+        match worker_dirs::write_file(
+            &pot,
+            decoy(&pot)?.as_bytes(),
+            o.worker_gid,
+            HONEYPOT_MODE,
+            0o755,
+        ) {
+            Ok(()) => honeypots.push(pot),
+            Err(e @ worker_dirs::WorkerDirError::Refused { .. }) => {
+                honeypots_skipped.push((pot, e.to_string()));
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     // The Warden's own trees, checked above and again as they are made:
     // nobody but root can change them, so paths are safe to use in them.
@@ -102,6 +130,7 @@ pub fn install(o: &InstallOptions<'_>) -> std::io::Result<Installed> {
     Ok(Installed {
         policy: path,
         honeypots,
+        honeypots_skipped,
         baseline: layout.baseline_file(),
     })
 }

@@ -134,6 +134,41 @@ pub fn raw_fd(fd: &impl AsRawFd) -> RawFd {
     fd.as_raw_fd()
 }
 
+/// What happened to a watched honeypot, from an inotify event's mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Touched {
+    /// Opened or read.
+    Opened,
+    /// Its inode was renamed (within or out of its directory).
+    Moved,
+    /// Its last link was removed.
+    Deleted,
+    /// The kernel dropped the watch (after a delete, or an unmount).
+    Unwatched,
+    /// The queue overflowed: events were lost.
+    Overflow,
+    /// Nothing this watch asked for.
+    Other,
+}
+
+impl Touched {
+    fn of(mask: u32) -> Touched {
+        if mask & libc::IN_Q_OVERFLOW != 0 {
+            Touched::Overflow
+        } else if mask & (libc::IN_OPEN | libc::IN_ACCESS) != 0 {
+            Touched::Opened
+        } else if mask & libc::IN_DELETE_SELF != 0 {
+            Touched::Deleted
+        } else if mask & libc::IN_MOVE_SELF != 0 {
+            Touched::Moved
+        } else if mask & libc::IN_IGNORED != 0 {
+            Touched::Unwatched
+        } else {
+            Touched::Other
+        }
+    }
+}
+
 /// An inotify instance watching files for opens (honeypots).
 pub struct Inotify {
     file: std::fs::File,
@@ -153,14 +188,19 @@ impl Inotify {
         })
     }
 
-    /// Watches `path` for opens and reads; returns the watch descriptor.
-    /// A symbolic link at `path` is watched itself, never followed (the
-    /// honeypots lie in directories the Worker can write).
+    /// Watches `path` for opens and reads, and for its removal or move;
+    /// returns the watch descriptor. A symbolic link at `path` is watched
+    /// itself, never followed (the honeypots lie in directories the Worker
+    /// can write).
     pub fn watch_opens(&self, path: &std::path::Path) -> io::Result<i32> {
         use std::os::unix::ffi::OsStrExt;
         let c = std::ffi::CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::other("a path with a NUL byte"))?;
-        let mask = libc::IN_OPEN | libc::IN_ACCESS | libc::IN_DONT_FOLLOW;
+        let mask = libc::IN_OPEN
+            | libc::IN_ACCESS
+            | libc::IN_DELETE_SELF
+            | libc::IN_MOVE_SELF
+            | libc::IN_DONT_FOLLOW;
         // SAFETY: `c` is a valid NUL-terminated string for the call's
         // duration; the descriptor is ours.
         let wd = unsafe { libc::inotify_add_watch(self.file.as_raw_fd(), c.as_ptr(), mask) };
@@ -170,22 +210,35 @@ impl Inotify {
         Ok(wd)
     }
 
-    /// Blocks until events arrive; returns the watch descriptors they name.
-    pub fn wait(&mut self) -> io::Result<Vec<i32>> {
+    /// Stops watching `wd` (an error for one the kernel dropped already
+    /// is of no consequence to the caller).
+    pub fn unwatch(&self, wd: i32) -> io::Result<()> {
+        // SAFETY: plain integers; the descriptor is ours.
+        if unsafe { libc::inotify_rm_watch(self.file.as_raw_fd(), wd) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Blocks until events arrive; returns each one's watch descriptor and
+    /// what it says happened. Another thread may add or remove watches
+    /// meanwhile (the kernel allows it on one instance).
+    pub fn wait(&self) -> io::Result<Vec<(i32, Touched)>> {
         use std::io::Read;
         let mut buf = [0u8; 4096];
-        let n = self.file.read(&mut buf)?;
-        let mut wds = Vec::new();
+        let n = (&self.file).read(&mut buf)?;
+        let mut events = Vec::new();
         let mut at = 0;
         // struct inotify_event { int wd; u32 mask, cookie, len; char name[len]; }
         while at + 16 <= n {
             let wd = i32::from_ne_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
+            let mask = u32::from_ne_bytes([buf[at + 4], buf[at + 5], buf[at + 6], buf[at + 7]]);
             let len = u32::from_ne_bytes([buf[at + 12], buf[at + 13], buf[at + 14], buf[at + 15]])
                 as usize;
-            wds.push(wd);
+            events.push((wd, Touched::of(mask)));
             at += 16 + len;
         }
-        Ok(wds)
+        Ok(events)
     }
 }
 

@@ -191,6 +191,20 @@ pub fn write_file(
     dir.sync().map_err(|e| snap(e, parent))
 }
 
+/// Whether `path` is a honeypot as install plants it: root's regular file
+/// of group `gid` and `mode`, reached with no link on the way.
+pub fn is_planted(path: &Path, gid: u32, mode: u32) -> bool {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return false;
+    };
+    let Ok(Sub::Dir(dir)) = Dir::open_path(parent) else {
+        return false;
+    };
+    dir.lstat(name).ok().flatten().is_some_and(|m| {
+        m.file_type().is_file() && m.uid() == 0 && m.gid() == gid && m.mode() & 0o7777 == mode
+    })
+}
+
 /// The most the wipe writes: a key is bytes, so a file above this is not
 /// one the Worker was given, and overwriting it would only let the Worker
 /// make root fill a disk (a sparse file of any apparent size costs it

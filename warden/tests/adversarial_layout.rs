@@ -202,8 +202,11 @@ fn honeypot_links_planted_by_the_worker_are_replaced_never_written_through() {
     assert_eq!(std::fs::symlink_metadata(&aws).unwrap().uid(), WORKER_UID);
 }
 
+/// Install is the documented recovery from Disarm: a link the Worker
+/// planted on the way to a honeypot must not stop it (it did), and nothing
+/// is written through the link.
 #[test]
-fn a_honeypot_directory_replaced_by_a_link_makes_install_refuse_before_anything_is_written() {
+fn a_honeypot_directory_replaced_by_a_link_is_skipped_and_nothing_is_written_through_it() {
     for which in [".aws", ".ssh", "worker config"] {
         let f = Fixture::new(&format!("pot-dir-{}", which.replace(' ', "-")));
         let l = f.layout();
@@ -215,15 +218,18 @@ fn a_honeypot_directory_replaced_by_a_link_makes_install_refuse_before_anything_
         let _ = std::fs::remove_dir(&at);
         symlink(&target, &at).unwrap();
         chown(&at, WORKER_UID, WORKER_GID);
-        let e = f.install().expect_err("install went on");
-        let e = e.to_string();
+        let done = f.install().expect("install refused");
+        let [(skipped, why)] = done.honeypots_skipped.as_slice() else {
+            panic!("{which}: {done:?}");
+        };
+        assert!(skipped.starts_with(&at), "{which}: {}", skipped.display());
         assert!(
-            e.contains(&at.display().to_string()) && e.contains("symbolic link"),
-            "{which}: {e}"
+            why.contains(&at.display().to_string()) && why.contains("symbolic link"),
+            "{which}: {why}"
         );
         assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "{which}");
         assert_eq!(mode(&target), 0o750, "{which}");
-        assert!(!l.config_dir.join("policy.toml").exists(), "{which}");
+        assert!(l.config_dir.join("policy.toml").exists(), "{which}");
     }
 }
 
@@ -370,5 +376,42 @@ fn a_linked_ai_key_is_removed_not_written_through_at_cut() {
     assert!(
         std::fs::symlink_metadata(l.ai_key_file()).is_err(),
         "the link is gone"
+    );
+}
+
+/// The chain of directories was checked only at bind and install: one
+/// made writable by another account while the Warden runs is found on the
+/// next integrity tick.
+#[test]
+fn a_warden_directory_made_writable_while_the_warden_runs_is_found_on_the_next_tick() {
+    let f = Fixture::new("layout-tick");
+    f.install().expect("install");
+    let mut o = f.options();
+    o.integrity_interval = std::time::Duration::from_millis(100);
+    o.watch_interval = std::time::Duration::from_millis(20);
+    let server = Server::bind(o).expect("the Warden starts");
+    let handle = server.shutdown_handle();
+    let thread = std::thread::spawn(move || server.run());
+    let journal = f.layout().journal_dir;
+    chown(&journal, 0, WORKER_GID);
+    set_mode(&journal, 0o775);
+    let control = f.layout().control_socket();
+    let mut reason = String::new();
+    for _ in 0..250 {
+        if let Response::Status(st) = ask(&control, &Request::Status) {
+            reason = st.ladder_reason;
+            if st.ladder_name == "cut" {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    set_mode(&journal, 0o755);
+    chown(&journal, 0, 0);
+    handle.shutdown();
+    let _ = thread.join();
+    assert!(
+        reason.contains("writable by accounts other than root"),
+        "the ladder: {reason}"
     );
 }

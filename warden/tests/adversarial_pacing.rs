@@ -203,7 +203,11 @@ fn a_flood_right_after_resume_is_signalled_again() {
         st.ladder_name, "slow",
         "a flood right after resume passed unsignalled"
     );
-    assert!(st.ladder_reason.contains("requests"), "{}", st.ladder_reason);
+    assert!(
+        st.ladder_reason.contains("requests"),
+        "{}",
+        st.ladder_reason
+    );
 }
 
 /// The same for commands: the count after a resume starts from nothing
@@ -225,7 +229,11 @@ fn commands_after_resume_are_counted_from_the_resume() {
     for _ in 0..3 {
         assert!(is_receipt(&dry_run(&w)));
     }
-    assert_eq!(w.status().ladder_name, "normal", "three after resume are not a flood");
+    assert_eq!(
+        w.status().ladder_name,
+        "normal",
+        "three after resume are not a flood"
+    );
     dry_run(&w);
     assert_eq!(w.status().ladder_name, "slow", "four after resume are");
 }

@@ -141,16 +141,15 @@ pub async fn check_anchor(daemon: &Daemon, seq: u64, hash: String, signature: Op
         }
         *last = Some((seq, hash.clone(), now));
     }
-    let answer =
-        warden_client::ask(
-            &daemon.worker_socket(),
-            &Request::CheckAnchor {
-                seq,
-                hash,
-                signature,
-            },
-        )
-        .await;
+    let answer = warden_client::ask(
+        &daemon.worker_socket(),
+        &Request::CheckAnchor {
+            seq,
+            hash,
+            signature,
+        },
+    )
+    .await;
     let (ok, report) = match answer {
         Ok(Response::Verified { ok, report }) => (ok, report),
         Ok(other) => (true, super::chat::odd(&other)),

@@ -147,7 +147,12 @@ impl ApprovalKey {
 
     /// The minisign signature's text over the anchor `(seq, hash)` the
     /// relay holds of `server`.
-    pub fn sign_anchor(&self, server: uuid::Uuid, seq: u64, hash: &str) -> Result<String, KeyError> {
+    pub fn sign_anchor(
+        &self,
+        server: uuid::Uuid,
+        seq: u64,
+        hash: &str,
+    ) -> Result<String, KeyError> {
         let signature = minisign::sign(
             Some(&self.0.public),
             &self.0.secret,

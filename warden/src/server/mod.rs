@@ -27,6 +27,7 @@ mod chores;
 mod connection;
 mod dispatch;
 mod health;
+mod honeypots;
 mod intent;
 mod ladder_moves;
 mod owner;
@@ -49,6 +50,7 @@ use crate::system::PeerCred;
 use aromba_warden_proto::Response;
 use connection::{Slots, accept_loop};
 use dispatch::serve;
+use honeypots::watch_honeypots;
 use ladder_moves::{after_move, raise};
 use read::read;
 use serde_json::{Map, Value};
@@ -60,7 +62,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
-use watch::{check_integrity, isolation, watch, watch_honeypots};
+use watch::{check_integrity, isolation, watch};
 
 /// Commands (reads, dry runs, approvals) in ten minutes above which the
 /// ladder climbs a step. The Worker's own schedule asks for a handful of
@@ -294,6 +296,9 @@ struct Shared {
     /// Freeze or Cut stops them all (a red run approved before `/panic`
     /// does not finish its work after it).
     runs_under_way: Mutex<Vec<std::sync::Weak<AtomicBool>>>,
+    /// The honeypots' watch, armed before the sockets were bound (none
+    /// when inotify is not to be had; journaled).
+    honeypots: Option<honeypots::Honeypots>,
 }
 
 impl Shared {
@@ -500,6 +505,9 @@ impl Server {
         if ladder.step() == Step::Disarm {
             return Err(ServeError::Disarmed);
         }
+        // Armed before the Worker's socket is bound: a read the moment the
+        // Warden starts is caught like any other.
+        let (honeypots, armed) = honeypots::arm_all(layout, options.worker_gid);
         let isolation = isolation();
         let worker = bind(&layout.worker_socket(), 0o660, Some(options.worker_gid))?;
         let control = bind(&layout.control_socket(), 0o600, None)?;
@@ -519,6 +527,7 @@ impl Server {
             anchor_check: Mutex::default(),
             changing: Mutex::default(),
             runs_under_way: Mutex::default(),
+            honeypots,
             isolation,
             options,
         });
@@ -528,6 +537,7 @@ impl Server {
             control,
         };
         server.journal_event("warden-started", Map::new());
+        honeypots::report_armed(&server.shared, &armed);
         if let Err(e) = baseline {
             raise(&server.shared, None, Signal::IntegrityMismatch { what: e });
         }

@@ -1,5 +1,6 @@
 //! What the Warden watches on its own: the ladder's decay, the Worker's
-//! connections, integrity, expiries, honeypots; and the isolation probe.
+//! connections, integrity, expiries; and the isolation probe. The
+//! honeypots have a thread of their own (`honeypots.rs`).
 
 #![forbid(unsafe_code)]
 
@@ -79,6 +80,7 @@ pub(super) fn check_integrity(shared: &Shared) {
 pub(super) fn watch(shared: &Shared) {
     let mut last_integrity = std::time::Instant::now();
     let mut untrusted_network: Option<String> = None;
+    let mut unfit_layout: Option<String> = None;
     while !shared.shutdown.load(Ordering::SeqCst) {
         thread::sleep(shared.options.watch_interval);
         let decayed = shared
@@ -133,6 +135,24 @@ pub(super) fn watch(shared: &Shared) {
         if last_integrity.elapsed() >= shared.options.integrity_interval {
             last_integrity = std::time::Instant::now();
             check_integrity(shared);
+            super::honeypots::check_honeypots(shared);
+            // The chain of directories bind checked: one made writable by
+            // another account since is an integrity failure, said once for
+            // each way it is wrong.
+            match shared.options.layout.check() {
+                Ok(()) => unfit_layout = None,
+                Err(unfit) => {
+                    let what = unfit.to_string();
+                    if unfit_layout.as_deref() != Some(what.as_str()) {
+                        raise(
+                            shared,
+                            None,
+                            Signal::IntegrityMismatch { what: what.clone() },
+                        );
+                        unfit_layout = Some(what);
+                    }
+                }
+            }
             // Hourly too: quarantined folders past their 7 days.
             if let Ok(purged) = crate::chores::quarantine::purge(
                 &shared.options.layout,
@@ -156,37 +176,6 @@ pub(super) fn watch(shared: &Shared) {
                 let mut m = Map::new();
                 m.insert("undo_ids".into(), Value::from(expired));
                 journal(shared, "snapshots-purged", m);
-            }
-        }
-    }
-}
-
-/// Waits for opens of the honeypot files; each is a signal.
-pub(super) fn watch_honeypots(shared: &Shared) {
-    let Ok(mut inotify) = crate::system::Inotify::new() else {
-        journal(shared, "honeypots-unwatched", Map::new());
-        return;
-    };
-    let mut watched = Vec::new();
-    for path in shared.options.layout.honeypots() {
-        if let Ok(wd) = inotify.watch_opens(&path) {
-            watched.push((wd, path));
-        }
-    }
-    if watched.is_empty() {
-        return;
-    }
-    while !shared.shutdown.load(Ordering::SeqCst) {
-        let Ok(wds) = inotify.wait() else { return };
-        for wd in wds {
-            if let Some((_, path)) = watched.iter().find(|(w, _)| *w == wd) {
-                raise(
-                    shared,
-                    None,
-                    Signal::HoneypotRead {
-                        path: path.to_string_lossy().into_owned(),
-                    },
-                );
             }
         }
     }

@@ -97,12 +97,31 @@ impl Warden {
         Warden::start_at(root, name, false, chores, |_| {})
     }
 
+    /// As [`Warden::start`], with `between` run once the Warden is bound
+    /// and before it serves: what the Worker could do the moment the
+    /// Warden's process started.
+    pub fn start_then(name: &str, between: fn(&Layout)) -> Warden {
+        let root = std::env::temp_dir().join(format!("aromba-{name}-{}", std::process::id()));
+        Warden::start_between(root, name, false, &[], |_| {}, between)
+    }
+
     fn start_at(
         root: PathBuf,
         name: &str,
         paired: bool,
         chores: &[(String, String)],
         adjust: fn(&mut ServeOptions),
+    ) -> Warden {
+        Warden::start_between(root, name, paired, chores, adjust, |_| {})
+    }
+
+    fn start_between(
+        root: PathBuf,
+        name: &str,
+        paired: bool,
+        chores: &[(String, String)],
+        adjust: fn(&mut ServeOptions),
+        between: fn(&Layout),
     ) -> Warden {
         let _ = std::fs::remove_dir_all(&root);
         let touched = PathBuf::from(format!("/var/tmp/aromba-{name}-{}", std::process::id()));
@@ -132,7 +151,7 @@ impl Warden {
         })
         .unwrap();
         let clock = ManualClock::new(now() + 8 * 86_400);
-        let (handle, thread) = serve(layout, clock.clone(), adjust);
+        let (handle, thread) = serve(layout, clock.clone(), adjust, between);
         Warden {
             root,
             handle,
@@ -157,7 +176,7 @@ impl Warden {
     /// disk.
     pub fn restart(&mut self) {
         self.stop();
-        let (handle, thread) = serve(self.layout(), self.clock.clone(), self.adjust);
+        let (handle, thread) = serve(self.layout(), self.clock.clone(), self.adjust, |_| {});
         self.handle = handle;
         self.thread = Some(thread);
     }
@@ -317,8 +336,9 @@ fn serve(
     layout: Layout,
     clock: Arc<ManualClock>,
     adjust: fn(&mut ServeOptions),
+    between: fn(&Layout),
 ) -> (ShutdownHandle, std::thread::JoinHandle<()>) {
-    let mut o = ServeOptions::new(layout, 0, 0);
+    let mut o = ServeOptions::new(layout.clone(), 0, 0);
     o.watch_network = false;
     // No test touches the system's services or users unless it names
     // stand-ins for them.
@@ -336,6 +356,7 @@ fn serve(
     });
     adjust(&mut o);
     let server = Server::bind(o).unwrap();
+    between(&layout);
     let handle = server.shutdown_handle();
     (handle, std::thread::spawn(move || server.run()))
 }

@@ -134,8 +134,10 @@ impl Dir {
         PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
     }
 
-    /// `/proc/self/fd/<fd>/<name>`, for one plain name.
-    fn at(&self, name: &OsStr) -> io::Result<PathBuf> {
+    /// `name` in this directory as a path through the directory's
+    /// descriptor (`/proc/self/fd/N/name`): no component before `name` can
+    /// be swapped or followed by whoever uses it.
+    pub(crate) fn at(&self, name: &OsStr) -> io::Result<PathBuf> {
         let b = name.as_bytes();
         if b.is_empty() || b == b"." || b == b".." || b.contains(&b'/') || b.contains(&0) {
             return Err(io::Error::new(

@@ -1,0 +1,319 @@
+//! The honeypots: decoy secrets planted in the Worker's directories
+//! (`Layout::honeypots`), watched from before the Worker's socket accepts
+//! anything.
+//!
+//! Only an open or a read of one is a honeypot read. A honeypot deleted or
+//! moved (the Worker owns the directories they are in, so it can) is an
+//! integrity failure of its own kind, said so, and the honeypot is planted
+//! again and watched again at once; one that was moved stays watched where
+//! it went. Each is watched through its directory's descriptor
+//! (`/proc/self/fd/N/name`, the last name not followed), so a link planted
+//! on its way never makes the Warden watch a file of root's, whose owner's
+//! own reads would then pass for the Worker's. One that cannot be planted
+//! safely is left unwatched and journaled, never a reason to stop.
+
+#![forbid(unsafe_code)]
+
+use super::{Shared, journal, raise};
+use crate::chores::snapshot::safe_dir::{Dir, Ids, Sub, ids};
+use crate::signal::Signal;
+use crate::system::{Inotify, Touched};
+use serde_json::{Map, Value};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::install::HONEYPOT_MODE;
+
+pub(crate) struct Honeypots {
+    inotify: Inotify,
+    watched: Mutex<Vec<Watched>>,
+    /// The Worker's group.
+    gid: u32,
+    /// Whether a missing one is planted (only once installed).
+    plant: bool,
+}
+
+struct Watched {
+    wd: i32,
+    path: PathBuf,
+    ids: Ids,
+    /// Moved away from `path`: still a honeypot wherever it is.
+    moved: bool,
+}
+
+/// What arming one honeypot came to.
+pub(crate) enum Armed {
+    Watched,
+    /// Missing, or not as install left it: planted again, then watched.
+    Planted,
+    /// Not watched, and why.
+    Unwatched(String),
+}
+
+impl Honeypots {
+    /// An inotify instance, with nothing watched yet.
+    pub(crate) fn new(gid: u32, plant: bool) -> std::io::Result<Honeypots> {
+        Ok(Honeypots {
+            inotify: Inotify::new()?,
+            watched: Mutex::default(),
+            gid,
+            plant,
+        })
+    }
+
+    fn watched(&self) -> std::sync::MutexGuard<'_, Vec<Watched>> {
+        self.watched.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Watches the honeypot at `path`, planting it first when it is missing
+    /// or not root's file as install left it.
+    pub(crate) fn arm(&self, path: &Path) -> Armed {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Armed::Unwatched("it names no file".into());
+        };
+        let mut planted = false;
+        // A few tries: the Worker may swap the name while it is looked at.
+        for _ in 0..3 {
+            let dir = match Dir::open_path(parent) {
+                Ok(Sub::Dir(d)) => Some(d),
+                Ok(Sub::Missing) => None,
+                Ok(Sub::Symlink) => {
+                    return Armed::Unwatched(format!(
+                        "{} has a symbolic link on its way, so nothing is planted or watched there",
+                        parent.display()
+                    ));
+                }
+                Ok(Sub::NotDir | Sub::Elsewhere) => {
+                    return Armed::Unwatched(format!("{} is not a directory", parent.display()));
+                }
+                Err(e) => return Armed::Unwatched(e.to_string()),
+            };
+            let found = dir.as_ref().and_then(|d| d.lstat(name).ok().flatten());
+            let as_planted = found.as_ref().is_some_and(|m| {
+                m.file_type().is_file()
+                    && m.uid() == 0
+                    && m.gid() == self.gid
+                    && m.mode() & 0o7777 == HONEYPOT_MODE
+            });
+            // (The same test as `worker_dirs::is_planted`, on the
+            // metadata this look found, so the watch is checked against it.)
+            let (Some(dir), Some(meta), true) = (dir, found, as_planted) else {
+                if !self.plant {
+                    return Armed::Unwatched("it is not planted (not installed)".into());
+                }
+                let decoy = match crate::install::decoy(path) {
+                    Ok(d) => d,
+                    Err(e) => return Armed::Unwatched(format!("no decoy could be made: {e}")),
+                };
+                if let Err(e) = crate::worker_dirs::write_file(
+                    path,
+                    decoy.as_bytes(),
+                    self.gid,
+                    HONEYPOT_MODE,
+                    0o755,
+                ) {
+                    return Armed::Unwatched(e.to_string());
+                }
+                planted = true;
+                continue;
+            };
+            let wd = match dir
+                .at(name)
+                .and_then(|through| self.inotify.watch_opens(&through))
+            {
+                Ok(wd) => wd,
+                Err(e) => return Armed::Unwatched(format!("it cannot be watched: {e}")),
+            };
+            // The watch took whatever the name held when it was made.
+            if dir.lstat(name).ok().flatten().map(|m| ids(&m)) != Some(ids(&meta)) {
+                self.forget(wd);
+                let _ = self.inotify.unwatch(wd);
+                continue;
+            }
+            let mut watched = self.watched();
+            watched.retain(|w| w.wd != wd);
+            watched.push(Watched {
+                wd,
+                path: path.to_path_buf(),
+                ids: ids(&meta),
+                moved: false,
+            });
+            return if planted {
+                Armed::Planted
+            } else {
+                Armed::Watched
+            };
+        }
+        Armed::Unwatched("it changed each time it was planted or watched".into())
+    }
+
+    fn forget(&self, wd: i32) -> Option<Watched> {
+        let mut watched = self.watched();
+        let at = watched.iter().position(|w| w.wd == wd)?;
+        Some(watched.remove(at))
+    }
+
+    /// Honeypots no longer at the name they were planted under (their
+    /// directory moved aside, say), marked moved: the caller raises and
+    /// plants them again.
+    fn stale(&self) -> Vec<PathBuf> {
+        let mut watched = self.watched();
+        let mut stale = Vec::new();
+        for w in watched.iter_mut().filter(|w| !w.moved) {
+            let here = match (w.path.parent(), w.path.file_name()) {
+                (Some(parent), Some(name)) => match Dir::open_path(parent) {
+                    Ok(Sub::Dir(d)) => d.lstat(name).ok().flatten().map(|m| ids(&m)),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if here != Some(w.ids) {
+                w.moved = true;
+                stale.push(w.path.clone());
+            }
+        }
+        stale
+    }
+}
+
+/// Arms every honeypot of the layout, before the sockets are bound; what
+/// was planted again or left unwatched is journaled once the journal is
+/// there ([`report_armed`]).
+pub(crate) fn arm_all(
+    layout: &crate::layout::Layout,
+    gid: u32,
+) -> (Option<Honeypots>, Vec<(PathBuf, Armed)>) {
+    let plant = layout.install_evidence().is_some();
+    let Ok(pots) = Honeypots::new(gid, plant) else {
+        return (None, Vec::new());
+    };
+    let armed = layout
+        .honeypots()
+        .into_iter()
+        .map(|p| {
+            let a = pots.arm(&p);
+            (p, a)
+        })
+        .collect();
+    (Some(pots), armed)
+}
+
+/// Journals what arming found, line by line.
+pub(crate) fn report_armed(shared: &Shared, armed: &[(PathBuf, Armed)]) {
+    if shared.honeypots.is_none() {
+        journal(shared, "honeypots-unwatched", Map::new());
+    }
+    for (path, a) in armed {
+        note(shared, path, a);
+    }
+}
+
+fn note(shared: &Shared, path: &Path, armed: &Armed) {
+    let mut m = Map::new();
+    m.insert("path".into(), Value::from(path.to_string_lossy().as_ref()));
+    match armed {
+        Armed::Watched => {}
+        Armed::Planted => {
+            journal(shared, "honeypot-planted", m);
+        }
+        Armed::Unwatched(why) => {
+            m.insert("why".into(), Value::from(why.as_str()));
+            journal(shared, "honeypot-unwatched", m);
+        }
+    }
+}
+
+/// A honeypot gone from where it was planted: an integrity failure (the
+/// Worker's account owns the directory; nothing of Aromba removes one),
+/// then planted and watched again.
+fn tampered(shared: &Shared, pots: &Honeypots, path: &Path, how: &str) {
+    raise(
+        shared,
+        None,
+        Signal::IntegrityMismatch {
+            what: format!(
+                "the honeypot {} was {how} (only the Worker's account or root can); it is planted again",
+                path.display()
+            ),
+        },
+    );
+    let armed = pots.arm(path);
+    note(shared, path, &armed);
+}
+
+/// Waits for events on the honeypots: an open or a read is a honeypot
+/// read; a delete or a move is tampering.
+pub(super) fn watch_honeypots(shared: &Shared) {
+    let Some(pots) = shared.honeypots.as_ref() else {
+        return;
+    };
+    while !shared.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
+        let Ok(events) = pots.inotify.wait() else {
+            journal(shared, "honeypots-unwatched", Map::new());
+            return;
+        };
+        for (wd, touched) in events {
+            // Uninstall stops serving, then removes the honeypots: none
+            // is planted again behind it.
+            if shared.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            match touched {
+                Touched::Opened => {
+                    let seen = pots
+                        .watched()
+                        .iter()
+                        .find(|w| w.wd == wd)
+                        .map(|w| (w.path.clone(), w.moved));
+                    if let Some((path, moved)) = seen {
+                        let mut path = path.to_string_lossy().into_owned();
+                        if moved {
+                            path.push_str(" (moved away from there)");
+                        }
+                        raise(shared, None, Signal::HoneypotRead { path });
+                    }
+                }
+                Touched::Deleted => {
+                    if let Some(w) = pots.forget(wd)
+                        && !w.moved
+                    {
+                        tampered(shared, pots, &w.path, "deleted");
+                    }
+                }
+                Touched::Moved => {
+                    let first = {
+                        let mut watched = pots.watched();
+                        watched.iter_mut().find(|w| w.wd == wd).and_then(|w| {
+                            (!w.moved).then(|| {
+                                w.moved = true;
+                                w.path.clone()
+                            })
+                        })
+                    };
+                    if let Some(path) = first {
+                        tampered(shared, pots, &path, "moved away");
+                    }
+                }
+                Touched::Unwatched => {
+                    pots.forget(wd);
+                }
+                Touched::Overflow => {
+                    journal(shared, "honeypot-events-lost", Map::new());
+                }
+                Touched::Other => {}
+            }
+        }
+    }
+}
+
+/// On each integrity tick: a honeypot no longer under its name (its
+/// directory renamed aside makes no event on the file) is tampering too.
+pub(super) fn check_honeypots(shared: &Shared) {
+    let Some(pots) = shared.honeypots.as_ref() else {
+        return;
+    };
+    for path in pots.stale() {
+        tampered(shared, pots, &path, "moved away or replaced");
+    }
+}
