@@ -18,7 +18,13 @@
 #   --channel NAME   the channel to install from (AROMBA_CHANNEL, stable)
 #   --root DIR       install under DIR instead of / (tests; systemd units
 #                    are written but nothing is started)
+#
+# The whole script is one function, called on its last line: under
+# `curl | bash` a download cut short is a function never called (or a
+# syntax error), never half an install. scripts/release checks it is so.
 set -euo pipefail
+
+main() {
 
 # The release public keys (minisign): the current one and the standby.
 # The release script writes them here; a copy without them refuses.
@@ -103,7 +109,11 @@ version=$(field version)
 [ "$(field channel)" = "$channel" ] || die "the manifest is for the $(field channel) channel, not $channel"
 [ "$(field arch)" = "$(uname -m)" ] || die "the release is built for $(field arch), this machine is $(uname -m)"
 expires=$(field expires)
-[[ "$expires" =~ ^[0-9]{1,12}$ ]] && [ "$expires" -gt "$(date +%s)" ] || die "the manifest has expired"
+[[ "$expires" =~ ^[0-9]{1,12}$ ]] && [ "$expires" -gt "$(date +%s)" ] \
+  || die "the manifest has expired: the release folder is serving an old release list (stale, or holding updates back)"
+# Releases are signed for 14 days at most (a day's slack for clocks).
+[ "$expires" -le "$(($(date +%s) + 15 * 86400))" ] \
+  || die "the manifest claims to be valid for more than 15 days: releases are signed for 14 at most"
 
 binaries=(aromba aromba-warden)
 for b in "${binaries[@]}"; do
@@ -214,3 +224,6 @@ EOF
 if [ -z "$root" ] && [ ! -e /usr/local/bin/aromba ]; then
   ln -s /opt/aromba/current/aromba /usr/local/bin/aromba
 fi
+}
+
+main "$@"

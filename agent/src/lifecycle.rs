@@ -93,6 +93,12 @@ pub fn update(options: UpdateOptions) -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail(format!("the release could not be read: {e}")),
     };
+    // An expired manifest is the mirror's staleness (or its holding
+    // updates back), not "nothing to do": said, and a failure.
+    let now = jiff::Timestamp::now().as_second().max(0) as u64;
+    if let Err(e) = offer.manifest.fresh(now) {
+        return fail(format!("{url} cannot be trusted to be current: {e}"));
+    }
     let version = offer.manifest.version;
     if let Some(installed) = installed
         .as_deref()

@@ -309,3 +309,64 @@ fn a_hostile_release_server_gets_nothing_installed_and_no_hang() {
     assert!(ok, "{out}");
     assert_eq!(current(&w), Some(PathBuf::from("releases/1.0.0")));
 }
+
+/// A release made in `work` whose manifest expires at `expires`.
+fn release_expiring(work: &Path, version: &str, expires: u64) -> Release {
+    let worker = format!("aromba {version}");
+    let warden = format!("aromba-warden {version}");
+    releases::Release {
+        expires,
+        ..releases::Release::of(version, worker.as_bytes(), warden.as_bytes())
+    }
+    .write(work);
+    let read = |name: &str| std::fs::read(work.join(name)).unwrap();
+    Release {
+        manifest: read("manifest.json"),
+        signature: String::from_utf8(read("manifest.json.minisig")).unwrap(),
+        tarballs: ["aromba", "aromba-warden"]
+            .iter()
+            .map(|b| {
+                let name = releases::tarball_name(b, version);
+                let bytes = read(&name);
+                (name, bytes)
+            })
+            .collect(),
+    }
+}
+
+/// A stale or withholding mirror serves the installed release's manifest,
+/// validly signed but expired in 1970: `aromba update` said "nothing to
+/// do" and exited 0, so root never learnt updates were held back. Now it
+/// fails saying the manifest expired and when; a manifest claiming 90
+/// days ahead (an old long signature a mirror could serve for months) is
+/// refused too.
+#[test]
+fn a_mirror_serving_an_expired_manifest_is_not_nothing_to_do() {
+    let w = warden("adv-update-stale-mirror");
+    let work = w.root.join("work");
+    let good = release(&work.join("good"), "1.0.0", RELEASE_KEY);
+    let server = serve(files(&good));
+    let url = format!("http://127.0.0.1:{}/rel", server.port);
+    let (ok, out) = update(&w, &url, Duration::from_secs(60));
+    assert!(ok, "{out}");
+    // The same version again, its manifest expired long ago.
+    let stale = release_expiring(&work.join("stale"), "1.0.0", 1);
+    let server = serve(files(&stale));
+    let url = format!("http://127.0.0.1:{}/rel", server.port);
+    let (ok, out) = update(&w, &url, Duration::from_secs(60));
+    assert!(!ok, "an expired manifest was taken as nothing to do: {out}");
+    assert!(out.contains("expired on 1970-01-01"), "{out}");
+    assert!(!out.contains("nothing to do"), "{out}");
+    // A newer release signed for 90 days: refused, not installed.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let long = release_expiring(&work.join("long"), "1.0.1", now + 90 * 86_400);
+    let server = serve(files(&long));
+    let url = format!("http://127.0.0.1:{}/rel", server.port);
+    let (ok, out) = update(&w, &url, Duration::from_secs(60));
+    assert!(!ok, "{out}");
+    assert!(out.contains("days ahead"), "{out}");
+    assert_eq!(current(&w), Some(PathBuf::from("releases/1.0.0")));
+}

@@ -24,6 +24,30 @@ pub const MAX_SIGNATURE: usize = 4 * 1024;
 /// aim at 15 MiB).
 pub const MAX_TARBALL: u64 = 64 * 1024 * 1024;
 
+/// How far ahead a manifest may expire: releases are re-signed often
+/// (`scripts/release --resign`), each time for 14 days, so a mirror can
+/// serve an old release for 14 days at most, not for as long as an old
+/// signature lasted.
+pub const MAX_VALIDITY_S: u64 = 14 * 86_400;
+
+/// Room for a server's clock running behind the signer's.
+pub const CLOCK_SLACK_S: u64 = 86_400;
+
+/// `secs` (Unix seconds) as a UTC date, `YYYY-MM-DD`.
+pub fn date(secs: u64) -> String {
+    // Howard Hinnant's days-to-civil, for days since 1970-01-01.
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
 /// The two binaries of a release.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Binary {
@@ -287,9 +311,7 @@ impl Manifest {
                 self.channel, target.channel
             ));
         }
-        if self.expires <= now {
-            return no("its manifest has expired".into());
-        }
+        self.fresh(now)?;
         if let Some(installed) = installed
             && self.version <= installed
         {
@@ -304,6 +326,29 @@ impl Manifest {
             return no(format!(
                 "{worst} failed to start here; updates wait for a release after it"
             ));
+        }
+        Ok(())
+    }
+
+    /// Whether the manifest is current at `now`: not expired, and not
+    /// claiming longer than [`MAX_VALIDITY_S`] ahead (with a day's slack
+    /// for clocks). An expired one means the release folder serves an old
+    /// signature: stale, or holding updates back.
+    pub fn fresh(&self, now: u64) -> Result<(), ReleaseError> {
+        if self.expires <= now {
+            let days = (now - self.expires) / 86_400;
+            return Err(ReleaseError::NotAdmissible(format!(
+                "its manifest expired on {} ({days} days ago): the release folder is serving an old release list, so it is stale or holding updates back",
+                date(self.expires)
+            )));
+        }
+        if self.expires - now > MAX_VALIDITY_S + CLOCK_SLACK_S {
+            return Err(ReleaseError::NotAdmissible(format!(
+                "its manifest claims to be valid until {}, more than {} days ahead: releases are signed for {} days at most",
+                date(self.expires),
+                (MAX_VALIDITY_S + CLOCK_SLACK_S) / 86_400,
+                MAX_VALIDITY_S / 86_400
+            )));
         }
         Ok(())
     }

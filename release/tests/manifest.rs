@@ -200,7 +200,8 @@ fn a_release_is_admitted_only_for_this_machine_above_what_is_installed() {
         arch: "x86_64".into(),
         channel: "stable".into(),
     };
-    let now = 1_900_000_000;
+    // Ten days before it expires.
+    let now = 2_000_000_000 - 10 * 86_400;
     let v = |t| Version::parse(t).unwrap();
     assert!(m.admissible(&here, now, Some(v("1.4.1")), &[]).is_ok());
     assert!(m.admissible(&here, now, None, &[v("1.4.0")]).is_ok());
@@ -229,4 +230,35 @@ fn a_release_is_admitted_only_for_this_machine_above_what_is_installed() {
         m.admissible(&here, now, None, &[v("1.5.0"), v("1.0.0")]),
         "failed to start",
     );
+}
+
+/// A mirror serving an old signed manifest: one that expired (in 1970, or
+/// yesterday) is refused with its date, and one that claims more than the
+/// 14 days releases are signed for (a 90-day signature, what releases
+/// once had) is refused too, so an old release can be served for 14 days
+/// at most.
+#[test]
+fn an_expired_or_far_reaching_manifest_is_refused_saying_when() {
+    let mut value = manifest();
+    value["expires"] = json!(0u64);
+    let m = Manifest::parse(&bytes(&value)).expect("parsed");
+    let here = Target::this_machine("stable");
+    let now = 2_000_000_000;
+    let err = m.fresh(now).expect_err("expired").to_string();
+    assert!(err.contains("expired on 1970-01-01"), "{err}");
+    assert!(err.contains("stale or holding updates back"), "{err}");
+    assert!(m.admissible(&here, now, None, &[]).is_err());
+    for (ahead, ok) in [
+        (1, true),
+        (14 * 86_400, true),
+        (15 * 86_400, true),
+        (15 * 86_400 + 1, false),
+        (90 * 86_400, false),
+    ] {
+        value["expires"] = json!(now + ahead);
+        let m = Manifest::parse(&bytes(&value)).expect("parsed");
+        assert_eq!(m.fresh(now).is_ok(), ok, "{ahead} seconds ahead");
+    }
+    assert_eq!(aromba_release::manifest::date(2_000_000_000), "2033-05-18");
+    assert_eq!(aromba_release::manifest::date(951_782_400), "2000-02-29");
 }

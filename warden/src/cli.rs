@@ -32,11 +32,13 @@ COMMANDS:
                  what a server allows after its first week.
     rollback [--root DIR]
                  Run by systemd (aromba-rollback.service) from the previous
-                 release when a new one failed to start three times: point
-                 /opt/aromba/current back at the previous release, record
-                 the failed version (never installed again; updates wait
-                 for a release after it), take this binary as the
-                 baseline, and restart both services.
+                 release when the Warden's unit failed to start three times:
+                 only when the new release's Warden never took over (its
+                 update still pending) — otherwise it refuses and changes
+                 nothing — point /opt/aromba/current back at the previous
+                 release, record the failed version (not installed again
+                 on the Worker's word; `aromba update` may), take this
+                 binary as the baseline, and restart both services.
     serve [--root DIR] [--worker-user NAME]
                  Run the Warden: the Worker socket (only the Worker's uid)
                  and the control socket (only root), the policy, exec,

@@ -100,18 +100,14 @@ fn rollback(root: Option<std::path::PathBuf>) -> ExitCode {
         Some(r) => Releases::rooted(r),
         None => Releases::system(),
     };
-    let (failed, restored) = match roll_back_installed(
-        &layout,
-        &releases,
-        std::path::Path::new("/proc/self/exe"),
-        aromba_warden::ladder::Clock::now(&aromba_warden::ladder::SystemClock),
-    ) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("aromba-warden: rollback failed: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let (failed, restored) =
+        match roll_back_installed(&layout, &releases, std::path::Path::new("/proc/self/exe")) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("aromba-warden: rollback failed: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
     println!("release {failed} failed to start; {restored} is current again");
     journal_rollback(&layout, &failed.to_string(), &restored.to_string());
     if root.is_some() {
@@ -266,6 +262,12 @@ fn install(
             println!("wrote the policy rendering to {}", done.policy.display());
             for pot in &done.honeypots {
                 println!("planted a honeypot at {}", pot.display());
+            }
+            for (pot, why) in &done.honeypots_skipped {
+                println!(
+                    "did not plant the honeypot at {} ({why}); the Warden journals that it is unwatched",
+                    pot.display()
+                );
             }
             println!(
                 "recorded the integrity baseline in {}",

@@ -109,18 +109,13 @@ pub struct Record {
     pub pending: Option<Pending>,
     /// A rollback the chat has not been told of yet.
     pub rolled_back: Option<Version>,
-    /// When the current release was installed (Unix seconds): it is on
-    /// trial for [`TRIAL_S`] after, and only then may a failure roll it
-    /// back.
+    /// When the current release was installed (Unix seconds), until its
+    /// Warden takes over. Only a record: a rollback is decided by
+    /// `pending` alone. (A release before 0.x read it as "on trial for an
+    /// hour", so the Warden that takes over clears it: an older release's
+    /// rollback, run as `previous`, then refuses too.)
     pub installed_at: Option<u64>,
 }
-
-/// How long after its install a release may be rolled back by a failure.
-/// Three failed starts come within minutes of a bad release (the units
-/// allow three in ten minutes); a failure later is not the release's — it
-/// may be the Worker's own doing — and must not downgrade it nor mark it
-/// failed for good.
-pub const TRIAL_S: u64 = 3600;
 
 fn version_field(v: &Value, name: &str) -> Result<Option<Version>, String> {
     match v.get(name) {
@@ -558,41 +553,35 @@ pub fn prune(releases: &Releases) -> Result<Vec<String>, UpdateError> {
     Ok(removed)
 }
 
-/// After a release failed to start three times (systemd's
+/// After the Warden's unit failed to start three times (systemd's
 /// `OnFailure=`, running the previous release's Warden): puts the previous
 /// release back as current, records the failed version (never tried
-/// again; updates wait for a release after it) and that the chat has yet
-/// to hear of it, writes this Warden's policy rendering and takes its
-/// binary (`warden_exe`) and the restored Worker's as the baseline. Returns
-/// (the failed version, the restored one).
+/// again on the Worker's word; root may) and that the chat has yet to
+/// hear of it, writes this Warden's policy rendering and takes its binary
+/// (`warden_exe`) and the restored Worker's as the baseline. Returns (the
+/// failed version, the restored one).
 ///
-/// Only a release on trial is rolled back: its new Warden never took over
-/// (the update is still pending), or it was installed less than
-/// [`TRIAL_S`] before `now`. A release that started and ran is not the
-/// cause of a later failure, and a Worker failing on purpose must not get
-/// it downgraded.
+/// Only a release whose new Warden never took over is rolled back: the
+/// update is still pending. A Warden that started from the new binaries
+/// and took their baseline has started, so whatever stops it later — the
+/// Worker failing on purpose, the OOM killer, a kill — is not a failed
+/// start, and must neither downgrade the release nor mark it failed.
 pub fn roll_back_installed(
     layout: &crate::layout::Layout,
     releases: &Releases,
     warden_exe: &Path,
-    now: u64,
 ) -> Result<(Version, Version), UpdateError> {
     let state_err = |e: crate::state::StateError| UpdateError::Io(e.to_string());
     let record = match crate::state::read(layout, RECORD).map_err(state_err)? {
         Some(bytes) => Record::parse(&bytes).map_err(UpdateError::Io)?,
         None => Record::default(),
     };
-    let on_trial = record.pending.is_some()
-        || record
-            .installed_at
-            .is_some_and(|at| now.saturating_sub(at) < TRIAL_S);
-    if !on_trial {
+    if record.pending.is_none() {
         return Err(UpdateError::Refused(format!(
-            "{} started and has run for more than {} minutes: a failure now is not its start's, so it stays",
+            "{} started (its Warden took over), so what stopped it is not a failed start; it stays",
             record
                 .current
                 .map_or("the current release".to_string(), |v| v.to_string()),
-            TRIAL_S / 60
         )));
     }
     let mut baseline = crate::integrity::Baseline::read(layout)
@@ -761,22 +750,31 @@ mod tests {
             clock: std::sync::Arc::new(crate::ladder::SystemClock),
         })
         .unwrap();
-        // 1.1.0 was installed at time 1000.
-        let installed = Record {
+        // 1.1.0 was installed a moment ago, and its Warden took over.
+        let mut installed = Record {
             current: Some(v("1.1.0")),
             highest: Some(v("1.1.0")),
-            installed_at: Some(1000),
+            installed_at: None,
             ..Record::default()
         };
         let mut held = crate::integrity::Baseline::read(&layout).unwrap();
         crate::state::change(&layout, &mut held, RECORD, Some(&installed.to_bytes())).unwrap();
-        // Long after: it is no longer on trial.
         let warden = releases.previous().join("aromba-warden");
-        let late = roll_back_installed(&layout, &releases, &warden, 1000 + TRIAL_S);
-        assert!(matches!(late, Err(UpdateError::Refused(_))), "{late:?}");
+        let started = roll_back_installed(&layout, &releases, &warden);
+        assert!(
+            matches!(started, Err(UpdateError::Refused(_))),
+            "{started:?}"
+        );
         assert_eq!(releases.version_at(&releases.current()), Some(v("1.1.0")));
-        let (failed, restored) =
-            roll_back_installed(&layout, &releases, &warden, 1000 + TRIAL_S - 1).unwrap();
+        // Its Warden never took over: the update is pending.
+        installed.pending = Some(Pending {
+            version: v("1.1.0"),
+            warden_sha256: "a".repeat(64),
+            worker_sha256: "b".repeat(64),
+        });
+        installed.installed_at = Some(1000);
+        crate::state::change(&layout, &mut held, RECORD, Some(&installed.to_bytes())).unwrap();
+        let (failed, restored) = roll_back_installed(&layout, &releases, &warden).unwrap();
         assert_eq!((failed, restored), (v("1.1.0"), v("1.0.0")));
         let record = Record::parse(&crate::state::read(&layout, RECORD).unwrap().unwrap()).unwrap();
         assert_eq!(record.failed, vec![v("1.1.0")]);

@@ -139,7 +139,6 @@ fn a_release_that_started_and_ran_is_not_rolled_back_by_a_later_failure() {
         &w.layout(),
         &Releases::rooted(&w.root),
         Path::new("/proc/self/exe"),
-        aromba_warden::ladder::Clock::now(&*w.clock),
     );
     let after = record(&w);
     assert!(
@@ -148,6 +147,138 @@ fn a_release_that_started_and_ran_is_not_rolled_back_by_a_later_failure() {
     );
     assert_eq!(current(&w).as_deref(), Some("releases/1.0.1"));
     assert!(after.failed.is_empty(), "{:?} marked failed", after.failed);
+}
+
+/// The units, as systemd reads them: `(section, key)` to every value.
+fn unit(name: &str) -> Vec<(String, String, String)> {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../deploy/systemd")
+            .join(name),
+    )
+    .unwrap();
+    let mut section = String::new();
+    let mut out = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        if line.starts_with('[') {
+            section = line.to_string();
+        } else if let Some((k, v)) = line.split_once('=') {
+            out.push((section.clone(), k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    out
+}
+
+fn key<'a>(unit: &'a [(String, String, String)], section: &str, name: &str) -> Vec<&'a str> {
+    unit.iter()
+        .filter(|(s, k, _)| s == section && k == name)
+        .map(|(_, _, v)| v.as_str())
+        .collect()
+}
+
+/// The Worker exits three times within an hour of an update (a crash
+/// input, a kill of itself): its unit's `OnFailure=` ran the rollback,
+/// which put the previous release back and marked the new one failed —
+/// even though the new Warden had started and taken over, and however the
+/// release was installed — and root could not install it again. Now only
+/// a release whose Warden never took over is rolled back, by the Warden's
+/// unit alone; the same holds for a Warden the OOM killer stops three
+/// times after it took over. Through the real `aromba-warden rollback`,
+/// what the rollback unit runs.
+#[test]
+fn the_worker_failing_three_times_after_an_update_cannot_undo_it() {
+    let mut w = start("adv-update-worker-undoes", false);
+    release(&downloads(&w), "1.0.0");
+    assert!(matches!(
+        install_from_root(&w),
+        Response::ReleaseInstalled { .. }
+    ));
+    // 1.0.1 is made of the binaries this test runs as: a Warden started
+    // "from" it takes it over, as a good update does.
+    let worker = std::fs::read(w.root.join("bin/aromba")).unwrap();
+    let warden = std::fs::read("/proc/self/exe").unwrap();
+    Release::of("1.0.1", &worker, &warden).write(&downloads(&w));
+    assert!(matches!(
+        install_from_root(&w),
+        Response::ReleaseInstalled { .. }
+    ));
+    w.restart();
+    assert!(record(&w).pending.is_none(), "the new Warden took over");
+    // A minute later, the Worker has failed three times (or the Warden
+    // was killed three times): systemd runs the rollback.
+    w.stop();
+    let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_aromba-warden"))
+        .arg("rollback")
+        .arg("--root")
+        .arg(&w.root)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a release that started was rolled back: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(said.contains("1.0.1 started"), "{said}");
+    assert_eq!(current(&w).as_deref(), Some("releases/1.0.1"));
+    let after = record(&w);
+    assert!(after.failed.is_empty(), "{:?} marked failed", after.failed);
+    assert_eq!(after.rolled_back, None);
+    // And the units: only the Warden's may run the rollback, only after
+    // its start limit (systemd 254 and later would run OnFailure= after
+    // each failure of a restarting unit without RestartMode=direct), and
+    // the memory killer passes it over.
+    let worker = unit("aromba.service");
+    assert!(
+        key(&worker, "[Unit]", "OnFailure").is_empty(),
+        "the Worker's unit runs the rollback"
+    );
+    let warden = unit("aromba-warden.service");
+    assert_eq!(
+        key(&warden, "[Unit]", "OnFailure"),
+        ["aromba-rollback.service"]
+    );
+    assert_eq!(key(&warden, "[Unit]", "StartLimitBurst"), ["3"]);
+    assert_eq!(key(&warden, "[Service]", "RestartMode"), ["direct"]);
+    let oom: Vec<i32> = key(&warden, "[Service]", "OOMScoreAdjust")
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(matches!(oom[..], [n] if n <= -900), "{oom:?}");
+}
+
+/// After a rollback the Worker cannot get the failed release installed
+/// again, in any way it may ask: its own patch install, or a proposal.
+#[test]
+fn the_worker_cannot_get_a_failed_release_installed_again() {
+    let mut w = start("adv-update-failed-stays", true);
+    release(&downloads(&w), "1.0.0");
+    assert!(matches!(
+        install_from_root(&w),
+        Response::ReleaseInstalled { .. }
+    ));
+    release(&downloads(&w), "1.0.1");
+    assert!(matches!(
+        install_from_root(&w),
+        Response::ReleaseInstalled { .. }
+    ));
+    // Its Warden never took over (these are not this test's binaries).
+    w.stop();
+    aromba_warden::update::roll_back_installed(
+        &w.layout(),
+        &Releases::rooted(&w.root),
+        Path::new("/proc/self/exe"),
+    )
+    .unwrap();
+    w.restart();
+    release(&downloads(&w), "1.0.1");
+    let why = refused(w.ask(&Request::InstallRelease { dir: None }));
+    assert!(why.contains("1.0.1"), "{why}");
+    refused(w.ask(&Request::ProposeRelease));
+    assert_eq!(current(&w).as_deref(), Some("releases/1.0.0"));
 }
 
 /// The proposal's text says "The Warden checked the release key's

@@ -422,7 +422,6 @@ fn a_rollback_is_reported_until_the_chat_was_told_and_the_failed_release_never_r
         &w.layout(),
         &Releases::rooted(&w.root),
         warden_exe,
-        aromba_warden::ladder::Clock::now(&*w.clock),
     )
     .unwrap();
     assert_eq!(
@@ -462,9 +461,9 @@ fn a_rollback_is_reported_until_the_chat_was_told_and_the_failed_release_never_r
         }),
         Response::Refused { .. }
     ));
-    // The failed release is never installed again, even by root.
+    // The failed release is never installed again on the Worker's word.
     Release::new("1.0.1").write(&downloads(&w));
-    match install(&w) {
+    match w.ask(&Request::InstallRelease { dir: None }) {
         Response::Refused { reason, .. } => assert!(reason.contains("1.0.1"), "{reason}"),
         other => panic!("{other:?}"),
     }
@@ -474,4 +473,44 @@ fn a_rollback_is_reported_until_the_chat_was_told_and_the_failed_release_never_r
         w.ask(&Request::InstallRelease { dir: None }),
         Response::ReleaseInstalled { .. }
     ));
+}
+
+/// Root's `aromba update` installs again a release marked failed (it was
+/// refused as "1.1.0 is not above 1.1.0"): root's word is the owner's. It
+/// is then no longer failed; a release below the running one still is not
+/// installed.
+#[test]
+fn root_installs_again_a_release_that_failed_to_start() {
+    let mut w = start("update-root-retries-failed");
+    Release::new("1.0.0").write(&downloads(&w));
+    assert!(matches!(install(&w), Response::ReleaseInstalled { .. }));
+    Release::new("1.1.0").write(&downloads(&w));
+    assert!(matches!(install(&w), Response::ReleaseInstalled { .. }));
+    w.stop();
+    aromba_warden::update::roll_back_installed(
+        &w.layout(),
+        &Releases::rooted(&w.root),
+        Path::new("/proc/self/exe"),
+    )
+    .unwrap();
+    w.restart();
+    Release::new("1.1.0").write(&downloads(&w));
+    assert_eq!(
+        install(&w),
+        Response::ReleaseInstalled {
+            version: "1.1.0".into(),
+            previous: Some("1.0.0".into())
+        }
+    );
+    assert_eq!(current(&w).as_deref(), Some("releases/1.1.0"));
+    let record = Record::parse(&std::fs::read(w.layout().state_dir.join(RECORD)).unwrap()).unwrap();
+    assert!(record.failed.is_empty(), "{:?}", record.failed);
+    // Still nothing below what runs, nor the same again.
+    for version in ["1.0.5", "1.1.0"] {
+        Release::new(version).write(&downloads(&w));
+        assert!(
+            matches!(install(&w), Response::Refused { .. }),
+            "{version} installed"
+        );
+    }
 }

@@ -327,6 +327,7 @@ async fn trust(daemon: &Daemon) -> String {
                 Some(a) => format!("Relay's anchor: DOES NOT MATCH: {}", a.report),
                 None => "Relay's anchor: none yet (the relay has no head of this journal)".into(),
             });
+            lines.push(super::update::trust_line(daemon));
             lines.join("\n")
         }
         Ok(other) => odd(&other),

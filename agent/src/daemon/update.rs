@@ -61,9 +61,52 @@ struct Checked {
     proposed: Option<String>,
     /// The version this Worker last ran as, to say when it changed.
     running: Option<String>,
+    /// When a current (signed, unexpired) manifest was last seen.
+    #[serde(default)]
+    fresh_at: Option<i64>,
+    /// When this Worker first looked (the count starts there when no
+    /// current manifest was ever seen).
+    #[serde(default)]
+    since: Option<i64>,
+    /// When the chat was last told that none was seen.
+    #[serde(default)]
+    stale_told: Option<i64>,
 }
 
 const CHECKED: &str = "update-check.json";
+
+/// No current manifest seen for this long: the chat is told (a mirror
+/// stale or holding updates back looks exactly like "nothing new").
+const STALE_AFTER_S: i64 = 3 * 86_400;
+/// While it lasts, the chat is told again this often.
+const STALE_RETELL_S: i64 = 7 * 86_400;
+
+/// Days without a current manifest at `now`, when that is past
+/// [`STALE_AFTER_S`].
+fn stale_days(checked: &Checked, now: i64) -> Option<i64> {
+    let since = checked.fresh_at.or(checked.since)?;
+    let gone = now - since;
+    (gone >= STALE_AFTER_S).then_some(gone / 86_400)
+}
+
+/// What `/trust` says of updates.
+pub fn trust_line(daemon: &Daemon) -> String {
+    if daemon.updates.is_none() {
+        return "Updates: no release folder is set (network.toml names none)".into();
+    }
+    let checked: Checked = super::kept::load(daemon, CHECKED);
+    let now = jiff::Timestamp::now().as_second();
+    match (stale_days(&checked, now), checked.fresh_at) {
+        (Some(days), _) => format!(
+            "Updates: NO current release list seen for {days} days: the release folder may be stale or holding updates back"
+        ),
+        (None, Some(at)) => format!(
+            "Updates: a current release list was seen {} hours ago",
+            (now - at).max(0) / 3600
+        ),
+        (None, None) => "Updates: no release list checked yet".into(),
+    }
+}
 
 /// Whether `hour` (local) is in the quiet window.
 pub fn quiet(hour: i8) -> bool {
@@ -158,10 +201,13 @@ async fn look(daemon: &Daemon, source: &UpdateSource, checked: &mut Checked) {
             .failed_at
             .is_none_or(|t| seconds - t >= RETRY_AFTER_S);
     if due {
+        checked.since.get_or_insert(seconds);
         match check(daemon, source).await {
             Ok(found) => {
                 checked.at = seconds;
                 checked.failed_at = None;
+                checked.fresh_at = Some(seconds);
+                checked.stale_told = None;
                 checked.waiting = found.map(|v| v.to_string());
             }
             Err(e) => {
@@ -169,6 +215,22 @@ async fn look(daemon: &Daemon, source: &UpdateSource, checked: &mut Checked) {
                 checked.failed_at = Some(seconds);
             }
         }
+        save(daemon, checked);
+    }
+    if let Some(days) = stale_days(checked, seconds)
+        && checked
+            .stale_told
+            .is_none_or(|t| seconds - t >= STALE_RETELL_S)
+    {
+        daemon
+            .say(
+                format!(
+                    "Updates may be held back: Aromba has not seen a current release list for {days} days. The release folder may be stale or withholding updates, so security fixes may not reach this server. `aromba update` in a root terminal says why."
+                ),
+                vec![],
+            )
+            .await;
+        checked.stale_told = Some(seconds);
         save(daemon, checked);
     }
     let Some(waiting) = checked
@@ -214,6 +276,10 @@ async fn check(daemon: &Daemon, source: &UpdateSource) -> Result<Option<Version>
     };
     tokio::time::timeout(DEADLINE, async {
         let offer = download::offer(&source.gate, &source.url, source.roots.clone(), &keys).await?;
+        // An expired manifest is a failed check, not "nothing new": the
+        // days without a current one are counted and told.
+        let now = jiff::Timestamp::now().as_second().max(0) as u64;
+        offer.manifest.fresh(now)?;
         let version = offer.manifest.version;
         if version <= running {
             return Ok(None);
@@ -287,5 +353,18 @@ mod tests {
         assert!(quiet(4));
         assert!(!quiet(5));
         assert!(!quiet(15));
+    }
+
+    #[test]
+    fn days_without_a_current_release_list_count_from_the_last_one_seen() {
+        let day = 86_400;
+        let mut c = Checked::default();
+        assert_eq!(stale_days(&c, 100 * day), None, "never looked");
+        c.since = Some(10 * day);
+        assert_eq!(stale_days(&c, 12 * day), None);
+        assert_eq!(stale_days(&c, 13 * day), Some(3), "never one seen");
+        c.fresh_at = Some(12 * day);
+        assert_eq!(stale_days(&c, 14 * day), None);
+        assert_eq!(stale_days(&c, 17 * day + 5), Some(5));
     }
 }

@@ -99,7 +99,7 @@ pub struct Release<'a> {
 }
 
 impl<'a> Release<'a> {
-    /// Two stand-in binaries, the stable channel, 90 days to expiry, the
+    /// Two stand-in binaries, the stable channel, 14 days to expiry, the
     /// release test key.
     pub fn new(version: &'a str) -> Release<'a> {
         Release::of(version, b"worker binary", b"warden binary")
@@ -110,7 +110,7 @@ impl<'a> Release<'a> {
         Release {
             version,
             channel: "stable",
-            expires: now() + 90 * 86_400,
+            expires: now() + 14 * 86_400,
             worker: vec![("aromba", worker)],
             warden: vec![("aromba-warden", warden)],
             key: RELEASE_KEY,

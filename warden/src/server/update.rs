@@ -110,6 +110,22 @@ pub(super) fn offered(
     ))
 }
 
+/// The record a release of `version` is judged against. Root (`aromba
+/// update`) may install again a version that failed to start here: it is
+/// then judged against the release running now only, not against the
+/// failed versions nor the highest (which is the failed one). The Worker
+/// never may: a failed release stays failed on its word.
+fn retried(judged: &Record, version: Version, root: bool, running: Option<Version>) -> Record {
+    if !(root && judged.failed.contains(&version)) {
+        return judged.clone();
+    }
+    Record {
+        highest: running,
+        failed: Vec::new(),
+        ..judged.clone()
+    }
+}
+
 /// Whether the release `manifest` names may be installed here now.
 fn admit(
     manifest: &aromba_release::Manifest,
@@ -160,12 +176,20 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: Origin) -> Re
     let releases = &shared.options.releases;
     let installed = releases.version_at(&releases.current());
     let judged = judged(shared, &before);
-    let prepared = update::read_download(dir, &keys, |m| admit(m, &target, now, &judged)).and_then(
-        |(_, download)| {
-            let sha = aromba_release::sha256_hex(&download.manifest);
-            update::prepare(&download, &keys, &target, now, &judged).map(|p| (p, sha))
-        },
-    );
+    let root = matches!(origin, Origin::RootTerminal);
+    let prepared = update::read_download(dir, &keys, |m| {
+        admit(
+            m,
+            &target,
+            now,
+            &retried(&judged, m.version, root, installed),
+        )
+    })
+    .and_then(|(m, download)| {
+        let sha = aromba_release::sha256_hex(&download.manifest);
+        let judged = retried(&judged, m.version, root, installed);
+        update::prepare(&download, &keys, &target, now, &judged).map(|p| (p, sha))
+    });
     let ((manifest, binaries), manifest_sha256) = match prepared {
         Ok(p) => p,
         Err(e) => return refused(&mut m, e.to_string()),
@@ -205,12 +229,14 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: Origin) -> Re
     }
     let previous = installed;
     let mut after = before.clone();
+    // Installed again on root's word: no longer a failed release.
+    after.failed.retain(|f| *f != version);
     after.pending = Some(Pending {
         version,
         worker_sha256: aromba_release::sha256_hex(&binaries[0]),
         warden_sha256: aromba_release::sha256_hex(&binaries[1]),
     });
-    after.highest = Some(version);
+    after.highest = after.highest.max(Some(version));
     after.current = Some(version);
     after.previous = previous;
     after.installed_at = Some(now);
@@ -365,6 +391,9 @@ pub(super) fn finish_pending(shared: &Shared) {
     };
     let mut done = record.clone();
     done.pending = None;
+    // Started: no longer anything a rollback may undo (a release up to
+    // 0.1.0, run as `previous`, reads a recent install time as a trial).
+    done.installed_at = None;
     let written = shared.change_state(RECORD, Some(&done.to_bytes()));
     if written.is_err() {
         *shared.baseline.lock().unwrap_or_else(|p| p.into_inner()) = old;
