@@ -3,7 +3,8 @@
 //! fresh folder of root's and asks the Warden, which verifies it again and
 //! installs it (as it does for the Worker's daily check, but without the
 //! chat's tap: root's word is the owner's); `uninstall` asks the Warden,
-//! which is the only thing that executes, to stop and remove everything.
+//! which is the only thing that executes, to stop and remove everything
+//! (but after an install from the Debian package, which `apt purge` is for).
 //! Both go through the control socket, which only root reaches.
 
 use crate::config::{BaseUrl, NetworkConfig, my_uid};
@@ -113,7 +114,11 @@ pub fn update(options: UpdateOptions) -> ExitCode {
         Err(e) => return fail(e),
     };
     let _cleanup = Cleanup(dir.clone());
-    println!("downloading {version}");
+    // The commit the release key's signature names: which source this is.
+    match offer.manifest.short_commit() {
+        Some(commit) => println!("downloading {version}, built from commit {commit}"),
+        None => println!("downloading {version} (its signature names no commit)"),
+    }
     let fetched = runtime.block_on(async {
         tokio::time::timeout_at(
             deadline,
@@ -171,6 +176,16 @@ impl Drop for Cleanup {
 pub fn uninstall(root: Option<PathBuf>, purge: bool, yes: bool) -> ExitCode {
     if let Err(code) = root_only("uninstall") {
         return code;
+    }
+    // dpkg's install is dpkg's to remove: said before the question, which
+    // the Warden would refuse anyway (it judges the same list, and says so
+    // too when it cannot read it).
+    let system = root.clone().unwrap_or_else(|| PathBuf::from("/"));
+    if let Ok(true) = aromba_warden_proto::package::installed_by_dpkg(&system) {
+        return fail(format!(
+            "nothing was removed. {}",
+            aromba_warden_proto::package::USE_APT_PURGE
+        ));
     }
     if !yes {
         use std::io::{BufRead, IsTerminal, Write};

@@ -215,7 +215,12 @@ async fn a_patch_release_installs_itself_in_the_quiet_window(db: PgPool) {
 fn aromba_update_from_a_root_terminal_downloads_and_the_warden_installs() {
     let _alone = paired::alone();
     let files = scratch("cli");
-    publish(&files.0, "2.0.0");
+    // Signed naming the commit it was built from, as scripts/release signs.
+    Release {
+        commit: Some("0123456789abcdef0123456789abcdef01234567"),
+        ..Release::of("2.0.0", b"aromba 2.0.0", b"aromba-warden 2.0.0")
+    }
+    .write(&files.0.join("stable"));
     let (url, _) = serve(files.0.clone());
     let w =
         TestWarden::start_installed("update-cli", account("aromba"), Some(0), with_test_releases);
@@ -234,6 +239,10 @@ fn aromba_update_from_a_root_terminal_downloads_and_the_warden_installs() {
     let said = support::text(&out.stdout);
     assert!(out.status.success(), "{said}{}", support::text(&out.stderr));
     assert!(said.contains("Aromba 2.0.0 is installed"), "{said}");
+    assert!(
+        said.contains("downloading 2.0.0, built from commit 0123456789ab\n"),
+        "{said}"
+    );
     assert_eq!(current(&w), Some(PathBuf::from("releases/2.0.0")));
     // The download folder it made is gone.
     let left: Vec<_> = std::fs::read_dir("/var/tmp")
@@ -280,6 +289,29 @@ fn aromba_uninstall_asks_first_and_under_a_test_root_removes_only_that_tree() {
         with_test_releases(o)
     });
     installed_as_this_version(&w);
+    // Installed from the Debian package (dpkg's list names the units):
+    // `apt purge` is said before anything is asked, and nothing goes.
+    let info = w.root.join("var/lib/dpkg/info");
+    std::fs::create_dir_all(&info).expect("dpkg's folder");
+    std::fs::write(
+        info.join("aromba.list"),
+        "/.\n/lib/systemd/system/aromba-warden.service\n/usr/bin/aromba\n",
+    )
+    .expect("dpkg's list");
+    let out = w.aromba_as("root", &["uninstall", "--yes"]);
+    assert!(!out.status.success());
+    let said = support::text(&out.stderr);
+    assert!(
+        said.starts_with(
+            "aromba: nothing was removed. Aromba was installed from its Debian package"
+        ),
+        "{said}"
+    );
+    assert!(said.contains("run `apt purge aromba` instead"), "{said}");
+    assert!(w.root.join("opt/aromba").exists());
+    assert!(w.layout().state_dir.exists());
+    std::fs::remove_dir_all(w.root.join("var")).expect("dpkg's list removed");
+
     // Without --yes and without a terminal: nothing happens.
     let out = w.aromba_as("root", &["uninstall"]);
     assert!(!out.status.success());

@@ -9,6 +9,14 @@
 //!    {"binary": "aromba", "tarball": "aromba-0.2.0-x86_64.tar.gz", "sha256": "…", "size": 4242},
 //!    {"binary": "aromba-warden", "tarball": "aromba-warden-0.2.0-x86_64.tar.gz", "sha256": "…", "size": 4242}]}
 //! ```
+//!
+//! The commit a release was built from is not a field: the parser refuses
+//! unknown fields, so a new one would make every Warden released before it
+//! refuse every manifest after it — never to update again. It travels in
+//! the signature's trusted comment instead (`trusted comment: aromba 0.2.0
+//! stable x86_64 commit <hex>`), which minisign signs with the manifest
+//! (the global signature covers it), which older Wardens verify and do not
+//! read, and which [`Manifest::verified`] reads only once it verified.
 
 use crate::version::Version;
 use crate::{Keys, ReleaseError};
@@ -89,6 +97,11 @@ pub struct Manifest {
     pub expires: u64,
     /// The Worker's entry first, then the Warden's.
     pub binaries: [Entry; 2],
+    /// The git commit the release was built from (40 or 64 lower-case hex
+    /// digits), from the signature's trusted comment; `None` for a release
+    /// signed without one (before the commit was recorded), or a manifest
+    /// only parsed.
+    pub commit: Option<String>,
 }
 
 /// Where a release is to be installed: this machine's architecture and
@@ -213,6 +226,23 @@ fn entry(value: &Value) -> Result<Entry, ReleaseError> {
     })
 }
 
+/// The commit a trusted comment names: the word after `commit`, when it
+/// is 40 or 64 lower-case hex digits (git's SHA-1 and SHA-256 object
+/// names). Any other comment names none: it is free text, so a comment
+/// without a commit — older releases, a hand-signed one — is no error.
+pub fn signed_commit(trusted_comment: &str) -> Option<String> {
+    let words: Vec<&str> = trusted_comment.split_ascii_whitespace().collect();
+    words.windows(2).find_map(|w| {
+        let hex = w[1];
+        let ok = w[0] == "commit"
+            && (hex.len() == 40 || hex.len() == 64)
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        ok.then(|| hex.to_string())
+    })
+}
+
 impl Manifest {
     /// Parses a manifest whose signature was verified (see
     /// [`Manifest::verified`]).
@@ -262,6 +292,7 @@ impl Manifest {
             arch: plain_name(text(f[3], "arch")?, "arch")?,
             expires: number(f[4], "expires")?,
             binaries,
+            commit: None,
         })
     }
 
@@ -276,6 +307,8 @@ impl Manifest {
         }
         let sig = minisign_verify::Signature::decode(signature)
             .map_err(|e| ReleaseError::BadSignature(format!("not a minisign signature: {e}")))?;
+        // `verify` checks the global signature too, over the signature and
+        // the trusted comment: the commit read from it below is signed.
         let signed = keys
             .all()
             .iter()
@@ -285,7 +318,14 @@ impl Manifest {
                 "no trusted release key signed it".into(),
             ));
         }
-        Manifest::parse(bytes)
+        let mut manifest = Manifest::parse(bytes)?;
+        manifest.commit = signed_commit(sig.trusted_comment());
+        Ok(manifest)
+    }
+
+    /// The commit, shortened for people (12 digits), or `None`.
+    pub fn short_commit(&self) -> Option<&str> {
+        self.commit.as_deref().map(|c| c.get(..12).unwrap_or(c))
     }
 
     /// Whether this release may be installed on `target` at `now`, above

@@ -16,11 +16,16 @@ impl Signer {
     }
 
     fn sign(&self, bytes: &[u8]) -> String {
+        self.sign_with(bytes, "aromba release")
+    }
+
+    /// Signed with `comment` as the trusted comment.
+    fn sign_with(&self, bytes: &[u8], comment: &str) -> String {
         minisign::sign(
             Some(&self.keys.pk),
             &self.keys.sk,
             std::io::Cursor::new(bytes),
-            Some("aromba release"),
+            Some(comment),
             None,
         )
         .expect("signed")
@@ -261,4 +266,77 @@ fn an_expired_or_far_reaching_manifest_is_refused_saying_when() {
     }
     assert_eq!(aromba_release::manifest::date(2_000_000_000), "2033-05-18");
     assert_eq!(aromba_release::manifest::date(951_782_400), "2000-02-29");
+}
+
+const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+#[test]
+fn the_commit_is_read_from_the_signed_trusted_comment() {
+    let signer = Signer::new();
+    let keys = Keys::from_base64(&[&signer.public()]).expect("keys");
+    let body = bytes(&manifest());
+    let signature = signer.sign_with(
+        &body,
+        &format!("aromba 1.4.2 stable x86_64 commit {COMMIT}"),
+    );
+    let m = Manifest::verified(&body, &signature, &keys).expect("verified");
+    assert_eq!(m.commit.as_deref(), Some(COMMIT));
+    assert_eq!(m.short_commit(), Some("0123456789ab"));
+    // As `scripts/release --resign` words it; a SHA-256 repository's too.
+    let sha256 = "ab".repeat(32);
+    for (comment, commit) in [
+        (
+            format!("aromba re-signed to expire 2000000000 commit {COMMIT}"),
+            COMMIT,
+        ),
+        (
+            format!("aromba 1.4.2 stable x86_64 commit {sha256}"),
+            sha256.as_str(),
+        ),
+    ] {
+        let m =
+            Manifest::verified(&body, &signer.sign_with(&body, &comment), &keys).expect("verified");
+        assert_eq!(m.commit.as_deref(), Some(commit), "{comment}");
+    }
+}
+
+#[test]
+fn a_release_signed_without_a_commit_is_read_and_names_none() {
+    // Releases signed before the commit was recorded, and free text that
+    // only looks like one.
+    let signer = Signer::new();
+    let keys = Keys::from_base64(&[&signer.public()]).expect("keys");
+    let body = bytes(&manifest());
+    for comment in [
+        "aromba 1.4.2 stable x86_64",
+        "aromba re-signed to expire 2000000000",
+        "commit 0123456789ABCDEF0123456789ABCDEF01234567",
+        "commit 0123456789abcdef",
+        "commit",
+    ] {
+        let m =
+            Manifest::verified(&body, &signer.sign_with(&body, comment), &keys).expect("verified");
+        assert_eq!(m.commit, None, "{comment}");
+    }
+    // The manifest itself has no new field: a Warden that knows nothing
+    // of commits reads this release as it read every other.
+    assert_eq!(Manifest::parse(&body).expect("parsed").commit, None);
+}
+
+#[test]
+fn a_commit_changed_after_signing_is_refused() {
+    let signer = Signer::new();
+    let keys = Keys::from_base64(&[&signer.public()]).expect("keys");
+    let body = bytes(&manifest());
+    let signature = signer.sign_with(
+        &body,
+        &format!("aromba 1.4.2 stable x86_64 commit {COMMIT}"),
+    );
+    let other = "fedcba9876543210fedcba9876543210fedcba98";
+    let forged = signature.replace(COMMIT, other);
+    assert_ne!(forged, signature);
+    match Manifest::verified(&body, &forged, &keys) {
+        Err(ReleaseError::BadSignature(_)) => {}
+        other => panic!("a forged commit was taken: {other:?}"),
+    }
 }

@@ -32,6 +32,7 @@ fn main() {
         keep_fd: None,
         stop: None,
         tripwire: None,
+        cgroup: Default::default(),
     };
     let bwrap =
         pick_binary("bwrap", &["/usr/bin/bwrap", "/bin/bwrap"]).expect("bubblewrap is installed");

@@ -68,6 +68,7 @@ fn bare_exec(n: usize) -> (Duration, Duration) {
         keep_fd: None,
         stop: None,
         tripwire: None,
+        cgroup: Default::default(),
     };
     let samples = (0..n)
         .map(|_| {

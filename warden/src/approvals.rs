@@ -218,6 +218,8 @@ pub enum Facts<'a> {
     Release {
         version: aromba_release::Version,
         installed: Option<aromba_release::Version>,
+        /// The commit its signature names ([`aromba_release::Manifest::commit`]).
+        commit: Option<&'a str>,
     },
 }
 
@@ -307,6 +309,7 @@ pub fn render(action: &Action, facts: &Facts<'_>) -> Result<String, String> {
             Facts::Release {
                 version: v,
                 installed,
+                commit,
             },
         ) if v.to_string() == *version => {
             let kind = match installed.and_then(|i| v.step_from(&i)) {
@@ -316,8 +319,13 @@ pub fn render(action: &Action, facts: &Facts<'_>) -> Result<String, String> {
                 None => "a release",
             };
             let now = installed.map_or("no recorded release".to_string(), |i| i.to_string());
+            // Signed with the release (its signature's trusted comment):
+            // which source this is, for whoever wants to read it first.
+            let built = commit.map_or(String::new(), |c| {
+                format!("\nIt was built from commit {}.", c.get(..12).unwrap_or(c))
+            });
             format!(
-                "Update Aromba to {version}?\nIt is {kind}; this server runs {now}.\nThe Warden checked the release key's signature and both programs' hashes. It installs them beside the current ones, keeps {now} to go back to, and restarts Aromba's two services (a minute without the chat).\nIf the new release fails to start three times, {now} comes back by itself."
+                "Update Aromba to {version}?\nIt is {kind}; this server runs {now}.{built}\nThe Warden checked the release key's signature and both programs' hashes. It installs them beside the current ones, keeps {now} to go back to, and restarts Aromba's two services (a minute without the chat).\nIf the new release fails to start three times, {now} comes back by itself."
             )
         }
         (Action::ProdModeOff, Facts::Nothing) => format!(

@@ -64,6 +64,8 @@ pub struct Bounds {
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// A line of error output that kills the command the moment it appears.
     pub tripwire: Option<Tripwire>,
+    /// The cgroups the child joins before it execs (a cage's).
+    pub cgroup: crate::cage::limits::JoinFds,
 }
 
 /// A line of standard error that ends the command at once: the cage
@@ -110,6 +112,7 @@ impl Bounds {
             keep_fd: None,
             stop: None,
             tripwire: None,
+            cgroup: Default::default(),
         }
     }
 }
@@ -154,6 +157,7 @@ impl RawOutcome {
             cut: self.cut,
             timed_out: self.timed_out,
             stopped: self.stopped,
+            memory_exceeded: false,
             duration: self.duration,
         }
     }
@@ -215,6 +219,8 @@ pub struct Outcome {
     pub timed_out: bool,
     /// Killed because `Bounds::stop` was set or the tripwire was hit.
     pub stopped: bool,
+    /// The cage's memory ceiling made the kernel kill something in it.
+    pub memory_exceeded: bool,
     pub duration: Duration,
 }
 
@@ -391,7 +397,7 @@ fn run_raw(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    system::confine_child(&mut cmd, bounds.low_priority, bounds.keep_fd);
+    system::confine_child(&mut cmd, bounds.low_priority, bounds.keep_fd, bounds.cgroup);
     let mut child: Child = cmd.spawn().map_err(|source| ExecError::Spawn {
         path: bin.to_path_buf(),
         source,

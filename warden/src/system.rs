@@ -61,11 +61,40 @@ const IOPRIO_CLASS_SHIFT: u32 = 13;
 ///
 /// `keep` is one descriptor to hand down across exec (the cage's seccomp
 /// filter for bubblewrap); it keeps its number.
-pub fn confine_child(cmd: &mut std::process::Command, low_priority: bool, keep: Option<RawFd>) {
+pub fn confine_child(
+    cmd: &mut std::process::Command,
+    low_priority: bool,
+    keep: Option<RawFd>,
+    join: crate::cage::limits::JoinFds,
+) {
     let hook = move || -> io::Result<()> {
-        // SAFETY: setsid, setpriority and raw syscalls are async-signal-safe
-        // and touch no memory of the parent; this runs in the forked child.
+        // SAFETY: setsid, setpriority, write and raw syscalls are
+        // async-signal-safe and touch no memory of the parent; this runs in
+        // the forked child.
         unsafe {
+            // Into the cage's cgroups first: nothing it runs is outside
+            // them ("0" is the writing process).
+            for &fd in join.as_slice() {
+                if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            // A cage is the first the OOM killer takes, never the Warden
+            // (whose unit sets -900, which children inherit).
+            if !join.as_slice().is_empty() {
+                let fd = libc::open(
+                    c"/proc/self/oom_score_adj".as_ptr(),
+                    libc::O_WRONLY | libc::O_CLOEXEC,
+                );
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let wrote = libc::write(fd, b"1000".as_ptr().cast(), 4);
+                libc::close(fd);
+                if wrote != 4 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
             if libc::setsid() < 0 {
                 return Err(io::Error::last_os_error());
             }
@@ -102,6 +131,21 @@ pub fn confine_child(cmd: &mut std::process::Command, low_priority: bool, keep: 
     unsafe {
         cmd.pre_exec(hook);
     }
+}
+
+/// Sends SIGKILL to the process `pid` (a straggler in a cage's cgroup).
+pub fn kill_pid(pid: u32) -> io::Result<()> {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return Err(io::Error::other("process id out of range"));
+    };
+    if pid <= 1 {
+        return Err(io::Error::other("refusing to signal process 0 or 1"));
+    }
+    // SAFETY: kill takes plain integers.
+    if unsafe { libc::kill(pid, libc::SIGKILL) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Sends SIGKILL to every process of the group `pgid`.

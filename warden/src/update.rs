@@ -518,6 +518,7 @@ pub fn restart_services(systemctl: &Path) -> Result<(), String> {
         keep_fd: None,
         stop: None,
         tripwire: None,
+        cgroup: Default::default(),
     };
     match run_program(systemctl, &args, &[], &bounds) {
         Ok(o) if o.exit_code == Some(0) => Ok(()),

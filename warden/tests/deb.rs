@@ -3,7 +3,8 @@
 //! /opt (the updater's, never dpkg's); its postinst, run under a root
 //! folder as dpkg runs it for `--root` (`DPKG_ROOT`), seeds the first
 //! release there, installs the Warden, and leaves a release the updater
-//! installed since alone; its postrm purges what the postinst made.
+//! installed since alone; its postrm purges what the postinst made; the
+//! list dpkg keeps of its files is what `aromba uninstall` recognizes.
 //!
 //! Needs cargo-deb, lintian and dpkg-deb (the test command installs them);
 //! fails without them.
@@ -124,6 +125,51 @@ fn the_package_passes_lintian_and_ships_no_file_under_opt() {
         "{}",
         text(&lint.stdout)
     );
+}
+
+/// `aromba uninstall` refuses after a `.deb` install by reading dpkg's
+/// list of the package's files (`/var/lib/dpkg/info/aromba.list`): the
+/// list dpkg writes for this very package must name our units as that
+/// check looks for them, and the package must still ship the sysusers file
+/// and units it says dpkg owns.
+#[test]
+fn the_uninstall_check_recognizes_this_packages_file_list() {
+    let listed = run(assert_cmd::Command::new("dpkg-deb")
+        .arg("-c")
+        .arg(package()));
+    assert!(listed.status.success());
+    // dpkg's form: one absolute path a line, no trailing slash, `/.` for
+    // the top.
+    let list: String = text(&listed.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .map(|p| {
+            let p = p.trim_start_matches('.').trim_end_matches('/');
+            if p.is_empty() {
+                "/.\n".to_string()
+            } else {
+                format!("{p}\n")
+            }
+        })
+        .collect();
+    assert!(
+        aromba_warden_proto::package::lists_our_units(&list),
+        "the check misses this package's units:\n{list}"
+    );
+    for owned in [
+        "/usr/lib/sysusers.d/aromba.conf\n",
+        "/usr/bin/aromba\n",
+        "/lib/systemd/system/aromba-warden.service\n",
+    ] {
+        assert!(list.contains(owned), "{owned} not in:\n{list}");
+    }
+    // Without its units (removed, not purged) the list is not an install.
+    let without: String = list
+        .lines()
+        .filter(|l| !l.ends_with(".service"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(!aromba_warden_proto::package::lists_our_units(&without));
 }
 
 #[test]

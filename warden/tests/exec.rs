@@ -14,6 +14,7 @@ fn bounds(timeout_ms: u64, cap: usize, low: bool) -> Bounds {
         keep_fd: None,
         stop: None,
         tripwire: None,
+        cgroup: Default::default(),
     }
 }
 

@@ -4,6 +4,8 @@
 //! serves it; it stops the Worker, removes the units, the releases, the
 //! command's link, the Worker's files and the Warden's state, removes the
 //! user, keeps the journal unless purged, and the Warden stops serving.
+//! After an install from the Debian package it removes nothing and says to
+//! run `apt purge aromba`.
 
 mod support;
 
@@ -153,4 +155,56 @@ fn uninstall_with_purge_takes_the_journal_too() {
     assert!(!w.layout().journal_dir.exists());
     assert!(kept.iter().all(|k| !k.contains("journal")), "{kept:?}");
     assert!(stopped_serving(&w), "the Warden still serves");
+}
+
+/// What dpkg records for the package `scripts/deb` builds
+/// (`/var/lib/dpkg/info/aromba.list`; `deb.rs` holds it to the package).
+const DPKG_LIST: &str = "/.\n/lib\n/lib/systemd\n/lib/systemd/system\n/lib/systemd/system/aromba-rollback.service\n/lib/systemd/system/aromba-warden.service\n/lib/systemd/system/aromba.service\n/usr\n/usr/bin\n/usr/bin/aromba\n/usr/lib\n/usr/lib/aromba\n/usr/lib/aromba/seed\n/usr/lib/aromba/seed/aromba\n/usr/lib/aromba/seed/aromba-warden\n/usr/lib/sysusers.d\n/usr/lib/sysusers.d/aromba.conf\n";
+
+#[test]
+fn after_a_deb_install_uninstall_removes_nothing_and_says_apt_purge() {
+    let w = installed("uninstall-deb");
+    let info = w.root.join("var/lib/dpkg/info");
+    std::fs::create_dir_all(&info).unwrap();
+    std::fs::write(info.join("aromba.list"), DPKG_LIST).unwrap();
+    let reason = match w.control(&Request::Uninstall { purge: true }) {
+        Response::Refused { reason, .. } => reason,
+        other => panic!("not refused: {other:?}"),
+    };
+    assert!(reason.contains("`apt purge aromba`"), "{reason}");
+    assert!(reason.starts_with("Aromba was installed from its Debian package"));
+    // Nothing was touched: no service stopped, no file or user removed.
+    assert!(!w.root.join("systemctl.log").exists());
+    assert!(!w.root.join("userdel.log").exists());
+    for kept in [
+        w.root.join("opt/aromba/releases/1.0.0/aromba"),
+        w.root.join("systemd/system/aromba-warden.service"),
+        w.layout().worker_config_dir.join("relay.toml"),
+        w.layout().journal_file(),
+    ] {
+        assert!(kept.exists(), "{} was removed", kept.display());
+    }
+    // The refusal is journaled, and the Warden serves on.
+    let journal = w.journal();
+    assert!(journal.contains("\"refused\""), "{journal}");
+    assert!(matches!(w.control(&Request::Status), Response::Status(_)));
+}
+
+#[test]
+fn a_package_removed_but_not_purged_does_not_stop_the_uninstall() {
+    // `apt remove` took the units; dpkg keeps a list without them until
+    // the purge. Aromba's own files are then the uninstall's to remove.
+    let w = installed("uninstall-deb-removed");
+    let info = w.root.join("var/lib/dpkg/info");
+    std::fs::create_dir_all(&info).unwrap();
+    std::fs::write(
+        info.join("aromba.list"),
+        "/.\n/usr\n/usr/share/doc/aromba\n",
+    )
+    .unwrap();
+    assert!(matches!(
+        w.control(&Request::Uninstall { purge: false }),
+        Response::Uninstalled { .. }
+    ));
+    assert!(!w.root.join("opt/aromba").exists());
 }

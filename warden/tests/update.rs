@@ -362,6 +362,8 @@ fn the_worker_installs_a_patch_release_itself_and_a_minor_one_only_on_a_tap() {
         text.contains("a minor release; this server runs 1.0.0"),
         "{text}"
     );
+    // A release signed without a commit: none is named.
+    assert!(!text.contains("commit"), "{text}");
 
     // The download changed after the proposal (another signed release):
     // the tap does not cover it.
@@ -513,4 +515,30 @@ fn root_installs_again_a_release_that_failed_to_start() {
             "{version} installed"
         );
     }
+}
+
+#[test]
+fn the_proposal_and_the_journal_name_the_commit_the_release_key_signed() {
+    let w = start_with("update-commit", true);
+    Release::new("1.0.0").write(&downloads(&w));
+    assert!(matches!(install(&w), Response::ReleaseInstalled { .. }));
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    let mut release = Release::new("1.1.0");
+    release.commit = Some(commit);
+    release.write(&downloads(&w));
+    let (action_id, server_id, _) = w.propose(&Request::ProposeRelease);
+    let text = w.text_of(&action_id);
+    assert!(
+        text.contains("this server runs 1.0.0.\nIt was built from commit 0123456789ab.\n"),
+        "{text}"
+    );
+    assert!(matches!(
+        w.ask(&w.tap(&server_id, &action_id, "approve", None)),
+        Response::ReleaseInstalled { .. }
+    ));
+    let journal = w.journal();
+    assert!(
+        journal.contains(&format!("\"commit\":\"{commit}\"")),
+        "{journal}"
+    );
 }

@@ -33,11 +33,17 @@ pub fn key_line(public: &str) -> String {
 
 /// `bytes` signed with the minisign secret key `key` (unencrypted).
 pub fn sign(bytes: &[u8], key: &str) -> String {
+    sign_with_comment(bytes, key, None)
+}
+
+/// As [`sign`], with `comment` as the signed trusted comment (minisign's
+/// own, naming a time and no commit, when `None`).
+pub fn sign_with_comment(bytes: &[u8], key: &str, comment: Option<&str>) -> String {
     let sk = minisign::SecretKeyBox::from_string(key)
         .expect("a minisign secret key")
         .into_unencrypted_secret_key()
         .expect("unencrypted");
-    minisign::sign(None, &sk, std::io::Cursor::new(bytes), None, None)
+    minisign::sign(None, &sk, std::io::Cursor::new(bytes), comment, None)
         .expect("signed")
         .to_string()
 }
@@ -96,6 +102,9 @@ pub struct Release<'a> {
     pub key: &'a str,
     /// Changes the manifest after the tarballs are hashed.
     pub tamper: fn(&mut Value),
+    /// The commit the signature's trusted comment names, as
+    /// `scripts/release` writes it; `None`: no commit named.
+    pub commit: Option<&'a str>,
 }
 
 impl<'a> Release<'a> {
@@ -115,6 +124,7 @@ impl<'a> Release<'a> {
             warden: vec![("aromba-warden", warden)],
             key: RELEASE_KEY,
             tamper: |_| {},
+            commit: None,
         }
     }
 
@@ -140,8 +150,19 @@ impl<'a> Release<'a> {
         (self.tamper)(&mut manifest);
         let bytes = serde_json::to_vec(&manifest).expect("JSON");
         std::fs::write(dir.join("manifest.json"), &bytes).expect("the manifest");
-        std::fs::write(dir.join("manifest.json.minisig"), sign(&bytes, self.key))
-            .expect("the signature");
+        let comment = self.commit.map(|c| {
+            format!(
+                "aromba {} {} {} commit {c}",
+                self.version,
+                self.channel,
+                std::env::consts::ARCH
+            )
+        });
+        std::fs::write(
+            dir.join("manifest.json.minisig"),
+            sign_with_comment(&bytes, self.key, comment.as_deref()),
+        )
+        .expect("the signature");
     }
 }
 

@@ -32,6 +32,7 @@ fn bounds() -> Bounds {
         keep_fd: None,
         stop: None,
         tripwire: None,
+        cgroup: Default::default(),
     }
 }
 

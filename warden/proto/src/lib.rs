@@ -21,6 +21,7 @@
 mod frame;
 mod hex;
 mod message;
+pub mod package;
 mod pin_shape;
 pub mod socket_owner;
 

@@ -21,6 +21,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod limits;
 pub mod seccomp;
 
 use crate::exec::{self, Bounds, ExecError, Outcome};
@@ -167,6 +168,10 @@ pub struct Host<'a> {
     /// Which of the kernel's paths this host has (a path the kernel lacks
     /// cannot be covered: bubblewrap would have to create it in `/proc`).
     pub exists: &'a dyn Fn(&Path) -> bool,
+    /// The size of the cage's `/tmp` and `/dev/shm`, when this host's
+    /// bubblewrap can size a tmpfs (0.7 and later; the cage's cgroup bounds
+    /// their pages either way).
+    pub tmp_size: Option<u64>,
 }
 
 fn exists_here(p: &Path) -> bool {
@@ -196,6 +201,7 @@ impl Host<'static> {
             found,
             resolver,
             exists: &exists_here,
+            tmp_size: tmpfs_sized().then(|| limits::global().limits.tmp_bytes),
         }
     }
 }
@@ -486,7 +492,15 @@ pub fn bwrap_args_with(
             }
         }
     }
-    v.extend(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"].map(String::from));
+    v.extend(["--dev", "/dev", "--proc", "/proc"].map(String::from));
+    // Memory, both: sized where bubblewrap can, and counted against the
+    // cage's cgroup in any case.
+    for d in ["/tmp", "/dev/shm"] {
+        if let Some(size) = host.tmp_size {
+            v.extend(["--size".to_string(), size.to_string()]);
+        }
+        v.extend(["--tmpfs".to_string(), d.to_string()]);
+    }
     if spec.network
         && let Some(r) = &host.resolver
     {
@@ -573,7 +587,17 @@ pub fn bwrap_args_with(
     // Last among the mounts: bubblewrap makes the hidden paths' mount
     // points first, and cannot once their parents are read-only.
     if spec.nothing_writable {
-        v.extend(["--remount-ro", "/tmp", "--remount-ro", "/dev"].map(String::from));
+        v.extend(
+            [
+                "--remount-ro",
+                "/tmp",
+                "--remount-ro",
+                "/dev/shm",
+                "--remount-ro",
+                "/dev",
+            ]
+            .map(String::from),
+        );
     }
     v.extend([
         "--chdir".to_string(),
@@ -591,6 +615,8 @@ pub fn bwrap_args_with(
 pub enum CageError {
     /// bubblewrap is missing or not root's.
     NoBubblewrap(ExecError),
+    /// No cgroup can bound the cage's memory here: nothing is caged.
+    Unbounded(String),
     Filter(std::io::Error),
     Run(ExecError),
 }
@@ -599,6 +625,10 @@ impl std::fmt::Display for CageError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CageError::NoBubblewrap(e) => write!(f, "no cage here: {e}"),
+            CageError::Unbounded(why) => write!(
+                f,
+                "no cage here: its memory cannot be bounded ({why}), and an unbounded cage could take the host's memory"
+            ),
             CageError::Filter(e) => write!(f, "cannot hand the seccomp filter to bubblewrap: {e}"),
             CageError::Run(e) => write!(f, "{e}"),
         }
@@ -629,6 +659,17 @@ pub fn run_caged_with(
     args: &[String],
     bounds: &Bounds,
 ) -> Result<Outcome, CageError> {
+    run_caged_on(bwrap, spec, &Host::here(spec), program, args, bounds)
+}
+
+fn run_caged_on(
+    bwrap: &Path,
+    spec: &CageSpec,
+    host: &Host<'_>,
+    program: &Path,
+    args: &[String],
+    bounds: &Bounds,
+) -> Result<Outcome, CageError> {
     let (reader, mut writer) = std::io::pipe().map_err(CageError::Filter)?;
     // The filter is a few hundred bytes: it fits in the pipe's buffer, so
     // writing it all before bubblewrap starts cannot block.
@@ -637,19 +678,53 @@ pub fn run_caged_with(
         .map_err(CageError::Filter)?;
     drop(writer);
     let fd = reader.as_raw_fd();
-    let argv = bwrap_args(spec, fd, &program.to_string_lossy(), args);
+    let group = limits::global().cage().map_err(CageError::Unbounded)?;
+    let argv = bwrap_args_with(spec, host, fd, &program.to_string_lossy(), args);
     let bounds = Bounds {
         keep_fd: Some(fd),
+        cgroup: group.join_fds(),
         ..bounds.clone()
     };
-    let outcome = exec::run_program(bwrap, &argv, &[], &bounds).map_err(CageError::Run);
+    let outcome = exec::run_program(bwrap, &argv, &[], &bounds)
+        .map_err(CageError::Run)
+        .map(|mut o| {
+            o.memory_exceeded = group.memory_exceeded();
+            o
+        });
     drop(reader);
+    drop(group);
     outcome
 }
 
+/// Whether this host's bubblewrap sizes a tmpfs (`--size`, 0.7 and
+/// later), found once by the isolation probe; unsized until then.
+fn tmpfs_sized() -> bool {
+    TMPFS_SIZED.get().copied().unwrap_or(false)
+}
+
+static TMPFS_SIZED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
 /// Whether a real cage can be built with `bwrap`: a caged `/bin/true`, with
-/// every flag and the filter chores get. `Err` says why not.
+/// every flag and the filter chores get, in a bounded cgroup. `Err` says
+/// why not. The first probe also finds whether this bubblewrap sizes a
+/// tmpfs: a cage with sized mounts that it refuses is tried unsized.
 pub fn probe(bwrap: &Path) -> Result<(), String> {
+    limits::global()
+        .available()
+        .map_err(|why| CageError::Unbounded(why).to_string())?;
+    if TMPFS_SIZED.get().is_none() {
+        let spec = CageSpec::default();
+        let sized = Host {
+            tmp_size: Some(limits::global().limits.tmp_bytes),
+            ..Host::here(&spec)
+        };
+        let took_it = caged_true(bwrap, &sized).is_ok();
+        let _ = TMPFS_SIZED.set(took_it);
+    }
+    caged_true(bwrap, &Host::here(&CageSpec::default()))
+}
+
+fn caged_true(bwrap: &Path, host: &Host<'_>) -> Result<(), String> {
     let bounds = Bounds {
         timeout: std::time::Duration::from_secs(10),
         max_output_bytes: 4096,
@@ -657,10 +732,12 @@ pub fn probe(bwrap: &Path) -> Result<(), String> {
         keep_fd: None,
         stop: None,
         tripwire: None,
+        cgroup: Default::default(),
     };
-    match run_caged_with(
+    match run_caged_on(
         bwrap,
         &CageSpec::default(),
+        host,
         Path::new("/bin/true"),
         &[],
         &bounds,

@@ -225,6 +225,8 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
         tripwire: ctx
             .isolation
             .then(|| exec::Tripwire::new(EROFS_MESSAGE, BWRAP_PREFIX)),
+        // The cage makes its own (`cage::limits`).
+        cgroup: Default::default(),
     };
     // A dry run gets no writable path at all.
     let touches = if mode == Mode::Real {

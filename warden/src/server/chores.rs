@@ -703,7 +703,7 @@ pub(super) fn run_chore(
         .map_or(0, |at| now.saturating_sub(at) / 86_400);
     let ctx = run::Context {
         layout: &shared.options.layout,
-        isolation: shared.isolation == "available",
+        isolation: shared.isolation.starts_with(super::watch::ISOLATED),
         days_installed,
         cap_confirmed: cap_confirmed(shared, &chore),
         cap_interval: Duration::from_secs(5),
@@ -848,7 +848,10 @@ pub(super) fn run_chore(
             };
         }
     };
-    let killed = report.outcome.cut || report.outcome.timed_out || report.outcome.stopped;
+    let killed = report.outcome.cut
+        || report.outcome.timed_out
+        || report.outcome.stopped
+        || report.outcome.memory_exceeded;
     let clean = report.outcome.exit_code == Some(0)
         && !report.over_cap
         && !report.outside_touches
@@ -861,6 +864,9 @@ pub(super) fn run_chore(
     m.insert("files_changed".into(), Value::from(report.files_changed));
     m.insert("bytes_changed".into(), Value::from(report.bytes_changed));
     m.insert("over_cap".into(), Value::from(report.over_cap));
+    if report.outcome.memory_exceeded {
+        m.insert("memory_exceeded".into(), Value::from(true));
+    }
     if report.halted {
         m.insert("halted".into(), Value::from(true));
     }
@@ -939,6 +945,12 @@ pub(super) fn run_chore(
     );
     if report.over_cap {
         receipt.push_str("; killed at the damage cap");
+    }
+    if report.outcome.memory_exceeded {
+        receipt.push_str(&format!(
+            "; stopped: it used more memory than a chore may ({} MiB, its /tmp included)",
+            crate::cage::limits::global().limits.memory_bytes >> 20
+        ));
     }
     if report.halted {
         receipt.push_str("; stopped part way: the ladder moved to Freeze (/panic or a signal)");

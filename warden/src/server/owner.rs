@@ -187,6 +187,7 @@ enum Subject {
     Release {
         version: aromba_release::Version,
         installed: Option<aromba_release::Version>,
+        commit: Option<String>,
     },
 }
 
@@ -196,9 +197,14 @@ impl Subject {
             Subject::Chore(c) => Facts::Chore(c),
             Subject::Snapshot(m) => Facts::Snapshot(m),
             Subject::Nothing => Facts::Nothing,
-            Subject::Release { version, installed } => Facts::Release {
+            Subject::Release {
+                version,
+                installed,
+                commit,
+            } => Facts::Release {
                 version: *version,
                 installed: *installed,
+                commit: commit.as_deref(),
             },
         }
     }
@@ -230,6 +236,7 @@ fn subject_of(shared: &Shared, action: &Action) -> Result<Subject, String> {
             Ok(Subject::Release {
                 version: manifest.version,
                 installed,
+                commit: manifest.commit,
             })
         }
     }

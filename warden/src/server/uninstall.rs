@@ -9,11 +9,18 @@
 //!
 //! A Warden under `--root` (tests, the demo) has no [`HostParts`]: it
 //! removes only its own tree and says what it left.
+//!
+//! After an install from the Debian package it removes nothing: dpkg owns
+//! the units, the command and the user's sysusers file, which would come
+//! back or break dpkg's next step (`aromba_warden_proto::package`); the
+//! answer tells root to run `apt purge aromba`, whose maintainer scripts
+//! remove what the package's postinst and the Warden made.
 
 #![forbid(unsafe_code)]
 
 use super::Shared;
 use super::intent::intend;
+use crate::update::Releases;
 use aromba_warden_proto::Response;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -100,6 +107,7 @@ impl Report {
             keep_fd: None,
             stop: None,
             tripwire: None,
+            cgroup: Default::default(),
         };
         let what = format!("{} {}", program.display(), args.join(" "));
         match run_program(program, &args, &[], &bounds) {
@@ -114,6 +122,29 @@ impl Report {
     }
 }
 
+/// Why the uninstall is dpkg's, when it is: dpkg's list of the package's
+/// files, under the root the releases are under (`/`, or a Warden's
+/// `--root`, where the package's scripts install it for `dpkg --root`),
+/// names our units. A list that cannot be read refuses too: removing
+/// files dpkg may own is what this guards against.
+fn packaged(releases: &Releases) -> Option<String> {
+    use aromba_warden_proto::package::{USE_APT_PURGE, dpkg_list, installed_by_dpkg};
+    // `/opt/aromba` or `ROOT/opt/aromba`.
+    let root = releases
+        .base
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("/"));
+    match installed_by_dpkg(root) {
+        Ok(false) => None,
+        Ok(true) => Some(USE_APT_PURGE.into()),
+        Err(e) => Some(format!(
+            "nothing was removed: dpkg's list {} cannot be read ({e}), so the Warden cannot tell whether the Debian package owns Aromba's services",
+            dpkg_list(root).display()
+        )),
+    }
+}
+
 pub(super) fn uninstall(shared: &Shared, purge: bool) -> Response {
     let mut m = Map::new();
     m.insert("purge".into(), Value::from(purge));
@@ -122,6 +153,16 @@ pub(super) fn uninstall(shared: &Shared, purge: bool) -> Response {
         Ok(i) => i,
         Err(e) => return e.into(),
     };
+    if let Some(why) = packaged(&shared.options.releases) {
+        let mut m = Map::new();
+        m.insert("verdict".into(), Value::from("refused"));
+        m.insert("reason".into(), Value::from(why.as_str()));
+        let journal_seq = intent.outcome(shared, m);
+        return Response::Refused {
+            reason: why,
+            journal_seq,
+        };
+    }
     // Nothing else changes the Warden's files meanwhile, and nothing after:
     // no new request is read, the watching threads end.
     let _changing = shared.changing.lock().unwrap_or_else(|p| p.into_inner());

@@ -196,6 +196,12 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: Origin) -> Re
     };
     let version = manifest.version;
     m.insert("version".into(), Value::from(version.to_string()));
+    // The commit the release key's signature names (in its trusted
+    // comment, which it signs), or null for a release signed without one.
+    m.insert(
+        "commit".into(),
+        manifest.commit.clone().map_or(Value::Null, Value::from),
+    );
     m.insert(
         "manifest_sha256".into(),
         Value::from(manifest_sha256.as_str()),

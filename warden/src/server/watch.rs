@@ -12,14 +12,17 @@ use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::Duration;
 
+/// How the isolation status starts when cages can be built.
+pub(super) const ISOLATED: &str = "available";
+
 /// Whether the cage can be built here: one real caged `/bin/true`, with the
-/// same bubblewrap flags and seccomp filter chores get.
+/// same bubblewrap flags, seccomp filter and bounded cgroup chores get.
 pub(super) fn isolation() -> String {
     let probe = exec::pick_binary("bwrap", &["/usr/bin/bwrap", "/bin/bwrap"])
         .map_err(|e| e.to_string())
         .and_then(|bwrap| crate::cage::probe(&bwrap));
     match probe {
-        Ok(()) => "available".into(),
+        Ok(()) => format!("{ISOLATED}; {}", crate::cage::limits::global().describe()),
         Err(why) => format!("none ({why})"),
     }
 }
