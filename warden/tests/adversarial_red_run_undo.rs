@@ -256,3 +256,23 @@ fn a_red_chore_with_a_cap_above_what_the_seal_lists_is_refused_before_it_runs() 
     }
     assert!(!w.touched.join("ran").exists());
 }
+
+/// A red run that made a tree of directories was receipted "0 added": the
+/// person reading the receipt must see what the run did to the disk.
+#[test]
+fn a_red_run_that_made_a_tree_of_directories_says_how_many_in_its_receipt() {
+    let name = "dir-tree";
+    let w = Warden::start(
+        "adv-receipt-dirs",
+        false,
+        &[flood_chore(name, "cd TOUCHED && seq 1500 | xargs mkdir")],
+    );
+    five_files(&w.touched);
+    confirm_cap(&w, name);
+    let receipt = red_run(&w, name);
+    assert!(receipt.contains("0 added, 5 removed"), "{receipt}");
+    assert!(
+        receipt.contains("1500 directories added"),
+        "the directories went uncounted: {receipt}"
+    );
+}

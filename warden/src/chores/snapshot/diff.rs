@@ -55,9 +55,39 @@ impl Diff {
         self.added + self.removed + self.modified
     }
 
+    /// The directories changed, in words (`150000 directories added, 1
+    /// removed`), when any were: a run that made a tree of empty
+    /// directories changed the disk as much as one that made files.
+    fn dirs_phrase(&self) -> Option<String> {
+        let parts: Vec<String> = [
+            ("added", self.dirs_added),
+            ("removed", self.dirs_removed),
+            ("changed", self.dirs_modified),
+        ]
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(what, n)| format!("{n} {what}"))
+        .collect();
+        let (first, rest) = parts.split_first()?;
+        let noun = if self.dirs_added + self.dirs_removed + self.dirs_modified == 1 {
+            "directory"
+        } else {
+            "directories"
+        };
+        let mut s = match first.split_once(' ') {
+            Some((n, what)) => format!("{n} {noun} {what}"),
+            None => first.clone(),
+        };
+        for r in rest {
+            s.push_str(", ");
+            s.push_str(r);
+        }
+        Some(s)
+    }
+
     /// One line for the receipt, e.g. `3 added, 1 removed, 2 changed; 1.2 MB
-    /// freed`, counting files and symlinks only; paths that could not be
-    /// read are added at the end.
+    /// freed; 2 directories added`: files and symlinks first, then the
+    /// directories; paths that could not be read are added at the end.
     pub fn summary(&self) -> String {
         let mut unread = match self.unknown {
             0 => String::new(),
@@ -70,12 +100,14 @@ impl Diff {
         if self.is_empty() {
             return "nothing changed".to_string();
         }
+        let dirs = self.dirs_phrase();
         if self.files() == 0 {
-            if self.dirs_added + self.dirs_removed + self.dirs_modified == 0 {
-                return format!("no files changed that could be read{unread}");
-            }
-            return format!("no files changed, only directories{unread}");
+            return match dirs {
+                None => format!("no files changed that could be read{unread}"),
+                Some(d) => format!("no files changed; {d}{unread}"),
+            };
         }
+        let dirs = dirs.map(|d| format!("; {d}")).unwrap_or_default();
         let space = match self.bytes_before.cmp(&self.bytes_after) {
             std::cmp::Ordering::Greater => {
                 format!("{} freed", human(self.bytes_before - self.bytes_after))
@@ -86,7 +118,7 @@ impl Diff {
             std::cmp::Ordering::Equal => "same size".to_string(),
         };
         format!(
-            "{} added, {} removed, {} changed; {space}{unread}",
+            "{} added, {} removed, {} changed; {space}{dirs}{unread}",
             self.added, self.removed, self.modified
         )
     }

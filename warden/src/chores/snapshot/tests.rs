@@ -279,7 +279,10 @@ fn diff_counts_added_removed_changed_and_bytes() {
     );
     assert_eq!(d.files(), 4, "files and symlinks only, like the runner");
     assert_eq!((d.bytes_before, d.bytes_after), (60, 145));
-    assert_eq!(d.summary(), "2 added, 1 removed, 1 changed; 85 B added");
+    assert_eq!(
+        d.summary(),
+        "2 added, 1 removed, 1 changed; 85 B added; 1 directory added"
+    );
     assert_eq!(
         d.examples,
         vec![s.at("a"), s.at("d"), s.at("e"), s.at("e/f"), s.at("b")]
@@ -289,7 +292,10 @@ fn diff_counts_added_removed_changed_and_bytes() {
     fs::remove_file(s.at("c")).unwrap();
     let d = snap.diff().unwrap();
     assert_eq!(d.bytes_after, 15);
-    assert_eq!(d.summary(), "1 added, 2 removed, 1 changed; 45 B freed");
+    assert_eq!(
+        d.summary(),
+        "1 added, 2 removed, 1 changed; 45 B freed; 1 directory added"
+    );
 
     // A directory alone is a change to undo, but no file changed.
     fs::remove_file(s.at("e/f")).unwrap();
@@ -300,7 +306,29 @@ fn diff_counts_added_removed_changed_and_bytes() {
     };
     assert!(!only_dirs.is_empty());
     assert_eq!(only_dirs.files(), 0);
-    assert_eq!(only_dirs.summary(), "no files changed, only directories");
+    assert_eq!(only_dirs.summary(), "no files changed; 1 directory added");
+}
+
+/// A red run that made a tree of 150,000 empty directories was receipted
+/// "0 added": directories are counted in the receipt too.
+#[test]
+fn a_run_that_made_only_directories_says_how_many() {
+    let tree = Diff {
+        dirs_added: 150_000,
+        ..Diff::default()
+    };
+    assert_eq!(tree.summary(), "no files changed; 150000 directories added");
+    let mixed = Diff {
+        added: 2,
+        dirs_added: 3,
+        dirs_removed: 1,
+        bytes_after: 10,
+        ..Diff::default()
+    };
+    assert_eq!(
+        mixed.summary(),
+        "2 added, 0 removed, 0 changed; 10 B added; 3 directories added, 1 removed"
+    );
 }
 
 #[test]
