@@ -6,9 +6,12 @@
 //! lines, walked line by line:
 //!
 //! - forwards from a `BEGIN` line: armor headers (`Proc-Type:`, `DEK-Info:`,
-//!   `Version:` …) and the blank line after them, base64 lines of the block's
-//!   width, one shorter last line, a PGP checksum (`=AbCd`), and the `END`
-//!   line when it is there;
+//!   `Version:` …) and the blank line after them (or alone after the armor
+//!   line, as `gpg --armor` writes a block without headers), base64 lines of
+//!   the block's width, one shorter last line, a PGP checksum (`=AbCd`), and
+//!   the `END` line when it is there — an `END` line of the other kind (a
+//!   certificate's after a key's lines, a key's after a certificate's) is
+//!   another block's, and the walk ends before it;
 //! - backwards from an `END` line whose `BEGIN` is not in the output, the
 //!   same lines in reverse;
 //! - and a run of two or more full-width base64 lines with neither (a key's
@@ -22,7 +25,9 @@
 //! line or the string's end (escapes such as PHP's `\/` break its lines'
 //! width), and a tail of one back over its escaped lines. Blocks whose own
 //! armor says they are a certificate or a public key are walked the same
-//! way and kept; their lines are never taken for a key's middle.
+//! way and kept; their lines are never taken for a key's middle. Past an
+//! interleaved line, though, nothing tells a certificate's lines from a
+//! key's: a public block keeps them only between its own armor lines.
 
 use crate::Class;
 use crate::bytes::MARKER_PREFIX;
@@ -269,6 +274,13 @@ struct Armor {
     start: usize,
     /// After the closing dashes, or the end of the line when it was cut.
     end: usize,
+    /// Where its label (`CERTIFICATE`) starts and ends.
+    label: (usize, usize),
+}
+
+/// Whether two armor lines name the same kind of block.
+fn same_label(hay: &[u8], a: (usize, usize), b: (usize, usize)) -> bool {
+    hay[a.0..a.1] == hay[b.0..b.1]
 }
 
 /// Armor labels are upper-case words (`RSA PRIVATE KEY`, `PGP PRIVATE KEY
@@ -318,6 +330,7 @@ fn armor_at(hay: &[u8], word: usize, begin: bool) -> Option<Armor> {
         private: memmem::find(label, b"PRIVATE").is_some(),
         start,
         end,
+        label: (label_start, label_end),
     })
 }
 
@@ -339,11 +352,11 @@ fn sep_before(hay: &[u8], start: usize) -> Sep {
     }
 }
 
-/// The end of the END armor line `line` holds, if it holds one.
-fn end_armor_in(hay: &[u8], line: Line) -> Option<usize> {
+/// The END armor line `line` holds, if it holds one.
+fn end_armor_in(hay: &[u8], line: Line) -> Option<Armor> {
     let text = &hay[line.start..line.end];
     let at = memmem::find(text, b"END ")? + line.start;
-    armor_at(&hay[..line.end], at, false).map(|a| a.end)
+    armor_at(&hay[..line.end], at, false)
 }
 
 /// A line a walk may pass over as another writer's: one that holds no
@@ -378,8 +391,11 @@ struct Gap {
 /// PHP's `json_encode` writes each `/` of the base64 as `\/` and the lines
 /// lose their width. The string ends at a quote (escaped or not: base64 and
 /// armor hold none) or a real line break. None when the BEGIN line is not
-/// followed by an escaped line break.
-fn escaped_block_end(hay: &[u8], armor_end: usize) -> Option<usize> {
+/// followed by an escaped line break. An END line of the other kind
+/// (`private` or not) is another block's: a private block ends before it, a
+/// public one at its own BEGIN line, so that the END line's block is walked
+/// back from it (a key's lines are never kept as a certificate's).
+fn escaped_block_end(hay: &[u8], armor_end: usize, private: bool) -> Option<usize> {
     let rest = &hay[armor_end..];
     let escaped = [b"\\n".as_slice(), b"\\r\\n", b"\\\\n", b"\\\\r\\\\n"]
         .iter()
@@ -392,7 +408,11 @@ fn escaped_block_end(hay: &[u8], armor_end: usize) -> Option<usize> {
     while let Some(i) = memmem::find(&hay[from..stop], b"-----END ") {
         let word = from + i + 5;
         if let Some(armor) = armor_at(&hay[..stop], word, false) {
-            return Some(armor.end);
+            return Some(match (armor.private == private, private) {
+                (true, _) => armor.end,
+                (false, true) => armor.start,
+                (false, false) => armor_end,
+            });
         }
         from = word;
     }
@@ -473,17 +493,50 @@ fn escaped_block_start(hay: &[u8], armor_start: usize) -> Option<usize> {
     (start < armor_start).then_some(start)
 }
 
-/// Walks forwards from the line after a BEGIN line; returns the end of the
-/// block (through its END line when one closes it) and the interleaved line
-/// it passed over, if any. `private`: the armor names a private key.
-fn walk_forward(
-    hay: &[u8],
-    armor_start: usize,
-    armor_end: usize,
-    private: bool,
-) -> (usize, Option<Gap>) {
-    if let Some(end) = escaped_block_end(hay, armor_end) {
-        return (end, None);
+/// A logger's prefix with nothing after it (`web-1  | `, as `docker compose
+/// logs` prints an empty line): a line of the prefix's length, less its
+/// trailing blank, with nothing after that.
+fn is_bare_prefix(hay: &[u8], line: Line, prefix: usize) -> bool {
+    let mut end = line.end;
+    while end > line.start && is_blank(hay[end - 1]) {
+        end -= 1;
+    }
+    let len = end - line.start;
+    prefix > 0 && len <= prefix && len + 1 >= prefix && kind(hay, line) != Kind::Marker
+}
+
+/// Where a walk forwards ended.
+#[derive(Clone, Copy, Debug)]
+struct Forward {
+    /// The end of the block: its last body line, or its END line.
+    end: usize,
+    /// The interleaved line it passed over, if any.
+    gap: Option<Gap>,
+    /// It ended at its own END line.
+    closed: bool,
+}
+
+/// Walks forwards from the line after a BEGIN line. `private`: the armor
+/// names a private key.
+///
+/// An END line of the other kind (a certificate's after a key's lines, a
+/// key's after a certificate's) is not this block's: the lines after an
+/// interleaved line the walk passed are that block's (its walk back from
+/// its END line takes them), and without one the lines cannot be told
+/// apart, so the key's side has them — a private block ends before that END
+/// line, a public one at its own BEGIN line.
+fn walk_forward(hay: &[u8], armor_start: usize, armor_end: usize, private: bool) -> Forward {
+    let open = |end: usize, gap: Option<Gap>| Forward {
+        end,
+        gap,
+        closed: false,
+    };
+    if let Some(end) = escaped_block_end(hay, armor_end, private) {
+        return Forward {
+            end,
+            gap: None,
+            closed: true,
+        };
     }
     let sep = sep_after(hay, armor_end);
     let prefix = match sep {
@@ -496,27 +549,41 @@ fn walk_forward(
     // means this is not a block.
     let rest = line_from(hay, armor_end, sep);
     if !hay[rest.start..rest.end].iter().all(|&b| is_blank(b)) {
-        return (armor_end, None);
+        return open(armor_end, None);
     }
     let mut end = armor_end;
     let mut current = rest;
     let mut width: Option<usize> = None;
     let mut headers_allowed = true;
-    let mut after_headers = false;
     let mut last_line_seen = false;
     let mut gap: Option<Gap> = None;
     while let Some(line) = next_line(hay, current, sep) {
         current = line;
-        if let Some(armor_end) = end_armor_in(hay, line) {
-            return (armor_end, gap);
-        }
-        match kind_with_prefix(hay, line, prefix) {
-            Kind::Header if headers_allowed => {
-                after_headers = true;
+        if let Some(armor) = end_armor_in(hay, line) {
+            if armor.private == private {
+                return Forward {
+                    end: armor.end,
+                    gap,
+                    closed: true,
+                };
             }
-            Kind::Blank if after_headers && width.is_none() => {
+            return match gap {
+                Some(gap) => open(gap.before, None),
+                None if private => open(end, None),
+                None => open(armor_end, None),
+            };
+        }
+        let mut line_kind = kind_with_prefix(hay, line, prefix);
+        if headers_allowed && width.is_none() && is_bare_prefix(hay, line, prefix) {
+            line_kind = Kind::Blank;
+        }
+        match line_kind {
+            Kind::Header if headers_allowed => {}
+            // The blank line that ends the armor headers, or stands alone
+            // after the armor line (RFC 4880 armor with no headers, as
+            // `gpg --armor` writes it): once, before the first body line.
+            Kind::Blank if headers_allowed && width.is_none() => {
                 headers_allowed = false;
-                after_headers = false;
                 continue;
             }
             Kind::Field { len, padded, .. } if !last_line_seen => {
@@ -560,7 +627,7 @@ fn walk_forward(
         }
         end = line.end;
     }
-    (end, gap)
+    open(end, gap)
 }
 
 /// Walks backwards from the line before an END line; returns where the
@@ -673,6 +740,13 @@ struct Claim {
     /// The earliest byte the judgement read before `start` (the BEGIN line
     /// of a body resumed after an interleaved line).
     anchor: usize,
+    /// The last byte the judgement read: a public block's walk that passed
+    /// an interleaved line read past the lines it keeps (see
+    /// `own_lines_after_gap`), and a stream must not cut there.
+    reach: usize,
+    /// The label of a public block's BEGIN line when no END line closed
+    /// its walk.
+    open: Option<(usize, usize)>,
 }
 
 /// What the key pass found: the regions to remove, and the armor lines of
@@ -701,7 +775,7 @@ pub(crate) fn key_regions(hay: &[u8], dashes: &[usize], continues: bool, cut: bo
     let public = claims
         .iter()
         .filter(|c| !c.private)
-        .map(|c| (c.start, c.end))
+        .map(|c| (c.start, c.reach.max(c.end)))
         .collect();
     let mut removed: Vec<(Found, usize)> = Vec::new();
     for c in claims.into_iter().filter(|c| c.private) {
@@ -768,15 +842,48 @@ fn armored(hay: &[u8], dashes: &[usize]) -> (Vec<Claim>, Vec<(usize, usize)>) {
         if !a.private {
             kept.push((a.start, a.end));
         }
-        let (start, end, gap) = if a.begin {
-            let (end, gap) = walk_forward(hay, a.start, a.end, a.private);
-            (a.start, end, gap)
+        // A public block's lines after an interleaved line may as well be a
+        // key's: they are its own only between its armor lines (see
+        // `own_lines_after_gap`). `reach`: how far the judgement read.
+        let mut open = None;
+        let (start, end, gap, reach) = if a.begin {
+            let walk = walk_forward(hay, a.start, a.end, a.private);
+            if !a.private && !walk.closed {
+                open = Some(a.label);
+            }
+            match walk.gap {
+                Some(gap) if !a.private && !walk.closed => {
+                    match own_lines_after_gap(hay, walk.end, a.label) {
+                        (true, reach) => (a.start, walk.end, walk.gap, reach),
+                        (false, reach) => (a.start, gap.before, None, reach),
+                    }
+                }
+                _ => (a.start, walk.end, walk.gap, walk.end),
+            }
         } else {
             let (start, gap) = match escaped_block_start(hay, a.start) {
                 Some(start) => (start, None),
                 None => walk_backward(hay, a.start, a.private),
             };
-            (start.max(claimed_until), a.end, gap)
+            match gap {
+                Some(gap) if !a.private => match claims.last_mut() {
+                    // The walk back stopped one line below the lines of a
+                    // BEGIN line of its label that no END line closed: one
+                    // block, armor to armor.
+                    Some(last)
+                        if last.open.is_some_and(|l| same_label(hay, l, a.label))
+                            && follows(hay, start, last.end) =>
+                    {
+                        last.open = None;
+                        last.end = a.end;
+                        last.reach = a.end;
+                        claimed_until = a.end;
+                        continue;
+                    }
+                    _ => (gap.after.max(claimed_until), a.end, None, a.end),
+                },
+                _ => (start.max(claimed_until), a.end, gap, a.end),
+            }
         };
         claimed_until = end;
         match gap {
@@ -790,6 +897,8 @@ fn armored(hay: &[u8], dashes: &[usize]) -> (Vec<Claim>, Vec<(usize, usize)>) {
                         end: gap.before,
                         private: true,
                         anchor: start,
+                        reach: gap.before,
+                        open: None,
                     });
                 }
                 claims.push(Claim {
@@ -797,6 +906,8 @@ fn armored(hay: &[u8], dashes: &[usize]) -> (Vec<Claim>, Vec<(usize, usize)>) {
                     end,
                     private: true,
                     anchor: start,
+                    reach: end,
+                    open: None,
                 });
             }
             _ => claims.push(Claim {
@@ -804,10 +915,40 @@ fn armored(hay: &[u8], dashes: &[usize]) -> (Vec<Claim>, Vec<(usize, usize)>) {
                 end,
                 private: a.private,
                 anchor: start,
+                reach: reach.max(end),
+                open,
             }),
         }
     }
     (claims, kept)
+}
+
+/// Whether the lines a public block's walk forwards took after an
+/// interleaved line are the block's own, and how far that judgement read.
+/// They are when an END line of its `label` follows the line that stopped
+/// the walk (one more line of another writer): between its armor lines a
+/// block's lines are its own. Else nothing tells them from a key's lines after another
+/// writer's line (`sed -n 5,12p key.pem` printed after a certificate's
+/// head), and they are judged as any lines are: two or more full-width
+/// ones are a key's middle.
+fn own_lines_after_gap(hay: &[u8], end: usize, label: (usize, usize)) -> (bool, usize) {
+    let stop = next_line_start(hay, end);
+    let after = next_line_start(hay, stop);
+    if after >= hay.len() {
+        return (false, hay.len());
+    }
+    let line = line_from(hay, after, Sep::Newline);
+    let own = end_armor_in(hay, line).is_some_and(|armor| same_label(hay, armor.label, label));
+    (own, line.end)
+}
+
+/// Whether the line above the one that stopped a walk back (the walk's
+/// first field is `start`) ends by `claim_end`, inside the block before it.
+fn follows(hay: &[u8], start: usize, claim_end: usize) -> bool {
+    let line_start = memchr::memrchr(b'\n', &hay[..start]).map_or(0, |i| i + 1);
+    prev_line(hay, line_start, Sep::Newline)
+        .and_then(|stop| prev_line(hay, stop.start, Sep::Newline))
+        .is_some_and(|above| above.start < claim_end)
 }
 
 /// A line's full-width base64 field for a key's middle: only at the widths
@@ -856,7 +997,9 @@ fn middle_runs(hay: &[u8], claims: &mut Vec<Claim>, continues: bool, cut: bool) 
     let inside = |pos: usize| armored.iter().any(|&(s, e)| s <= pos && pos < e);
     let mut run: Option<Run> = None;
     for line in full_width_lines(hay) {
-        let Some((start, width)) = run_field(hay, line).filter(|_| !inside(line.start)) else {
+        // A block's claim starts at its first line's field, after any
+        // prefix: that line is inside it too.
+        let Some((start, width)) = run_field(hay, line).filter(|&(start, _)| !inside(start)) else {
             continue;
         };
         let prefix = start - line.start;
@@ -951,6 +1094,8 @@ fn close_run(
         end,
         private: true,
         anchor: r.start,
+        reach: end,
+        open: None,
     };
     match r.gap {
         // The other writer's line stays: a key takes only its own lines.
@@ -969,7 +1114,7 @@ fn short_last_line(
 ) -> Option<(usize, usize)> {
     match kind(hay, line) {
         Kind::Field { start, len, .. }
-            if len < r.width && start - line.start == r.prefix && !inside(line.start) =>
+            if len < r.width && start - line.start == r.prefix && !inside(start) =>
         {
             Some((start, len))
         }

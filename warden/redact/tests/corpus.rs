@@ -113,6 +113,7 @@ fn recall_is_complete_for_every_class_and_no_decoy_is_touched() {
         "short-value",
         "url-without-password",
         "public-key-cut",
+        "public-key-cut-beside-key",
         "hex-lines",
         "challenge",
         "digest",

@@ -464,6 +464,8 @@ pub const SECRET_MAKERS: &[Maker] = &[
     crate::shapes::program_output,
     crate::shapes::quoted_whole_assignment,
     crate::shapes::env_name_value_pair,
+    crate::cut_keys::pgp_private_block_cut,
+    crate::cut_keys::key_beside_a_cut_certificate,
 ];
 
 fn prose(rng: &mut ChaCha8Rng) -> Item {
@@ -621,4 +623,6 @@ pub const DECOY_MAKERS: &[Maker] = &[
     crate::shapes::wireguard_public_key,
     crate::shapes::digest,
     crate::shapes::masked,
+    crate::cut_keys::pgp_public_block_cut,
+    crate::cut_keys::public_tail_beside_a_cut_key,
 ];
