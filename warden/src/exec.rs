@@ -68,35 +68,64 @@ pub struct Bounds {
     pub cgroup: crate::cage::limits::JoinFds,
 }
 
-/// A line of standard error that ends the command at once: the cage
-/// refuses a write outside a chore's touches with `EROFS`, and the tool that
-/// tried prints the error as it happens. Only standard error is watched (a
-/// listing of file names goes to standard output), and lines starting with
-/// `ignore_prefix` (the sandbox's own setup errors) are not the program's.
-#[derive(Clone, Debug)]
+/// The writes a cage refused, as the kernel counts them
+/// (`cage::refused`): the command is killed at the first. Without a
+/// counter (where the kernel cannot count) it never trips.
+#[derive(Clone, Default)]
 pub struct Tripwire {
-    pub needle: &'static [u8],
-    pub ignore_prefix: &'static [u8],
-    /// Set when a line with the needle was seen.
+    /// Set when a refused write was counted.
     pub hit: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    counter: Option<std::sync::Arc<system::SyscallCounter>>,
+    refused: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl std::fmt::Debug for Tripwire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tripwire")
+            .field("counting", &self.counter.is_some())
+            .field("refused", &self.refused())
+            .finish()
+    }
 }
 
 impl Tripwire {
-    pub fn new(needle: &'static [u8], ignore_prefix: &'static [u8]) -> Tripwire {
+    pub fn new() -> Tripwire {
+        Tripwire::default()
+    }
+
+    /// The same tripwire, read from `counter`.
+    pub fn counting(&self, counter: system::SyscallCounter) -> Tripwire {
         Tripwire {
-            needle,
-            ignore_prefix,
-            hit: Default::default(),
+            counter: Some(std::sync::Arc::new(counter)),
+            ..self.clone()
         }
     }
 
-    /// Whether `line` trips it.
-    pub fn trips(&self, line: &[u8]) -> bool {
-        !line.starts_with(self.ignore_prefix) && memmem(line, self.needle)
+    pub fn is_counting(&self) -> bool {
+        self.counter.is_some()
+    }
+
+    /// Reads the counter; whether it has tripped.
+    fn check(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        if let Some(c) = &self.counter
+            && let Ok(n) = c.total()
+        {
+            self.refused.fetch_max(n, Ordering::SeqCst);
+            if n > 0 {
+                self.hit.store(true, Ordering::SeqCst);
+            }
+        }
+        self.was_hit()
     }
 
     pub fn was_hit(&self) -> bool {
         self.hit.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many writes the kernel refused (at the last reading).
+    pub fn refused(&self) -> u64 {
+        self.refused.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
@@ -292,7 +321,6 @@ pub fn pick_binary(cmd: &str, bins: &[&str]) -> Result<PathBuf, ExecError> {
 enum Event {
     Closed,
     OverCap,
-    Tripped,
     Exited(io::Result<std::process::ExitStatus>),
 }
 
@@ -303,7 +331,6 @@ type Shared = std::sync::Arc<std::sync::Mutex<Vec<u8>>>;
 fn reader(
     mut pipe: impl Read + Send + 'static,
     budget: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    tripwire: Option<Tripwire>,
     events: mpsc::Sender<Event>,
 ) -> Shared {
     use std::sync::atomic::Ordering;
@@ -312,9 +339,6 @@ fn reader(
     thread::spawn(move || {
         let mut buf = [0u8; 16 << 10];
         let mut over = false;
-        // The line being read; a very long one keeps its head and tail,
-        // which is where the prefix and the message are.
-        let mut line: Vec<u8> = Vec::new();
         loop {
             let n = match pipe.read(&mut buf) {
                 Ok(0) => break,
@@ -322,23 +346,6 @@ fn reader(
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => break,
             };
-            if let Some(t) = &tripwire
-                && !t.was_hit()
-            {
-                for piece in buf[..n].split_inclusive(|&b| b == b'\n') {
-                    line.extend_from_slice(piece);
-                    if line.len() > 8192 {
-                        line.drain(256..line.len() - 4096);
-                    }
-                    if piece.ends_with(b"\n") {
-                        if t.trips(&line) {
-                            t.hit.store(true, Ordering::SeqCst);
-                            let _ = events.send(Event::Tripped);
-                        }
-                        line.clear();
-                    }
-                }
-            }
             // Take what is left of the budget; past it, keep reading (and
             // dropping) until the kill closes the pipe.
             let left = budget
@@ -360,10 +367,6 @@ fn reader(
         let _ = events.send(Event::Closed);
     });
     kept
-}
-
-fn memmem(haystack: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 fn take(shared: &Shared) -> Vec<u8> {
@@ -412,8 +415,8 @@ fn run_raw(
             "the child's pipes are missing",
         )));
     };
-    let out = reader(out, budget.clone(), None, tx.clone());
-    let err = reader(err, budget, bounds.tripwire.clone(), tx.clone());
+    let out = reader(out, budget.clone(), tx.clone());
+    let err = reader(err, budget, tx.clone());
     let waiter = tx;
     thread::spawn(move || {
         let _ = waiter.send(Event::Exited(child.wait()));
@@ -453,21 +456,25 @@ fn run_raw(
             grace = Some(now + Duration::from_secs(2));
             continue;
         }
-        let wait = if bounds.stop.is_some() {
+        if !killed
+            && let Some(t) = &bounds.tripwire
+            && t.check()
+        {
+            stopped = true;
+            let _ = system::kill_group(pgid);
+            killed = true;
+            grace = Some(now + Duration::from_secs(2));
+            continue;
+        }
+        let polled =
+            bounds.stop.is_some() || bounds.tripwire.as_ref().is_some_and(Tripwire::is_counting);
+        let wait = if polled {
             (until - now).min(Duration::from_millis(50))
         } else {
             until - now
         };
         match rx.recv_timeout(wait) {
             Ok(Event::Closed) => closed += 1,
-            Ok(Event::Tripped) => {
-                if !killed {
-                    stopped = true;
-                    let _ = system::kill_group(pgid);
-                    killed = true;
-                    grace = Some(Instant::now() + Duration::from_secs(2));
-                }
-            }
             Ok(Event::OverCap) => {
                 cut = true;
                 if !killed {
@@ -494,6 +501,10 @@ fn run_raw(
             "the command did not end after SIGKILL to its process group",
         )));
     };
+    // What was refused after the last reading is counted too.
+    if let Some(t) = &bounds.tripwire {
+        t.check();
+    }
     let stdout = take(&out);
     let stderr = take(&err);
     Ok(RawOutcome {

@@ -133,6 +133,143 @@ pub fn confine_child(
     }
 }
 
+/// `struct perf_event_attr` as of its first version (64 bytes), which every
+/// kernel takes: enough for a counting tracepoint.
+#[repr(C)]
+struct PerfEventAttr {
+    kind: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+}
+
+const PERF_TYPE_TRACEPOINT: u32 = 2;
+const PERF_FLAG_PID_CGROUP: libc::c_ulong = 1 << 2;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+/// `_IOW('$', 6, char *)`.
+const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
+
+/// A kernel counter of the system calls of every process in one cgroup v2
+/// group that ended as a tracepoint filter says (one counter per online
+/// CPU, as a cgroup's events must be; their sum is the count). Counted in
+/// the kernel as the calls return, so what is counted is what the kernel
+/// did, whatever the process printed.
+pub struct SyscallCounter {
+    per_cpu: Vec<std::fs::File>,
+}
+
+impl SyscallCounter {
+    /// Counts the exits of tracepoint `tracepoint` (`raw_syscalls:sys_exit`'s
+    /// id) matching `filter` for the processes in the group `dir`.
+    pub fn for_cgroup(
+        dir: &std::path::Path,
+        tracepoint: u64,
+        filter: &std::ffi::CStr,
+        cpus: &[i32],
+    ) -> io::Result<SyscallCounter> {
+        use std::os::fd::FromRawFd;
+        let group = std::fs::File::open(dir)?;
+        let attr = PerfEventAttr {
+            kind: PERF_TYPE_TRACEPOINT,
+            size: std::mem::size_of::<PerfEventAttr>() as u32,
+            config: tracepoint,
+            sample_period: 0,
+            sample_type: 0,
+            read_format: 0,
+            flags: 0,
+            wakeup_events: 0,
+            bp_type: 0,
+            config1: 0,
+        };
+        let mut per_cpu = Vec::with_capacity(cpus.len());
+        for &cpu in cpus {
+            // SAFETY: `attr` is a valid, fully initialised attribute of the
+            // size it states; the group descriptor is open for the call.
+            let fd = unsafe {
+                libc::syscall(
+                    libc::SYS_perf_event_open,
+                    &attr as *const PerfEventAttr,
+                    group.as_raw_fd() as libc::c_long,
+                    cpu as libc::c_long,
+                    -1 as libc::c_long,
+                    PERF_FLAG_PID_CGROUP | PERF_FLAG_FD_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let fd =
+                RawFd::try_from(fd).map_err(|_| io::Error::other("descriptor out of range"))?;
+            // SAFETY: `fd` is a fresh descriptor nothing else owns.
+            let file = unsafe { std::fs::File::from_raw_fd(fd) };
+            // SAFETY: the filter is a NUL-terminated string alive for the call.
+            if unsafe { libc::ioctl(file.as_raw_fd(), PERF_EVENT_IOC_SET_FILTER, filter.as_ptr()) }
+                != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            per_cpu.push(file);
+        }
+        Ok(SyscallCounter { per_cpu })
+    }
+
+    /// The count so far.
+    pub fn total(&self) -> io::Result<u64> {
+        use std::io::Read;
+        let mut total = 0u64;
+        for mut f in &self.per_cpu {
+            let mut b = [0u8; 8];
+            f.read_exact(&mut b)?;
+            total = total.saturating_add(u64::from_ne_bytes(b));
+        }
+        Ok(total)
+    }
+}
+
+/// The online CPUs, from `/sys/devices/system/cpu/online` (`0-3,6`).
+pub fn online_cpus() -> io::Result<Vec<i32>> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online")?;
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let bad = || io::Error::other(format!("an unreadable CPU list: {text:?}"));
+        let (a, b): (i32, i32) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+        if b < a || b - a > 4096 {
+            return Err(bad());
+        }
+        cpus.extend(a..=b);
+    }
+    Ok(cpus)
+}
+
+/// Mounts the kernel's tracing filesystem at `at` (where systemd mounts it
+/// too), for the ids of its tracepoints.
+pub fn mount_tracefs(at: &std::path::Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let target = std::ffi::CString::new(at.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other("a path with a NUL byte"))?;
+    // SAFETY: every pointer is a NUL-terminated string alive for the call.
+    let rc = unsafe {
+        libc::mount(
+            c"tracefs".as_ptr(),
+            target.as_ptr(),
+            c"tracefs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Sends SIGKILL to the process `pid` (a straggler in a cage's cgroup).
 pub fn kill_pid(pid: u32) -> io::Result<()> {
     let Ok(pid) = libc::pid_t::try_from(pid) else {

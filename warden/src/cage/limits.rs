@@ -117,8 +117,14 @@ fn mem_total(meminfo: &str) -> Option<u64> {
 enum Home {
     /// cgroup v2: a group whose children get `memory` and `pids`.
     V2(PathBuf),
-    /// cgroup v1: a group in each hierarchy.
-    V1 { memory: PathBuf, pids: PathBuf },
+    /// cgroup v1: a group in each hierarchy; and on a hybrid host the
+    /// v2 hierarchy too, where the kernel counts a cage's refused writes
+    /// (perf events follow v2 groups when v1 has no `perf_event`).
+    V1 {
+        memory: PathBuf,
+        pids: PathBuf,
+        unified: Option<PathBuf>,
+    },
 }
 
 /// The cage groups of this process.
@@ -196,6 +202,7 @@ impl Cgroups {
             dirs: Vec::new(),
             procs: Vec::new(),
             v2: matches!(home, Home::V2(_)),
+            counting: None,
         };
         match home {
             Home::V2(dir) => {
@@ -206,8 +213,13 @@ impl Cgroups {
                 write_if_there(&d, "memory.oom.group", "1")?;
                 write(&d, "pids.max", &l.pids.to_string())?;
                 group.join_through(&d)?;
+                group.counting = Some(d);
             }
-            Home::V1 { memory, pids } => {
+            Home::V1 {
+                memory,
+                pids,
+                unified,
+            } => {
                 let m = group.make(&memory.join(&name))?;
                 write(&m, "memory.limit_in_bytes", &l.memory_bytes.to_string())?;
                 // Swap accounting on: memory and swap together, no more.
@@ -220,6 +232,11 @@ impl Cgroups {
                 let p = group.make(&pids.join(&name))?;
                 write(&p, "pids.max", &l.pids.to_string())?;
                 group.join_through(&p)?;
+                if let Some(u) = unified {
+                    let u = group.make(&u.join(&name))?;
+                    group.join_through(&u)?;
+                    group.counting = Some(u);
+                }
             }
         }
         Ok(group)
@@ -232,13 +249,16 @@ pub struct CageGroup {
     dirs: Vec<PathBuf>,
     procs: Vec<std::fs::File>,
     v2: bool,
+    /// The v2 group the kernel counts the cage's refused writes in.
+    counting: Option<PathBuf>,
 }
 
-/// The descriptors a child writes `0` to, to join its groups: at most two
-/// (v1's memory and pids), copied into the child without allocating.
+/// The descriptors a child writes `0` to, to join its groups: at most
+/// three (v1's memory and pids, and a hybrid host's v2 group), copied into
+/// the child without allocating.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct JoinFds {
-    fds: [RawFd; 2],
+    fds: [RawFd; 3],
     len: usize,
 }
 
@@ -269,11 +289,16 @@ impl CageGroup {
     /// What the child writes to, to join.
     pub fn join_fds(&self) -> JoinFds {
         let mut j = JoinFds::default();
-        for f in self.procs.iter().take(2) {
+        for f in self.procs.iter().take(3) {
             j.fds[j.len] = f.as_raw_fd();
             j.len += 1;
         }
         j
+    }
+
+    /// The v2 group the cage's refused writes are counted in, if any.
+    pub fn counting_dir(&self) -> Option<&Path> {
+        self.counting.as_deref()
     }
 
     /// Whether the memory ceiling made the kernel kill something in it.
@@ -377,7 +402,14 @@ fn own_memory_ceiling() -> Option<u64> {
 fn sweep(home: &Home) {
     let dirs = match home {
         Home::V2(d) => vec![d.clone()],
-        Home::V1 { memory, pids } => vec![memory.clone(), pids.clone()],
+        Home::V1 {
+            memory,
+            pids,
+            unified,
+        } => [Some(memory.clone()), Some(pids.clone()), unified.clone()]
+            .into_iter()
+            .flatten()
+            .collect(),
     };
     for dir in dirs {
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -476,7 +508,15 @@ fn find_home() -> Result<Home, String> {
             pids.display()
         ));
     }
-    Ok(Home::V1 { memory, pids })
+    // A hybrid host's v2 hierarchy, for counting only.
+    let unified = fs.join("unified");
+    let unified = (unified.join("cgroup.procs").exists())
+        .then(|| under(&unified, v2.as_deref().unwrap_or("/")));
+    Ok(Home::V1 {
+        memory,
+        pids,
+        unified,
+    })
 }
 
 /// The leaf the Warden moves itself into under a delegated unit.

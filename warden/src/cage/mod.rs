@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod limits;
+pub mod refused;
 pub mod seccomp;
 
 use crate::exec::{self, Bounds, ExecError, Outcome};
@@ -680,9 +681,23 @@ fn run_caged_on(
     let fd = reader.as_raw_fd();
     let group = limits::global().cage().map_err(CageError::Unbounded)?;
     let argv = bwrap_args_with(spec, host, fd, &program.to_string_lossy(), args);
+    // The tripwire reads the kernel's count for this cage's group, opened
+    // before anything runs in it.
+    let tripwire =
+        bounds
+            .tripwire
+            .as_ref()
+            .map(|t| match (refused::watch(), group.counting_dir()) {
+                (Ok(w), Some(dir)) => match w.counter(dir) {
+                    Ok(c) => t.counting(c),
+                    Err(_) => t.clone(),
+                },
+                _ => t.clone(),
+            });
     let bounds = Bounds {
         keep_fd: Some(fd),
         cgroup: group.join_fds(),
+        tripwire,
         ..bounds.clone()
     };
     let outcome = exec::run_program(bwrap, &argv, &[], &bounds)
@@ -694,6 +709,19 @@ fn run_caged_on(
     drop(reader);
     drop(group);
     outcome
+}
+
+/// Whether the kernel can count a cage's refused writes here
+/// (`refused.rs`), tried on a group made for it; why not, in words.
+pub fn refused_writes_counted() -> Result<(), String> {
+    let w = refused::watch().map_err(String::from)?;
+    let group = limits::global().cage()?;
+    let dir = group
+        .counting_dir()
+        .ok_or("the cage has no cgroup v2 group to count in")?;
+    w.counter(dir)
+        .map(|_| ())
+        .map_err(|e| format!("the kernel refused to count (perf events): {e}"))
 }
 
 /// Whether this host's bubblewrap sizes a tmpfs (`--size`, 0.7 and

@@ -20,9 +20,6 @@ pub const NO_ISOLATION: &str = "This server has no isolation. I only run green s
 /// How the C library words `EROFS`, which the cage gives a write outside
 /// the touches.
 pub const EROFS_MESSAGE: &[u8] = b"Read-only file system";
-/// How bubblewrap starts its own errors (setting up the cage, not the
-/// chore's doing).
-const BWRAP_PREFIX: &[u8] = b"bwrap: ";
 pub const FIRST_WEEK: &str = "For the first 7 days after install only green chores run.";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -221,10 +218,9 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
         keep_fd: None,
         stop: Some(stop.clone()),
         // Killed at its first write outside the touches (all of them, in a
-        // dry run): the cage refuses it and the tool says so at once.
-        tripwire: ctx
-            .isolation
-            .then(|| exec::Tripwire::new(EROFS_MESSAGE, BWRAP_PREFIX)),
+        // dry run): the cage refuses it, and the kernel counts the refusal
+        // (`cage::refused`).
+        tripwire: ctx.isolation.then(exec::Tripwire::new),
         // The cage makes its own (`cage::limits`).
         cgroup: Default::default(),
     };
@@ -307,20 +303,21 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
     // And what was privileged before and the run changed, wherever it is.
     gained_privilege.extend(tree::strip_touched(pinned));
     let outside_touches = bounds.tripwire.as_ref().is_some_and(|t| t.was_hit());
-    // The tripwire saw the raw line inside exec; the report names it as the
-    // redactor left it.
-    let refused_write = bounds
-        .tripwire
-        .as_ref()
-        .filter(|t| t.was_hit())
-        .and_then(|t| {
-            outcome
-                .stderr
-                .text()
-                .split(|&c| c == b'\n')
-                .find(|l| t.trips(l))
-                .map(|l| String::from_utf8_lossy(l).into_owned())
-        });
+    // Decided on the kernel's count; named, for the person, by the tool's
+    // own error line when it printed one (as the redactor left it).
+    let refused_write = bounds.tripwire.as_ref().filter(|t| t.was_hit()).map(|t| {
+        [outcome.stderr.text(), outcome.stdout.text()]
+            .into_iter()
+            .flat_map(|s| s.split(|&c| c == b'\n'))
+            .find(|l| l.windows(EROFS_MESSAGE.len()).any(|w| w == EROFS_MESSAGE))
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .unwrap_or_else(|| {
+                format!(
+                    "{} write(s) the cage refused (the chore printed no error for them)",
+                    t.refused()
+                )
+            })
+    });
     let over = over_cap.load(Ordering::SeqCst);
     Ok(Report {
         halted: !over

@@ -22,7 +22,11 @@ pub(super) fn isolation() -> String {
         .map_err(|e| e.to_string())
         .and_then(|bwrap| crate::cage::probe(&bwrap));
     match probe {
-        Ok(()) => format!("{ISOLATED}; {}", crate::cage::limits::global().describe()),
+        Ok(()) => format!(
+            "{ISOLATED}; {}; {}",
+            crate::cage::limits::global().describe(),
+            crate::cage::refused::describe(&crate::cage::refused_writes_counted())
+        ),
         Err(why) => format!("none ({why})"),
     }
 }
