@@ -229,11 +229,13 @@ pub enum Wiped {
 
 /// Removes the Worker's file `path` through its directory's descriptor,
 /// overwriting it with zeros first when it is a regular file of at most
-/// [`WIPE_BOUND`] bytes. A link is removed without being followed. The
+/// [`WIPE_BOUND`] bytes, of `owner`'s, with no other name (a hard link at
+/// the name may be another account's file: root writes through no link of
+/// either kind). A symbolic link is removed without being followed. The
 /// name is removed whatever the overwrite did — a full disk, a file grown
 /// or swapped meanwhile — and nothing more than the bound is ever written.
 /// Only a directory at the name (no key is one) is refused.
-pub fn wipe(path: &Path) -> Result<Wiped, WorkerDirError> {
+pub fn wipe(path: &Path, owner: u32) -> Result<Wiped, WorkerDirError> {
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(WorkerDirError::Refused {
             path: path.to_path_buf(),
@@ -270,6 +272,12 @@ pub fn wipe(path: &Path) -> Result<Wiped, WorkerDirError> {
         Wiped::LinkRemoved
     } else if !kind.is_file() {
         Wiped::RemovedUnwritten("not a regular file".into())
+    } else if before.nlink() != 1 || before.uid() != owner {
+        Wiped::RemovedUnwritten(format!(
+            "a file with {} names, of uid {}: only its name removed, nothing written through it",
+            before.nlink(),
+            before.uid()
+        ))
     } else if before.size() > WIPE_BOUND {
         Wiped::RemovedUnwritten(format!(
             "{} bytes, more than any key ({WIPE_BOUND} at most): removed without writing",
@@ -295,7 +303,7 @@ pub fn wipe(path: &Path) -> Result<Wiped, WorkerDirError> {
 fn overwrite(dir: &Dir, name: &OsStr, before: &std::fs::Metadata) -> Result<(), String> {
     let mut file = dir.open_write(name).map_err(|e| format!("open: {e}"))?;
     let meta = file.metadata().map_err(|e| format!("inspect: {e}"))?;
-    if !meta.is_file() || ids(&meta) != ids(before) {
+    if !meta.is_file() || ids(&meta) != ids(before) || meta.nlink() != 1 {
         return Err("it changed while it was opened".into());
     }
     let mut left = meta.size().min(WIPE_BOUND);
@@ -357,12 +365,18 @@ mod tests {
         let victim = d.join("victim");
         std::fs::write(&victim, "precious").unwrap();
         std::os::unix::fs::symlink(&victim, d.join("secrets.toml")).unwrap();
-        assert_eq!(wipe(&d.join("secrets.toml")).unwrap(), Wiped::LinkRemoved);
+        assert_eq!(
+            wipe(&d.join("secrets.toml"), 0).unwrap(),
+            Wiped::LinkRemoved
+        );
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
         std::fs::write(d.join("secrets.toml"), "api_key = \"sk-x\"").unwrap();
-        assert_eq!(wipe(&d.join("secrets.toml")).unwrap(), Wiped::Overwritten);
+        assert_eq!(
+            wipe(&d.join("secrets.toml"), 0).unwrap(),
+            Wiped::Overwritten
+        );
         assert!(!d.join("secrets.toml").exists());
-        assert_eq!(wipe(&d.join("secrets.toml")).unwrap(), Wiped::Absent);
+        assert_eq!(wipe(&d.join("secrets.toml"), 0).unwrap(), Wiped::Absent);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

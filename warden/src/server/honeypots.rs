@@ -25,13 +25,36 @@ use std::sync::Mutex;
 
 use crate::install::HONEYPOT_MODE;
 
+/// Moved honeypots kept watched where they went, at most: a Worker moving
+/// them aside in a loop must not grow root's inotify watches (counted per
+/// uid, shared with every root daemon) without end.
+const MAX_MOVED_WATCHED: usize = 8;
+
+/// Times one honeypot is planted again in a window, at most; past that it
+/// waits for the next integrity tick, said once.
+const MAX_REPLANTS: u32 = 3;
+
+/// One honeypot's tampering in the current window.
+#[derive(Default)]
+struct Tampering {
+    since: u64,
+    count: u32,
+}
+
 pub(crate) struct Honeypots {
     inotify: Inotify,
     watched: Mutex<Vec<Watched>>,
+    /// Honeypots not watched now (could not be planted, or waiting past
+    /// the re-plant bound): tried again on each integrity tick.
+    unwatched: Mutex<Vec<PathBuf>>,
+    tampering: Mutex<std::collections::HashMap<PathBuf, Tampering>>,
     /// The Worker's group.
     gid: u32,
     /// Whether a missing one is planted (only once installed).
     plant: bool,
+    /// Held through each planting; true once the Warden stopped, after
+    /// which nothing is planted (uninstall removes the honeypots next).
+    stopped: Mutex<bool>,
 }
 
 struct Watched {
@@ -57,6 +80,9 @@ impl Honeypots {
         Ok(Honeypots {
             inotify: Inotify::new()?,
             watched: Mutex::default(),
+            unwatched: Mutex::default(),
+            tampering: Mutex::default(),
+            stopped: Mutex::default(),
             gid,
             plant,
         })
@@ -66,9 +92,19 @@ impl Honeypots {
         self.watched.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// From now on nothing is planted; a planting under way is finished
+    /// first (uninstall calls this, then removes the honeypots).
+    pub(crate) fn stop(&self) {
+        *self.stopped.lock().unwrap_or_else(|p| p.into_inner()) = true;
+    }
+
     /// Watches the honeypot at `path`, planting it first when it is missing
     /// or not root's file as install left it.
     pub(crate) fn arm(&self, path: &Path) -> Armed {
+        let stopped = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
+        if *stopped {
+            return Armed::Unwatched("the Warden is stopping".into());
+        }
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return Armed::Unwatched("it names no file".into());
         };
@@ -133,6 +169,7 @@ impl Honeypots {
             }
             let mut watched = self.watched();
             watched.retain(|w| w.wd != wd);
+            self.lock_unwatched().retain(|p| p != path);
             watched.push(Watched {
                 wd,
                 path: path.to_path_buf(),
@@ -146,6 +183,51 @@ impl Honeypots {
             };
         }
         Armed::Unwatched("it changed each time it was planted or watched".into())
+    }
+
+    /// Marks the watch `wd` moved; the oldest moved ones past
+    /// [`MAX_MOVED_WATCHED`] are no longer watched. The path, when it was
+    /// not marked already.
+    fn mark_moved(&self, wd: i32) -> Option<PathBuf> {
+        let mut watched = self.watched();
+        let path = watched.iter_mut().find(|w| w.wd == wd).and_then(|w| {
+            (!w.moved).then(|| {
+                w.moved = true;
+                w.path.clone()
+            })
+        })?;
+        self.cap_moved(&mut watched);
+        Some(path)
+    }
+
+    fn cap_moved(&self, watched: &mut Vec<Watched>) {
+        while watched.iter().filter(|w| w.moved).count() > MAX_MOVED_WATCHED {
+            let Some(at) = watched.iter().position(|w| w.moved) else {
+                break;
+            };
+            let old = watched.remove(at);
+            let _ = self.inotify.unwatch(old.wd);
+        }
+    }
+
+    fn lock_unwatched(&self) -> std::sync::MutexGuard<'_, Vec<PathBuf>> {
+        self.unwatched.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts one tampering with `path` at `now` in a window of
+    /// `window_s`: whether to raise a signal (the first of the window) and
+    /// whether to plant it again (the first [`MAX_REPLANTS`]).
+    fn tampered_with(&self, path: &Path, now: u64, window_s: u64) -> (bool, bool) {
+        let mut all = self.tampering.lock().unwrap_or_else(|p| p.into_inner());
+        let t = all.entry(path.to_path_buf()).or_default();
+        if t.count == 0 || now.saturating_sub(t.since) >= window_s {
+            *t = Tampering {
+                since: now,
+                count: 0,
+            };
+        }
+        t.count = t.count.saturating_add(1);
+        (t.count == 1, t.count <= MAX_REPLANTS)
     }
 
     fn forget(&self, wd: i32) -> Option<Watched> {
@@ -173,6 +255,7 @@ impl Honeypots {
                 stale.push(w.path.clone());
             }
         }
+        self.cap_moved(&mut watched);
         stale
     }
 }
@@ -199,13 +282,37 @@ pub(crate) fn arm_all(
     (Some(pots), armed)
 }
 
-/// Journals what arming found, line by line.
+/// Journals what arming found, line by line. Once installed, a honeypot
+/// that had to be planted again at start (deleted or replaced while the
+/// Warden was stopped) or could not be (a directory or a link put in its
+/// way) is an integrity failure like one deleted while it watched: the
+/// honeypots are the same from release to release, so nothing of
+/// Aromba's leaves one missing.
 pub(crate) fn report_armed(shared: &Shared, armed: &[(PathBuf, Armed)]) {
-    if shared.honeypots.is_none() {
+    let Some(pots) = shared.honeypots.as_ref() else {
         journal(shared, "honeypots-unwatched", Map::new());
-    }
+        return;
+    };
     for (path, a) in armed {
         note(shared, path, a);
+        if let Armed::Unwatched(_) = a {
+            pots.lock_unwatched().push(path.clone());
+        }
+        if !pots.plant {
+            continue;
+        }
+        let what = match a {
+            Armed::Watched => continue,
+            Armed::Planted => format!(
+                "the honeypot {} was gone or replaced when the Warden started; it is planted again",
+                path.display()
+            ),
+            Armed::Unwatched(why) => format!(
+                "the honeypot {} cannot be planted ({why}); it is not watched",
+                path.display()
+            ),
+        };
+        raise(shared, None, Signal::IntegrityMismatch { what });
     }
 }
 
@@ -227,18 +334,55 @@ fn note(shared: &Shared, path: &Path, armed: &Armed) {
 /// A honeypot gone from where it was planted: an integrity failure (the
 /// Worker's account owns the directory; nothing of Aromba removes one),
 /// then planted and watched again.
+///
+/// One signal per honeypot a flood window, and at most [`MAX_REPLANTS`]
+/// plantings (a Worker deleting one in a loop would otherwise have root
+/// write journal lines and files as fast as it deletes); past that it waits
+/// for the next integrity tick, said once. Nothing is planted once the
+/// Warden stops serving ([`Honeypots::stop`]).
 fn tampered(shared: &Shared, pots: &Honeypots, path: &Path, how: &str) {
-    raise(
-        shared,
-        None,
-        Signal::IntegrityMismatch {
-            what: format!(
-                "the honeypot {} was {how} (only the Worker's account or root can); it is planted again",
-                path.display()
-            ),
-        },
-    );
+    if shared.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    let now = shared.options.clock.now();
+    let (signal, plant) = pots.tampered_with(path, now, shared.options.flood_window_s);
+    if signal {
+        raise(
+            shared,
+            None,
+            Signal::IntegrityMismatch {
+                what: format!(
+                    "the honeypot {} was {how} (only the Worker's account or root can); it is planted again",
+                    path.display()
+                ),
+            },
+        );
+    }
+    if !plant {
+        let mut unwatched = pots.lock_unwatched();
+        if !unwatched.iter().any(|p| p == path) {
+            unwatched.push(path.to_path_buf());
+            drop(unwatched);
+            let mut m = Map::new();
+            m.insert("path".into(), Value::from(path.to_string_lossy().as_ref()));
+            m.insert(
+                "why".into(),
+                Value::from(format!(
+                    "tampered with more than {MAX_REPLANTS} times in {} minutes: planted again at the next integrity check",
+                    shared.options.flood_window_s / 60
+                )),
+            );
+            journal(shared, "honeypot-unwatched", m);
+        }
+        return;
+    }
     let armed = pots.arm(path);
+    if let Armed::Unwatched(_) = armed {
+        let mut unwatched = pots.lock_unwatched();
+        if !unwatched.iter().any(|p| p == path) {
+            unwatched.push(path.to_path_buf());
+        }
+    }
     note(shared, path, &armed);
 }
 
@@ -282,16 +426,7 @@ pub(super) fn watch_honeypots(shared: &Shared) {
                     }
                 }
                 Touched::Moved => {
-                    let first = {
-                        let mut watched = pots.watched();
-                        watched.iter_mut().find(|w| w.wd == wd).and_then(|w| {
-                            (!w.moved).then(|| {
-                                w.moved = true;
-                                w.path.clone()
-                            })
-                        })
-                    };
-                    if let Some(path) = first {
+                    if let Some(path) = pots.mark_moved(wd) {
                         tampered(shared, pots, &path, "moved away");
                     }
                 }
@@ -308,12 +443,23 @@ pub(super) fn watch_honeypots(shared: &Shared) {
 }
 
 /// On each integrity tick: a honeypot no longer under its name (its
-/// directory renamed aside makes no event on the file) is tampering too.
+/// directory renamed aside makes no event on the file) is tampering too;
+/// and each one not watched is tried again.
 pub(super) fn check_honeypots(shared: &Shared) {
     let Some(pots) = shared.honeypots.as_ref() else {
         return;
     };
     for path in pots.stale() {
         tampered(shared, pots, &path, "moved away or replaced");
+    }
+    let waiting: Vec<PathBuf> = pots.lock_unwatched().clone();
+    for path in waiting {
+        if shared.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let armed = pots.arm(&path);
+        if !matches!(armed, Armed::Unwatched(_)) {
+            note(shared, &path, &armed);
+        }
     }
 }

@@ -81,7 +81,7 @@ pub(super) fn after_move(shared: &Shared, moved: Result<Option<Event>, LadderErr
 /// by the ladder event it fetches.
 pub(super) fn wipe_ai_key(shared: &Shared) {
     let path = shared.options.layout.ai_key_file();
-    let result = match crate::worker_dirs::wipe(&path) {
+    let result = match crate::worker_dirs::wipe(&path, shared.options.worker_uid) {
         Ok(crate::worker_dirs::Wiped::Absent) => return,
         other => other,
     };

@@ -402,7 +402,7 @@ impl Shared {
     }
 
     fn wake(&self) {
-        self.shutdown.store(true, Ordering::SeqCst);
+        self.stop_serving();
         let layout = &self.options.layout;
         let _ = UnixStream::connect(layout.worker_socket());
         let _ = UnixStream::connect(layout.control_socket());
@@ -412,6 +412,10 @@ impl Shared {
     /// their next turn; the accept loops wait for [`Shared::stop_soon`].
     fn stop_serving(&self) {
         self.shutdown.store(true, Ordering::SeqCst);
+        // Nothing is planted from now on (a planting under way ends first).
+        if let Some(pots) = &self.honeypots {
+            pots.stop();
+        }
     }
 
     /// Stops serving: no connection is taken from now on, and the accept

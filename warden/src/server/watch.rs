@@ -90,6 +90,11 @@ pub(super) fn watch(shared: &Shared) {
     let mut unfit_layout: Option<String> = None;
     while !shared.shutdown.load(Ordering::SeqCst) {
         thread::sleep(shared.options.watch_interval);
+        // Stopped while asleep: nothing more (an uninstall may be removing
+        // what a tick would look at).
+        if shared.shutdown.load(Ordering::SeqCst) {
+            break;
+        }
         let decayed = shared
             .ladder
             .lock()
