@@ -418,3 +418,60 @@ async fn the_chat_is_told_of_a_rollback_once(db: PgPool) {
         support::text(&status.stdout)
     );
 }
+
+/// A release folder that serves a release list which expired long ago (a
+/// stale mirror, or one holding updates back) looked exactly like "nothing
+/// new", and the daily check was silent. Four days without a current list:
+/// the chat is told, and `/trust` says so.
+#[sqlx::test(migrations = false)]
+async fn the_chat_is_told_when_no_current_release_list_was_seen_for_days(db: PgPool) {
+    let files = scratch("stale");
+    releases::Release {
+        expires: 1,
+        ..releases::Release::of("9.0.0", b"aromba 9.0.0", b"aromba-warden 9.0.0")
+    }
+    .write(&files.0.join("stable"));
+    let (url, _) = serve(files.0.clone());
+    let seed = |w: &TestWarden| {
+        installed_as_this_version(w);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("time")
+            .as_secs() as i64;
+        let home = w.root.join("home");
+        std::fs::create_dir_all(&home).expect("home");
+        // The last current list was seen four days ago.
+        std::fs::write(
+            home.join("update-check.json"),
+            format!(
+                "{{\"at\":{},\"running\":\"{}\",\"fresh_at\":{},\"since\":{}}}",
+                now - 4 * 86_400,
+                env!("CARGO_PKG_VERSION"),
+                now - 4 * 86_400,
+                now - 30 * 86_400
+            ),
+        )
+        .expect("the Worker's record");
+    };
+    let p = paired_with(db, "update-stale", setup(&url), seed).await;
+    let told = p
+        .next(0, |t| t.starts_with("Updates may be held back"))
+        .await;
+    assert!(told.text.contains("for 4 days"), "{}", told.text);
+    let trust = p.ask("/trust", |t| t.contains("Updates:")).await;
+    assert!(
+        trust
+            .text
+            .contains("Updates: NO current release list seen for 4 days"),
+        "{}",
+        trust.text
+    );
+    // Said once, not at every look.
+    let sent = p.bot.fake.sent_to(paired::CHAT);
+    assert_eq!(
+        sent.iter()
+            .filter(|m| m.text.starts_with("Updates may be held back"))
+            .count(),
+        1
+    );
+}
