@@ -187,7 +187,7 @@ fn a_fifo_at_the_key_name_neither_hangs_the_cut_nor_survives_it() {
     let w = Warden::start("r30-wipe-fifo", false, &[]);
     let key = w.layout().ai_key_file();
     std::fs::create_dir_all(key.parent().unwrap()).unwrap();
-    let out = std::process::Command::new("mkfifo")
+    let out = assert_cmd::Command::new("mkfifo")
         .arg(&key)
         .output()
         .unwrap();
@@ -751,10 +751,7 @@ fn a_chore_leaving_a_setsid_process_behind_leaves_nothing_running() {
         }
     }
     for pid in &left {
-        let _ = std::process::Command::new("kill")
-            .arg("-9")
-            .arg(pid)
-            .output();
+        let _ = assert_cmd::Command::new("kill").arg("-9").arg(pid).output();
     }
     assert!(left.is_empty(), "left running after the run: {left:?}");
 }

@@ -563,6 +563,7 @@ fn bwrap_argument_vector_is_exactly_this() {
         found: vec![Hidden::File("/etc/ssl/private/web.key".into())],
         resolver: Some("/run/systemd/resolve/stub-resolv.conf".into()),
         exists: &all,
+        tmp_size: Some(256 << 20),
     };
     let got = bwrap_args_with(
         &spec,
@@ -600,8 +601,15 @@ fn bwrap_argument_vector_is_exactly_this() {
         "/dev",
         "--proc",
         "/proc",
+        // Memory, sized (and bounded by the cage's cgroup besides).
+        "--size",
+        "268435456",
         "--tmpfs",
         "/tmp",
+        "--size",
+        "268435456",
+        "--tmpfs",
+        "/dev/shm",
         "--ro-bind-try",
         "/var/lib/dpkg",
         "/var/lib/dpkg",
@@ -698,12 +706,14 @@ fn bwrap_argument_vector_is_exactly_this() {
             system: host.system.clone(),
             found: host.found.clone(),
             resolver: None,
+            // A bubblewrap before 0.7 sizes no tmpfs.
+            tmp_size: None,
         },
         7,
         "/usr/lib/aromba/tools/disk-report",
         &[],
     );
-    let tail: Vec<&str> = tool[30..].iter().map(String::as_str).collect();
+    let tail: Vec<&str> = tool[32..].iter().map(String::as_str).collect();
     assert_eq!(
         tail,
         [
@@ -739,6 +749,8 @@ fn bwrap_argument_vector_is_exactly_this() {
             "/",
             "--remount-ro",
             "/tmp",
+            "--remount-ro",
+            "/dev/shm",
             "--remount-ro",
             "/dev",
             "--chdir",
