@@ -517,8 +517,74 @@ pub fn verify_anchor(
         .map_err(|_| "the anchor's signature does not verify against the pinned relay key".into())
 }
 
+/// Why a tap was not taken.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TapRefusal {
+    /// A relay-signed tap, fresh, for a proposal answered already by
+    /// another tap: what a person's double tap (or Approve after Cancel)
+    /// is. Nothing is done, and it is no anomaly.
+    AlreadyAnswered,
+    /// Anything else: a tap the person could not have made (or the very tap
+    /// that answered it, sent again), a ladder signal.
+    Invalid(String),
+}
+
+impl From<String> for TapRefusal {
+    fn from(why: String) -> TapRefusal {
+        TapRefusal::Invalid(why)
+    }
+}
+
+impl From<&str> for TapRefusal {
+    fn from(why: &str) -> TapRefusal {
+        TapRefusal::Invalid(why.to_string())
+    }
+}
+
+/// The SHA-256 of the tap that spent an action, kept beside its record:
+/// the same tap sent again is told from another tap of the person's.
+fn spent_by(dir: &std::path::Path, action_id: &str) -> PathBuf {
+    dir.join(format!("{action_id}.tap"))
+}
+
+/// A tap on an action spent already: another fresh, relay-signed tap over
+/// the same text is the person's (already answered); the tap that spent
+/// it, or one that does not verify, is not.
+fn tap_on_spent(
+    key: &PublicKey,
+    server: &str,
+    a: &Approval,
+    now: u64,
+    dir: &std::path::Path,
+    spent: &std::path::Path,
+) -> TapRefusal {
+    let used = || TapRefusal::Invalid("the approval was used already".into());
+    let Ok(recorded) = std::fs::read(spent) else {
+        return used();
+    };
+    let Ok(text_hash) = recorded_text_sha256(&recorded) else {
+        return used();
+    };
+    let Some(signed) = message(server, &text_hash, a) else {
+        return used();
+    };
+    let verifies = Signature::decode(&a.signature)
+        .ok()
+        .is_some_and(|s| key.verify(&signed, &s, false).is_ok());
+    if !verifies || a.time.abs_diff(now) > FRESH_S {
+        return used();
+    }
+    let this = text_sha256(&a.signature);
+    match std::fs::read_to_string(spent_by(dir, &a.action_id)) {
+        Ok(first) if first.trim() == this => {
+            TapRefusal::Invalid("the approval was used already: the same tap again".into())
+        }
+        _ => TapRefusal::AlreadyAnswered,
+    }
+}
+
 /// Verifies a tap and spends its action id; returns what it approves.
-pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verified, String> {
+pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verified, TapRefusal> {
     let key_text = std::fs::read_to_string(relay_key_file(layout)).map_err(|_| {
         "no relay key is pinned: this server is not paired, so no approval can be verified"
             .to_string()
@@ -537,7 +603,7 @@ pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verif
     let spent = dir.join(format!("{}.spent", a.action_id));
     let recorded = match std::fs::read(&issued) {
         Ok(b) => b,
-        Err(_) if spent.exists() => return Err("the approval was used already".into()),
+        Err(_) if spent.exists() => return Err(tap_on_spent(&key, &server, a, now, &dir, &spent)),
         Err(_) => return Err("the action id was not issued by this Warden".into()),
     };
     let text_hash = recorded_text_sha256(&recorded)?;
@@ -552,10 +618,7 @@ pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verif
         "the approval's signature does not verify against the relay's key over this action and the Warden's text for it".to_string()
     })?;
     if a.time.abs_diff(now) > FRESH_S {
-        return Err(format!(
-            "the approval is not fresh: signed at {}, now {now}",
-            a.time
-        ));
+        return Err(format!("the approval is not fresh: signed at {}, now {now}", a.time).into());
     }
     // Spending is a rename: of two uses racing, one finds the file gone.
     std::fs::rename(&issued, &spent).map_err(|_| {
@@ -565,6 +628,12 @@ pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verif
             "the action id was not issued by this Warden".to_string()
         }
     })?;
+    // Which tap spent it: the same one again is a replay, another the
+    // person's second tap.
+    let _ = std::fs::write(
+        spent_by(&dir, &a.action_id),
+        format!("{}\n", text_sha256(&a.signature)),
+    );
     let bytes = std::fs::read(&spent).map_err(|e| e.to_string())?;
     if bytes != recorded {
         return Err("the action record changed while the tap was checked".into());

@@ -160,3 +160,66 @@ fn a_worker_cannot_flood_the_warden_with_proposals() {
         chore: "hello".into(),
     });
 }
+
+/// A person's double tap on a phone, or Approve after Cancel: a second
+/// tap the relay signed, on a proposal answered already. It was answered
+/// "used already" and moved the ladder to Slow ("Unusual activity…"), so
+/// a newcomer's double tap sent them to a root terminal. Now it is said,
+/// and nothing moves.
+#[test]
+fn a_second_tap_of_the_persons_on_an_answered_proposal_is_no_anomaly() {
+    let w = warden("double-tap", true);
+    let (action, server) = w.proposed();
+    let now = w.clock.now();
+    let first = w.signed(&server, &action, "approve", now, TEST_KEY);
+    assert!(matches!(w.ask(&first), Response::Receipt { ok: true, .. }));
+    let receipts = || {
+        w.journal()
+            .lines()
+            .filter(|l| l.contains("\"kind\":\"receipt\""))
+            .count()
+    };
+    let before = receipts();
+    // The second tap of a double tap: signed by the relay a moment later.
+    let second = w.signed(&server, &action, "approve", now + 1, TEST_KEY);
+    let r = w.ask(&second);
+    assert!(matches!(r, Response::AlreadyAnswered { .. }), "{r:?}");
+    assert_eq!(w.ladder(), 0, "{}", w.status().ladder_reason);
+    assert_eq!(receipts(), before, "the chore ran again");
+}
+
+#[test]
+fn approve_after_cancel_runs_nothing_and_is_no_anomaly() {
+    let w = warden("cancel-then-approve", true);
+    let (action, server) = w.proposed();
+    let now = w.clock.now();
+    let cancel = w.signed(&server, &action, "cancel", now, TEST_KEY);
+    assert!(matches!(w.ask(&cancel), Response::Refused { .. }));
+    let approve = w.signed(&server, &action, "approve", now + 2, TEST_KEY);
+    let r = w.ask(&approve);
+    assert!(matches!(r, Response::AlreadyAnswered { .. }), "{r:?}");
+    assert!(!w.touched.join("hello").exists());
+    assert_eq!(w.ladder(), 0);
+}
+
+/// A tap the person could not have made, on a proposal answered already,
+/// is still a signal: another key's, or a stale one.
+#[test]
+fn a_forged_or_stale_tap_on_an_answered_proposal_is_still_a_signal() {
+    let w = warden("forged-after", true);
+    let (action, server) = w.proposed();
+    let now = w.clock.now();
+    assert!(matches!(
+        w.ask(&w.signed(&server, &action, "approve", now, TEST_KEY)),
+        Response::Receipt { .. }
+    ));
+    let other = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
+    let other_key = other.sk.to_box(None).unwrap().into_string();
+    let r = w.ask(&w.signed(&server, &action, "approve", now + 1, &other_key));
+    assert!(matches!(r, Response::Refused { .. }), "{r:?}");
+    assert_eq!(w.ladder(), 1);
+    let stale = w.signed(&server, &action, "approve", now - 3600, TEST_KEY);
+    w.clock.advance(61);
+    let r = w.ask(&stale);
+    assert!(matches!(r, Response::Refused { .. }), "{r:?}");
+}

@@ -553,6 +553,10 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
     approve(daemon, action_id, button, proof, None).await;
 }
 
+/// What a second tap on an answered proposal (a double tap, Approve after
+/// Cancel) is told: nothing happened, and nothing is wrong.
+pub const ALREADY_ANSWERED: &str = "Already answered: a button on that message was tapped before, so nothing more was done, and nothing is wrong. To do it again, ask for it again.";
+
 /// A tap on a PIN action, waiting for the PIN.
 pub struct PendingPin {
     action_id: String,
@@ -674,6 +678,9 @@ async fn approve(
         }
         Ok(Response::Noted { .. }) => {
             daemon.say("Done.".into(), vec![]).await;
+        }
+        Ok(Response::AlreadyAnswered { .. }) => {
+            daemon.say(ALREADY_ANSWERED.into(), vec![]).await;
         }
         Ok(Response::ReleaseInstalled { version, .. }) => {
             daemon

@@ -224,6 +224,12 @@ pub enum Response {
     Noted {
         journal_seq: u64,
     },
+    /// A tap the person made on a proposal they had answered already (a
+    /// double tap, Approve after Cancel): nothing was done, and it is no
+    /// anomaly. The same tap sent again is not this: it is refused.
+    AlreadyAnswered {
+        journal_seq: Option<u64>,
+    },
     Pong,
     Status(Status),
     Verified {
@@ -744,6 +750,10 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
         Response::Noted { journal_seq } => {
             object("noted", vec![("journal_seq", Value::from(*journal_seq))])
         }
+        Response::AlreadyAnswered { journal_seq } => object(
+            "already_answered",
+            vec![("journal_seq", journal_seq.map_or(Value::Null, Value::from))],
+        ),
         Response::Pong => object("pong", vec![]),
         Response::Status(st) => object(
             "status",
@@ -977,6 +987,9 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
         },
         "noted" => Response::Noted {
             journal_seq: f.u64("journal_seq")?,
+        },
+        "already_answered" => Response::AlreadyAnswered {
+            journal_seq: f.opt_u64("journal_seq")?,
         },
         "pong" => Response::Pong,
         "status" => Response::Status(Status {
@@ -1213,6 +1226,14 @@ mod tests {
             needs_pin: true,
         };
         assert_eq!(decode_response(&encode_response(&p)).unwrap(), p);
+        for r in [
+            Response::AlreadyAnswered {
+                journal_seq: Some(7),
+            },
+            Response::AlreadyAnswered { journal_seq: None },
+        ] {
+            assert_eq!(decode_response(&encode_response(&r)).unwrap(), r);
+        }
         // The PIN is a string or null, nothing else.
         assert!(decode_request(br#"{"type":"prod_mode","on":false,"pin":472913}"#).is_err());
         assert!(decode_request(br#"{"type":"prod_mode","on":false}"#).is_err());

@@ -453,7 +453,15 @@ pub(super) fn approve(
     };
     let verified = match approvals::verify_and_spend(&shared.options.layout, &a, now) {
         Ok(v) => v,
-        Err(why) => {
+        Err(approvals::TapRefusal::AlreadyAnswered) => {
+            // The person's own double tap, or Approve after Cancel: said,
+            // and no anomaly.
+            let mut m = Map::new();
+            m.insert("verdict".into(), Value::from("already-answered"));
+            let seq = intent.outcome(shared, m);
+            return Response::AlreadyAnswered { journal_seq: seq };
+        }
+        Err(approvals::TapRefusal::Invalid(why)) => {
             let answer = refused(why);
             // An approval that does not verify is an action without one.
             raise(
