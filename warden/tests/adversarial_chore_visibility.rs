@@ -18,6 +18,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use support::Warden;
 
+/// These tests plant files and directories in the host's own `/etc`, which
+/// every cage walks for secrets: one planted and removed while another
+/// test's cage is being built fails that cage (bubblewrap cannot bind what
+/// its walk found a moment before). They run one at a time.
+static HOST_PATHS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    HOST_PATHS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A name no other run of these tests uses.
 fn unique(what: &str) -> String {
     let nanos = std::time::SystemTime::now()
@@ -104,6 +114,7 @@ fn assert_not_shown(out: &str, secret: &str) {
 
 #[test]
 fn a_chore_cannot_read_a_tls_private_key_under_etc_ssl_private() {
+    let _one = one_at_a_time();
     let key_name = unique("tls");
     let secret = format!("-----BEGIN PRIVATE KEY----- {key_name}");
     let mut planted = Planted::default();
@@ -134,6 +145,7 @@ fn a_chore_cannot_read_a_tls_private_key_under_etc_ssl_private() {
 
 #[test]
 fn a_chore_cannot_read_data_under_srv_unless_declared() {
+    let _one = one_at_a_time();
     let site = PathBuf::from(format!("/srv/{}", unique("srv")));
     let data = format!("customer records {}", unique("data"));
     let deploy_key = format!("deploy key {}", unique("key"));
@@ -170,6 +182,7 @@ fn a_chore_cannot_read_data_under_srv_unless_declared() {
 
 #[test]
 fn a_chore_cannot_list_home_or_root() {
+    let _one = one_at_a_time();
     let name = unique("home");
     let secret = format!("not for chores {name}");
     let mut planted = Planted::default();
@@ -200,6 +213,7 @@ fn a_chore_cannot_list_home_or_root() {
 
 #[test]
 fn a_chore_whose_reads_name_a_secret_path_is_refused() {
+    let _one = one_at_a_time();
     let chores = [
         support::owner_chore("read-root-ssh", "green", "# reads: /root/.ssh\n", "true"),
         support::owner_chore(
@@ -255,6 +269,7 @@ fn chore_reading(read: &Path, touched: &Path) -> Chore {
 
 #[test]
 fn a_read_of_the_wardens_own_files_fenced_data_or_through_a_symlink_is_refused() {
+    let _one = one_at_a_time();
     // Outside /tmp, which no read may name: the Warden's directories here.
     let root = PathBuf::from(format!("/var/tmp/{}", unique("own")));
     let mut planted = Planted::default();
