@@ -489,6 +489,17 @@ pub fn anchor_message(server_id: &str, seq: u64, hash: &str) -> Vec<u8> {
     format!("aromba-anchor-v1\nserver={server_id}\nseq={seq}\nhash={hash}\n").into_bytes()
 }
 
+/// The relay key pinned at pairing: what taps and anchors are verified
+/// with.
+fn pinned_key(layout: &Layout) -> Result<PublicKey, String> {
+    let text = std::fs::read_to_string(relay_key_file(layout)).map_err(|_| {
+        "no relay key is pinned: this server is not paired, so nothing the relay signs can be verified"
+            .to_string()
+    })?;
+    PublicKey::from_base64(text.trim())
+        .map_err(|e| format!("the pinned relay key is unreadable: {e}"))
+}
+
 /// The most a signature's text may be (minisign's are about 300 bytes).
 pub const MAX_SIGNATURE: usize = 1024;
 
@@ -506,10 +517,7 @@ pub fn verify_anchor(
     if signature.len() > MAX_SIGNATURE {
         return Err("the anchor's signature is longer than any the relay makes".into());
     }
-    let key_text = std::fs::read_to_string(relay_key_file(layout))
-        .map_err(|_| "no relay key is pinned (this server is not paired)".to_string())?;
-    let key = PublicKey::from_base64(key_text.trim())
-        .map_err(|e| format!("the pinned relay key is unreadable: {e}"))?;
+    let key = pinned_key(layout)?;
     let server = server_id(layout).map_err(|e| format!("cannot read this server's id: {e}"))?;
     let signature = Signature::decode(signature)
         .map_err(|e| format!("the anchor's signature cannot be read: {e}"))?;
@@ -585,12 +593,7 @@ fn tap_on_spent(
 
 /// Verifies a tap and spends its action id; returns what it approves.
 pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verified, TapRefusal> {
-    let key_text = std::fs::read_to_string(relay_key_file(layout)).map_err(|_| {
-        "no relay key is pinned: this server is not paired, so no approval can be verified"
-            .to_string()
-    })?;
-    let key = PublicKey::from_base64(key_text.trim())
-        .map_err(|e| format!("the pinned relay key is unreadable: {e}"))?;
+    let key = pinned_key(layout)?;
     if !is_action_id(&a.action_id) {
         return Err("the action id is not one this Warden could have issued".into());
     }

@@ -200,9 +200,16 @@ pub fn is_planted(path: &Path, gid: u32, mode: u32) -> bool {
     let Ok(Sub::Dir(dir)) = Dir::open_path(parent) else {
         return false;
     };
-    dir.lstat(name).ok().flatten().is_some_and(|m| {
-        m.file_type().is_file() && m.uid() == 0 && m.gid() == gid && m.mode() & 0o7777 == mode
-    })
+    dir.lstat(name)
+        .ok()
+        .flatten()
+        .is_some_and(|m| planted_as(&m, gid, mode))
+}
+
+/// Whether `m` is root's regular file of group `gid` and `mode`: a
+/// honeypot as install plants it.
+pub fn planted_as(m: &std::fs::Metadata, gid: u32, mode: u32) -> bool {
+    m.file_type().is_file() && m.uid() == 0 && m.gid() == gid && m.mode() & 0o7777 == mode
 }
 
 /// The most the wipe writes: a key is bytes, so a file above this is not

@@ -9,30 +9,7 @@ mod support;
 
 use aromba_warden::cage::limits;
 use aromba_warden_proto::{Request, Response};
-use support::{Warden, owner_chore};
-
-fn dry_run(w: &Warden, chore: &str) -> (String, String, bool) {
-    match w.ask(&Request::DryRun {
-        chore: chore.into(),
-    }) {
-        Response::Receipt {
-            receipt,
-            stdout,
-            ok,
-            ..
-        } => (receipt, String::from_utf8_lossy(&stdout).into_owned(), ok),
-        other => panic!("no receipt: {other:?}"),
-    }
-}
-
-fn dry(name: &str, body: &str) -> (String, String) {
-    owner_chore(
-        name,
-        "green",
-        "",
-        &format!("[ \"$1\" = --dry-run ] || exit 0\n{body}"),
-    )
-}
+use support::{Warden, dry_chore as dry};
 
 fn number_in(stdout: &str, key: &str) -> u64 {
     stdout
@@ -49,7 +26,7 @@ fn a_dry_run_filling_its_tmp_gets_no_more_than_its_bound() {
         "head -c 800M /dev/zero > /tmp/fill 2>/dev/null\necho \"size=$(wc -c < /tmp/fill)\"",
     );
     let w = Warden::start("cage-fill-tmp", false, &[chore]);
-    let (receipt, stdout, _) = dry_run(&w, "fill-tmp");
+    let (receipt, stdout, _) = w.dry_run_receipt("fill-tmp");
     let bound = limits::global().limits;
     let size = number_in(&stdout, "size=");
     assert!(
@@ -70,7 +47,7 @@ fn a_dry_run_filling_dev_past_the_memory_bound_is_stopped_and_said() {
         &format!("head -c {over}M /dev/zero > /dev/fill\necho wrote-it-all"),
     );
     let w = Warden::start("cage-fill-dev", false, &[chore]);
-    let (receipt, stdout, ok) = dry_run(&w, "fill-dev");
+    let (receipt, stdout, ok) = w.dry_run_receipt("fill-dev");
     assert!(!ok, "{receipt}");
     assert!(
         receipt.contains("more memory than a chore may"),
@@ -89,7 +66,7 @@ fn a_dry_run_forking_without_end_holds_no_more_processes_than_its_bound() {
         "i=0\nwhile [ $i -lt 700 ]; do sleep 20 & i=$((i+1)); echo \"spawned=$i\"; done 2>/dev/null",
     );
     let w = Warden::start("cage-fork-many", false, &[chore]);
-    let (receipt, stdout, _) = dry_run(&w, "fork-many");
+    let (receipt, stdout, _) = w.dry_run_receipt("fork-many");
     let procs = stdout
         .lines()
         .filter_map(|l| l.strip_prefix("spawned="))
@@ -120,6 +97,6 @@ fn status_says_how_each_cage_is_bounded() {
 fn a_caged_chore_is_the_first_the_oom_killer_takes() {
     let chore = dry("oom-score", "echo \"adj=$(cat /proc/self/oom_score_adj)\"");
     let w = Warden::start("cage-oom-score", false, &[chore]);
-    let (receipt, stdout, _) = dry_run(&w, "oom-score");
+    let (receipt, stdout, _) = w.dry_run_receipt("oom-score");
     assert_eq!(number_in(&stdout, "adj="), 1000, "{receipt}");
 }

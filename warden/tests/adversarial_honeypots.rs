@@ -9,7 +9,6 @@ mod support;
 
 use aromba_warden::install::{InstallOptions, install};
 use aromba_warden::layout::Layout;
-use aromba_warden_proto::{Request, Response};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Arc;
@@ -18,22 +17,6 @@ use support::Warden;
 
 fn aws(layout: &Layout) -> std::path::PathBuf {
     layout.worker_home.join(".aws/credentials")
-}
-
-/// Waits (up to 5 s) for the ladder to reach `name`.
-fn reaches(w: &Warden, name: &str) -> aromba_warden_proto::Status {
-    for _ in 0..250 {
-        let st = w.status();
-        if st.ladder_name == name {
-            return st;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let st = w.status();
-    panic!(
-        "the ladder stayed at {} ({}), not {name}",
-        st.ladder_name, st.ladder_reason
-    );
 }
 
 /// Waits (up to 5 s) for `path` to be a honeypot as install plants it.
@@ -51,14 +34,6 @@ fn planted_again(path: &Path) {
     panic!("{} was not planted again", path.display());
 }
 
-fn resume(w: &Warden) {
-    assert!(matches!(
-        w.control(&Request::Resume),
-        Response::Ladder { .. }
-    ));
-    assert_eq!(w.status().ladder_name, "normal");
-}
-
 #[test]
 fn a_honeypot_read_the_moment_the_warden_starts_is_caught() {
     // Bound, not serving yet: the Worker changes its home's mode and reads
@@ -68,7 +43,7 @@ fn a_honeypot_read_the_moment_the_warden_starts_is_caught() {
             .unwrap();
         std::fs::read(aws(layout)).unwrap();
     });
-    let st = reaches(&w, "cut");
+    let st = w.reaches("cut");
     assert!(
         st.ladder_reason.contains("honeypot"),
         "{}",
@@ -81,17 +56,17 @@ fn a_deleted_honeypot_is_not_read_as_opened_and_is_planted_and_watched_again() {
     let w = Warden::start("pots-deleted", false, &[]);
     let pot = aws(&w.layout());
     std::fs::remove_file(&pot).unwrap();
-    let st = reaches(&w, "cut");
+    let st = w.reaches("cut");
     assert!(
         st.ladder_reason.contains("deleted") && !st.ladder_reason.contains("opened"),
         "{}",
         st.ladder_reason
     );
     planted_again(&pot);
-    resume(&w);
+    w.resume();
     // The one planted again is watched: a read of it is caught.
     std::fs::read(&pot).unwrap();
-    let st = reaches(&w, "cut");
+    let st = w.reaches("cut");
     assert!(st.ladder_reason.contains("opened"), "{}", st.ladder_reason);
 }
 
@@ -101,16 +76,16 @@ fn a_moved_honeypot_is_its_own_signal_and_stays_watched_where_it_went() {
     let pot = aws(&w.layout());
     let aside = pot.with_file_name("kept");
     std::fs::rename(&pot, &aside).unwrap();
-    let st = reaches(&w, "cut");
+    let st = w.reaches("cut");
     assert!(
         st.ladder_reason.contains("moved away") && !st.ladder_reason.contains("opened"),
         "{}",
         st.ladder_reason
     );
     planted_again(&pot);
-    resume(&w);
+    w.resume();
     std::fs::read(&aside).unwrap();
-    let st = reaches(&w, "cut");
+    let st = w.reaches("cut");
     assert!(st.ladder_reason.contains("opened"), "{}", st.ladder_reason);
 }
 
@@ -122,7 +97,7 @@ fn a_honeypots_directory_moved_aside_is_found_on_the_integrity_tick() {
     let layout = w.layout();
     let dir = layout.worker_home.join(".aws");
     std::fs::rename(&dir, layout.worker_home.join(".aws-aside")).unwrap();
-    let st = reaches(&w, "cut");
+    let st = w.reaches("cut");
     assert!(
         st.ladder_reason.contains("honeypot"),
         "{}",

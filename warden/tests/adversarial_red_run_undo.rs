@@ -34,19 +34,6 @@ fn assert_five_files_back(dir: &Path, undo: &str) {
     }
 }
 
-/// Runs `name` for real (its dry run shown first), returning the receipt,
-/// clean or not.
-fn red_run(w: &Warden, name: &str) -> String {
-    w.dry_run_shown(name);
-    match w.control(&Request::ChoreRun {
-        name: name.into(),
-        dry_run: false,
-    }) {
-        Response::Receipt { receipt, .. } => receipt,
-        other => panic!("{name} did not run: {other:?}"),
-    }
-}
-
 fn undo_id(receipt: &str) -> String {
     let at = receipt
         .find("undo id ")
@@ -95,7 +82,7 @@ fn five_files_deleted_then_200001_directories_in_the_touch_are_undone_and_the_re
     );
     five_files(&w.touched);
     confirm_cap(&w, name);
-    let receipt = red_run(&w, name);
+    let receipt = w.red_run(name);
     let undone = undo(&w, &receipt);
     assert_five_files_back(&w.touched, &undone);
     // A watcher that counts directories may kill the run at its cap before
@@ -125,7 +112,7 @@ mkdir TOUCHED/z && (cd TOUCHED/z && seq 10 | xargs touch)",
     five_files(&w.touched);
     confirm_cap(&w, name);
     // 200 016 changes, 200 011 of them new entries.
-    let receipt = red_run(&w, name);
+    let receipt = w.red_run(name);
     assert!(!receipt.contains("no undo"), "{receipt}");
     let undone = undo(&w, &receipt);
     assert_five_files_back(&w.touched, &undone);
@@ -160,7 +147,7 @@ fn a_seal_walk_stopped_at_its_limit_still_undoes_the_five_deleted_files() {
         };
     });
     five_files(&w.touched.join("d"));
-    let receipt = red_run(&w, name);
+    let receipt = w.red_run(name);
     let undone = undo(&w, &receipt);
     assert_five_files_back(&w.touched.join("d"), &undone);
     assert!(
@@ -201,7 +188,7 @@ fn a_3_gb_sparse_file_in_a_red_touch_makes_a_small_snapshot_and_comes_back_spars
     let file = w.touched.join("sparse");
     sparse_3gb(&file);
     assert!(on_disk(&file) < 1 << 20);
-    let receipt = red_run(&w, name);
+    let receipt = w.red_run(name);
     assert!(!file.exists(), "{receipt}");
     // The snapshot's copy: as long, as small on disk.
     let blobs = w
@@ -269,7 +256,7 @@ fn a_red_run_that_made_a_tree_of_directories_says_how_many_in_its_receipt() {
     );
     five_files(&w.touched);
     confirm_cap(&w, name);
-    let receipt = red_run(&w, name);
+    let receipt = w.red_run(name);
     assert!(receipt.contains("0 added, 5 removed"), "{receipt}");
     assert!(
         receipt.contains("1500 directories added"),

@@ -8,27 +8,7 @@
 
 mod support;
 
-use aromba_warden_proto::{Request, Response};
-use support::{Warden, owner_chore};
-
-fn dry(name: &str, body: &str) -> (String, String) {
-    owner_chore(
-        name,
-        "green",
-        "",
-        &format!("[ \"$1\" = --dry-run ] || exit 0\n{body}"),
-    )
-}
-
-/// The receipt, and whether it was clean.
-fn dry_run(w: &Warden, chore: &str) -> (String, bool) {
-    match w.ask(&Request::DryRun {
-        chore: chore.into(),
-    }) {
-        Response::Receipt { receipt, ok, .. } => (receipt, ok),
-        other => panic!("no receipt: {other:?}"),
-    }
-}
+use support::{Warden, dry_chore as dry};
 
 fn tripped(receipt: &str) -> bool {
     receipt.contains("killed at its first write outside its touches")
@@ -44,7 +24,7 @@ fn a_file_named_read_only_file_system_does_not_trip_the_wire() {
          exit 0",
     );
     let w = Warden::start("refused-named", false, &[chore]);
-    let (receipt, ok) = dry_run(&w, "named-so");
+    let (receipt, _, ok) = w.dry_run_receipt("named-so");
     assert!(!tripped(&receipt), "words alone tripped it: {receipt}");
     assert!(ok, "{receipt}");
     assert_eq!(w.status().ladder_name, "normal");
@@ -58,7 +38,7 @@ fn a_refused_write_whose_error_goes_to_standard_output_trips_the_wire() {
         "(echo x > /usr/escaped) 2>&1\nsleep 20\necho lingered",
     );
     let w = Warden::start("refused-stdout", false, &[chore]);
-    let (receipt, ok) = dry_run(&w, "error-to-stdout");
+    let (receipt, _, ok) = w.dry_run_receipt("error-to-stdout");
     assert!(!ok);
     assert!(tripped(&receipt), "{receipt}");
     assert!(w.journal().contains("files-outside-touches"));
@@ -72,7 +52,7 @@ fn a_refused_write_with_no_error_printed_trips_the_wire() {
     );
     let w = Warden::start("refused-silent", false, &[chore]);
     let started = std::time::Instant::now();
-    let (receipt, ok) = dry_run(&w, "silent");
+    let (receipt, _, ok) = w.dry_run_receipt("silent");
     assert!(!ok);
     assert!(tripped(&receipt), "{receipt}");
     assert!(
@@ -91,7 +71,7 @@ fn checking_whether_a_read_only_path_is_writable_does_not_trip_the_wire() {
          exit 0",
     );
     let w = Warden::start("refused-checks", false, &[chore]);
-    let (receipt, ok) = dry_run(&w, "checks");
+    let (receipt, _, ok) = w.dry_run_receipt("checks");
     assert!(!tripped(&receipt), "{receipt}");
     assert!(ok, "{receipt}");
 }

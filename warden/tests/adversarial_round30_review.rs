@@ -13,7 +13,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use support::anchor::{ANCHOR_TEST_KEY, anchor_signature, relay_anchor};
-use support::{Warden, owner_chore};
+use support::{Warden, dry_chore as dry, owner_chore};
 
 // ---------------------------------------------------------------- helpers
 
@@ -43,22 +43,6 @@ fn cut_within(w: &Warden, secs: u64) -> Option<Response> {
 
 fn aws(layout: &Layout) -> PathBuf {
     layout.worker_home.join(".aws/credentials")
-}
-
-/// Waits (up to 5 s) for the ladder to reach `name`.
-fn reaches(w: &Warden, name: &str) -> aromba_warden_proto::Status {
-    for _ in 0..250 {
-        let st = w.status();
-        if st.ladder_name == name {
-            return st;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let st = w.status();
-    panic!(
-        "the ladder stayed at {} ({}), not {name}",
-        st.ladder_name, st.ladder_reason
-    );
 }
 
 fn is_planted(path: &Path) -> Option<std::fs::Metadata> {
@@ -93,13 +77,6 @@ fn planted_again(path: &Path, not: Option<u64>) -> std::fs::Metadata {
     panic!("{} was not planted again", path.display());
 }
 
-fn resume(w: &Warden) {
-    assert!(matches!(
-        w.control(&Request::Resume),
-        Response::Ladder { .. }
-    ));
-}
-
 fn lines_with(journal: &str, what: &str) -> usize {
     journal.lines().filter(|l| l.contains(what)).count()
 }
@@ -125,29 +102,6 @@ fn inotify_watched_inodes() -> Vec<u64> {
         }
     }
     out
-}
-
-fn dry(name: &str, body: &str) -> (String, String) {
-    owner_chore(
-        name,
-        "green",
-        "",
-        &format!("[ \"$1\" = --dry-run ] || exit 0\n{body}"),
-    )
-}
-
-fn dry_run(w: &Warden, chore: &str) -> (String, String, bool) {
-    match w.ask(&Request::DryRun {
-        chore: chore.into(),
-    }) {
-        Response::Receipt {
-            receipt,
-            stdout,
-            ok,
-            ..
-        } => (receipt, String::from_utf8_lossy(&stdout).into_owned(), ok),
-        other => panic!("no receipt: {other:?}"),
-    }
 }
 
 fn error_of(r: Response) -> String {
@@ -533,7 +487,7 @@ fn a_flood_right_after_resume_moves_one_step_not_to_cut() {
         let _ = w.ask(&Request::Ping);
     }
     assert!(w.ladder() >= 1);
-    resume(&w);
+    w.resume();
     assert_eq!(w.ladder(), 0);
     for _ in 0..60 {
         let _ = w.ask(&Request::Ping);
@@ -583,16 +537,16 @@ fn a_workers_file_renamed_over_a_honeypot_is_tampering_and_it_is_planted_again()
     let mine = pot.with_file_name("mine");
     std::fs::write(&mine, "[default]\naws_access_key_id = mine\n").unwrap();
     std::fs::rename(&mine, &pot).unwrap();
-    let st = reaches(&w, "cut");
+    let st = w.reaches("cut");
     assert!(
         st.ladder_reason.contains("honeypot") && !st.ladder_reason.contains("opened"),
         "{}",
         st.ladder_reason
     );
     let m = planted_again(&pot, None);
-    resume(&w);
+    w.resume();
     std::fs::read(&pot).unwrap();
-    let st = reaches(&w, "cut");
+    let st = w.reaches("cut");
     assert!(st.ladder_reason.contains("opened"), "{}", st.ladder_reason);
     assert_eq!(is_planted(&pot).unwrap().ino(), m.ino());
 }
@@ -623,7 +577,7 @@ fn a_honeypot_swapped_for_a_link_to_roots_file_never_watches_roots_file() {
         !inotify_watched_inodes().contains(&victim_ino),
         "root's own file is watched as a honeypot"
     );
-    resume(&w);
+    w.resume();
     std::fs::read(&victim).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(w.ladder(), 0, "{}", w.status().ladder_reason);
@@ -690,7 +644,7 @@ fn a_warden_directory_made_writable_by_others_is_found_on_the_integrity_tick() {
     let dir = w.layout().state_dir.clone();
     let mode = std::fs::metadata(&dir).unwrap().mode();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let st = reaches(&w, "cut");
+    let st = w.reaches("cut");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode & 0o7777)).unwrap();
     assert!(
         st.ladder_reason.contains("integrity"),
@@ -722,7 +676,7 @@ fn a_chore_cannot_move_itself_out_of_its_cgroup_and_stays_bounded() {
         ),
     );
     let w = Warden::start("r30-cage-escape", false, &[chore]);
-    let (receipt, stdout, ok) = dry_run(&w, "cg-escape");
+    let (receipt, stdout, ok) = w.dry_run_receipt("cg-escape");
     assert!(!stdout.contains("ESCAPED"), "{stdout}");
     assert!(!ok, "{receipt}");
     assert!(!stdout.contains("wrote-it-all"), "{stdout}\n{receipt}");
@@ -739,7 +693,7 @@ fn a_chore_leaving_a_setsid_process_behind_leaves_nothing_running() {
          echo left",
     );
     let w = Warden::start("r30-cage-straggler", false, &[chore]);
-    let (receipt, stdout, _) = dry_run(&w, "cg-straggler");
+    let (receipt, stdout, _) = w.dry_run_receipt("cg-straggler");
     assert!(stdout.contains("left"), "{receipt}");
     std::thread::sleep(Duration::from_millis(500));
     let mut left = Vec::new();
@@ -765,7 +719,7 @@ fn a_program_forking_from_one_process_holds_no_more_than_the_cages_process_bound
         "perl -e 'use POSIX; my $n=0; for (1..700) { my $p = fork(); last unless defined $p; if ($p == 0) { sleep 20; POSIX::_exit(0) } $n++ } print \"spawned=$n\\n\"' 2>&1 || echo noperl",
     );
     let w = Warden::start("r30-cage-threads", false, &[chore]);
-    let (receipt, stdout, _) = dry_run(&w, "cg-threads");
+    let (receipt, stdout, _) = w.dry_run_receipt("cg-threads");
     // perl is essential on Debian and Ubuntu: a cage without it is a fault.
     let n: u64 = stdout
         .lines()
@@ -783,7 +737,7 @@ fn dry_runs_leave_no_cage_cgroup_behind() {
     let chore = dry("cg-many", "sleep 0.05 &\necho ok");
     let w = Warden::start("r30-cage-many", false, &[chore]);
     for _ in 0..10 {
-        let (_, stdout, _) = dry_run(&w, "cg-many");
+        let (_, stdout, _) = w.dry_run_receipt("cg-many");
         assert!(stdout.contains("ok"));
     }
     // The groups this process made that hold no process: left behind.
@@ -819,17 +773,6 @@ fn dry_runs_leave_no_cage_cgroup_behind() {
 
 // ------------------------------------------------- 7. receipts
 
-fn red_run(w: &Warden, name: &str) -> String {
-    w.dry_run_shown(name);
-    match w.control(&Request::ChoreRun {
-        name: name.into(),
-        dry_run: false,
-    }) {
-        Response::Receipt { receipt, .. } => receipt,
-        other => panic!("{name} did not run: {other:?}"),
-    }
-}
-
 /// A run that only removes directories (a tree of them, empty) must not be
 /// receipted "nothing changed".
 #[test]
@@ -848,7 +791,7 @@ fn a_red_run_that_only_removes_directories_says_so_in_its_receipt() {
     for i in 0..12 {
         std::fs::create_dir_all(w.touched.join(format!("tree/d{i}/e"))).unwrap();
     }
-    let receipt = red_run(&w, name);
+    let receipt = w.red_run(name);
     assert!(!receipt.contains("nothing changed"), "{receipt}");
     assert!(receipt.contains("25 directories removed"), "{receipt}");
 }

@@ -19,7 +19,6 @@ use crate::chores::snapshot::safe_dir::{Dir, Ids, Sub, ids};
 use crate::signal::Signal;
 use crate::system::{Inotify, Touched};
 use serde_json::{Map, Value};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -126,14 +125,9 @@ impl Honeypots {
                 Err(e) => return Armed::Unwatched(e.to_string()),
             };
             let found = dir.as_ref().and_then(|d| d.lstat(name).ok().flatten());
-            let as_planted = found.as_ref().is_some_and(|m| {
-                m.file_type().is_file()
-                    && m.uid() == 0
-                    && m.gid() == self.gid
-                    && m.mode() & 0o7777 == HONEYPOT_MODE
-            });
-            // (The same test as `worker_dirs::is_planted`, on the
-            // metadata this look found, so the watch is checked against it.)
+            let as_planted = found
+                .as_ref()
+                .is_some_and(|m| crate::worker_dirs::planted_as(m, self.gid, HONEYPOT_MODE));
             let (Some(dir), Some(meta), true) = (dir, found, as_planted) else {
                 if !self.plant {
                     return Armed::Unwatched("it is not planted (not installed)".into());

@@ -74,7 +74,72 @@ pub fn owner_chore(name: &str, color: &str, extra_header: &str, body: &str) -> (
     )
 }
 
+/// An owner chore (green) whose dry run runs `body` and whose real run
+/// does nothing: what a Worker may start at will.
+pub fn dry_chore(name: &str, body: &str) -> (String, String) {
+    owner_chore(
+        name,
+        "green",
+        "",
+        &format!("[ \"$1\" = --dry-run ] || exit 0\n{body}"),
+    )
+}
+
 impl Warden {
+    /// A dry run of `chore` asked for by the Worker: the receipt, its
+    /// standard output, and whether it was clean.
+    pub fn dry_run_receipt(&self, chore: &str) -> (String, String, bool) {
+        match self.ask(&Request::DryRun {
+            chore: chore.into(),
+        }) {
+            Response::Receipt {
+                receipt,
+                stdout,
+                ok,
+                ..
+            } => (receipt, String::from_utf8_lossy(&stdout).into_owned(), ok),
+            other => panic!("no receipt: {other:?}"),
+        }
+    }
+
+    /// Runs `name` for real from a root terminal (its dry run shown
+    /// first), returning the receipt, clean or not.
+    pub fn red_run(&self, name: &str) -> String {
+        self.dry_run_shown(name);
+        match self.control(&Request::ChoreRun {
+            name: name.into(),
+            dry_run: false,
+        }) {
+            Response::Receipt { receipt, .. } => receipt,
+            other => panic!("{name} did not run: {other:?}"),
+        }
+    }
+
+    /// Waits (up to 5 s) for the ladder to reach `name`.
+    pub fn reaches(&self, name: &str) -> aromba_warden_proto::Status {
+        for _ in 0..250 {
+            let st = self.status();
+            if st.ladder_name == name {
+                return st;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let st = self.status();
+        panic!(
+            "the ladder stayed at {} ({}), not {name}",
+            st.ladder_name, st.ladder_reason
+        );
+    }
+
+    /// `aromba resume` from a root terminal: back to normal.
+    pub fn resume(&self) {
+        assert!(matches!(
+            self.control(&Request::Resume),
+            Response::Ladder { .. }
+        ));
+        assert_eq!(self.status().ladder_name, "normal");
+    }
+
     /// Installed and eight days old; paired (the relay's test key pinned
     /// before install, as pairing will) when `paired`.
     pub fn start(name: &str, paired: bool, chores: &[(String, String)]) -> Warden {
