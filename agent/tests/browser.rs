@@ -3,8 +3,9 @@
 //! a real relay with the fake Bot API and its chat page, a real Warden,
 //! `aromba pair` and `aromba run` as shipped. It types `/status` and reads
 //! this machine's numbers, uses the command menu from the keyboard, runs a
-//! red chore's dry run, taps Approve, reads the receipt, taps Undo, and
-//! answers the PIN prompt; a screenshot of the conversation is kept under
+//! red chore's dry run, taps Approve (the proposal then says what became
+//! of it, its buttons gone), reads the receipt, taps Undo, and answers the
+//! PIN prompt; a screenshot of the conversation is kept under
 //! `target/tmp/browser/`. Without Chromium the test fails: the test
 //! command installs it.
 
@@ -181,6 +182,40 @@ async fn tap(c: &Client, message: &Element, label: &str) -> usize {
     before
 }
 
+/// Waits (up to ten seconds) for the page's toast to show `want`.
+async fn toast(c: &Client, want: &str) {
+    let mut shown = String::new();
+    for _ in 0..100 {
+        let toast = c.find(Locator::Id("toast")).await.expect("the toast");
+        shown = toast.text().await.unwrap_or_default();
+        if shown == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the toast never said {want:?}; it says {shown:?}");
+}
+
+/// Waits (up to a minute) for `message` to end with `outcome` and show no
+/// buttons any more.
+async fn answered(message: &Element, outcome: &str) {
+    for _ in 0..300 {
+        let text = text_of(message).await;
+        let buttons = message
+            .find_all(Locator::Css(".keyboard button"))
+            .await
+            .expect("the message's buttons");
+        if text.ends_with(outcome) && buttons.is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!(
+        "the message never showed {outcome:?} without buttons: {}",
+        text_of(message).await
+    );
+}
+
 fn cache_files(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .expect("the cache folder")
@@ -313,9 +348,13 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
         "nothing before the tap"
     );
     let before = tap(&c, &proposal, "Approve").await;
+    toast(&c, "Sent to your server.").await;
     let receipt = message(&c, before, |t| t.starts_with("Done.")).await;
     assert!(text_of(&receipt).await.contains("undo id"));
     assert!(cache_files(&cache).is_empty(), "the run emptied the folder");
+    // The proposal says what became of it, and its buttons are gone: a
+    // second tap has nothing to land on.
+    answered(&proposal, "Approved ✓ — done.").await;
 
     // Undo on the receipt: the Warden's proposal, approved, puts it back.
     let before = tap(&c, &receipt, "Undo").await;
@@ -330,6 +369,7 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
         ["session.tmp", "thumbnail-1.tmp"],
         "undone"
     );
+    answered(&receipt, "Undone ✓ (see below).").await;
     let shot = c.screenshot().await.expect("a screenshot");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser");
     std::fs::create_dir_all(&dir).expect("the artefacts' folder");

@@ -188,6 +188,19 @@ async fn a_red_chore_is_shown_dry_approved_by_a_tap_run_in_the_cage_and_undone(d
     p.tap(&proposal, "Approve").await;
     let receipt = p.next(before, |t| t.starts_with("Done.")).await;
     assert!(!dir.join("notes.txt").exists(), "the run removed the file");
+    // The proposal says what became of it, its buttons off.
+    let answered = p
+        .shows(&proposal, |t| t.ends_with("Approved ✓ — done."))
+        .await;
+    assert!(
+        answered.buttons.iter().flatten().next().is_none(),
+        "{answered:?}"
+    );
+    assert!(
+        answered.text.starts_with(&proposal.text),
+        "{}",
+        answered.text
+    );
     assert!(receipt.text.contains("undo id"), "{}", receipt.text);
     let undo_labels: Vec<&str> = receipt
         .buttons
@@ -201,13 +214,15 @@ async fn a_red_chore_is_shown_dry_approved_by_a_tap_run_in_the_cage_and_undone(d
     // "already answered", nothing runs, and nothing is taken for an
     // anomaly (the ladder stays where it was).
     std::fs::write(dir.join("notes.txt"), "again\n").expect("a file");
-    let before = p.bot.fake.sent_to(CHAT).len();
-    p.tap(&proposal, "Approve").await;
-    let answered = p.next(before, |t| t.starts_with("Already answered")).await;
+    let notice = p.tap_again(&proposal, "Approve").await;
+    assert_eq!(
+        notice.as_deref(),
+        Some("Already answered: nothing more was done.")
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     assert!(
         dir.join("notes.txt").exists(),
-        "a second tap ran the chore again: {}",
-        answered.text
+        "a second tap ran the chore again"
     );
     std::fs::remove_file(dir.join("notes.txt")).expect("put back as the run left it");
     let status = p.warden.aromba_as("root", &["status"]);
@@ -229,6 +244,14 @@ async fn a_red_chore_is_shown_dry_approved_by_a_tap_run_in_the_cage_and_undone(d
     assert_eq!(
         std::fs::read_to_string(dir.join("notes.txt")).expect("put back"),
         "mine\n"
+    );
+    // The receipt says it was undone, and offers Undo no more.
+    let undone = p
+        .shows(&receipt, |t| t.ends_with("Undone ✓ (see below)."))
+        .await;
+    assert!(
+        undone.buttons.iter().flatten().next().is_none(),
+        "{undone:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -282,6 +282,14 @@ impl Fake {
             .collect()
     }
 
+    /// The notice a callback query was answered with: `None` while it is
+    /// unanswered, `Some(None)` for an answer without text.
+    pub fn answer_of(&self, query: &str) -> Option<Option<String>> {
+        let state = self.state();
+        let tap = state.taps.iter().find(|t| t.query == query)?;
+        tap.answered.then(|| tap.answer.clone())
+    }
+
     /// Whether the callback query was answered.
     pub fn answered(&self, query: &str) -> Option<bool> {
         self.state().callbacks.get(query).copied()

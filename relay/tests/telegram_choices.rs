@@ -177,6 +177,11 @@ async fn unpair_asks_first_and_then_the_chat_is_a_stranger(db: PgPool) {
     let keep = question.buttons[0][1].1.clone();
     let query = bot.fake.tap(9005, question.message_id, &keep).expect("tap");
     eventually("answered", || bot.fake.answered(&query).filter(|a| *a)).await;
+    // The toast says what happened, not that anything went to the server.
+    assert_eq!(
+        bot.fake.answer_of(&query),
+        Some(Some("Nothing changed.".to_string()))
+    );
     bot.fake.user_message(9005, "still here?");
     assert_eq!(
         next_delivery(&mut ws, &mut session).await,
@@ -192,6 +197,10 @@ async fn unpair_asks_first_and_then_the_chat_is_a_stranger(db: PgPool) {
         .tap(9005, question.message_id, &unpair)
         .expect("tap");
     eventually("answered", || bot.fake.answered(&query).filter(|a| *a)).await;
+    assert_eq!(
+        bot.fake.answer_of(&query),
+        Some(Some("Unpaired.".to_string()))
+    );
     bot.wait_metric("unpaired", 1).await;
     let paired_at: Option<chrono::DateTime<chrono::Utc>> =
         sqlx::query_scalar("SELECT paired_at FROM servers WHERE id = $1")

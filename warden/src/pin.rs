@@ -40,8 +40,8 @@ pub const RECORD: &str = "pin";
 pub const MIN_LEN: usize = 6;
 pub const MAX_LEN: usize = 64;
 /// Wrong PINs in a row before PIN actions lock.
-pub const MAX_FAILURES: u32 = 5;
-pub const LOCK_S: u64 = 15 * 60;
+pub const MAX_FAILURES: u32 = aromba_warden_proto::PIN_MAX_FAILURES;
+pub const LOCK_S: u64 = aromba_warden_proto::PIN_LOCK_S;
 
 fn argon2id() -> Result<Argon2<'static>, String> {
     // OWASP's first argon2id setting: m = 19 MiB, t = 2, p = 1.

@@ -510,9 +510,15 @@ pub fn odd(answer: &Response) -> String {
 
 /// A tap. On an approval (the button carries the Warden's action id) it
 /// goes to the Warden with the relay's signature; the Warden verifies it
-/// and runs what it approves, or refuses. On a receipt's Undo button it
-/// asks the Warden for a proposal to undo that run.
+/// and runs what it approves, or refuses. The message answers at once,
+/// its buttons off ([`super::shown`]); a second tap on it is a double tap,
+/// said so and not asked of the Warden again. On a receipt's Undo button
+/// it asks the Warden for a proposal to undo that run.
 async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProof) {
+    if proof.action.is_some() && super::shown::get(daemon, message).is_some_and(|s| s.answered) {
+        daemon.say(ALREADY_ANSWERED.into(), vec![]).await;
+        return;
+    }
     if !daemon.take_read() {
         daemon.say(BUSY.into(), vec![]).await;
         return;
@@ -521,7 +527,12 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
         if button == super::undo::BUTTON
             && let Some(undo_id) = super::undo::offered(daemon, message)
         {
-            super::schedule::propose(daemon, &Request::ProposeUndo { undo_id }, "the undo").await;
+            let proposal =
+                super::schedule::propose(daemon, &Request::ProposeUndo { undo_id }, "the undo")
+                    .await;
+            if let Some(proposal) = proposal {
+                super::shown::update(daemon, proposal, |s| s.undo_of = Some(message));
+            }
         } else {
             daemon
                 .say("That button does nothing any more.".into(), vec![])
@@ -531,6 +542,7 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
     };
     if button == "approve" && takes_pin(daemon, action_id) {
         *daemon.pending_pin.lock().unwrap_or_else(|p| p.into_inner()) = Some(PendingPin {
+            message,
             action_id: action_id.clone(),
             button: button.to_string(),
             proof: proof.clone(),
@@ -541,16 +553,54 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
             tracing::warn!("the relay link is gone; the PIN cannot be asked for");
             return;
         }
-        daemon
-            .say(
-                "Send your PIN as your next message. I delete it from the chat as soon as I have read it, and keep it nowhere."
-                    .into(),
-                vec![],
-            )
-            .await;
+        super::shown::note(daemon, message, WAITING_FOR_PIN).await;
+        daemon.say(SEND_PIN.into(), vec![]).await;
         return;
     }
-    approve(daemon, action_id, button, proof, None).await;
+    approve(daemon, message, action_id, button, proof, None).await;
+}
+
+/// What the chat says when Approve on a PIN action was tapped.
+pub const SEND_PIN: &str = "Send your PIN as your next message. I delete it from the chat as soon as I have read it, and keep it nowhere.";
+
+/// Under a proposal whose Approve waits for the PIN.
+pub const WAITING_FOR_PIN: &str = "Approve tapped: waiting for your PIN.";
+/// Under a proposal approved, while it runs.
+pub const APPROVED_RUNNING: &str = "Approved ✓ — running…";
+/// Under a proposal approved and done (its receipt follows).
+pub const APPROVED_DONE: &str = "Approved ✓ — done.";
+/// Under a release install approved.
+pub const APPROVED_INSTALLING: &str = "Approved ✓ — installing…";
+/// Under a PIN action whose PIN was wrong.
+pub const NOT_DONE_WRONG_PIN: &str = "Not done: the PIN was wrong.";
+/// Under a proposal approved that the Warden did not carry out.
+pub const APPROVED_NOT_DONE: &str = "Approved, but not done: the reason is below.";
+/// Under a proposal cancelled.
+pub const CANCELLED: &str = "Cancelled. Nothing was done.";
+/// Under a proposal the Warden had answered before (the Worker forgot).
+pub const ANSWERED_BEFORE: &str = "Already answered.";
+/// Under a receipt whose run was undone.
+pub const UNDONE: &str = "Undone ✓ (see below).";
+
+/// What the chat is told after a wrong PIN: the approval is spent, so the
+/// way to try again is to ask again.
+pub fn wrong_pin(locked: bool) -> String {
+    let lock = format!(
+        "After {} wrong PINs in a row, PIN actions lock for {} minutes.",
+        aromba_warden_proto::PIN_MAX_FAILURES,
+        aromba_warden_proto::PIN_LOCK_S / 60
+    );
+    if locked {
+        format!(
+            "Wrong PIN, so nothing was done. That was the {}th wrong PIN in a row: PIN actions are locked for {} minutes. If it was not you typing, send /panic.",
+            aromba_warden_proto::PIN_MAX_FAILURES,
+            aromba_warden_proto::PIN_LOCK_S / 60
+        )
+    } else {
+        format!(
+            "Wrong PIN, so nothing was done. To try again, ask for it again (for example /prodmode off) and tap Approve. {lock}"
+        )
+    }
 }
 
 /// What a second tap on an answered proposal (a double tap, Approve after
@@ -559,6 +609,7 @@ pub const ALREADY_ANSWERED: &str = "Already answered: a button on that message w
 
 /// A tap on a PIN action, waiting for the PIN.
 pub struct PendingPin {
+    message: uuid::Uuid,
     action_id: String,
     button: String,
     proof: TapProof,
@@ -607,7 +658,15 @@ async fn pin_given(daemon: &Daemon, pin: String) {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .retain(|a| *a != p.action_id);
-    approve(daemon, &p.action_id, &p.button, &p.proof, Some(pin)).await;
+    approve(
+        daemon,
+        p.message,
+        &p.action_id,
+        &p.button,
+        &p.proof,
+        Some(pin),
+    )
+    .await;
 }
 
 /// What the chat is told when a message with a PIN's shape came while no
@@ -655,14 +714,38 @@ async fn prod_mode(daemon: &Daemon, arg: Option<&str>) {
 }
 
 /// The tap, and the PIN when its action needs one, to the Warden; the
-/// Warden's answer to the chat.
+/// Warden's answer to the chat, and under the proposal.
 async fn approve(
     daemon: &Daemon,
+    message: uuid::Uuid,
     action_id: &str,
     button: &str,
     proof: &TapProof,
     pin: Option<String>,
 ) {
+    let approving = button == "approve";
+    if !approving {
+        // Cancel while the PIN is awaited: no PIN is awaited any more.
+        let mut pending = daemon.pending_pin.lock().unwrap_or_else(|p| p.into_inner());
+        if pending.as_ref().is_some_and(|p| p.message == message) {
+            *pending = None;
+        }
+    }
+    match super::shown::answer(daemon, message) {
+        Some(false) => {
+            daemon.say(ALREADY_ANSWERED.into(), vec![]).await;
+            return;
+        }
+        Some(true) => {
+            let under = if approving {
+                APPROVED_RUNNING
+            } else {
+                CANCELLED
+            };
+            super::shown::close(daemon, message, under).await;
+        }
+        None => {}
+    }
     let request = Request::Approve {
         action_id: action_id.to_string(),
         button: button.to_string(),
@@ -671,10 +754,32 @@ async fn approve(
         signature: proof.signature.clone(),
         pin,
     };
-    match ask(daemon, &request).await {
+    let answer = ask(daemon, &request).await;
+    let under = match &answer {
+        Ok(Response::AlreadyAnswered { .. }) => Some(ANSWERED_BEFORE),
+        // Said when it was tapped.
+        _ if !approving => None,
+        Ok(Response::Receipt { .. } | Response::Noted { .. }) => Some(APPROVED_DONE),
+        Ok(Response::ReleaseInstalled { .. }) => Some(APPROVED_INSTALLING),
+        Ok(Response::Refused { reason, .. }) if reason.starts_with("wrong PIN") => {
+            Some(NOT_DONE_WRONG_PIN)
+        }
+        _ => Some(APPROVED_NOT_DONE),
+    };
+    if let Some(under) = under {
+        super::shown::close(daemon, message, under).await;
+    }
+    match answer {
         Ok(Response::Receipt { receipt, ok, .. }) => {
             let text = super::undo::receipt_text(None, ok, &receipt);
             super::undo::say_receipt(daemon, text, &receipt).await;
+            if let Some(receipt_message) =
+                super::shown::get(daemon, message).and_then(|s| s.undo_of)
+            {
+                super::undo::withdraw(daemon, receipt_message);
+                super::shown::answer(daemon, receipt_message);
+                super::shown::close(daemon, receipt_message, UNDONE).await;
+            }
         }
         Ok(Response::Noted { .. }) => {
             daemon.say("Done.".into(), vec![]).await;
@@ -688,6 +793,14 @@ async fn approve(
                     format!("Installing Aromba {version}: both services restart now, and I will say when it is back."),
                     vec![],
                 )
+                .await;
+        }
+        // Cancel is refused by design: the person chose not to go ahead,
+        // and the message says so already.
+        Ok(Response::Refused { .. }) if !approving => {}
+        Ok(Response::Refused { reason, .. }) if reason.starts_with("wrong PIN") => {
+            daemon
+                .say(wrong_pin(reason.contains("locked")), vec![])
                 .await;
         }
         Ok(other) => {

@@ -31,6 +31,7 @@ pub mod relay_link;
 pub mod replies;
 pub mod scan;
 pub mod schedule;
+pub mod shown;
 pub mod undo;
 pub mod update;
 
@@ -75,6 +76,8 @@ pub struct Daemon {
     pub assistant: Option<std::sync::Arc<crate::assistant::Assistant>>,
     /// The chat's pace: deliveries answered, whatever they ask.
     pub replies: std::sync::Mutex<replies::Replies>,
+    /// The messages with buttons sent, for their taps ([`shown`]).
+    pub shown: std::sync::Mutex<shown::Record>,
 }
 
 /// Reads the Worker asks for in [`READ_WINDOW`], at most, whoever asks
@@ -118,6 +121,9 @@ impl Daemon {
         monospace: Vec<aromba_proto::frame::Span>,
     ) -> Uuid {
         let id = Uuid::new_v4();
+        if !buttons.is_empty() {
+            shown::remember(self, id, &text, &buttons);
+        }
         let body = Body::Send {
             id,
             text,
@@ -371,7 +377,9 @@ async fn serve(
     let (deliveries_tx, deliveries) = mpsc::channel(INCOMING);
     let (ladder_tx, ladder) = mpsc::channel(LADDER_QUEUE);
     let bell = Arc::new(chat::PanicBell::default());
+    let shown = std::sync::Mutex::new(shown::load(&paths.home));
     let daemon = Arc::new(Daemon {
+        shown,
         paths,
         to_relay,
         reads: Default::default(),

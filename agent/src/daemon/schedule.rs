@@ -316,7 +316,7 @@ async fn show_dry_run_read(daemon: &Daemon, name: &str, heading: &str) -> bool {
 
 /// The Warden's proposal, sent as the Warden wrote it: the relay signs a
 /// tap over this exact text and the label of the button.
-pub async fn propose(daemon: &Daemon, request: &Request, name: &str) {
+pub async fn propose(daemon: &Daemon, request: &Request, name: &str) -> Option<uuid::Uuid> {
     let answer = warden_client::ask(&daemon.worker_socket(), request).await;
     match answer {
         Ok(Response::Proposed {
@@ -337,10 +337,11 @@ pub async fn propose(daemon: &Daemon, request: &Request, name: &str) {
                     action: Some(action_id.clone()),
                 })
                 .collect();
-            daemon.say(text, buttons).await;
+            Some(daemon.say(text, buttons).await)
         }
         other => {
             daemon.say(receipt_text(name, other), vec![]).await;
+            None
         }
     }
 }

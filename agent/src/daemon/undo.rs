@@ -88,6 +88,14 @@ pub async fn say_receipt(daemon: &Daemon, text: String, receipt: &str) {
     }
 }
 
+/// Forgets the offer on `message`: its run was undone.
+pub fn withdraw(daemon: &Daemon, message: Uuid) {
+    let mut offers = load(daemon);
+    if offers.0.remove(&message).is_some() {
+        save(daemon, &offers);
+    }
+}
+
 /// The undo id the Undo button on `message` offered, if still offered.
 pub fn offered(daemon: &Daemon, message: Uuid) -> Option<String> {
     load(daemon).0.get(&message).map(|(id, _)| id.clone())

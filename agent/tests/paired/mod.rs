@@ -279,6 +279,57 @@ impl Paired {
             .expect("the message is in the chat");
     }
 
+    /// The person taps the button labelled `label` as `message` showed it,
+    /// whatever the message shows now (a second tap on a keyboard already
+    /// taken off); the notice the tap was answered with, within ten
+    /// seconds.
+    pub async fn tap_again(&self, message: &Sent, label: &str) -> Option<String> {
+        let data = message
+            .buttons
+            .iter()
+            .flatten()
+            .find(|(l, _)| l == label)
+            .map(|(_, d)| d.clone())
+            .unwrap_or_else(|| panic!("no {label} button on {message:?}"));
+        let query = self
+            .bot
+            .fake
+            .tap(CHAT, message.message_id, &data)
+            .expect("the message is in the chat");
+        for _ in 0..100 {
+            if let Some(answer) = self.bot.fake.answer_of(&query) {
+                return answer;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the tap on {label} was never answered");
+    }
+
+    /// The message `message` as the chat shows it now (edited in place).
+    pub fn now(&self, message: &Sent) -> Sent {
+        self.bot
+            .fake
+            .sent_to(CHAT)
+            .into_iter()
+            .find(|m| m.message_id == message.message_id)
+            .expect("the message is in the chat")
+    }
+
+    /// Waits (up to a minute) until `message` shows a text `want` takes.
+    pub async fn shows(&self, message: &Sent, want: impl Fn(&str) -> bool) -> Sent {
+        for _ in 0..600 {
+            let now = self.now(message);
+            if want(&now.text) {
+                return now;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!(
+            "the message never showed it; it shows {:?}",
+            self.now(message).text
+        );
+    }
+
     /// The first message after the first `after` whose text `want` takes,
     /// within a minute.
     pub async fn next(&self, after: usize, want: impl Fn(&str) -> bool) -> Sent {

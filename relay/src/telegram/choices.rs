@@ -173,7 +173,8 @@ pub async fn on_relay_button(
     };
     let now = app.config.clock.now();
     let server = taken.server_id;
-    let (reply, notice) = match (taken.choice.as_str(), taken.boot_id) {
+    let (reply, notice): (&'static str, &'static str) = match (taken.choice.as_str(), taken.boot_id)
+    {
         ("unpair", _) => {
             let mut tx = app.db.begin().await?;
             let gone = sqlx::query!(
@@ -184,7 +185,7 @@ pub async fn on_relay_button(
             .execute(&mut *tx)
             .await?;
             if gone.rows_affected() == 0 {
-                (words::NOT_PAIRED_UNPAIR, None)
+                (words::NOT_PAIRED_UNPAIR, words::NOT_PAIRED_UNPAIR)
             } else {
                 // What was delivered to the chat is forgotten: its buttons
                 // must not work again if the chat pairs anew.
@@ -202,17 +203,17 @@ pub async fn on_relay_button(
                 tx.commit().await?;
                 app.metrics.telegram("unpaired");
                 tracing::info!(server = %server, "unpaired");
-                (words::UNPAIRED, None)
+                (words::UNPAIRED, words::UNPAIRED_TOAST)
             }
         }
-        ("keep", _) => (words::KEPT, None),
+        ("keep", _) => (words::KEPT, words::KEPT_TOAST),
         ("reinstall", Some(boot)) => {
             if reinstall(app, server, boot, chat).await? {
                 app.metrics.telegram("duplicate_reinstall");
                 tracing::info!(server = %server, "duplicate case: a reinstall");
-                (words::REINSTALL_DONE, None)
+                (words::REINSTALL_DONE, words::REINSTALL_TOAST)
             } else {
-                (words::CHOICE_GONE, Some(words::CHOICE_GONE))
+                (words::CHOICE_GONE, words::CHOICE_GONE)
             }
         }
         ("other_machine", Some(boot)) => {
@@ -229,16 +230,16 @@ pub async fn on_relay_button(
             if closed.rows_affected() == 1 {
                 app.metrics.telegram("duplicate_refused");
                 tracing::info!(server = %server, "duplicate case: another machine");
-                (words::OTHER_DONE, None)
+                (words::OTHER_DONE, words::OTHER_TOAST)
             } else {
-                (words::CHOICE_GONE, Some(words::CHOICE_GONE))
+                (words::CHOICE_GONE, words::CHOICE_GONE)
             }
         }
-        _ => (words::CHOICE_GONE, Some(words::CHOICE_GONE)),
+        _ => (words::CHOICE_GONE, words::CHOICE_GONE),
     };
     // The question becomes its answer, without buttons.
     super::inbound::edit_in_background(app, telegram, chat, message_id, reply);
-    Ok(Some(notice.unwrap_or(words::TAP_SENT)))
+    Ok(Some(notice))
 }
 
 /// The reinstall takes the server's identity: its token and boot become

@@ -555,6 +555,23 @@ async fn forward_tap(
     .fetch_optional(&app.db)
     .await?;
     let Some(button) = button else {
+        // A button the server took off its message (it edits a proposal
+        // as soon as it is answered): a second tap, which is no fault.
+        let answered = sqlx::query_scalar!(
+            r#"SELECT 1 AS "one!" FROM pairings p
+               JOIN chat_messages m ON m.server_id = p.server_id AND m.chat_id = p.chat_id
+               WHERE p.chat_id = $1 AND m.telegram_id = $2
+                 AND NOT EXISTS (SELECT 1 FROM chat_buttons b
+                                 WHERE b.server_id = m.server_id AND b.message = m.message)"#,
+            chat,
+            message_id,
+        )
+        .fetch_optional(&app.db)
+        .await?;
+        if answered.is_some() {
+            app.metrics.telegram("tap_answered_already");
+            return Ok(Some(words::TAP_ANSWERED));
+        }
         app.metrics.telegram("tap_expired");
         return Ok(Some(words::EXPIRED));
     };
@@ -584,7 +601,7 @@ async fn forward_tap(
     };
     app.enqueue(button.server_id, &delivery).await?;
     app.metrics.telegram("tap_forwarded");
-    Ok(None)
+    Ok(Some(words::TAP_SENT))
 }
 
 /// The longest a tap's answer waits for a 429.

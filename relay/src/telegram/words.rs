@@ -23,7 +23,13 @@ pub const TEXT_ONLY: &str = "Your server reads text messages only.";
 
 pub const EXPIRED: &str = "This button has expired.";
 
+/// A tap's answer (the toast) once the tap is on its way to the server,
+/// which answers in the chat.
 pub const TAP_SENT: &str = "Sent to your server.";
+
+/// A tap's answer on a button the server took off its message: the message
+/// was answered already (a double tap), which is no fault.
+pub const TAP_ANSWERED: &str = "Already answered: nothing more was done.";
 
 pub const UNPAIR_ASK: &str = "Unpair this chat from your server? The server stops talking to this chat, and it can be paired again (with `sudo aromba pair`) within 24 hours; after that it must register again.";
 
@@ -32,6 +38,12 @@ pub const UNPAIR_NO: &str = "Keep";
 
 pub const UNPAIRED: &str = "Unpaired. This chat no longer looks after a server.";
 pub const KEPT: &str = "Nothing changed: this chat still looks after your server.";
+
+/// The toasts of the relay's own buttons.
+pub const UNPAIRED_TOAST: &str = "Unpaired.";
+pub const KEPT_TOAST: &str = "Nothing changed.";
+pub const REINSTALL_TOAST: &str = "Done: it is your server.";
+pub const OTHER_TOAST: &str = "Refused that machine.";
 
 pub const NOT_PAIRED_UNPAIR: &str = "This chat is not paired with a server.";
 

@@ -32,7 +32,7 @@ pub use message::{
     ReadResult, Request, Response, Status, decode_request, decode_response, encode_request,
     encode_response, printable,
 };
-pub use pin_shape::{PIN_MAX_CHARS, PIN_MIN_CHARS, could_be_pin};
+pub use pin_shape::{PIN_LOCK_S, PIN_MAX_CHARS, PIN_MAX_FAILURES, PIN_MIN_CHARS, could_be_pin};
 
 use std::path::{Path, PathBuf};
 

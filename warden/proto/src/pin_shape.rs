@@ -13,6 +13,12 @@ pub const PIN_MIN_CHARS: usize = 6;
 /// The most characters a PIN has.
 pub const PIN_MAX_CHARS: usize = 64;
 
+/// Wrong PINs in a row before PIN actions lock (the Warden counts; the
+/// Worker says it to the person).
+pub const PIN_MAX_FAILURES: u32 = 5;
+/// How long PIN actions stay locked then, in seconds.
+pub const PIN_LOCK_S: u64 = 15 * 60;
+
 /// Whether `text`, trimmed, has the shape of a PIN.
 pub fn could_be_pin(text: &str) -> bool {
     let text = text.trim();

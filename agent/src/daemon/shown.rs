@@ -1,0 +1,151 @@
+//! The messages with buttons the Worker sent, by message: their text and
+//! buttons, so that a tap answers its message in place — the buttons taken
+//! off and what was chosen said under the text ("Approved ✓ — running…",
+//! "Cancelled") — and a second tap on a message answered already is known
+//! for the double tap it is, without asking the Warden again.
+//!
+//! Kept in the Worker's home (a restart must not turn a person's second
+//! tap into a question for the Warden), bounded in count and age.
+
+use super::Daemon;
+use aromba_proto::frame::Button;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Messages remembered at most (the oldest go first).
+const MAX_SHOWN: usize = 64;
+/// A message is remembered as long as its buttons live at the relay.
+const KEPT_FOR_S: i64 = 7 * 86_400;
+const RECORD: &str = "shown.json";
+
+/// A message with buttons, as it was sent.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Shown {
+    pub message: Uuid,
+    pub text: String,
+    pub buttons: Vec<Button>,
+    /// A button was tapped and acted on: the buttons are off.
+    pub answered: bool,
+    /// For a proposal to undo a run: the receipt that offered the undo.
+    #[serde(default)]
+    pub undo_of: Option<Uuid>,
+    at: i64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Record(Vec<Shown>);
+
+fn now_s() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+/// The record as kept, or empty.
+pub fn load(daemon_home: &std::path::Path) -> Record {
+    let mut record: Record = std::fs::read(daemon_home.join(RECORD))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let now = now_s();
+    record.0.retain(|s| now - s.at < KEPT_FOR_S);
+    record
+}
+
+fn with<T>(daemon: &Daemon, f: impl FnOnce(&mut Record) -> (T, bool)) -> T {
+    let mut record = daemon.shown.lock().unwrap_or_else(|p| p.into_inner());
+    let (out, changed) = f(&mut record);
+    if changed && let Err(e) = super::kept::save(daemon, RECORD, &*record) {
+        tracing::warn!(error = %e, "a message's buttons were not kept");
+    }
+    out
+}
+
+/// Remembers a message sent with buttons.
+pub fn remember(daemon: &Daemon, message: Uuid, text: &str, buttons: &[Button]) {
+    with(daemon, |record| {
+        record.0.retain(|s| s.message != message);
+        record.0.push(Shown {
+            message,
+            text: text.to_string(),
+            buttons: buttons.to_vec(),
+            answered: false,
+            undo_of: None,
+            at: now_s(),
+        });
+        let extra = record.0.len().saturating_sub(MAX_SHOWN);
+        record.0.drain(..extra);
+        ((), true)
+    });
+}
+
+/// The message `message`, when it is remembered.
+pub fn get(daemon: &Daemon, message: Uuid) -> Option<Shown> {
+    with(daemon, |record| {
+        (
+            record.0.iter().find(|s| s.message == message).cloned(),
+            false,
+        )
+    })
+}
+
+/// Changes what is remembered of `message`; `None` when it is not.
+pub fn update<T>(daemon: &Daemon, message: Uuid, f: impl FnOnce(&mut Shown) -> T) -> Option<T> {
+    with(daemon, |record| {
+        match record.0.iter_mut().find(|s| s.message == message) {
+            Some(s) => (Some(f(s)), true),
+            None => (None, false),
+        }
+    })
+}
+
+/// Marks `message` answered: `Some(true)` when it was open until now (of
+/// two taps on one message, one finds it open), `None` when it is not
+/// remembered.
+pub fn answer(daemon: &Daemon, message: Uuid) -> Option<bool> {
+    update(daemon, message, |s| {
+        !std::mem::replace(&mut s.answered, true)
+    })
+}
+
+/// `text` with `under` below it, the text cut so that both fit one message.
+fn with_under(text: &str, under: &str) -> String {
+    let room = super::MESSAGE_CHARS.saturating_sub(under.chars().count() + 3);
+    let text = if text.chars().count() > room {
+        let cut: String = text.chars().take(room).collect();
+        format!("{cut}…")
+    } else {
+        text.to_string()
+    };
+    format!("{text}\n\n{under}")
+}
+
+/// Shows `message` with `outcome` under its text and no buttons.
+pub async fn close(daemon: &Daemon, message: Uuid, outcome: &str) {
+    if let Some(shown) = get(daemon, message) {
+        daemon
+            .edit(message, with_under(&shown.text, outcome), vec![])
+            .await;
+    }
+}
+
+/// Shows `message` with `note` under its text, its buttons kept.
+pub async fn note(daemon: &Daemon, message: Uuid, note: &str) {
+    if let Some(shown) = get(daemon, message) {
+        daemon
+            .edit(message, with_under(&shown.text, note), shown.buttons)
+            .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outcome_under_a_long_text_still_fits_one_message() {
+        let long = "x".repeat(super::super::MESSAGE_CHARS);
+        let both = with_under(&long, "Cancelled.");
+        assert!(both.chars().count() <= super::super::MESSAGE_CHARS);
+        assert!(both.ends_with("…\n\nCancelled."));
+        assert_eq!(with_under("Run it?", "Cancelled."), "Run it?\n\nCancelled.");
+    }
+}
