@@ -38,8 +38,9 @@ enum Command {
     /// relay connection, answers the chat, watches health, keeps the
     /// schedule. Stops on SIGTERM.
     Run {
-        /// As for `ask`; the Worker's files are then under DIR/worker and
-        /// DIR/home.
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's); the Worker's files are then under DIR/worker
+        /// and DIR/home. Default: the installed system's.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
         /// Started as root (a container's entry point, the tests): become
@@ -70,7 +71,9 @@ enum Command {
         /// How Aromba was installed, for the relay's daily counts.
         #[arg(long, value_name = "SOURCE", default_value = "script")]
         install_source: String,
-        /// As for `ask`.
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },
@@ -88,26 +91,37 @@ enum Command {
     /// Show the Warden's state from its root-only control socket (run as
     /// root): the ladder, the phase, isolation, integrity, the journal's head.
     Status {
-        /// As for `ask`.
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },
-    /// Disarm: the Warden stops itself and will not start again until
-    /// Aromba is reinstalled (run as root).
+    /// Disarm Aromba for good: the Warden stops itself and will not start
+    /// again until Aromba is reinstalled (run as root). The chat's /panic is
+    /// the milder stop (reads only, undone by `aromba resume`).
     Panic {
-        /// As for `ask`.
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },
-    /// Bring the ladder back to normal after it stepped up (run as root).
+    /// Bring Aromba back to normal after it slowed down or stopped (the
+    /// chat's /panic, or unusual activity) (run as root). Not after
+    /// `aromba panic`, which only a reinstall undoes.
     Resume {
-        /// As for `ask`.
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },
     /// List every chore with its color, schedule and last receipt (run as root).
     Chores {
-        /// As for `ask`.
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },
@@ -121,7 +135,9 @@ enum Command {
     /// on its receipt (run as root; for 7 days after the run).
     Undo {
         undo_id: String,
-        /// As for `ask`.
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },
@@ -142,7 +158,9 @@ enum Command {
         /// The release folder to look in (default: network.toml's).
         #[arg(long, value_name = "URL")]
         releases: Option<String>,
-        /// As for `ask`.
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },
@@ -156,7 +174,9 @@ enum Command {
         /// Do not ask first.
         #[arg(long)]
         yes: bool,
-        /// As for `ask`.
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },
@@ -165,7 +185,9 @@ enum Command {
     ProdMode {
         #[arg(value_enum)]
         state: OnOff,
-        /// As for `ask`.
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },
@@ -182,7 +204,9 @@ enum PinVerb {
     /// Set or replace the PIN: typed without echo at a terminal, or one
     /// line of standard input when that is a pipe.
     Set {
-        /// As for `ask`.
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },
@@ -196,7 +220,9 @@ enum ChoreVerb {
         /// Report what it would change, and change nothing.
         #[arg(long)]
         dry_run: bool,
-        /// As for `ask`.
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },
@@ -204,7 +230,9 @@ enum ChoreVerb {
     /// declares; editing the chore later needs a new confirmation.
     Confirm {
         name: String,
-        /// As for `ask`.
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },

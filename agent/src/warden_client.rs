@@ -3,7 +3,7 @@
 //! a runtime of its own.
 
 use aromba_warden_proto::{
-    MAX_REQUEST, MAX_RESPONSE, Request, Response, decode_response, encode_request,
+    Lane, MAX_REQUEST, MAX_RESPONSE, Request, Response, decode_response, encode_request_in,
 };
 use std::fmt;
 use std::io;
@@ -56,6 +56,18 @@ impl fmt::Display for ClientError {
 
 impl std::error::Error for ClientError {}
 
+tokio::task_local! {
+    /// On whose behalf the task asks: the daemon's chat tasks in the
+    /// person's lane, its other tasks in the background's ([`Lane`]).
+    pub static LANE: Lane;
+}
+
+/// The lane the current task asks in; outside the daemon's tasks (a
+/// command-line verb) the person's, which names no lane at all.
+pub fn lane() -> Lane {
+    LANE.try_with(|l| *l).unwrap_or(Lane::Person)
+}
+
 /// Reads may run for minutes (`du` has five; a chore fifteen), so the
 /// wait is long.
 const ANSWER_WITHIN: Duration = Duration::from_secs(20 * 60);
@@ -74,7 +86,7 @@ pub async fn ask(path: &Path, request: &Request) -> Result<Response, ClientError
                 source,
             },
         })?;
-    let body = encode_request(request);
+    let body = encode_request_in(request, lane());
     if body.len() > MAX_REQUEST {
         return Err(ClientError::TooLarge {
             len: body.len(),

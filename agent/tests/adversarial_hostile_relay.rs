@@ -160,7 +160,7 @@ async fn a_flood_of_panic_is_carried_out_once_and_answered_at_a_pace() {
     relay
         .wait_for(
             "the answer to /panic",
-            |b| matches!(b, Body::Send { text, .. } if text.starts_with("Ladder:")),
+            |b| matches!(b, Body::Send { text, .. } if text.starts_with("You stopped Aromba.")),
         )
         .await;
     relay
@@ -170,7 +170,7 @@ async fn a_flood_of_panic_is_carried_out_once_and_answered_at_a_pace() {
     let answers = relay
         .seen()
         .iter()
-        .filter(|b| matches!(b, Body::Send { text, .. } if text.starts_with("Ladder:")))
+        .filter(|b| matches!(b, Body::Send { text, .. } if text.starts_with("You stopped Aromba.")))
         .count();
     assert!(answers <= 25, "{answers} answers to one flood of /panic");
     let status = support::text(&warden.aromba_as("root", &["status"]).stdout);

@@ -64,7 +64,9 @@ async fn panic_during_an_approved_red_run_takes_effect_at_once_and_stops_the_run
     assert!(dir.join("started").exists(), "the approved run started");
     let before = p.bot.fake.sent_to(CHAT).len();
     p.bot.fake.user_message(CHAT, "/panic");
-    let ladder = p.next(before, |t| t.starts_with("Ladder:")).await;
+    let ladder = p
+        .next(before, |t| t.starts_with("You stopped Aromba."))
+        .await;
     assert!(
         !dir.join("finished").exists(),
         "/panic was answered only after the run had done everything: {}",

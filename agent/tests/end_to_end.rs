@@ -94,8 +94,10 @@ async fn status_trust_and_panic_answer_from_the_warden(db: PgPool) {
     let trust = p.ask("/trust", |t| t.starts_with("Ladder:")).await;
     assert!(trust.text.contains("Ladder: normal"), "{}", trust.text);
     assert!(trust.text.contains("Journal: line"), "{}", trust.text);
-    let panicked = p.ask("/panic", |t| t.starts_with("Ladder:")).await;
-    assert!(panicked.text.contains("cut"), "{}", panicked.text);
+    let panicked = p
+        .ask("/panic", |t| t.starts_with("You stopped Aromba."))
+        .await;
+    assert!(panicked.text.contains("aromba resume"), "{}", panicked.text);
     p.warden.wait_for_ladder("cut");
 }
 

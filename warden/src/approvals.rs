@@ -87,6 +87,13 @@ pub enum Action {
         version: String,
         manifest_sha256: String,
     },
+    /// "Was that you?": the person says the ladder's move to Slow or
+    /// Freeze (at `step`, for `reason`) was their own doing, and it steps
+    /// back to normal. Cut and Disarm are never stepped down this way.
+    StepDown {
+        step: u64,
+        reason: String,
+    },
 }
 
 impl Action {
@@ -137,6 +144,11 @@ impl Action {
                     Value::from(manifest_sha256.as_str()),
                 );
             }
+            Action::StepDown { step, reason } => {
+                m.insert("kind".into(), Value::from(STEP_DOWN));
+                m.insert("step".into(), Value::from(*step));
+                m.insert("reason".into(), Value::from(reason.as_str()));
+            }
         }
         Value::Object(m)
     }
@@ -172,6 +184,10 @@ impl Action {
                 version: s("version")?,
                 manifest_sha256: s("manifest_sha256")?,
             }),
+            STEP_DOWN => Ok(Action::StepDown {
+                step: n("step")?,
+                reason: s("reason")?,
+            }),
             other => Err(format!("the action record has an unknown kind {other:?}")),
         }
     }
@@ -181,9 +197,70 @@ impl Action {
 /// `approve` goes ahead; the relay signs the label of the tapped one.
 pub const BUTTONS: [(&str, &str); 2] = [("approve", "Approve"), ("cancel", "Cancel")];
 
-/// The label the Warden gave `button`; `None` for a button it never offered.
-pub fn label_of(button: &str) -> Option<&'static str> {
-    BUTTONS.iter().find(|(b, _)| *b == button).map(|(_, l)| *l)
+/// The buttons of "Was that you?": a yes steps the ladder down, a no stops
+/// Aromba (the Worker's `/panic`).
+pub const STEP_DOWN_BUTTONS: [(&str, &str); 2] =
+    [("approve", "Yes, it was me"), ("cancel", "No, stop Aromba")];
+
+/// The record kind of a step down.
+const STEP_DOWN: &str = "step-down";
+
+/// The buttons the Warden gives an action of record kind `kind`.
+pub fn buttons_of(kind: &str) -> [(&'static str, &'static str); 2] {
+    if kind == STEP_DOWN {
+        STEP_DOWN_BUTTONS
+    } else {
+        BUTTONS
+    }
+}
+
+/// The buttons the Warden gives `action`.
+pub fn buttons_for(action: &Action) -> [(&'static str, &'static str); 2] {
+    match action {
+        Action::StepDown { .. } => STEP_DOWN_BUTTONS,
+        _ => BUTTONS,
+    }
+}
+
+/// The label the Warden gave `button` on an action of record kind `kind`;
+/// `None` for a button it never offered.
+pub fn label_of(kind: &str, button: &str) -> Option<&'static str> {
+    buttons_of(kind)
+        .iter()
+        .find(|(b, _)| *b == button)
+        .map(|(_, l)| *l)
+}
+
+/// The record kind of an action record's bytes ("" when it has none).
+fn kind_of(recorded: &[u8]) -> String {
+    serde_json::from_slice::<Value>(recorded)
+        .ok()
+        .and_then(|v| v.get("kind").and_then(Value::as_str).map(String::from))
+        .unwrap_or_default()
+}
+
+/// Whether the action `action_id` waiting for a tap is a step down (which
+/// may be approved at Freeze, where nothing else may).
+pub fn is_step_down(layout: &Layout, action_id: &str) -> bool {
+    is_action_id(action_id)
+        && std::fs::read(actions_dir(layout).join(format!("{action_id}.json")))
+            .is_ok_and(|b| kind_of(&b) == STEP_DOWN)
+}
+
+/// Withdraws every step down still waiting for a tap: one "Was that you?"
+/// is live at a time, the latest.
+pub fn withdraw_step_downs(layout: &Layout) {
+    let Ok(entries) = std::fs::read_dir(actions_dir(layout)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "json")
+            && std::fs::read(&path).is_ok_and(|b| kind_of(&b) == STEP_DOWN)
+        {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 /// The most bytes a proposal's text may have: Telegram takes 4096
@@ -193,8 +270,8 @@ pub const MAX_TEXT: usize = 4096;
 /// The bytes the relay signs for a tap on `a.button`, shown with the message
 /// text whose SHA-256 is `text_sha256`. `None` for a button the Warden never
 /// offered.
-pub fn message(server_id: &str, text_sha256: &str, a: &Approval) -> Option<Vec<u8>> {
-    let label = label_of(&a.button)?;
+pub fn message(server_id: &str, text_sha256: &str, kind: &str, a: &Approval) -> Option<Vec<u8>> {
+    let label = label_of(kind, &a.button)?;
     Some(
         format!(
             "aromba-approval-v2\nserver={server_id}\naction={}\ntext_sha256={text_sha256}\nbutton={}\nlabel={label}\nchat={}\ntime={}\n",
@@ -213,6 +290,8 @@ pub enum Facts<'a> {
     Snapshot(&'a crate::chores::snapshot::Meta),
     /// Turning prod mode off needs nothing else.
     Nothing,
+    /// The ladder as it stands: its step and why it is there.
+    Ladder { step: u64, reason: &'a str },
     /// The release an install is about, as verified in the download, and
     /// the one installed now.
     Release {
@@ -328,6 +407,13 @@ pub fn render(action: &Action, facts: &Facts<'_>) -> Result<String, String> {
                 "Update Aromba to {version}?\nIt is {kind}; this server runs {now}.{built}\nThe Warden checked the release key's signature and both programs' hashes. It installs them beside the current ones, keeps {now} to go back to, and restarts Aromba's two services (a minute without the chat).\nIf the new release fails to start three times, {now} comes back by itself."
             )
         }
+        (
+            Action::StepDown { step, reason },
+            Facts::Ladder {
+                step: now,
+                reason: why,
+            },
+        ) if step == now && reason == why => step_down_text(*step, reason)?,
         (Action::ProdModeOff, Facts::Nothing) => format!(
             "Turn prod mode off?\n{}",
             aromba_warden_proto::PROD_MODE_OFF_CONSEQUENCES
@@ -346,6 +432,25 @@ pub fn render(action: &Action, facts: &Facts<'_>) -> Result<String, String> {
         return Err("the approval's text would hold a control character".into());
     }
     Ok(text)
+}
+
+/// "Was that you?" in plain words: what was seen, what each answer does.
+fn step_down_text(step: u64, reason: &str) -> Result<String, String> {
+    let (now, since) = match step {
+        1 => (
+            "I've slowed down to one command a minute",
+            "My schedule and the assistant still work, slowly.",
+        ),
+        2 => (
+            "I've stopped my schedule and the assistant",
+            "The chat still works.",
+        ),
+        _ => return Err("only Slow and Freeze are stepped down by a tap".into()),
+    };
+    let seen = crate::ladder::plain_reason(reason);
+    Ok(format!(
+        "Was that you? Something I did looked unusual, so {now}. {since}\nWhat I saw: {seen}.\nIf it was you (for example you sent many commands quickly), tap \"Yes, it was me\" and I go back to normal.\nIf it was not you, tap \"No, stop Aromba\": I stop to reads only, and only `aromba resume` in a root terminal on the server brings me back.\nIf you do nothing, I step down by myself after 24 quiet hours."
+    ))
 }
 
 fn random_hex(bytes: usize) -> std::io::Result<String> {
@@ -573,7 +678,7 @@ fn tap_on_spent(
     let Ok(text_hash) = recorded_text_sha256(&recorded) else {
         return used();
     };
-    let Some(signed) = message(server, &text_hash, a) else {
+    let Some(signed) = message(server, &text_hash, &kind_of(&recorded), a) else {
         return used();
     };
     let verifies = Signature::decode(&a.signature)
@@ -613,7 +718,7 @@ pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verif
     // The message is the Warden's: its recorded hash of its own text, the
     // label it gave the button. A tap shown with other words, or on a
     // button it did not offer, was not signed over these bytes.
-    let signed = message(&server, &text_hash, a)
+    let signed = message(&server, &text_hash, &kind_of(&recorded), a)
         .ok_or_else(|| format!("{:?} is not a button the Warden offered", a.button))?;
     let signature = Signature::decode(&a.signature)
         .map_err(|e| format!("the signature cannot be read: {e}"))?;
@@ -763,7 +868,7 @@ mod tests {
         };
         let hash = text_sha256("Turn prod mode off?");
         assert_eq!(
-            String::from_utf8(message("srv1", &hash, &a).unwrap()).unwrap(),
+            String::from_utf8(message("srv1", &hash, "run", &a).unwrap()).unwrap(),
             format!(
                 "aromba-approval-v2\nserver=srv1\naction=0123456789abcdef0123456789abcdef\ntext_sha256={hash}\nbutton=approve\nlabel=Approve\nchat=-1001\ntime=1800000000\n"
             )
@@ -772,8 +877,75 @@ mod tests {
             button: "delete".into(),
             ..a
         };
-        assert!(message("srv1", &hash, &other).is_none());
+        assert!(message("srv1", &hash, "run", &other).is_none());
         assert!(is_chat("-1001") && is_chat("42") && !is_chat("42\nx") && !is_chat(""));
         assert!(is_button("approve") && !is_button("Approve") && !is_button("a\nb"));
+    }
+
+    #[test]
+    fn was_that_you_is_signed_over_its_own_labels() {
+        let a = Approval {
+            action_id: "0123456789abcdef0123456789abcdef".into(),
+            button: "approve".into(),
+            chat: "-1001".into(),
+            time: 1_800_000_000,
+            signature: String::new(),
+        };
+        let signed = String::from_utf8(message("srv1", "h", STEP_DOWN, &a).unwrap()).unwrap();
+        assert!(signed.contains("\nlabel=Yes, it was me\n"), "{signed}");
+        let no = Approval {
+            button: "cancel".into(),
+            ..a
+        };
+        let signed = String::from_utf8(message("srv1", "h", STEP_DOWN, &no).unwrap()).unwrap();
+        assert!(signed.contains("\nlabel=No, stop Aromba\n"), "{signed}");
+    }
+
+    #[test]
+    fn was_that_you_names_what_was_seen_in_plain_words() {
+        let text = render(
+            &Action::StepDown {
+                step: 1,
+                reason: "61 commands in 10 minutes".into(),
+            },
+            &Facts::Ladder {
+                step: 1,
+                reason: "61 commands in 10 minutes",
+            },
+        )
+        .unwrap();
+        assert!(text.starts_with("Was that you?"), "{text}");
+        assert!(
+            text.contains("What I saw: 61 commands in 10 minutes, more than I ever need."),
+            "{text}"
+        );
+        // Another reason than the one asked about is not this action's.
+        assert!(
+            render(
+                &Action::StepDown {
+                    step: 1,
+                    reason: "61 commands in 10 minutes".into(),
+                },
+                &Facts::Ladder {
+                    step: 1,
+                    reason: "honeypot /root/.aws was opened",
+                },
+            )
+            .is_err()
+        );
+        // Cut is never asked about.
+        assert!(
+            render(
+                &Action::StepDown {
+                    step: 3,
+                    reason: "x".into(),
+                },
+                &Facts::Ladder {
+                    step: 3,
+                    reason: "x"
+                },
+            )
+            .is_err()
+        );
     }
 }

@@ -153,13 +153,67 @@ impl Step {
                 "More unusual activity: I've stopped the schedule and the assistant. Chat still works. Was that you?"
             }
             Step::Cut => {
-                "Something is wrong, so I'm down to reads only and the AI key is wiped. Run `aromba resume` in a root terminal on the server to bring me back."
+                "Something is wrong, so I stopped myself. I'm down to reads only: no chores, no assistant (its AI key is wiped), and I still answer /status, /trust and the like, one a minute. Run `sudo aromba resume` on the server to bring me back."
             }
             Step::Disarm => {
-                "The Warden has stopped itself. I have no rights left; reinstall Aromba on the server to recover."
+                "The Warden has stopped itself for good (aromba panic, or something it could not survive). I have no rights left; reinstall Aromba on the server to recover."
             }
         }
     }
+}
+
+/// The reason of the chat's `/panic` (and of "No, stop Aromba").
+pub const PANIC_FROM_CHAT: &str = aromba_warden_proto::PANIC_FROM_CHAT;
+
+/// What the chat says when the person stopped Aromba: their own act, not
+/// "something is wrong".
+pub const YOU_STOPPED: &str = "You stopped Aromba. I'm down to reads only: no chores, no assistant (its AI key is wiped), no updates, and I still answer /status, /trust and the like, one a minute. To bring me back, run `sudo aromba resume` on the server.";
+
+/// What the chat says of a move to `to` for `reason`.
+pub fn message_for(to: Step, reason: &str) -> &'static str {
+    if to == Step::Cut && reason == PANIC_FROM_CHAT {
+        YOU_STOPPED
+    } else {
+        to.message()
+    }
+}
+
+/// A ladder move's reason (a signal as the journal words it) in words a
+/// person reads.
+pub fn plain_reason(reason: &str) -> String {
+    if let Some(p) = reason.strip_prefix("deny-list hit (") {
+        return format!(
+            "something asked me to run a command I never run ({})",
+            p.trim_end_matches(')')
+        );
+    }
+    if let Some(p) = reason.strip_prefix("read of a secret or fenced path ") {
+        let path = p.split(" (").next().unwrap_or(p);
+        return format!("something asked to read a secret or protected file ({path})");
+    }
+    if let Some(p) = reason.strip_prefix("outbound connection to ") {
+        let host = p.split(", which").next().unwrap_or(p);
+        return format!("a connection to {host}, which is not on my list of hosts");
+    }
+    if let Some(p) = reason.strip_prefix("chore ")
+        && let Some((chore, paths)) = p.split_once(" changed files outside its touches: ")
+    {
+        return format!(
+            "the chore {chore} changed files outside the folders it said it would touch ({paths})"
+        );
+    }
+    if reason.starts_with("red action ") {
+        return "a tap or PIN that did not check out (a tap not signed as yours, or five wrong PINs in a row)".into();
+    }
+    if reason
+        .split_whitespace()
+        .next()
+        .is_some_and(|n| n.parse::<u64>().is_ok())
+        && reason.contains(" in ")
+    {
+        return format!("{reason}, more than I ever need");
+    }
+    reason.to_string()
 }
 
 /// One move of the ladder, for the journal and the chat.
@@ -443,7 +497,7 @@ impl Ladder {
             from,
             to,
             reason,
-            message: to.message().to_string(),
+            message: message_for(to, &self.state.reason).to_string(),
         };
         self.state.next_event += 1;
         self.state.step = to;
@@ -477,7 +531,7 @@ impl Ladder {
     /// `/panic` from the chat.
     pub fn panic_from_chat(&mut self) -> Result<Option<Event>, LadderError> {
         let to = self.state.step.max(Step::Cut);
-        self.move_to(to, "/panic from the chat".into())
+        self.move_to(to, PANIC_FROM_CHAT.into())
     }
 
     /// `aromba panic` from a root terminal.
@@ -493,6 +547,19 @@ impl Ladder {
         }
         self.state.last_signal = None;
         self.move_to(Step::Normal, "aromba resume from a root terminal".into())
+    }
+
+    /// "Yes, it was me": the person's verified tap on "Was that you?"
+    /// brings Slow or Freeze back to normal; Cut and Disarm stay.
+    pub fn step_down_by_person(&mut self) -> Result<Option<Event>, LadderError> {
+        if !matches!(self.state.step, Step::Slow | Step::Freeze) {
+            return Ok(None);
+        }
+        self.state.last_signal = None;
+        self.move_to(
+            Step::Normal,
+            "the person said it was them (a tap on \"Yes, it was me\")".into(),
+        )
     }
 
     /// Slow and Freeze step down once per 24 quiet hours.

@@ -44,7 +44,7 @@ const STOPPED: &str = "The assistant could not finish: I stopped it (the ladder 
 
 /// Reads of the Worker's budget the assistant leaves to the chat's own
 /// commands, dry runs and the schedule.
-const LEFT_TO_THE_CHAT: usize = 16;
+const LEFT_TO_THE_CHAT: usize = 10;
 
 /// The longest reason of the model's shown with a proposal.
 const MAX_WHY: usize = 300;
@@ -309,7 +309,12 @@ pub fn take(daemon: &Arc<Daemon>, text: &str) -> Option<String> {
     };
     let daemon = daemon.clone();
     let text = text.to_string();
-    tokio::spawn(async move { question(&daemon, &assistant, busy, &text).await });
+    // The person's question: its reads go in the person's lane.
+    tokio::spawn(
+        crate::warden_client::LANE.scope(aromba_warden_proto::Lane::Person, async move {
+            question(&daemon, &assistant, busy, &text).await
+        }),
+    );
     Some(String::new())
 }
 
@@ -488,7 +493,7 @@ async fn offer(daemon: &Daemon, name: &str, why: &str) {
         // Never run as the schedule would: the Warden's proposal, its own
         // text and buttons, its signed tap.
         if !daemon.take_read() {
-            daemon.say(super::chat::BUSY.into(), vec![]).await;
+            daemon.say(daemon.busy(), vec![]).await;
             return;
         }
         super::schedule::propose(

@@ -23,7 +23,7 @@ pub const HELP: &str = "What I can do:\n\
 /digest HH:MM: a daily summary at that time (/digest off to stop)\n\
 /ai budget N: a daily token budget for the assistant (with an AI key, ask me anything)\n\
 /prodmode off: turn prod mode off (asks for your PIN)\n\
-/panic: stop me now (reads only, until root runs `aromba resume`)\n\
+/panic: stop me now (reads only, until root runs `aromba resume` on the server)\n\
 /help: this list";
 
 /// The commands that reach the ladder: handled by [`ladder`] on a path of
@@ -85,7 +85,7 @@ pub async fn ladder(
                 Some(Incoming::Delivery { delivery: Delivery::Message { text }, .. })
                     if is_ladder_command(&text) =>
                 {
-                    if daemon.take_read() { trust(&daemon).await } else { BUSY.to_string() }
+                    if daemon.take_read() { trust(&daemon).await } else { daemon.busy() }
                 }
                 Some(_) => continue,
                 None => return,
@@ -233,10 +233,7 @@ async fn ask(daemon: &Daemon, request: &Request) -> Result<Response, String> {
 /// A read's standard output, or the one sentence saying why not.
 pub async fn read(daemon: &Daemon, cmd: &str, args: &[&str]) -> Result<String, String> {
     if !daemon.take_read() {
-        return Err(
-            "I have asked the Warden for a lot in the last ten minutes; ask again in a few minutes."
-                .into(),
-        );
+        return Err(daemon.busy());
     }
     let request = Request::Read {
         cmd: cmd.into(),
@@ -251,8 +248,6 @@ pub async fn read(daemon: &Daemon, cmd: &str, args: &[&str]) -> Result<String, S
                 .next()
                 .unwrap_or("no reason given")
         )),
-        Response::Refused { reason, .. } => Err(format!("The Warden refused: {reason}")),
-        Response::Error { message } => Err(format!("The Warden could not: {message}")),
         other => Err(odd(&other)),
     }
 }
@@ -267,7 +262,7 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
     };
     match name.as_str() {
         "start" | "help" => HELP.to_string().into(),
-        "trust" if !daemon.take_read() => BUSY.to_string().into(),
+        "trust" if !daemon.take_read() => daemon.busy().into(),
         "trust" => trust(daemon).await.into(),
         "panic" => panic(daemon).await.into(),
         "logs" => logs(
@@ -283,7 +278,7 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
         // Each asks the Warden: out of the same budget as the reads, so
         // that no command, however often delivered, takes the Worker past
         // the Warden's count.
-        "chores" | "prodmode" | "run" if !daemon.take_read() => BUSY.to_string().into(),
+        "chores" | "prodmode" | "run" if !daemon.take_read() => daemon.busy().into(),
         "chores" => chores(daemon).await.into(),
         "ai" => super::ask::budget(daemon, &args).into(),
         "prodmode" => {
@@ -337,11 +332,7 @@ async fn trust(daemon: &Daemon) -> String {
 
 async fn panic(daemon: &Daemon) -> String {
     match ask(daemon, &Request::Panic).await {
-        Ok(Response::Ladder {
-            step,
-            name,
-            message,
-        }) => {
+        Ok(Response::Ladder { step, message, .. }) => {
             // At Cut the AI key goes: the Warden wipes its file, the Worker
             // its copy, at once.
             if let Some(assistant) = &daemon.assistant {
@@ -351,7 +342,9 @@ async fn panic(daemon: &Daemon) -> String {
                     assistant.halt();
                 }
             }
-            format!("Ladder: {name}. {message}")
+            // The Warden's own words: "You stopped Aromba. …" and the way
+            // back (its event for this move is not said again).
+            message
         }
         Ok(Response::Refused { reason, .. }) => format!("The Warden refused: {reason}"),
         Ok(other) => odd(&other),
@@ -496,12 +489,28 @@ pub(super) async fn chore(daemon: &Daemon, name: &str) -> Option<aromba_warden_p
     chore
 }
 
-pub const BUSY: &str =
-    "I have asked the Warden for a lot in the last ten minutes; ask again in a few minutes.";
+pub const BUSY: &str = "I have asked the Warden for a lot in the last ten minutes (I hold myself to a budget, so that I never look like something gone wrong).";
+
+/// [`BUSY`], with when to ask again: `wait` rounded up to the minute, a
+/// wait the budget keeps.
+pub fn busy_for(wait: std::time::Duration) -> String {
+    let minutes = wait.as_secs().div_ceil(60).max(1);
+    let when = if minutes == 1 {
+        "in a minute".to_string()
+    } else {
+        format!("in {minutes} minutes")
+    };
+    format!("{BUSY} Ask again {when}. /panic always works.")
+}
 
 /// A Warden answer the chat did not expect, in one sentence.
 pub fn odd(answer: &Response) -> String {
     match answer {
+        // Held back at Slow: the Warden's sentence is the chat's, with the
+        // seconds it keeps.
+        Response::Refused { reason, .. } if reason.starts_with(aromba_warden_proto::SLOWED) => {
+            reason.clone()
+        }
         Response::Refused { reason, .. } => format!("The Warden refused: {reason}"),
         Response::Error { message } => format!("The Warden could not: {message}"),
         _ => "The Warden gave an answer I did not expect.".into(),
@@ -520,7 +529,7 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
         return;
     }
     if !daemon.take_read() {
-        daemon.say(BUSY.into(), vec![]).await;
+        daemon.say(daemon.busy(), vec![]).await;
         return;
     }
     let Some(action_id) = &proof.action else {
@@ -553,7 +562,10 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
             tracing::warn!("the relay link is gone; the PIN cannot be asked for");
             return;
         }
-        super::shown::note(daemon, message, WAITING_FOR_PIN).await;
+        // The proposal's text is left as it is: the relay signs a tap over
+        // the text it shows, and the Warden over its own, so a message
+        // with live buttons is never edited (found by the attack round:
+        // a note under it made the next tap on it a forged one).
         daemon.say(SEND_PIN.into(), vec![]).await;
         return;
     }
@@ -563,12 +575,12 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
 /// What the chat says when Approve on a PIN action was tapped.
 pub const SEND_PIN: &str = "Send your PIN as your next message. I delete it from the chat as soon as I have read it, and keep it nowhere.";
 
-/// Under a proposal whose Approve waits for the PIN.
-pub const WAITING_FOR_PIN: &str = "Approve tapped: waiting for your PIN.";
 /// Under a proposal approved, while it runs.
 pub const APPROVED_RUNNING: &str = "Approved ✓ — running…";
 /// Under a proposal approved and done (its receipt follows).
 pub const APPROVED_DONE: &str = "Approved ✓ — done.";
+/// Under a proposal approved whose run did not go well.
+pub const APPROVED_WENT_BADLY: &str = "Approved, but it did not go well: the receipt is below.";
 /// Under a release install approved.
 pub const APPROVED_INSTALLING: &str = "Approved ✓ — installing…";
 /// Under a PIN action whose PIN was wrong.
@@ -579,6 +591,10 @@ pub const APPROVED_NOT_DONE: &str = "Approved, but not done: the reason is below
 pub const CANCELLED: &str = "Cancelled. Nothing was done.";
 /// Under a proposal the Warden had answered before (the Worker forgot).
 pub const ANSWERED_BEFORE: &str = "Already answered.";
+/// Under "Was that you?" answered yes.
+pub const IT_WAS_ME: &str = "You said it was you ✓ — back to normal.";
+/// Under "Was that you?" answered no.
+pub const IT_WAS_NOT_ME: &str = "You said it was not you: I am stopping.";
 /// Under a receipt whose run was undone.
 pub const UNDONE: &str = "Undone ✓ (see below).";
 
@@ -724,6 +740,7 @@ async fn approve(
     pin: Option<String>,
 ) {
     let approving = button == "approve";
+    let was_that_you = super::shown::get(daemon, message).is_some_and(|s| s.no_is_panic);
     if !approving {
         // Cancel while the PIN is awaited: no PIN is awaited any more.
         let mut pending = daemon.pending_pin.lock().unwrap_or_else(|p| p.into_inner());
@@ -737,12 +754,17 @@ async fn approve(
             return;
         }
         Some(true) => {
-            let under = if approving {
-                APPROVED_RUNNING
-            } else {
-                CANCELLED
+            let under = match (was_that_you, approving) {
+                (true, true) => IT_WAS_ME,
+                (true, false) => IT_WAS_NOT_ME,
+                (false, true) => APPROVED_RUNNING,
+                (false, false) => CANCELLED,
             };
-            super::shown::close(daemon, message, under).await;
+            if under == APPROVED_RUNNING {
+                super::shown::close_pending(daemon, message, under).await;
+            } else {
+                super::shown::close(daemon, message, under).await;
+            }
         }
         None => {}
     }
@@ -759,9 +781,13 @@ async fn approve(
         Ok(Response::AlreadyAnswered { .. }) => Some(ANSWERED_BEFORE),
         // Said when it was tapped.
         _ if !approving => None,
+        Ok(Response::Ladder { .. }) => None,
+        Ok(Response::Receipt { ok: false, .. }) => Some(APPROVED_WENT_BADLY),
         Ok(Response::Receipt { .. } | Response::Noted { .. }) => Some(APPROVED_DONE),
         Ok(Response::ReleaseInstalled { .. }) => Some(APPROVED_INSTALLING),
-        Ok(Response::Refused { reason, .. }) if reason.starts_with("wrong PIN") => {
+        Ok(Response::Refused { reason, .. })
+            if reason.starts_with(aromba_warden_proto::WRONG_PIN) =>
+        {
             Some(NOT_DONE_WRONG_PIN)
         }
         _ => Some(APPROVED_NOT_DONE),
@@ -773,8 +799,9 @@ async fn approve(
         Ok(Response::Receipt { receipt, ok, .. }) => {
             let text = super::undo::receipt_text(None, ok, &receipt);
             super::undo::say_receipt(daemon, text, &receipt).await;
-            if let Some(receipt_message) =
-                super::shown::get(daemon, message).and_then(|s| s.undo_of)
+            if ok
+                && let Some(receipt_message) =
+                    super::shown::get(daemon, message).and_then(|s| s.undo_of)
             {
                 super::undo::withdraw(daemon, receipt_message);
                 super::shown::answer(daemon, receipt_message);
@@ -795,10 +822,24 @@ async fn approve(
                 )
                 .await;
         }
+        // "No, stop Aromba": the person says the unusual activity was not
+        // theirs, so Aromba stops (the chat's `/panic`).
+        Ok(Response::Refused { reason, .. })
+            if !approving && was_that_you && reason.starts_with(aromba_warden_proto::DECLINED) =>
+        {
+            let stopped = panic(daemon).await;
+            daemon.say(stopped, vec![]).await;
+        }
         // Cancel is refused by design: the person chose not to go ahead,
-        // and the message says so already.
-        Ok(Response::Refused { .. }) if !approving => {}
-        Ok(Response::Refused { reason, .. }) if reason.starts_with("wrong PIN") => {
+        // and the message says so already. Any other refusal is said.
+        Ok(Response::Refused { reason, .. })
+            if !approving && reason.starts_with(aromba_warden_proto::DECLINED) => {}
+        // "Yes, it was me": the ladder stepped down; the Warden's event
+        // says so in the chat.
+        Ok(Response::Ladder { .. }) => {}
+        Ok(Response::Refused { reason, .. })
+            if reason.starts_with(aromba_warden_proto::WRONG_PIN) =>
+        {
             daemon
                 .say(wrong_pin(reason.contains("locked")), vec![])
                 .await;

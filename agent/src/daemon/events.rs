@@ -16,6 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const POLL: Duration = Duration::from_secs(5);
+/// The ladder's step at which the Worker is slowed down.
+pub const SLOW: u64 = 1;
 /// The ladder's step at which the assistant stops (the chat stays).
 pub const FREEZE: u64 = 2;
 /// The ladder's step at which the AI key is wiped.
@@ -44,7 +46,14 @@ pub async fn watch(daemon: Arc<Daemon>) {
         None => {
             // A first start tells nothing from before it.
             let last = match warden_client::ask(&socket, &Request::Events { after: 0 }).await {
-                Ok(Response::Events { events }) => events.iter().map(|e| e.id).max().unwrap_or(0),
+                Ok(Response::Events { events }) => {
+                    if let Some(e) = events.iter().max_by_key(|e| e.id) {
+                        daemon
+                            .step
+                            .store(e.to, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    events.iter().map(|e| e.id).max().unwrap_or(0)
+                }
                 _ => 0,
             };
             let seen = Seen { events_after: last };
@@ -89,13 +98,52 @@ pub async fn watch(daemon: Arc<Daemon>) {
                     assistant.halt();
                 }
             }
-            daemon.say(event.message.clone(), vec![]).await;
+            daemon
+                .step
+                .store(event.to, std::sync::atomic::Ordering::Relaxed);
+            if event.reason == aromba_warden_proto::PANIC_FROM_CHAT {
+                // The chat's own `/panic`: its answer said it already.
+            } else if event.to > event.from && (SLOW..FREEZE + 1).contains(&event.to) {
+                was_that_you(&daemon, &event.message).await;
+            } else {
+                daemon.say(event.message.clone(), vec![]).await;
+            }
             seen.events_after = event.id;
             save(&daemon, &seen);
         }
         if moved || last_anchor.elapsed() >= ANCHOR_EVERY {
             anchor(&daemon).await;
             last_anchor = tokio::time::Instant::now();
+        }
+    }
+}
+
+/// A move up to Slow or Freeze: "Was that you?" in the Warden's words,
+/// with its buttons (Yes steps the ladder down on the person's signed tap;
+/// No stops Aromba). When the Warden will not ask it, the move's message
+/// alone.
+async fn was_that_you(daemon: &Daemon, fallback: &str) {
+    match warden_client::ask(&daemon.worker_socket(), &Request::ProposeStepDown).await {
+        Ok(Response::Proposed {
+            action_id,
+            text,
+            buttons,
+            ..
+        }) => {
+            let buttons = buttons
+                .into_iter()
+                .map(|b| aromba_proto::frame::Button {
+                    id: b.data,
+                    label: b.label,
+                    action: Some(action_id.clone()),
+                })
+                .collect();
+            let message = daemon.say(text, buttons).await;
+            super::shown::update(daemon, message, |s| s.no_is_panic = true);
+        }
+        other => {
+            tracing::warn!(answer = ?other.map(|r| format!("{r:?}")), "no \"Was that you?\" to ask");
+            daemon.say(fallback.to_string(), vec![]).await;
         }
     }
 }

@@ -40,6 +40,7 @@ use crate::net::Gate;
 use crate::paths::Paths;
 use aromba_proto::client::{Endpoint, Outgoing};
 use aromba_proto::frame::Body;
+use aromba_warden_proto::Lane;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -58,8 +59,13 @@ pub struct Daemon {
     pub paths: Paths,
     /// Messages for the chat, kept until the relay acknowledges them.
     pub to_relay: mpsc::Sender<Outgoing>,
-    /// When the Worker's last reads were asked, for [`READ_BUDGET`].
+    /// When the person's last reads were asked, for [`PERSON_READS`].
     pub reads: std::sync::Mutex<std::collections::VecDeque<tokio::time::Instant>>,
+    /// When the background's last reads were asked, for
+    /// [`BACKGROUND_READS`].
+    pub background_reads: std::sync::Mutex<std::collections::VecDeque<tokio::time::Instant>>,
+    /// The ladder's step as the Warden's events last said it.
+    pub step: std::sync::atomic::AtomicU64,
     /// The PIN actions proposed and not yet approved: a tap on their
     /// Approve asks for the PIN first.
     pub pin_actions: std::sync::Mutex<std::collections::VecDeque<String>>,
@@ -80,13 +86,23 @@ pub struct Daemon {
     pub shown: std::sync::Mutex<shown::Record>,
 }
 
-/// Reads the Worker asks for in [`READ_WINDOW`], at most, whoever asks
-/// (the health schedule, the chat): the Warden counts every read toward
-/// "too many commands in ten minutes" (60) and climbs the ladder past it,
-/// so neither a chat that asks a lot nor the schedule may take the Worker
-/// there. Held below the Warden's count, with room for dry runs and taps.
-pub const READ_BUDGET: usize = 48;
+/// Reads the Worker asks for in [`READ_WINDOW`], at most: the Warden
+/// counts every read toward "too many commands in ten minutes" (60) and
+/// climbs the ladder past it, so neither a chat that asks a lot nor the
+/// schedule may take the Worker there. Held below the Warden's count, with
+/// room for dry runs and taps, in two budgets: the person's (the chat, the
+/// assistant) and the background's (health, schedule, scans, updates), so
+/// that the Worker's own work never spends what a person's command needs.
+pub const READ_BUDGET: usize = PERSON_READS + BACKGROUND_READS;
+pub const PERSON_READS: usize = 30;
+pub const BACKGROUND_READS: usize = 18;
+// Below the Warden's "too many commands in ten minutes" (60), with room.
+const _: () = assert!(READ_BUDGET <= 48);
 pub const READ_WINDOW: Duration = Duration::from_secs(600);
+/// At Slow, the Warden lets the background ask once in this long (its
+/// lane's pace): the Worker holds its background reads to it rather than
+/// have them refused.
+pub const SLOW_BACKGROUND_EVERY: Duration = Duration::from_secs(600);
 
 impl Daemon {
     /// Sends `text` (with `buttons`) to the chat; waits when the queue is
@@ -186,19 +202,52 @@ impl Daemon {
     /// the assistant leaves some to the chat's own commands and the
     /// schedule.
     pub fn take_read_leaving(&self, reserve: usize) -> bool {
+        self.try_read(reserve).is_ok()
+    }
+
+    /// Takes one read from the current lane's budget
+    /// ([`crate::warden_client::lane`]) when more than `reserve` are left;
+    /// else how long until one is free again.
+    pub fn try_read(&self, reserve: usize) -> Result<(), Duration> {
         let now = tokio::time::Instant::now();
-        let mut reads = self.reads.lock().unwrap_or_else(|p| p.into_inner());
+        let person = crate::warden_client::lane() == Lane::Person;
+        let (reads, budget) = if person {
+            (&self.reads, PERSON_READS)
+        } else {
+            (&self.background_reads, BACKGROUND_READS)
+        };
+        let mut reads = reads.lock().unwrap_or_else(|p| p.into_inner());
         while reads
             .front()
             .is_some_and(|t| now.duration_since(*t) >= READ_WINDOW)
         {
             reads.pop_front();
         }
-        if reads.len() + reserve >= READ_BUDGET {
-            return false;
+        if reads.len() + reserve >= budget {
+            let oldest = reads.front().copied().unwrap_or(now);
+            return Err(READ_WINDOW.saturating_sub(now.duration_since(oldest)));
+        }
+        // At Slow the background asks no more often than the Warden lets
+        // its lane: one in ten minutes.
+        if !person
+            && self.step.load(std::sync::atomic::Ordering::Relaxed) >= events::SLOW
+            && let Some(last) = reads.back()
+            && now.duration_since(*last) < SLOW_BACKGROUND_EVERY
+        {
+            return Err(SLOW_BACKGROUND_EVERY.saturating_sub(now.duration_since(*last)));
         }
         reads.push_back(now);
-        true
+        Ok(())
+    }
+
+    /// What the chat says when the person's budget is spent: when to ask
+    /// again, a wait the budget keeps.
+    pub fn busy(&self) -> String {
+        let wait = match self.try_read(PERSON_READS) {
+            Err(wait) => wait,
+            Ok(()) => Duration::ZERO,
+        };
+        chat::busy_for(wait)
     }
 
     pub fn worker_socket(&self) -> std::path::PathBuf {
@@ -383,6 +432,8 @@ async fn serve(
         paths,
         to_relay,
         reads: Default::default(),
+        background_reads: Default::default(),
+        step: Default::default(),
         pin_actions: Default::default(),
         pending_pin: Default::default(),
         anchor: Default::default(),
@@ -390,6 +441,11 @@ async fn serve(
         updates,
         assistant,
         replies: Default::default(),
+    });
+    // Proposals a Worker stopped mid-run left "running…" say so.
+    tokio::spawn({
+        let daemon = daemon.clone();
+        async move { shown::settle_interrupted(&daemon).await }
     });
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let link = tokio::spawn(relay_link::hold(
@@ -400,33 +456,33 @@ async fn serve(
         bell.clone(),
         stop.clone(),
     ));
-    let ladder = tokio::spawn(supervise("ladder", {
+    let ladder = tokio::spawn(supervise("ladder", Lane::Person, {
         let daemon = daemon.clone();
         let commands = Arc::new(tokio::sync::Mutex::new(ladder));
         move || chat::ladder(daemon.clone(), bell.clone(), commands.clone())
     }));
-    let chat = tokio::spawn(supervise("chat", {
+    let chat = tokio::spawn(supervise("chat", Lane::Person, {
         let daemon = daemon.clone();
         let deliveries = Arc::new(tokio::sync::Mutex::new(deliveries));
         move || chat::serve(daemon.clone(), deliveries.clone())
     }));
-    let events = tokio::spawn(supervise("events", {
+    let events = tokio::spawn(supervise("events", Lane::Background, {
         let daemon = daemon.clone();
         move || events::watch(daemon.clone())
     }));
-    let health = tokio::spawn(supervise("health", {
+    let health = tokio::spawn(supervise("health", Lane::Background, {
         let daemon = daemon.clone();
         move || crate::health::watch(daemon.clone())
     }));
-    let schedule = tokio::spawn(supervise("schedule", {
+    let schedule = tokio::spawn(supervise("schedule", Lane::Background, {
         let daemon = daemon.clone();
         move || schedule::keep(daemon.clone())
     }));
-    let scan = tokio::spawn(supervise("scan", {
+    let scan = tokio::spawn(supervise("scan", Lane::Background, {
         let daemon = daemon.clone();
         move || scan::keep(daemon.clone())
     }));
-    let update = tokio::spawn(supervise("update", {
+    let update = tokio::spawn(supervise("update", Lane::Background, {
         let daemon = daemon.clone();
         move || update::keep(daemon.clone())
     }));
@@ -446,14 +502,16 @@ async fn serve(
 }
 
 /// Runs the task `make` makes, again after it ends (a second after a
-/// quick end, so a task that fails at once does not spin).
-async fn supervise<F, Fut>(name: &'static str, make: F)
+/// quick end, so a task that fails at once does not spin). It asks the
+/// Warden in `lane`: the chat's tasks in the person's, the rest in the
+/// background's.
+async fn supervise<F, Fut>(name: &'static str, lane: Lane, make: F)
 where
     F: Fn() -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     loop {
-        let task = tokio::spawn(make());
+        let task = tokio::spawn(crate::warden_client::LANE.scope(lane, make()));
         match task.await {
             Ok(()) => tracing::warn!(task = name, "task ended; restarting it"),
             Err(e) => tracing::error!(task = name, error = %e, "task failed; restarting it"),

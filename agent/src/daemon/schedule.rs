@@ -197,7 +197,7 @@ pub async fn ask_for(daemon: &Daemon, chore: &ChoreInfo) -> bool {
         return false;
     }
     if !daemon.take_read() {
-        daemon.say(super::chat::BUSY.into(), vec![]).await;
+        daemon.say(daemon.busy(), vec![]).await;
         return false;
     }
     if chore.color == "green" {
@@ -259,7 +259,7 @@ pub async fn show_dry_run_headed(daemon: &Daemon, name: &str, heading: &str) -> 
     if !daemon.take_read() {
         daemon
             .say(
-                format!("I cannot show {name}'s dry run now: {}", super::chat::BUSY),
+                format!("I cannot show {name}'s dry run now. {}", daemon.busy()),
                 vec![],
             )
             .await;

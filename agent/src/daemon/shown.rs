@@ -29,6 +29,12 @@ pub struct Shown {
     /// For a proposal to undo a run: the receipt that offered the undo.
     #[serde(default)]
     pub undo_of: Option<Uuid>,
+    /// "Was that you?": its No stops Aromba (`/panic`).
+    #[serde(default)]
+    pub no_is_panic: bool,
+    /// Approved and running: the Warden's answer is still to come.
+    #[serde(default)]
+    pub pending: bool,
     at: i64,
 }
 
@@ -69,6 +75,8 @@ pub fn remember(daemon: &Daemon, message: Uuid, text: &str, buttons: &[Button]) 
             buttons: buttons.to_vec(),
             answered: false,
             undo_of: None,
+            no_is_panic: false,
+            pending: false,
             at: now_s(),
         });
         let extra = record.0.len().saturating_sub(MAX_SHOWN);
@@ -118,8 +126,11 @@ fn with_under(text: &str, under: &str) -> String {
     format!("{text}\n\n{under}")
 }
 
-/// Shows `message` with `outcome` under its text and no buttons.
+/// Shows `message` with `outcome` under its text and no buttons (never
+/// with buttons: the relay signs a tap over the text it shows, the Warden
+/// over its own, so a message with live buttons keeps its text).
 pub async fn close(daemon: &Daemon, message: Uuid, outcome: &str) {
+    update(daemon, message, |s| s.pending = false);
     if let Some(shown) = get(daemon, message) {
         daemon
             .edit(message, with_under(&shown.text, outcome), vec![])
@@ -127,12 +138,36 @@ pub async fn close(daemon: &Daemon, message: Uuid, outcome: &str) {
     }
 }
 
-/// Shows `message` with `note` under its text, its buttons kept.
-pub async fn note(daemon: &Daemon, message: Uuid, note: &str) {
-    if let Some(shown) = get(daemon, message) {
-        daemon
-            .edit(message, with_under(&shown.text, note), shown.buttons)
-            .await;
+/// Shows `message` with `under` below its text and no buttons, and notes
+/// that its outcome is still to come (the Warden is running what was
+/// approved).
+pub async fn close_pending(daemon: &Daemon, message: Uuid, under: &str) {
+    close(daemon, message, under).await;
+    update(daemon, message, |s| s.pending = true);
+}
+
+/// Said under a proposal whose run the Worker stopped waiting for (it
+/// restarted): the run went on at the Warden, whose receipt is kept.
+pub const INTERRUPTED: &str = "Approved ✓ — I restarted while it ran, so its receipt did not reach this chat. Run `sudo aromba chores` on the server to see how it went.";
+
+/// At start: a proposal left "running…" by a Worker that stopped before
+/// the Warden answered says so, rather than "running…" for ever (found by
+/// the attack round).
+pub async fn settle_interrupted(daemon: &Daemon) {
+    let pending: Vec<Uuid> = with(daemon, |record| {
+        (
+            record
+                .0
+                .iter()
+                .filter(|s| s.pending)
+                .map(|s| s.message)
+                .collect(),
+            false,
+        )
+    });
+    for message in pending {
+        close(daemon, message, INTERRUPTED).await;
+        update(daemon, message, |s| s.pending = false);
     }
 }
 

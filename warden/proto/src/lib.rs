@@ -23,16 +23,18 @@ mod hex;
 mod message;
 pub mod package;
 mod pin_shape;
+mod refusals;
 pub mod socket_owner;
 
 pub use frame::{FrameError, MAX_REQUEST, MAX_RESPONSE, read_frame, write_frame};
 pub use hex::{decode_hex, encode_hex};
 pub use message::{
-    Button, ChoreInfo, LadderEvent, MAX_FENCES_ASKED, MAX_FINDING, MAX_FINDINGS, ProtoError,
-    ReadResult, Request, Response, Status, decode_request, decode_response, encode_request,
-    encode_response, printable,
+    Button, ChoreInfo, LadderEvent, Lane, MAX_FENCES_ASKED, MAX_FINDING, MAX_FINDINGS, ProtoError,
+    ReadResult, Request, Response, Status, decode_request, decode_request_in, decode_response,
+    encode_request, encode_request_in, encode_response, printable,
 };
 pub use pin_shape::{PIN_LOCK_S, PIN_MAX_CHARS, PIN_MAX_FAILURES, PIN_MIN_CHARS, could_be_pin};
+pub use refusals::{DECLINED, PANIC_FROM_CHAT, SLOWED, WRONG_PIN};
 
 use std::path::{Path, PathBuf};
 

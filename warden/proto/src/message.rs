@@ -94,6 +94,10 @@ pub enum Request {
     ProposeUndo { undo_id: String },
     /// Worker socket: propose turning prod mode off (a PIN action).
     ProposeProdModeOff,
+    /// Worker socket: ask the person "Was that you?" about the ladder's
+    /// last move to Slow or Freeze, with buttons that step it down (a
+    /// signed tap) or stop Aromba.
+    ProposeStepDown,
     /// Control socket: the owner confirms a chore's declared damage cap.
     ConfirmCap { chore: String },
     /// Control socket: set or replace the PIN.
@@ -497,6 +501,7 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
             vec![("undo_id", Value::from(undo_id.as_str()))],
         ),
         Request::ProposeProdModeOff => object("propose_prod_mode_off", vec![]),
+        Request::ProposeStepDown => object("propose_step_down", vec![]),
         Request::ConfirmCap { chore } => {
             object("confirm_cap", vec![("chore", Value::from(chore.as_str()))])
         }
@@ -594,8 +599,54 @@ fn event_from(v: Value) -> Result<LadderEvent, ProtoError> {
     Ok(e)
 }
 
-pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
+/// On whose behalf the Worker asks: the person's own command (or tap, or
+/// question), or the Worker's background work (the health poll, the
+/// schedule, the scans, the update check). The Warden paces the two apart
+/// at Slow, so the person's command is not refused because the Worker's
+/// own reads took the minute. It is the Worker's word: a Worker that lies
+/// gains one background request in ten minutes, no more. A request that
+/// names no lane is the person's (the pace of one command a minute, as
+/// before lanes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Lane {
+    #[default]
+    Person,
+    Background,
+}
+
+/// A request with the lane it is asked in (`"lane": "background"`; no
+/// field is the person's).
+pub fn encode_request_in(r: &Request, lane: Lane) -> Vec<u8> {
+    let bytes = encode_request(r);
+    if lane == Lane::Person {
+        return bytes;
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(mut map)) => {
+            map.insert("lane".into(), Value::from("background"));
+            serde_json::to_vec(&Value::Object(map)).unwrap_or(bytes)
+        }
+        _ => bytes,
+    }
+}
+
+/// A request and the lane it was asked in.
+pub fn decode_request_in(bytes: &[u8]) -> Result<(Request, Lane), ProtoError> {
     let (kind, mut f) = Fields::parse(bytes)?;
+    let lane = match f.0.remove("lane") {
+        None => Lane::Person,
+        Some(Value::String(s)) if s == "background" => Lane::Background,
+        Some(_) => return Err(err("\"lane\" must be \"background\" or absent")),
+    };
+    Ok((request_of(kind, f)?, lane))
+}
+
+pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
+    let (kind, f) = Fields::parse(bytes)?;
+    request_of(kind, f)
+}
+
+fn request_of(kind: String, mut f: Fields) -> Result<Request, ProtoError> {
     let req = match kind.as_str() {
         "read" => Request::Read {
             cmd: f.string("cmd")?,
@@ -640,6 +691,7 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, ProtoError> {
             undo_id: f.string("undo_id")?,
         },
         "propose_prod_mode_off" => Request::ProposeProdModeOff,
+        "propose_step_down" => Request::ProposeStepDown,
         "confirm_cap" => Request::ConfirmCap {
             chore: f.string("chore")?,
         },

@@ -131,6 +131,7 @@ pub(super) fn serve(
         (Socket::Worker, Request::ProposeProdModeOff) => {
             propose(shared, peer, Proposal::ProdModeOff)
         }
+        (Socket::Worker, Request::ProposeStepDown) => propose(shared, peer, Proposal::StepDown),
         (Socket::Control, Request::ConfirmCap { chore }) => {
             owner::confirm_cap_from_terminal(shared, &chore)
         }
@@ -252,15 +253,14 @@ pub(super) fn move_ladder(
 }
 
 pub(super) fn ladder_response(shared: &Shared) -> Response {
-    let step = shared
-        .ladder
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .step();
+    let (step, reason) = {
+        let l = shared.ladder.lock().unwrap_or_else(|p| p.into_inner());
+        (l.step(), l.reason().to_string())
+    };
     Response::Ladder {
         step: step as u64,
         name: step.name().into(),
-        message: step.message().into(),
+        message: crate::ladder::message_for(step, &reason).into(),
     }
 }
 

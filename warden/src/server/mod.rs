@@ -78,6 +78,9 @@ pub const CONNECTION_THRESHOLD: usize = 600;
 /// At Slow and above: one request a minute (pings, events and the chat's
 /// panic excepted).
 pub const SLOW_INTERVAL_S: u64 = 60;
+/// At Slow, the Worker's background work (health, schedule, scans,
+/// updates): one request in this many seconds, in a lane of its own.
+pub const SLOW_BACKGROUND_INTERVAL_S: u64 = 600;
 
 #[derive(Debug)]
 pub struct ServeOptions {

@@ -17,6 +17,7 @@ use crate::chores::header::{DEFAULT_MAX_FILES, DEFAULT_MAX_GB};
 use crate::chores::run::Chore;
 use crate::chores::{quarantine, snapshot};
 use crate::journal::sha256_hex;
+use crate::ladder::Step;
 use crate::pin;
 use crate::signal::Signal;
 use crate::system::PeerCred;
@@ -175,6 +176,8 @@ pub(super) enum Proposal {
     ProdModeOff,
     /// The release in the Worker's download folder.
     Release,
+    /// "Was that you?" about the ladder as it stands.
+    StepDown,
 }
 
 /// What an action is about, as the Warden finds it now.
@@ -182,6 +185,11 @@ enum Subject {
     Chore(Chore),
     Snapshot(snapshot::Meta),
     Nothing,
+    /// The ladder as it stands.
+    Ladder {
+        step: u64,
+        reason: String,
+    },
     /// The release in the Worker's download folder, as verified now, and
     /// the one installed.
     Release {
@@ -197,6 +205,10 @@ impl Subject {
             Subject::Chore(c) => Facts::Chore(c),
             Subject::Snapshot(m) => Facts::Snapshot(m),
             Subject::Nothing => Facts::Nothing,
+            Subject::Ladder { step, reason } => Facts::Ladder {
+                step: *step,
+                reason,
+            },
             Subject::Release {
                 version,
                 installed,
@@ -224,6 +236,13 @@ fn subject_of(shared: &Shared, action: &Action) -> Result<Subject, String> {
                 .map_err(|e| format!("no undo {undo_id:?} here: {e}"))
         }
         Action::ProdModeOff => Ok(Subject::Nothing),
+        Action::StepDown { .. } => {
+            let l = shared.ladder.lock().unwrap_or_else(|p| p.into_inner());
+            Ok(Subject::Ladder {
+                step: l.step() as u64,
+                reason: l.reason().to_string(),
+            })
+        }
         Action::InstallRelease {
             manifest_sha256, ..
         } => {
@@ -246,7 +265,8 @@ fn subject_of(shared: &Shared, action: &Action) -> Result<Subject, String> {
 /// Warden's rendering, which the Worker must send verbatim and whose
 /// SHA-256 the relay-signed tap must cover.
 pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> Response {
-    if frozen(shared) {
+    // "Was that you?" is asked at Freeze too: it is how Freeze comes down.
+    if !matches!(proposal, Proposal::StepDown) && frozen(shared) {
         return refuse("the ladder is at Freeze or above: nothing is proposed until it comes down");
     }
     let layout = &shared.options.layout;
@@ -284,6 +304,24 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
                 );
             }
             Action::ProdModeOff
+        }
+        Proposal::StepDown => {
+            let (step, reason) = {
+                let l = shared.ladder.lock().unwrap_or_else(|p| p.into_inner());
+                (l.step(), l.reason().to_string())
+            };
+            if !matches!(step, Step::Slow | Step::Freeze) {
+                return refuse(format!(
+                    "the ladder is at {}: only Slow and Freeze are stepped down from the chat",
+                    step.name()
+                ));
+            }
+            // One "Was that you?" is live at a time: the latest.
+            approvals::withdraw_step_downs(layout);
+            Action::StepDown {
+                step: step as u64,
+                reason,
+            }
         }
         Proposal::Release => match super::update::offered(shared) {
             Ok((manifest, manifest_sha256, _)) => Action::InstallRelease {
@@ -338,7 +376,7 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
         action_id,
         server_id,
         text,
-        buttons: approvals::BUTTONS
+        buttons: approvals::buttons_for(&action)
             .iter()
             .map(|(data, label)| aromba_warden_proto::Button {
                 data: (*data).into(),
@@ -404,11 +442,12 @@ fn check_pin(shared: &Shared, peer: Option<&PeerCred>, given: Option<&str>) -> R
             },
         );
         return Err(format!(
-            "wrong PIN; PIN actions are now locked for {} minutes",
+            "{}; PIN actions are now locked for {} minutes",
+            aromba_warden_proto::WRONG_PIN,
             pin::LOCK_S / 60
         ));
     }
-    Err("wrong PIN".into())
+    Err(aromba_warden_proto::WRONG_PIN.into())
 }
 
 /// A relay-signed tap, from the Worker. The tap is journaled before it is
@@ -426,9 +465,10 @@ pub(super) fn approve(
     m.insert("chat".into(), Value::from(a.chat.as_str()));
     m.insert("time".into(), Value::from(a.time));
     let now = shared.options.clock.now();
-    if frozen(shared) {
+    if frozen(shared) && !approvals::is_step_down(&shared.options.layout, &a.action_id) {
         // Refused before it is spent: the tap stays good for when the
-        // ladder comes down, within its freshness.
+        // ladder comes down, within its freshness. "Was that you?" is
+        // answered at Freeze: it is how Freeze comes down.
         m.insert("verdict".into(), Value::from("refused"));
         m.insert("reason".into(), Value::from("frozen"));
         let seq = journal(shared, "approval", m);
@@ -481,7 +521,11 @@ pub(super) fn approve(
         m.insert("action".into(), Value::from(format!("{action:?}")));
         let seq = intent.outcome(shared, m);
         return Response::Refused {
-            reason: format!("the user chose {:?}, not to go ahead", a.button),
+            reason: format!(
+                "{} {:?}, not to go ahead",
+                aromba_warden_proto::DECLINED,
+                a.button
+            ),
             journal_seq: seq,
         };
     }
@@ -545,6 +589,9 @@ pub(super) fn approve(
                 manifest_sha256,
             },
         ),
+        (Action::StepDown { .. }, _) => {
+            super::dispatch::move_ladder(shared, crate::ladder::Ladder::step_down_by_person)
+        }
         (Action::Run { .. }, _) => refuse("the chore to run is gone"),
     }
 }

@@ -20,14 +20,21 @@
 //! ladder one step a window and cannot fill the journal with signals. A
 //! move down (`resume`, a decay) starts every window again.
 //!
-//! Slow (and every step above it): one request a minute. Three kinds still
+//! Slow (and every step above it): one request a minute for the person,
+//! one in ten minutes for the Worker's background work, each in its own
+//! lane (the frame's `lane`, the Worker's word: a Worker that lies gains
+//! one background request in ten minutes) so that the Worker's own health
+//! poll never takes the minute a person's command waits for. Some kinds still
 //! pass at any pace, because the Worker needs them to learn of the ladder
 //! and to pull it up, and because none of them runs anything or writes a
 //! journal line: `ping`, `events` (how the Worker hears that it was slowed
 //! down, and says so in the chat) and `panic` (the chat's `/panic`, which
-//! only ever raises the ladder). They are still counted toward the
-//! request flood. Everything else — a malformed frame included — is let
-//! through only a minute after the last one that was.
+//! only ever raises the ladder), and `propose_step_down` (the "Was that
+//! you?" question, one live at a time) and the tap that answers it. They
+//! are still counted toward the
+//! request flood. Everything else — a malformed frame included, which
+//! counts as the person's — is let through only a lane's interval
+//! after the last one of its lane that was.
 //!
 //! Lines a flood would repeat — requests refused by pacing, connections
 //! refused for a full pool or from the wrong uid, missed deadlines — are
@@ -38,19 +45,23 @@
 #![forbid(unsafe_code)]
 
 use super::dispatch::without_pin;
-use super::{SLOW_INTERVAL_S, Shared, Socket, journal, peer_fields, raise};
+use super::{
+    SLOW_BACKGROUND_INTERVAL_S, SLOW_INTERVAL_S, Shared, Socket, journal, peer_fields, raise,
+};
 use crate::ladder::Step;
 use crate::signal::Signal;
 use crate::system::PeerCred;
-use aromba_warden_proto::{FrameError, Request, Response, decode_request};
+use aromba_warden_proto::{FrameError, Lane, Request, Response, decode_request_in};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, VecDeque};
 
 /// What the Worker has been doing, over the Warden's clock (seconds).
 #[derive(Default)]
 pub(super) struct Pacing {
-    /// When the last request Slow paces was let through.
-    last: Option<u64>,
+    /// When the last request Slow paces was let through, for the person.
+    last_person: Option<u64>,
+    /// … and for the Worker's background work.
+    last_background: Option<u64>,
     commands: Window,
     requests: Window,
     connections: Window,
@@ -125,14 +136,23 @@ enum Pace {
     Command,
 }
 
-fn pace_of(request: &Request) -> Pace {
+fn pace_of(shared: &Shared, request: &Request) -> Pace {
     match request {
+        // The answer to "Was that you?" is how Slow comes down: it waits
+        // for no minute (a forged one is refused and a signal, as ever).
+        Request::Approve { action_id, .. }
+            if crate::approvals::is_step_down(&shared.options.layout, action_id) =>
+        {
+            Pace::Always
+        }
         // `socket_owner` too: the Worker asks it before each connection to
         // a loopback relay or model, and the chat must stay reachable at
         // every step (counted all the same; it reads a bounded table).
-        Request::Ping | Request::Events { .. } | Request::Panic | Request::SocketOwner { .. } => {
-            Pace::Always
-        }
+        Request::Ping
+        | Request::Events { .. }
+        | Request::Panic
+        | Request::SocketOwner { .. }
+        | Request::ProposeStepDown => Pace::Always,
         Request::Read { .. }
         | Request::Health
         | Request::RunDue { .. }
@@ -178,7 +198,8 @@ fn flood(shared: &Shared, peer: &PeerCred, count: usize, what: &'static str) {
 /// that had raised the ladder, and passed unsignalled.
 pub(super) fn restart_windows(shared: &Shared) {
     let mut p = lock(shared);
-    p.last = None;
+    p.last_person = None;
+    p.last_background = None;
     p.commands = Window::default();
     p.requests = Window::default();
     p.connections = Window::default();
@@ -209,10 +230,14 @@ pub(super) fn admit(
     if let Some(n) = burst {
         flood(shared, peer, n, "requests");
     }
-    let request = frame
+    let decoded = frame
         .map_err(|e| e.to_string())
-        .and_then(|f| decode_request(&f).map_err(|e| e.to_string()));
-    let pace = request.as_ref().map_or(Pace::Slowed, pace_of);
+        .and_then(|f| decode_request_in(&f).map_err(|e| e.to_string()));
+    let lane = decoded.as_ref().map_or(Lane::Person, |(_, l)| *l);
+    let request = decoded.map(|(r, _)| r);
+    let pace = request
+        .as_ref()
+        .map_or(Pace::Slowed, |r| pace_of(shared, r));
     if pace == Pace::Always {
         return match request {
             Ok(r) => Admission::Serve(r),
@@ -225,15 +250,19 @@ pub(super) fn admit(
         .unwrap_or_else(|p| p.into_inner())
         .step();
     let mut p = lock(shared);
+    let (last, interval) = match lane {
+        Lane::Person => (&mut p.last_person, SLOW_INTERVAL_S),
+        Lane::Background => (&mut p.last_background, SLOW_BACKGROUND_INTERVAL_S),
+    };
     if step >= Step::Slow
-        && let Some(last) = p.last
-        && now.saturating_sub(last) < SLOW_INTERVAL_S
+        && let Some(at) = *last
+        && now.saturating_sub(at) < interval
     {
         drop(p);
         let reason = format!(
-            "I'm slowed down (ladder step {}): one command a minute; try again in {} s",
-            step.name(),
-            SLOW_INTERVAL_S - now.saturating_sub(last)
+            "{} one command a minute. Send it again in {} seconds.",
+            aromba_warden_proto::SLOWED,
+            interval - now.saturating_sub(at)
         );
         let mut m = peer_fields(peer, Socket::Worker);
         let close = request.is_err();
@@ -252,7 +281,7 @@ pub(super) fn admit(
             close,
         };
     }
-    p.last = Some(now);
+    *last = Some(now);
     let too_many = if pace == Pace::Command {
         match p
             .commands

@@ -261,6 +261,16 @@ impl Warden {
         self.on(self.layout().worker_socket(), r)
     }
 
+    /// On the Worker socket, in the background's lane (the Worker's own
+    /// work: health, the schedule).
+    pub fn ask_in_background(&self, r: &Request) -> Response {
+        let mut s = UnixStream::connect(self.layout().worker_socket()).unwrap();
+        let frame =
+            aromba_warden_proto::encode_request_in(r, aromba_warden_proto::Lane::Background);
+        write_frame(&mut s, &frame, 1 << 16).unwrap();
+        decode_response(&read_frame(&mut s, MAX_RESPONSE).unwrap()).unwrap()
+    }
+
     /// On the control socket (a root terminal).
     pub fn control(&self, r: &Request) -> Response {
         self.on(self.layout().control_socket(), r)
@@ -448,8 +458,14 @@ pub fn signed_over(
         .unwrap()
         .into_unencrypted_secret_key()
         .unwrap();
-    let label = aromba_warden::approvals::label_of(button).unwrap_or(button);
-    let signed = message(server_id, &text_sha256(text), &a).unwrap_or_else(|| {
+    // "Was that you?" has buttons of its own.
+    let kind = if text.starts_with("Was that you?") {
+        "step-down"
+    } else {
+        ""
+    };
+    let label = aromba_warden::approvals::label_of(kind, button).unwrap_or(button);
+    let signed = message(server_id, &text_sha256(text), kind, &a).unwrap_or_else(|| {
         // A button the Warden never offered: sign what a relay would.
         format!(
             "aromba-approval-v2\nserver={server_id}\naction={action_id}\ntext_sha256={}\nbutton={button}\nlabel={label}\nchat={}\ntime={time}\n",
