@@ -82,7 +82,7 @@ pub fn update(options: UpdateOptions) -> ExitCode {
         Ok(k) => k,
         Err(e) => return fail(e),
     };
-    println!("looking at {url}");
+    out!("looking at {url}");
     // One deadline for the whole download, manifest to last tarball.
     let deadline = tokio::time::Instant::now() + download::DEADLINE;
     let offer = runtime.block_on(async {
@@ -106,7 +106,7 @@ pub fn update(options: UpdateOptions) -> ExitCode {
         .and_then(|v| aromba_release::Version::parse(v).ok())
         && version <= installed
     {
-        println!("Aromba {installed} is installed; {url} offers {version}: nothing to do.");
+        out!("Aromba {installed} is installed; {url} offers {version}: nothing to do.");
         return ExitCode::SUCCESS;
     }
     let dir = match fresh_folder() {
@@ -116,8 +116,8 @@ pub fn update(options: UpdateOptions) -> ExitCode {
     let _cleanup = Cleanup(dir.clone());
     // The commit the release key's signature names: which source this is.
     match offer.manifest.short_commit() {
-        Some(commit) => println!("downloading {version}, built from commit {commit}"),
-        None => println!("downloading {version} (its signature names no commit)"),
+        Some(commit) => out!("downloading {version}, built from commit {commit}"),
+        None => out!("downloading {version} (its signature names no commit)"),
     }
     let fetched = runtime.block_on(async {
         tokio::time::timeout_at(
@@ -140,10 +140,10 @@ fn install(root: Option<PathBuf>, dir: &Path) -> ExitCode {
     match crate::control(root, &request, "update") {
         Ok(Response::ReleaseInstalled { version, previous }) => {
             match previous {
-                Some(p) => println!(
+                Some(p) => out!(
                     "Aromba {version} is installed ({p} is kept to go back to); both services restart now."
                 ),
-                None => println!("Aromba {version} is installed; both services restart now."),
+                None => out!("Aromba {version} is installed; both services restart now."),
             }
             ExitCode::SUCCESS
         }
@@ -211,12 +211,12 @@ pub fn uninstall(root: Option<PathBuf>, purge: bool, yes: bool) -> ExitCode {
     match crate::control(root, &Request::Uninstall { purge }, "uninstall") {
         Ok(Response::Uninstalled { removed, kept }) => {
             for r in &removed {
-                println!("removed {r}");
+                out!("removed {r}");
             }
             for k in &kept {
-                println!("kept {k}");
+                out!("kept {k}");
             }
-            println!("Aromba is uninstalled.");
+            out!("Aromba is uninstalled.");
             if kept.iter().any(|k| k.starts_with("not removed")) {
                 ExitCode::from(1)
             } else {

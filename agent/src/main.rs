@@ -4,6 +4,8 @@
 
 #![forbid(unsafe_code)]
 
+#[macro_use]
+mod out;
 mod assistant;
 mod config;
 mod daemon;
@@ -341,11 +343,11 @@ fn pair_verb(options: pair::PairOptions) -> ExitCode {
     let read = |prompt: &str| read_secret_line(prompt).ok();
     match pair::pair(&options, read) {
         Ok(pair::Paired::Now) => {
-            println!("Paired. Your chat now reaches this server: send /help there.");
+            out!("Paired. Your chat now reaches this server: send /help there.");
             ExitCode::SUCCESS
         }
         Ok(pair::Paired::Already) => {
-            println!(
+            out!(
                 "This server is paired with a chat already. To pair it with another one, send /unpair in the chat it has, then run `aromba pair` again."
             );
             ExitCode::SUCCESS
@@ -403,7 +405,7 @@ fn prod_mode(root: Option<PathBuf>, state: OnOff) -> ExitCode {
             "prod mode is on: every chore is red and nothing is deleted",
         );
     }
-    println!("{}", aromba_warden_proto::PROD_MODE_OFF_CONSEQUENCES);
+    out!("{}", aromba_warden_proto::PROD_MODE_OFF_CONSEQUENCES);
     match read_secret_line("PIN: ") {
         Ok(pin) => noted(
             root,
@@ -422,7 +424,7 @@ fn prod_mode(root: Option<PathBuf>, state: OnOff) -> ExitCode {
 fn noted(root: Option<PathBuf>, request: &Request, verb: &str, done: &str) -> ExitCode {
     match control(root, request, verb) {
         Ok(Response::Noted { journal_seq }) => {
-            println!("{done} (journal seq {journal_seq})");
+            out!("{done} (journal seq {journal_seq})");
             ExitCode::SUCCESS
         }
         Ok(Response::Refused { reason, .. }) => {
@@ -441,9 +443,13 @@ fn chores(root: Option<PathBuf>) -> ExitCode {
     match control(root, &Request::Chores, "chores") {
         Ok(Response::Chores { chores }) => {
             for c in chores {
-                println!(
+                out!(
                     "{:<20} {:<7} {:<22} {:<7} {}",
-                    c.name, c.color, c.schedule, c.origin, c.last_receipt
+                    c.name,
+                    c.color,
+                    c.schedule,
+                    c.origin,
+                    c.last_receipt
                 );
             }
             ExitCode::SUCCESS
@@ -471,7 +477,7 @@ fn chore_run_like(root: Option<PathBuf>, request: &Request, verb: &str) -> ExitC
         }) => {
             let _ = std::io::stdout().write_all(printable(&stdout).as_bytes());
             let _ = std::io::stderr().write_all(printable(&stderr).as_bytes());
-            println!("receipt: {receipt}");
+            out!("receipt: {receipt}");
             if ok {
                 ExitCode::SUCCESS
             } else {
@@ -528,8 +534,8 @@ pub(crate) fn control(
 fn ladder_verb(root: Option<PathBuf>, request: Request, verb: &str) -> ExitCode {
     match control(root, &request, verb) {
         Ok(Response::Ladder { name, message, .. }) => {
-            println!("ladder: {name}");
-            println!("{message}");
+            out!("ladder: {name}");
+            out!("{message}");
             ExitCode::SUCCESS
         }
         Ok(other) => {
@@ -543,8 +549,8 @@ fn ladder_verb(root: Option<PathBuf>, request: Request, verb: &str) -> ExitCode 
 fn status(root: Option<PathBuf>) -> ExitCode {
     match control(root, &Request::Status, "status") {
         Ok(Response::Status(st)) => {
-            println!("warden: running");
-            println!(
+            out!("warden: running");
+            out!(
                 "ladder: {} (step {}){}",
                 st.ladder_name,
                 st.ladder_step,
@@ -554,15 +560,15 @@ fn status(root: Option<PathBuf>) -> ExitCode {
                     format!(" — {}", st.ladder_reason)
                 }
             );
-            println!("phase: {}", st.phase);
-            println!("isolation: {}", st.isolation);
-            println!("integrity: {}", st.integrity);
-            println!("journal: seq {}, head {}", st.journal_seq, st.journal_head);
-            println!("server: {}", st.server_id);
-            println!("paired: {}", if st.paired { "yes" } else { "no" });
-            println!("policy: sha256 {}", st.policy_sha256);
-            println!("prod mode: {}", st.prod_mode);
-            println!("pin: {}", if st.pin_set { "set" } else { "not set" });
+            out!("phase: {}", st.phase);
+            out!("isolation: {}", st.isolation);
+            out!("integrity: {}", st.integrity);
+            out!("journal: seq {}, head {}", st.journal_seq, st.journal_head);
+            out!("server: {}", st.server_id);
+            out!("paired: {}", if st.paired { "yes" } else { "no" });
+            out!("policy: sha256 {}", st.policy_sha256);
+            out!("prod mode: {}", st.prod_mode);
+            out!("pin: {}", if st.pin_set { "set" } else { "not set" });
             ExitCode::SUCCESS
         }
         Ok(other) => {

@@ -219,7 +219,7 @@ fn owner_for(
             && !uids.is_empty()
             && uids != [uid]
         {
-            println!(
+            out!(
                 "network.toml names {owner} as the owner of the {what} at {base}, but {} listens there now: the Worker will not connect to it until they agree.",
                 list(&passwd, &uids)
             );
@@ -232,27 +232,27 @@ fn owner_for(
     }
     match listening(addresses).as_deref() {
         Ok([uid]) => {
-            println!(
+            out!(
                 "The {what} at {base} is served by {}: network.toml records it as its owner, and the Worker speaks to it (without TLS) only while that uid serves it. If that is not the service you meant, change `owner` under its [[host]] there and run `aromba pair` again.",
                 who(&passwd, *uid)
             );
             Some(passwd_name(&passwd, *uid).map_or(Owner::Uid(*uid), |n| Owner::Name(n.into())))
         }
         Ok([]) => {
-            println!(
+            out!(
                 "Nothing listens at {base} now, so who serves the {what} is not known: the Worker will not use it until network.toml names its owner (`owner = \"ollama\"`, a user or a uid, under its [[host]]), or `aromba pair` runs again while it listens."
             );
             None
         }
         Ok(uids) => {
-            println!(
+            out!(
                 "Several uids listen at {base} ({}): none is recorded as the {what}'s owner. Name the right one in network.toml (`owner = …` under its [[host]]).",
                 list(&passwd, uids)
             );
             None
         }
         Err(e) => {
-            println!(
+            out!(
                 "Who serves the {what} at {base} cannot be read ({e}): name its owner in network.toml (`owner = …` under its [[host]])."
             );
             None
@@ -383,7 +383,7 @@ fn copied_ca(paths: &Paths, given: &Path) -> Result<PathBuf, PairError> {
     let text = read_ca(given).map_err(PairError::Setup)?;
     store_of(&text, given).map_err(PairError::Setup)?;
     write_file(&target, &text, 0o644, (0, 0))?;
-    println!(
+    out!(
         "The relay's CA is copied to {} (the Worker reads it there, whatever happens to {}).",
         target.display(),
         given.display()
@@ -416,22 +416,22 @@ fn plain_link(link: &str) -> bool {
 
 /// Prints the link and its QR code.
 fn show_code(code: &str, link: &str, expires_at: i64) {
-    println!();
-    println!("Open this link on your phone to pair this server with your Telegram chat:");
-    println!();
-    println!("  {link}");
-    println!();
+    out!();
+    out!("Open this link on your phone to pair this server with your Telegram chat:");
+    out!();
+    out!("  {link}");
+    out!();
     if let Ok(qr) = qrcode::QrCode::new(link.as_bytes()) {
         let picture = qr
             .render::<qrcode::render::unicode::Dense1x2>()
             .quiet_zone(true)
             .build();
-        println!("{picture}");
+        out!("{picture}");
     }
     let minutes = (expires_at / 1000 - now_s()).max(0) / 60;
-    println!("Or send the bot: /start {code}   (valid for {minutes} more minutes, once)");
-    println!();
-    println!("Waiting for the chat…");
+    out!("Or send the bot: /start {code}   (valid for {minutes} more minutes, once)");
+    out!();
+    out!("Waiting for the chat…");
 }
 
 fn now_s() -> i64 {
@@ -482,7 +482,7 @@ async fn pair_async(
     })?;
     let worker = account(&options.worker_user)?;
     if !status.pin_set {
-        println!("Choose a PIN. Turning prod mode off will ask for it, in the chat.");
+        out!("Choose a PIN. Turning prod mode off will ask for it, in the chat.");
         let first =
             read_pin("new PIN: ").ok_or_else(|| PairError::Setup("no PIN was given".into()))?;
         let again = read_pin("the PIN again: ")
@@ -493,7 +493,7 @@ async fn pair_async(
             ));
         }
         warden(paths, &Request::SetPin { pin: first }).await?;
-        println!("The PIN is set.");
+        out!("The PIN is set.");
     }
     // The relay and its CA are root's to choose: from this command line,
     // else from root's own record in `network.toml`. `relay.toml` is the
@@ -609,9 +609,9 @@ async fn pair_async(
     )
     .await?
     {
-        Registered::New => println!("This server is registered with the relay."),
+        Registered::New => out!("This server is registered with the relay."),
         Registered::Unchanged => {}
-        Registered::Duplicate => println!(
+        Registered::Duplicate => out!(
             "The relay knows this server's id from another machine or boot: the chat will ask you which it is."
         ),
     }

@@ -17,7 +17,7 @@ mod support;
 use aromba_botfake::page::Person;
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
-use paired::{CHAT, Setup, paired_with, write_mine};
+use paired::{CHAT, Paired, Setup, paired, paired_with, write_mine};
 use serde_json::json;
 use sqlx::PgPool;
 use std::path::{Path, PathBuf};
@@ -41,7 +41,11 @@ impl Driver {
                 "{path} is missing: install Debian's {package} (scripts/test does)"
             );
         }
-        let dir = std::env::temp_dir().join(format!("aromba-browser-{}", std::process::id()));
+        // One folder (and pid file) per driver: the tests of this file run
+        // side by side in one process.
+        static DRIVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = DRIVERS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("aromba-browser-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("the driver's folder");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -216,6 +220,40 @@ async fn answered(message: &Element, outcome: &str) {
     );
 }
 
+/// The chat page of `p`'s chat, served by the fake and opened in a new
+/// browser.
+async fn open_page(p: &Paired, driver: &Driver) -> Client {
+    let page = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("the page's port");
+    let key = "browser-test-page-key-0123456789".to_string();
+    let person = Person {
+        chat: CHAT,
+        name: "Sam".into(),
+        key: key.clone(),
+    };
+    let page = p
+        .bot
+        .fake
+        .clone()
+        .serve_page(page, person)
+        .expect("the page");
+    let c = driver.browser().await;
+    c.goto(&format!("http://{page}/{key}/"))
+        .await
+        .expect("the page opens");
+    assert_eq!(c.title().await.expect("a title"), "Aromba — chat");
+    c
+}
+
+/// Keeps a screenshot of the page as `name` under `target/tmp/browser/`.
+async fn screenshot(c: &Client, name: &str) {
+    let shot = c.screenshot().await.expect("a screenshot");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&dir).expect("the artefacts' folder");
+    std::fs::write(dir.join(name), &shot).expect("the screenshot");
+}
+
 fn cache_files(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .expect("the cache folder")
@@ -255,26 +293,7 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
         write_mine(w, "tidy-cache", &script)
     })
     .await;
-    let page = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("the page's port");
-    let key = "browser-test-page-key-0123456789".to_string();
-    let person = Person {
-        chat: CHAT,
-        name: "Sam".into(),
-        key: key.clone(),
-    };
-    let page = p
-        .bot
-        .fake
-        .clone()
-        .serve_page(page, person)
-        .expect("the page");
-    let c = driver.browser().await;
-    c.goto(&format!("http://{page}/{key}/"))
-        .await
-        .expect("the page opens");
-    assert_eq!(c.title().await.expect("a title"), "Aromba — chat");
+    let c = open_page(&p, &driver).await;
 
     // The conversation so far: pairing's welcome, shown as it was sent.
     message(&c, 0, |t| t.starts_with("Paired.")).await;
@@ -370,10 +389,7 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
         "undone"
     );
     answered(&receipt, "Undone ✓ (see below).").await;
-    let shot = c.screenshot().await.expect("a screenshot");
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser");
-    std::fs::create_dir_all(&dir).expect("the artefacts' folder");
-    std::fs::write(dir.join("chat-page.png"), &shot).expect("the screenshot");
+    screenshot(&c, "chat-page.png").await;
 
     // The PIN prompt: the field masks the PIN, and the bot's deletion
     // takes the PIN's message off the page.
@@ -419,4 +435,92 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
 
     c.close().await.expect("the browser closes");
     let _ = std::fs::remove_dir_all(&cache);
+}
+
+/// Slow mode in the browser: a stray command moves the ladder to Slow, the
+/// chat asks "Was that you?" with Yes and No, and Yes brings Aromba back
+/// to normal, said under the question and in the chat.
+#[sqlx::test(migrations = false)]
+async fn slow_mode_in_chromium_asks_was_that_you_and_yes_brings_it_back(db: PgPool) {
+    let driver = Driver::start().await;
+    let p = paired(db, "browser-slow").await;
+    let c = open_page(&p, &driver).await;
+    message(&c, 0, |t| t.starts_with("Paired.")).await;
+    let before = bot_messages(&c).await.len();
+    p.warden.ask(&["rm", "-rf", "/"]);
+    let question = message(&c, before, |t| t.starts_with("Was that you?")).await;
+    let text = text_of(&question).await;
+    assert!(text.contains("What I saw:"), "{text}");
+    assert!(text.contains("aromba resume"), "{text}");
+    screenshot(&c, "was-that-you.png").await;
+    let before = tap(&c, &question, "Yes, it was me").await;
+    toast(&c, "Sent to your server.").await;
+    answered(&question, "You said it was you ✓ — back to normal.").await;
+    message(&c, before, |t| t.starts_with("Back to normal.")).await;
+    let status = support::text(&p.warden.aromba_as("root", &["status"]).stdout);
+    assert!(status.contains("ladder: normal"), "{status}");
+    c.close().await.expect("the browser closes");
+}
+
+/// `/panic` in the browser: the person's own words come back ("You stopped
+/// Aromba", with the way back), and reads still answer afterwards.
+#[sqlx::test(migrations = false)]
+async fn panic_in_chromium_says_you_stopped_aromba_and_reads_still_answer(db: PgPool) {
+    let driver = Driver::start().await;
+    let p = paired(db, "browser-panic").await;
+    let c = open_page(&p, &driver).await;
+    message(&c, 0, |t| t.starts_with("Paired.")).await;
+    let before = type_and_send(&c, "/panic").await;
+    let stopped =
+        text_of(&message(&c, before, |t| t.starts_with("You stopped Aromba.")).await).await;
+    assert!(stopped.contains("sudo aromba resume"), "{stopped}");
+    let before = type_and_send(&c, "/status").await;
+    message(&c, before, |t| t.starts_with("Server status")).await;
+    screenshot(&c, "panic.png").await;
+    c.close().await.expect("the browser closes");
+}
+
+/// The page on a 375-pixel phone: nothing runs off the side (the Send
+/// button stays on screen, a wide status table scrolls inside its
+/// message), and every message shows the time it was sent.
+#[sqlx::test(migrations = false)]
+async fn the_chat_page_fits_a_375_pixel_phone_and_shows_each_messages_time(db: PgPool) {
+    let driver = Driver::start().await;
+    let p = paired(db, "browser-phone").await;
+    let c = open_page(&p, &driver).await;
+    c.set_window_size(375, 740).await.expect("a phone's width");
+    message(&c, 0, |t| t.starts_with("Paired.")).await;
+    let before = type_and_send(&c, "/status").await;
+    let status = message(&c, before, |t| t.starts_with("Server status")).await;
+    let fits = c
+        .execute(
+            "const send = document.getElementById('send').getBoundingClientRect();
+             return [window.innerWidth, document.documentElement.scrollWidth, Math.ceil(send.right)];",
+            vec![],
+        )
+        .await
+        .expect("the page's measures");
+    let [inner, scroll, send] = [0, 1, 2].map(|i| fits[i].as_i64().expect("a number"));
+    assert!(inner <= 375, "the window is {inner} px wide");
+    assert!(
+        scroll <= inner,
+        "the page is {scroll} px wide on a {inner} px screen"
+    );
+    assert!(
+        send <= inner,
+        "Send ends at {send} px on a {inner} px screen"
+    );
+    let time = status
+        .find(Locator::Css(".meta time"))
+        .await
+        .expect("a time on the message")
+        .text()
+        .await
+        .expect("its text");
+    assert!(
+        time.len() >= 4 && time.contains(':'),
+        "the message's time reads {time:?}"
+    );
+    screenshot(&c, "phone.png").await;
+    c.close().await.expect("the browser closes");
 }

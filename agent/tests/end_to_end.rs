@@ -42,7 +42,7 @@ async fn pairing_pins_the_relay_key_and_sets_the_chat_menu(db: PgPool) {
         .get(&format!("chat:{CHAT}"))
         .cloned();
     let menu = menu.expect("setMyCommands for the chat");
-    for command in ["status", "disk", "trust", "panic", "unpair"] {
+    for command in ["status", "disk", "trust", "panic", "ai", "unpair"] {
         assert!(
             menu.iter().any(|(c, _)| c == command),
             "{command} in {menu:?}"

@@ -75,10 +75,12 @@ async fn at_slow_the_chat_asks_was_that_you_and_yes_brings_it_back(db: PgPool) {
     );
     assert!(question.text.contains("aromba resume"), "{}", question.text);
 
-    // The person's command within the minute the stray one took: told
-    // exactly when, in plain words.
+    // `/trust` answers at once: the Warden's state is read at any pace.
+    p.ask("/trust", |t| t.starts_with("Ladder: slow")).await;
+    // A command within the minute the stray one took: told exactly when,
+    // in plain words.
     let paced = p
-        .ask("/trust", |t| {
+        .ask("/status", |t| {
             t.starts_with("I'm slowed down after unusual activity")
         })
         .await;
@@ -93,7 +95,7 @@ async fn at_slow_the_chat_asks_was_that_you_and_yes_brings_it_back(db: PgPool) {
     // The wait it gave is the one it keeps: then it is answered, though the
     // Worker's own background work ran meanwhile.
     CLOCK.advance(seconds);
-    p.ask("/trust", |t| t.starts_with("Ladder: slow")).await;
+    p.ask("/status", |t| t.starts_with("Server status")).await;
 
     // Yes: back to normal, at once, and said.
     let before = p.bot.fake.sent_to(CHAT).len();

@@ -319,6 +319,7 @@ fn send_message(fake: &Fake, params: &Map<String, Value>) -> Response {
         edited: false,
         deleted: false,
         previews_off,
+        at: crate::state::unix_now(),
     };
     state.sent.push(sent.clone());
     drop(state);

@@ -202,6 +202,7 @@ impl Fake {
                 chat_id: chat,
                 message_id,
                 text: text.to_string(),
+                at: state::unix_now(),
             });
             message_id
         };

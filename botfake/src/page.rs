@@ -286,6 +286,7 @@ fn snapshot(page: &Page) -> Value {
                 "monospace": m.monospace,
                 "buttons": buttons,
                 "edited": m.edited,
+                "at": m.at,
             }),
         ));
     }
@@ -296,7 +297,7 @@ fn snapshot(page: &Page) -> Value {
     {
         messages.push((
             m.message_id,
-            json!({ "id": m.message_id, "from": "person", "text": m.text }),
+            json!({ "id": m.message_id, "from": "person", "text": m.text, "at": m.at }),
         ));
     }
     messages.sort_by_key(|(id, _)| *id);

@@ -23,6 +23,15 @@ pub struct Sent {
     /// Whether the message was sent (and last edited) with link previews
     /// off (`link_preview_options.is_disabled`).
     pub previews_off: bool,
+    /// When it was sent (Unix seconds), as Telegram's `date`.
+    pub at: u64,
+}
+
+/// The time now, in Unix seconds, as the fake stamps messages.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// One message the person wrote (through the chat page or a test).
@@ -31,6 +40,8 @@ pub struct Said {
     pub chat_id: i64,
     pub message_id: i64,
     pub text: String,
+    /// When it was written (Unix seconds).
+    pub at: u64,
 }
 
 /// A tap on a button: the callback query, and how the bot answered it

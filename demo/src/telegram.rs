@@ -17,8 +17,10 @@ pub async fn serve(
     chat: i64,
     name: &str,
 ) -> Result<(), String> {
+    // Colour codes only on a terminal: the demo writes this to a log file.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let token = std::env::var(TOKEN_ENV).map_err(|_| format!("{TOKEN_ENV} is not set"))?;
     let plausible = token.split_once(':').is_some_and(|(id, secret)| {

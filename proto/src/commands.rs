@@ -13,6 +13,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("trust", "What I may do here, and my journal"),
     ("digest", "A daily summary at a time you pick"),
     ("prodmode", "Prod mode, and turning it off"),
+    ("ai", "The assistant's daily token budget"),
     ("panic", "Stop me now"),
     ("help", "What I can do"),
 ];

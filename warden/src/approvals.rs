@@ -87,10 +87,12 @@ pub enum Action {
         version: String,
         manifest_sha256: String,
     },
-    /// "Was that you?": the person says the ladder's move to Slow or
-    /// Freeze (at `step`, for `reason`) was their own doing, and it steps
-    /// back to normal. Cut and Disarm are never stepped down this way.
+    /// "Was that you?": the person says the ladder's move `event` to Slow
+    /// or Freeze (at `step`, for `reason`) was their own doing, and it
+    /// steps back to normal. Cut and Disarm are never stepped down this
+    /// way.
     StepDown {
+        event: u64,
         step: u64,
         reason: String,
     },
@@ -144,8 +146,13 @@ impl Action {
                     Value::from(manifest_sha256.as_str()),
                 );
             }
-            Action::StepDown { step, reason } => {
+            Action::StepDown {
+                event,
+                step,
+                reason,
+            } => {
                 m.insert("kind".into(), Value::from(STEP_DOWN));
+                m.insert("event".into(), Value::from(*event));
                 m.insert("step".into(), Value::from(*step));
                 m.insert("reason".into(), Value::from(reason.as_str()));
             }
@@ -185,6 +192,7 @@ impl Action {
                 manifest_sha256: s("manifest_sha256")?,
             }),
             STEP_DOWN => Ok(Action::StepDown {
+                event: n("event")?,
                 step: n("step")?,
                 reason: s("reason")?,
             }),
@@ -247,19 +255,34 @@ pub fn is_step_down(layout: &Layout, action_id: &str) -> bool {
             .is_ok_and(|b| kind_of(&b) == STEP_DOWN)
 }
 
-/// Withdraws every step down still waiting for a tap: one "Was that you?"
-/// is live at a time, the latest.
-pub fn withdraw_step_downs(layout: &Layout) {
+/// The step downs still waiting for a tap.
+fn open_step_downs(layout: &Layout) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(actions_dir(layout)) else {
-        return;
+        return Vec::new();
     };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_some_and(|e| e == "json")
-            && std::fs::read(&path).is_ok_and(|b| kind_of(&b) == STEP_DOWN)
-        {
-            let _ = std::fs::remove_file(&path);
-        }
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|path| {
+            path.extension().is_some_and(|e| e == "json")
+                && std::fs::read(path).is_ok_and(|b| kind_of(&b) == STEP_DOWN)
+        })
+        .collect()
+}
+
+/// Whether a "Was that you?" waits for a tap (one is asked per move).
+pub fn step_down_open(layout: &Layout) -> bool {
+    !open_step_downs(layout).is_empty()
+}
+
+/// Withdraws every step down still waiting for a tap (at every ladder
+/// move: a question is about one move). Withdrawn as spent, not deleted:
+/// the person's late tap on its buttons is then "already answered", not
+/// an action this Warden never issued (found by the attack round: it
+/// climbed the ladder).
+pub fn withdraw_step_downs(layout: &Layout) {
+    for path in open_step_downs(layout) {
+        let _ = std::fs::rename(&path, path.with_extension("spent"));
     }
 }
 
@@ -291,7 +314,11 @@ pub enum Facts<'a> {
     /// Turning prod mode off needs nothing else.
     Nothing,
     /// The ladder as it stands: its step and why it is there.
-    Ladder { step: u64, reason: &'a str },
+    Ladder {
+        event: u64,
+        step: u64,
+        reason: &'a str,
+    },
     /// The release an install is about, as verified in the download, and
     /// the one installed now.
     Release {
@@ -408,12 +435,17 @@ pub fn render(action: &Action, facts: &Facts<'_>) -> Result<String, String> {
             )
         }
         (
-            Action::StepDown { step, reason },
+            Action::StepDown {
+                event,
+                step,
+                reason,
+            },
             Facts::Ladder {
+                event: last,
                 step: now,
                 reason: why,
             },
-        ) if step == now && reason == why => step_down_text(*step, reason)?,
+        ) if event == last && step == now && reason == why => step_down_text(*step, reason)?,
         (Action::ProdModeOff, Facts::Nothing) => format!(
             "Turn prod mode off?\n{}",
             aromba_warden_proto::PROD_MODE_OFF_CONSEQUENCES
@@ -905,10 +937,12 @@ mod tests {
     fn was_that_you_names_what_was_seen_in_plain_words() {
         let text = render(
             &Action::StepDown {
+                event: 4,
                 step: 1,
                 reason: "61 commands in 10 minutes".into(),
             },
             &Facts::Ladder {
+                event: 4,
                 step: 1,
                 reason: "61 commands in 10 minutes",
             },
@@ -923,10 +957,12 @@ mod tests {
         assert!(
             render(
                 &Action::StepDown {
+                    event: 4,
                     step: 1,
                     reason: "61 commands in 10 minutes".into(),
                 },
                 &Facts::Ladder {
+                    event: 4,
                     step: 1,
                     reason: "honeypot /root/.aws was opened",
                 },
@@ -937,10 +973,12 @@ mod tests {
         assert!(
             render(
                 &Action::StepDown {
+                    event: 4,
                     step: 3,
                     reason: "x".into(),
                 },
                 &Facts::Ladder {
+                    event: 4,
                     step: 3,
                     reason: "x"
                 },

@@ -549,6 +549,12 @@ impl Ladder {
         self.move_to(Step::Normal, "aromba resume from a root terminal".into())
     }
 
+    /// The id of the ladder's last move (0 before any): a "Was that you?"
+    /// is about one move.
+    pub fn last_event_id(&self) -> u64 {
+        self.state.next_event.saturating_sub(1)
+    }
+
     /// "Yes, it was me": the person's verified tap on "Was that you?"
     /// brings Slow or Freeze back to normal; Cut and Disarm stay.
     pub fn step_down_by_person(&mut self) -> Result<Option<Event>, LadderError> {

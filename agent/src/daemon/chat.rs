@@ -24,6 +24,7 @@ pub const HELP: &str = "What I can do:\n\
 /ai budget N: a daily token budget for the assistant (with an AI key, ask me anything)\n\
 /prodmode off: turn prod mode off (asks for your PIN)\n\
 /panic: stop me now (reads only, until root runs `aromba resume` on the server)\n\
+/unpair: unpair this chat from the server (I ask first)\n\
 /help: this list";
 
 /// The commands that reach the ladder: handled by [`ladder`] on a path of
@@ -35,6 +36,9 @@ pub const LADDER_COMMANDS: [&str; 2] = ["panic", "trust"];
 pub fn is_ladder_command(text: &str) -> bool {
     command(text).is_some_and(|(name, _)| LADDER_COMMANDS.contains(&name.as_str()))
 }
+
+/// What `/ai` says where no assistant is set up.
+pub const NO_AI_KEY: &str = "There is no assistant here: no AI key is set up, so there is no budget to show. To add one, root names a model in /etc/aromba/worker/network.toml, puts its key in /etc/aromba/worker/secrets.toml and runs `sudo aromba pair` again (the README's \"Ask your server\" says how). My commands work without it: /help lists them.";
 
 /// Said once when the chat sends more than the Worker answers in a while.
 pub const TOO_MANY: &str = "Too many messages at once: I skipped some of them. Send yours again in a minute. /panic always works.";
@@ -280,6 +284,7 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
         // the Warden's count.
         "chores" | "prodmode" | "run" if !daemon.take_read() => daemon.busy().into(),
         "chores" => chores(daemon).await.into(),
+        "ai" if daemon.assistant.is_none() => NO_AI_KEY.to_string().into(),
         "ai" => super::ask::budget(daemon, &args).into(),
         "prodmode" => {
             prod_mode(daemon, args.first().map(String::as_str)).await;
@@ -388,7 +393,7 @@ async fn logs(daemon: &Daemon, unit: Option<&str>, all: bool) -> String {
     )
     .await
     {
-        Ok(out) if out.trim().is_empty() => format!("{unit} has no log lines."),
+        Ok(out) if out.trim().is_empty() => no_log_lines(daemon, unit).await,
         Ok(out) if all => format!("The last lines of {unit}:\n{}", out.trim_end()),
         Ok(out) => format!(
             "The last lines of {unit}:\n{}{}",
@@ -399,7 +404,35 @@ async fn logs(daemon: &Daemon, unit: Option<&str>, all: bool) -> String {
                 String::new()
             }
         ),
+        Err(e) if crate::health::no_systemd(&e) => NO_JOURNAL.to_string(),
         Err(e) => e,
+    }
+}
+
+/// What `/logs` says on a server without systemd's journal.
+pub const NO_JOURNAL: &str =
+    "This server does not run systemd, so there is no journal of its services' log lines to show.";
+
+/// Why a service's log is empty: there is no such service here, or it has
+/// written nothing (yet).
+async fn no_log_lines(daemon: &Daemon, unit: &str) -> String {
+    match read(
+        daemon,
+        "systemctl",
+        &["status", "--no-pager", "--lines", "0", unit],
+    )
+    .await
+    {
+        Err(e) if e.contains("could not be found") => {
+            format!(
+                "There is no service called {unit} here. /services all lists the ones there are."
+            )
+        }
+        Err(e) if crate::health::no_systemd(&e) => NO_JOURNAL.to_string(),
+        Ok(_) => format!("{unit} has written no log lines that the journal still keeps."),
+        Err(e) => format!(
+            "The journal has no lines of {unit}, and I could not tell whether there is such a service here: {e}"
+        ),
     }
 }
 
@@ -823,10 +856,11 @@ async fn approve(
                 .await;
         }
         // "No, stop Aromba": the person says the unusual activity was not
-        // theirs, so Aromba stops (the chat's `/panic`).
-        Ok(Response::Refused { reason, .. })
-            if !approving && was_that_you && reason.starts_with(aromba_warden_proto::DECLINED) =>
-        {
+        // theirs, so Aromba stops (the chat's `/panic`, which needs no
+        // signature) — whatever the Warden made of the tap: a question a
+        // later move withdrew is still the person's no (found by the
+        // attack round).
+        _ if !approving && was_that_you => {
             let stopped = panic(daemon).await;
             daemon.say(stopped, vec![]).await;
         }

@@ -6,27 +6,39 @@ use crate::daemon::chat::Reply;
 use aromba_health::{Alerts, Thresholds, render};
 
 pub async fn answer(daemon: &Daemon, name: &str, args: &[String]) -> Reply {
+    if name == "digest" {
+        return digest(daemon, args.first().map(String::as_str))
+            .await
+            .into();
+    }
+    // No health set now (the budget, Slow's minute): why, and when to ask
+    // again, rather than a table of "unknown".
+    let (snapshot, unread) = match super::collect_or_why(daemon).await {
+        Ok(x) => x,
+        Err(why) => return why.into(),
+    };
     let reply = match name {
-        "status" => render::status(&collect(daemon).await),
-        "disk" => match collect(daemon).await.space {
+        "status" => render::status(&snapshot),
+        "disk" => match snapshot.space {
             Some(space) => render::disk(&space),
-            None => return "I could not read the disks' space.".to_string().into(),
+            None => return cannot("the disks' space", unread.why("df_space")).into(),
         },
-        "services" => match collect(daemon).await.failed_units {
+        "services" => match snapshot.failed_units {
             Some(units) if all(args) => render::services_all(&units),
             Some(units) => render::services(&units),
-            None => return "I could not read the services' state.".to_string().into(),
+            None => match unread.why("failed_units") {
+                Some(why) if super::no_systemd(why) => return NO_SYSTEMD.to_string().into(),
+                why => return cannot("the services' state", why).into(),
+            },
         },
-        "updates" => match collect(daemon).await.updates {
+        "updates" => match snapshot.updates {
             Some(ups) if all(args) => render::updates_all(&ups),
             Some(ups) => render::updates(&ups),
-            None => return "I could not read the pending updates.".to_string().into(),
+            None => match unread.why("updates") {
+                Some(why) if super::not_installed(why) => return NO_APT.to_string().into(),
+                why => return cannot("the pending updates", why).into(),
+            },
         },
-        "digest" => {
-            return digest(daemon, args.first().map(String::as_str))
-                .await
-                .into();
-        }
         _ => return format!("I don't know /{name}.").into(),
     };
     let (text, monospace) = compose(&reply);
@@ -34,6 +46,20 @@ pub async fn answer(daemon: &Daemon, name: &str, args: &[String]) -> Reply {
         text,
         buttons: vec![],
         monospace,
+    }
+}
+
+/// What `/services` says on a server without systemd.
+pub const NO_SYSTEMD: &str = "This server does not run systemd, so I cannot list its services.";
+/// What `/updates` says on a server without apt.
+pub const NO_APT: &str =
+    "This server has no apt (it is not a Debian or Ubuntu system), so I cannot list its updates.";
+
+/// "I could not read WHAT", with the reason when there is one.
+fn cannot(what: &str, why: Option<&str>) -> String {
+    match why {
+        Some(why) => format!("I could not read {what}: {why}."),
+        None => format!("I could not read {what}: the Warden's answer left it out."),
     }
 }
 

@@ -27,22 +27,29 @@ const EVERY: Duration = Duration::from_secs(60);
 /// read that failed leaves its part of the snapshot empty, which neither
 /// raises nor clears an alert.
 pub async fn collect(daemon: &Daemon) -> Snapshot {
+    match collect_or_why(daemon).await {
+        Ok((s, _)) => s,
+        Err(why) => {
+            tracing::info!(why = %why, "this minute's health waits");
+            Snapshot::empty(jiff::Timestamp::now().as_second().max(0) as u64)
+        }
+    }
+}
+
+/// The health set, or the one sentence saying why there is none now (the
+/// budget spent, the Warden holding the Worker back at Slow with the
+/// seconds to wait, the Warden not there): the chat says it rather than a
+/// table of "unknown".
+pub async fn collect_or_why(daemon: &Daemon) -> Result<(Snapshot, Unread), String> {
     let at = jiff::Timestamp::now().as_second().max(0) as u64;
     let mut s = Snapshot::empty(at);
     if !daemon.take_read() {
-        tracing::info!("the read budget is spent; this minute's health waits");
-        return s;
+        return Err(daemon.busy());
     }
     let reads = match warden_client::ask(&daemon.worker_socket(), &Request::Health).await {
         Ok(Response::Health { reads }) => reads,
-        Ok(other) => {
-            tracing::warn!(answer = ?other, "the Warden did not give the health reads");
-            return s;
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "the health reads could not be asked for");
-            return s;
-        }
+        Ok(other) => return Err(crate::daemon::chat::odd(&other)),
+        Err(e) => return Err(format!("I could not ask the Warden: {e}")),
     };
     let output = |name: &str| -> Option<String> {
         reads
@@ -53,6 +60,12 @@ pub async fn collect(daemon: &Daemon) -> Snapshot {
                 _ => None,
             })
     };
+    let unread = Unread(
+        reads
+            .iter()
+            .filter_map(|(name, r)| why_not(r).map(|why| (name.clone(), why)))
+            .collect(),
+    );
     s.load = output("loadavg").and_then(|t| parse_loadavg(&t).ok());
     s.cpus = output("nproc").and_then(|t| parse_nproc(&t).ok());
     s.memory = output("meminfo").and_then(|t| parse_meminfo(&t).ok());
@@ -70,7 +83,54 @@ pub async fn collect(daemon: &Daemon) -> Snapshot {
     } else {
         parse_reboot_required(flag.as_deref(), output("reboot_required_pkgs").as_deref()).ok()
     };
-    s
+    Ok((s, unread))
+}
+
+/// Why each read of the health set that gave nothing gave nothing, by the
+/// read's name, in the Warden's words.
+#[derive(Debug, Default)]
+pub struct Unread(Vec<(String, String)>);
+
+impl Unread {
+    /// Why `name` was not read, when it was not.
+    pub fn why(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, w)| w.as_str())
+    }
+}
+
+/// Why a read's answer holds nothing to parse; `None` for a good one.
+fn why_not(r: &Response) -> Option<String> {
+    match r {
+        Response::Result(r) if r.exit_code == Some(0) => None,
+        Response::Result(r) => Some(
+            printable(&r.stderr)
+                .lines()
+                .next()
+                .filter(|l| !l.trim().is_empty())
+                .map_or_else(
+                    || format!("it ended with code {}", r.exit_code.unwrap_or(-1)),
+                    str::to_string,
+                ),
+        ),
+        Response::Refused { reason, .. } => Some(reason.clone()),
+        Response::Error { message } => Some(message.clone()),
+        _ => Some("the Warden gave an answer I did not expect".into()),
+    }
+}
+
+/// Whether `why` says the program is not on this server (the Warden's
+/// words for a command with none of its binaries here).
+pub fn not_installed(why: &str) -> bool {
+    why.contains("is not installed here")
+}
+
+/// Whether `why` says systemd is not what runs this server (a container,
+/// a system with another init): systemctl is there, but has nothing to ask.
+pub fn no_systemd(why: &str) -> bool {
+    not_installed(why) || why.contains("not been booted with systemd")
 }
 
 /// The person's digest time, kept in the Worker's home.

@@ -111,7 +111,7 @@
   }
 
   function renderMessage(message) {
-    const signature = JSON.stringify([message.text, message.monospace, message.buttons, message.edited]);
+    const signature = JSON.stringify([message.text, message.monospace, message.buttons, message.edited, message.at]);
     const known = shown.get(message.id);
     if (known && known.signature === signature) return known.element;
     const element = known ? known.element : document.createElement("article");
@@ -126,12 +126,18 @@
     text.className = "text";
     renderText(text, message.text, message.monospace);
     element.append(text);
-    if (message.edited) {
-      const meta = document.createElement("span");
-      meta.className = "meta";
-      meta.textContent = "edited";
-      element.append(meta);
+    // When it was sent, in this browser's time, as Telegram shows it.
+    const meta = document.createElement("span");
+    meta.className = "meta";
+    const time = document.createElement("time");
+    if (message.at) {
+      const at = new Date(message.at * 1000);
+      time.dateTime = at.toISOString();
+      time.textContent = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
     }
+    meta.append(time);
+    if (message.edited) meta.append(" · edited");
+    element.append(meta);
     if (message.buttons && message.buttons.length > 0) {
       element.append(renderKeyboard(message, message.buttons));
       if (hadFocus !== null) {

@@ -55,6 +55,8 @@ pub(super) fn after_move(shared: &Shared, moved: Result<Option<Event>, LadderErr
         m.insert("unsaved".into(), Value::from(why));
     }
     journal(shared, "ladder-move", m);
+    // A "Was that you?" is about one move: every move withdraws the last.
+    crate::approvals::withdraw_step_downs(&shared.options.layout);
     if event.to < event.from {
         super::pace::restart_windows(shared);
     }

@@ -187,6 +187,7 @@ enum Subject {
     Nothing,
     /// The ladder as it stands.
     Ladder {
+        event: u64,
         step: u64,
         reason: String,
     },
@@ -205,7 +206,12 @@ impl Subject {
             Subject::Chore(c) => Facts::Chore(c),
             Subject::Snapshot(m) => Facts::Snapshot(m),
             Subject::Nothing => Facts::Nothing,
-            Subject::Ladder { step, reason } => Facts::Ladder {
+            Subject::Ladder {
+                event,
+                step,
+                reason,
+            } => Facts::Ladder {
+                event: *event,
                 step: *step,
                 reason,
             },
@@ -239,6 +245,7 @@ fn subject_of(shared: &Shared, action: &Action) -> Result<Subject, String> {
         Action::StepDown { .. } => {
             let l = shared.ladder.lock().unwrap_or_else(|p| p.into_inner());
             Ok(Subject::Ladder {
+                event: l.last_event_id(),
                 step: l.step() as u64,
                 reason: l.reason().to_string(),
             })
@@ -306,9 +313,9 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
             Action::ProdModeOff
         }
         Proposal::StepDown => {
-            let (step, reason) = {
+            let (event, step, reason) = {
                 let l = shared.ladder.lock().unwrap_or_else(|p| p.into_inner());
-                (l.step(), l.reason().to_string())
+                (l.last_event_id(), l.step(), l.reason().to_string())
             };
             if !matches!(step, Step::Slow | Step::Freeze) {
                 return refuse(format!(
@@ -316,9 +323,14 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
                     step.name()
                 ));
             }
-            // One "Was that you?" is live at a time: the latest.
-            approvals::withdraw_step_downs(layout);
+            // One "Was that you?" per move (every move withdraws the last):
+            // asked again, it is refused before any journal line, so a
+            // flood of asks writes nothing (found by the attack round).
+            if approvals::step_down_open(layout) {
+                return refuse("\"Was that you?\" is asked already for this move of the ladder");
+            }
             Action::StepDown {
+                event,
                 step: step as u64,
                 reason,
             }
@@ -385,6 +397,14 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
             .collect(),
         needs_pin: action.needs_pin(),
     }
+}
+
+fn step_of(shared: &Shared) -> Step {
+    shared
+        .ladder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .step()
 }
 
 /// Checks `given` against the PIN's hash, counting wrong ones in the
@@ -465,7 +485,9 @@ pub(super) fn approve(
     m.insert("chat".into(), Value::from(a.chat.as_str()));
     m.insert("time".into(), Value::from(a.time));
     let now = shared.options.clock.now();
-    if frozen(shared) && !approvals::is_step_down(&shared.options.layout, &a.action_id) {
+    let answers_freeze = step_of(shared) == Step::Freeze
+        && approvals::is_step_down(&shared.options.layout, &a.action_id);
+    if frozen(shared) && !answers_freeze {
         // Refused before it is spent: the tap stays good for when the
         // ladder comes down, within its freshness. "Was that you?" is
         // answered at Freeze: it is how Freeze comes down.

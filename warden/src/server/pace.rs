@@ -28,10 +28,11 @@
 //! pass at any pace, because the Worker needs them to learn of the ladder
 //! and to pull it up, and because none of them runs anything or writes a
 //! journal line: `ping`, `events` (how the Worker hears that it was slowed
-//! down, and says so in the chat) and `panic` (the chat's `/panic`, which
-//! only ever raises the ladder), and `propose_step_down` (the "Was that
-//! you?" question, one live at a time) and the tap that answers it. They
-//! are still counted toward the
+//! down, and says so in the chat), `status` (the Warden's state, which the
+//! chat's `/trust` shows and the anchor at each move is sent from),
+//! `panic` (the chat's `/panic`, which only ever raises the ladder),
+//! `propose_step_down` (the "Was that you?" question, one live at a time)
+//! and the tap that answers it. They are still counted toward the
 //! request flood. Everything else — a malformed frame included, which
 //! counts as the person's — is let through only a lane's interval
 //! after the last one of its lane that was.
@@ -136,21 +137,27 @@ enum Pace {
     Command,
 }
 
-fn pace_of(shared: &Shared, request: &Request) -> Pace {
+fn pace_of(shared: &Shared, step: Step, request: &Request) -> Pace {
     match request {
-        // The answer to "Was that you?" is how Slow comes down: it waits
-        // for no minute (a forged one is refused and a signal, as ever).
+        // The answer to "Was that you?" is how Slow and Freeze come down:
+        // there it waits for no minute (a forged one is refused and a
+        // signal, as ever); at Cut it is paced like any approval.
         Request::Approve { action_id, .. }
-            if crate::approvals::is_step_down(&shared.options.layout, action_id) =>
+            if matches!(step, Step::Slow | Step::Freeze)
+                && crate::approvals::is_step_down(&shared.options.layout, action_id) =>
         {
             Pace::Always
         }
         // `socket_owner` too: the Worker asks it before each connection to
         // a loopback relay or model, and the chat must stay reachable at
         // every step (counted all the same; it reads a bounded table).
+        // `status` too: it runs nothing and writes no journal line, and the
+        // Worker sends the journal's head to the relay at each ladder move
+        // from it (held back at Slow, the move's anchor was lost).
         Request::Ping
         | Request::Events { .. }
         | Request::Panic
+        | Request::Status
         | Request::SocketOwner { .. }
         | Request::ProposeStepDown => Pace::Always,
         Request::Read { .. }
@@ -235,20 +242,20 @@ pub(super) fn admit(
         .and_then(|f| decode_request_in(&f).map_err(|e| e.to_string()));
     let lane = decoded.as_ref().map_or(Lane::Person, |(_, l)| *l);
     let request = decoded.map(|(r, _)| r);
+    let step = shared
+        .ladder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .step();
     let pace = request
         .as_ref()
-        .map_or(Pace::Slowed, |r| pace_of(shared, r));
+        .map_or(Pace::Slowed, |r| pace_of(shared, step, r));
     if pace == Pace::Always {
         return match request {
             Ok(r) => Admission::Serve(r),
             Err(why) => Admission::Malformed(why),
         };
     }
-    let step = shared
-        .ladder
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .step();
     let mut p = lock(shared);
     let (last, interval) = match lane {
         Lane::Person => (&mut p.last_person, SLOW_INTERVAL_S),
@@ -259,8 +266,12 @@ pub(super) fn admit(
         && now.saturating_sub(at) < interval
     {
         drop(p);
+        let pace = match lane {
+            Lane::Person => "one command a minute",
+            Lane::Background => "my own background work waits, one request in ten minutes",
+        };
         let reason = format!(
-            "{} one command a minute. Send it again in {} seconds.",
+            "{} {pace}. Send it again in {} seconds.",
             aromba_warden_proto::SLOWED,
             interval - now.saturating_sub(at)
         );
