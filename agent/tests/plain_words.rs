@@ -36,3 +36,32 @@ async fn ai_without_a_key_says_there_is_no_assistant_and_how_to_add_one(db: PgPo
     let help = p.ask("/help", |t| t.starts_with("What I can do")).await;
     assert!(help.text.contains("/unpair"), "{}", help.text);
 }
+
+#[sqlx::test(migrations = false)]
+async fn digest_now_is_a_monospace_table_and_a_time_past_today_starts_tomorrow(db: PgPool) {
+    let p = paired(db, "words-digest").await;
+    let now = p
+        .ask("/digest now", |t| {
+            t.starts_with("Daily digest") || t.contains("Disk")
+        })
+        .await;
+    assert!(
+        !now.monospace.is_empty(),
+        "a plain, misaligned table: {now:?}"
+    );
+    // 00:00 has passed today (unless the test runs at midnight itself):
+    // the first digest is tomorrow's, not one a minute from now.
+    let set = p
+        .ask("/digest 00:00", |t| {
+            t.starts_with("The daily digest will come")
+        })
+        .await;
+    assert!(set.text.ends_with("from tomorrow."), "{}", set.text);
+    let kept: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(p.warden.root.join("home/digest.json")).expect("the digest's record"),
+    )
+    .expect("JSON");
+    let today = jiff::ZonedDateTime::now();
+    let today = today.year() as u64 * 10_000 + today.month() as u64 * 100 + today.day() as u64;
+    assert_eq!(kept["last_day"].as_u64(), Some(today), "{kept}");
+}

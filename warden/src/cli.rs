@@ -8,80 +8,79 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub const HELP: &str = "\
-aromba-warden — the root process of Aromba, and the only one that executes.
+The root process of Aromba, and the only one that executes.
 
-USAGE:
-    aromba-warden <COMMAND>
+Usage: aromba-warden <COMMAND>
 
-COMMANDS:
-    install [--root DIR] [--worker-bin PATH] [--worker-user NAME]
-            [--installed-days-ago N]
-                 Refuse unless every directory from / down to each of the
-                 Warden's is root's and writable by no one else (naming the
-                 one that is not), plant the honeypots in the Worker's home
-                 and configuration directory without following a link, lay
-                 out the Warden's directories, write the policy rendering to
-                 /etc/aromba/warden/policy.toml (DIR/etc/policy.toml with
-                 --root), reset the ladder and record the integrity baseline
-                 of this binary and the Worker's (default
-                 /usr/local/bin/aromba). Run as root by the installer;
-                 running it again is how a disarmed Warden is recovered.
-                 --installed-days-ago N (with --root only, a tree apart from
-                 the system's own directories: the local demo)
-                 records the install N days back, so the demo can show
-                 what a server allows after its first week.
-    rollback [--root DIR]
-                 Run by systemd (aromba-rollback.service) from the previous
-                 release when the Warden's unit failed to start three times:
-                 only when the new release's Warden never took over (its
-                 update still pending) — otherwise it refuses and changes
-                 nothing — point /opt/aromba/current back at the previous
-                 release, record the failed version (not installed again
-                 on the Worker's word; `aromba update` may), take this
-                 binary as the baseline, and restart both services.
-    serve [--root DIR] [--worker-user NAME]
-                 Run the Warden: the Worker socket (only the Worker's uid)
-                 and the control socket (only root), the policy, exec,
-                 redaction and the journal. Must run as root, and refuses to
-                 start unless every directory down to each of its own is
-                 root's and writable by no one else. Without --root: sockets
-                 in /run/aromba/, state in /var/lib/aromba-warden/state/,
-                 journal in /var/lib/aromba-warden/journal/, quarantine in
-                 /var/lib/aromba-warden/quarantine/, audit key
-                 /etc/aromba/warden/audit.key if present. With --root DIR
-                 everything is under DIR (DIR/run, DIR/state, DIR/journal,
-                 DIR/quarantine, DIR/etc; the Worker's DIR/home and
-                 DIR/worker) — for tests and the local demo; DIR must be
-                 root's; the Worker's `aromba ask --root DIR` finds the
-                 socket there.
-                 --worker-user names the Worker's account (default aromba).
-    redact [--cut]
-                 Read stdin, write it redacted to stdout, and the number of
-                 removals per class to stderr (one `CLASS N` line each, then
-                 `total N`). --cut treats the input as cut at a byte cap: its
-                 unfinished last line is removed too.
-    policy render
-                 Print the compiled-in policy, as installed to
-                 /etc/aromba/warden/policy.toml (never read back).
-    policy check [--worker-user NAME] -- CMD [ARG...]
-                 Judge a read request from the Worker against the policy
-                 and print the verdict and the rule or reason. Runs
-                 nothing. Path arguments are judged against the Worker's
-                 account (default aromba; its uid and groups from
-                 /etc/passwd and /etc/group). Exit 0 when allowed, 1 when
-                 refused, 2 when the account cannot be found.
-    journal verify [PATH] [--key FILE] [--root DIR]
-                 Recompute the journal's hash chain (and HMACs, with the
-                 audit key) across its rotated, compressed files. PATH
-                 defaults to /var/lib/aromba-warden/journal/journal.jsonl,
-                 or DIR/journal/journal.jsonl with --root. Says how many
-                 earlier lines rotation dropped, if any. Exit 0 when the
-                 chain holds, 1 at the first break, which it names.
-    help         Print this help.
+Commands:
+  install [--root DIR] [--worker-bin PATH] [--worker-user NAME]
+      [--installed-days-ago N]
+          Refuse unless every directory from / down to each of the
+          Warden's is root's and writable by no one else (naming the
+          one that is not), plant the honeypots in the Worker's home
+          and configuration directory without following a link, lay
+          out the Warden's directories, write the policy rendering to
+          /etc/aromba/warden/policy.toml (DIR/etc/policy.toml with
+          --root), reset the ladder and record the integrity baseline
+          of this binary and the Worker's (default
+          /usr/local/bin/aromba). Run as root by the installer;
+          running it again is how a disarmed Warden is recovered.
+          --installed-days-ago N (with --root only, a tree apart from
+          the system's own directories: the local demo)
+          records the install N days back, so the demo can show
+          what a server allows after its first week.
+  rollback [--root DIR]
+          Run by systemd (aromba-rollback.service) from the previous
+          release when the Warden's unit failed to start three times:
+          only when the new release's Warden never took over (its
+          update still pending) — otherwise it refuses and changes
+          nothing — point /opt/aromba/current back at the previous
+          release, record the failed version (not installed again
+          on the Worker's word; `aromba update` may), take this
+          binary as the baseline, and restart both services.
+  serve [--root DIR] [--worker-user NAME]
+          Run the Warden: the Worker socket (only the Worker's uid)
+          and the control socket (only root), the policy, exec,
+          redaction and the journal. Must run as root, and refuses to
+          start unless every directory down to each of its own is
+          root's and writable by no one else. Without --root: sockets
+          in /run/aromba/, state in /var/lib/aromba-warden/state/,
+          journal in /var/lib/aromba-warden/journal/, quarantine in
+          /var/lib/aromba-warden/quarantine/, audit key
+          /etc/aromba/warden/audit.key if present. With --root DIR
+          everything is under DIR (DIR/run, DIR/state, DIR/journal,
+          DIR/quarantine, DIR/etc; the Worker's DIR/home and
+          DIR/worker) — for tests and the local demo; DIR must be
+          root's; the Worker's `aromba ask --root DIR` finds the
+          socket there.
+          --worker-user names the Worker's account (default aromba).
+  redact [--cut]
+          Read stdin, write it redacted to stdout, and the number of
+          removals per class to stderr (one `CLASS N` line each, then
+          `total N`). --cut treats the input as cut at a byte cap: its
+          unfinished last line is removed too.
+  policy render
+          Print the compiled-in policy, as installed to
+          /etc/aromba/warden/policy.toml (never read back).
+  policy check [--worker-user NAME] -- CMD [ARG...]
+          Judge a read request from the Worker against the policy
+          and print the verdict and the rule or reason. Runs
+          nothing. Path arguments are judged against the Worker's
+          account (default aromba; its uid and groups from
+          /etc/passwd and /etc/group). Exit 0 when allowed, 1 when
+          refused, 2 when the account cannot be found.
+  journal verify [PATH] [--key FILE] [--root DIR]
+          Recompute the journal's hash chain (and HMACs, with the
+          audit key) across its rotated, compressed files. PATH
+          defaults to /var/lib/aromba-warden/journal/journal.jsonl,
+          or DIR/journal/journal.jsonl with --root. Says how many
+          earlier lines rotation dropped, if any. Exit 0 when the
+          chain holds, 1 at the first break, which it names.
+  help    Print this message
 
-OPTIONS:
-    -h, --help       Print this help.
-    -V, --version    Print the version.
+Options:
+  -h, --help     Print help
+  -V, --version  Print version
 ";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,7 +189,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             [render] if render == "render" => Ok(Command::PolicyRender),
             [check, tail @ ..] if check == "check" => parse_policy_check(tail),
             _ => Err(CliError::Usage(
-                "usage: aromba-warden policy render | policy check [--worker-user NAME] -- CMD [ARG...]",
+                "Usage: aromba-warden policy render | policy check [--worker-user NAME] -- CMD [ARG...]",
             )),
         },
         "serve" => parse_serve(&rest),
@@ -201,13 +200,13 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
                 root: Some(PathBuf::from(dir)),
             }),
             _ => Err(CliError::Usage(
-                "usage: aromba-warden rollback [--root DIR]",
+                "Usage: aromba-warden rollback [--root DIR]",
             )),
         },
         "journal" => match rest.split_first() {
             Some((verify, opts)) if verify == "verify" => parse_journal_verify(opts),
             _ => Err(CliError::Usage(
-                "usage: aromba-warden journal verify [PATH] [--key FILE] [--root DIR]",
+                "Usage: aromba-warden journal verify [PATH] [--key FILE] [--root DIR]",
             )),
         },
         other => Err(CliError::UnknownCommand(other.to_string())),
@@ -215,7 +214,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
 }
 
 fn parse_policy_check(tail: &[String]) -> Result<Command, CliError> {
-    const USAGE: &str = "usage: aromba-warden policy check [--worker-user NAME] -- CMD [ARG...]";
+    const USAGE: &str = "Usage: aromba-warden policy check [--worker-user NAME] -- CMD [ARG...]";
     let (worker_user, rest) = match tail {
         [opt, name, rest @ ..] if opt == "--worker-user" => (name.clone(), rest),
         _ => ("aromba".to_string(), tail),
@@ -231,7 +230,7 @@ fn parse_policy_check(tail: &[String]) -> Result<Command, CliError> {
 }
 
 fn parse_install(opts: &[String]) -> Result<Command, CliError> {
-    const USAGE: &str = "usage: aromba-warden install [--root DIR] [--worker-bin PATH] [--worker-user NAME] [--installed-days-ago N]";
+    const USAGE: &str = "Usage: aromba-warden install [--root DIR] [--worker-bin PATH] [--worker-user NAME] [--installed-days-ago N]";
     let (mut root, mut bin, mut user, mut days) = (None, None, None, None);
     let mut it = opts.iter();
     while let Some(a) = it.next() {
@@ -316,7 +315,7 @@ fn overlaps_system(root: &Path) -> bool {
 }
 
 fn parse_serve(opts: &[String]) -> Result<Command, CliError> {
-    const USAGE: &str = "usage: aromba-warden serve [--root DIR] [--worker-user NAME]";
+    const USAGE: &str = "Usage: aromba-warden serve [--root DIR] [--worker-user NAME]";
     let (mut root, mut user) = (None, None);
     let mut it = opts.iter();
     while let Some(a) = it.next() {
@@ -343,7 +342,7 @@ fn parse_serve(opts: &[String]) -> Result<Command, CliError> {
 }
 
 fn parse_journal_verify(opts: &[String]) -> Result<Command, CliError> {
-    const USAGE: &str = "usage: aromba-warden journal verify [PATH] [--key FILE] [--root DIR]";
+    const USAGE: &str = "Usage: aromba-warden journal verify [PATH] [--key FILE] [--root DIR]";
     let (mut path, mut key, mut root) = (None, None, None);
     let mut it = opts.iter();
     while let Some(a) = it.next() {

@@ -1,15 +1,13 @@
 //! `/status`, `/disk`, `/services`, `/updates`, `/digest`.
 
-use super::{DigestAt, collect, compose, load_digest, save_digest};
+use super::{DigestAt, compose, load_digest, save_digest};
 use crate::daemon::Daemon;
 use crate::daemon::chat::Reply;
 use aromba_health::{Alerts, Thresholds, render};
 
 pub async fn answer(daemon: &Daemon, name: &str, args: &[String]) -> Reply {
     if name == "digest" {
-        return digest(daemon, args.first().map(String::as_str))
-            .await
-            .into();
+        return digest(daemon, args.first().map(String::as_str)).await;
     }
     // No health set now (the budget, Slow's minute): why, and when to ask
     // again, rather than a table of "unknown".
@@ -78,7 +76,27 @@ pub fn parse_time(s: &str) -> Option<u16> {
     (h < 24 && m < 60).then_some(h * 60 + m)
 }
 
-async fn digest(daemon: &Daemon, arg: Option<&str>) -> String {
+async fn digest(daemon: &Daemon, arg: Option<&str>) -> Reply {
+    if arg == Some("now") {
+        // The table in monospace, as the daily one is (it came plain and
+        // misaligned).
+        let snapshot = match super::collect_or_why(daemon).await {
+            Ok((s, _)) => s,
+            Err(why) => return why.into(),
+        };
+        let mut alerts = Alerts::new(Thresholds::default());
+        alerts.observe(&snapshot);
+        let (text, monospace) = compose(&render::digest(&snapshot, &alerts));
+        return Reply {
+            text,
+            buttons: vec![],
+            monospace,
+        };
+    }
+    digest_time(daemon, arg).into()
+}
+
+fn digest_time(daemon: &Daemon, arg: Option<&str>) -> String {
     let mut at = load_digest(daemon);
     match arg {
         None => match at.minute {
@@ -96,19 +114,22 @@ async fn digest(daemon: &Daemon, arg: Option<&str>) -> String {
                 Err(e) => e,
             }
         }
-        Some("now") => {
-            let snapshot = collect(daemon).await;
-            let mut alerts = Alerts::new(Thresholds::default());
-            alerts.observe(&snapshot);
-            let (text, _) = compose(&render::digest(&snapshot, &alerts));
-            text
-        }
         Some(time) => match parse_time(time) {
             Some(minute) => {
                 at.minute = Some(minute);
+                // A time already past today starts tomorrow: set at 14:00
+                // for 08:30, the first digest is not sent a minute later.
+                let (today, now) = super::local_day_and_minute();
+                let from = if now >= minute {
+                    at.last_day = Some(today);
+                    "tomorrow"
+                } else {
+                    at.last_day = None;
+                    "today"
+                };
                 match save_digest(daemon, &at) {
                     Ok(()) => format!(
-                        "The daily digest will come at {:02}:{:02}, this server's time.",
+                        "The daily digest will come at {:02}:{:02}, this server's time, from {from}.",
                         minute / 60,
                         minute % 60
                     ),

@@ -174,6 +174,13 @@ pub fn compose(reply: &render::Reply) -> (String, Vec<aromba_proto::frame::Span>
     }
 }
 
+/// Today's local date (`YYYYMMDD`) and the minute of the day.
+pub fn local_day_and_minute() -> (u32, u16) {
+    let now = jiff::ZonedDateTime::now();
+    let today = (now.year() as u32) * 10_000 + (now.month() as u32) * 100 + now.day() as u32;
+    (today, now.hour() as u16 * 60 + now.minute() as u16)
+}
+
 /// Every minute: a snapshot, its alerts to the chat, and the digest when
 /// its time has come.
 pub async fn watch(daemon: Arc<Daemon>) {
@@ -187,9 +194,7 @@ pub async fn watch(daemon: Arc<Daemon>) {
             daemon.say(render::event(&event), vec![]).await;
         }
         let mut digest = load_digest(&daemon);
-        let now = jiff::ZonedDateTime::now();
-        let today = (now.year() as u32) * 10_000 + (now.month() as u32) * 100 + now.day() as u32;
-        let minute = now.hour() as u16 * 60 + now.minute() as u16;
+        let (today, minute) = local_day_and_minute();
         if let Some(at) = digest.minute
             && minute >= at
             && digest.last_day != Some(today)
