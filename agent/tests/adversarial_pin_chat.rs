@@ -233,7 +233,7 @@ async fn a_pin_no_tap_waits_for_is_deleted_and_goes_nowhere(db: PgPool) {
 async fn a_command_while_the_pin_is_awaited_is_answered_and_never_taken_for_the_pin(db: PgPool) {
     let p = paired(db, "pin-command").await;
     p.approve_prod_mode_off().await;
-    let trust = p.ask("/trust", |t| t.starts_with("Ladder:")).await;
+    let trust = p.ask("/trust", |t| t.contains("\nLadder:")).await;
     assert!(trust.text.contains("Ladder: normal"), "{}", trust.text);
     assert_eq!(p.wrong_pins(), 0, "the command was not checked as a PIN");
     let before = p.bot.fake.sent_to(CHAT).len();

@@ -138,7 +138,7 @@ async fn a_paired_delivery_with_another_key_to_the_daemon_never_reaches_the_ward
     turned
         .wait_for(
             "the answer to /trust",
-            |b| matches!(b, Body::Send { text, .. } if text.starts_with("Ladder:")),
+            |b| matches!(b, Body::Send { text, .. } if text.contains("\nLadder:")),
         )
         .await;
     assert!(

@@ -369,7 +369,14 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
     let before = tap(&c, &proposal, "Approve").await;
     toast(&c, "Sent to your server.").await;
     let receipt = message(&c, before, |t| t.starts_with("Done.")).await;
-    assert!(text_of(&receipt).await.contains("undo id"));
+    // A verdict and one set of numbers; the undo id behind the button.
+    let said = text_of(&receipt).await;
+    assert!(
+        said.starts_with("Done. tidy-cache removed 2 files"),
+        "{said}"
+    );
+    assert!(said.contains("Undo puts it back"), "{said}");
+    assert!(!said.contains("undo id"), "{said}");
     assert!(cache_files(&cache).is_empty(), "the run emptied the folder");
     // The proposal says what became of it, and its buttons are gone: a
     // second tap has nothing to land on.

@@ -76,7 +76,7 @@ async fn at_slow_the_chat_asks_was_that_you_and_yes_brings_it_back(db: PgPool) {
     assert!(question.text.contains("aromba resume"), "{}", question.text);
 
     // `/trust` answers at once: the Warden's state is read at any pace.
-    p.ask("/trust", |t| t.starts_with("Ladder: slow")).await;
+    p.ask("/trust", |t| t.contains("\nLadder: slow")).await;
     // A command within the minute the stray one took: told exactly when,
     // in plain words.
     let paced = p
@@ -163,7 +163,7 @@ async fn panic_in_the_chat_says_you_stopped_aromba_once(db: PgPool) {
         .count();
     assert_eq!(said, 1);
     // Reads still answer at Cut.
-    let trust = p.ask("/trust", |t| t.starts_with("Ladder: cut")).await;
+    let trust = p.ask("/trust", |t| t.contains("\nLadder: cut")).await;
     assert!(!trust.text.contains("refused"), "{}", trust.text);
     let _ = CLOCK.now();
 }

@@ -195,8 +195,29 @@ fn status_block(s: &Snapshot) -> String {
 /// reboot and clock, one line each.
 pub fn status(s: &Snapshot) -> Reply {
     Reply {
-        text: "Server status:".to_owned(),
+        text: format!("Server status: {}", verdict(s)),
         block: Some(status_block(s)),
+    }
+}
+
+/// The verdict `/status` leads with, in plain words: what the alerts'
+/// thresholds would raise on this snapshot, or that all is well (as far
+/// as it could be read).
+pub fn verdict(s: &Snapshot) -> String {
+    let mut alerts = Alerts::new(crate::alerts::Thresholds::default());
+    let raised: Vec<String> = alerts
+        .observe(s)
+        .iter()
+        .filter(|e| matches!(e, Event::Raised { .. }))
+        .map(event)
+        .collect();
+    let unread = s.load.is_none() || s.memory.is_none() || s.space.is_none();
+    match (raised.is_empty(), unread) {
+        (true, false) => "all good.".to_owned(),
+        (true, true) => {
+            "nothing wrong in what I could read (the rows that say unknown I could not).".to_owned()
+        }
+        (false, _) => format!("needs a look. {}", raised.join(" ")),
     }
 }
 

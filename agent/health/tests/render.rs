@@ -69,9 +69,24 @@ fn status_shows_every_read_in_one_aligned_block() {
     // Every read parsed.
     assert!(s.load.is_some() && s.memory.is_some() && s.space.is_some() && s.clock.is_some());
     let reply = render::status(&s);
-    assert_eq!(reply.text, "Server status:");
+    assert!(
+        reply
+            .text
+            .starts_with("Server status: needs a look. Disk /srv/backup is 93% full"),
+        "{}",
+        reply.text
+    );
     assert_eq!(reply.block.as_deref(), Some(STATUS));
     assert_fits(&reply);
+}
+
+#[test]
+fn status_leads_with_a_verdict_that_does_not_claim_what_it_could_not_read() {
+    let reply = render::status(&Snapshot::empty(0));
+    assert_eq!(
+        reply.text,
+        "Server status: nothing wrong in what I could read (the rows that say unknown I could not)."
+    );
 }
 
 #[test]

@@ -37,6 +37,9 @@ pub fn is_ladder_command(text: &str) -> bool {
     command(text).is_some_and(|(name, _)| LADDER_COMMANDS.contains(&name.as_str()))
 }
 
+/// What prod mode is, said where it is switched.
+pub const PROD_MODE_IS: &str = "Prod mode is for a server that serves people: every chore asks before it runs (red), nothing is deleted (it goes to quarantine and stays), and the assistant only proposes.";
+
 /// What `/ai` says where no assistant is set up.
 pub const NO_AI_KEY: &str = "There is no assistant here: no AI key is set up, so there is no budget to show. To add one, root names a model in /etc/aromba/worker/network.toml, puts its key in /etc/aromba/worker/secrets.toml and runs `sudo aromba pair` again (the README's \"Ask your server\" says how). My commands work without it: /help lists them.";
 
@@ -301,27 +304,28 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
 async fn trust(daemon: &Daemon) -> String {
     match ask(daemon, &Request::Status).await {
         Ok(Response::Status(st)) => {
-            let mut lines = vec![format!(
+            let anchor = daemon
+                .anchor
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            let mut lines = vec![trust_verdict(&st, anchor.as_ref())];
+            lines.push(format!(
                 "Ladder: {} (step {})",
                 st.ladder_name, st.ladder_step
-            )];
+            ));
             if !st.ladder_reason.is_empty() {
                 lines.push(format!("Why: {}", st.ladder_reason));
             }
             lines.push(format!("Phase: {}", st.phase));
             lines.push(format!("Isolation: {}", st.isolation));
             lines.push(format!("Integrity: {}", st.integrity));
-            lines.push(format!("Prod mode: {}", st.prod_mode));
+            lines.push(format!("Prod mode: {}", plain_times(&st.prod_mode)));
             lines.push(format!(
-                "Journal: line {}, head {}",
+                "Journal: {} entries; the last one's fingerprint {}",
                 st.journal_seq,
-                st.journal_head.get(..16).unwrap_or(&st.journal_head)
+                st.journal_head.get(..12).unwrap_or(&st.journal_head)
             ));
-            let anchor = daemon
-                .anchor
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
             lines.push(match anchor {
                 Some(a) if a.ok => format!("Relay's anchor: {}", a.report),
                 Some(a) => format!("Relay's anchor: DOES NOT MATCH: {}", a.report),
@@ -333,6 +337,58 @@ async fn trust(daemon: &Daemon) -> String {
         Ok(other) => odd(&other),
         Err(e) => e,
     }
+}
+
+/// The line `/trust` leads with: whether all is well, in plain words.
+fn trust_verdict(
+    st: &aromba_warden_proto::Status,
+    anchor: Option<&super::events::Anchor>,
+) -> String {
+    if anchor.is_some_and(|a| !a.ok) {
+        return "Something is wrong: my journal does not match the copy the relay keeps, so it may have been cut or rewritten.".into();
+    }
+    if !st.integrity.starts_with("ok") {
+        return format!(
+            "Something is wrong: a file I watch changed ({}).",
+            st.integrity
+        );
+    }
+    match st.ladder_step {
+        0 => "All good: I'm working normally, and nothing I watch has changed.".into(),
+        1 => "I'm slowed down after unusual activity (one command a minute); the reason is below.".into(),
+        2 => "I've stopped my schedule and the assistant after unusual activity; the chat works. The reason is below.".into(),
+        3 => "I'm stopped: reads only, until `sudo aromba resume` on the server. The reason is below.".into(),
+        _ => "The Warden has stopped itself for good: reinstall Aromba on the server to recover.".into(),
+    }
+}
+
+/// `text` with each "since <Unix seconds>" as the server's local time
+/// (`on since 1796422984` → `on since 2026-12-05 09:10`).
+pub fn plain_times(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("since ") {
+        let (head, tail) = rest.split_at(at + "since ".len());
+        out.push_str(head);
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        let local = tail[..digits]
+            .parse::<i64>()
+            .ok()
+            .filter(|_| digits >= 9)
+            .and_then(|n| jiff::Timestamp::from_second(n).ok())
+            .map(|t| {
+                t.to_zoned_datetime(jiff::tz::TimeZone::system())
+                    .strftime("%Y-%m-%d %H:%M")
+                    .to_string()
+            });
+        match local {
+            Some(l) => out.push_str(&l),
+            None => out.push_str(&tail[..digits]),
+        }
+        rest = &tail[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 async fn panic(daemon: &Daemon) -> String {
@@ -751,8 +807,13 @@ async fn prod_mode(daemon: &Daemon, arg: Option<&str>) {
         _ => {
             let text = match ask(daemon, &Request::Status).await {
                 Ok(Response::Status(st)) => format!(
-                    "Prod mode: {}. /prodmode off turns it off (it asks for your PIN).",
-                    st.prod_mode
+                    "Prod mode: {}.\n{PROD_MODE_IS}\n{}",
+                    plain_times(&st.prod_mode),
+                    if st.prod_mode.starts_with("on") {
+                        "/prodmode off turns it off (it shows what changes, and asks for your PIN)."
+                    } else {
+                        "It turns on by itself when the first scan sees a production server; `sudo aromba prod-mode on` turns it on."
+                    }
                 ),
                 Ok(other) => odd(&other),
                 Err(e) => e,
@@ -830,7 +891,7 @@ async fn approve(
     }
     match answer {
         Ok(Response::Receipt { receipt, ok, .. }) => {
-            let text = super::undo::receipt_text(None, ok, &receipt);
+            let text = super::undo::receipt_text(ok, &receipt);
             super::undo::say_receipt(daemon, text, &receipt).await;
             if ok
                 && let Some(receipt_message) =
@@ -911,6 +972,15 @@ mod tests {
         assert!(!unit_name("--since=yesterday"));
         assert!(!unit_name("a b"));
         assert!(!unit_name(""));
+    }
+
+    #[test]
+    fn a_time_since_is_shown_as_a_date_not_seconds() {
+        let shown = plain_times("on since 1796422984");
+        assert!(shown.starts_with("on since 2026-"), "{shown}");
+        assert!(!shown.contains("1796422984"), "{shown}");
+        assert_eq!(plain_times("off"), "off");
+        assert_eq!(plain_times("on since 12"), "on since 12");
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod ask;
 pub mod chat;
 pub mod events;
 pub mod kept;
+pub mod receipt;
 pub mod relay_link;
 pub mod replies;
 pub mod scan;

@@ -283,15 +283,8 @@ async fn show_dry_run_read(daemon: &Daemon, name: &str, heading: &str) -> bool {
             receipt, stdout, ..
         }) => {
             let what = printable(&stdout);
-            let what = what.trim();
-            let text = format!(
-                "{heading}\n{receipt}{}",
-                if what.is_empty() {
-                    String::new()
-                } else {
-                    format!("\n{}", cut(what, 2500))
-                }
-            );
+            let what = cut(what.trim(), 2500);
+            let text = format!("{heading}\n{}", super::receipt::dry_run(&receipt, &what));
             daemon.say(text, vec![]).await;
             match warden_client::ask(
                 &socket,
@@ -348,9 +341,7 @@ pub async fn propose(daemon: &Daemon, request: &Request, name: &str) -> Option<u
 
 fn receipt_text(name: &str, answer: Result<Response, warden_client::ClientError>) -> String {
     match answer {
-        Ok(Response::Receipt { receipt, ok, .. }) => {
-            super::undo::receipt_text(Some(name), ok, &receipt)
-        }
+        Ok(Response::Receipt { receipt, ok, .. }) => super::undo::receipt_text(ok, &receipt),
         Ok(Response::Refused { reason, .. }) => format!("{name} did not run: {reason}"),
         Ok(Response::Error { message }) => format!("{name} did not run: {message}"),
         Ok(other) => format!("{name}: {}", super::chat::odd(&other)),

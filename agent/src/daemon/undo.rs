@@ -48,15 +48,12 @@ fn save(daemon: &Daemon, offers: &Offers) {
     }
 }
 
-/// A receipt in the chat's words: led by the chore's name when the run
-/// came from the schedule or `/run`, by "Done." after a tap.
-pub fn receipt_text(chore: Option<&str>, ok: bool, receipt: &str) -> String {
-    match (chore, ok) {
-        (Some(name), true) => format!("{name} ran. {receipt}"),
-        (Some(name), false) => format!("{name} did not go well. {receipt}"),
-        (None, true) => format!("Done. {receipt}"),
-        (None, false) => format!("It did not go well. {receipt}"),
-    }
+/// A receipt in the chat's words ([`super::receipt`]): a verdict first
+/// ("Done." or "It did not go well."), then what the chore did.
+pub fn receipt_text(ok: bool, receipt: &str) -> String {
+    // The receipt names the chore: the verdict comes first, alone.
+    let verdict = if ok { "Done." } else { "It did not go well." };
+    super::receipt::plain(verdict, receipt)
 }
 
 /// Sends a receipt; one that names an undo id goes with an Undo button.
