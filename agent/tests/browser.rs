@@ -470,9 +470,12 @@ async fn slow_mode_in_chromium_asks_was_that_you_and_yes_brings_it_back(db: PgPo
 }
 
 /// `/panic` in the browser: the person's own words come back ("You stopped
-/// Aromba", with the way back), and reads still answer afterwards.
+/// Aromba", with the way back), reads still answer afterwards, and root's
+/// `aromba resume` brings it back, said in the chat.
 #[sqlx::test(migrations = false)]
-async fn panic_in_chromium_says_you_stopped_aromba_and_reads_still_answer(db: PgPool) {
+async fn panic_in_chromium_says_you_stopped_aromba_reads_still_answer_and_resume_brings_it_back(
+    db: PgPool,
+) {
     let driver = Driver::start().await;
     let p = paired(db, "browser-panic").await;
     let c = open_page(&p, &driver).await;
@@ -484,6 +487,15 @@ async fn panic_in_chromium_says_you_stopped_aromba_and_reads_still_answer(db: Pg
     let before = type_and_send(&c, "/status").await;
     message(&c, before, |t| t.starts_with("Server status")).await;
     screenshot(&c, "panic.png").await;
+    // And back: root's `aromba resume` on the server, said in the chat.
+    let before = bot_messages(&c).await.len();
+    let resumed = p.warden.aromba_as("root", &["resume"]);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        support::text(&resumed.stderr)
+    );
+    message(&c, before, |t| t.starts_with("Back to normal.")).await;
     c.close().await.expect("the browser closes");
 }
 
