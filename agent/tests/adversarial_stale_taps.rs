@@ -118,7 +118,9 @@ fn said_since(p: &Paired, after: usize) -> Vec<String> {
 fn no_refusal_since(p: &Paired, after: usize) {
     for text in said_since(p, after) {
         assert!(
-            !text.contains("refused") && !text.contains("Unusual activity"),
+            !text.contains("refused")
+                && !text.contains("Unusual activity")
+                && !text.contains("Was that you?"),
             "the person's own taps were answered as an anomaly: {text}"
         );
     }
