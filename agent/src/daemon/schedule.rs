@@ -114,6 +114,13 @@ pub async fn keep(daemon: Arc<Daemon>) {
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
+        // Slowed down (or further up): the schedule waits. The Warden lets
+        // the Worker's background work one request in ten minutes then,
+        // which the health poll needs more; a chore due meanwhile runs at
+        // the next tick after the ladder comes down.
+        if daemon.step.load(std::sync::atomic::Ordering::Relaxed) >= super::events::SLOW {
+            continue;
+        }
         let chores = match warden_client::ask(&daemon.worker_socket(), &Request::Chores).await {
             Ok(Response::Chores { chores }) => chores,
             Ok(other) => {
