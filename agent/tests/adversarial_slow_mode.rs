@@ -7,32 +7,8 @@ mod paired;
 mod relay_support;
 mod support;
 
-use aromba_warden::ladder::ManualClock;
-use paired::{CHAT, Paired, Setup, paired_with};
+use paired::{CHAT, Paired, TEST_CLOCK, paired_on_the_test_clock};
 use sqlx::PgPool;
-use std::sync::{Arc, LazyLock};
-
-static CLOCK: LazyLock<Arc<ManualClock>> = LazyLock::new(|| {
-    ManualClock::new(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("a clock after 1970")
-            .as_secs(),
-    )
-});
-
-async fn on_the_tests_clock(db: PgPool, name: &str) -> Paired {
-    paired_with(
-        db,
-        name,
-        Setup {
-            adjust: |o| o.clock = CLOCK.clone(),
-            ..Setup::default()
-        },
-        |_| {},
-    )
-    .await
-}
 
 fn ladder(p: &Paired) -> String {
     support::text(&p.warden.aromba_as("root", &["status"]).stdout)
@@ -45,20 +21,20 @@ fn ladder(p: &Paired) -> String {
 /// since asked again.
 #[sqlx::test(migrations = false)]
 async fn no_on_the_slow_question_after_the_move_to_freeze_stops_aromba(db: PgPool) {
-    let p = on_the_tests_clock(db, "adv-no-after-freeze").await;
+    let p = paired_on_the_test_clock(db, "adv-no-after-freeze").await;
     let before = p.bot.fake.sent_to(CHAT).len();
     p.warden.ask(&["rm", "-rf", "/"]);
     p.warden.wait_for_ladder("slow");
     let at_slow = p.next(before, |t| t.starts_with("Was that you?")).await;
 
-    CLOCK.advance(60);
+    TEST_CLOCK.advance(60);
     let before = p.bot.fake.sent_to(CHAT).len();
     p.warden.ask(&["cat", "/etc/shadow"]);
     p.warden.wait_for_ladder("freeze");
     let at_freeze = p.next(before, |t| t.starts_with("Was that you?")).await;
     assert_ne!(at_slow.message_id, at_freeze.message_id);
 
-    CLOCK.advance(60);
+    TEST_CLOCK.advance(60);
     p.tap(&at_slow, "No, stop Aromba").await;
     p.shows(&at_slow, |t| {
         t.ends_with("You said it was not you: I am stopping.")

@@ -13,7 +13,10 @@ mod support;
 
 use aromba_botfake::state::Sent;
 use aromba_proto::frame::{Delivery, TapProof};
-use paired::{CHAT, Paired, Setup, paired_with, start_daemon, write_mine};
+use paired::{
+    CHAT, Paired, Setup, paired_with, runs, start_daemon, with_counting_chore,
+    with_counting_chore_in, write_mine,
+};
 use sqlx::PgPool;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,40 +27,6 @@ const PIN: &str = "Adv7Taps9Q";
 const CANCELLED: &str = "Cancelled. Nothing was done.";
 const DONE: &str = "Approved ✓ — done.";
 const NOT_DONE: &str = "Approved, but not done: the reason is below.";
-
-/// A red chore that appends a line to `runs` in `dir` each time it runs.
-fn counting_chore(dir: &Path) -> String {
-    format!(
-        "#!/bin/sh\n# aromba-chore: 1\n# name: count\n# description: Counts its runs\n# color: red\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would add a line; exit 0; fi\necho run >> {d}/runs\n",
-        d = dir.display()
-    )
-}
-
-/// Paired, with the counting chore in a folder of its own (its dry run
-/// seen); the folder's path.
-async fn with_red_chore(db: PgPool, name: &str) -> (Paired, PathBuf) {
-    let dir = PathBuf::from(format!("/var/tmp/aromba-{name}-{}", std::process::id()));
-    with_chore_in(db, name, dir).await
-}
-
-async fn with_chore_in(db: PgPool, name: &str, dir: PathBuf) -> (Paired, PathBuf) {
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("the chore's folder");
-    let script = counting_chore(&dir);
-    let p = paired_with(
-        db,
-        name,
-        Setup {
-            days_ago: 8,
-            ..Setup::default()
-        },
-        |w| write_mine(w, "count", &script),
-    )
-    .await;
-    p.ask("/run count", |t| t.starts_with("Before count runs"))
-        .await;
-    (p, dir)
-}
 
 /// Paired with [`PIN`], prod mode on (turning it off asks for the PIN).
 async fn with_prod_mode(db: PgPool, name: &str) -> Paired {
@@ -81,19 +50,8 @@ async fn propose_count(p: &Paired) -> Sent {
     proposal
 }
 
-fn runs(dir: &Path) -> usize {
-    std::fs::read_to_string(dir.join("runs"))
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
-}
-
 fn status(p: &Paired) -> String {
     support::text(&p.warden.aromba_as("root", &["status"]).stdout)
-}
-
-fn ladder_is_normal(p: &Paired) {
-    let st = status(p);
-    assert!(st.contains("ladder: normal"), "{st}");
 }
 
 fn prod_mode(p: &Paired) -> String {
@@ -284,14 +242,14 @@ async fn approve_then_cancel_while_the_pin_is_awaited_is_no_anomaly(db: PgPool) 
     p.shows(&noted, |t| t.ends_with(CANCELLED)).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     no_refusal_since(&p, before);
-    ladder_is_normal(&p);
+    p.ladder_is_normal();
     // And types the PIN anyway: nothing waits for it.
     let before = p.bot.fake.sent_to(CHAT).len();
     p.bot.fake.user_message(CHAT, PIN);
     p.next(before, |t| t.starts_with("That message looked like a PIN"))
         .await;
     assert!(prod_mode(&p).contains("on"), "{}", prod_mode(&p));
-    ladder_is_normal(&p);
+    p.ladder_is_normal();
 }
 
 #[sqlx::test(migrations = false)]
@@ -313,7 +271,7 @@ async fn a_second_approve_while_the_pin_is_awaited_then_the_pin_turns_prod_mode_
     p.shows(&noted, |t| t.ends_with(DONE)).await;
     assert!(prod_mode(&p).contains("off"), "{}", prod_mode(&p));
     no_refusal_since(&p, before);
-    ladder_is_normal(&p);
+    p.ladder_is_normal();
 }
 
 #[sqlx::test(migrations = false)]
@@ -332,7 +290,7 @@ async fn cancel_on_a_pin_action_before_approve_is_no_anomaly(db: PgPool) {
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     no_refusal_since(&p, before);
-    ladder_is_normal(&p);
+    p.ladder_is_normal();
     assert!(prod_mode(&p).contains("on"), "{}", prod_mode(&p));
 }
 
@@ -342,7 +300,7 @@ async fn cancel_on_a_pin_action_before_approve_is_no_anomaly(db: PgPool) {
 
 #[sqlx::test(migrations = false)]
 async fn cancel_and_approve_in_the_same_instant_runs_nothing(db: PgPool) {
-    let (p, dir) = with_red_chore(db, "adv-taps-race-ca").await;
+    let (p, dir) = with_counting_chore(db, "adv-taps-race-ca").await;
     let proposal = propose_count(&p).await;
     let before = p.bot.fake.sent_to(CHAT).len();
     let cancel = button_data(&proposal, "Cancel");
@@ -354,13 +312,13 @@ async fn cancel_and_approve_in_the_same_instant_runs_nothing(db: PgPool) {
     assert_eq!(runs(&dir), 0, "Approve right after Cancel ran the chore");
     assert!(p.now(&proposal).text.ends_with(CANCELLED));
     no_refusal_since(&p, before);
-    ladder_is_normal(&p);
+    p.ladder_is_normal();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[sqlx::test(migrations = false)]
 async fn approve_and_cancel_in_the_same_instant_runs_once_and_never_says_cancelled(db: PgPool) {
-    let (p, dir) = with_red_chore(db, "adv-taps-race-ac").await;
+    let (p, dir) = with_counting_chore(db, "adv-taps-race-ac").await;
     let proposal = propose_count(&p).await;
     let before = p.bot.fake.sent_to(CHAT).len();
     let cancel = button_data(&proposal, "Cancel");
@@ -374,13 +332,13 @@ async fn approve_and_cancel_in_the_same_instant_runs_once_and_never_says_cancell
     assert!(now.text.ends_with(DONE), "{}", now.text);
     assert!(!now.text.contains("Cancelled"), "{}", now.text);
     no_refusal_since(&p, before);
-    ladder_is_normal(&p);
+    p.ladder_is_normal();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[sqlx::test(migrations = false)]
 async fn a_tap_while_the_worker_restarts_runs_once_and_a_second_is_answered_already(db: PgPool) {
-    let (mut p, dir) = with_red_chore(db, "adv-taps-restart").await;
+    let (mut p, dir) = with_counting_chore(db, "adv-taps-restart").await;
     let proposal = propose_count(&p).await;
     let before = p.bot.fake.sent_to(CHAT).len();
     let _ = p.daemon.0.kill();
@@ -399,7 +357,7 @@ async fn a_tap_while_the_worker_restarts_runs_once_and_a_second_is_answered_alre
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(runs(&dir), 1);
     no_refusal_since(&p, before);
-    ladder_is_normal(&p);
+    p.ladder_is_normal();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -517,7 +475,7 @@ async fn a_proposal_near_a_messages_length_is_closed_in_place(db: PgPool) {
         dir.push(format!("{i:02}{}", "d".repeat(200)));
     }
     dir.push("e".repeat(150));
-    let (p, dir) = with_chore_in(db, "adv-taps-huge", dir).await;
+    let (p, dir) = with_counting_chore_in(db, "adv-taps-huge", dir).await;
     let proposal = propose_count(&p).await;
     let len = proposal.text.chars().count();
     assert!(len > 4_000, "the proposal is {len} characters");
@@ -533,7 +491,7 @@ async fn a_proposal_near_a_messages_length_is_closed_in_place(db: PgPool) {
         Some("Already answered: nothing more was done.")
     );
     no_refusal_since(&p, before);
-    ladder_is_normal(&p);
+    p.ladder_is_normal();
     let _ = std::fs::remove_dir_all(&top);
 }
 
@@ -543,7 +501,7 @@ async fn a_proposal_near_a_messages_length_is_closed_in_place(db: PgPool) {
 
 #[sqlx::test(migrations = false)]
 async fn a_relay_forging_a_cancel_tap_is_refused_and_said(db: PgPool) {
-    let (p, dir) = with_red_chore(db, "adv-taps-forged-cancel").await;
+    let (p, dir) = with_counting_chore(db, "adv-taps-forged-cancel").await;
     let proposal = propose_count(&p).await;
     let k = known(&p, &proposal).await;
     let action = k.action.clone().expect("the proposal's action");
@@ -567,7 +525,7 @@ async fn a_relay_forging_a_cancel_tap_is_refused_and_said(db: PgPool) {
 
 #[sqlx::test(migrations = false)]
 async fn a_relay_forging_an_approve_tap_runs_nothing_and_never_says_done(db: PgPool) {
-    let (p, dir) = with_red_chore(db, "adv-taps-forged-approve").await;
+    let (p, dir) = with_counting_chore(db, "adv-taps-forged-approve").await;
     let proposal = propose_count(&p).await;
     let k = known(&p, &proposal).await;
     let action = k.action.clone().expect("the proposal's action");
@@ -593,7 +551,7 @@ async fn a_relay_forging_an_approve_tap_runs_nothing_and_never_says_done(db: PgP
 /// refuses.
 #[sqlx::test(migrations = false)]
 async fn a_relay_aiming_a_forged_tap_at_an_unknown_message_edits_nothing(db: PgPool) {
-    let (p, dir) = with_red_chore(db, "adv-taps-forged-unknown").await;
+    let (p, dir) = with_counting_chore(db, "adv-taps-forged-unknown").await;
     let proposal = propose_count(&p).await;
     let k = known(&p, &proposal).await;
     let action = k.action.clone().expect("the proposal's action");
@@ -628,7 +586,7 @@ async fn a_relay_aiming_a_forged_tap_at_an_unknown_message_edits_nothing(db: PgP
 /// the Warden, which refuses the same tap again and raises the ladder.
 #[sqlx::test(migrations = false)]
 async fn a_relay_replaying_the_persons_approve_runs_nothing_more(db: PgPool) {
-    let (p, dir) = with_red_chore(db, "adv-taps-replay").await;
+    let (p, dir) = with_counting_chore(db, "adv-taps-replay").await;
     record_deliveries(&p).await;
     let first = propose_count(&p).await;
     p.tap(&first, "Approve").await;
@@ -674,7 +632,7 @@ async fn a_relay_replaying_the_persons_approve_runs_nothing_more(db: PgPool) {
 /// same message number learns nothing (the button has expired for it).
 #[sqlx::test(migrations = false)]
 async fn another_chat_tapping_an_answered_message_number_learns_nothing(db: PgPool) {
-    let (p, dir) = with_red_chore(db, "adv-taps-other-chat").await;
+    let (p, dir) = with_counting_chore(db, "adv-taps-other-chat").await;
     let proposal = propose_count(&p).await;
     let data = button_data(&proposal, "Approve");
     p.tap(&proposal, "Cancel").await;

@@ -14,34 +14,9 @@ mod paired;
 mod relay_support;
 mod support;
 
-use aromba_warden::ladder::{Clock, ManualClock};
-use paired::{CHAT, Paired, Setup, paired_with};
+use aromba_warden::ladder::Clock;
+use paired::{CHAT, Paired, TEST_CLOCK, paired_on_the_test_clock};
 use sqlx::PgPool;
-use std::sync::{Arc, LazyLock};
-
-/// The Warden's clock, starting now (the relay signs taps with the real
-/// time, and the Warden takes a tap within ten minutes of its clock).
-static CLOCK: LazyLock<Arc<ManualClock>> = LazyLock::new(|| {
-    ManualClock::new(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("a clock after 1970")
-            .as_secs(),
-    )
-});
-
-async fn on_the_tests_clock(db: PgPool, name: &str) -> Paired {
-    paired_with(
-        db,
-        name,
-        Setup {
-            adjust: |o| o.clock = CLOCK.clone(),
-            ..Setup::default()
-        },
-        |_| {},
-    )
-    .await
-}
 
 /// Moves the ladder to Slow the way a stray command would: one deny-list
 /// hit (in the person's lane, as `aromba ask` is), and waits for the
@@ -63,7 +38,7 @@ fn ladder(p: &Paired) -> String {
 
 #[sqlx::test(migrations = false)]
 async fn at_slow_the_chat_asks_was_that_you_and_yes_brings_it_back(db: PgPool) {
-    let p = on_the_tests_clock(db, "slow-yes").await;
+    let p = paired_on_the_test_clock(db, "slow-yes").await;
     let question = slowed(&p).await;
     assert_eq!(labels(&question), ["Yes, it was me", "No, stop Aromba"]);
     assert!(
@@ -94,7 +69,7 @@ async fn at_slow_the_chat_asks_was_that_you_and_yes_brings_it_back(db: PgPool) {
     assert!((1..=60).contains(&seconds), "{}", paced.text);
     // The wait it gave is the one it keeps: then it is answered, though the
     // Worker's own background work ran meanwhile.
-    CLOCK.advance(seconds);
+    TEST_CLOCK.advance(seconds);
     p.ask("/status", |t| t.starts_with("Server status")).await;
 
     // Yes: back to normal, at once, and said.
@@ -110,7 +85,7 @@ async fn at_slow_the_chat_asks_was_that_you_and_yes_brings_it_back(db: PgPool) {
 
 #[sqlx::test(migrations = false)]
 async fn no_stop_aromba_stops_it_in_the_persons_words_and_reads_still_answer(db: PgPool) {
-    let p = on_the_tests_clock(db, "slow-no").await;
+    let p = paired_on_the_test_clock(db, "slow-no").await;
     let question = slowed(&p).await;
     let before = p.bot.fake.sent_to(CHAT).len();
     p.tap(&question, "No, stop Aromba").await;
@@ -128,7 +103,7 @@ async fn no_stop_aromba_stops_it_in_the_persons_words_and_reads_still_answer(db:
     .await;
     assert!(ladder(&p).contains("ladder: cut"), "{}", ladder(&p));
     // Reads only, as promised: /status answers with numbers.
-    CLOCK.advance(60);
+    TEST_CLOCK.advance(60);
     let status = p.ask("/status", |t| t.starts_with("Server status")).await;
     let load = status
         .text
@@ -140,7 +115,7 @@ async fn no_stop_aromba_stops_it_in_the_persons_words_and_reads_still_answer(db:
 
 #[sqlx::test(migrations = false)]
 async fn panic_in_the_chat_says_you_stopped_aromba_once(db: PgPool) {
-    let p = on_the_tests_clock(db, "panic-words").await;
+    let p = paired_on_the_test_clock(db, "panic-words").await;
     let before = p.bot.fake.sent_to(CHAT).len();
     p.bot.fake.user_message(CHAT, "/panic");
     let stopped = p
@@ -165,5 +140,5 @@ async fn panic_in_the_chat_says_you_stopped_aromba_once(db: PgPool) {
     // Reads still answer at Cut.
     let trust = p.ask("/trust", |t| t.contains("\nLadder: cut")).await;
     assert!(!trust.text.contains("refused"), "{}", trust.text);
-    let _ = CLOCK.now();
+    let _ = TEST_CLOCK.now();
 }

@@ -10,49 +10,9 @@ mod paired;
 mod relay_support;
 mod support;
 
-use paired::{CHAT, Paired, Setup, paired_with, write_mine};
+use paired::{CHAT, Paired, runs, with_counting_chore};
 use sqlx::PgPool;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// A red chore that appends a line to `runs` each time it really runs.
-fn counting_chore(dir: &Path) -> String {
-    format!(
-        "#!/bin/sh\n# aromba-chore: 1\n# name: count\n# description: Counts its runs\n# color: red\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would add a line; exit 0; fi\necho run >> {d}/runs\n",
-        d = dir.display()
-    )
-}
-
-async fn with_red_chore(db: PgPool, name: &str) -> (Paired, PathBuf) {
-    let dir = PathBuf::from(format!("/var/tmp/aromba-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("the chore's folder");
-    let script = counting_chore(&dir);
-    let p = paired_with(
-        db,
-        name,
-        Setup {
-            days_ago: 8,
-            ..Setup::default()
-        },
-        |w| write_mine(w, "count", &script),
-    )
-    .await;
-    p.ask("/run count", |t| t.starts_with("Before count runs"))
-        .await;
-    (p, dir)
-}
-
-fn runs(dir: &Path) -> usize {
-    std::fs::read_to_string(dir.join("runs"))
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
-}
-
-fn ladder_is_normal(p: &Paired) {
-    let status = support::text(&p.warden.aromba_as("root", &["status"]).stdout);
-    assert!(status.contains("ladder: normal"), "{status}");
-}
 
 fn no_alarm(p: &Paired) {
     for m in p.bot.fake.sent_to(CHAT) {
@@ -68,7 +28,7 @@ fn no_alarm(p: &Paired) {
 
 #[sqlx::test(migrations = false)]
 async fn cancel_then_approve_runs_nothing_and_is_answered_already(db: PgPool) {
-    let (p, dir) = with_red_chore(db, "taps-cancel").await;
+    let (p, dir) = with_counting_chore(db, "taps-cancel").await;
     let proposal = p
         .ask("/run count", |t| {
             t.starts_with("Run the red chore \"count\"")
@@ -86,14 +46,14 @@ async fn cancel_then_approve_runs_nothing_and_is_answered_already(db: PgPool) {
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(runs(&dir), 0, "Approve after Cancel ran the chore");
-    ladder_is_normal(&p);
+    p.ladder_is_normal();
     no_alarm(&p);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[sqlx::test(migrations = false)]
 async fn a_double_tap_on_approve_runs_once_and_every_tap_is_answered(db: PgPool) {
-    let (p, dir) = with_red_chore(db, "taps-double").await;
+    let (p, dir) = with_counting_chore(db, "taps-double").await;
     let proposal = p
         .ask("/run count", |t| {
             t.starts_with("Run the red chore \"count\"")
@@ -148,14 +108,14 @@ async fn a_double_tap_on_approve_runs_once_and_every_tap_is_answered(db: PgPool)
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(runs(&dir), 1, "a double tap ran the chore twice");
-    ladder_is_normal(&p);
+    p.ladder_is_normal();
     no_alarm(&p);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[sqlx::test(migrations = false)]
 async fn a_tap_after_the_worker_restarted_is_still_known_as_answered(db: PgPool) {
-    let (mut p, dir) = with_red_chore(db, "taps-restart").await;
+    let (mut p, dir) = with_counting_chore(db, "taps-restart").await;
     let proposal = p
         .ask("/run count", |t| {
             t.starts_with("Run the red chore \"count\"")
@@ -196,7 +156,7 @@ async fn a_tap_after_the_worker_restarted_is_still_known_as_answered(db: PgPool)
         .expect("a tap");
     p.next(before, |t| t.starts_with("Already answered")).await;
     assert_eq!(runs(&dir), 1);
-    ladder_is_normal(&p);
+    p.ladder_is_normal();
     no_alarm(&p);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,21 +13,7 @@ use aromba_warden_proto::{
     MAX_RESPONSE, Request, Response, decode_response, read_frame, write_frame,
 };
 use std::os::unix::net::UnixStream;
-use support::{TEST_KEY, Warden, owner_chore};
-
-fn read(cmd: &str) -> Request {
-    Request::Read {
-        cmd: cmd.into(),
-        args: vec![],
-    }
-}
-
-fn deny_list_hit() -> Request {
-    Request::Read {
-        cmd: "rm".into(),
-        args: vec!["-rf".into(), "/".into()],
-    }
-}
+use support::{TEST_KEY, Warden, deny_list_hit, owner_chore, plain_read as read};
 
 fn secret_read(path: &str) -> Request {
     Request::Read {
@@ -63,10 +49,7 @@ fn slowed(name: &str) -> Warden {
 }
 
 fn slowed_with(name: &str, chores: &[(String, String)]) -> Warden {
-    let w = Warden::start(&format!("adv-step-down-{name}"), true, chores);
-    assert!(matches!(w.ask(&deny_list_hit()), Response::Refused { .. }));
-    assert_eq!(w.ladder(), 1);
-    w
+    support::slowed(&format!("adv-step-down-{name}"), chores)
 }
 
 /// "Was that you?" asked: its action id and the server id.

@@ -25,6 +25,33 @@ use std::time::Duration;
 /// The person's private chat with the bot.
 pub const CHAT: i64 = 5_550_001;
 
+/// The Warden's clock for the tests that move time ("a minute later"
+/// without the minute), starting now: the relay signs taps with the real
+/// time, and the Warden takes a tap within ten minutes of its clock.
+pub static TEST_CLOCK: std::sync::LazyLock<std::sync::Arc<aromba_warden::ladder::ManualClock>> =
+    std::sync::LazyLock::new(|| {
+        aromba_warden::ladder::ManualClock::new(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("a clock after 1970")
+                .as_secs(),
+        )
+    });
+
+/// As [`paired`], the Warden serving on [`TEST_CLOCK`].
+pub async fn paired_on_the_test_clock(db: PgPool, name: &str) -> Paired {
+    paired_with(
+        db,
+        name,
+        Setup {
+            adjust: |o| o.clock = TEST_CLOCK.clone(),
+            ..Setup::default()
+        },
+        |_| {},
+    )
+    .await
+}
+
 /// One Worker at a time: every Warden watches all connections of the
 /// aromba user, so another test's daemon dialing its own relay would be an
 /// unlisted host to this test's Warden.
@@ -245,7 +272,67 @@ pub fn write_mine(w: &TestWarden, name: &str, script: &str) {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("0644");
 }
 
+/// A red chore `count` that appends a line to `runs` in `dir` each time it
+/// really runs (the taps' tests count its runs).
+pub fn counting_chore(dir: &Path) -> String {
+    format!(
+        "#!/bin/sh\n# aromba-chore: 1\n# name: count\n# description: Counts its runs\n# color: red\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would add a line; exit 0; fi\necho run >> {d}/runs\n",
+        d = dir.display()
+    )
+}
+
+/// Paired eight days after install (red chores may run, with a tap), with
+/// [`counting_chore`] in `dir`, its dry run seen; the folder's path.
+pub async fn with_counting_chore_in(db: PgPool, name: &str, dir: PathBuf) -> (Paired, PathBuf) {
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the chore's folder");
+    let script = counting_chore(&dir);
+    let p = paired_with(
+        db,
+        name,
+        Setup {
+            days_ago: 8,
+            ..Setup::default()
+        },
+        |w| write_mine(w, "count", &script),
+    )
+    .await;
+    p.ask("/run count", |t| t.starts_with("Before count runs"))
+        .await;
+    (p, dir)
+}
+
+/// [`with_counting_chore_in`] a folder of the test's own.
+pub async fn with_counting_chore(db: PgPool, name: &str) -> (Paired, PathBuf) {
+    let dir = PathBuf::from(format!("/var/tmp/aromba-{name}-{}", std::process::id()));
+    with_counting_chore_in(db, name, dir).await
+}
+
+/// How many times [`counting_chore`] really ran in `dir`.
+pub fn runs(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("runs"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+/// The callback data of the button labelled `label` on `message`.
+pub fn button_data(message: &Sent, label: &str) -> String {
+    message
+        .buttons
+        .iter()
+        .flatten()
+        .find(|(l, _)| l == label)
+        .map(|(_, d)| d.clone())
+        .unwrap_or_else(|| panic!("no {label} button on {message:?}"))
+}
+
 impl Paired {
+    /// Asserts the ladder is at Normal.
+    pub fn ladder_is_normal(&self) {
+        let status = support::text(&self.warden.aromba_as("root", &["status"]).stdout);
+        assert!(status.contains("ladder: normal"), "{status}");
+    }
+
     /// Waits (up to ten seconds) for the bot to delete a message from the
     /// chat (a secret's), then checks it deleted exactly one.
     pub async fn deleted_once(&self) {
@@ -266,13 +353,7 @@ impl Paired {
     /// relay has recorded its buttons.
     pub async fn tap(&self, message: &Sent, label: &str) {
         self.bot.wait_recorded(message).await;
-        let data = message
-            .buttons
-            .iter()
-            .flatten()
-            .find(|(l, _)| l == label)
-            .map(|(_, d)| d.clone())
-            .unwrap_or_else(|| panic!("no {label} button on {message:?}"));
+        let data = button_data(message, label);
         self.bot
             .fake
             .tap(CHAT, message.message_id, &data)
@@ -284,13 +365,7 @@ impl Paired {
     /// taken off); the notice the tap was answered with, within ten
     /// seconds.
     pub async fn tap_again(&self, message: &Sent, label: &str) -> Option<String> {
-        let data = message
-            .buttons
-            .iter()
-            .flatten()
-            .find(|(l, _)| l == label)
-            .map(|(_, d)| d.clone())
-            .unwrap_or_else(|| panic!("no {label} button on {message:?}"));
+        let data = button_data(message, label);
         let query = self
             .bot
             .fake

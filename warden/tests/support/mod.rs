@@ -56,6 +56,31 @@ impl Drop for Warden {
     }
 }
 
+/// A read of `cmd` with no arguments.
+pub fn plain_read(cmd: &str) -> Request {
+    Request::Read {
+        cmd: cmd.into(),
+        args: vec![],
+    }
+}
+
+/// A read the deny list refuses (`rm -rf /`): one ladder signal.
+pub fn deny_list_hit() -> Request {
+    Request::Read {
+        cmd: "rm".into(),
+        args: vec!["-rf".into(), "/".into()],
+    }
+}
+
+/// A paired Warden named `name` with `chores`, moved to Slow by one
+/// deny-list hit.
+pub fn slowed(name: &str, chores: &[(String, String)]) -> Warden {
+    let w = Warden::start(name, true, chores);
+    assert!(matches!(w.ask(&deny_list_hit()), Response::Refused { .. }));
+    assert_eq!(w.ladder(), 1);
+    w
+}
+
 pub fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
