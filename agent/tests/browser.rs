@@ -128,14 +128,27 @@ async fn bot_messages(c: &Client) -> Vec<Element> {
         .expect("the page's messages")
 }
 
+/// A message's text. The page re-renders a message that is edited (its
+/// text node replaced), so a read that meets the old node is tried again.
 async fn text_of(message: &Element) -> String {
+    for _ in 0..50 {
+        if let Some(text) = try_text_of(message).await {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the message's text could not be read");
+}
+
+/// A message's text, or `None` while the page is replacing it.
+async fn try_text_of(message: &Element) -> Option<String> {
     message
         .find(Locator::Css(".text"))
         .await
-        .expect("a message's text")
+        .ok()?
         .text()
         .await
-        .expect("its text")
+        .ok()
 }
 
 /// The first bot message after the first `after` whose text `want` takes,
@@ -145,7 +158,10 @@ async fn message(c: &Client, after: usize, want: impl Fn(&str) -> bool) -> Eleme
     for _ in 0..300 {
         seen.clear();
         for m in bot_messages(c).await.into_iter().skip(after) {
-            let text = text_of(&m).await;
+            // Being re-rendered (an edit): read again on the next round.
+            let Some(text) = try_text_of(&m).await else {
+                continue;
+            };
             if want(&text) {
                 return m;
             }

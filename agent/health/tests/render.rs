@@ -72,7 +72,7 @@ fn status_shows_every_read_in_one_aligned_block() {
     assert!(
         reply
             .text
-            .starts_with("Server status: needs a look. Disk /srv/backup is 93% full"),
+            .starts_with("Server status: needs a look. Disk /srv/backup disk is 93% full"),
         "{}",
         reply.text
     );
