@@ -4,7 +4,14 @@
 
 mod support;
 
-use support::{TestWarden, account, aromba_bin, text};
+use support::{TestWarden, account, text};
+
+/// The built binary itself: these verbs run as root, and a copy made for
+/// other accounts (`support::aromba_bin`) can meet "text file busy" when
+/// another test's child, forked while the copy was written, still holds it.
+fn aromba() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("aromba")
+}
 
 #[test]
 fn aromba_status_piped_into_a_reader_that_stops_early_ends_quietly() {
@@ -17,7 +24,7 @@ fn aromba_status_piped_into_a_reader_that_stops_early_ends_quietly() {
             .arg("-c")
             .arg(format!(
                 "set -o pipefail; '{}' status --root '{}' | (exit 0)",
-                aromba_bin().display(),
+                aromba().display(),
                 warden.root.display()
             ))
             .output()
@@ -30,7 +37,7 @@ fn aromba_status_piped_into_a_reader_that_stops_early_ends_quietly() {
 
 #[test]
 fn every_verbs_help_says_what_it_does_in_its_own_words() {
-    let out = assert_cmd::Command::new(aromba_bin())
+    let out = assert_cmd::Command::new(aromba())
         .arg("--help")
         .output()
         .expect("aromba --help");
@@ -45,7 +52,7 @@ fn every_verbs_help_says_what_it_does_in_its_own_words() {
         .collect();
     assert!(verbs.len() > 5, "{help}");
     for verb in verbs {
-        let out = assert_cmd::Command::new(aromba_bin())
+        let out = assert_cmd::Command::new(aromba())
             .args([verb.as_str(), "--help"])
             .output()
             .expect("a verb's help");
