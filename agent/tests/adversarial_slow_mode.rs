@@ -60,3 +60,29 @@ async fn no_on_the_slow_question_after_the_move_to_freeze_stops_aromba(db: PgPoo
             .collect::<Vec<_>>()
     );
 }
+
+/// Slow, its question asked, then root resumes (the move withdraws the
+/// question: the Warden answers a tap on it "already answered"). The
+/// person then answers the question they still see: No. The chat says it
+/// stops, so it must, whatever the Warden made of the tap.
+#[sqlx::test(migrations = false)]
+async fn no_on_a_question_the_warden_answers_already_answered_still_stops_aromba(db: PgPool) {
+    let p = paired_on_the_test_clock(db, "adv-no-after-resume").await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.warden.ask(&["rm", "-rf", "/"]);
+    p.warden.wait_for_ladder("slow");
+    let question = p.next(before, |t| t.starts_with("Was that you?")).await;
+    let resumed = p.warden.aromba_as("root", &["resume"]);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        support::text(&resumed.stderr)
+    );
+    p.next(before, |t| t.starts_with("Back to normal.")).await;
+
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&question, "No, stop Aromba").await;
+    p.next(before, |t| t.starts_with("You stopped Aromba."))
+        .await;
+    assert!(ladder(&p).contains("ladder: cut"), "{}", ladder(&p));
+}

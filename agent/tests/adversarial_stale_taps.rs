@@ -14,7 +14,7 @@ mod support;
 use aromba_botfake::state::Sent;
 use aromba_proto::frame::{Delivery, TapProof};
 use paired::{
-    CHAT, Paired, Setup, paired_with, runs, start_daemon, with_counting_chore,
+    CHAT, Paired, Setup, button_data, paired_with, runs, start_daemon, with_counting_chore,
     with_counting_chore_in, write_mine,
 };
 use sqlx::PgPool;
@@ -82,16 +82,6 @@ fn no_refusal_since(p: &Paired, after: usize) {
             "the person's own taps were answered as an anomaly: {text}"
         );
     }
-}
-
-fn button_data(message: &Sent, label: &str) -> String {
-    message
-        .buttons
-        .iter()
-        .flatten()
-        .find(|(l, _)| l == label)
-        .map(|(_, d)| d.clone())
-        .unwrap_or_else(|| panic!("no {label} button on {message:?}"))
 }
 
 /// What the relay knows of a message it delivered: the server, the

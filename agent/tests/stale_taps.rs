@@ -10,7 +10,7 @@ mod paired;
 mod relay_support;
 mod support;
 
-use paired::{CHAT, Paired, runs, with_counting_chore};
+use paired::{CHAT, Paired, button_data, runs, with_counting_chore};
 use sqlx::PgPool;
 use std::time::Duration;
 
@@ -62,13 +62,7 @@ async fn a_double_tap_on_approve_runs_once_and_every_tap_is_answered(db: PgPool)
     p.bot.wait_recorded(&proposal).await;
     // Two taps in the same instant, as a thumb makes them: both reach the
     // relay before the Worker has taken the keyboard off.
-    let data = proposal
-        .buttons
-        .iter()
-        .flatten()
-        .find(|(l, _)| l == "Approve")
-        .map(|(_, d)| d.clone())
-        .expect("Approve");
+    let data = button_data(&proposal, "Approve");
     let first = p
         .bot
         .fake

@@ -313,7 +313,8 @@ pub enum Facts<'a> {
     Snapshot(&'a crate::chores::snapshot::Meta),
     /// Turning prod mode off needs nothing else.
     Nothing,
-    /// The ladder as it stands: its step and why it is there.
+    /// The ladder as it stands: its last move, its step and why it is
+    /// there.
     Ladder {
         event: u64,
         step: u64,
@@ -471,7 +472,7 @@ fn step_down_text(step: u64, reason: &str) -> Result<String, String> {
     let (now, since) = match step {
         1 => (
             "I've slowed down to one command a minute",
-            "My schedule and the assistant still work, slowly.",
+            "The chat and the assistant still work, one command a minute; my own schedule waits.",
         ),
         2 => (
             "I've stopped my schedule and the assistant",

@@ -680,8 +680,13 @@ pub const APPROVED_NOT_DONE: &str = "Approved, but not done: the reason is below
 pub const CANCELLED: &str = "Cancelled. Nothing was done.";
 /// Under a proposal the Warden had answered before (the Worker forgot).
 pub const ANSWERED_BEFORE: &str = "Already answered.";
-/// Under "Was that you?" answered yes.
+/// Under "Was that you?" answered yes, while the Warden checks the tap.
+pub const STEPPING_BACK: &str = "You said it was you: stepping back…";
+/// Under "Was that you?" answered yes, once the Warden stepped down.
 pub const IT_WAS_ME: &str = "You said it was you ✓ — back to normal.";
+/// Under "Was that you?" answered yes that the Warden did not carry out.
+pub const YES_NOT_DONE: &str =
+    "You said it was you, but I could not step back: the reason is below.";
 /// Under "Was that you?" answered no.
 pub const IT_WAS_NOT_ME: &str = "You said it was not you: I am stopping.";
 /// Under a receipt whose run was undone.
@@ -849,7 +854,7 @@ async fn approve(
         }
         Some(true) => {
             let under = match (was_that_you, approving) {
-                (true, true) => IT_WAS_ME,
+                (true, true) => STEPPING_BACK,
                 (true, false) => IT_WAS_NOT_ME,
                 (false, true) => APPROVED_RUNNING,
                 (false, false) => CANCELLED,
@@ -875,7 +880,8 @@ async fn approve(
         Ok(Response::AlreadyAnswered { .. }) => Some(ANSWERED_BEFORE),
         // Said when it was tapped.
         _ if !approving => None,
-        Ok(Response::Ladder { .. }) => None,
+        Ok(Response::Ladder { .. }) => Some(IT_WAS_ME),
+        _ if was_that_you => Some(YES_NOT_DONE),
         Ok(Response::Receipt { ok: false, .. }) => Some(APPROVED_WENT_BADLY),
         Ok(Response::Receipt { .. } | Response::Noted { .. }) => Some(APPROVED_DONE),
         Ok(Response::ReleaseInstalled { .. }) => Some(APPROVED_INSTALLING),
@@ -902,6 +908,15 @@ async fn approve(
                 super::shown::close(daemon, receipt_message, UNDONE).await;
             }
         }
+        // "No, stop Aromba": the person says the unusual activity was not
+        // theirs, so Aromba stops (the chat's `/panic`, which needs no
+        // signature) — whatever the Warden made of the tap, "already
+        // answered" included: a question a later move withdrew is still
+        // the person's no (found by the attack round).
+        _ if !approving && was_that_you => {
+            let stopped = panic(daemon).await;
+            daemon.say(stopped, vec![]).await;
+        }
         Ok(Response::Noted { .. }) => {
             daemon.say("Done.".into(), vec![]).await;
         }
@@ -915,15 +930,6 @@ async fn approve(
                     vec![],
                 )
                 .await;
-        }
-        // "No, stop Aromba": the person says the unusual activity was not
-        // theirs, so Aromba stops (the chat's `/panic`, which needs no
-        // signature) — whatever the Warden made of the tap: a question a
-        // later move withdrew is still the person's no (found by the
-        // attack round).
-        _ if !approving && was_that_you => {
-            let stopped = panic(daemon).await;
-            daemon.say(stopped, vec![]).await;
         }
         // Cancel is refused by design: the person chose not to go ahead,
         // and the message says so already. Any other refusal is said.

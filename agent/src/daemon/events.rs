@@ -46,14 +46,7 @@ pub async fn watch(daemon: Arc<Daemon>) {
         None => {
             // A first start tells nothing from before it.
             let last = match warden_client::ask(&socket, &Request::Events { after: 0 }).await {
-                Ok(Response::Events { events }) => {
-                    if let Some(e) = events.iter().max_by_key(|e| e.id) {
-                        daemon
-                            .step
-                            .store(e.to, std::sync::atomic::Ordering::Relaxed);
-                    }
-                    events.iter().map(|e| e.id).max().unwrap_or(0)
-                }
+                Ok(Response::Events { events }) => events.iter().map(|e| e.id).max().unwrap_or(0),
                 _ => 0,
             };
             let seen = Seen { events_after: last };
@@ -61,6 +54,14 @@ pub async fn watch(daemon: Arc<Daemon>) {
             seen
         }
     };
+    // The step the ladder stands on now (the events after `seen` move it
+    // on), for the Worker's budgets and schedule: a restart at Slow must
+    // not take it for Normal.
+    if let Ok(Response::Status(st)) = warden_client::ask(&socket, &Request::Status).await {
+        daemon
+            .step
+            .store(st.ladder_step, std::sync::atomic::Ordering::Relaxed);
+    }
     anchor(&daemon).await;
     let mut last_anchor = tokio::time::Instant::now();
     loop {

@@ -9,7 +9,12 @@ use serde::de::DeserializeOwned;
 
 /// The record `name`, or `None` when it is missing or unreadable.
 pub fn read<T: DeserializeOwned>(daemon: &Daemon, name: &str) -> Option<T> {
-    let bytes = std::fs::read(daemon.paths.home.join(name)).ok()?;
+    read_in(&daemon.paths.home, name)
+}
+
+/// The record `name` in `home`, before there is a daemon to ask.
+pub fn read_in<T: DeserializeOwned>(home: &std::path::Path, name: &str) -> Option<T> {
+    let bytes = std::fs::read(home.join(name)).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 

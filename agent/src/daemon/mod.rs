@@ -139,7 +139,7 @@ impl Daemon {
     ) -> Uuid {
         let id = Uuid::new_v4();
         if !buttons.is_empty() {
-            shown::remember(self, id, &text, &buttons);
+            shown::remember(self, id, &text);
         }
         let body = Body::Send {
             id,
@@ -210,6 +210,12 @@ impl Daemon {
     /// ([`crate::warden_client::lane`]) when more than `reserve` are left;
     /// else how long until one is free again.
     pub fn try_read(&self, reserve: usize) -> Result<(), Duration> {
+        self.read_turn(reserve, true)
+    }
+
+    /// Whether the current lane may read now (taking the read when `take`),
+    /// or how long until it may.
+    fn read_turn(&self, reserve: usize, take: bool) -> Result<(), Duration> {
         let now = tokio::time::Instant::now();
         let person = crate::warden_client::lane() == Lane::Person;
         let (reads, budget) = if person {
@@ -237,18 +243,16 @@ impl Daemon {
         {
             return Err(SLOW_BACKGROUND_EVERY.saturating_sub(now.duration_since(*last)));
         }
-        reads.push_back(now);
+        if take {
+            reads.push_back(now);
+        }
         Ok(())
     }
 
-    /// What the chat says when the person's budget is spent: when to ask
-    /// again, a wait the budget keeps.
+    /// What the chat says when a read was refused: when to ask again, a
+    /// wait the budget keeps.
     pub fn busy(&self) -> String {
-        let wait = match self.try_read(PERSON_READS) {
-            Err(wait) => wait,
-            Ok(()) => Duration::ZERO,
-        };
-        chat::busy_for(wait)
+        chat::busy_for(self.read_turn(0, false).err().unwrap_or(Duration::ZERO))
     }
 
     pub fn worker_socket(&self) -> std::path::PathBuf {

@@ -1,5 +1,5 @@
-//! The messages with buttons the Worker sent, by message: their text and
-//! buttons, so that a tap answers its message in place — the buttons taken
+//! The messages with buttons the Worker sent, by message: their text, so
+//! that a tap answers its message in place — the buttons taken
 //! off and what was chosen said under the text ("Approved ✓ — running…",
 //! "Cancelled") — and a second tap on a message answered already is known
 //! for the double tap it is, without asking the Warden again.
@@ -8,7 +8,6 @@
 //! tap into a question for the Warden), bounded in count and age.
 
 use super::Daemon;
-use aromba_proto::frame::Button;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -23,7 +22,6 @@ const RECORD: &str = "shown.json";
 pub struct Shown {
     pub message: Uuid,
     pub text: String,
-    pub buttons: Vec<Button>,
     /// A button was tapped and acted on: the buttons are off.
     pub answered: bool,
     /// For a proposal to undo a run: the receipt that offered the undo.
@@ -47,10 +45,7 @@ fn now_s() -> i64 {
 
 /// The record as kept, or empty.
 pub fn load(daemon_home: &std::path::Path) -> Record {
-    let mut record: Record = std::fs::read(daemon_home.join(RECORD))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let mut record: Record = super::kept::read_in(daemon_home, RECORD).unwrap_or_default();
     let now = now_s();
     record.0.retain(|s| now - s.at < KEPT_FOR_S);
     record
@@ -66,13 +61,12 @@ fn with<T>(daemon: &Daemon, f: impl FnOnce(&mut Record) -> (T, bool)) -> T {
 }
 
 /// Remembers a message sent with buttons.
-pub fn remember(daemon: &Daemon, message: Uuid, text: &str, buttons: &[Button]) {
+pub fn remember(daemon: &Daemon, message: Uuid, text: &str) {
     with(daemon, |record| {
         record.0.retain(|s| s.message != message);
         record.0.push(Shown {
             message,
             text: text.to_string(),
-            buttons: buttons.to_vec(),
             answered: false,
             undo_of: None,
             no_is_panic: false,
@@ -130,20 +124,23 @@ fn with_under(text: &str, under: &str) -> String {
 /// with buttons: the relay signs a tap over the text it shows, the Warden
 /// over its own, so a message with live buttons keeps its text).
 pub async fn close(daemon: &Daemon, message: Uuid, outcome: &str) {
-    update(daemon, message, |s| s.pending = false);
-    if let Some(shown) = get(daemon, message) {
-        daemon
-            .edit(message, with_under(&shown.text, outcome), vec![])
-            .await;
-    }
+    close_noting(daemon, message, outcome, false).await;
 }
 
-/// Shows `message` with `under` below its text and no buttons, and notes
-/// that its outcome is still to come (the Warden is running what was
-/// approved).
+/// [`close`], noting that the outcome is still to come (the Warden is
+/// running what was approved).
 pub async fn close_pending(daemon: &Daemon, message: Uuid, under: &str) {
-    close(daemon, message, under).await;
-    update(daemon, message, |s| s.pending = true);
+    close_noting(daemon, message, under, true).await;
+}
+
+async fn close_noting(daemon: &Daemon, message: Uuid, under: &str, pending: bool) {
+    let text = update(daemon, message, |s| {
+        s.pending = pending;
+        s.text.clone()
+    });
+    if let Some(text) = text {
+        daemon.edit(message, with_under(&text, under), vec![]).await;
+    }
 }
 
 /// Said under a proposal whose run the Worker stopped waiting for (it
@@ -167,7 +164,6 @@ pub async fn settle_interrupted(daemon: &Daemon) {
     });
     for message in pending {
         close(daemon, message, INTERRUPTED).await;
-        update(daemon, message, |s| s.pending = false);
     }
 }
 

@@ -305,6 +305,11 @@ struct Shared {
 }
 
 impl Shared {
+    /// The ladder's step now.
+    fn step(&self) -> crate::ladder::Step {
+        self.ladder.lock().unwrap_or_else(|p| p.into_inner()).step()
+    }
+
     /// The right to change files: one real run or undo at a time; another
     /// is refused rather than left waiting on a connection.
     fn one_change_at_a_time(&self) -> Result<std::sync::MutexGuard<'_, ()>, String> {
@@ -329,8 +334,7 @@ impl Shared {
         runs.retain(|r| r.strong_count() > 0);
         runs.push(Arc::downgrade(&switch));
         drop(runs);
-        let step = self.ladder.lock().unwrap_or_else(|p| p.into_inner()).step();
-        if step >= crate::ladder::Step::Freeze {
+        if self.step() >= crate::ladder::Step::Freeze {
             switch.store(true, Ordering::SeqCst);
         }
         switch

@@ -399,14 +399,6 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
     }
 }
 
-fn step_of(shared: &Shared) -> Step {
-    shared
-        .ladder
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .step()
-}
-
 /// Checks `given` against the PIN's hash, counting wrong ones in the
 /// Warden's state (`pin::Attempts`); five in a row lock PIN actions and are
 /// a ladder signal. The attempt is counted, and written, before the hash is
@@ -485,9 +477,10 @@ pub(super) fn approve(
     m.insert("chat".into(), Value::from(a.chat.as_str()));
     m.insert("time".into(), Value::from(a.time));
     let now = shared.options.clock.now();
-    let answers_freeze = step_of(shared) == Step::Freeze
-        && approvals::is_step_down(&shared.options.layout, &a.action_id);
-    if frozen(shared) && !answers_freeze {
+    let step = shared.step();
+    let answers_freeze =
+        step == Step::Freeze && approvals::is_step_down(&shared.options.layout, &a.action_id);
+    if step >= Step::Freeze && !answers_freeze {
         // Refused before it is spent: the tap stays good for when the
         // ladder comes down, within its freshness. "Was that you?" is
         // answered at Freeze: it is how Freeze comes down.

@@ -26,13 +26,15 @@
 //! one background request in ten minutes) so that the Worker's own health
 //! poll never takes the minute a person's command waits for. Some kinds still
 //! pass at any pace, because the Worker needs them to learn of the ladder
-//! and to pull it up, and because none of them runs anything or writes a
-//! journal line: `ping`, `events` (how the Worker hears that it was slowed
-//! down, and says so in the chat), `status` (the Warden's state, which the
-//! chat's `/trust` shows and the anchor at each move is sent from),
-//! `panic` (the chat's `/panic`, which only ever raises the ladder),
-//! `propose_step_down` (the "Was that you?" question, one live at a time)
-//! and the tap that answers it. They are still counted toward the
+//! and to pull it up, and because none of them runs a command or writes
+//! more than a line per ladder move: `ping`, `events` (how the Worker
+//! hears that it was slowed down, and says so in the chat), `status` (the
+//! Warden's state, which the chat's `/trust` shows and the anchor at each
+//! move is sent from), `panic` (the chat's `/panic`, which only ever
+//! raises the ladder), `propose_step_down` (the "Was that you?" question:
+//! one per move, asked again refused before any journal line) and, at
+//! Slow and Freeze only, the tap that answers it. They are still counted
+//! toward the
 //! request flood. Everything else — a malformed frame included, which
 //! counts as the person's — is let through only a lane's interval
 //! after the last one of its lane that was.
@@ -242,11 +244,7 @@ pub(super) fn admit(
         .and_then(|f| decode_request_in(&f).map_err(|e| e.to_string()));
     let lane = decoded.as_ref().map_or(Lane::Person, |(_, l)| *l);
     let request = decoded.map(|(r, _)| r);
-    let step = shared
-        .ladder
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .step();
+    let step = shared.step();
     let pace = request
         .as_ref()
         .map_or(Pace::Slowed, |r| pace_of(shared, step, r));
