@@ -15,9 +15,8 @@
 //! - [`Alerts`] is a state machine fed one [`Snapshot`] a minute (time
 //!   passed in, never read) that answers [`Event`]s — alerts raised and
 //!   cleared, with hysteresis so a value at a line does not flap;
-//! - [`render`] writes the chat's replies (`/status`, `/disk`, `/services`,
-//!   `/updates`, the daily digest, alert messages) in plain text, with
-//!   aligned numbers in a separate monospace block of at most 32 columns.
+//! - the chat's words for all of it (`/status`, the digest, the alerts)
+//!   are in `aromba-words`, the Worker's catalogue of messages.
 //!
 //! The commands, exactly as the Warden's policy allows them:
 //! `cat /proc/loadavg`, `nproc`, `cat /proc/meminfo`, `df -P -B1 -T` (or
@@ -29,7 +28,7 @@
 //! # Example
 //!
 //! ```
-//! use aromba_health::{Alerts, Event, Snapshot, Thresholds, parse_df_space, render};
+//! use aromba_health::{Alerts, Event, Snapshot, Thresholds, parse_df_space};
 //!
 //! let df = "Filesystem     Type 1-blocks    Used Available Capacity Mounted on\n\
 //!           /dev/vda1      ext4 1000000 950000     50000      95% /srv/my data\n";
@@ -39,14 +38,7 @@
 //! let snapshot = Snapshot { at: 1_700_000_000, space: Some(space.clone()), ..Snapshot::empty(0) };
 //! let events = alerts.observe(&snapshot);
 //! assert!(matches!(&events[..], [Event::Raised { subject, .. }] if subject == "/srv/my data"));
-//! assert_eq!(render::event(&events[0]), "Disk /srv/my data is 95% full (alert at 90%).");
-//!
-//! let reply = render::disk(&space);
-//! assert_eq!(reply.text, "Disk space, 1 filesystem:");
-//! assert_eq!(
-//!     reply.block.as_deref(),
-//!     Some("Mount                Used   Free\n/srv/my data          95%  50 kB")
-//! );
+//! assert_eq!(space[0].avail, 50_000);
 //! # Ok::<(), aromba_health::ParseError>(())
 //! ```
 
@@ -60,7 +52,6 @@ pub mod fsfilter;
 pub mod loadavg;
 pub mod meminfo;
 pub mod reboot;
-pub mod render;
 pub mod scan;
 pub mod systemctl;
 mod text;
@@ -75,7 +66,6 @@ pub use fsfilter::{IGNORED_FSTYPES, IGNORED_MOUNT_PREFIXES, is_relevant};
 pub use loadavg::{LoadAvg, parse_loadavg, parse_nproc};
 pub use meminfo::{MemInfo, parse_meminfo};
 pub use reboot::{RebootStatus, parse_reboot_required};
-pub use render::Reply;
 pub use systemctl::{FailedUnit, parse_failed_units};
 pub use text::{MAX_LINE_BYTES, MAX_LINES};
 pub use timedate::{ClockStatus, parse_timedatectl_show};

@@ -514,8 +514,7 @@ fn shown(text: &str) -> String {
 }
 
 /// Said when the budget ran out between rounds.
-pub const BUDGET_SPENT: &str =
-    "I stopped looking: today's AI budget is spent, so this answer is not complete.";
+pub use aromba_words::assistant::BUDGET_SPENT;
 
 /// The start of `text` that can be shown (a little past the cap, so that
 /// a word cut there is still judged whole enough to be taken out).

@@ -31,16 +31,9 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use uuid::Uuid;
 
+use aromba_words::assistant::{self as words, OFF, PIN_KEPT, STILL_ANSWERING, STOPPED};
+
 const USAGE: &str = "assistant-usage.json";
-
-const OFF: &str = "The assistant is off: its key was wiped when I stepped down to reads only. After `aromba resume`, put a key in secrets.toml and restart the Worker.";
-
-const PIN_KEPT: &str = "I kept that message from the assistant: a word in it could be your PIN (one word with a digit, 6 characters or more). If it is your PIN, it is still in the chat: delete it yourself. I read a PIN only right after you tap Approve on an action that asks for one. If it was a question, ask it without that word (a version like 1.24 is fine).";
-
-const STILL_ANSWERING: &str =
-    "I am still on your last question; ask again once its answer is here.";
-
-const STOPPED: &str = "The assistant could not finish: I stopped it (the ladder moved, or /panic).";
 
 /// Reads of the Worker's budget the assistant leaves to the chat's own
 /// commands, dry runs and the schedule.
@@ -135,7 +128,7 @@ const PARTIAL_EVERY: std::time::Duration = std::time::Duration::from_millis(1200
 impl Host for Warden<'_> {
     async fn read(&self, cmd: String, args: Vec<String>) -> Result<String, String> {
         if !self.daemon.take_read_leaving(LEFT_TO_THE_CHAT) {
-            return Err("the Worker's reads for these ten minutes are spent".into());
+            return Err(words::tool::READS_SPENT.into());
         }
         match warden_client::ask(&self.daemon.worker_socket(), &Request::Read { cmd, args }).await {
             Ok(Response::Result(r)) => {
@@ -151,8 +144,8 @@ impl Host for Warden<'_> {
             }
             Ok(Response::Refused { reason, .. }) => Err(reason),
             Ok(Response::Error { message }) => Err(message),
-            Ok(other) => Err(format!("an odd answer: {other:?}")),
-            Err(e) => Err(format!("the Warden could not be asked: {e}")),
+            Ok(other) => Err(words::tool::odd_answer(&format!("{other:?}"))),
+            Err(e) => Err(words::tool::no_warden(&e)),
         }
     }
 
@@ -186,20 +179,19 @@ impl Host for Warden<'_> {
                 // the review: the Warden's refusal then moved the ladder
                 // for whoever planted the link).
                 if let Some(why) = crate::assistant::secret_paths::swappable_by_another(&real) {
-                    return Err(format!("{path} is not asked about: {why}"));
+                    return Err(words::tool::not_asked_about(path, &why));
                 }
                 real.to_str()
                     .map(String::from)
-                    .ok_or_else(|| format!("{path} does not resolve to a plain path"))
+                    .ok_or_else(|| words::tool::not_a_plain_path(path))
             }
-            Err(e) => Err(format!(
-                "{path} cannot be resolved here ({}): ask about a folder above it",
+            Err(e) => Err(words::tool::cannot_resolve(
+                path,
                 match e.kind() {
-                    std::io::ErrorKind::NotFound => "it does not exist",
-                    std::io::ErrorKind::PermissionDenied =>
-                        "a folder on the way is closed to the Worker",
-                    _ => "it cannot be looked at",
-                }
+                    std::io::ErrorKind::NotFound => words::tool::Unresolved::Missing,
+                    std::io::ErrorKind::PermissionDenied => words::tool::Unresolved::Closed,
+                    _ => words::tool::Unresolved::Other,
+                },
             )),
         }
     }
@@ -332,13 +324,7 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
         // The Warden paces the Worker above Normal: nothing goes to the
         // model while it cannot be asked how things stand.
         _ => {
-            daemon
-                .say(
-                    "I cannot tell how things stand with the Warden right now, so I am not asking the assistant; try again in a minute."
-                        .into(),
-                    vec![],
-                )
-                .await;
+            daemon.say(words::WARDEN_UNKNOWN.into(), vec![]).await;
             return;
         }
     };
@@ -352,10 +338,7 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
     if status.ladder_step >= super::events::FREEZE {
         daemon
             .say(
-                format!(
-                    "The assistant is stopped while I am at {} ({}); it answers again once the ladder comes down.",
-                    status.ladder_name, status.ladder_step
-                ),
+                words::stopped_by_the_ladder(&status.ladder_name, status.ladder_step),
                 vec![],
             )
             .await;
@@ -364,12 +347,7 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
     let s = spent(daemon);
     let budget = s.daily(ceiling(daemon));
     if s.used >= budget {
-        daemon
-            .say(
-                format!("Today's AI budget ({budget} tokens) is spent. It starts again tomorrow."),
-                vec![],
-            )
-            .await;
+        daemon.say(words::budget_spent_today(budget), vec![]).await;
         return;
     }
     let prod = status.prod_mode.starts_with("on");
@@ -419,11 +397,7 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
 
 /// The assistant's message while it looks: the tools called so far.
 fn looking(looked: &[String]) -> String {
-    if looked.is_empty() {
-        voice::marked("Looking into it…")
-    } else {
-        voice::marked(&format!("Looking into it: {}…", looked.join(", ")))
-    }
+    voice::marked(&words::looking_into_it(looked))
 }
 
 /// The answer's text so far (filtered already), while it streams.
@@ -434,26 +408,23 @@ fn partial(text: &str) -> String {
 /// Why there is no answer; the endpoint's words in it are filtered as the
 /// model's are.
 fn failed(error: &ModelError) -> String {
-    voice::marked(&format!(
-        "The assistant could not answer: {}.",
-        voice::one_line(&error.to_string())
-    ))
+    voice::marked(&words::could_not_answer(&voice::one_line(
+        &error.to_string(),
+    )))
 }
 
 /// The answer, with its usage in a footer.
 fn shown(answer: &Answer, prod: bool) -> String {
     let mut text = if answer.text.is_empty() {
-        "(no answer)".to_string()
+        words::NO_ANSWER.to_string()
     } else {
         answer.text.clone()
     };
-    text.push_str(&format!(
-        "\n\n— {} tokens in, {} out",
-        answer.usage.input, answer.usage.output
+    text.push_str(&words::usage_footer(
+        answer.usage.input,
+        answer.usage.output,
+        prod,
     ));
-    if prod {
-        text.push_str("; prod mode: I only propose");
-    }
     voice::marked(&text)
 }
 
@@ -463,9 +434,7 @@ fn shown(answer: &Answer, prod: bool) -> String {
 pub(crate) fn proposed(name: &str, why: &str) -> String {
     let cut: String = voice::one_line(why).chars().take(MAX_WHY).collect();
     let why = voice::one_line(&cut);
-    voice::marked(&format!(
-        "The assistant proposes the chore {name}. Its reason, in its own words: {why}"
-    ))
+    voice::marked(&words::proposes(name, &why))
 }
 
 /// A chore the model proposed, offered and never run from here: its dry
@@ -480,11 +449,9 @@ async fn offer(daemon: &Daemon, name: &str, why: &str) {
         return;
     }
     let heading = if chore.dry_run_seen {
-        format!("Here is what {name} would do now (a dry run, nothing changed):")
+        aromba_words::chores::dry_run_now(name)
     } else {
-        format!(
-            "Before {name} runs for the first time, here is what it would do (a dry run, nothing changed):"
-        )
+        aromba_words::chores::dry_run_before_first(name)
     };
     if !super::schedule::show_dry_run_headed(daemon, name, &heading).await {
         return;
@@ -526,41 +493,30 @@ pub fn budget(daemon: &Daemon, args: &[String]) -> String {
         .as_slice()
     {
         [] => match s.budget.filter(|b| *b < ceiling) {
-            Some(b) => format!(
-                "Today: {} of {b} tokens (root's ceiling is {ceiling}).",
-                s.used
-            ),
-            None => format!(
-                "Today: {} of {ceiling} tokens (root's ceiling, `daily_tokens` in network.toml; /ai budget N sets a lower one).",
-                s.used
-            ),
+            Some(b) => words::today_of_budget(s.used, b, ceiling),
+            None => words::today_of_ceiling(s.used, ceiling),
         },
         ["budget", "off"] => {
             s.budget = None;
             s.no_budget = false;
             keep(daemon, &s);
-            format!(
-                "The daily budget is root's ceiling now: {ceiling} tokens (`daily_tokens` in network.toml sets another). One question costs at most {MAX_PER_QUESTION}."
-            )
+            words::budget_is_the_ceiling(ceiling, MAX_PER_QUESTION)
         }
         ["budget", n] => match n.parse::<u64>() {
             Ok(n) if n > 0 && n <= ceiling => {
                 s.budget = Some(n);
                 s.no_budget = false;
                 keep(daemon, &s);
-                format!("The daily budget is {n} tokens (today so far: {}).", s.used)
+                words::budget_set(n, s.used)
             }
             Ok(n) if n > ceiling => {
                 s.budget = None;
                 keep(daemon, &s);
-                format!(
-                    "The daily budget is {ceiling} tokens, root's ceiling: the chat may set a lower one, not a higher one (root sets `daily_tokens` under [assistant] in network.toml)."
-                )
+                words::budget_above_the_ceiling(ceiling)
             }
-            _ => format!("The budget is a number of tokens, 1 to {ceiling}: /ai budget 50000"),
+            _ => words::budget_is_a_number(ceiling),
         },
-        _ => "/ai shows today's tokens; /ai budget N sets a lower daily budget; /ai budget off goes back to root's ceiling."
-            .into(),
+        _ => words::AI_USAGE.into(),
     }
 }
 

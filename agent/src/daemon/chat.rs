@@ -11,21 +11,12 @@ use aromba_warden_proto::{Request, Response, printable};
 use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc};
 
-pub const HELP: &str = "What I can do:\n\
-/status: how the server is doing\n\
-/disk: space left on each disk\n\
-/services: services that failed (/services all: every one)\n\
-/updates: updates waiting (/updates all: every one)\n\
-/logs <service>: the last lines of a service's log (/logs <service> all: the last 200)\n\
-/chores: the chores and when they run\n\
-/run <chore>: run a chore now (its dry run first; I ask before a yellow or red one)\n\
-/trust: what I may do here, and whether my journal is intact\n\
-/digest HH:MM: a daily summary at that time (/digest off to stop)\n\
-/ai budget N: a daily token budget for the assistant (with an AI key, ask me anything)\n\
-/prodmode off: turn prod mode off (asks for your PIN)\n\
-/panic: stop me now (reads only, until root runs `aromba resume` on the server)\n\
-/unpair: unpair this chat from the server (I ask first)\n\
-/help: this list";
+use aromba_words::approvals::{
+    ALREADY_ANSWERED, ANSWERED_BEFORE, APPROVED_DONE, APPROVED_INSTALLING, APPROVED_NOT_DONE,
+    APPROVED_RUNNING, APPROVED_WENT_BADLY, CANCELLED, IT_WAS_ME, IT_WAS_NOT_ME, NOT_DONE_WRONG_PIN,
+    PIN_UNASKED, SEND_PIN, STEPPING_BACK, UNDONE, UNMARKED_PIN, YES_NOT_DONE,
+};
+use aromba_words::{assistant as ai_words, chat as words, trust as trust_words};
 
 /// The commands that reach the ladder: handled by [`ladder`] on a path of
 /// their own, so no other chat work (a run awaiting its receipt, a flood of
@@ -36,15 +27,6 @@ pub const LADDER_COMMANDS: [&str; 2] = ["panic", "trust"];
 pub fn is_ladder_command(text: &str) -> bool {
     command(text).is_some_and(|(name, _)| LADDER_COMMANDS.contains(&name.as_str()))
 }
-
-/// What prod mode is, said where it is switched.
-pub const PROD_MODE_IS: &str = "Prod mode is for a server that serves people: every chore asks before it runs (red), nothing is deleted (it goes to quarantine and stays), and the assistant only proposes.";
-
-/// What `/ai` says where no assistant is set up.
-pub const NO_AI_KEY: &str = "There is no assistant here: no AI key is set up, so there is no budget to show. To add one, root names a model in /etc/aromba/worker/network.toml, puts its key in /etc/aromba/worker/secrets.toml and runs `sudo aromba pair` again (the README's \"Ask your server\" says how). My commands work without it: /help lists them.";
-
-/// Said once when the chat sends more than the Worker answers in a while.
-pub const TOO_MANY: &str = "Too many messages at once: I skipped some of them. Send yours again in a minute. /panic always works.";
 
 /// `/panic` asked for, and not yet carried out: rung by the relay link,
 /// answered by [`ladder`]. Rings while one is being carried out make one
@@ -100,7 +82,7 @@ pub async fn ladder(
         };
         match daemon.take_reply() {
             super::replies::Turn::Answer => daemon.say(reply, vec![]).await,
-            super::replies::Turn::FirstSkipped => daemon.say(TOO_MANY.into(), vec![]).await,
+            super::replies::Turn::FirstSkipped => daemon.say(words::TOO_MANY.into(), vec![]).await,
             super::replies::Turn::Skipped => uuid::Uuid::nil(),
         };
     }
@@ -117,7 +99,7 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
             match daemon.take_reply() {
                 super::replies::Turn::Answer => {}
                 super::replies::Turn::FirstSkipped => {
-                    daemon.say(TOO_MANY.into(), vec![]).await;
+                    daemon.say(words::TOO_MANY.into(), vec![]).await;
                     continue;
                 }
                 super::replies::Turn::Skipped => continue,
@@ -173,13 +155,7 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
             } => {
                 // The key is pinned by `aromba pair` from its own
                 // connection; one arriving here is not trusted.
-                daemon
-                    .say(
-                        "This chat is paired with the server. Send /help to see what I can do."
-                            .into(),
-                        vec![],
-                    )
-                    .await;
+                daemon.say(words::PAIRED.into(), vec![]).await;
             }
             _ => {}
         }
@@ -234,7 +210,7 @@ pub fn command(text: &str) -> Option<(String, Vec<String>)> {
 async fn ask(daemon: &Daemon, request: &Request) -> Result<Response, String> {
     warden_client::ask(&daemon.worker_socket(), request)
         .await
-        .map_err(|e| format!("I could not ask the Warden: {e}"))
+        .map_err(|e| words::could_not_ask_the_warden(&e))
 }
 
 /// A read's standard output, or the one sentence saying why not.
@@ -248,13 +224,7 @@ pub async fn read(daemon: &Daemon, cmd: &str, args: &[&str]) -> Result<String, S
     };
     match ask(daemon, &request).await? {
         Response::Result(r) if r.exit_code == Some(0) => Ok(printable(&r.stdout)),
-        Response::Result(r) => Err(format!(
-            "`{cmd}` failed: {}",
-            printable(&r.stderr)
-                .lines()
-                .next()
-                .unwrap_or("no reason given")
-        )),
+        Response::Result(r) => Err(words::read_failed(cmd, printable(&r.stderr).lines().next())),
         other => Err(odd(&other)),
     }
 }
@@ -263,12 +233,10 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
     let Some((name, args)) = command(text) else {
         // Not a command, and no assistant here (`serve` gave it a question
         // otherwise).
-        return "I only understand commands (no AI key is set up here). Send /help to see them."
-            .to_string()
-            .into();
+        return words::ONLY_COMMANDS.to_string().into();
     };
     match name.as_str() {
-        "start" | "help" => HELP.to_string().into(),
+        "start" | "help" => words::HELP.to_string().into(),
         "trust" if !daemon.take_read() => daemon.busy().into(),
         "trust" => trust(daemon).await.into(),
         "panic" => panic(daemon).await.into(),
@@ -287,7 +255,7 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
         // the Warden's count.
         "chores" | "prodmode" | "run" if !daemon.take_read() => daemon.busy().into(),
         "chores" => chores(daemon).await.into(),
-        "ai" if daemon.assistant.is_none() => NO_AI_KEY.to_string().into(),
+        "ai" if daemon.assistant.is_none() => ai_words::NO_AI_KEY.to_string().into(),
         "ai" => super::ask::budget(daemon, &args).into(),
         "prodmode" => {
             prod_mode(daemon, args.first().map(String::as_str)).await;
@@ -297,7 +265,7 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
             run(daemon, args.first().map(String::as_str)).await;
             Reply::none()
         }
-        _ => format!("I don't know /{name}. Send /help to see what I can do.").into(),
+        _ => words::unknown_command(&name).into(),
     }
 }
 
@@ -310,27 +278,24 @@ async fn trust(daemon: &Daemon) -> String {
                 .unwrap_or_else(|p| p.into_inner())
                 .clone();
             let mut lines = vec![trust_verdict(&st, anchor.as_ref())];
-            lines.push(format!(
-                "Ladder: {} (step {})",
-                st.ladder_name, st.ladder_step
+            let prod_mode = plain_times(&st.prod_mode);
+            lines.extend(
+                trust_words::TrustLines {
+                    ladder_name: &st.ladder_name,
+                    ladder_step: st.ladder_step,
+                    ladder_reason: &st.ladder_reason,
+                    phase: &st.phase,
+                    isolation: &st.isolation,
+                    integrity: &st.integrity,
+                    prod_mode: &prod_mode,
+                    journal_entries: st.journal_seq,
+                    journal_head: &st.journal_head,
+                }
+                .lines(),
+            );
+            lines.push(trust_words::anchor_line(
+                anchor.as_ref().map(|a| (a.ok, a.report.as_str())),
             ));
-            if !st.ladder_reason.is_empty() {
-                lines.push(format!("Why: {}", st.ladder_reason));
-            }
-            lines.push(format!("Phase: {}", st.phase));
-            lines.push(format!("Isolation: {}", st.isolation));
-            lines.push(format!("Integrity: {}", st.integrity));
-            lines.push(format!("Prod mode: {}", plain_times(&st.prod_mode)));
-            lines.push(format!(
-                "Journal: {} entries; the last one's fingerprint {}",
-                st.journal_seq,
-                st.journal_head.get(..12).unwrap_or(&st.journal_head)
-            ));
-            lines.push(match anchor {
-                Some(a) if a.ok => format!("Relay's anchor: {}", a.report),
-                Some(a) => format!("Relay's anchor: DOES NOT MATCH: {}", a.report),
-                None => "Relay's anchor: none yet (the relay has no head of this journal)".into(),
-            });
             lines.push(super::update::trust_line(daemon));
             lines.join("\n")
         }
@@ -345,21 +310,12 @@ fn trust_verdict(
     anchor: Option<&super::events::Anchor>,
 ) -> String {
     if anchor.is_some_and(|a| !a.ok) {
-        return "Something is wrong: my journal does not match the copy the relay keeps, so it may have been cut or rewritten.".into();
+        return trust_words::JOURNAL_DOES_NOT_MATCH.into();
     }
     if !st.integrity.starts_with("ok") {
-        return format!(
-            "Something is wrong: a file I watch changed ({}).",
-            st.integrity
-        );
+        return trust_words::a_watched_file_changed(&st.integrity);
     }
-    match st.ladder_step {
-        0 => "All good: I'm working normally, and nothing I watch has changed.".into(),
-        1 => "I'm slowed down after unusual activity (one command a minute); the reason is below.".into(),
-        2 => "I've stopped my schedule and the assistant after unusual activity; the chat works. The reason is below.".into(),
-        3 => "I'm stopped: reads only, until `sudo aromba resume` on the server. The reason is below.".into(),
-        _ => "The Warden has stopped itself for good: reinstall Aromba on the server to recover.".into(),
-    }
+    trust_words::ladder_verdict(st.ladder_step).into()
 }
 
 /// `text` with each "since <Unix seconds>" as the server's local time
@@ -407,7 +363,7 @@ async fn panic(daemon: &Daemon) -> String {
             // back (its event for this move is not said again).
             message
         }
-        Ok(Response::Refused { reason, .. }) => format!("The Warden refused: {reason}"),
+        Ok(Response::Refused { reason, .. }) => words::warden_refused(&reason),
         Ok(other) => odd(&other),
         Err(e) => e,
     }
@@ -428,10 +384,10 @@ const LOG_LINES_ALL: &str = "200";
 
 async fn logs(daemon: &Daemon, unit: Option<&str>, all: bool) -> String {
     let Some(unit) = unit else {
-        return "Which service? For example: /logs nginx".into();
+        return words::WHICH_SERVICE.into();
     };
     if !unit_name(unit) {
-        return "That is not a service name.".into();
+        return words::NOT_A_SERVICE.into();
     }
     match read(
         daemon,
@@ -450,24 +406,16 @@ async fn logs(daemon: &Daemon, unit: Option<&str>, all: bool) -> String {
     .await
     {
         Ok(out) if out.trim().is_empty() => no_log_lines(daemon, unit).await,
-        Ok(out) if all => format!("The last lines of {unit}:\n{}", out.trim_end()),
-        Ok(out) => format!(
-            "The last lines of {unit}:\n{}{}",
-            tail(&out, 3000),
-            if out.len() > 3000 {
-                format!("\n(/logs {unit} all: the last {LOG_LINES_ALL} lines)")
-            } else {
-                String::new()
-            }
+        Ok(out) if all => words::log_lines(unit, out.trim_end(), None),
+        Ok(out) => words::log_lines(
+            unit,
+            &tail(&out, 3000),
+            (out.len() > 3000).then_some(LOG_LINES_ALL),
         ),
-        Err(e) if crate::health::no_systemd(&e) => NO_JOURNAL.to_string(),
+        Err(e) if crate::health::no_systemd(&e) => words::NO_JOURNAL.to_string(),
         Err(e) => e,
     }
 }
-
-/// What `/logs` says on a server without systemd's journal.
-pub const NO_JOURNAL: &str =
-    "This server does not run systemd, so there is no journal of its services' log lines to show.";
 
 /// Why a service's log is empty: there is no such service here, or it has
 /// written nothing (yet).
@@ -479,18 +427,16 @@ async fn no_log_lines(daemon: &Daemon, unit: &str) -> String {
     )
     .await
     {
-        Err(e) if e.contains("could not be found") => {
-            format!(
-                "There is no service called {unit} here. /services all lists the ones there are."
-            )
-        }
-        Err(e) if crate::health::no_systemd(&e) => NO_JOURNAL.to_string(),
-        Ok(_) => format!("{unit} has written no log lines that the journal still keeps."),
-        Err(e) => format!(
-            "The journal has no lines of {unit}, and I could not tell whether there is such a service here: {e}"
-        ),
+        Err(e) if e.contains(SYSTEMCTL_NO_SUCH_UNIT) => words::no_such_service(unit),
+        Err(e) if crate::health::no_systemd(&e) => words::NO_JOURNAL.to_string(),
+        Ok(_) => words::no_log_lines(unit),
+        Err(e) => words::no_log_lines_unsure(unit, &e),
     }
 }
+
+/// How `systemctl status` says a unit is not there (its words, matched,
+/// not said).
+const SYSTEMCTL_NO_SUCH_UNIT: &str = "could not be found";
 
 /// The end of `text`, at most `max` bytes, cut at a line.
 fn tail(text: &str, max: usize) -> String {
@@ -508,13 +454,13 @@ fn tail(text: &str, max: usize) -> String {
 
 async fn chores(daemon: &Daemon) -> String {
     match ask(daemon, &Request::Chores).await {
-        Ok(Response::Chores { chores }) if chores.is_empty() => "No chores here.".into(),
+        Ok(Response::Chores { chores }) if chores.is_empty() => words::NO_CHORES.into(),
         Ok(Response::Chores { chores }) => chores
             .iter()
-            .map(|c| format!("{} ({}): {}", c.name, c.color, c.schedule))
+            .map(|c| words::chore_line(&c.name, &c.color, &c.schedule))
             .collect::<Vec<_>>()
             .join("\n"),
-        Ok(Response::Refused { reason, .. }) => format!("The Warden refused: {reason}"),
+        Ok(Response::Refused { reason, .. }) => words::warden_refused(&reason),
         Ok(other) => odd(&other),
         Err(e) => e,
     }
@@ -531,12 +477,7 @@ async fn run(daemon: &Daemon, name: Option<&str>) {
             && n.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     }) else {
-        daemon
-            .say(
-                "Which chore? /chores lists them; then, for example, /run apt-clean".into(),
-                vec![],
-            )
-            .await;
+        daemon.say(words::WHICH_CHORE.into(), vec![]).await;
         return;
     };
     let Some(chore) = chore(daemon, name).await else {
@@ -545,10 +486,7 @@ async fn run(daemon: &Daemon, name: Option<&str>) {
     let dry_run_first = !chore.cap_unconfirmed && !chore.dry_run_seen;
     if !super::schedule::ask_for(daemon, &chore).await && dry_run_first {
         daemon
-            .say(
-                format!("Send /run {} again to run it for real.", chore.name),
-                vec![],
-            )
+            .say(words::run_again_for_real(&chore.name), vec![])
             .await;
     }
 }
@@ -568,28 +506,9 @@ pub(super) async fn chore(daemon: &Daemon, name: &str) -> Option<aromba_warden_p
         }
     };
     if chore.is_none() {
-        daemon
-            .say(
-                format!("There is no chore called {name}. /chores lists them."),
-                vec![],
-            )
-            .await;
+        daemon.say(words::no_such_chore(name), vec![]).await;
     }
     chore
-}
-
-pub const BUSY: &str = "I have asked the Warden for a lot in the last ten minutes (I hold myself to a budget, so that I never look like something gone wrong).";
-
-/// [`BUSY`], with when to ask again: `wait` rounded up to the minute, a
-/// wait the budget keeps.
-pub fn busy_for(wait: std::time::Duration) -> String {
-    let minutes = wait.as_secs().div_ceil(60).max(1);
-    let when = if minutes == 1 {
-        "in a minute".to_string()
-    } else {
-        format!("in {minutes} minutes")
-    };
-    format!("{BUSY} Ask again {when}. /panic always works.")
 }
 
 /// A Warden answer the chat did not expect, in one sentence.
@@ -600,9 +519,9 @@ pub fn odd(answer: &Response) -> String {
         Response::Refused { reason, .. } if reason.starts_with(aromba_warden_proto::SLOWED) => {
             reason.clone()
         }
-        Response::Refused { reason, .. } => format!("The Warden refused: {reason}"),
-        Response::Error { message } => format!("The Warden could not: {message}"),
-        _ => "The Warden gave an answer I did not expect.".into(),
+        Response::Refused { reason, .. } => words::warden_refused(reason),
+        Response::Error { message } => words::warden_could_not(message),
+        _ => words::WARDEN_ODD.into(),
     }
 }
 
@@ -625,16 +544,17 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
         if button == super::undo::BUTTON
             && let Some(undo_id) = super::undo::offered(daemon, message)
         {
-            let proposal =
-                super::schedule::propose(daemon, &Request::ProposeUndo { undo_id }, "the undo")
-                    .await;
+            let proposal = super::schedule::propose(
+                daemon,
+                &Request::ProposeUndo { undo_id },
+                aromba_words::chores::THE_UNDO,
+            )
+            .await;
             if let Some(proposal) = proposal {
                 super::shown::update(daemon, proposal, |s| s.undo_of = Some(message));
             }
         } else {
-            daemon
-                .say("That button does nothing any more.".into(), vec![])
-                .await;
+            daemon.say(words::BUTTON_DOES_NOTHING.into(), vec![]).await;
         }
         return;
     };
@@ -661,61 +581,15 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
     approve(daemon, message, action_id, button, proof, None).await;
 }
 
-/// What the chat says when Approve on a PIN action was tapped.
-pub const SEND_PIN: &str = "Send your PIN as your next message. I delete it from the chat as soon as I have read it, and keep it nowhere.";
-
-/// Under a proposal approved, while it runs.
-pub const APPROVED_RUNNING: &str = "Approved ✓ — running…";
-/// Under a proposal approved and done (its receipt follows).
-pub const APPROVED_DONE: &str = "Approved ✓ — done.";
-/// Under a proposal approved whose run did not go well.
-pub const APPROVED_WENT_BADLY: &str = "Approved, but it did not go well: the receipt is below.";
-/// Under a release install approved.
-pub const APPROVED_INSTALLING: &str = "Approved ✓ — installing…";
-/// Under a PIN action whose PIN was wrong.
-pub const NOT_DONE_WRONG_PIN: &str = "Not done: the PIN was wrong.";
-/// Under a proposal approved that the Warden did not carry out.
-pub const APPROVED_NOT_DONE: &str = "Approved, but not done: the reason is below.";
-/// Under a proposal cancelled.
-pub const CANCELLED: &str = "Cancelled. Nothing was done.";
-/// Under a proposal the Warden had answered before (the Worker forgot).
-pub const ANSWERED_BEFORE: &str = "Already answered.";
-/// Under "Was that you?" answered yes, while the Warden checks the tap.
-pub const STEPPING_BACK: &str = "You said it was you: stepping back…";
-/// Under "Was that you?" answered yes, once the Warden stepped down.
-pub const IT_WAS_ME: &str = "You said it was you ✓ — back to normal.";
-/// Under "Was that you?" answered yes that the Warden did not carry out.
-pub const YES_NOT_DONE: &str =
-    "You said it was you, but I could not step back: the reason is below.";
-/// Under "Was that you?" answered no.
-pub const IT_WAS_NOT_ME: &str = "You said it was not you: I am stopping.";
-/// Under a receipt whose run was undone.
-pub const UNDONE: &str = "Undone ✓ (see below).";
-
 /// What the chat is told after a wrong PIN: the approval is spent, so the
 /// way to try again is to ask again.
 pub fn wrong_pin(locked: bool) -> String {
-    let lock = format!(
-        "After {} wrong PINs in a row, PIN actions lock for {} minutes.",
+    aromba_words::approvals::wrong_pin(
+        locked,
         aromba_warden_proto::PIN_MAX_FAILURES,
-        aromba_warden_proto::PIN_LOCK_S / 60
-    );
-    if locked {
-        format!(
-            "Wrong PIN, so nothing was done. That was the {}th wrong PIN in a row: PIN actions are locked for {} minutes. If it was not you typing, send /panic.",
-            aromba_warden_proto::PIN_MAX_FAILURES,
-            aromba_warden_proto::PIN_LOCK_S / 60
-        )
-    } else {
-        format!(
-            "Wrong PIN, so nothing was done. To try again, ask for it again (for example /prodmode off) and tap Approve. {lock}"
-        )
-    }
+        aromba_warden_proto::PIN_LOCK_S / 60,
+    )
 }
-
-/// What a second tap on an answered proposal (a double tap, Approve after
-/// Cancel) is told: nothing happened, and nothing is wrong.
-pub const ALREADY_ANSWERED: &str = "Already answered: a button on that message was tapped before, so nothing more was done, and nothing is wrong. To do it again, ask for it again.";
 
 /// A tap on a PIN action, waiting for the PIN.
 pub struct PendingPin {
@@ -779,14 +653,6 @@ async fn pin_given(daemon: &Daemon, pin: String) {
     .await;
 }
 
-/// What the chat is told when a message with a PIN's shape came while no
-/// PIN was asked for (the relay deleted it from the chat).
-pub const PIN_UNASKED: &str = "That message looked like a PIN, so it was deleted from the chat and not passed on: I was not waiting for one. I ask for your PIN only right after you tap Approve on an action that needs it. If it was a question, ask it in a few words.";
-
-/// What the chat is told when its text comes as an ordinary message while
-/// a PIN is awaited.
-const UNMARKED_PIN: &str = "That message reached me as an ordinary one, not as your PIN, so it was not deleted from the chat: delete it yourself. I did not use it. Tap Approve again and I will ask for the PIN again.";
-
 /// Whether a PIN is awaited, which an ordinary (not a command) message
 /// answers: the relay never took the `expect_secret` (lost with its
 /// connection, or refused), so that message, likely the PIN, was neither
@@ -807,18 +673,18 @@ fn pin_came_unmarked(daemon: &Daemon) -> bool {
 async fn prod_mode(daemon: &Daemon, arg: Option<&str>) {
     match arg {
         Some("off") => {
-            super::schedule::propose(daemon, &Request::ProposeProdModeOff, "prod mode").await;
+            super::schedule::propose(
+                daemon,
+                &Request::ProposeProdModeOff,
+                aromba_words::chores::PROD_MODE_OFF,
+            )
+            .await;
         }
         _ => {
             let text = match ask(daemon, &Request::Status).await {
-                Ok(Response::Status(st)) => format!(
-                    "Prod mode: {}.\n{PROD_MODE_IS}\n{}",
-                    plain_times(&st.prod_mode),
-                    if st.prod_mode.starts_with("on") {
-                        "/prodmode off turns it off (it shows what changes, and asks for your PIN)."
-                    } else {
-                        "It turns on by itself when the first scan sees a production server; `sudo aromba prod-mode on` turns it on."
-                    }
+                Ok(Response::Status(st)) => trust_words::prod_mode(
+                    &plain_times(&st.prod_mode),
+                    st.prod_mode.starts_with("on"),
                 ),
                 Ok(other) => odd(&other),
                 Err(e) => e,
@@ -918,17 +784,16 @@ async fn approve(
             daemon.say(stopped, vec![]).await;
         }
         Ok(Response::Noted { .. }) => {
-            daemon.say("Done.".into(), vec![]).await;
+            daemon
+                .say(aromba_words::approvals::DONE.into(), vec![])
+                .await;
         }
         Ok(Response::AlreadyAnswered { .. }) => {
             daemon.say(ALREADY_ANSWERED.into(), vec![]).await;
         }
         Ok(Response::ReleaseInstalled { version, .. }) => {
             daemon
-                .say(
-                    format!("Installing Aromba {version}: both services restart now, and I will say when it is back."),
-                    vec![],
-                )
+                .say(aromba_words::approvals::installing(&version), vec![])
                 .await;
         }
         // Cancel is refused by design: the person chose not to go ahead,

@@ -202,7 +202,7 @@ pub async fn check_anchor(daemon: &Daemon, seq: u64, hash: String, signature: Op
     let (ok, report) = match answer {
         Ok(Response::Verified { ok, report }) => (ok, report),
         Ok(other) => (true, super::chat::odd(&other)),
-        Err(e) => (true, format!("the Warden could not be asked: {e}")),
+        Err(e) => (true, aromba_words::trust::anchor_unchecked(&e)),
     };
     *daemon.anchor.lock().unwrap_or_else(|p| p.into_inner()) = Some(Anchor {
         seq,
@@ -211,10 +211,7 @@ pub async fn check_anchor(daemon: &Daemon, seq: u64, hash: String, signature: Op
     });
     if !ok {
         daemon
-            .say(
-                format!("My journal no longer matches what the relay holds of it: {report}. Someone with root on the server changed it."),
-                vec![],
-            )
+            .say(aromba_words::trust::journal_changed(&report), vec![])
             .await;
     }
 }

@@ -27,7 +27,6 @@ pub mod ask;
 pub mod chat;
 pub mod events;
 pub mod kept;
-pub mod receipt;
 pub mod relay_link;
 pub mod replies;
 pub mod scan;
@@ -252,7 +251,7 @@ impl Daemon {
     /// What the chat says when a read was refused: when to ask again, a
     /// wait the budget keeps.
     pub fn busy(&self) -> String {
-        chat::busy_for(self.read_turn(0, false).err().unwrap_or(Duration::ZERO))
+        aromba_words::chat::busy_for(self.read_turn(0, false).err().unwrap_or(Duration::ZERO))
     }
 
     pub fn worker_socket(&self) -> std::path::PathBuf {

@@ -20,6 +20,7 @@ use aromba_health::scan::{
     parse_du, parse_listeners, parse_ls, parse_net_dev, parse_processes, parse_uptime,
 };
 use aromba_warden_proto::{MAX_FENCES_ASKED, MAX_FINDING, Request, Response, printable};
+use aromba_words::chores as words;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,14 +46,23 @@ const WAKE: Duration = Duration::from_secs(300);
 const RETRY: Duration = Duration::from_secs(60);
 
 /// The scan could not be done now (the Warden is not there, or the read
-/// budget is spent): try again later, nothing half-recorded.
-struct NotNow(String);
+/// budget is spent): try again later, nothing half-recorded. Logged, never
+/// said in the chat.
+#[derive(Debug, thiserror::Error)]
+enum NotNow {
+    #[error("the read budget is spent")]
+    Budget,
+    #[error("cannot ask the Warden: {0}")]
+    Warden(#[source] warden_client::ClientError),
+    #[error("cannot ask the Warden to fence: {0}")]
+    Fence(#[source] warden_client::ClientError),
+}
 
 pub async fn keep(daemon: Arc<Daemon>) {
     loop {
         let wait = match step(&daemon).await {
             Ok(()) => WAKE,
-            Err(NotNow(why)) => {
+            Err(why) => {
                 tracing::info!(reason = %why, "the scan waits");
                 RETRY
             }
@@ -76,7 +86,7 @@ async fn step(daemon: &Daemon) -> Result<(), NotNow> {
         scans.fences_at = Some(now());
         if !added.is_empty() {
             daemon
-                .say(format!("Weekly look: {}", fences_text(&added)), Vec::new())
+                .say(words::weekly_look(&fences_text(&added)), Vec::new())
                 .await;
         }
     }
@@ -119,27 +129,13 @@ async fn first_scan(daemon: &Daemon, scans: &mut Scans) -> Result<(), NotNow> {
     };
     scans.first_at = Some(now());
     scans.fences_at = scans.first_at;
-    let mut text = String::from("I had a first look at this server.");
-    match prod {
-        None => {
-            text.push_str(
-                " Nothing in it says production: no web server for the world, no database \
-                 with data, no app serving a port for 30 days",
-            );
-            text.push_str(if scans.traffic_judged {
-                ", no sustained traffic. Prod mode stays off."
-            } else {
-                ". Prod mode stays off; I am watching the traffic for an hour."
-            });
-        }
+    let mut text = match prod {
+        None => words::first_look_not_production(scans.traffic_judged),
         Some(outcome) => {
-            text.push_str(" It looks like production:");
-            for f in &findings {
-                text.push_str(&format!("\n- {}", f.describe()));
-            }
-            text.push_str(&format!("\n{outcome}"));
+            let named: Vec<String> = findings.iter().map(Finding::describe).collect();
+            words::first_look_production(&named, &outcome)
         }
-    }
+    };
     if !added.is_empty() {
         text.push_str(&format!("\n{}", fences_text(&added)));
     }
@@ -172,10 +168,7 @@ async fn watch_traffic(daemon: &Daemon, scans: &mut Scans) -> Result<(), NotNow>
         let outcome = prod_mode_on(daemon, std::slice::from_ref(&finding)).await;
         daemon
             .say(
-                format!(
-                    "An hour of watching the traffic: {}.\n{outcome}",
-                    finding.describe()
-                ),
+                words::an_hour_of_traffic(&finding.describe(), &outcome),
                 Vec::new(),
             )
             .await;
@@ -191,15 +184,11 @@ async fn prod_mode_on(daemon: &Daemon, findings: &[Finding]) -> String {
         .take(aromba_warden_proto::MAX_FINDINGS)
         .collect();
     match warden_client::ask(&daemon.worker_socket(), &Request::ProdModeOn { findings }).await {
-        Ok(Response::Noted { .. }) => "So prod mode is on: every chore asks you first, nothing \
-             is deleted (quarantine never purges), and the assistant only proposes. /prodmode \
-             off turns it off; it shows what that changes and asks for your PIN."
-            .to_string(),
-        Ok(Response::Refused { reason, .. }) => {
-            format!("Prod mode should be on, but the Warden refused: {reason}")
-        }
-        Ok(other) => format!("Prod mode should be on, but the Warden answered {other:?}"),
-        Err(e) => format!("Prod mode should be on, but I could not ask the Warden: {e}"),
+        Ok(Response::Noted { .. }) => words::PROD_MODE_TURNED_ON.to_string(),
+        Ok(other) => words::prod_mode_not_on(&lower_first(&super::chat::odd(&other))),
+        Err(e) => words::prod_mode_not_on(&lower_first(
+            &aromba_words::chat::could_not_ask_the_warden(&e),
+        )),
     }
 }
 
@@ -343,7 +332,7 @@ async fn fence(daemon: &Daemon) -> Result<Vec<(String, DataKind)>, NotNow> {
                 }
             }
             Ok(other) => tracing::warn!(answer = ?other, "the Warden did not fence"),
-            Err(e) => return Err(NotNow(format!("cannot ask the Warden to fence: {e}"))),
+            Err(e) => return Err(NotNow::Fence(e)),
         }
     }
     Ok(added)
@@ -356,18 +345,21 @@ fn same_folder(asked: &str, resolved: &str) -> bool {
 }
 
 fn fences_text(added: &[(String, DataKind)]) -> String {
-    const SHOWN: usize = 10;
-    let mut s = format!(
-        "Fenced as data, so no chore may touch {}:",
-        if added.len() == 1 { "it" } else { "them" }
-    );
-    for (path, kind) in added.iter().take(SHOWN) {
-        s.push_str(&format!("\n- {} ({})", scan::shown(path), kind.describe()));
+    let shown: Vec<(String, &str)> = added
+        .iter()
+        .map(|(path, kind)| (scan::shown(path), kind.describe()))
+        .collect();
+    words::fenced(&shown)
+}
+
+/// A sentence of the chat's made the rest of another: "The Warden
+/// refused…" → "the Warden refused…".
+fn lower_first(sentence: &str) -> String {
+    let mut chars = sentence.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
     }
-    if added.len() > SHOWN {
-        s.push_str(&format!("\n- and {} more", added.len() - SHOWN));
-    }
-    s
 }
 
 /// A read's standard output (whatever its exit code: `du` ends 1 when a
@@ -386,7 +378,7 @@ async fn read_whole(
     args: &[&str],
 ) -> Result<Option<(String, bool)>, NotNow> {
     if !daemon.take_read() {
-        return Err(NotNow("the read budget is spent".into()));
+        return Err(NotNow::Budget);
     }
     let request = Request::Read {
         cmd: cmd.into(),
@@ -405,6 +397,6 @@ async fn read_whole(
             tracing::warn!(cmd, answer = ?other, "a scan read was not answered");
             Ok(None)
         }
-        Err(e) => Err(NotNow(format!("cannot ask the Warden: {e}"))),
+        Err(e) => Err(NotNow::Warden(e)),
     }
 }

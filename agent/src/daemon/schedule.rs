@@ -19,6 +19,7 @@ use super::Daemon;
 use crate::warden_client;
 use aromba_proto::frame::Button;
 use aromba_warden_proto::{ChoreInfo, Request, Response, printable};
+use aromba_words::chores as words;
 use jiff::civil::{Date, DateTime, Weekday};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -194,10 +195,7 @@ pub async fn ask_for(daemon: &Daemon, chore: &ChoreInfo) -> bool {
     {
         daemon
             .say(
-                format!(
-                    "This is day {} since Aromba was installed: for its first 7 days it runs green chores only, so that you see what it does before it does more. {} is {}; it can run from day 8.",
-                    st.install_day, chore.name, chore.color
-                ),
+                words::first_week(st.install_day, &chore.name, &chore.color),
                 vec![],
             )
             .await;
@@ -250,9 +248,7 @@ pub async fn say_outcome(
 }
 
 pub async fn show_dry_run(daemon: &Daemon, name: &str) {
-    let heading = format!(
-        "Before {name} runs for the first time, here is what it would do (a dry run, nothing changed):"
-    );
+    let heading = words::dry_run_before_first(name);
     if !daemon.take_read() {
         tracing::info!(chore = name, "the read budget is spent; the dry run waits");
         return;
@@ -265,10 +261,7 @@ pub async fn show_dry_run(daemon: &Daemon, name: &str) {
 pub async fn show_dry_run_headed(daemon: &Daemon, name: &str, heading: &str) -> bool {
     if !daemon.take_read() {
         daemon
-            .say(
-                format!("I cannot show {name}'s dry run now. {}", daemon.busy()),
-                vec![],
-            )
+            .say(words::cannot_show_dry_run(name, &daemon.busy()), vec![])
             .await;
         return false;
     }
@@ -291,7 +284,10 @@ async fn show_dry_run_read(daemon: &Daemon, name: &str, heading: &str) -> bool {
         }) => {
             let what = printable(&stdout);
             let what = cut(what.trim(), 2500);
-            let text = format!("{heading}\n{}", super::receipt::dry_run(&receipt, &what));
+            let text = format!(
+                "{heading}\n{}",
+                aromba_words::receipt::dry_run(&receipt, &what)
+            );
             daemon.say(text, vec![]).await;
             match warden_client::ask(
                 &socket,
@@ -349,10 +345,10 @@ pub async fn propose(daemon: &Daemon, request: &Request, name: &str) -> Option<u
 fn receipt_text(name: &str, answer: Result<Response, warden_client::ClientError>) -> String {
     match answer {
         Ok(Response::Receipt { receipt, ok, .. }) => super::undo::receipt_text(ok, &receipt),
-        Ok(Response::Refused { reason, .. }) => format!("{name} did not run: {reason}"),
-        Ok(Response::Error { message }) => format!("{name} did not run: {message}"),
-        Ok(other) => format!("{name}: {}", super::chat::odd(&other)),
-        Err(e) => format!("{name} did not run: I could not ask the Warden: {e}"),
+        Ok(Response::Refused { reason, .. }) => words::did_not_run(name, &reason),
+        Ok(Response::Error { message }) => words::did_not_run(name, &message),
+        Ok(other) => words::odd_answer_for(name, &super::chat::odd(&other)),
+        Err(e) => words::did_not_run_no_warden(name, &e),
     }
 }
 

@@ -143,10 +143,6 @@ async fn close_noting(daemon: &Daemon, message: Uuid, under: &str, pending: bool
     }
 }
 
-/// Said under a proposal whose run the Worker stopped waiting for (it
-/// restarted): the run went on at the Warden, whose receipt is kept.
-pub const INTERRUPTED: &str = "Approved ✓ — I restarted while it ran, so its receipt did not reach this chat. Run `sudo aromba chores` on the server to see how it went.";
-
 /// At start: a proposal left "running…" by a Worker that stopped before
 /// the Warden answered says so, rather than "running…" for ever (found by
 /// the attack round).
@@ -163,7 +159,7 @@ pub async fn settle_interrupted(daemon: &Daemon) {
         )
     });
     for message in pending {
-        close(daemon, message, INTERRUPTED).await;
+        close(daemon, message, aromba_words::approvals::INTERRUPTED).await;
     }
 }
 

@@ -48,12 +48,11 @@ fn save(daemon: &Daemon, offers: &Offers) {
     }
 }
 
-/// A receipt in the chat's words ([`super::receipt`]): a verdict first
+/// A receipt in the chat's words ([`aromba_words::receipt`]): a verdict first
 /// ("Done." or "It did not go well."), then what the chore did.
 pub fn receipt_text(ok: bool, receipt: &str) -> String {
     // The receipt names the chore: the verdict comes first, alone.
-    let verdict = if ok { "Done." } else { "It did not go well." };
-    super::receipt::plain(verdict, receipt)
+    aromba_words::receipt::plain(aromba_words::chores::receipt_verdict(ok), receipt)
 }
 
 /// Sends a receipt; one that names an undo id goes with an Undo button.

@@ -24,6 +24,7 @@ use crate::warden_client;
 use aromba_release::version::Step;
 use aromba_release::{Keys, Version};
 use aromba_warden_proto::{Request, Response};
+use aromba_words::updates as words;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
@@ -92,19 +93,14 @@ fn stale_days(checked: &Checked, now: i64) -> Option<i64> {
 /// What `/trust` says of updates.
 pub fn trust_line(daemon: &Daemon) -> String {
     if daemon.updates.is_none() {
-        return "Updates: no release folder is set (network.toml names none)".into();
+        return words::TRUST_NO_RELEASE_FOLDER.into();
     }
     let checked: Checked = super::kept::load(daemon, CHECKED);
     let now = jiff::Timestamp::now().as_second();
     match (stale_days(&checked, now), checked.fresh_at) {
-        (Some(days), _) => format!(
-            "Updates: NO current release list seen for {days} days: the release folder may be stale or holding updates back"
-        ),
-        (None, Some(at)) => format!(
-            "Updates: a current release list was seen {} hours ago",
-            (now - at).max(0) / 3600
-        ),
-        (None, None) => "Updates: no release list checked yet".into(),
+        (Some(days), _) => words::trust_stale(days),
+        (None, Some(at)) => words::trust_seen_hours_ago((now - at).max(0) / 3600),
+        (None, None) => words::TRUST_NOT_CHECKED.into(),
     }
 }
 
@@ -155,9 +151,7 @@ async fn tell_new_version(daemon: &Daemon, checked: &mut Checked) {
     let now = env!("CARGO_PKG_VERSION").to_string();
     match checked.running.replace(now.clone()) {
         Some(before) if before != now => {
-            daemon
-                .say(format!("Aromba is now {now} (it was {before})."), vec![])
-                .await;
+            daemon.say(words::now_running(&now, &before), vec![]).await;
             checked.waiting = None;
             checked.proposed = None;
         }
@@ -178,15 +172,8 @@ async fn tell_rollback(daemon: &Daemon) {
     else {
         return;
     };
-    let back = current.unwrap_or_else(|| "the previous release".into());
-    daemon
-        .say(
-            format!(
-                "Aromba {failed} failed to start three times, so {back} was put back. {failed} will not be tried again; updates wait for a release after it."
-            ),
-            vec![],
-        )
-        .await;
+    let back = current.unwrap_or_else(|| words::THE_PREVIOUS_RELEASE.into());
+    daemon.say(words::rolled_back(&failed, &back), vec![]).await;
     match warden_client::ask(&socket, &Request::RollbackTold { version: failed }).await {
         Ok(Response::Noted { .. }) => {}
         other => tracing::warn!(answer = ?other, "the rollback was told but not marked told"),
@@ -222,14 +209,7 @@ async fn look(daemon: &Daemon, source: &UpdateSource, checked: &mut Checked) {
             .stale_told
             .is_none_or(|t| seconds - t >= STALE_RETELL_S)
     {
-        daemon
-            .say(
-                format!(
-                    "Updates may be held back: Aromba has not seen a current release list for {days} days. The release folder may be stale or withholding updates, so security fixes may not reach this server. `aromba update` in a root terminal says why."
-                ),
-                vec![],
-            )
-            .await;
+        daemon.say(words::held_back(days), vec![]).await;
         checked.stale_told = Some(seconds);
         save(daemon, checked);
     }
@@ -258,7 +238,12 @@ async fn look(daemon: &Daemon, source: &UpdateSource, checked: &mut Checked) {
         }
         Some(Step::Minor | Step::Major) => {
             if checked.proposed.as_deref() != Some(&waiting.to_string()) {
-                super::schedule::propose(daemon, &Request::ProposeRelease, "The update").await;
+                super::schedule::propose(
+                    daemon,
+                    &Request::ProposeRelease,
+                    aromba_words::chores::THE_UPDATE,
+                )
+                .await;
                 checked.proposed = Some(waiting.to_string());
                 save(daemon, checked);
             }
@@ -333,7 +318,7 @@ async fn install_patch(daemon: &Daemon, version: &Version) {
         Ok(Response::Refused { reason, .. }) => {
             daemon
                 .say(
-                    format!("The patch release {version} was not installed: {reason}"),
+                    words::patch_not_installed(&version.to_string(), &reason),
                     vec![],
                 )
                 .await;

@@ -3,7 +3,8 @@
 use super::{DigestAt, compose, load_digest, save_digest};
 use crate::daemon::Daemon;
 use crate::daemon::chat::Reply;
-use aromba_health::{Alerts, Thresholds, render};
+use aromba_health::{Alerts, Thresholds};
+use aromba_words::health::{self as render, self as words};
 
 pub async fn answer(daemon: &Daemon, name: &str, args: &[String]) -> Reply {
     if name == "digest" {
@@ -19,45 +20,31 @@ pub async fn answer(daemon: &Daemon, name: &str, args: &[String]) -> Reply {
         "status" => render::status(&snapshot),
         "disk" => match snapshot.space {
             Some(space) => render::disk(&space),
-            None => return cannot("the disks' space", unread.why("df_space")).into(),
+            None => return words::cannot_read(words::DISKS_SPACE, unread.why("df_space")).into(),
         },
         "services" => match snapshot.failed_units {
             Some(units) if all(args) => render::services_all(&units),
             Some(units) => render::services(&units),
             None => match unread.why("failed_units") {
-                Some(why) if super::no_systemd(why) => return NO_SYSTEMD.to_string().into(),
-                why => return cannot("the services' state", why).into(),
+                Some(why) if super::no_systemd(why) => return words::NO_SYSTEMD.to_string().into(),
+                why => return words::cannot_read(words::SERVICES_STATE, why).into(),
             },
         },
         "updates" => match snapshot.updates {
             Some(ups) if all(args) => render::updates_all(&ups),
             Some(ups) => render::updates(&ups),
             None => match unread.why("updates") {
-                Some(why) if super::not_installed(why) => return NO_APT.to_string().into(),
-                why => return cannot("the pending updates", why).into(),
+                Some(why) if super::not_installed(why) => return words::NO_APT.to_string().into(),
+                why => return words::cannot_read(words::PENDING_UPDATES, why).into(),
             },
         },
-        _ => return format!("I don't know /{name}.").into(),
+        _ => return aromba_words::chat::unknown_command(name).into(),
     };
     let (text, monospace) = compose(&reply);
     Reply {
         text,
         buttons: vec![],
         monospace,
-    }
-}
-
-/// What `/services` says on a server without systemd.
-pub const NO_SYSTEMD: &str = "This server does not run systemd, so I cannot list its services.";
-/// What `/updates` says on a server without apt.
-pub const NO_APT: &str =
-    "This server has no apt (it is not a Debian or Ubuntu system), so I cannot list its updates.";
-
-/// "I could not read WHAT", with the reason when there is one.
-fn cannot(what: &str, why: Option<&str>) -> String {
-    match why {
-        Some(why) => format!("I could not read {what}: {why}."),
-        None => format!("I could not read {what}: the Warden's answer left it out."),
     }
 }
 
@@ -100,17 +87,13 @@ fn digest_time(daemon: &Daemon, arg: Option<&str>) -> String {
     let mut at = load_digest(daemon);
     match arg {
         None => match at.minute {
-            Some(m) => format!(
-                "The daily digest comes at {:02}:{:02}. /digest off stops it; /digest now sends one now.",
-                m / 60,
-                m % 60
-            ),
-            None => "No daily digest. /digest 08:30 sends one every day at 08:30.".into(),
+            Some(m) => words::digest_comes_at(m),
+            None => words::NO_DIGEST.into(),
         },
         Some("off") => {
             at = DigestAt::default();
             match save_digest(daemon, &at) {
-                Ok(()) => "No more daily digest.".into(),
+                Ok(()) => words::DIGEST_OFF.into(),
                 Err(e) => e,
             }
         }
@@ -120,23 +103,14 @@ fn digest_time(daemon: &Daemon, arg: Option<&str>) -> String {
                 // A time already past today starts tomorrow: set at 14:00
                 // for 08:30, the first digest is not sent a minute later.
                 let (today, now) = super::local_day_and_minute();
-                let from = if now >= minute {
-                    at.last_day = Some(today);
-                    "tomorrow"
-                } else {
-                    at.last_day = None;
-                    "today"
-                };
+                let tomorrow = now >= minute;
+                at.last_day = tomorrow.then_some(today);
                 match save_digest(daemon, &at) {
-                    Ok(()) => format!(
-                        "The daily digest will come at {:02}:{:02}, this server's time, from {from}.",
-                        minute / 60,
-                        minute % 60
-                    ),
+                    Ok(()) => words::digest_will_come(minute, tomorrow),
                     Err(e) => e,
                 }
             }
-            None => "Give the time as HH:MM, for example /digest 08:30.".into(),
+            None => words::DIGEST_TIME_FORMAT.into(),
         },
     }
 }

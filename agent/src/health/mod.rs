@@ -2,7 +2,7 @@
 //! request, one command toward the Warden's "too many commands", taken from
 //! the Worker's budget, `READ_BUDGET`). They go through
 //! `aromba-health`'s parsers into its alert state machine, whose events
-//! become chat messages, and into the daily digest at the time the person
+//! become chat messages (in `aromba-words`' health replies), and into the daily digest at the time the person
 //! picked (`/digest HH:MM`, the server's local time).
 
 pub mod chat;
@@ -12,9 +12,10 @@ use crate::warden_client;
 use aromba_health::{
     Alerts, Snapshot, Thresholds, parse_apt_upgradable, parse_df_inodes, parse_df_space,
     parse_failed_units, parse_loadavg, parse_meminfo, parse_nproc, parse_reboot_required,
-    parse_timedatectl_show, render,
+    parse_timedatectl_show,
 };
 use aromba_warden_proto::{Request, Response, printable};
+use aromba_words::health as words;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,7 +50,7 @@ pub async fn collect_or_why(daemon: &Daemon) -> Result<(Snapshot, Unread), Strin
     let reads = match warden_client::ask(&daemon.worker_socket(), &Request::Health).await {
         Ok(Response::Health { reads }) => reads,
         Ok(other) => return Err(crate::daemon::chat::odd(&other)),
-        Err(e) => return Err(format!("I could not ask the Warden: {e}")),
+        Err(e) => return Err(aromba_words::chat::could_not_ask_the_warden(&e)),
     };
     let output = |name: &str| -> Option<String> {
         reads
@@ -111,13 +112,13 @@ fn why_not(r: &Response) -> Option<String> {
                 .next()
                 .filter(|l| !l.trim().is_empty())
                 .map_or_else(
-                    || format!("it ended with code {}", r.exit_code.unwrap_or(-1)),
+                    || words::read_ended_with(r.exit_code.unwrap_or(-1)),
                     str::to_string,
                 ),
         ),
         Response::Refused { reason, .. } => Some(reason.clone()),
         Response::Error { message } => Some(message.clone()),
-        _ => Some("the Warden gave an answer I did not expect".into()),
+        _ => Some(words::READ_ODD.into()),
     }
 }
 
@@ -149,18 +150,18 @@ pub fn load_digest(daemon: &Daemon) -> DigestAt {
 }
 
 pub fn save_digest(daemon: &Daemon, at: &DigestAt) -> Result<(), String> {
-    crate::daemon::kept::save(daemon, DIGEST, at).map_err(|e| format!("I could not keep it: {e}"))
+    crate::daemon::kept::save(daemon, DIGEST, at).map_err(|e| words::digest_not_kept(&e))
 }
 
 /// Sends a reply of `aromba-health`'s: its text, then its block marked
 /// monospace.
-pub async fn say_reply(daemon: &Daemon, reply: render::Reply) {
+pub async fn say_reply(daemon: &Daemon, reply: words::Reply) {
     let (text, spans) = compose(&reply);
     daemon.say_formatted(text, vec![], spans).await;
 }
 
 /// The text and its block as one message, and the block's span.
-pub fn compose(reply: &render::Reply) -> (String, Vec<aromba_proto::frame::Span>) {
+pub fn compose(reply: &words::Reply) -> (String, Vec<aromba_proto::frame::Span>) {
     match &reply.block {
         None => (reply.text.clone(), Vec::new()),
         Some(block) => {
@@ -191,7 +192,7 @@ pub async fn watch(daemon: Arc<Daemon>) {
         ticker.tick().await;
         let snapshot = collect(&daemon).await;
         for event in alerts.observe(&snapshot) {
-            daemon.say(render::event(&event), vec![]).await;
+            daemon.say(words::event(&event), vec![]).await;
         }
         let mut digest = load_digest(&daemon);
         let (today, minute) = local_day_and_minute();
@@ -199,7 +200,7 @@ pub async fn watch(daemon: Arc<Daemon>) {
             && minute >= at
             && digest.last_day != Some(today)
         {
-            say_reply(&daemon, render::digest(&snapshot, &alerts)).await;
+            say_reply(&daemon, words::digest(&snapshot, &alerts)).await;
             digest.last_day = Some(today);
             if let Err(e) = save_digest(&daemon, &digest) {
                 tracing::warn!(error = %e, "the digest's day was not kept");

@@ -1,4 +1,6 @@
-//! Replies for a phone, in plain text (Telegram gets no parse mode).
+//! The health replies (`/status`, `/disk`, `/services`, `/updates`, the
+//! daily digest, the alerts) and what the health commands say when they
+//! cannot answer, for a phone, in plain text (Telegram gets no parse mode).
 //!
 //! A [`Reply`] is prose plus, where numbers belong in columns, a separate
 //! block the caller shows in a monospace font. Block lines are at most
@@ -16,12 +18,12 @@
 
 use std::fmt::Write as _;
 
-use crate::alerts::{AlertKind, Alerts, Event, Measure, Snapshot};
-use crate::apt::Upgrade;
-use crate::df::Filesystem;
-use crate::fsfilter::is_relevant;
-use crate::systemctl::FailedUnit;
-use crate::units::{Ratio, human_bytes};
+use aromba_health::alerts::{AlertKind, Alerts, Event, Measure, Snapshot, Thresholds};
+use aromba_health::apt::Upgrade;
+use aromba_health::df::Filesystem;
+use aromba_health::fsfilter::is_relevant;
+use aromba_health::systemctl::FailedUnit;
+use aromba_health::units::{Ratio, human_bytes};
 
 /// The widest line of a monospace block.
 pub const BLOCK_WIDTH: usize = 32;
@@ -204,7 +206,7 @@ pub fn status(s: &Snapshot) -> Reply {
 /// thresholds would raise on this snapshot, or that all is well (as far
 /// as it could be read).
 pub fn verdict(s: &Snapshot) -> String {
-    let mut alerts = Alerts::new(crate::alerts::Thresholds::default());
+    let mut alerts = Alerts::new(Thresholds::default());
     let raised: Vec<String> = alerts
         .observe(s)
         .iter()
@@ -507,6 +509,68 @@ pub fn event(e: &Event) -> String {
             }
         }
     }
+}
+
+/// What `/services` says on a server without systemd.
+pub const NO_SYSTEMD: &str = "This server does not run systemd, so I cannot list its services.";
+/// What `/updates` says on a server without apt.
+pub const NO_APT: &str =
+    "This server has no apt (it is not a Debian or Ubuntu system), so I cannot list its updates.";
+
+/// What [`cannot_read`] could not read.
+pub const DISKS_SPACE: &str = "the disks' space";
+pub const SERVICES_STATE: &str = "the services' state";
+pub const PENDING_UPDATES: &str = "the pending updates";
+
+/// "I could not read WHAT", with the reason when there is one.
+pub fn cannot_read(what: &str, why: Option<&str>) -> String {
+    match why {
+        Some(why) => format!("I could not read {what}: {why}."),
+        None => format!("I could not read {what}: the Warden's answer left it out."),
+    }
+}
+
+/// Why a read gave nothing, when it did not say: how it ended.
+pub fn read_ended_with(code: i32) -> String {
+    format!("it ended with code {code}")
+}
+
+/// Why a read gave nothing, when the Warden answered it with something
+/// else than a read's result.
+pub const READ_ODD: &str = "the Warden gave an answer I did not expect";
+
+/// `/digest`: when it comes.
+pub fn digest_comes_at(minute: u16) -> String {
+    format!(
+        "The daily digest comes at {:02}:{:02}. /digest off stops it; /digest now sends one now.",
+        minute / 60,
+        minute % 60
+    )
+}
+
+/// `/digest` with none set.
+pub const NO_DIGEST: &str = "No daily digest. /digest 08:30 sends one every day at 08:30.";
+
+/// `/digest off`.
+pub const DIGEST_OFF: &str = "No more daily digest.";
+
+/// `/digest HH:MM`: when the first one comes, `tomorrow` when the time is
+/// past today.
+pub fn digest_will_come(minute: u16, tomorrow: bool) -> String {
+    format!(
+        "The daily digest will come at {:02}:{:02}, this server's time, from {}.",
+        minute / 60,
+        minute % 60,
+        if tomorrow { "tomorrow" } else { "today" }
+    )
+}
+
+/// `/digest` with something else than a time.
+pub const DIGEST_TIME_FORMAT: &str = "Give the time as HH:MM, for example /digest 08:30.";
+
+/// The digest time could not be kept in the Worker's home.
+pub fn digest_not_kept(error: &dyn std::fmt::Display) -> String {
+    format!("I could not keep it: {error}")
 }
 
 #[cfg(test)]

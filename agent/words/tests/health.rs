@@ -1,17 +1,18 @@
-//! The chat's replies, asserted as the phone shows them, from real captures.
+//! The health replies, asserted as the phone shows them, from real captures.
 
 use std::path::Path;
 
-use aromba_health::render::{self, BLOCK_WIDTH};
+use aromba_words::health::{self as render, BLOCK_WIDTH, Reply};
+
 use aromba_health::{
-    Alerts, FailedUnit, Filesystem, Reply, Snapshot, Thresholds, parse_apt_upgradable,
-    parse_df_inodes, parse_df_space, parse_failed_units, parse_loadavg, parse_meminfo, parse_nproc,
+    Alerts, FailedUnit, Filesystem, Snapshot, Thresholds, parse_apt_upgradable, parse_df_inodes,
+    parse_df_space, parse_failed_units, parse_loadavg, parse_meminfo, parse_nproc,
     parse_reboot_required, parse_timedatectl_show,
 };
 
 fn fixture(rel: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
+        .join("../health/tests/fixtures")
         .join(rel);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

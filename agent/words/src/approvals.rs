@@ -1,0 +1,76 @@
+//! Proposals and taps: what a message with buttons says once it is
+//! answered (edited in place, its buttons off), the PIN, and what a second
+//! tap is told. The proposals themselves (what a chore does, what it may
+//! change) are the Warden's words, written in its policy.
+
+/// What the chat says when Approve on a PIN action was tapped.
+pub const SEND_PIN: &str = "Send your PIN as your next message. I delete it from the chat as soon as I have read it, and keep it nowhere.";
+
+/// Under a proposal approved, while it runs.
+pub const APPROVED_RUNNING: &str = "Approved ✓ — running…";
+/// Under a proposal approved and done (its receipt follows).
+pub const APPROVED_DONE: &str = "Approved ✓ — done.";
+/// Under a proposal approved whose run did not go well.
+pub const APPROVED_WENT_BADLY: &str = "Approved, but it did not go well: the receipt is below.";
+/// Under a release install approved.
+pub const APPROVED_INSTALLING: &str = "Approved ✓ — installing…";
+/// Under a PIN action whose PIN was wrong.
+pub const NOT_DONE_WRONG_PIN: &str = "Not done: the PIN was wrong.";
+/// Under a proposal approved that the Warden did not carry out.
+pub const APPROVED_NOT_DONE: &str = "Approved, but not done: the reason is below.";
+/// Under a proposal cancelled.
+pub const CANCELLED: &str = "Cancelled. Nothing was done.";
+/// Under a proposal the Warden had answered before (the Worker forgot).
+pub const ANSWERED_BEFORE: &str = "Already answered.";
+/// Under "Was that you?" answered yes, while the Warden checks the tap.
+pub const STEPPING_BACK: &str = "You said it was you: stepping back…";
+/// Under "Was that you?" answered yes, once the Warden stepped down.
+pub const IT_WAS_ME: &str = "You said it was you ✓ — back to normal.";
+/// Under "Was that you?" answered yes that the Warden did not carry out.
+pub const YES_NOT_DONE: &str =
+    "You said it was you, but I could not step back: the reason is below.";
+/// Under "Was that you?" answered no.
+pub const IT_WAS_NOT_ME: &str = "You said it was not you: I am stopping.";
+/// Under a receipt whose run was undone.
+pub const UNDONE: &str = "Undone ✓ (see below).";
+/// Under a proposal approved whose run the Worker's restart interrupted
+/// (its receipt went nowhere).
+pub const INTERRUPTED: &str = "Approved ✓ — I restarted while it ran, so its receipt did not reach this chat. Run `sudo aromba chores` on the server to see how it went.";
+
+/// An approval the Warden carried out that has no receipt (prod mode
+/// turned off).
+pub const DONE: &str = "Done.";
+
+/// What a second tap on an answered proposal (a double tap, Approve after
+/// Cancel) is told: nothing happened, and nothing is wrong.
+pub const ALREADY_ANSWERED: &str = "Already answered: a button on that message was tapped before, so nothing more was done, and nothing is wrong. To do it again, ask for it again.";
+
+/// What the chat is told after a wrong PIN: the approval is spent, so the
+/// way to try again is to ask again. `failures` wrong PINs in a row lock
+/// PIN actions for `lock_minutes`; `locked` when this one did.
+pub fn wrong_pin(locked: bool, failures: u32, lock_minutes: u64) -> String {
+    if locked {
+        format!(
+            "Wrong PIN, so nothing was done. That was the {failures}th wrong PIN in a row: PIN actions are locked for {lock_minutes} minutes. If it was not you typing, send /panic."
+        )
+    } else {
+        format!(
+            "Wrong PIN, so nothing was done. To try again, ask for it again (for example /prodmode off) and tap Approve. After {failures} wrong PINs in a row, PIN actions lock for {lock_minutes} minutes."
+        )
+    }
+}
+
+/// What the chat is told when a message with a PIN's shape came while no
+/// PIN was asked for (the relay deleted it from the chat).
+pub const PIN_UNASKED: &str = "That message looked like a PIN, so it was deleted from the chat and not passed on: I was not waiting for one. I ask for your PIN only right after you tap Approve on an action that needs it. If it was a question, ask it in a few words.";
+
+/// What the chat is told when its text comes as an ordinary message while
+/// a PIN is awaited.
+pub const UNMARKED_PIN: &str = "That message reached me as an ordinary one, not as your PIN, so it was not deleted from the chat: delete it yourself. I did not use it. Tap Approve again and I will ask for the PIN again.";
+
+/// A release's install approved: the services restart.
+pub fn installing(version: &str) -> String {
+    format!(
+        "Installing Aromba {version}: both services restart now, and I will say when it is back."
+    )
+}

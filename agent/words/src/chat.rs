@@ -1,0 +1,143 @@
+//! The chat's commands: `/help`, what the Worker says when it cannot
+//! answer (its budget, the Warden away or refusing), `/logs`, `/chores`
+//! and `/run`.
+
+use std::fmt::Display;
+use std::time::Duration;
+
+/// `/help` (and `/start`).
+pub const HELP: &str = "What I can do:\n\
+/status: how the server is doing\n\
+/disk: space left on each disk\n\
+/services: services that failed (/services all: every one)\n\
+/updates: updates waiting (/updates all: every one)\n\
+/logs <service>: the last lines of a service's log (/logs <service> all: the last 200)\n\
+/chores: the chores and when they run\n\
+/run <chore>: run a chore now (its dry run first; I ask before a yellow or red one)\n\
+/trust: what I may do here, and whether my journal is intact\n\
+/digest HH:MM: a daily summary at that time (/digest off to stop)\n\
+/ai budget N: a daily token budget for the assistant (with an AI key, ask me anything)\n\
+/prodmode off: turn prod mode off (asks for your PIN)\n\
+/panic: stop me now (reads only, until root runs `aromba resume` on the server)\n\
+/unpair: unpair this chat from the server (I ask first)\n\
+/help: this list";
+
+/// A message that is not a command, where there is no assistant.
+pub const ONLY_COMMANDS: &str =
+    "I only understand commands (no AI key is set up here). Send /help to see them.";
+
+/// A command the Worker does not know.
+pub fn unknown_command(name: &str) -> String {
+    format!("I don't know /{name}. Send /help to see what I can do.")
+}
+
+/// The relay says the chat is paired (the key itself is pinned by
+/// `aromba pair`, never taken from here).
+pub const PAIRED: &str = "This chat is paired with the server. Send /help to see what I can do.";
+
+/// Said once when the chat sends more than the Worker answers in a while.
+pub const TOO_MANY: &str = "Too many messages at once: I skipped some of them. Send yours again in a minute. /panic always works.";
+
+/// The Worker's own budget of asks to the Warden is spent.
+pub const BUSY: &str = "I have asked the Warden for a lot in the last ten minutes (I hold myself to a budget, so that I never look like something gone wrong).";
+
+/// [`BUSY`], with when to ask again: `wait` rounded up to the minute, a
+/// wait the budget keeps.
+pub fn busy_for(wait: Duration) -> String {
+    let minutes = wait.as_secs().div_ceil(60).max(1);
+    let when = if minutes == 1 {
+        "in a minute".to_string()
+    } else {
+        format!("in {minutes} minutes")
+    };
+    format!("{BUSY} Ask again {when}. /panic always works.")
+}
+
+/// The Warden's socket did not answer.
+pub fn could_not_ask_the_warden(error: &dyn Display) -> String {
+    format!("I could not ask the Warden: {error}")
+}
+
+/// A read the Warden ran that failed: its first line of errors.
+pub fn read_failed(cmd: &str, first_error_line: Option<&str>) -> String {
+    format!(
+        "`{cmd}` failed: {}",
+        first_error_line.unwrap_or("no reason given")
+    )
+}
+
+/// The Warden refused, in its own words.
+pub fn warden_refused(reason: &str) -> String {
+    format!("The Warden refused: {reason}")
+}
+
+/// The Warden could not do it, in its own words.
+pub fn warden_could_not(message: &str) -> String {
+    format!("The Warden could not: {message}")
+}
+
+/// The Warden answered with something the Worker did not ask for.
+pub const WARDEN_ODD: &str = "The Warden gave an answer I did not expect.";
+
+/// A tap on a button that no longer does anything (an Undo whose run the
+/// Worker no longer offers to undo).
+pub const BUTTON_DOES_NOTHING: &str = "That button does nothing any more.";
+
+/// `/logs` without a service.
+pub const WHICH_SERVICE: &str = "Which service? For example: /logs nginx";
+
+/// `/logs` with something that cannot be a unit's name.
+pub const NOT_A_SERVICE: &str = "That is not a service name.";
+
+/// `/logs UNIT`: its last lines; `all_lines` names how many
+/// `/logs UNIT all` shows when these were cut.
+pub fn log_lines(unit: &str, lines: &str, all_lines: Option<&str>) -> String {
+    match all_lines {
+        None => format!("The last lines of {unit}:\n{lines}"),
+        Some(n) => {
+            format!("The last lines of {unit}:\n{lines}\n(/logs {unit} all: the last {n} lines)")
+        }
+    }
+}
+
+/// What `/logs` says on a server without systemd's journal.
+pub const NO_JOURNAL: &str =
+    "This server does not run systemd, so there is no journal of its services' log lines to show.";
+
+/// `/logs UNIT` where there is no such unit.
+pub fn no_such_service(unit: &str) -> String {
+    format!("There is no service called {unit} here. /services all lists the ones there are.")
+}
+
+/// `/logs UNIT` where the unit has written nothing the journal keeps.
+pub fn no_log_lines(unit: &str) -> String {
+    format!("{unit} has written no log lines that the journal still keeps.")
+}
+
+/// `/logs UNIT` with no lines, and whether the unit exists not known.
+pub fn no_log_lines_unsure(unit: &str, why: &str) -> String {
+    format!(
+        "The journal has no lines of {unit}, and I could not tell whether there is such a service here: {why}"
+    )
+}
+
+/// `/chores` on a server with none.
+pub const NO_CHORES: &str = "No chores here.";
+
+/// A line of `/chores`.
+pub fn chore_line(name: &str, color: &str, schedule: &str) -> String {
+    format!("{name} ({color}): {schedule}")
+}
+
+/// `/run` without a chore's name (or with one no chore can have).
+pub const WHICH_CHORE: &str = "Which chore? /chores lists them; then, for example, /run apt-clean";
+
+/// `/run NAME` after its first dry run was shown.
+pub fn run_again_for_real(name: &str) -> String {
+    format!("Send /run {name} again to run it for real.")
+}
+
+/// `/run NAME` with no such chore.
+pub fn no_such_chore(name: &str) -> String {
+    format!("There is no chore called {name}. /chores lists them.")
+}
