@@ -8,7 +8,6 @@
 //! Worker drops its copy then (`Assistant::wipe`).
 
 pub mod conversation;
-pub mod deny_list;
 pub mod model;
 pub mod secret_paths;
 pub mod stream;

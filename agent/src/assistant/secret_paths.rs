@@ -2,60 +2,11 @@
 //! before asking: a read of one is refused by the Warden too, but there it
 //! is also a signal that climbs the ladder — and the path may come from a
 //! line the model read (a file name, a log line), so an injection could
-//! otherwise slow or freeze the Worker. These lists are the Warden's
-//! `[paths]` (`aromba_warden::policy::PATHS`); a test keeps them equal.
-//! The Worker links no Warden code, hence the copy.
+//! otherwise slow or freeze the Worker. The rules and their matching are
+//! the contract crate's (`aromba_warden_proto::rules`), the one copy the
+//! Warden judges by too.
 
-pub const SECRET_PREFIXES: &[&str] = &[
-    "/etc/aromba/worker/secrets.toml",
-    "/etc/aromba/worker/relay.toml",
-    "/etc/aromba/worker/calendars.toml",
-    "/etc/aromba/worker/intake.toml",
-    "/etc/aromba/warden",
-    "/var/lib/aromba-warden/state",
-    "/var/lib/aromba-warden/journal",
-    "/etc/sudoers",
-    "/etc/sudoers.d",
-    "/etc/shadow",
-    "/etc/gshadow",
-    "/etc/ssh/ssh_host_",
-    "/root/.ssh",
-    "/proc/self",
-    "/proc/thread-self",
-    "/dev",
-    "/sys/firmware",
-];
-
-pub const SECRET_DIRS: &[&str] = &[
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".kube",
-    ".docker",
-    ".azure",
-    ".password-store",
-    ".config/gcloud",
-    ".config/gh",
-];
-
-pub const SECRET_NAMES: &[&str] = &[
-    ".env*",
-    "*.pem",
-    "*.key",
-    "*_key",
-    "id_*",
-    "*secret*",
-    "*token*",
-    "*credential*",
-    "*password*",
-    ".netrc",
-    "authorized_keys",
-    "secrets.toml",
-    "*.p12",
-    "*.pfx",
-    "*.jks",
-    "*.keystore",
-];
+use aromba_warden_proto::rules::{self, SecretRule};
 
 /// The first uid and gid of a person's account on Debian and Ubuntu.
 const FIRST_PERSONS_ID: u32 = 1000;
@@ -105,79 +56,23 @@ pub fn swappable_by_another(real: &std::path::Path) -> Option<String> {
     None
 }
 
-/// Which rule covers `path` (absolute, without `..`), if one does. Judged
-/// as the Warden judges it: a prefix of the path (`/proc/<pid>/…` as
-/// `/proc/self/…`), a folder anywhere on it, a name glob on any of its
-/// components — case and all.
+/// Which rule covers `path` (absolute, without `..`), if one does, in the
+/// words the model is told. Judged as the Warden judges it
+/// ([`rules::secret_rule`]).
 pub fn covering(path: &str) -> Option<String> {
-    let proc_self = as_proc_self(path);
-    for prefix in SECRET_PREFIXES {
-        if path.starts_with(prefix) || proc_self.as_deref().is_some_and(|p| p.starts_with(prefix)) {
-            return Some((*prefix).to_string());
-        }
-    }
-    let with_slashes = format!("{}/", path.trim_end_matches('/'));
-    for dir in SECRET_DIRS {
-        if with_slashes.contains(&format!("/{dir}/")) {
-            return Some(format!("a {dir} folder"));
-        }
-    }
-    for component in path.split('/').filter(|c| !c.is_empty()) {
-        for name in SECRET_NAMES {
-            if glob(name.as_bytes(), component.as_bytes()) {
-                return Some(format!("a name like {name}"));
-            }
-        }
-    }
-    None
-}
-
-fn as_proc_self(path: &str) -> Option<String> {
-    let rest = path.strip_prefix("/proc/")?;
-    let (pid, tail) = rest.split_once('/').unwrap_or((rest, ""));
-    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some(if tail.is_empty() {
-        "/proc/self".to_string()
-    } else {
-        format!("/proc/self/{tail}")
+    rules::secret_rule(path).map(|rule| match rule {
+        SecretRule::Prefix(prefix) => prefix.to_string(),
+        SecretRule::Dir(dir) => format!("a {dir} folder"),
+        SecretRule::Name(name) => format!("a name like {name}"),
     })
-}
-
-/// `*` matches any run of bytes; every other byte matches itself.
-fn glob(pattern: &[u8], name: &[u8]) -> bool {
-    let (mut p, mut n) = (0, 0);
-    let mut backtrack: Option<(usize, usize)> = None;
-    while n < name.len() {
-        if p < pattern.len() && pattern[p] == b'*' {
-            backtrack = Some((p, n));
-            p += 1;
-        } else if p < pattern.len() && pattern[p] == name[n] {
-            p += 1;
-            n += 1;
-        } else if let Some((bp, bn)) = backtrack {
-            p = bp + 1;
-            n = bn + 1;
-            backtrack = Some((bp, bn + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|&b| b == b'*')
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_lists_are_the_wardens() {
-        let paths = aromba_warden::policy::PATHS;
-        assert_eq!(SECRET_PREFIXES, paths.secret_prefixes);
-        assert_eq!(SECRET_DIRS, paths.secret_dirs);
-        assert_eq!(SECRET_NAMES, paths.secret_names);
-    }
+    // `the_lists_are_the_wardens` is gone with the copy: the lists are
+    // the contract crate's (`aromba_warden_proto::rules`).
 
     #[test]
     fn judges_each_path_as_the_warden_does() {

@@ -222,7 +222,7 @@ pub fn parse(tool_name: &str, arguments: &str) -> Result<Tool, ToolError> {
     // The Warden matches its deny list against the whole request first, and
     // a hit climbs its ladder: refused here instead.
     if let Some((cmd, args)) = parsed.read(&|rel| format!("/{rel}"))
-        && let Some(rule) = super::deny_list::hit(&cmd, &args)
+        && let Some(rule) = aromba_warden_proto::rules::deny_hit(&cmd, &args)
     {
         return Err(ToolError::Arguments {
             tool: NAMES

@@ -24,6 +24,7 @@ mod message;
 pub mod package;
 mod pin_shape;
 mod refusals;
+pub mod rules;
 pub mod socket_owner;
 
 pub use frame::{FrameError, MAX_REQUEST, MAX_RESPONSE, read_frame, write_frame};

@@ -8,6 +8,7 @@
 use super::types::{
     ChoreActionRules, Limits, PathRules, Positional, Rule, SUB, Sub, ValueType, Valued,
 };
+use aromba_warden_proto::rules;
 
 /// An option and the type of its value.
 const fn v(option: &'static str, value: ValueType) -> Valued {
@@ -630,92 +631,15 @@ pub const CHORE_ACTION_RULES: ChoreActionRules = ChoreActionRules {
     package_name: "^[a-z0-9][a-z0-9+.-]{0,126}[a-z0-9+]$",
 };
 
+// The secret paths and the deny list are the contract crate's
+// (`aromba_warden_proto::rules`): the Worker's assistant judges by the same
+// copy before it asks.
 pub const PATHS: PathRules = PathRules {
-    secret_prefixes: &[
-        "/etc/aromba/worker/secrets.toml",
-        "/etc/aromba/worker/relay.toml",
-        "/etc/aromba/worker/calendars.toml",
-        "/etc/aromba/worker/intake.toml",
-        "/etc/aromba/warden",
-        "/var/lib/aromba-warden/state",
-        "/var/lib/aromba-warden/journal",
-        "/etc/sudoers",
-        "/etc/sudoers.d",
-        "/etc/shadow",
-        "/etc/gshadow",
-        "/etc/ssh/ssh_host_",
-        "/root/.ssh",
-        "/proc/self",
-        "/proc/thread-self",
-        "/dev",
-        "/sys/firmware",
-    ],
-    secret_dirs: &[
-        ".ssh",
-        ".aws",
-        ".gnupg",
-        ".kube",
-        ".docker",
-        ".azure",
-        ".password-store",
-        ".config/gcloud",
-        ".config/gh",
-    ],
-    secret_names: &[
-        ".env*",
-        "*.pem",
-        "*.key",
-        "*_key",
-        "id_*",
-        "*secret*",
-        "*token*",
-        "*credential*",
-        "*password*",
-        ".netrc",
-        "authorized_keys",
-        "secrets.toml",
-        "*.p12",
-        "*.pfx",
-        "*.jks",
-        "*.keystore",
-    ],
+    secret_prefixes: rules::SECRET_PREFIXES,
+    secret_dirs: rules::SECRET_DIRS,
+    secret_names: rules::SECRET_NAMES,
     fences: &[],
 };
 
 /// Matched against the whole request; a hit refuses it and counts toward the ladder.
-pub const DENY: &[(&str, &str)] = &[
-    (
-        "rm-root",
-        r#"\brm\b(?:\s+(?:-\S+|--\S+))*\s+-\S*[rR]\S*(?:\s+(?:-\S+|--\S+))*\s+(?:/|/\*|~|~/|\$HOME|\$HOME/|/(?:etc|usr|var|boot|bin|sbin|lib|lib64|home|root|opt|srv)/?)(?:\s|$)"#,
-    ),
-    ("dd-device", r#"\bdd\b.*\bof=/dev/"#),
-    (
-        "mkfs",
-        r#"(?:^|[;&|]\s*|\bsudo\s+)(?:mkfs(?:\.\w+)?|wipefs|mkswap)\b"#,
-    ),
-    (
-        "pipe-to-shell",
-        r#"\b(?:curl|wget)\b.*\|\s*(?:sudo\s+)?(?:sh|bash|zsh|dash|ksh)\b"#,
-    ),
-    (
-        "protected-path",
-        r#"/etc/sudoers|/etc/aromba/|/etc/ssh/sshd_config|authorized_keys|/etc/g?shadow\b|\bvisudo\b"#,
-    ),
-    (
-        "chmod-777",
-        r#"\bchmod\b(?:.*\s-R\b.*\s[ugoa]*0?777\b|.*\s0?777\b.*\s-R\b)"#,
-    ),
-    (
-        "power",
-        r#"(?:^|[;&|]\s*|\bsudo\s+)(?:shutdown|reboot|halt|poweroff)\b|\bsystemctl\s+(?:reboot|poweroff|halt|kexec|suspend|hibernate)\b|(?:^|[;&|]\s*|\bsudo\s+)(?:tel)?init\s+[06]\b"#,
-    ),
-    (
-        "firewall-flush",
-        r#"\biptables\b.*\s(?:-F|--flush)\b|\bnft\s+flush\s+ruleset\b|\bufw\s+(?:disable|reset)\b"#,
-    ),
-    ("history", r#"\bhistory\s+-c\b"#),
-    (
-        "secret-path",
-        r#"(?:^|[\s/=:'"])\.(?:ssh|aws|gnupg|kube|docker|azure|password-store)(?:/|\s|$)|(?:^|[\s/=:'"])\.env(?:\.[\w-]+)?\b|\.(?:pem|key|p12|pfx)\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.netrc\b|secrets\.toml|\b\w*(?:secret|credential)s?\.(?:json|ya?ml|toml|txt|env)\b|/proc/\d+/(?:environ|cmdline|mem)\b"#,
-    ),
-];
+pub const DENY: &[(&str, &str)] = rules::DENY;

@@ -29,7 +29,7 @@ pub mod types;
 mod values;
 
 pub use data::{ALLOW, CAT_FILES, CHORE_ACTION_RULES, CHORE_ACTIONS, DENY, LIMITS, PATHS};
-pub use paths::{PathRefusal, Requester, check_path, glob, secret_rule};
+pub use paths::{PathRefusal, Requester, check_path, secret_rule};
 pub use render::render;
 pub use types::{Positional, Rule, Sub, ValueType};
 pub use values::{
@@ -104,18 +104,6 @@ fn refuse(reason: impl Into<String>) -> Refused {
 
 pub const MAX_ARG: usize = 4096;
 
-fn deny_patterns() -> &'static [(&'static str, Regex)] {
-    static DENY_RE: OnceLock<Vec<(&'static str, Regex)>> = OnceLock::new();
-    DENY_RE.get_or_init(|| {
-        DENY.iter()
-            .map(|(name, pattern)| {
-                // Compiled-in patterns: a typo fails every test at once.
-                (*name, Regex::new(pattern).expect("deny pattern compiles"))
-            })
-            .collect()
-    })
-}
-
 /// Whether a unit name matches `never_restart`: a service no chore action
 /// may restart, under any of its names (the server checks every name the
 /// unit has, aliases included, before a restart runs).
@@ -133,18 +121,9 @@ fn package_name() -> &'static Regex {
     RE.get_or_init(|| Regex::new(CHORE_ACTION_RULES.package_name).expect("package_name compiles"))
 }
 
-/// The `[deny]` pattern that matches the whole request, if any.
-pub fn deny_hit(cmd: &str, args: &[String]) -> Option<&'static str> {
-    let mut whole = String::from(cmd);
-    for a in args {
-        whole.push(' ');
-        whole.push_str(a);
-    }
-    deny_patterns()
-        .iter()
-        .find(|(_, re)| re.is_match(&whole))
-        .map(|(name, _)| *name)
-}
+/// The `[deny]` pattern that matches the whole request, if any (one copy
+/// with the Worker's, in the contract crate).
+pub use aromba_warden_proto::rules::deny_hit;
 
 fn control_byte(s: &str) -> Option<u8> {
     s.bytes().find(|&b| b < 0x20 || b == 0x7f)

@@ -20,6 +20,7 @@
 use super::data::PATHS;
 use crate::users::WorkerAccount;
 use crate::writers::{Against, Dir, replaceable};
+use aromba_warden_proto::rules::{self, SecretRule};
 use std::path::{Component, Path, PathBuf};
 
 /// Who asks, for the path check: whose writes could swap a directory on a
@@ -153,47 +154,20 @@ fn unswappable(resolved: &str, requester: &Requester) -> Result<(), PathRefusal>
     Ok(())
 }
 
-/// `/proc/PID/…` (and `/proc/PID/task/TID/…`), as a resolved symlink into
-/// `/proc/self` reads: judged as `/proc/self/…`.
-fn as_proc_self(path: &str) -> Option<String> {
-    let rest = path.strip_prefix("/proc/")?;
-    let (pid, tail) = rest.split_once('/').unwrap_or((rest, ""));
-    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some(if tail.is_empty() {
-        "/proc/self".to_string()
-    } else {
-        format!("/proc/self/{tail}")
-    })
-}
-
-/// Refuses `path` when a rule of `[paths]` covers it.
+/// Refuses `path` when a rule of `[paths]` covers it: a secret path (the
+/// contract crate's rules, which the Worker applies too) or a fence.
 pub fn secret_rule(path: &str) -> Result<(), PathRefusal> {
     let refuse = |rule: String| PathRefusal::Secret {
         path: path.to_string(),
         rule,
     };
-    let proc_self = as_proc_self(path);
-    for prefix in PATHS.secret_prefixes {
-        let hit =
-            path.starts_with(prefix) || proc_self.as_deref().is_some_and(|p| p.starts_with(prefix));
-        if hit {
+    match rules::secret_rule(path) {
+        Some(SecretRule::Prefix(prefix)) => {
             return Err(refuse(format!("secret_prefixes {prefix:?}")));
         }
-    }
-    let with_slashes = format!("{}/", path.trim_end_matches('/'));
-    for dir in PATHS.secret_dirs {
-        if with_slashes.contains(&format!("/{dir}/")) {
-            return Err(refuse(format!("secret_dirs {dir:?}")));
-        }
-    }
-    for component in path.split('/').filter(|c| !c.is_empty()) {
-        for name in PATHS.secret_names {
-            if glob(name.as_bytes(), component.as_bytes()) {
-                return Err(refuse(format!("secret_names {name:?}")));
-            }
-        }
+        Some(SecretRule::Dir(dir)) => return Err(refuse(format!("secret_dirs {dir:?}"))),
+        Some(SecretRule::Name(name)) => return Err(refuse(format!("secret_names {name:?}"))),
+        None => {}
     }
     for fence in PATHS.fences {
         let fence = fence.trim_end_matches('/');
@@ -204,41 +178,12 @@ pub fn secret_rule(path: &str) -> Result<(), PathRefusal> {
     Ok(())
 }
 
-/// `*` matches any run of bytes; every other byte matches itself.
-pub fn glob(pattern: &[u8], name: &[u8]) -> bool {
-    let (mut p, mut n) = (0, 0);
-    let mut backtrack: Option<(usize, usize)> = None;
-    while n < name.len() {
-        if p < pattern.len() && pattern[p] == b'*' {
-            backtrack = Some((p, n));
-            p += 1;
-        } else if p < pattern.len() && pattern[p] == name[n] {
-            p += 1;
-            n += 1;
-        } else if let Some((bp, bn)) = backtrack {
-            p = bp + 1;
-            n = bn + 1;
-            backtrack = Some((bp, bn + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|&b| b == b'*')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn globs_match_like_the_shell() {
-        assert!(glob(b"*.pem", b"site.pem"));
-        assert!(glob(b".env*", b".env.production"));
-        assert!(glob(b"*secret*", b"my-secrets"));
-        assert!(glob(b"id_*", b"id_ed25519"));
-        assert!(!glob(b"*.key", b"keyring"));
-        assert!(!glob(b"authorized_keys", b"authorized_keys2"));
-    }
+    // `globs_match_like_the_shell` went with `glob` to the contract
+    // crate (`aromba_warden_proto::rules`).
 
     #[test]
     fn refuses_each_kind_of_secret_path_without_touching_the_disk() {
