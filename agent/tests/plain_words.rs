@@ -10,7 +10,7 @@ mod paired;
 mod relay_support;
 mod support;
 
-use paired::paired;
+use paired::{CHAT, paired};
 use sqlx::PgPool;
 
 #[sqlx::test(migrations = false)]
@@ -35,6 +35,45 @@ async fn ai_without_a_key_says_there_is_no_assistant_and_how_to_add_one(db: PgPo
     assert!(ai.text.contains("secrets.toml"), "{}", ai.text);
     let help = p.ask("/help", |t| t.starts_with("What I can do")).await;
     assert!(help.text.contains("/unpair"), "{}", help.text);
+}
+
+/// One table (`aromba_proto::commands`) drives the menu the relay sets,
+/// `/help`, and the Worker's answers: every command in it is in the menu,
+/// has its line in `/help`, and is answered (none is "I don't know").
+#[sqlx::test(migrations = false)]
+async fn the_commands_table_drives_the_menu_help_and_the_answers(db: PgPool) {
+    use aromba_proto::commands::COMMANDS;
+    let p = paired(db, "words-table").await;
+    let help = p.ask("/help", |t| t.starts_with("What I can do")).await;
+    let menu = p
+        .bot
+        .fake
+        .state()
+        .commands
+        .get(&format!("chat:{CHAT}"))
+        .cloned()
+        .expect("the relay set the chat's menu at pairing");
+    for row in COMMANDS {
+        assert!(help.text.contains(row.help), "{} not in /help", row.name);
+        assert!(
+            menu.iter()
+                .any(|(name, words)| name == row.name && words == row.menu),
+            "{} not in the menu {menu:?}",
+            row.name
+        );
+    }
+    assert!(menu.iter().any(|(name, _)| name == "unpair"), "{menu:?}");
+    // `/panic` is answered too, by stopping Aromba: left out, so the rest
+    // are asked of a Worker at Normal.
+    for row in COMMANDS.iter().filter(|r| r.name != "panic") {
+        let answer = p.ask(&format!("/{}", row.name), |t| !t.is_empty()).await;
+        assert!(
+            !answer.text.starts_with("I don't know"),
+            "/{} is in the table but not answered: {}",
+            row.name,
+            answer.text
+        );
+    }
 }
 
 #[sqlx::test(migrations = false)]

@@ -1127,7 +1127,8 @@ mod tests {
     #[test]
     fn no_message_of_the_worker_or_the_warden_carries_the_marker() {
         for text in [
-            aromba_words::chat::HELP,
+            aromba_words::chat::HELP_HEADING,
+            aromba_words::chat::UNPAIR_HELP,
             aromba_words::chat::TOO_MANY,
             aromba_words::chat::BUSY,
             conversation::BUDGET_SPENT,

@@ -6,6 +6,7 @@
 use super::Daemon;
 use crate::warden_client;
 use aromba_proto::client::Incoming;
+use aromba_proto::commands::{COMMANDS, Command};
 use aromba_proto::frame::{Button, Delivery, Span, TapProof};
 use aromba_warden_proto::{Request, Response, printable};
 use std::sync::Arc;
@@ -21,11 +22,13 @@ use aromba_words::{assistant as ai_words, chat as words, trust as trust_words};
 /// The commands that reach the ladder: handled by [`ladder`] on a path of
 /// their own, so no other chat work (a run awaiting its receipt, a flood of
 /// other commands) can hold them back.
-pub const LADDER_COMMANDS: [&str; 2] = ["panic", "trust"];
+pub const LADDER_COMMANDS: [Command; 2] = [Command::Panic, Command::Trust];
 
 /// Whether `text` is one of [`LADDER_COMMANDS`].
 pub fn is_ladder_command(text: &str) -> bool {
-    command(text).is_some_and(|(name, _)| LADDER_COMMANDS.contains(&name.as_str()))
+    command(text)
+        .and_then(|(name, _)| Command::parse(&name))
+        .is_some_and(|c| LADDER_COMMANDS.contains(&c))
 }
 
 /// `/panic` asked for, and not yet carried out: rung by the relay link,
@@ -235,37 +238,45 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
         // otherwise).
         return words::ONLY_COMMANDS.to_string().into();
     };
-    match name.as_str() {
-        "start" | "help" => words::HELP.to_string().into(),
-        "trust" if !daemon.take_read() => daemon.busy().into(),
-        "trust" => trust(daemon).await.into(),
-        "panic" => panic(daemon).await.into(),
-        "logs" => logs(
+    let Some(known) = Command::parse(&name) else {
+        return words::unknown_command(&name).into();
+    };
+    // One arm per row of the commands' table: a command added there and
+    // not answered here does not compile.
+    match known {
+        Command::Help => words::help(COMMANDS.iter().map(|row| row.help)).into(),
+        Command::Trust if !daemon.take_read() => daemon.busy().into(),
+        Command::Trust => trust(daemon).await.into(),
+        Command::Panic => panic(daemon).await.into(),
+        Command::Logs => logs(
             daemon,
             args.first().map(String::as_str),
             args.get(1).is_some_and(|a| a == "all"),
         )
         .await
         .into(),
-        "status" | "disk" | "services" | "updates" | "digest" => {
-            crate::health::chat::answer(daemon, &name, &args).await
-        }
+        Command::Status
+        | Command::Disk
+        | Command::Services
+        | Command::Updates
+        | Command::Digest => crate::health::chat::answer(daemon, &name, &args).await,
         // Each asks the Warden: out of the same budget as the reads, so
         // that no command, however often delivered, takes the Worker past
         // the Warden's count.
-        "chores" | "prodmode" | "run" if !daemon.take_read() => daemon.busy().into(),
-        "chores" => chores(daemon).await.into(),
-        "ai" if daemon.assistant.is_none() => ai_words::NO_AI_KEY.to_string().into(),
-        "ai" => super::ask::budget(daemon, &args).into(),
-        "prodmode" => {
+        Command::Chores | Command::ProdMode | Command::Run if !daemon.take_read() => {
+            daemon.busy().into()
+        }
+        Command::Chores => chores(daemon).await.into(),
+        Command::Ai if daemon.assistant.is_none() => ai_words::NO_AI_KEY.to_string().into(),
+        Command::Ai => super::ask::budget(daemon, &args).into(),
+        Command::ProdMode => {
             prod_mode(daemon, args.first().map(String::as_str)).await;
             Reply::none()
         }
-        "run" => {
+        Command::Run => {
             run(daemon, args.first().map(String::as_str)).await;
             Reply::none()
         }
-        _ => words::unknown_command(&name).into(),
     }
 }
 

@@ -5,22 +5,20 @@
 use std::fmt::Display;
 use std::time::Duration;
 
-/// `/help` (and `/start`).
-pub const HELP: &str = "What I can do:\n\
-/status: how the server is doing\n\
-/disk: space left on each disk\n\
-/services: services that failed (/services all: every one)\n\
-/updates: updates waiting (/updates all: every one)\n\
-/logs <service>: the last lines of a service's log (/logs <service> all: the last 200)\n\
-/chores: the chores and when they run\n\
-/run <chore>: run a chore now (its dry run first; I ask before a yellow or red one)\n\
-/trust: what I may do here, and whether my journal is intact\n\
-/digest HH:MM: a daily summary at that time (/digest off to stop)\n\
-/ai budget N: a daily token budget for the assistant (with an AI key, ask me anything)\n\
-/prodmode off: turn prod mode off (asks for your PIN)\n\
-/panic: stop me now (reads only, until root runs `aromba resume` on the server)\n\
-/unpair: unpair this chat from the server (I ask first)\n\
-/help: this list";
+/// `/help`'s first line.
+pub const HELP_HEADING: &str = "What I can do:";
+
+/// `/help`'s line for `/unpair`, which the relay answers.
+pub const UNPAIR_HELP: &str = "/unpair: unpair this chat from the server (I ask first)";
+
+/// `/help` (and `/start`): the heading, then each command's line of the
+/// commands' table (`aromba_proto::commands`, whose `help` lines are part
+/// of this catalogue's reading), `/unpair`'s before the last.
+pub fn help<'a>(command_lines: impl IntoIterator<Item = &'a str>) -> String {
+    let mut lines: Vec<&str> = command_lines.into_iter().collect();
+    lines.insert(lines.len().saturating_sub(1), UNPAIR_HELP);
+    format!("{HELP_HEADING}\n{}", lines.join("\n"))
+}
 
 /// A message that is not a command, where there is no assistant.
 pub const ONLY_COMMANDS: &str =

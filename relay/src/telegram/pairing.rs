@@ -183,7 +183,10 @@ pub async fn consume(
     // The menu of the server's commands, in this chat.
     let (app, menu) = (app.clone(), telegram.clone());
     tokio::spawn(async move {
-        let mut list: Vec<(&str, &str)> = aromba_proto::commands::COMMANDS.to_vec();
+        let mut list: Vec<(&str, &str)> = aromba_proto::commands::COMMANDS
+            .iter()
+            .map(|row| (row.name, row.menu))
+            .collect();
         list.push(("unpair", words::UNPAIR_COMMAND));
         if let Err(e) = menu.client.set_commands(chat, &list).await {
             app.metrics.telegram("set_commands_failed");
