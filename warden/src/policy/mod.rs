@@ -107,18 +107,25 @@ pub const MAX_ARG: usize = 4096;
 /// Whether a unit name matches `never_restart`: a service no chore action
 /// may restart, under any of its names (the server checks every name the
 /// unit has, aliases included, before a restart runs).
+/// A pattern that does not compile matches every unit (no restart at all):
+/// the rule fails closed (a test holds that it compiles).
 pub fn never_restart_matches(unit: &str) -> bool {
-    never_restart().is_match(unit)
+    never_restart().is_none_or(|re| re.is_match(unit))
 }
 
-fn never_restart() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(CHORE_ACTION_RULES.never_restart).expect("never_restart compiles"))
+fn never_restart() -> Option<&'static Regex> {
+    static RE: OnceLock<Option<Regex>> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(CHORE_ACTION_RULES.never_restart).ok())
+        .as_ref()
 }
 
-fn package_name() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(CHORE_ACTION_RULES.package_name).expect("package_name compiles"))
+/// Whether `name` has a package name's shape; a pattern that does not
+/// compile takes none (a test holds that it compiles).
+fn package_name_matches(name: &str) -> bool {
+    static RE: OnceLock<Option<Regex>> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(CHORE_ACTION_RULES.package_name).ok())
+        .as_ref()
+        .is_some_and(|re| re.is_match(name))
 }
 
 /// The `[deny]` pattern that matches the whole request, if any (one copy
@@ -446,13 +453,13 @@ fn positional(
             if !a.ends_with(".service") && a.contains('.') && !a.contains('@') {
                 return Err(refuse(format!("{cmd}: {a:?} is not a service unit")));
             }
-            if never_restart().is_match(&unit) {
+            if never_restart_matches(&unit) {
                 return Err(refuse(format!("{cmd}: {unit} matches never_restart")));
             }
             Ok(a.to_string())
         }
         Positional::Package => {
-            if !package_name().is_match(a) {
+            if !package_name_matches(a) {
                 return Err(refuse(format!("{cmd}: {a:?} is not a valid package name")));
             }
             if !CHORE_ACTION_RULES.new_packages.contains(&a) && !dpkg_installed(a) {
@@ -478,6 +485,12 @@ fn positional(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_chore_action_patterns_compile() {
+        assert!(never_restart().is_some());
+        assert!(package_name_matches("fail2ban") && !package_name_matches("-x"));
+    }
 
     /// A request can take only one form: every verb is distinct and none
     /// is a word-prefix of another in a different form (the longest match

@@ -109,16 +109,20 @@ struct Compiled {
 fn compiled() -> &'static Compiled {
     static COMPILED: OnceLock<Compiled> = OnceLock::new();
     COMPILED.get_or_init(|| {
-        // Fixed patterns, compiled once; a typo fails every test at once.
-        let build = |pat: &Pattern| Regex::new(pat.regex).expect("policy value pattern compiles");
+        // Fixed patterns, compiled once. One that does not compile is
+        // left out, so its type takes no value (fails closed); a test
+        // holds that each compiles.
+        let build = |pat: &Pattern| Regex::new(pat.regex).ok();
         Compiled {
             values: VALUE_TYPES
                 .iter()
-                .filter_map(|&t| value_pattern(t).map(|pat| (t, pat.cap, build(&pat))))
+                .filter_map(|&t| value_pattern(t).and_then(|pat| Some((t, pat.cap, build(&pat)?))))
                 .collect(),
             positionals: POSITIONAL_KINDS
                 .iter()
-                .filter_map(|&k| positional_pattern(k).map(|pat| (k, pat.cap, build(&pat))))
+                .filter_map(|&k| {
+                    positional_pattern(k).and_then(|pat| Some((k, pat.cap, build(&pat)?)))
+                })
                 .collect(),
         }
     })
