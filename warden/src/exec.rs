@@ -200,7 +200,7 @@ pub struct Output {
 }
 
 impl Output {
-    fn redact(raw: Vec<u8>, killed: bool) -> Output {
+    pub(crate) fn redact(raw: Vec<u8>, killed: bool) -> Output {
         let redacted = if killed {
             aromba_redact::redact_cut(&raw)
         } else {

@@ -1,25 +1,23 @@
-//! The chore requests: listing, dry runs and their being shown, real runs
-//! with their snapshot (red runs), chore actions and receipts. Proposals
-//! and approvals are in `owner.rs`.
+//! The chore requests: listing, the schedule's runs, dry runs and their
+//! being shown, chore actions, and what a run needs of the Warden (its
+//! snapshot, the quarantine's listing). A run itself, phase by phase, is
+//! `chore_run.rs`; proposals and approvals are in `owner.rs`.
 
 #![forbid(unsafe_code)]
 
-use super::intent::{intend, outcome_not_journaled};
-use super::owner::cap_confirmed;
-use super::{Shared, Socket, journal, peer_fields, raise, unjournaled};
+use super::intent::intend;
+use super::{Shared, Socket, journal, peer_fields, unjournaled};
 use crate::chores::header::Color;
 use crate::chores::run::Chore;
 use crate::chores::snapshot;
 use crate::exec::{self, Bounds};
 use crate::ladder::Step;
 use crate::policy::{self, Table};
-use crate::signal::Signal;
 use crate::system::PeerCred;
 use aromba_warden_proto::Response;
 use serde_json::{Map, Value};
-use std::time::Duration;
 
-fn runs_dir(shared: &Shared) -> std::path::PathBuf {
+pub(super) fn runs_dir(shared: &Shared) -> std::path::PathBuf {
     shared.options.layout.state_dir.join("runs")
 }
 
@@ -95,7 +93,7 @@ fn green_may_request(action: &[String]) -> bool {
 /// Runs one chore action outside the cage, after a clean real run: judged
 /// by the policy, journaled before it runs (not run when the line cannot
 /// be written), its outcome journaled after.
-fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) -> String {
+pub(super) fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[String]) -> String {
     let shown = action.join(" ");
     let Some((cmd, args)) = action.split_first() else {
         return format!("{shown}: empty");
@@ -441,7 +439,7 @@ pub(super) fn run_due(shared: &Shared, peer: &PeerCred, chore: &str) -> Response
         return refuse(format!("cannot record the scheduled run: {e}"));
     }
     drop(one_at_a_time);
-    run_chore(shared, c, false, RunSource::Schedule)
+    super::chore_run::run_chore(shared, c, false, RunSource::Schedule)
 }
 
 pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Response {
@@ -482,7 +480,11 @@ pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Re
 /// same space. Refused for a chore whose damage cap is above what the seal
 /// lists (`SealLimits::max_listed`): a run within its cap is always sealed
 /// whole.
-fn take_snapshot(shared: &Shared, chore: &Chore, now: u64) -> Result<snapshot::Snapshot, String> {
+pub(super) fn take_snapshot(
+    shared: &Shared,
+    chore: &Chore,
+    now: u64,
+) -> Result<snapshot::Snapshot, String> {
     let store = shared.options.layout.snapshots_dir();
     std::fs::create_dir_all(&store).map_err(|e| format!("cannot make the snapshot store: {e}"))?;
     let (avail, total) = crate::system::space(&store)
@@ -519,7 +521,7 @@ fn take_snapshot(shared: &Shared, chore: &Chore, now: u64) -> Result<snapshot::S
 /// snapshotted whole, so undo restores it from the snapshot's own copy and
 /// the quarantined copy stays where it is. (A touch inside the quarantine
 /// is refused by the run's rules.)
-fn snapshot_roots(shared: &Shared, chore: &Chore) -> Vec<std::path::PathBuf> {
+pub(super) fn snapshot_roots(shared: &Shared, chore: &Chore) -> Vec<std::path::PathBuf> {
     let quarantine = &shared.options.layout.quarantine_dir;
     chore
         .header
@@ -535,7 +537,7 @@ fn snapshot_roots(shared: &Shared, chore: &Chore) -> Vec<std::path::PathBuf> {
 /// can set back: a path missing after a run or with another pair was
 /// removed, replaced or changed. Links are not followed. `None` when it
 /// cannot be listed whole or holds more than 200 000 paths.
-fn quarantine_held(
+pub(super) fn quarantine_held(
     dir: &std::path::Path,
 ) -> Option<std::collections::BTreeMap<std::path::PathBuf, (u64, i64, i64)>> {
     use std::os::unix::fs::MetadataExt;
@@ -618,7 +620,7 @@ fn failed_services() -> Result<Vec<String>, String> {
 
 /// A chore action with its placeholder filled in: none, one or several
 /// concrete actions.
-fn expand_action(action: &[String]) -> Result<Vec<Vec<String>>, String> {
+pub(super) fn expand_action(action: &[String]) -> Result<Vec<Vec<String>>, String> {
     let Some((last, head)) = action.split_last() else {
         return Ok(Vec::new());
     };
@@ -647,370 +649,5 @@ pub(super) fn chore_run(shared: &Shared, name: &str, dry_run: bool, source: RunS
             journal_seq: None,
         };
     };
-    run_chore(shared, chore, dry_run, source)
-}
-
-/// Runs `chore` as found (a tap's approval checked this very one). The
-/// run is journaled — what, how and on whose approval — before anything
-/// is done for it (snapshot, cage, actions), and refused when that line
-/// cannot be written; its outcome and receipt are journaled after.
-pub(super) fn run_chore(
-    shared: &Shared,
-    chore: Chore,
-    dry_run: bool,
-    source: RunSource,
-) -> Response {
-    use crate::chores::run::{self as run, Mode};
-    let name = chore.header.name.as_str();
-    // Refused before anything runs, and journaled all the same.
-    let refuse = |reason: String| {
-        let mut m = Map::new();
-        m.insert("chore".into(), Value::from(name));
-        m.insert(
-            "mode".into(),
-            Value::from(if dry_run { "dry-run" } else { "real" }),
-        );
-        source.journal_fields(&mut m);
-        m.insert("verdict".into(), Value::from("refused"));
-        m.insert("reason".into(), Value::from(reason.as_str()));
-        let journal_seq = journal(shared, "chore-run", m);
-        Response::Refused {
-            reason,
-            journal_seq,
-        }
-    };
-    if frozen(shared) {
-        return refuse(
-            "the ladder is at Freeze or above: no chore runs until it comes down".into(),
-        );
-    }
-    let mode = if dry_run { Mode::DryRun } else { Mode::Real };
-    let runs = runs_dir(shared);
-    let seen = runs.join(format!("{name}.dry-run-seen"));
-    if mode == Mode::Real && !seen.exists() {
-        return refuse(format!(
-            "{name}'s first real run needs a dry run you saw first: `aromba chore run {name} --dry-run`"
-        ));
-    }
-    let now = shared.options.clock.now();
-    let days_installed = shared
-        .installed_at()
-        .map_or(0, |at| now.saturating_sub(at) / 86_400);
-    let ctx = run::Context {
-        layout: &shared.options.layout,
-        isolation: shared.isolation.starts_with(super::watch::ISOLATED),
-        days_installed,
-        cap_confirmed: cap_confirmed(shared, &chore),
-        cap_interval: Duration::from_secs(5),
-        timeout: Duration::from_secs(900),
-        halt: Some(shared.run_switch()),
-    };
-    let _changing = if mode == Mode::Real {
-        match shared.one_change_at_a_time() {
-            Ok(g) => Some(g),
-            Err(why) => return refuse(why),
-        }
-    } else {
-        None
-    };
-    let mut m = Map::new();
-    m.insert("chore".into(), Value::from(name));
-    m.insert(
-        "mode".into(),
-        Value::from(if dry_run { "dry-run" } else { "real" }),
-    );
-    m.insert("color".into(), Value::from(chore.header.color.name()));
-    m.insert(
-        "script_sha256".into(),
-        Value::from(crate::journal::sha256_hex(chore.script.as_bytes())),
-    );
-    source.journal_fields(&mut m);
-    let intent = match intend(shared, "chore-run", m) {
-        Ok(i) => i,
-        Err(e) => return e.into(),
-    };
-    let _ = std::fs::create_dir_all(&runs);
-    let mut m = Map::new();
-    m.insert("chore".into(), Value::from(name));
-    // A red run that may change files snapshots them first, for Undo.
-    let mut no_quarantine_undo: Option<String> = None;
-    let snap = if mode == Mode::Real
-        && chore.header.color == Color::Red
-        && !snapshot_roots(shared, &chore).is_empty()
-    {
-        // The rules first, so a refused run costs no snapshot.
-        match run::admissible(&chore, mode, &ctx).and_then(|()| take_snapshot(shared, &chore, now))
-        {
-            Ok(s) => Some(s),
-            Err(why) => {
-                m.insert("verdict".into(), Value::from("refused"));
-                m.insert("reason".into(), Value::from(why.as_str()));
-                let seq = intent.outcome(shared, m);
-                return Response::Refused {
-                    reason: why,
-                    journal_seq: seq,
-                };
-            }
-        }
-    } else {
-        None
-    };
-    // What the quarantine held before a red run that may write it: undo
-    // never restores the quarantine, so what the run removed or changed
-    // there is found after it and named on the receipt.
-    let quarantine = &shared.options.layout.quarantine_dir;
-    let held = (mode == Mode::Real
-        && chore.header.color == Color::Red
-        && chore.header.touches.contains(quarantine))
-    .then(|| quarantine_held(quarantine));
-    let result = run::run(&chore, mode, &ctx);
-    if let Some(before) = &held {
-        let lost = match (before, quarantine_held(quarantine)) {
-            (Some(before), Some(after)) => {
-                let n = before
-                    .iter()
-                    .filter(|(p, id)| after.get(*p) != Some(id))
-                    .count();
-                (n > 0).then(|| {
-                    format!("{n} paths the quarantine held before were removed or changed")
-                })
-            }
-            _ => Some("the quarantine could not be listed before and after".to_string()),
-        };
-        if let Some(lost) = lost {
-            m.insert(
-                "quarantine".into(),
-                Value::from(format!("{lost}: undo cannot put them back")),
-            );
-            no_quarantine_undo = Some(lost);
-        }
-    }
-    // Nothing ran when the rules refused or the cage never started; any
-    // other error may come after the chore changed files, so the snapshot
-    // is sealed and kept.
-    let never_ran = matches!(
-        &result,
-        Err(run::RunError::Refused(_))
-            | Err(run::RunError::Cage(
-                crate::cage::CageError::NoBubblewrap(_) | crate::cage::CageError::Filter(_)
-            ))
-            | Err(run::RunError::Exec(exec::ExecError::NoBinary { .. }))
-            | Err(run::RunError::Exec(exec::ExecError::UnsafeBinary { .. }))
-    );
-    let undo = match snap {
-        None => None,
-        Some(s) if never_ran => {
-            let _ = s.discard();
-            None
-        }
-        Some(s) => match s.seal_within(&shared.options.seal_limits) {
-            Ok(d) if d.is_empty() => {
-                let _ = s.discard();
-                None
-            }
-            Ok(d) => Some((s.id.clone(), d.summary())),
-            Err(e) => {
-                // The snapshot holds the only copies of what the run removed:
-                // a failed seal keeps it, and its undo puts back what is
-                // missing and names the rest.
-                let why = format!(
-                    "the seal failed ({e}): undo puts back what the run removed, and names what it cannot put back"
-                );
-                m.insert("snapshot".into(), Value::from(why.as_str()));
-                Some((s.id.clone(), why))
-            }
-        },
-    };
-    if let Some((id, _)) = &undo {
-        m.insert("undo_id".into(), Value::from(id.as_str()));
-    }
-    let report = match result {
-        Ok(r) => r,
-        Err(e) => {
-            let verdict = if never_ran { "refused" } else { "failed" };
-            m.insert("verdict".into(), Value::from(verdict));
-            m.insert("reason".into(), Value::from(e.to_string()));
-            let seq = intent.outcome(shared, m);
-            let reason = match &undo {
-                Some((id, summary)) => {
-                    format!("{e}; changed before it failed: {summary}; undo id {id} (for 7 days)")
-                }
-                None => e.to_string(),
-            };
-            return Response::Refused {
-                reason,
-                journal_seq: seq,
-            };
-        }
-    };
-    let killed = report.outcome.cut
-        || report.outcome.timed_out
-        || report.outcome.stopped
-        || report.outcome.memory_exceeded;
-    let clean = report.outcome.exit_code == Some(0)
-        && !report.over_cap
-        && !report.outside_touches
-        && report.gained_privilege.is_empty()
-        && !killed;
-    m.insert(
-        "exit_code".into(),
-        report.outcome.exit_code.map_or(Value::Null, Value::from),
-    );
-    m.insert("files_changed".into(), Value::from(report.files_changed));
-    m.insert("bytes_changed".into(), Value::from(report.bytes_changed));
-    m.insert("over_cap".into(), Value::from(report.over_cap));
-    if report.outcome.memory_exceeded {
-        m.insert("memory_exceeded".into(), Value::from(true));
-    }
-    if report.halted {
-        m.insert("halted".into(), Value::from(true));
-    }
-    m.insert(
-        "outside_touches".into(),
-        Value::from(report.outside_touches),
-    );
-    // Named one by one up to a bound, so no run can make a line unbounded.
-    const NAMED: usize = 20;
-    let mut gained: Vec<String> = report
-        .gained_privilege
-        .iter()
-        .take(NAMED)
-        .map(|g| g.describe())
-        .collect();
-    if report.gained_privilege.len() > NAMED {
-        gained.push(format!(
-            "and {} more entries that gained setuid, setgid or capabilities",
-            report.gained_privilege.len() - NAMED
-        ));
-    }
-    if !gained.is_empty() {
-        m.insert(
-            "gained_privilege".into(),
-            Value::from(
-                gained
-                    .iter()
-                    .map(|g| Value::from(g.as_str()))
-                    .collect::<Vec<_>>(),
-            ),
-        );
-    }
-    m.insert(
-        "verdict".into(),
-        Value::from(if clean { "clean" } else { "failed" }),
-    );
-    let ran_journaled = intent.outcome(shared, m).is_some();
-    if !gained.is_empty() {
-        // The spec's eight signals are a closed list; a privilege a file
-        // gained is a change no touch grants, the nearest of them.
-        raise(
-            shared,
-            None,
-            Signal::FilesOutsideTouches {
-                chore: name.to_string(),
-                paths: gained.clone(),
-            },
-        );
-    }
-    if report.outside_touches {
-        raise(
-            shared,
-            None,
-            Signal::FilesOutsideTouches {
-                chore: name.to_string(),
-                // Found in the redacted output: exec hands out no other.
-                paths: vec![
-                    report
-                        .refused_write
-                        .clone()
-                        .unwrap_or_else(|| "a write the cage refused".to_string()),
-                ],
-            },
-        );
-    }
-    let mut receipt = format!(
-        "{name}: {} run, {}, {} files changed ({} bytes)",
-        if dry_run { "dry" } else { "real" },
-        match report.outcome.exit_code {
-            Some(0) => "exit 0".to_string(),
-            Some(c) => format!("exit {c}"),
-            None => "killed".to_string(),
-        },
-        report.files_changed,
-        report.bytes_changed
-    );
-    if report.over_cap {
-        receipt.push_str("; killed at the damage cap");
-    }
-    if report.outcome.memory_exceeded {
-        receipt.push_str(&format!(
-            "; stopped: it used more memory than a chore may ({} MiB, its /tmp included)",
-            crate::cage::limits::global().limits.memory_bytes >> 20
-        ));
-    }
-    if report.halted {
-        receipt.push_str("; stopped part way: the ladder moved to Freeze (/panic or a signal)");
-    }
-    if let Some((id, summary)) = &undo {
-        receipt.push_str(&format!("; changed: {summary}; undo id {id} (for 7 days)"));
-    }
-    if let Some(lost) = &no_quarantine_undo {
-        receipt.push_str(&format!("; {lost}: undo cannot put them back"));
-    }
-    if report.outside_touches {
-        receipt.push_str("; killed at its first write outside its touches");
-    }
-    for g in &gained {
-        receipt.push_str(&format!("; {g}"));
-    }
-    // Its actions run only once the run's outcome is in the journal.
-    if report.outcome.exit_code == Some(0) && (mode == Mode::DryRun || (clean && ran_journaled)) {
-        let green = chore.header.color == crate::chores::header::Color::Green;
-        for action in &chore.header.actions {
-            let concrete = match expand_action(action) {
-                Ok(c) => c,
-                Err(e) => {
-                    receipt.push_str(&format!("; {}: could not fill in ({e})", action.join(" ")));
-                    continue;
-                }
-            };
-            if concrete.is_empty() {
-                receipt.push_str(&format!("; {}: nothing to do", action.join(" ")));
-            }
-            for a in concrete {
-                receipt.push_str("; ");
-                if mode == Mode::DryRun {
-                    receipt.push_str(&format!("would ask for: {}", a.join(" ")));
-                } else {
-                    receipt.push_str(&chore_action(shared, name, green, &a));
-                }
-            }
-        }
-    } else if clean && !ran_journaled {
-        receipt
-            .push_str("; its actions were not run (the journal could not take the run's outcome)");
-    }
-    if mode == Mode::DryRun && report.outcome.exit_code == Some(0) && ran_journaled {
-        // From the root terminal the owner saw this dry run; the Worker
-        // must still show it and say so. (A real run counts on it: only a
-        // dry run the journal holds is recorded.)
-        let record = if source == RunSource::RootTerminal {
-            seen.clone()
-        } else {
-            runs.join(format!("{name}.dry-ran"))
-        };
-        let _ = std::fs::write(&record, receipt.as_bytes());
-    }
-    let _ = std::fs::write(runs.join(format!("{name}.last")), receipt.as_bytes());
-    let mut r = Map::new();
-    r.insert("chore".into(), Value::from(name));
-    r.insert("receipt".into(), Value::from(receipt.as_str()));
-    if journal(shared, "receipt", r).is_none() || !ran_journaled {
-        return outcome_not_journaled(&intent, &receipt);
-    }
-    Response::Receipt {
-        receipt,
-        stdout: report.outcome.stdout.into_text(),
-        stderr: report.outcome.stderr.into_text(),
-        ok: clean,
-    }
+    super::chore_run::run_chore(shared, chore, dry_run, source)
 }

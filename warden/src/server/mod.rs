@@ -23,6 +23,7 @@
 
 #![forbid(unsafe_code)]
 
+mod chore_run;
 mod chores;
 mod connection;
 mod dispatch;

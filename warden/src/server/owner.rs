@@ -9,7 +9,8 @@
 
 #![forbid(unsafe_code)]
 
-use super::chores::{RunSource, find_chore, frozen, run_chore};
+use super::chore_run::run_chore;
+use super::chores::{RunSource, find_chore, frozen};
 use super::intent::{Intent, intend, not_journaled, outcome_not_journaled};
 use super::{Shared, Socket, journal, peer_fields, raise};
 use crate::approvals::{self, Action, Approval, Facts};
