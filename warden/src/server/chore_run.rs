@@ -30,6 +30,7 @@ use crate::signal::Signal;
 use aromba_warden_proto::Response;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::ops::ControlFlow::{self, Break, Continue};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -44,19 +45,19 @@ pub(super) fn run_chore(
     source: RunSource,
 ) -> Response {
     let admitted = match admit(shared, &chore, dry_run, source) {
-        Ok(a) => a,
-        Err(refused) => return refused,
+        Continue(a) => a,
+        Break(refused) => return refused,
     };
     let mut outcome = Map::new();
     outcome.insert("chore".into(), Value::from(chore.header.name.as_str()));
     let prepared = match prepare(shared, &chore, &admitted, &mut outcome) {
-        Ok(p) => p,
-        Err(refused) => return refused,
+        Continue(p) => p,
+        Break(refused) => return refused,
     };
     let ran = run_caged(shared, &chore, &admitted, &prepared, &mut outcome);
     let settled = match settle(shared, &chore, &admitted, prepared, ran, outcome) {
-        Ok(s) => s,
-        Err(failed) => return failed,
+        Continue(s) => s,
+        Break(failed) => return failed,
     };
     deliver(shared, &chore, &admitted, settled)
 }
@@ -83,7 +84,7 @@ fn admit<'a>(
     chore: &Chore,
     dry_run: bool,
     source: RunSource,
-) -> Result<Admitted<'a>, Response> {
+) -> ControlFlow<Response, Admitted<'a>> {
     let name = chore.header.name.as_str();
     let mode_name = if dry_run { "dry-run" } else { "real" };
     // Refused before anything runs, and journaled all the same.
@@ -101,7 +102,7 @@ fn admit<'a>(
         }
     };
     if frozen(shared) {
-        return Err(refuse(
+        return Break(refuse(
             "the ladder is at Freeze or above: no chore runs until it comes down".into(),
         ));
     }
@@ -109,7 +110,7 @@ fn admit<'a>(
     let runs = runs_dir(shared);
     let seen = runs.join(format!("{name}.dry-run-seen"));
     if mode == Mode::Real && !seen.exists() {
-        return Err(refuse(format!(
+        return Break(refuse(format!(
             "{name}'s first real run needs a dry run you saw first: `aromba chore run {name} --dry-run`"
         )));
     }
@@ -129,7 +130,7 @@ fn admit<'a>(
     let changing = if mode == Mode::Real {
         match shared.one_change_at_a_time() {
             Ok(g) => Some(g),
-            Err(why) => return Err(refuse(why)),
+            Err(why) => return Break(refuse(why)),
         }
     } else {
         None
@@ -143,9 +144,12 @@ fn admit<'a>(
         Value::from(crate::journal::sha256_hex(chore.script.as_bytes())),
     );
     source.journal_fields(&mut m);
-    let intent = intend(shared, "chore-run", m).map_err(Response::from)?;
+    let intent = match intend(shared, "chore-run", m) {
+        Ok(i) => i,
+        Err(e) => return Break(e.into()),
+    };
     let _ = std::fs::create_dir_all(&runs);
-    Ok(Admitted {
+    Continue(Admitted {
         mode,
         source,
         ctx,
@@ -177,7 +181,7 @@ fn prepare(
     chore: &Chore,
     admitted: &Admitted<'_>,
     outcome: &mut Map<String, Value>,
-) -> Result<Prepared, Response> {
+) -> ControlFlow<Response, Prepared> {
     let red_real = admitted.mode == Mode::Real && chore.header.color == Color::Red;
     let snap = if red_real && !snapshot_roots(shared, chore).is_empty() {
         match run::admissible(chore, admitted.mode, &admitted.ctx)
@@ -188,7 +192,7 @@ fn prepare(
                 outcome.insert("verdict".into(), Value::from("refused"));
                 outcome.insert("reason".into(), Value::from(why.as_str()));
                 let seq = admitted.intent.outcome(shared, outcome.clone());
-                return Err(Response::Refused {
+                return Break(Response::Refused {
                     reason: why,
                     journal_seq: seq,
                 });
@@ -202,7 +206,7 @@ fn prepare(
     let quarantine = &shared.options.layout.quarantine_dir;
     let held = (red_real && chore.header.touches.contains(quarantine))
         .then(|| quarantine_held(quarantine));
-    Ok(Prepared { snap, held })
+    Continue(Prepared { snap, held })
 }
 
 /// A run's result, and what it removed from the quarantine.
@@ -306,7 +310,7 @@ fn settle(
     prepared: Prepared,
     ran: Ran,
     mut m: Map<String, Value>,
-) -> Result<Settled, Response> {
+) -> ControlFlow<Response, Settled> {
     let name = chore.header.name.as_str();
     let never_ran = nothing_ran(&ran.result);
     let undo = match prepared.snap {
@@ -349,7 +353,7 @@ fn settle(
                 }
                 None => e.to_string(),
             };
-            return Err(Response::Refused {
+            return Break(Response::Refused {
                 reason,
                 journal_seq: seq,
             });
@@ -426,7 +430,7 @@ fn settle(
             },
         );
     }
-    Ok(Settled {
+    Continue(Settled {
         report,
         undo,
         quarantine_lost: ran.quarantine_lost,
