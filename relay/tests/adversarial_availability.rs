@@ -1,19 +1,30 @@
-//! The availability review's attacks, each against the real relay on
+//! Attacks on the relay's availability, each against the real relay on
 //! loopback (many 127.x.y.z source addresses standing for Internet
-//! addresses): none may take the relay offline or slow a paired chat.
-//! Each test failed on the relay before the fix it names.
+//! addresses): slow requests and silent WebSockets from many addresses,
+//! and, on the Telegram side, strangers (a flood of `/start` during a
+//! guess lock, of updates in a paired chat's shard, of `/unpair`, taps and
+//! groups, their replies told 429) and other servers' backlogs in front
+//! of a paired chat. None may take the relay offline, lose a paired
+//! chat's message, or slow it. Each test failed on the relay before the
+//! fix it names.
 
 mod support;
 
 use aromba_botfake::state::Injected;
 use aromba_proto::client::{dial, handshake};
+use aromba_proto::frame::{Body, Delivery};
+use serde_json::json;
 use sqlx::PgPool;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use support::attack::{
     client_from, raise_descriptor_limit, silent_websocket, slow_body, slow_headers, socket_open,
     source, still_open,
 };
-use support::bot::{eventually, paired, send, start_bot_tuned, start_bot_with};
+use support::bot::{
+    WEBHOOK_SECRET, eventually, next_frame, paired, send, start_bot_tuned, start_bot_with,
+};
 use support::{Server, config, config_with, connect, post_json, refusals, start};
 
 /// `/healthz` from an address of its own answers within a second.
@@ -387,5 +398,284 @@ async fn a_paired_chat_that_starts_again_is_not_silenced_as_a_stranger(db: PgPoo
         (bot.fake.sent_to(31).len() == 4).then_some(())
     })
     .await;
+    bot.relay.stop().await;
+}
+
+/// Three strangers' replies told 429 (by Telegram, for whatever reason it
+/// has about those chats) within ten seconds pause the whole bot, paired
+/// lane included: what strangers make the relay send shares the paired
+/// chats' budget after all. A stranger's 429 should pause the strangers'
+/// lane (and that chat), not a paired chat.
+#[sqlx::test(migrations = false)]
+async fn strangers_429s_do_not_pause_a_paired_chat(db: PgPool) {
+    let bot = start_bot_tuned(db, |_| {}, |_| {}).await;
+    let (_server, mut ws, mut session, _) = paired(&bot, 1).await;
+    eventually("the paired chat told it is paired", || {
+        (!bot.fake.sent_to(1).is_empty()).then_some(())
+    })
+    .await;
+    for _ in 0..3 {
+        bot.fake
+            .inject_for("sendMessage", Injected::TooManyRequests { retry_after: 30 });
+    }
+    for chat in [9_001, 9_002, 9_003] {
+        bot.fake.user_message(chat, "hello?");
+    }
+    bot.wait_metric("stranger_reply_failed", 3).await;
+    let paused = bot.metric("bot_api_pause_bot").await;
+    let start = Instant::now();
+    send(&mut ws, &mut session, "disk at 91%", Vec::new()).await;
+    let arrived = async {
+        loop {
+            if bot.fake.sent_to(1).iter().any(|m| m.text == "disk at 91%") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let on_time = tokio::time::timeout(Duration::from_secs(5), arrived)
+        .await
+        .is_ok();
+    assert!(
+        on_time,
+        "the paired chat's message waited more than 5 s (and counting) after three strangers' \
+         replies were told 429 ({paused} bot-wide pauses); took {:?} so far",
+        start.elapsed()
+    );
+    bot.relay.stop().await;
+}
+
+/// The sender's round takes each server's oldest message, oldest heads
+/// first, `send_round` of them: servers whose backlogs were queued earlier
+/// fill every round until those backlogs drain, and a server whose one
+/// message came later waits behind all of it (at the defaults: 256
+/// paired hostile servers with 200 messages each, over half an hour). A
+/// round should serve servers in turn, not by the age of their backlog.
+#[sqlx::test(migrations = false)]
+async fn earlier_backlogs_of_other_servers_do_not_starve_a_later_servers_message(db: PgPool) {
+    let bot = start_bot_tuned(
+        db,
+        |_| {},
+        |t| {
+            t.send_round = 2;
+            // Each chat is ready again before a round is over (as at the
+            // defaults: 1 s a chat, 256 × 40 ms a round).
+            t.pace.per_chat = Duration::from_millis(1);
+            t.pace.overall = Duration::from_millis(15);
+        },
+    )
+    .await;
+    let (_a, mut ws_a, mut session_a, _) = paired(&bot, 41).await;
+    let (_b, mut ws_b, mut session_b, _) = paired(&bot, 42).await;
+    let (_c, mut ws_c, mut session_c, _) = paired(&bot, 43).await;
+    eventually("all three told they are paired", || {
+        [41, 42, 43]
+            .iter()
+            .all(|c| !bot.fake.sent_to(*c).is_empty())
+            .then_some(())
+    })
+    .await;
+    for i in 0..50 {
+        send(&mut ws_a, &mut session_a, &format!("a{i}"), Vec::new()).await;
+        send(&mut ws_b, &mut session_b, &format!("b{i}"), Vec::new()).await;
+    }
+    let start = Instant::now();
+    send(&mut ws_c, &mut session_c, "c0", Vec::new()).await;
+    eventually("chat 43's message", || {
+        bot.fake
+            .sent_to(43)
+            .iter()
+            .any(|m| m.text == "c0")
+            .then_some(())
+    })
+    .await;
+    let took = start.elapsed();
+    let ahead = bot.fake.sent_to(41).len() + bot.fake.sent_to(42).len() - 2;
+    let waiting: i64 = sqlx::query_scalar("SELECT count(*) FROM chat_outbox")
+        .fetch_one(&bot.db)
+        .await
+        .expect("count");
+    assert!(
+        waiting > 20,
+        "chat 43's one message waited {took:?}, until the two earlier backlogs had all but \
+         drained ({ahead} of their messages went first, {waiting} left)"
+    );
+    bot.relay.stop().await;
+}
+
+/// An update as Telegram sends it: a private message.
+fn message_update(update_id: i64, chat: i64, text: &str) -> serde_json::Value {
+    json!({
+        "update_id": update_id,
+        "message": {
+            "message_id": update_id,
+            "from": {"id": chat, "is_bot": false, "first_name": "P"},
+            "chat": {"id": chat, "type": "private", "first_name": "P"},
+            "date": 1_700_000_000,
+            "text": text,
+        }
+    })
+}
+
+/// Strangers' updates (here all in the paired chat's shard: a group, or
+/// 1/64 of a large crowd) delivered as Telegram delivers a webhook, forty
+/// at a time: when the shard's queue is full the webhook answers 200 and
+/// drops the update, whoever it is from. A paired person's message in
+/// that moment is lost for good (Telegram never sends a 200'd update
+/// again). A full queue should make Telegram retry (a non-2xx answer), or
+/// paired chats' updates should not queue behind strangers'.
+#[sqlx::test(migrations = false)]
+async fn a_stranger_flood_in_a_paired_chats_shard_does_not_lose_its_message(db: PgPool) {
+    let bot = start_bot_tuned(db, |_| {}, |_| {}).await;
+    let chat: i64 = 64 * 1_000 + 7;
+    let (_server, mut ws, mut session, _) = paired(&bot, chat).await;
+    let url = bot.relay.url("/v1/telegram/webhook");
+    let next_id = Arc::new(std::sync::atomic::AtomicI64::new(900_000_000));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut flood = Vec::new();
+    for task in 0..40i64 {
+        let (url, next_id, stop) = (url.clone(), next_id.clone(), stop.clone());
+        flood.push(tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            let started = Instant::now();
+            // Bounded: 400 updates or 6 s per task.
+            for n in 0..400i64 {
+                if stop.load(Ordering::Relaxed) || started.elapsed() > Duration::from_secs(6) {
+                    break;
+                }
+                let id = next_id.fetch_add(1, Ordering::Relaxed);
+                // Strangers whose chats land in the paired chat's shard.
+                let stranger = 64 * (2_000 + task * 400 + n) + 7;
+                let _ = http
+                    .post(&url)
+                    .header("x-telegram-bot-api-secret-token", WEBHOOK_SECRET)
+                    .json(&message_update(id, stranger, "/start ABCDEF"))
+                    .send()
+                    .await;
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let id = next_id.fetch_add(1, Ordering::Relaxed);
+    let status = reqwest::Client::new()
+        .post(&url)
+        .header("x-telegram-bot-api-secret-token", WEBHOOK_SECRET)
+        .json(&message_update(id, chat, "approve the backup"))
+        .send()
+        .await
+        .expect("an answer")
+        .status()
+        .as_u16();
+    let dropped_before = bot.metric("update_dropped_queue_full").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::Relaxed);
+    for f in flood {
+        let _ = f.await;
+    }
+    // Either the relay took it (it reaches the server) or refused it so
+    // Telegram would send it again.
+    let mut delivered = false;
+    if status == 200 {
+        let wait = async {
+            loop {
+                if let Body::Deliver {
+                    delivery: Delivery::Message { text },
+                    ..
+                } = next_frame(&mut ws, &mut session).await
+                    && text == "approve the backup"
+                {
+                    return;
+                }
+            }
+        };
+        delivered = tokio::time::timeout(Duration::from_secs(10), wait)
+            .await
+            .is_ok();
+    }
+    assert!(
+        delivered || status != 200,
+        "the paired chat's message was answered {status} and never reached its server \
+         ({dropped_before} updates dropped on full queues by then)"
+    );
+    bot.relay.stop().await;
+}
+
+/// Strangers in every shape that reaches no pairing: `/unpair` from chats
+/// that are not paired, messages that are not text, taps on messages the
+/// relay never sent them, `/start` in a group. None of it may take the
+/// paired chats' lane: a paired chat's message still goes within a
+/// moment, at Telegram's own pace, and the relay says nothing to a
+/// paired-lane chat on a stranger's account.
+#[sqlx::test(migrations = false)]
+async fn strangers_unpair_non_text_taps_and_groups_do_not_delay_a_paired_chat(db: PgPool) {
+    let bot = start_bot_tuned(
+        db,
+        |_| {},
+        |t| {
+            t.pace.overall = Duration::from_millis(40);
+            t.pace.strangers = Duration::from_millis(200);
+        },
+    )
+    .await;
+    let (_server, mut ws, mut session, _) = paired(&bot, 1).await;
+    eventually("the paired chat told it is paired", || {
+        (!bot.fake.sent_to(1).is_empty()).then_some(())
+    })
+    .await;
+    let paired_lane_before = bot.metric("relay_message_sent").await;
+    let url = bot.relay.url("/v1/telegram/webhook");
+    let http = reqwest::Client::new();
+    let mut id = 800_000_000i64;
+    for stranger in 20_000..20_150i64 {
+        let from = json!({"id": stranger, "is_bot": false, "first_name": "S"});
+        let private = json!({"id": stranger, "type": "private", "first_name": "S"});
+        let group = json!({"id": -stranger, "type": "group", "title": "G"});
+        let updates = [
+            json!({"update_id": id, "message": {"message_id": 1, "from": from, "chat": private,
+                   "date": 1_700_000_000, "text": "/unpair"}}),
+            json!({"update_id": id + 1, "message": {"message_id": 2, "from": from, "chat": private,
+                   "date": 1_700_000_000, "location": {"latitude": 1.0, "longitude": 2.0}}}),
+            json!({"update_id": id + 2, "callback_query": {"id": format!("q{stranger}"), "from": from,
+                   "message": {"message_id": 3, "chat": private, "date": 1_700_000_000,
+                               "from": {"id": 123_456_789, "is_bot": true, "first_name": "A"},
+                               "text": "x"},
+                   "chat_instance": "c", "data": "0123456789abcdef"}}),
+            json!({"update_id": id + 3, "message": {"message_id": 4, "from": from, "chat": group,
+                   "date": 1_700_000_000, "text": "/start@aromba_test_bot ABCDEF"}}),
+        ];
+        id += 4;
+        for u in &updates {
+            let _ = http
+                .post(&url)
+                .header("x-telegram-bot-api-secret-token", WEBHOOK_SECRET)
+                .json(u)
+                .send()
+                .await;
+        }
+    }
+    let start = Instant::now();
+    send(&mut ws, &mut session, "disk at 91%", Vec::new()).await;
+    eventually("the paired chat's message", || {
+        bot.fake
+            .sent_to(1)
+            .iter()
+            .any(|m| m.text == "disk at 91%")
+            .then_some(())
+    })
+    .await;
+    let took = start.elapsed();
+    assert!(
+        took < Duration::from_secs(3),
+        "the paired chat waited {took:?} behind strangers"
+    );
+    // The strangers were all heard (none refused as malformed).
+    bot.wait_metric("tap_expired", 150).await;
+    assert_eq!(bot.metric("update_malformed").await, 0);
+    assert!(bot.metric("foreign_chat_told").await >= 150);
+    assert_eq!(
+        bot.metric("relay_message_sent").await,
+        paired_lane_before,
+        "strangers made the relay send in the paired chats' lane"
+    );
     bot.relay.stop().await;
 }

@@ -1,6 +1,9 @@
-//! A hostile server (or anyone holding a connection) against the relay's
-//! WebSocket: each attack is refused, counted under its reason, and the
-//! connection closed with 1008.
+//! A hostile server (or anyone holding a connection, or any client before
+//! its hello) against the relay's WebSocket: frames and hellos replayed,
+//! reordered, forged, stale (down to a stamp of `i64::MIN`), oversize or
+//! fragmented past the message limit, of the wrong kind, or sent before
+//! the hello. Each attack is refused, counted under its reason, and the
+//! connection closed with 1008, and the slot it held comes back.
 
 mod support;
 
@@ -9,11 +12,17 @@ use aromba_proto::frame::{Body, Button, Delivery, Hello, MAX_MESSAGE, Nonce, PRO
 use aromba_proto::session::{Direction, MAX_SKEW_MS, derive, now_ms, seal_raw};
 use aromba_proto::token::ServerToken;
 use futures_util::{SinkExt, StreamExt};
+use serde_json::json;
 use sqlx::PgPool;
 use std::time::Duration;
-use support::{Server, TestRelay, closed_with, config, connected, post_json, refusals, start};
+use support::{
+    Server, TestRelay, closed_with, config, connected, gets_in, journal_head, post_json, raw_ws,
+    refusals, start,
+};
+use tokio::io::AsyncWriteExt;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
 use uuid::Uuid;
 
 fn head(seq: u64) -> Body {
@@ -300,5 +309,134 @@ async fn a_server_that_stops_answering_pings_is_closed(db: PgPool) {
     }
     assert_eq!(pings, 2);
     assert_eq!(refusals(&relay, "missed_pongs").await, 1);
+    relay.stop().await;
+}
+
+// ---------------------------------------------------------------------------
+// Stamps at i64::MIN, frames before the hello, messages past the limit.
+
+#[sqlx::test(migrations = false)]
+async fn a_frame_stamped_at_i64_min_is_refused_as_stale(db: PgPool) {
+    // With overflow checks (every debug and test build) the subtraction
+    // panics inside the session task: no error frame, no count, and the
+    // `sockets` decrement after `session()` never runs. Without them (the
+    // release profile) the arithmetic wraps, and a frame stamped exactly
+    // `now - 2^63` passes the skew check, since `i64::MIN.abs()` is
+    // negative. The client's Opener is the same code, facing the relay.
+    let mut c = config();
+    c.limits.max_connections = 1;
+    let relay = start(db.clone(), c).await;
+    let (server, mut ws, session) = connected(&relay).await;
+    let frame = seal_raw(
+        session.sealing_key(),
+        1,
+        i64::MIN,
+        &journal_head(1, &"d".repeat(64)),
+    );
+    ws.send(Message::Text(frame.into())).await.expect("send");
+    assert_eq!(closed_with(&mut ws).await, u16::from(CloseCode::Policy));
+    assert_eq!(refusals(&relay, "stale").await, 1);
+    // The slot came back: the same server connects again.
+    assert!(
+        gets_in(&relay, &server).await,
+        "the panicked session kept its slot"
+    );
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_hello_stamped_at_i64_min_is_refused_without_leaking_a_slot(db: PgPool) {
+    // The clock is checked before the token, so this needs no token at
+    // all: every such hello panics the upgrade task before
+    // `sockets.fetch_sub` runs, and `max_connections` of them shut the
+    // relay to every server for good. (Release builds wrap instead, and
+    // a hello stamped exactly `now - 2^63` passes the skew check.)
+    let mut c = config();
+    c.limits.max_connections = 2;
+    let relay = start(db.clone(), c).await;
+    let honest = Server::new();
+    assert_eq!(post_json(&relay, &honest.registration()).await.0, 201);
+    for _ in 0..2 {
+        let stranger = Server::new();
+        let mut ws = raw_ws(&relay, "127.0.0.2", None).await;
+        let hello = json!({"v": PROTOCOL_VERSION, "server_id": stranger.id,
+            "token": stranger.token.expose(), "nonce": Nonce::random(), "ts": i64::MIN});
+        ws.send(Message::Text(hello.to_string().into()))
+            .await
+            .expect("send");
+        assert_eq!(closed_with(&mut ws).await, u16::from(CloseCode::Policy));
+    }
+    assert_eq!(refusals(&relay, "stale").await, 2);
+    assert!(
+        gets_in(&relay, &honest).await,
+        "two anonymous hellos took every slot for good"
+    );
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_frame_sent_before_the_hello_is_refused(db: PgPool) {
+    // A ping, a binary message or a sealed frame in place of the hello.
+    let relay = start(db.clone(), config()).await;
+    let server = Server::new();
+    assert_eq!(post_json(&relay, &server.registration()).await.0, 201);
+    let key = derive(
+        &server.token,
+        &Nonce::random(),
+        &Nonce::random(),
+        Direction::ServerToRelay,
+    );
+    let sealed = seal_raw(&key, 1, now_ms(), &journal_head(1, &"c".repeat(64)));
+    for first in [
+        Message::Ping(vec![1; 16].into()),
+        Message::Binary(vec![0; 64].into()),
+        Message::Text(sealed.into()),
+    ] {
+        let mut ws = raw_ws(&relay, "127.0.0.1", None).await;
+        ws.send(first).await.expect("send");
+        assert_eq!(closed_with(&mut ws).await, u16::from(CloseCode::Policy));
+    }
+    assert_eq!(refusals(&relay, "hello_malformed").await, 3);
+    relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_huge_or_fragmented_message_is_refused_before_it_is_buffered(db: PgPool) {
+    // A frame header that announces 1 GiB, before the hello.
+    let relay = start(db.clone(), config()).await;
+    let mut ws = raw_ws(&relay, "127.0.0.1", None).await;
+    let mut header = vec![0x81u8, 0xff];
+    header.extend_from_slice(&(1u64 << 30).to_be_bytes());
+    header.extend_from_slice(&[1, 2, 3, 4]);
+    ws.get_mut().write_all(&header).await.expect("write");
+    ws.get_mut().write_all(&[b'x'; 1024]).await.expect("write");
+    let _ = closed_with(&mut ws).await;
+    assert_eq!(refusals(&relay, "oversize").await, 1);
+    // After the hello: 30 KiB in fragments of 10 KiB, each under the frame
+    // limit, together over the message limit.
+    let (_, mut ws, _) = connected(&relay).await;
+    let piece = vec![b' '; 10 * 1024];
+    let _ = ws
+        .send(Message::Frame(Frame::message(
+            piece.clone(),
+            OpCode::Data(Data::Text),
+            false,
+        )))
+        .await;
+    for last in [false, true] {
+        let _ = ws
+            .send(Message::Frame(Frame::message(
+                piece.clone(),
+                OpCode::Data(Data::Continue),
+                last,
+            )))
+            .await;
+    }
+    let code = closed_with(&mut ws).await;
+    assert!(
+        code == u16::from(CloseCode::Policy) || code == u16::from(CloseCode::Size) || code == 1006,
+        "closed with {code}"
+    );
+    assert_eq!(refusals(&relay, "oversize").await, 2);
     relay.stop().await;
 }

@@ -1,16 +1,22 @@
 //! The outbox writer attacked: a hostile server holding a valid token, and
-//! hostile timing around the database, against one transaction per batch.
-//! A batch is shared by every server on the replica, so nothing one server
-//! (or one stuck transaction elsewhere) does may fail or stall the others'
-//! writes.
+//! hostile timing around the database (a row held, a transaction that
+//! commits after a later one), against one transaction per batch. A batch
+//! is shared by every server on the replica, so nothing one server (or one
+//! stuck transaction elsewhere) does may fail or stall the others' writes,
+//! and a delivery committed late still reaches the live connection, in
+//! order.
 
 mod support;
 
 use aromba_proto::client::{Session, Socket, dial, handshake};
 use aromba_proto::frame::{Body, Button, Delivery};
+use aromba_relay::outbox::enqueue;
 use sqlx::{Connection, PgConnection, PgPool};
 use std::time::Duration;
-use support::{Server, TestRelay, closed_with, config, connect, connected, refusals, start};
+use support::{
+    Server, TestRelay, closed_with, config, connect, connected, gets_in, next_unacked_delivery,
+    refusals, start,
+};
 use uuid::Uuid;
 
 fn message(text: &str) -> Delivery {
@@ -48,16 +54,6 @@ async fn waiting(db: &PgPool, server: Uuid) -> i64 {
         .fetch_one(db)
         .await
         .expect("count")
-}
-
-/// Whether `server` gets through its hello within the client's own
-/// deadline.
-async fn gets_in(relay: &TestRelay, server: &Server) -> bool {
-    let endpoint = server.endpoint(relay);
-    let Ok(mut ws) = dial(&endpoint).await else {
-        return false;
-    };
-    handshake(&mut ws, &endpoint).await.is_ok()
 }
 
 /// The sweep deletes expired servers in one statement, in the order it
@@ -334,6 +330,77 @@ async fn an_acknowledgement_of_a_row_held_elsewhere_holds_back_no_other_servers(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     writers.drain(Duration::from_secs(10)).await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_delivery_committed_after_a_later_one_still_reaches_the_live_connection(db: PgPool) {
+    // Row ids come from an identity sequence when the row is inserted, not
+    // when it commits. The session reads only `id > sent_up_to`, so a row
+    // whose transaction commits after a higher id was sent is never sent on
+    // this connection (it waits for a reconnect, or the 24-hour sweep).
+    let relay = start(db.clone(), config()).await;
+    let (server, mut ws, mut session) = connected(&relay).await;
+    let msg = |t: &str| Delivery::Message { text: t.into() };
+    let (x, _) = enqueue(&db, server.id, &msg("x"), chrono::Utc::now(), 500)
+        .await
+        .expect("enqueue");
+    assert_eq!(next_unacked_delivery(&mut ws, &mut session).await.0, x);
+    // Hold row x so that the next enqueue (bound 1: it drops x) stops after
+    // its INSERT, before its COMMIT: a slow transaction, as under load.
+    let mut hold = db.begin().await.expect("begin");
+    sqlx::query("SELECT id FROM outbox WHERE id = $1 FOR UPDATE")
+        .bind(x)
+        .fetch_one(&mut *hold)
+        .await
+        .expect("lock");
+    let slow_db = db.clone();
+    let slow = tokio::spawn(async move {
+        enqueue(&slow_db, server.id, &msg("slow"), chrono::Utc::now(), 1)
+            .await
+            .expect("enqueue")
+    });
+    let mut waiting = 0i64;
+    for _ in 0..200 {
+        waiting = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        )
+        .fetch_one(&db)
+        .await
+        .expect("activity");
+        if waiting > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(waiting > 0, "the slow enqueue is waiting on the held row");
+    // A second enqueue for the same server now waits for the first (the
+    // server's row is locked until it commits), so ids commit in order.
+    let fast_db = db.clone();
+    let fast = tokio::spawn(async move {
+        enqueue(&fast_db, server.id, &msg("fast"), chrono::Utc::now(), 500)
+            .await
+            .expect("enqueue")
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !fast.is_finished(),
+        "the second enqueue did not wait for the first"
+    );
+    hold.rollback().await.expect("release");
+    let (slow_id, _) = slow.await.expect("slow enqueue");
+    let (fast_id, _) = fast.await.expect("fast enqueue");
+    assert!(slow_id < fast_id, "ids follow commit order");
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        let (id, _) = next_unacked_delivery(&mut ws, &mut session).await;
+        got.push(id);
+    }
+    assert_eq!(
+        got,
+        vec![slow_id, fast_id],
+        "both reached the live connection, in order"
+    );
+    relay.stop().await;
 }
 
 // ---------------------------------------------------------------------------

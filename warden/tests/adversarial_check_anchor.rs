@@ -2,14 +2,20 @@
 //! anchor it passes on), on a real Warden on real sockets: hash shapes the
 //! relay never holds, the largest seq, line 0, lines in rotated files,
 //! lines rotated away, and a line taken out of the middle of the journal,
-//! which must not pass for one rotated away.
+//! which must not pass for one rotated away. And forged anchors: unsigned,
+//! signed with another key, for another server or line, in signature
+//! shapes of every kind (a tap's signature, a changed trusted comment),
+//! on a Warden never paired, replayed, or flooded. What holds: only the
+//! relay's signed anchor for this server and line is evidence; nothing
+//! else moves the ladder or reads as a rewrite, and a flood is paced
+//! without a journal line per refusal.
 
 mod support;
 
 use aromba_warden::journal::Rotation;
 use aromba_warden_proto::{Request, Response};
 use support::Warden;
-use support::anchor::{anchor_signature, relay_anchor};
+use support::anchor::{ANCHOR_TEST_KEY, anchor_signature, relay_anchor};
 
 /// The anchor `(seq, hash)` as the relay signs it.
 fn check(w: &Warden, seq: u64, hash: &str) -> Response {
@@ -430,4 +436,204 @@ fn an_anchor_on_a_server_never_paired_moves_nothing() {
         signature: Some(signature),
     });
     refused_and_unmoved(&w, r, "an anchor with no relay key pinned");
+}
+
+fn error_of(r: Response) -> String {
+    match r {
+        Response::Error { message } => message,
+        Response::Refused { reason, .. } => reason,
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+fn verdict_moved_nothing(w: &Warden, r: Response) -> String {
+    let why = error_of(r);
+    assert_eq!(
+        w.ladder(),
+        0,
+        "an unverified anchor moved the ladder: {why}"
+    );
+    why
+}
+
+#[test]
+fn an_anchor_signed_for_another_server_is_no_evidence() {
+    let w = Warden::start("r30-anchor-other", true, &[]);
+    let other = "0123456789abcdef0123456789abcdef";
+    let hash = "a".repeat(64);
+    let sig = anchor_signature(other, 5, &hash, ANCHOR_TEST_KEY);
+    let why = verdict_moved_nothing(
+        &w,
+        w.ask(&Request::CheckAnchor {
+            seq: 5,
+            hash: hash.clone(),
+            signature: Some(sig),
+        }),
+    );
+    assert!(why.contains("does not verify"), "{why}");
+}
+
+#[test]
+fn an_anchor_at_u64_max_signed_or_not_puts_nothing_at_cut() {
+    let w = Warden::start("r30-anchor-max", true, &[]);
+    let hash = "f".repeat(64);
+    let r = w.ask(&Request::CheckAnchor {
+        seq: u64::MAX,
+        hash: hash.clone(),
+        signature: None,
+    });
+    verdict_moved_nothing(&w, r);
+    // Signed by the relay: the relay's word that the journal had u64::MAX
+    // lines. A journal cannot hold that many: no crash, an answer.
+    let r = w.ask(&relay_anchor(&w.layout(), u64::MAX, &hash));
+    assert!(
+        matches!(r, Response::Verified { .. } | Response::Error { .. }),
+        "{r:?}"
+    );
+    assert!(matches!(w.ask(&Request::Ping), Response::Pong));
+}
+
+#[test]
+fn signature_shapes_are_refused_without_moving_the_ladder() {
+    let w = Warden::start("r30-anchor-shapes", true, &[]);
+    let (seq, hash) = {
+        let st = w.status();
+        (st.journal_seq + 1000, "b".repeat(64))
+    };
+    let good = anchor_signature(
+        &aromba_warden::approvals::server_id(&w.layout()).unwrap(),
+        seq,
+        &hash,
+        ANCHOR_TEST_KEY,
+    );
+    // Another key's signature over the very message.
+    let kp = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
+    let other_key = minisign::sign(
+        Some(&kp.pk),
+        &kp.sk,
+        std::io::Cursor::new(aromba_warden::approvals::anchor_message(
+            &aromba_warden::approvals::server_id(&w.layout()).unwrap(),
+            seq,
+            &hash,
+        )),
+        None,
+        None,
+    )
+    .unwrap()
+    .into_string();
+    // The relay's signature with its trusted comment changed.
+    let mut lines: Vec<String> = good.lines().map(String::from).collect();
+    if let Some(l) = lines.iter_mut().find(|l| l.starts_with("trusted comment:")) {
+        *l = "trusted comment: made up".into();
+    }
+    let comment_changed = lines.join("\n") + "\n";
+    // The relay's signature over another seq.
+    let other_seq = anchor_signature(
+        &aromba_warden::approvals::server_id(&w.layout()).unwrap(),
+        seq + 1,
+        &hash,
+        ANCHOR_TEST_KEY,
+    );
+    // A tap's signature from the relay, reused as an anchor's.
+    let tap = support::signed_over(
+        "text",
+        &aromba_warden::approvals::server_id(&w.layout()).unwrap(),
+        "0123456789abcdef",
+        "approve",
+        support::now(),
+        support::TEST_KEY,
+        None,
+    );
+    let Request::Approve {
+        signature: tap_sig, ..
+    } = tap
+    else {
+        unreachable!()
+    };
+    let shapes = [
+        String::new(),
+        "x".repeat(1025),
+        "x".repeat(50_000),
+        other_key,
+        comment_changed,
+        other_seq,
+        tap_sig,
+        "untrusted comment: x\n\0\n".into(),
+    ];
+    for s in shapes {
+        let r = w.ask(&Request::CheckAnchor {
+            seq,
+            hash: hash.clone(),
+            signature: Some(s.clone()),
+        });
+        match r {
+            Response::Error { .. } | Response::Refused { .. } => {}
+            other => panic!("{:?} was taken: {other:?}", &s[..s.len().min(80)]),
+        }
+        assert_eq!(
+            w.ladder(),
+            0,
+            "{:?} moved the ladder",
+            &s[..s.len().min(80)]
+        );
+    }
+    // And the good one is evidence: the journal is shorter than it says.
+    let r = w.ask(&Request::CheckAnchor {
+        seq,
+        hash: hash.clone(),
+        signature: Some(good),
+    });
+    assert!(matches!(r, Response::Verified { ok: false, .. }), "{r:?}");
+}
+
+#[test]
+fn an_unpaired_warden_takes_no_anchor_as_evidence() {
+    let w = Warden::start("r30-anchor-unpaired", false, &[]);
+    let hash = "c".repeat(64);
+    // Even one signed with the test key: no key is pinned.
+    let r = w.ask(&relay_anchor(&w.layout(), 9_999, &hash));
+    let why = verdict_moved_nothing(&w, r);
+    assert!(why.contains("not paired"), "{why}");
+}
+
+/// A replayed (older) genuine anchor is still a line the journal extends:
+/// it must not read as a rewrite.
+#[test]
+fn an_old_genuine_anchor_replayed_is_not_a_rewrite() {
+    let w = Warden::start("r30-anchor-replay", true, &[]);
+    let st = w.status();
+    let (seq, hash) = (st.journal_seq, st.journal_head);
+    for i in 0..5 {
+        assert!(matches!(
+            w.ask(&Request::Note {
+                text: format!("n{i}")
+            }),
+            Response::Noted { .. }
+        ));
+    }
+    for _ in 0..3 {
+        let r = w.ask(&relay_anchor(&w.layout(), seq, &hash));
+        assert!(matches!(r, Response::Verified { ok: true, .. }), "{r:?}");
+    }
+    assert_eq!(w.ladder(), 0);
+}
+
+/// Unsigned anchors are counted and paced like any request: a flood of
+/// them is a signal, and the journal does not grow a line per refusal.
+#[test]
+fn a_flood_of_unsigned_anchors_is_counted_and_does_not_flood_the_journal() {
+    let w = Warden::start_with("r30-anchor-flood", true, &[], |o| {
+        o.request_threshold = 20;
+    });
+    let before = w.journal().lines().count();
+    for i in 0..400u64 {
+        let _ = w.ask(&Request::CheckAnchor {
+            seq: i,
+            hash: "d".repeat(64),
+            signature: None,
+        });
+    }
+    assert!(w.ladder() >= 1, "400 unsigned anchors passed unsignalled");
+    let grew = w.journal().lines().count() - before;
+    assert!(grew < 100, "{grew} journal lines for 400 unsigned anchors");
 }

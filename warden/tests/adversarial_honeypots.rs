@@ -2,8 +2,15 @@
 //! a read the moment the Warden starts, a honeypot deleted or moved (read
 //! as "opened" and then left unwatched), and a link planted on the way to
 //! one (which made `install`, the documented recovery from Disarm, refuse
-//! to run). Through a real Warden; root stands in for the Worker's reads
-//! (inotify does not ask who).
+//! to run). And the Worker's loops and swaps: a honeypot moved aside or
+//! deleted again and again (root's inotify watches, the journal), its own
+//! file renamed over one, one swapped for a link to root's file, a
+//! directory put at one's name while the Warden is stopped; and the
+//! Warden's own shutdown, after which none may be planted again. What
+//! holds: each is a signal (once a window), watches and plantings stay
+//! bounded, root's own files are never watched, and root listing the
+//! directory is no read. Through a real Warden; root stands in for the
+//! Worker's reads (inotify does not ask who).
 
 mod support;
 
@@ -13,7 +20,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use support::Warden;
+use support::{Warden, lines_with};
 
 fn aws(layout: &Layout) -> std::path::PathBuf {
     layout.worker_home.join(".aws/credentials")
@@ -32,6 +39,61 @@ fn planted_again(path: &Path) {
         std::thread::sleep(Duration::from_millis(20));
     }
     panic!("{} was not planted again", path.display());
+}
+
+fn is_planted(path: &Path) -> Option<std::fs::Metadata> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file() && m.uid() == 0 && m.mode() & 0o7777 == 0o640)
+}
+
+fn planted_within(path: &Path, not: Option<u64>) -> Option<std::fs::Metadata> {
+    for _ in 0..500 {
+        if let Some(m) = is_planted(path)
+            && Some(m.ino()) != not
+        {
+            return Some(m);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+/// Waits (up to 5 s) for `path` to be a honeypot as install plants it,
+/// other than the inode `not`: its metadata.
+fn replanted(path: &Path, not: Option<u64>) -> std::fs::Metadata {
+    for _ in 0..500 {
+        if let Some(m) = is_planted(path)
+            && Some(m.ino()) != not
+        {
+            return m;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{} was not planted again", path.display());
+}
+
+/// Inodes watched by any inotify descriptor of this process.
+fn inotify_watched_inodes() -> Vec<u64> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc/self/fdinfo") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Ok(text) = std::fs::read_to_string(e.path()) else {
+            continue;
+        };
+        for l in text.lines().filter(|l| l.starts_with("inotify wd:")) {
+            if let Some(ino) = l
+                .split_whitespace()
+                .find_map(|f| f.strip_prefix("ino:"))
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+            {
+                out.push(ino);
+            }
+        }
+    }
+    out
 }
 
 #[test]
@@ -155,4 +217,202 @@ fn install_plants_around_a_link_on_the_way_to_a_honeypot_and_the_warden_journals
     handle.shutdown();
     let _ = thread.join();
     let _ = std::fs::remove_dir_all(&root);
+}
+
+// ---------------------------------------------------------------------------
+// The Worker's loops and swaps, and the Warden's shutdown.
+
+/// The Worker moves a honeypot aside again and again: the ones moved stay
+/// watched only up to a bound, and plantings stop after a few.
+#[test]
+fn moving_a_honeypot_aside_in_a_loop_does_not_grow_the_watches_without_bound() {
+    let w = Warden::start_with("r30-pots-move-loop", false, &[], |o| {
+        // Ticks plant it again each time: the bound on moved watches is
+        // what is tested here.
+        o.integrity_interval = Duration::from_millis(50);
+    });
+    let pot = aws(&w.layout());
+    let mut moved = Vec::new();
+    for i in 0..60 {
+        let m = replanted(&pot, None);
+        let aside = pot.with_file_name(format!("kept-{i}"));
+        std::fs::rename(&pot, &aside).unwrap();
+        moved.push(m.ino());
+    }
+    replanted(&pot, None);
+    std::thread::sleep(Duration::from_millis(200));
+    let watched = inotify_watched_inodes();
+    let still = moved.iter().filter(|i| watched.contains(i)).count();
+    assert!(
+        still <= 16,
+        "{still} of 60 honeypots moved aside are still watched: the Worker grows root's inotify watches (max_user_watches is per uid, shared with systemd) without bound"
+    );
+}
+
+/// The Worker deletes a honeypot as fast as the Warden plants it again:
+/// one signal a window, and a few plantings, then it waits for the next
+/// integrity tick (said once) — the journal and the disk are not the
+/// Worker's to fill.
+#[test]
+fn deleting_a_honeypot_in_a_loop_does_not_flood_the_journal() {
+    let w = Warden::start("r30-pots-delete-loop", false, &[]);
+    let pot = aws(&w.layout());
+    let before = w.journal().lines().count();
+    let mut deletes = 0;
+    for _ in 0..150 {
+        let Some(_) = planted_within(&pot, None) else {
+            break;
+        };
+        std::fs::remove_file(&pot).unwrap();
+        deletes += 1;
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let journal = w.journal();
+    let grew = journal.lines().count() - before;
+    assert!(deletes <= 4, "planted again {deletes} times in a row");
+    assert!(
+        grew < 20,
+        "{deletes} deletes of a honeypot wrote {grew} journal lines: a Worker looping rm fills the disk"
+    );
+    assert_eq!(lines_with(&journal, "ladder-signal"), 1, "{journal}");
+    assert!(journal.contains("planted again at the next integrity check"));
+}
+
+/// A file of the Worker's renamed over the honeypot (no delete of the
+/// honeypot's name, no move of it): tampering all the same.
+#[test]
+fn a_workers_file_renamed_over_a_honeypot_is_tampering_and_it_is_planted_again() {
+    let w = Warden::start_with("r30-pots-rename-over", false, &[], |o| {
+        o.integrity_interval = Duration::from_millis(200);
+    });
+    let pot = aws(&w.layout());
+    assert!(is_planted(&pot).is_some());
+    let mine = pot.with_file_name("mine");
+    std::fs::write(&mine, "[default]\naws_access_key_id = mine\n").unwrap();
+    std::fs::rename(&mine, &pot).unwrap();
+    let st = w.reaches("cut");
+    assert!(
+        st.ladder_reason.contains("honeypot") && !st.ladder_reason.contains("opened"),
+        "{}",
+        st.ladder_reason
+    );
+    let m = replanted(&pot, None);
+    w.resume();
+    std::fs::read(&pot).unwrap();
+    let st = w.reaches("cut");
+    assert!(st.ladder_reason.contains("opened"), "{}", st.ladder_reason);
+    assert_eq!(is_planted(&pot).unwrap().ino(), m.ino());
+}
+
+/// Deleted, then a link to root's file put in its place before the Warden
+/// plants it again: the Warden must plant over the link, never watch
+/// root's file (whose owner's reads would pass for the Worker's).
+#[test]
+fn a_honeypot_swapped_for_a_link_to_roots_file_never_watches_roots_file() {
+    let w = Warden::start_with("r30-pots-link-swap", false, &[], |o| {
+        o.integrity_interval = Duration::from_millis(50);
+    });
+    let pot = aws(&w.layout());
+    let victim = w.root.join("roots-credentials");
+    std::fs::write(&victim, "root's\n").unwrap();
+    for _ in 0..20 {
+        replanted(&pot, None);
+        // Swap at once: the Warden races to plant.
+        let tmp = pot.with_file_name("l");
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+        std::fs::rename(&tmp, &pot).unwrap();
+    }
+    replanted(&pot, None);
+    std::thread::sleep(Duration::from_millis(300));
+    let victim_ino = std::fs::metadata(&victim).unwrap().ino();
+    assert!(
+        !inotify_watched_inodes().contains(&victim_ino),
+        "root's own file is watched as a honeypot"
+    );
+    w.resume();
+    std::fs::read(&victim).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(w.ladder(), 0, "{}", w.status().ladder_reason);
+}
+
+/// While the Warden is stopped (an update, a restart), the Worker puts a
+/// directory where a honeypot was: the Warden starts with it unwatched and
+/// never looks again. A deleted honeypot is an integrity failure; one
+/// made impossible to plant must be too.
+#[test]
+fn a_directory_at_a_honeypots_name_while_the_warden_is_stopped_is_a_signal() {
+    let mut w = Warden::start_with("r30-pots-dir-stopped", false, &[], |o| {
+        o.integrity_interval = Duration::from_millis(200);
+    });
+    let pot = aws(&w.layout());
+    w.stop();
+    std::fs::remove_file(&pot).unwrap();
+    std::fs::create_dir(&pot).unwrap();
+    w.restart();
+    std::thread::sleep(Duration::from_millis(800));
+    let journal = w.journal();
+    assert!(journal.contains("honeypot-unwatched"), "{journal}");
+    assert!(
+        w.ladder() >= 1,
+        "the honeypot was disabled with no signal: {}",
+        w.status().ladder_reason
+    );
+}
+
+/// Root reading the planted honeypots' *directory* (a backup listing the
+/// Worker's home, `ls`) is no honeypot read.
+#[test]
+fn listing_the_honeypots_directory_is_not_a_honeypot_read() {
+    let w = Warden::start("r30-pots-listing", false, &[]);
+    let pot = aws(&w.layout());
+    for e in std::fs::read_dir(pot.parent().unwrap()).unwrap() {
+        let _ = std::fs::symlink_metadata(e.unwrap().path());
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(w.ladder(), 0, "{}", w.status().ladder_reason);
+}
+
+/// Uninstall stops serving, then removes the honeypots: none is planted
+/// again behind it, and none left in the Worker's home.
+#[test]
+fn a_honeypot_deleted_during_shutdown_is_not_planted_behind_it() {
+    let mut w = Warden::start("r30-pots-shutdown", false, &[]);
+    let pot = aws(&w.layout());
+    w.stop();
+    std::fs::remove_file(&pot).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        std::fs::symlink_metadata(&pot).is_err(),
+        "a stopped Warden planted a honeypot again"
+    );
+}
+
+/// The watcher thread is not joined by `run`, and looks at the shutdown
+/// flag only before its sleep: a tick due just after shutdown (uninstall
+/// stops serving, then removes the honeypots) finds them gone and plants
+/// them again — directories made anew included — behind the uninstall.
+#[test]
+fn honeypots_removed_after_shutdown_are_not_planted_again_by_a_late_tick() {
+    let mut w = Warden::start_with("r30-pots-late-tick", false, &[], |o| {
+        o.integrity_interval = Duration::from_millis(1);
+        o.watch_interval = Duration::from_millis(400);
+    });
+    std::thread::sleep(Duration::from_millis(450));
+    let layout = w.layout();
+    w.stop();
+    for p in layout.honeypots() {
+        let _ = std::fs::remove_file(&p);
+    }
+    let _ = std::fs::remove_dir_all(layout.worker_home.join(".aws"));
+    std::thread::sleep(Duration::from_millis(1500));
+    let back: Vec<_> = layout
+        .honeypots()
+        .into_iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_ok())
+        .collect();
+    assert!(
+        back.is_empty(),
+        "planted again after the Warden stopped: {back:?}"
+    );
 }

@@ -10,6 +10,10 @@
 //! directory; the test plants what it would plant there, as root (the
 //! files get the Worker's ownership where the Worker would have made
 //! them), and runs the real `install` and a real Warden (`Server::bind`).
+//! A Warden directory made writable by others while the Warden runs is
+//! found on the next integrity tick, and said once.
+
+mod support;
 
 use aromba_warden::install::{InstallOptions, Installed, install};
 use aromba_warden::layout::Layout;
@@ -21,6 +25,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
+use support::{Warden, lines_with};
 
 const WORKER_UID: u32 = 4_242_301;
 const WORKER_GID: u32 = 4_242_302;
@@ -414,4 +420,25 @@ fn a_warden_directory_made_writable_while_the_warden_runs_is_found_on_the_next_t
         reason.contains("writable by accounts other than root"),
         "the ladder: {reason}"
     );
+}
+
+#[test]
+fn a_warden_directory_made_writable_by_others_is_found_on_the_integrity_tick() {
+    let w = Warden::start_with("r30-layout-tick", false, &[], |o| {
+        o.integrity_interval = Duration::from_millis(200);
+    });
+    let dir = w.layout().state_dir.clone();
+    let mode = std::fs::metadata(&dir).unwrap().mode();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let st = w.reaches("cut");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode & 0o7777)).unwrap();
+    assert!(
+        st.ladder_reason.contains("integrity"),
+        "{}",
+        st.ladder_reason
+    );
+    // Said once, not every tick.
+    std::thread::sleep(Duration::from_millis(100));
+    let n = lines_with(&w.journal(), "ladder-signal");
+    assert!(n <= 3, "{n} signals for one unfit directory");
 }

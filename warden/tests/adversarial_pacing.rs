@@ -1,7 +1,8 @@
 //! A hostile Worker trying requests that used to escape pacing and the
 //! ladder: dry runs (each builds a cage and runs a chore) flooded at Slow,
-//! run side by side, or counted as nothing. Through a real Warden, with the
-//! real cage.
+//! run side by side, or counted as nothing; a resume it sends itself to
+//! restart the windows; a flood right after root's resume. Through a real
+//! Warden, with the real cage.
 
 mod support;
 
@@ -236,4 +237,55 @@ fn commands_after_resume_are_counted_from_the_resume() {
     );
     dry_run(&w);
     assert_eq!(w.status().ladder_name, "slow", "four after resume are");
+}
+
+#[test]
+fn the_worker_cannot_resume_itself_to_restart_the_pacing_windows() {
+    let w = Warden::start("r30-pace-self-resume", false, &[]);
+    // To Slow.
+    let _ = w.ask(&Request::Read {
+        cmd: "rm".into(),
+        args: vec!["-rf".into(), "/".into()],
+    });
+    if w.ladder() == 0 {
+        // Some other way up: a flood of requests.
+        for _ in 0..300 {
+            let _ = w.ask(&Request::Ping);
+        }
+    }
+    assert!(w.ladder() >= 1);
+    let step = w.ladder();
+    let r = w.ask(&Request::Resume);
+    assert!(
+        !matches!(r, Response::Ladder { .. }),
+        "the Worker resumed itself: {r:?}"
+    );
+    assert_eq!(w.ladder(), step);
+    // Paced: one a minute, and the Worker's refused resume restarted
+    // nothing.
+    let _ = w.ask(&Request::Note { text: "one".into() });
+    let r = w.ask(&Request::Note { text: "two".into() });
+    assert!(matches!(r, Response::Refused { .. }), "{r:?}");
+}
+
+/// After root's resume the windows restart: the Worker's flood right
+/// after is signalled once per window, not once per request, and moves
+/// the ladder one step, not to Cut.
+#[test]
+fn a_flood_right_after_resume_moves_one_step_not_to_cut() {
+    let w = Warden::start_with("r30-pace-resume-flood", false, &[], |o| {
+        o.request_threshold = 20;
+    });
+    for _ in 0..30 {
+        let _ = w.ask(&Request::Ping);
+    }
+    assert!(w.ladder() >= 1);
+    w.resume();
+    assert_eq!(w.ladder(), 0);
+    for _ in 0..60 {
+        let _ = w.ask(&Request::Ping);
+    }
+    let l = w.ladder();
+    assert!(l >= 1, "a flood right after resume passed unsignalled");
+    assert!(l <= 1, "one flood window moved the ladder {l} steps");
 }

@@ -6,7 +6,9 @@
 //! and undo put back nothing; more changes than the seal's list made the
 //! seal fail, the receipt say "no undo", and the snapshot (the only copy of
 //! the deleted files) be removed; and a 3 GB sparse file became a 3 GB
-//! snapshot. Needs root and bubblewrap.
+//! snapshot. And its receipt must say what it did to the disk: a tree of
+//! directories made or removed is counted, never "nothing changed". Needs
+//! root and bubblewrap.
 
 mod support;
 
@@ -262,4 +264,27 @@ fn a_red_run_that_made_a_tree_of_directories_says_how_many_in_its_receipt() {
         receipt.contains("1500 directories added"),
         "the directories went uncounted: {receipt}"
     );
+}
+
+/// A run that only removes directories (a tree of them, empty) must not be
+/// receipted "nothing changed".
+#[test]
+fn a_red_run_that_only_removes_directories_says_so_in_its_receipt() {
+    let name = "rmdirs";
+    let w = Warden::start(
+        "r30-receipt-rmdirs",
+        false,
+        &[owner_chore(
+            name,
+            "red",
+            "",
+            "[ \"$1\" = --dry-run ] && exit 0\nrm -r TOUCHED/tree",
+        )],
+    );
+    for i in 0..12 {
+        std::fs::create_dir_all(w.touched.join(format!("tree/d{i}/e"))).unwrap();
+    }
+    let receipt = w.red_run(name);
+    assert!(!receipt.contains("nothing changed"), "{receipt}");
+    assert!(receipt.contains("25 directories removed"), "{receipt}");
 }

@@ -1,7 +1,8 @@
 //! What the relay's tests share: the real relay on 127.0.0.1:0 against a
 //! fresh database (`#[sqlx::test]` makes one per test from DATABASE_URL and
-//! fails, never skips, when there is none), an HTTP client, and a server
-//! that registers and connects with the real protocol client.
+//! fails, never skips, when there is none), an HTTP client (also as a
+//! trusted proxy's clients), a server that registers and connects with the
+//! real protocol client, and WebSockets the test shapes by hand.
 
 #![allow(dead_code)]
 
@@ -10,6 +11,7 @@ pub mod bot;
 pub mod under_attack;
 
 use aromba_proto::client::{Endpoint, Session, Socket, dial, handshake};
+use aromba_proto::frame::{Body, Delivery};
 use aromba_proto::token::ServerToken;
 use aromba_relay::{Config, Limits, Listeners, Pepper, Relay, RelayError};
 use serde_json::{Value, json};
@@ -17,6 +19,7 @@ use sqlx::PgPool;
 use std::net::SocketAddr;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tokio_tungstenite::WebSocketStream;
 use uuid::Uuid;
 
 /// A test pepper, clearly not a secret.
@@ -46,6 +49,14 @@ pub fn config() -> Config {
 pub fn config_with(f: impl FnOnce(&mut Limits)) -> Config {
     let mut c = config();
     f(&mut c.limits);
+    c
+}
+
+/// A relay that believes X-Forwarded-For from the test (127.0.0.1), so that
+/// one test can play many internet addresses.
+pub fn behind_proxy() -> Config {
+    let mut c = config();
+    c.trusted_proxies = aromba_relay::config::parse_proxies("127.0.0.1/32").expect("cidr");
     c
 }
 
@@ -157,6 +168,20 @@ pub async fn post_json(relay: &TestRelay, body: &Value) -> (u16, Value) {
     (status, body)
 }
 
+/// POSTs `body` to /v1/servers as the proxy forwarding for `xff` (a relay
+/// started [`behind_proxy`]); the status.
+pub async fn post_from(relay: &TestRelay, xff: &str, body: &Value) -> u16 {
+    reqwest::Client::new()
+        .post(relay.url("/v1/servers"))
+        .header("X-Forwarded-For", xff)
+        .json(body)
+        .send()
+        .await
+        .expect("the relay answers")
+        .status()
+        .as_u16()
+}
+
 /// A registered server, connected and past the hello.
 pub async fn connected(relay: &TestRelay) -> (Server, Socket, Session) {
     let server = Server::new();
@@ -171,6 +196,61 @@ pub async fn connect(relay: &TestRelay, server: &Server) -> (Socket, Session) {
     let mut ws = dial(&endpoint).await.expect("dial");
     let session = handshake(&mut ws, &endpoint).await.expect("hello accepted");
     (ws, session)
+}
+
+/// Whether a registered server gets past the hello now (within the
+/// client's own deadline).
+pub async fn gets_in(relay: &TestRelay, server: &Server) -> bool {
+    let endpoint = server.endpoint(relay);
+    let Ok(mut ws) = dial(&endpoint).await else {
+        return false;
+    };
+    handshake(&mut ws, &endpoint).await.is_ok()
+}
+
+/// A WebSocket to the relay from a socket the test shapes: bound to `from`
+/// (another loopback address is another client), with a receive buffer of
+/// `rcvbuf` bytes when given (a peer that reads slowly, or not at all).
+pub async fn raw_ws(
+    relay: &TestRelay,
+    from: &str,
+    rcvbuf: Option<u32>,
+) -> WebSocketStream<tokio::net::TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind(format!("{from}:0").parse().expect("addr"))
+        .expect("bind");
+    if let Some(size) = rcvbuf {
+        socket.set_recv_buffer_size(size).expect("rcvbuf");
+    }
+    let tcp = socket.connect(relay.addr).await.expect("connect");
+    let (ws, _) = tokio_tungstenite::client_async(relay.ws_url(), tcp)
+        .await
+        .expect("upgrade");
+    ws
+}
+
+/// The next delivery on a connection, within 10 s, not acknowledged: its
+/// outbox id and what it carries.
+pub async fn next_unacked_delivery(ws: &mut Socket, session: &mut Session) -> (i64, Delivery) {
+    loop {
+        let body = tokio::time::timeout(std::time::Duration::from_secs(10), session.recv(ws))
+            .await
+            .expect("a delivery within 10 s")
+            .expect("a frame");
+        if let Body::Deliver { id, delivery } = body {
+            return (id, delivery);
+        }
+    }
+}
+
+/// A journal head frame: line `seq` of the server's journal, whose hash is
+/// `hash`.
+pub fn journal_head(seq: u64, hash: &str) -> Body {
+    Body::JournalHead {
+        seq,
+        hash: hash.into(),
+    }
 }
 
 impl Server {

@@ -512,5 +512,10 @@ pub fn signed_over(
     }
 }
 
+/// How many lines of `journal` hold `what`.
+pub fn lines_with(journal: &str, what: &str) -> usize {
+    journal.lines().filter(|l| l.contains(what)).count()
+}
+
 /// Bytes a test Warden's snapshots leave free on the disk.
 pub const TEST_KEEP_FREE: u64 = 64 << 20;
