@@ -23,6 +23,8 @@
 
 #![forbid(unsafe_code)]
 
+/// The reconnecting client, with the `client` feature (the Worker's).
+#[cfg(feature = "client")]
 pub mod client;
 pub mod commands;
 pub mod frame;

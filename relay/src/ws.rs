@@ -209,9 +209,15 @@ async fn read_hello(
     Ok(Greeted { hello, paired })
 }
 
+/// Whether the socket refused a frame or a message past its size limits:
+/// told by the error's type (tungstenite's `Capacity`), not its words.
 fn is_oversize(e: &axum::Error) -> bool {
-    let text = e.to_string();
-    text.contains("too long") || text.contains("Space limit") || text.contains("capacity")
+    use std::error::Error as _;
+    matches!(
+        e.source()
+            .and_then(|inner| inner.downcast_ref::<tungstenite::Error>()),
+        Some(tungstenite::Error::Capacity(_))
+    )
 }
 
 async fn session(
@@ -716,5 +722,25 @@ async fn pairing_code(app: &App, server: Uuid) -> Result<Option<Body>, Handled> 
             tracing::warn!(server = %server, error = %e, "pairing code could not be made");
             Err(Handled::Failed)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_oversize_frame_is_told_by_its_type_not_its_words() {
+        let capacity = tungstenite::error::CapacityError::MessageTooLong {
+            size: 70_000,
+            max_size: 65_536,
+        };
+        assert!(is_oversize(&axum::Error::new(
+            tungstenite::Error::Capacity(capacity)
+        )));
+        let worded = std::io::Error::other("Message too long: Space limit capacity");
+        assert!(!is_oversize(&axum::Error::new(tungstenite::Error::Io(
+            worded
+        ))));
     }
 }
