@@ -1,13 +1,27 @@
-//! The Worker against a hostile relay, over the real protocol: a relay
-//! played by the test (`hostile_relay`) that never acknowledges, delivers
-//! without end, and floods commands that reach the Warden. A real Warden
-//! on real sockets, `aromba pair` and `aromba run` as shipped.
+//! The Worker against a hostile relay, over the real protocol. The
+//! attacker: the relay, played by the test (`hostile_relay`), which never
+//! acknowledges, delivers without end (`/help`, commands that ask the
+//! Warden, `/panic`, `secret` and `paired` deliveries), repeats a true
+//! `anchor` frame, or hangs after its welcome. What it tries: to grow the
+//! Worker's memory and its resend, to make it answer one for one, to flood
+//! the Warden's pacing through it so that the ladder climbs for the
+//! Worker, or to hold it on a dead connection, `/panic` included. What
+//! holds: the Worker answers at a pace whatever the delivery, keeps a
+//! bounded set for the relay to acknowledge, carries out a flood of
+//! `/panic` once, leaves the ladder at Normal, and dials again after a few
+//! of the relay's ping intervals of silence ("every wait has a deadline").
+//! A real Warden on real sockets, `aromba pair` and `aromba run` as
+//! shipped. Each test's doc says what the attack did when it was found.
 
 mod hostile_relay;
 mod support;
 
 use aromba_proto::frame::{Body, Delivery};
-use hostile_relay::{PlayedRelay, Script, daemon, honest_script, paired_with, warden};
+use hostile_relay::{
+    PING_SECS, PlayedRelay, Script, daemon, honest_script, paired_with, run_pair, sent_texts,
+    status, up, warden,
+};
+use std::time::Duration;
 
 fn message(text: &str) -> Delivery {
     Delivery::Message { text: text.into() }
@@ -175,4 +189,166 @@ async fn a_flood_of_panic_is_carried_out_once_and_answered_at_a_pace() {
     assert!(answers <= 25, "{answers} answers to one flood of /panic");
     let status = support::text(&warden.aromba_as("root", &["status"]).stdout);
     assert!(status.contains("ladder: cut"), "{status}");
+}
+
+fn acks(relay: &PlayedRelay) -> usize {
+    relay
+        .seen()
+        .iter()
+        .filter(|b| matches!(b, Body::AckDelivery { .. }))
+        .count()
+}
+
+/// Delivers `n` copies of `delivery` in batches the Worker's queue takes,
+/// and waits for most of them to be acknowledged.
+async fn flood(relay: &PlayedRelay, delivery: Delivery, n: usize) -> usize {
+    let before = acks(relay);
+    for batch in 0..n.div_ceil(25) {
+        for _ in 0..25.min(n - batch * 25) {
+            relay.deliver(delivery.clone());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for _ in 0..600 {
+        if acks(relay) - before >= n * 9 / 10 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    acks(relay) - before
+}
+
+/// A relay delivering `secret` without end (the frame it uses for a PIN
+/// it deleted from the chat): each is answered "That message looked like
+/// a PIN …", outside the chat's pace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_flooding_secret_deliveries_gets_paced_answers() {
+    let _one = hostile_relay::alone().await;
+    let (_w, relay, _d) = up("r29-secret-flood").await;
+    let before = sent_texts(&relay).len();
+    let took = flood(
+        &relay,
+        Delivery::Secret {
+            text: "Tr0ub4dor&3".into(),
+        },
+        2_000,
+    )
+    .await;
+    let answers = sent_texts(&relay).len() - before;
+    assert!(
+        answers <= 40,
+        "{answers} messages sent for {took} secret deliveries (the pace answers about {} for a flood of messages)",
+        20 + 1
+    );
+}
+
+/// A relay delivering `paired` without end: "This chat is paired with the
+/// server …" for each, outside the chat's pace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_flooding_paired_deliveries_gets_paced_answers() {
+    let _one = hostile_relay::alone().await;
+    let (_w, relay, _d) = up("r29-paired-flood").await;
+    let before = sent_texts(&relay).len();
+    let took = flood(
+        &relay,
+        Delivery::Paired {
+            approval_key: hostile_relay::HOSTILE_KEY.into(),
+        },
+        2_000,
+    )
+    .await;
+    let answers = sent_texts(&relay).len() - before;
+    assert!(
+        answers <= 40,
+        "{answers} messages sent for {took} paired deliveries"
+    );
+}
+
+/// A relay sending `anchor` frames without end — each the journal head
+/// the Worker itself sent it, so true — makes the Worker ask the Warden
+/// for each (`check_anchor`), outside the read budget; the Warden counts
+/// every request toward its flood threshold and moves the ladder for the
+/// Worker. (A wrong anchor signed with the pinned relay key moves it to
+/// Cut at once, by design: the relay may always pull the ladder up, as
+/// `/panic` does; an unsigned one, as these are, is no evidence.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_repeating_a_true_anchor_does_not_move_the_ladder() {
+    let _one = hostile_relay::alone().await;
+    let (warden, relay, _d) = up("r29-anchor-flood").await;
+    assert!(
+        status(&warden).contains("ladder: normal "),
+        "{}",
+        status(&warden)
+    );
+    let mut head = None;
+    for _ in 0..600 {
+        head = relay.seen().into_iter().rev().find_map(|b| match b {
+            Body::JournalHead { seq, hash } => Some((seq, hash)),
+            _ => None,
+        });
+        if head.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (seq, hash) = head.expect("the Worker sent its journal head");
+    let before = sent_texts(&relay).len();
+    for _ in 0..80u64 {
+        for _ in 0..25u64 {
+            relay.send_frame(Body::Anchor {
+                seq,
+                hash: hash.clone(),
+                signature: None,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let answers = sent_texts(&relay).len() - before;
+    let status = status(&warden);
+    assert!(
+        status.contains("ladder: normal "),
+        "2,000 true anchors from the relay moved the ladder ({answers} messages sent):\n{status}"
+    );
+    assert!(answers <= 40, "{answers} messages sent for 2,000 anchors");
+}
+
+/// A relay that hangs after its welcome — never reads, never writes, the
+/// socket open (a relay process stuck, or a link gone half-open: loopback
+/// never times it out) — is dialed again after a few of its ping
+/// intervals. The Worker reads `ping_secs` from the welcome and keeps it,
+/// but its loop waits on the socket with no deadline: the chat, `/panic`
+/// included, is gone until TCP gives up (never, here; hours on a real
+/// network with keepalive off). ATTACKS.md: "every wait has a deadline".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_that_hangs_after_its_welcome_is_dialed_again() {
+    let _one = hostile_relay::alone().await;
+    let warden = warden("r29-hung");
+    let relay = PlayedRelay::start(honest_script()).await;
+    let (ok, printed) = run_pair(&warden, Some(&relay.url())).await;
+    assert!(ok, "aromba pair: {}", String::from_utf8_lossy(&printed));
+    relay.mute_next();
+    let before = relay.connections();
+    let _d = daemon(&warden);
+    for _ in 0..300 {
+        if relay.connections() > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(relay.connections() > before, "the daemon never connected");
+    let hung = relay.connections();
+    // Four ping intervals and the Worker's backoff.
+    for _ in 0..(4 * PING_SECS as usize + 30) * 10 {
+        if relay.connections() > hung {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        relay.connections() > hung,
+        "the Worker is still on a connection that has said nothing for {} s (ping every {PING_SECS} s)",
+        4 * PING_SECS + 30
+    );
 }

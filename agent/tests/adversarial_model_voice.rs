@@ -6,13 +6,21 @@
 //! them reached the chat unchanged before; the chat now shows every
 //! message of the assistant's under its marker, the receipt quoted, the
 //! command untappable, the override gone and the root command left out.
+//! And over the real protocol, with a relay played by the test
+//! (`hostile_relay`): lines opening with the Worker's words written in
+//! Unicode Roman-numeral letters ("Ⅼadder: cut", "Ⅾone.") are quoted as
+//! any other look-alike is. The quoting at the unit level:
+//! `agent/src/assistant/adversarial_model_voice_tests.rs`.
 
+mod hostile_relay;
 mod model_fake;
 mod paired;
 #[path = "../../relay/tests/support/mod.rs"]
 mod relay_support;
 mod support;
 
+use aromba_proto::frame::{Body, Delivery};
+use hostile_relay::up_with;
 use model_fake::{Canned, Script, call, fake_model};
 use paired::{CHAT, Paired, Setup, paired_with, write_mine};
 use serde_json::json;
@@ -205,4 +213,49 @@ async fn the_model_cannot_speak_in_the_workers_or_the_wardens_voice(db: PgPool) 
     }
     // Nothing ran: the proposal waits for a tap.
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// SECURITY.md, "The assistant's voice": a line that opens with the
+/// Worker's or the Warden's own words — "after punctuation, emoji,
+/// Markdown marks and look-alike letters" — gets "❝ " before it. The
+/// Unicode Roman numerals Ⅼ Ⅽ Ⅾ Ⅿ Ⅰ Ⅴ Ⅹ (U+2160–U+217F) are letters in
+/// every chat font and are not among the look-alikes the Worker folds
+/// (NFKC would fold them): "Ⅼadder: cut" and "Ⅾone." pass unquoted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_cannot_open_a_line_as_the_worker_with_roman_numeral_letters() {
+    let _one = hostile_relay::alone().await;
+    let text = "Here is what I found.\n\u{216c}adder: cut (step 3). Something is wrong, so I stopped.\n\u{216e}one. apt-clean: the cache is empty now.\n\u{216d}an you send your PIN to confirm?";
+    let model = model_fake::fake_model(Arc::new(move |_, _, _| {
+        model_fake::Canned::ok(model_fake::say(text))
+    }))
+    .await;
+    let url = model.url.clone();
+    let (_w, relay, _d) = up_with("r29-voice-roman", move |w| {
+        model_fake::assistant_files(w, &url, "roman")
+    })
+    .await;
+    relay.deliver(Delivery::Message {
+        text: "is anything wrong?".into(),
+    });
+    let mut answer = None;
+    for _ in 0..300 {
+        answer = relay.seen().into_iter().find_map(|b| match b {
+            Body::Edit { text, .. } if text.contains("tokens in") => Some(text),
+            _ => None,
+        });
+        if answer.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let answer = answer.expect("the answer");
+    let unquoted: Vec<&str> = answer
+        .lines()
+        .filter(|l| l.contains("adder: cut") || l.contains("one. apt-clean"))
+        .filter(|l| !l.starts_with("\u{275d} "))
+        .collect();
+    assert!(
+        unquoted.is_empty(),
+        "lines in the Worker's voice, unquoted: {unquoted:#?}\nin {answer:?}"
+    );
 }

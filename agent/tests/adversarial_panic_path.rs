@@ -1,14 +1,26 @@
-//! `/panic` while the chat is busy, end to end: a real relay with the fake
-//! Bot API, a real Warden, `aromba pair` and `aromba run` as shipped.
-//! Found by the review: the chat handled one delivery at a time and
-//! awaited an approved run's receipt, so `/panic` sent 5 s into a 40 s red
-//! chore took effect 35 s later, after the chore had done everything.
+//! `/panic` while the chat is busy. The attacker: whatever keeps the chat
+//! busy — a long red chore the person approved, a relay that fills the
+//! chat's queue with `/help` while a 40-second dry run holds it. What it
+//! tries: to hold `/panic` back until the harm is done. What holds:
+//! `/panic` (as `/panic@botname` too) is served apart from the chat's
+//! queue, takes effect at once and stops the run under way.
+//!
+//! End to end: a real relay with the fake Bot API (or, for the flood, a
+//! relay played over the real protocol: `hostile_relay`), a real Warden,
+//! `aromba pair` and `aromba run` as shipped. Found by the review: the
+//! chat handled one delivery at a time and awaited an approved run's
+//! receipt, so `/panic` sent 5 s into a 40 s red chore took effect 35 s
+//! later, after the chore had done everything. `/panic` while the
+//! assistant answers: `adversarial_assistant_halts.rs`.
 
+mod hostile_relay;
 mod paired;
 #[path = "../../relay/tests/support/mod.rs"]
 mod relay_support;
 mod support;
 
+use aromba_proto::frame::Delivery;
+use hostile_relay::{sent_texts, status, up_with};
 use paired::{CHAT, Setup, paired_with, write_mine};
 use sqlx::PgPool;
 use std::path::{Path, PathBuf};
@@ -79,4 +91,64 @@ async fn panic_during_an_approved_red_run_takes_effect_at_once_and_stops_the_run
         receipt.text
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `/panic` while the chat task is stuck in a 40-second dry run, its
+/// queue full of `/help` (and the deliveries that did not fit left
+/// unacknowledged), sent as `/panic@botname`: the bell still rings at
+/// once (held).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panic_lands_while_the_chat_waits_on_a_dry_run_behind_a_full_queue() {
+    use std::os::unix::fs::PermissionsExt;
+    let _one = hostile_relay::alone().await;
+    let (warden, relay, _d) = up_with("r29-panic-busy", |w| {
+        std::fs::create_dir_all("/srv/aromba-r29-slow").expect("the folder");
+        let mine = w.layout().config_dir.join("mine");
+        std::fs::create_dir_all(&mine).expect("mine/");
+        std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).expect("0755");
+        let path = mine.join("slow-look.sh");
+        std::fs::write(
+            &path,
+            "#!/bin/sh\n# aromba-chore: 1\n# name: slow-look\n# description: Looks slowly\n# color: green\n# touches: /srv/aromba-r29-slow\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then sleep 40; echo would look; exit 0; fi\nexit 0\n",
+        )
+        .expect("the chore");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("0644");
+    })
+    .await;
+    let message = |t: &str| Delivery::Message { text: t.into() };
+    relay.deliver(message("/run slow-look"));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        !sent_texts(&relay).iter().any(|t| t.contains("did not run")),
+        "the dry run was refused: {:#?}",
+        sent_texts(&relay)
+    );
+    for _ in 0..200 {
+        relay.deliver(message("/help"));
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The chat is held: the dry run has not answered yet, and most of
+    // the /help flood is not answered either.
+    assert!(
+        !sent_texts(&relay).iter().any(|t| t.contains("would look")),
+        "the dry run ended already: {:#?}",
+        sent_texts(&relay)
+    );
+    let sent = std::time::Instant::now();
+    relay.deliver(message("/panic@aromba_test_bot"));
+    let mut cut = false;
+    while sent.elapsed() < Duration::from_secs(20) {
+        if status(&warden).contains("ladder: cut") {
+            cut = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let _ = std::fs::remove_dir("/srv/aromba-r29-slow");
+    assert!(
+        cut && sent.elapsed() < Duration::from_secs(10),
+        "/panic took effect after {:?} (cut: {cut}):\n{}",
+        sent.elapsed(),
+        status(&warden)
+    );
 }

@@ -6,7 +6,9 @@
 //! and its answer reached the chat. The Worker now speaks plain HTTP on
 //! loopback only to a socket of the uid `network.toml` names as the
 //! host's `owner`, which `aromba pair` recorded from who served the port
-//! as root paired.
+//! as root paired. With no owner recorded (nothing listened on the port
+//! while root paired), the gate refuses the same squatter before a byte
+//! is sent.
 //!
 //! The squatter is a real process of `nobody`'s, a few lines of Perl
 //! (`perl-base` is Essential on Debian, whose tools these tests need
@@ -18,13 +20,13 @@ mod paired;
 mod relay_support;
 mod support;
 
-use paired::{Setup, paired_with};
+use paired::{Paired, Setup, paired_with};
 use sqlx::PgPool;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Listens on 127.0.0.1:`$ARGV[0]` as whoever runs it, writes its pid to
+/// Listens on `$ARGV[2]`:`$ARGV[0]` as whoever runs it, writes its pid to
 /// `$ARGV[1]/ready` once bound, and for each connection prints `got ` and
 /// the bytes it was sent (hex), then answers as a model would: its own
 /// words, for the chat. Stops when `$ARGV[1]/stop` appears, or after five
@@ -32,8 +34,8 @@ use std::time::Duration;
 const SQUATTER: &str = r##"
 use strict; use warnings; use IO::Socket::INET; use IO::Select;
 $| = 1; $SIG{PIPE} = "IGNORE"; alarm 300;
-my ($port, $dir) = @ARGV;
-my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => $port,
+my ($port, $dir, $addr) = @ARGV;
+my $s = IO::Socket::INET->new(LocalAddr => $addr, LocalPort => $port,
     Listen => 16, ReuseAddr => 1, Proto => "tcp") or die "bind: $!\n";
 open(my $ready, ">", "$dir/ready") or die "ready: $!\n";
 print $ready "$$\n"; close $ready;
@@ -120,7 +122,17 @@ async fn a_local_user_squatting_the_models_loopback_port_gets_no_key_and_no_ques
         let (port, dir) = (port.to_string(), dir.to_string_lossy().into_owned());
         std::thread::spawn(move || {
             assert_cmd::Command::new("runuser")
-                .args(["-u", "nobody", "--", "perl", "-e", SQUATTER, &port, &dir])
+                .args([
+                    "-u",
+                    "nobody",
+                    "--",
+                    "perl",
+                    "-e",
+                    SQUATTER,
+                    &port,
+                    &dir,
+                    "127.0.0.1",
+                ])
                 .timeout(Duration::from_secs(300))
                 .output()
                 .expect("runuser runs")
@@ -167,4 +179,75 @@ async fn a_local_user_squatting_the_models_loopback_port_gets_no_key_and_no_ques
     // The model's host is listed: the Warden saw nothing amiss.
     let status = support::text(&p.warden.aromba_as("root", &["status"]).stdout);
     assert!(status.contains("ladder: normal"), "{status}\n{network}");
+}
+
+/// Runs the squatter as `nobody` on `addr:port`; what it was sent, and
+/// what the chat showed for `question`.
+async fn squatted(p: &Paired, addr: &str, port: u16, question: &str) -> (String, String, bool) {
+    let dir = PathBuf::from(format!("/tmp/aromba-r29-squat-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the squatter's folder");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("0755");
+    std::fs::write(dir.join("ready"), "").expect("ready");
+    std::fs::set_permissions(dir.join("ready"), std::fs::Permissions::from_mode(0o666))
+        .expect("0666");
+    let stop = Stop(dir.clone());
+    let squatter = {
+        let (port, dir, addr) = (
+            port.to_string(),
+            dir.to_string_lossy().into_owned(),
+            addr.to_string(),
+        );
+        std::thread::spawn(move || {
+            assert_cmd::Command::new("runuser")
+                .args([
+                    "-u", "nobody", "--", "perl", "-e", SQUATTER, &port, &dir, &addr,
+                ])
+                .timeout(Duration::from_secs(300))
+                .output()
+                .expect("runuser runs")
+        })
+    };
+    wait_ready(&dir);
+    let answer = p
+        .ask(question, |t| {
+            t.contains("The assistant could not answer") || t.contains("SQUATTED")
+        })
+        .await;
+    drop(stop);
+    let out = squatter.join().expect("the squatter's thread");
+    let printed = support::text(&out.stdout);
+    let got: Vec<Vec<u8>> = printed
+        .lines()
+        .filter_map(|l| l.strip_prefix("got"))
+        .map(|hex| unhex(hex.trim()))
+        .collect();
+    (
+        String::from_utf8_lossy(&got.concat()).into_owned(),
+        answer.text,
+        !got.is_empty(),
+    )
+}
+
+/// Issue 29 item 5 with no owner recorded: 127.0.0.1, nothing listening
+/// while root pairs, then `nobody` binds the port (held: the gate refuses
+/// before a byte is sent). The same on the server's own non-loopback
+/// address cannot be set up: a plain `http://` endpoint is refused unless
+/// its host is 127.0.0.1 or [::1] (`aromba pair` fails).
+#[sqlx::test(migrations = false)]
+async fn a_local_user_squatting_an_ownerless_loopback_model_port_gets_no_key(db: PgPool) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a port")
+        .local_addr()
+        .expect("its address")
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let endpoint = url.clone();
+    let p = paired_with(db, "r29-squat-lo", Setup::default(), move |w| {
+        model_fake::assistant_files(w, &endpoint, "test-model")
+    })
+    .await;
+    let (seen, answer, _) = squatted(&p, "127.0.0.1", port, "why is my disk full?").await;
+    assert!(seen.is_empty(), "the squatter was sent: {seen:?}");
+    assert!(!answer.contains("SQUATTED"), "{answer}");
 }

@@ -135,6 +135,40 @@ pub fn parse_allowlist(text: &str) -> BTreeSet<String> {
     names
 }
 
+/// The heading of SECURITY.md's threat table.
+pub const THREAT_TABLE: &str = "## Threats and the tests that show they fail";
+
+/// The test files named in the threat table of a SECURITY.md text: every
+/// backticked path ending in `.rs` between [`THREAT_TABLE`] and the next
+/// `## ` heading.
+pub fn threat_table_files(text: &str) -> BTreeSet<String> {
+    let mut in_table = false;
+    let mut files = BTreeSet::new();
+    for line in text.lines() {
+        if line.starts_with("## ") {
+            in_table = line.trim() == THREAT_TABLE;
+            continue;
+        }
+        if !in_table {
+            continue;
+        }
+        for (i, part) in line.split('`').enumerate() {
+            if i % 2 == 1 && part.ends_with(".rs") && !part.contains([' ', '*']) {
+                files.insert(part.to_string());
+            }
+        }
+    }
+    files
+}
+
+/// Whether a source file's name says it holds adversarial tests:
+/// `adversarial_*.rs` under a `tests/` folder, or `adversarial_*_tests.rs`
+/// (unit tests that need a crate's private items) under `src/`.
+pub fn is_adversarial_test_file(relative: &str) -> bool {
+    let name = relative.rsplit('/').next().unwrap_or(relative);
+    name.starts_with("adversarial_") && name.ends_with(".rs")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,5 +178,14 @@ mod tests {
         let text = "# T\n- `not-this`\n## Allowlist\n- `libc` — syscalls\n- `regex` — x\n## Other\n- `nor-this`\n";
         let names: Vec<String> = parse_allowlist(text).into_iter().collect();
         assert_eq!(names, ["libc", "regex"]);
+    }
+
+    #[test]
+    fn reads_only_the_threat_tables_backticked_test_files() {
+        let text = format!(
+            "# S\n`a/tests/before.rs`\n{THREAT_TABLE}\n| relay | x | `relay/tests/adversarial_a.rs`, `b.rs` and `not a file.rs` |\n## Next\n`after.rs`\n"
+        );
+        let files: Vec<String> = threat_table_files(&text).into_iter().collect();
+        assert_eq!(files, ["b.rs", "relay/tests/adversarial_a.rs"]);
     }
 }

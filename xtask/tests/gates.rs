@@ -2,7 +2,10 @@
 //! invariant is broken.
 
 use std::collections::BTreeSet;
-use xtask::{allowlist, metadata, normal_dependency_names, workspace_root};
+use xtask::{
+    THREAT_TABLE, allowlist, is_adversarial_test_file, metadata, normal_dependency_names,
+    threat_table_files, workspace_root,
+};
 
 #[test]
 fn warden_dependency_tree_equals_the_allowlist() {
@@ -220,4 +223,147 @@ fn warden_confines_unsafe_to_its_system_module(manifest: &str) {
             );
         }
     }
+}
+
+/// SECURITY.md's threat table names, for each attacker and what they try,
+/// the test files that show it fails: every adversarial test file of the
+/// workspace is in it, and every file it names exists.
+#[test]
+fn every_adversarial_test_file_is_in_the_threat_table_and_every_file_it_names_exists() {
+    let root = workspace_root();
+    let security = std::fs::read_to_string(root.join("SECURITY.md")).expect("SECURITY.md");
+    let named = threat_table_files(&security);
+    assert!(
+        named.len() > 50,
+        "only {} files in SECURITY.md's \"{THREAT_TABLE}\"",
+        named.len()
+    );
+    let mut sources = Vec::new();
+    for dir in std::fs::read_dir(&root).expect("the workspace") {
+        let dir = dir.expect("an entry").path();
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if dir.is_dir() && !name.starts_with('.') && name != "target" && name != "fuzz" {
+            collect_rs(&dir, &mut sources);
+        }
+    }
+    let adversarial: BTreeSet<String> = sources
+        .iter()
+        .filter_map(|p| p.strip_prefix(&root).ok())
+        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|p| !p.contains("/target/") && is_adversarial_test_file(p))
+        .collect();
+    assert!(
+        adversarial.len() > 50,
+        "only {} adversarial files found",
+        adversarial.len()
+    );
+    let missing: Vec<&String> = adversarial.difference(&named).collect();
+    let gone: Vec<&String> = named.iter().filter(|f| !root.join(f).is_file()).collect();
+    assert!(
+        missing.is_empty() && gone.is_empty(),
+        "SECURITY.md's threat table and the tests differ:\n  not in the table: {missing:?}\n  \
+         named but not there: {gone:?}"
+    );
+}
+
+/// Every file of the workspace, as paths relative to its root (folders end
+/// with `/`), without build output.
+fn workspace_paths(root: &std::path::Path) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a folder") {
+            let path = entry.expect("an entry").path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let rel = path
+                .strip_prefix(root)
+                .expect("under the root")
+                .to_string_lossy()
+                .into_owned();
+            if path.is_dir() {
+                if name == "target" || name == ".git" {
+                    continue;
+                }
+                found.insert(format!("{rel}/"));
+                dirs.push(path);
+            } else {
+                found.insert(rel);
+            }
+        }
+    }
+    found
+}
+
+/// ARCHITECTURE.md is a map that stays true: every source file it names
+/// (a backticked `….rs`, or a path under one of the workspace's top
+/// folders) is there, and every test or function it names by a long
+/// snake_case name is defined.
+#[test]
+fn every_path_and_test_architecture_md_names_exists() {
+    let root = workspace_root();
+    let map = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let paths = workspace_paths(&root);
+    let tops: BTreeSet<String> = paths
+        .iter()
+        .filter(|p| p.ends_with('/') && p.matches('/').count() == 1)
+        .cloned()
+        .collect();
+    let mut sources = Vec::new();
+    collect_rs(&root.join("agent"), &mut sources);
+    for dir in [
+        "relay", "warden", "proto", "botfake", "demo", "release", "xtask", "fuzz",
+    ] {
+        collect_rs(&root.join(dir), &mut sources);
+    }
+    let functions: BTreeSet<String> = sources
+        .iter()
+        .filter(|p| !p.to_string_lossy().contains("/target/"))
+        .flat_map(|p| {
+            let text = std::fs::read_to_string(p).unwrap_or_default();
+            text.split("fn ")
+                .skip(1)
+                .map(|rest| {
+                    rest.chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect::<String>()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut missing = Vec::new();
+    for (i, token) in map.split('`').enumerate() {
+        if i % 2 == 0 {
+            continue;
+        }
+        let pathlike = !token.is_empty()
+            && token
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c));
+        let under_a_top = tops.iter().any(|t| token.starts_with(t.as_str()));
+        if pathlike && !token.starts_with('/') && (token.ends_with(".rs") || under_a_top) {
+            let t = token.trim_end_matches('/');
+            let there = paths.iter().any(|p| {
+                let p = p.trim_end_matches('/');
+                p == t || p.ends_with(&format!("/{t}"))
+            });
+            // The production signing keys: present on the release machine
+            // only (the map says so), never in the repository.
+            let release_key = matches!(t, "keys/release.pub" | "keys/release-standby.pub");
+            if !there && !release_key {
+                missing.push(format!("the path {token}"));
+            }
+        }
+        let snake = token.matches('_').count() >= 3
+            && token
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if snake && !functions.contains(token) {
+            missing.push(format!("the function {token}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names what is not there:\n{}",
+        missing.join("\n")
+    );
 }

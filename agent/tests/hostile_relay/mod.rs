@@ -485,3 +485,38 @@ pub fn sent_texts(relay: &PlayedRelay) -> Vec<String> {
         })
         .collect()
 }
+
+/// A Warden for `name`, paired by `aromba pair` with a played relay (the
+/// honest script), and the daemon connected to it: its greeting and first
+/// look have landed.
+pub async fn up(name: &str) -> (TestWarden, PlayedRelay, Running) {
+    up_with(name, |_| {}).await
+}
+
+/// As [`up`], with `before` done to the Warden before the pairing.
+pub async fn up_with(
+    name: &str,
+    before: impl FnOnce(&TestWarden),
+) -> (TestWarden, PlayedRelay, Running) {
+    let warden = warden(name);
+    before(&warden);
+    let relay = PlayedRelay::start(honest_script()).await;
+    let (ok, printed) = run_pair(&warden, Some(&relay.url())).await;
+    assert!(ok, "aromba pair: {}", String::from_utf8_lossy(&printed));
+    let before = relay.connections();
+    let running = daemon(&warden);
+    for _ in 0..300 {
+        if relay.connections() > before {
+            // The greeting and first look land before the flood.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            return (warden, relay, running);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the daemon never connected");
+}
+
+/// What `aromba status` says as root (its `ladder:` line among it).
+pub fn status(warden: &TestWarden) -> String {
+    crate::support::text(&warden.aromba_as("root", &["status"]).stdout)
+}

@@ -10,11 +10,19 @@
 //! mod model_fake;
 //! let model = model_fake::fake_model(Arc::new(|round, _, _| Canned::ok(say("Fine.")))).await;
 //! ```
+//!
+//! [`with_model`] pairs a server (`paired`) whose assistant asks it;
+//! [`streamed`] is a fake model that streams each answer in pieces of the
+//! script's choosing and sees the Worker close a stream under way.
 
 #![allow(dead_code)]
 
+pub mod streamed;
+
+use crate::paired::{Paired, Setup, paired_with};
 use crate::support::{TestWarden, account};
 use serde_json::{Value, json};
+use sqlx::PgPool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -261,4 +269,49 @@ pub fn tool_results(asked: &[Asked]) -> Vec<String> {
         .filter(|m| m["role"] == "tool")
         .filter_map(|m| m["content"].as_str().map(String::from))
         .collect()
+}
+
+/// A server paired with [`paired_with`] whose assistant asks a fake model
+/// (named `hostile`) answering from `script`.
+pub async fn with_model(db: PgPool, name: &str, script: Script) -> (Paired, FakeModel) {
+    with_model_setup(db, name, Setup::default(), script, |_| {}).await
+}
+
+/// As [`with_model`], set up as `setup` says, and `more` done to the
+/// Warden before the daemon starts.
+pub async fn with_model_setup(
+    db: PgPool,
+    name: &str,
+    setup: Setup,
+    script: Script,
+    more: impl FnOnce(&TestWarden),
+) -> (Paired, FakeModel) {
+    let model = fake_model(script).await;
+    let url = model.url.clone();
+    let p = paired_with(db, name, setup, move |w| {
+        assistant_files(w, &url, "hostile");
+        more(w);
+    })
+    .await;
+    (p, model)
+}
+
+/// A model that calls a (different) tool in each of seven rounds, each
+/// answer after `delay`.
+pub fn slow_looker(delay: Duration) -> Script {
+    Arc::new(move |round, _, _| {
+        let tools = [
+            ("memory", json!({})),
+            ("load", json!({})),
+            ("containers", json!({})),
+            ("listening_sockets", json!({})),
+            ("pending_updates", json!({})),
+            ("disk_usage", json!({"path": "/var"})),
+            ("disk_usage", json!({"path": "/tmp"})),
+        ];
+        match tools.get(round) {
+            Some((name, args)) => Canned::ok(call(name, args.clone())).after(delay),
+            None => Canned::ok(say("Fine.")).after(delay),
+        }
+    })
 }

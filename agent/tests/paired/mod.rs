@@ -10,6 +10,9 @@
 //! mod support;
 //! mod paired;
 //! ```
+//!
+//! With what the chat shows of the assistant: [`MARKER`], [`said`],
+//! [`watch_until`], and the ladder's step as `aromba status` says it.
 
 #![allow(dead_code)]
 
@@ -20,7 +23,7 @@ use sqlx::PgPool;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The person's private chat with the bot.
 pub const CHAT: i64 = 5_550_001;
@@ -324,6 +327,69 @@ pub fn button_data(message: &Sent, label: &str) -> String {
         .find(|(l, _)| l == label)
         .map(|(_, d)| d.clone())
         .unwrap_or_else(|| panic!("no {label} button on {message:?}"))
+}
+
+/// The line every message of the assistant's opens with (the Worker's
+/// `assistant::voice::MARKER`, then a line feed).
+pub const MARKER: &str = "🤖 Assistant (AI, may be wrong):\n";
+
+/// A message's text after the assistant's marker (all of it when it has
+/// none: a message of the Worker's own).
+pub fn said(t: &str) -> &str {
+    t.strip_prefix(MARKER).unwrap_or(t)
+}
+
+/// Watches the chat from `after` until a message `done` takes shows (or
+/// `limit` passes); every text seen on the way, edits included.
+pub async fn watch_until(
+    p: &Paired,
+    after: usize,
+    limit: Duration,
+    done: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        let mut finished = false;
+        for m in p.bot.fake.sent_to(CHAT).into_iter().skip(after) {
+            finished |= done(&m.text);
+            if !seen.contains(&m.text) {
+                seen.push(m.text);
+            }
+        }
+        if finished {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    seen
+}
+
+/// The ladder's line of `aromba status` ("ladder: normal …").
+pub fn ladder(p: &Paired) -> String {
+    let status = support::text(&p.warden.aromba_as("root", &["status"]).stdout);
+    status
+        .lines()
+        .find(|l| l.starts_with("ladder:"))
+        .unwrap_or("ladder: ?")
+        .to_string()
+}
+
+/// The person sends `text` and the test waits for the Worker to be done
+/// with it: the assistant's answer (its footer), or any of the Worker's
+/// own replies about a PIN.
+pub async fn settle(p: &Paired, text: &str) -> String {
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.bot.fake.user_message(CHAT, text);
+    let m = p
+        .next(before, |t| {
+            t.contains("tokens in")
+                || t.contains("from the assistant")
+                || t.contains("looked like a PIN")
+                || t.contains("could not answer")
+        })
+        .await;
+    m.text
 }
 
 impl Paired {
