@@ -286,7 +286,12 @@ fn main() -> ExitCode {
         Command::Pin {
             verb: PinVerb::Set { root },
         } => match read_secret_line("new PIN: ") {
-            Ok(pin) => noted(root, &Request::SetPin { pin }, "pin set", "the PIN is set"),
+            Ok(pin) => noted(
+                root,
+                &Request::SetPin { pin: pin.into() },
+                "pin set",
+                "the PIN is set",
+            ),
             Err(code) => code,
         },
         Command::ProdMode { state, root } => prod_mode(root, state),
@@ -411,7 +416,7 @@ fn prod_mode(root: Option<PathBuf>, state: OnOff) -> ExitCode {
             root,
             &Request::ProdMode {
                 on: false,
-                pin: Some(pin),
+                pin: Some(pin.into()),
             },
             "prod-mode off",
             "prod mode is off",

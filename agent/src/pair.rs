@@ -492,7 +492,7 @@ async fn pair_async(
                 "the two PINs differ; nothing was set".into(),
             ));
         }
-        warden(paths, &Request::SetPin { pin: first }).await?;
+        warden(paths, &Request::SetPin { pin: first.into() }).await?;
         out!("The PIN is set.");
     }
     // The relay and its CA are root's to choose: from this command line,

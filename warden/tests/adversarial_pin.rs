@@ -80,3 +80,26 @@ fn pin_guesses_sent_at_once_are_each_counted_before_any_is_checked() {
         "{answers:#?}"
     );
 }
+
+/// The PIN set, a wrong one and the right one sent with taps and with
+/// `prod-mode off`: none reaches the journal (each request is journaled
+/// whole, and a `Pin` prints as `[pin]`).
+#[test]
+fn no_pin_sent_to_the_warden_reaches_the_journal() {
+    let w = Warden::start("adv-pin-journal", true, &[]);
+    w.set_pin_and_prod_mode_on(PIN);
+    let (action, server, _) = w.propose(&Request::ProposeProdModeOff);
+    assert_eq!(
+        refused(w.ask(&w.tap(&server, &action, "approve", Some("913472")))),
+        "wrong PIN"
+    );
+    assert!(matches!(prod_mode_off(&w, PIN), Response::Noted { .. }));
+    let journal = std::fs::read_to_string(w.layout().journal_file()).expect("the journal");
+    assert!(
+        journal.contains(&action) && journal.contains("prod"),
+        "the tap and prod mode were journaled: {journal}"
+    );
+    for pin in [PIN, "913472"] {
+        assert!(!journal.contains(pin), "{pin} is in the journal");
+    }
+}

@@ -750,7 +750,7 @@ async fn approve(
         chat: proof.chat.to_string(),
         time: proof.time,
         signature: proof.signature.clone(),
-        pin,
+        pin: pin.map(aromba_warden_proto::Pin::from),
     };
     let answer = ask(daemon, &request).await;
     let under = match &answer {

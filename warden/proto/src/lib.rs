@@ -34,7 +34,9 @@ pub use message::{
     ReadResult, Request, Response, Status, decode_request, decode_request_in, decode_response,
     encode_request, encode_request_in, encode_response, printable,
 };
-pub use pin_shape::{PIN_LOCK_S, PIN_MAX_CHARS, PIN_MAX_FAILURES, PIN_MIN_CHARS, could_be_pin};
+pub use pin_shape::{
+    PIN_LOCK_S, PIN_MAX_CHARS, PIN_MAX_FAILURES, PIN_MIN_CHARS, Pin, could_be_pin,
+};
 pub use refusals::{DECLINED, PANIC_FROM_CHAT, SLOWED, WRONG_PIN};
 
 use std::path::{Path, PathBuf};

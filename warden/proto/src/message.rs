@@ -1,5 +1,6 @@
 //! Typed messages and their strict JSON form.
 
+use crate::Pin;
 use crate::hex::{decode_hex, encode_hex};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -85,7 +86,7 @@ pub enum Request {
         chat: String,
         time: u64,
         signature: String,
-        pin: Option<String>,
+        pin: Option<Pin>,
     },
     /// Worker socket: propose confirming a chore's damage cap above the
     /// default.
@@ -101,12 +102,12 @@ pub enum Request {
     /// Control socket: the owner confirms a chore's declared damage cap.
     ConfirmCap { chore: String },
     /// Control socket: set or replace the PIN.
-    SetPin { pin: String },
+    SetPin { pin: Pin },
     /// Control socket: pin the relay's tap-signing public key (minisign,
     /// base64), as `aromba pair` received it from the relay.
     PinRelayKey { key: String },
     /// Control socket: turn prod mode on, or off (which needs the PIN).
-    ProdMode { on: bool, pin: Option<String> },
+    ProdMode { on: bool, pin: Option<Pin> },
     /// Control socket: undo a run, by the undo id of its receipt.
     Undo { undo_id: String },
     /// Worker socket: the first scan saw a production server; turn prod
@@ -446,6 +447,11 @@ fn opt_str(s: &Option<String>) -> Value {
     s.as_deref().map_or(Value::Null, Value::from)
 }
 
+fn opt_pin(pin: &Option<Pin>) -> Value {
+    pin.as_ref()
+        .map_or(Value::Null, |p| Value::from(p.expose()))
+}
+
 pub fn encode_request(r: &Request) -> Vec<u8> {
     match r {
         Request::Read { cmd, args } => object(
@@ -489,7 +495,7 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
                 ("chat", Value::from(chat.as_str())),
                 ("time", Value::from(*time)),
                 ("signature", Value::from(signature.as_str())),
-                ("pin", opt_str(pin)),
+                ("pin", opt_pin(pin)),
             ],
         ),
         Request::ProposeConfirmCap { chore } => object(
@@ -505,13 +511,13 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
         Request::ConfirmCap { chore } => {
             object("confirm_cap", vec![("chore", Value::from(chore.as_str()))])
         }
-        Request::SetPin { pin } => object("set_pin", vec![("pin", Value::from(pin.as_str()))]),
+        Request::SetPin { pin } => object("set_pin", vec![("pin", Value::from(pin.expose()))]),
         Request::PinRelayKey { key } => {
             object("pin_relay_key", vec![("key", Value::from(key.as_str()))])
         }
         Request::ProdMode { on, pin } => object(
             "prod_mode",
-            vec![("on", Value::from(*on)), ("pin", opt_str(pin))],
+            vec![("on", Value::from(*on)), ("pin", opt_pin(pin))],
         ),
         Request::Undo { undo_id } => {
             object("undo", vec![("undo_id", Value::from(undo_id.as_str()))])
@@ -682,7 +688,7 @@ fn request_of(kind: String, mut f: Fields) -> Result<Request, ProtoError> {
             chat: f.string("chat")?,
             time: f.u64("time")?,
             signature: f.string("signature")?,
-            pin: f.opt_string("pin")?,
+            pin: f.opt_string("pin")?.map(Pin::new),
         },
         "propose_confirm_cap" => Request::ProposeConfirmCap {
             chore: f.string("chore")?,
@@ -696,14 +702,14 @@ fn request_of(kind: String, mut f: Fields) -> Result<Request, ProtoError> {
             chore: f.string("chore")?,
         },
         "set_pin" => Request::SetPin {
-            pin: f.string("pin")?,
+            pin: Pin::new(f.string("pin")?),
         },
         "pin_relay_key" => Request::PinRelayKey {
             key: f.string("key")?,
         },
         "prod_mode" => Request::ProdMode {
             on: f.bool("on")?,
-            pin: f.opt_string("pin")?,
+            pin: f.opt_string("pin")?.map(Pin::new),
         },
         "undo" => Request::Undo {
             undo_id: f.string("undo_id")?,

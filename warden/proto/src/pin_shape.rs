@@ -19,6 +19,43 @@ pub const PIN_MAX_FAILURES: u32 = 5;
 /// How long PIN actions stay locked then, in seconds.
 pub const PIN_LOCK_S: u64 = 15 * 60;
 
+/// A PIN on its way to the Warden. It cannot be printed: it has no
+/// `Display`, and its `Debug` is `[pin]`, so a request logged or journaled
+/// whole (`{request:?}`) never carries it. Only the Warden's check reads it
+/// ([`Pin::expose`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Pin(String);
+
+impl Pin {
+    pub fn new(pin: impl Into<String>) -> Pin {
+        Pin(pin.into())
+    }
+
+    /// The PIN itself, for the one check that needs it (and the frame that
+    /// carries it).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Pin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[pin]")
+    }
+}
+
+impl From<&str> for Pin {
+    fn from(pin: &str) -> Pin {
+        Pin::new(pin)
+    }
+}
+
+impl From<String> for Pin {
+    fn from(pin: String) -> Pin {
+        Pin(pin)
+    }
+}
+
 /// Whether `text`, trimmed, has the shape of a PIN.
 pub fn could_be_pin(text: &str) -> bool {
     let text = text.trim();
@@ -38,7 +75,15 @@ fn invisible(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::could_be_pin;
+    use super::{Pin, could_be_pin};
+
+    #[test]
+    fn a_pin_never_prints() {
+        let pin = Pin::new("428193");
+        assert_eq!(format!("{pin:?}"), "[pin]");
+        assert_eq!(format!("{:?}", Some(pin.clone())), "Some([pin])");
+        assert_eq!(pin.expose(), "428193");
+    }
 
     #[test]
     fn a_pin_is_one_word_with_a_digit() {

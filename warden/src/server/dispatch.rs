@@ -10,6 +10,7 @@ use crate::journal::{AuditKey, verify};
 use crate::ladder::{Event, Ladder, LadderError, Step};
 use crate::signal::Signal;
 use crate::system::PeerCred;
+use aromba_warden_proto::Pin;
 use aromba_warden_proto::{LadderEvent, Request, Response, Status};
 use serde_json::Value;
 
@@ -135,10 +136,10 @@ pub(super) fn serve(
         (Socket::Control, Request::ConfirmCap { chore }) => {
             owner::confirm_cap_from_terminal(shared, &chore)
         }
-        (Socket::Control, Request::SetPin { pin }) => owner::set_pin(shared, &pin),
+        (Socket::Control, Request::SetPin { pin }) => owner::set_pin(shared, pin.expose()),
         (Socket::Control, Request::PinRelayKey { key }) => owner::pin_relay_key(shared, &key),
         (Socket::Control, Request::ProdMode { on, pin }) => {
-            owner::prod_mode_from_terminal(shared, on, pin.as_deref())
+            owner::prod_mode_from_terminal(shared, on, pin.as_ref().map(Pin::expose))
         }
         (Socket::Worker, Request::ProdModeOn { findings }) => {
             super::scan::prod_mode_on(shared, &findings)
@@ -449,33 +450,9 @@ fn check_anchor(shared: &Shared, seq: u64, hash: &str, signature: Option<&str>) 
     }
 }
 
-/// A request for the journal, with any PIN it carries left out.
+/// A request as the journal and the pacing's log keep it: its `Debug`
+/// form, in which a PIN is `[pin]` (`aromba_warden_proto::Pin` cannot be
+/// printed otherwise).
 pub(super) fn without_pin(request: Request) -> String {
-    let hidden = |pin: Option<String>| pin.map(|_| "[pin]".to_string());
-    let shown = match request {
-        Request::SetPin { .. } => Request::SetPin {
-            pin: "[pin]".into(),
-        },
-        Request::ProdMode { on, pin } => Request::ProdMode {
-            on,
-            pin: hidden(pin),
-        },
-        Request::Approve {
-            action_id,
-            button,
-            chat,
-            time,
-            signature,
-            pin,
-        } => Request::Approve {
-            action_id,
-            button,
-            chat,
-            time,
-            signature,
-            pin: hidden(pin),
-        },
-        other => other,
-    };
-    format!("{shown:?}")
+    format!("{request:?}")
 }

@@ -22,6 +22,7 @@ use crate::ladder::Step;
 use crate::pin;
 use crate::signal::Signal;
 use crate::system::PeerCred;
+use aromba_warden_proto::Pin;
 use aromba_warden_proto::Response;
 use serde_json::{Map, Value};
 
@@ -466,12 +467,7 @@ fn check_pin(shared: &Shared, peer: Option<&PeerCred>, given: Option<&str>) -> R
 /// A relay-signed tap, from the Worker. The tap is journaled before it is
 /// verified or spent; the verdict after; the act it approves then journals
 /// its own intent before it acts.
-pub(super) fn approve(
-    shared: &Shared,
-    peer: &PeerCred,
-    a: Approval,
-    pin: Option<String>,
-) -> Response {
+pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option<Pin>) -> Response {
     let mut m = peer_fields(peer, Socket::Worker);
     m.insert("action_id".into(), Value::from(a.action_id.as_str()));
     m.insert("button".into(), Value::from(a.button.as_str()));
@@ -566,7 +562,7 @@ pub(super) fn approve(
         );
     }
     if action.needs_pin()
-        && let Err(why) = check_pin(shared, Some(peer), pin.as_deref())
+        && let Err(why) = check_pin(shared, Some(peer), pin.as_ref().map(Pin::expose))
     {
         return refused(why);
     }

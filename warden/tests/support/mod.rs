@@ -508,7 +508,7 @@ pub fn signed_over(
         chat: a.chat,
         time: a.time,
         signature: a.signature,
-        pin: pin.map(String::from),
+        pin: pin.map(aromba_warden_proto::Pin::new),
     }
 }
 
