@@ -143,3 +143,132 @@ pub fn ask_blocking(path: &Path, request: &Request) -> Result<Response, ClientEr
         .map_err(ClientError::Io)?;
     runtime.block_on(ask(path, request))
 }
+
+/// Why the Warden's answer is not the one a request expects.
+#[derive(Debug)]
+pub enum WardenError {
+    /// The socket: the Warden not running, the connection refused or cut,
+    /// no answer in time, an answer that cannot be read.
+    Unreachable(ClientError),
+    /// The Warden refused, in its own words.
+    Refused(String),
+    /// The Warden could not do it, in its own words.
+    Failed(String),
+    /// An answer of another kind than the request's.
+    Unexpected(Box<Response>),
+}
+
+impl From<ClientError> for WardenError {
+    fn from(e: ClientError) -> WardenError {
+        WardenError::Unreachable(e)
+    }
+}
+
+impl fmt::Display for WardenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WardenError::Unreachable(e) => e.fmt(f),
+            WardenError::Refused(reason) => write!(f, "the Warden refused: {reason}"),
+            WardenError::Failed(message) => write!(f, "the Warden could not: {message}"),
+            WardenError::Unexpected(answer) => {
+                write!(f, "the Warden answered something else: {answer:?}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for WardenError {}
+
+/// `answer` as the kind `pick` takes; a refusal, a failure or another
+/// kind as a [`WardenError`].
+fn expect<T>(
+    answer: Result<Response, ClientError>,
+    pick: impl FnOnce(Response) -> Result<T, Box<Response>>,
+) -> Result<T, WardenError> {
+    match pick(answer?) {
+        Ok(t) => Ok(t),
+        Err(other) => Err(match *other {
+            Response::Refused { reason, .. } => WardenError::Refused(reason),
+            Response::Error { message } => WardenError::Failed(message),
+            other => WardenError::Unexpected(Box::new(other)),
+        }),
+    }
+}
+
+/// The Warden's Worker socket, asked for one kind of answer per request:
+/// the answer typed, anything else a [`WardenError`], so no caller matches
+/// the whole [`Response`].
+pub struct Warden {
+    socket: PathBuf,
+}
+
+impl Warden {
+    pub fn at(socket: PathBuf) -> Warden {
+        Warden { socket }
+    }
+
+    /// Any request, answered as it comes (an approval has several kinds
+    /// of answer).
+    pub async fn ask(&self, request: &Request) -> Result<Response, ClientError> {
+        ask(&self.socket, request).await
+    }
+
+    /// How things stand: the ladder, the journal, prod mode, …
+    pub async fn status(&self) -> Result<aromba_warden_proto::Status, WardenError> {
+        expect(self.ask(&Request::Status).await, |r| match r {
+            Response::Status(st) => Ok(st),
+            other => Err(Box::new(other)),
+        })
+    }
+
+    /// The chores here.
+    pub async fn chores(&self) -> Result<Vec<aromba_warden_proto::ChoreInfo>, WardenError> {
+        expect(self.ask(&Request::Chores).await, |r| match r {
+            Response::Chores { chores } => Ok(chores),
+            other => Err(Box::new(other)),
+        })
+    }
+
+    /// The health set: each read by its name, with its own answer.
+    pub async fn health(&self) -> Result<Vec<(String, Response)>, WardenError> {
+        expect(self.ask(&Request::Health).await, |r| match r {
+            Response::Health { reads } => Ok(reads),
+            other => Err(Box::new(other)),
+        })
+    }
+
+    /// One read of the policy's: its result, whatever its exit code.
+    pub async fn read(
+        &self,
+        cmd: &str,
+        args: Vec<String>,
+    ) -> Result<aromba_warden_proto::ReadResult, WardenError> {
+        let request = Request::Read {
+            cmd: cmd.to_string(),
+            args,
+        };
+        expect(self.ask(&request).await, |r| match r {
+            Response::Result(result) => Ok(result),
+            other => Err(Box::new(other)),
+        })
+    }
+
+    /// The ladder's events after `after`.
+    pub async fn events(
+        &self,
+        after: u64,
+    ) -> Result<Vec<aromba_warden_proto::LadderEvent>, WardenError> {
+        expect(self.ask(&Request::Events { after }).await, |r| match r {
+            Response::Events { events } => Ok(events),
+            other => Err(Box::new(other)),
+        })
+    }
+
+    /// A request the Warden answers with "noted" when it did it.
+    pub async fn noted(&self, request: &Request) -> Result<(), WardenError> {
+        expect(self.ask(request).await, |r| match r {
+            Response::Noted { .. } => Ok(()),
+            other => Err(Box::new(other)),
+        })
+    }
+}

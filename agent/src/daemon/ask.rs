@@ -25,8 +25,8 @@ use super::Daemon;
 use crate::assistant::conversation::{self, Answer, Host, Limits};
 use crate::assistant::model::{ModelError, Usage};
 use crate::assistant::{Assistant, Busy, voice};
-use crate::warden_client;
-use aromba_warden_proto::{Request, Response, printable};
+use crate::warden_client::WardenError;
+use aromba_warden_proto::{Request, printable};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -130,8 +130,8 @@ impl Host for Warden<'_> {
         if !self.daemon.take_read_leaving(LEFT_TO_THE_CHAT) {
             return Err(words::tool::READS_SPENT.into());
         }
-        match warden_client::ask(&self.daemon.worker_socket(), &Request::Read { cmd, args }).await {
-            Ok(Response::Result(r)) => {
+        match self.daemon.warden().read(&cmd, args).await {
+            Ok(r) => {
                 let mut text = printable(&r.stdout);
                 let err = printable(&r.stderr);
                 if !err.trim().is_empty() {
@@ -142,17 +142,18 @@ impl Host for Warden<'_> {
                 }
                 Ok(text)
             }
-            Ok(Response::Refused { reason, .. }) => Err(reason),
-            Ok(Response::Error { message }) => Err(message),
-            Ok(other) => Err(words::tool::odd_answer(&format!("{other:?}"))),
-            Err(e) => Err(words::tool::no_warden(&e)),
+            Err(WardenError::Refused(reason) | WardenError::Failed(reason)) => Err(reason),
+            Err(WardenError::Unexpected(other)) => {
+                Err(words::tool::odd_answer(&format!("{other:?}")))
+            }
+            Err(WardenError::Unreachable(e)) => Err(words::tool::no_warden(&e)),
         }
     }
 
     async fn chores(&self) -> Vec<String> {
-        match warden_client::ask(&self.daemon.worker_socket(), &Request::Chores).await {
-            Ok(Response::Chores { chores }) => chores.into_iter().map(|c| c.name).collect(),
-            _ => Vec::new(),
+        match self.daemon.warden().chores().await {
+            Ok(chores) => chores.into_iter().map(|c| c.name).collect(),
+            Err(_) => Vec::new(),
         }
     }
 
@@ -319,8 +320,8 @@ async fn question(daemon: &Daemon, assistant: &Assistant, _busy: Busy, question:
         daemon.say(OFF.into(), vec![]).await;
         return;
     }
-    let status = match warden_client::ask(&daemon.worker_socket(), &Request::Status).await {
-        Ok(Response::Status(st)) => st,
+    let status = match daemon.warden().status().await {
+        Ok(st) => st,
         // The Warden paces the Worker above Normal: nothing goes to the
         // model while it cannot be asked how things stand.
         _ => {

@@ -221,14 +221,11 @@ pub async fn read(daemon: &Daemon, cmd: &str, args: &[&str]) -> Result<String, S
     if !daemon.take_read() {
         return Err(daemon.busy());
     }
-    let request = Request::Read {
-        cmd: cmd.into(),
-        args: args.iter().map(|a| a.to_string()).collect(),
-    };
-    match ask(daemon, &request).await? {
-        Response::Result(r) if r.exit_code == Some(0) => Ok(printable(&r.stdout)),
-        Response::Result(r) => Err(words::read_failed(cmd, printable(&r.stderr).lines().next())),
-        other => Err(odd(&other)),
+    let args = args.iter().map(|a| a.to_string()).collect();
+    match daemon.warden().read(cmd, args).await {
+        Ok(r) if r.exit_code == Some(0) => Ok(printable(&r.stdout)),
+        Ok(r) => Err(words::read_failed(cmd, printable(&r.stderr).lines().next())),
+        Err(e) => Err(said(&e)),
     }
 }
 
@@ -281,8 +278,8 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
 }
 
 async fn trust(daemon: &Daemon) -> String {
-    match ask(daemon, &Request::Status).await {
-        Ok(Response::Status(st)) => {
+    match daemon.warden().status().await {
+        Ok(st) => {
             let anchor = daemon
                 .anchor
                 .lock()
@@ -310,8 +307,7 @@ async fn trust(daemon: &Daemon) -> String {
             lines.push(super::update::trust_line(daemon));
             lines.join("\n")
         }
-        Ok(other) => odd(&other),
-        Err(e) => e,
+        Err(e) => said(&e),
     }
 }
 
@@ -464,16 +460,14 @@ fn tail(text: &str, max: usize) -> String {
 }
 
 async fn chores(daemon: &Daemon) -> String {
-    match ask(daemon, &Request::Chores).await {
-        Ok(Response::Chores { chores }) if chores.is_empty() => words::NO_CHORES.into(),
-        Ok(Response::Chores { chores }) => chores
+    match daemon.warden().chores().await {
+        Ok(chores) if chores.is_empty() => words::NO_CHORES.into(),
+        Ok(chores) => chores
             .iter()
             .map(|c| words::chore_line(&c.name, &c.color, &c.schedule))
             .collect::<Vec<_>>()
             .join("\n"),
-        Ok(Response::Refused { reason, .. }) => words::warden_refused(&reason),
-        Ok(other) => odd(&other),
-        Err(e) => e,
+        Err(e) => said(&e),
     }
 }
 
@@ -505,14 +499,10 @@ async fn run(daemon: &Daemon, name: Option<&str>) {
 /// The chore `name` of the Warden's list; when there is none, or the list
 /// cannot be read, the chat is told why.
 pub(super) async fn chore(daemon: &Daemon, name: &str) -> Option<aromba_warden_proto::ChoreInfo> {
-    let chore = match ask(daemon, &Request::Chores).await {
-        Ok(Response::Chores { chores }) => chores.into_iter().find(|c| c.name == name),
-        Ok(other) => {
-            daemon.say(odd(&other), vec![]).await;
-            return None;
-        }
+    let chore = match daemon.warden().chores().await {
+        Ok(chores) => chores.into_iter().find(|c| c.name == name),
         Err(e) => {
-            daemon.say(e, vec![]).await;
+            daemon.say(said(&e), vec![]).await;
             return None;
         }
     };
@@ -520,6 +510,22 @@ pub(super) async fn chore(daemon: &Daemon, name: &str) -> Option<aromba_warden_p
         daemon.say(words::no_such_chore(name), vec![]).await;
     }
     chore
+}
+
+/// Why the Warden's answer is not the one asked for, in the chat's words.
+pub fn said(e: &warden_client::WardenError) -> String {
+    use warden_client::WardenError;
+    match e {
+        WardenError::Unreachable(e) => words::could_not_ask_the_warden(e),
+        // Held back at Slow: the Warden's sentence is the chat's, with the
+        // seconds it keeps.
+        WardenError::Refused(reason) if reason.starts_with(aromba_warden_proto::SLOWED) => {
+            reason.clone()
+        }
+        WardenError::Refused(reason) => words::warden_refused(reason),
+        WardenError::Failed(message) => words::warden_could_not(message),
+        WardenError::Unexpected(_) => words::WARDEN_ODD.into(),
+    }
 }
 
 /// A Warden answer the chat did not expect, in one sentence.
@@ -692,13 +698,12 @@ async fn prod_mode(daemon: &Daemon, arg: Option<&str>) {
             .await;
         }
         _ => {
-            let text = match ask(daemon, &Request::Status).await {
-                Ok(Response::Status(st)) => trust_words::prod_mode(
+            let text = match daemon.warden().status().await {
+                Ok(st) => trust_words::prod_mode(
                     &plain_times(&st.prod_mode),
                     st.prod_mode.starts_with("on"),
                 ),
-                Ok(other) => odd(&other),
-                Err(e) => e,
+                Err(e) => said(&e),
             };
             daemon.say(text, vec![]).await;
         }

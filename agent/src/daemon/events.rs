@@ -40,14 +40,14 @@ fn save(daemon: &Daemon, seen: &Seen) {
 }
 
 pub async fn watch(daemon: Arc<Daemon>) {
-    let socket = daemon.worker_socket();
+    let warden = daemon.warden();
     let mut seen = match super::kept::read::<Seen>(&daemon, SEEN) {
         Some(seen) => seen,
         None => {
             // A first start tells nothing from before it.
-            let last = match warden_client::ask(&socket, &Request::Events { after: 0 }).await {
-                Ok(Response::Events { events }) => events.iter().map(|e| e.id).max().unwrap_or(0),
-                _ => 0,
+            let last = match warden.events(0).await {
+                Ok(events) => events.iter().map(|e| e.id).max().unwrap_or(0),
+                Err(_) => 0,
             };
             let seen = Seen { events_after: last };
             save(&daemon, &seen);
@@ -57,7 +57,7 @@ pub async fn watch(daemon: Arc<Daemon>) {
     // The step the ladder stands on now (the events after `seen` move it
     // on), for the Worker's budgets and schedule: a restart at Slow must
     // not take it for Normal.
-    if let Ok(Response::Status(st)) = warden_client::ask(&socket, &Request::Status).await {
+    if let Ok(st) = warden.status().await {
         daemon
             .step
             .store(st.ladder_step, std::sync::atomic::Ordering::Relaxed);
@@ -66,19 +66,8 @@ pub async fn watch(daemon: Arc<Daemon>) {
     let mut last_anchor = tokio::time::Instant::now();
     loop {
         tokio::time::sleep(POLL).await;
-        let events = match warden_client::ask(
-            &socket,
-            &Request::Events {
-                after: seen.events_after,
-            },
-        )
-        .await
-        {
-            Ok(Response::Events { events }) => events,
-            Ok(other) => {
-                tracing::warn!(answer = ?other, "the Warden's events could not be read");
-                continue;
-            }
+        let events = match warden.events(seen.events_after).await {
+            Ok(events) => events,
             Err(e) => {
                 tracing::warn!(error = %e, "the Warden's events could not be read");
                 continue;
@@ -222,8 +211,8 @@ const ANCHOR_CHECKS_EVERY: std::time::Duration = std::time::Duration::from_secs(
 /// Sends the journal's head to the relay; never one below the relay's
 /// anchor (which the relay refuses, and which the check above reports).
 async fn anchor(daemon: &Daemon) {
-    match warden_client::ask(&daemon.worker_socket(), &Request::Status).await {
-        Ok(Response::Status(st)) => {
+    match daemon.warden().status().await {
+        Ok(st) => {
             let below = daemon
                 .anchor
                 .lock()
@@ -241,7 +230,6 @@ async fn anchor(daemon: &Daemon) {
                 tracing::warn!("the relay link is gone; the journal head was not sent");
             }
         }
-        Ok(other) => tracing::warn!(answer = ?other, "the Warden's status could not be read"),
         Err(e) => tracing::warn!(error = %e, "the Warden's status could not be read"),
     }
 }

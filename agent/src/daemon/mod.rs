@@ -257,6 +257,11 @@ impl Daemon {
     pub fn worker_socket(&self) -> std::path::PathBuf {
         self.paths.worker_socket()
     }
+
+    /// The Warden, asked for one kind of answer per request.
+    pub fn warden(&self) -> crate::warden_client::Warden {
+        crate::warden_client::Warden::at(self.worker_socket())
+    }
 }
 
 /// The longest text one chat message carries here (Telegram's limit is

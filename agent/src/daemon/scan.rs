@@ -14,7 +14,7 @@
 //! are the machine's.
 
 use super::Daemon;
-use crate::warden_client;
+use crate::warden_client::{self, WardenError};
 use aromba_health::scan::{
     self, DATABASES, DataKind, DataRule, Database, Finding, LISTED_ROOTS, TrafficSample, VAR_DATA,
     parse_du, parse_listeners, parse_ls, parse_net_dev, parse_processes, parse_uptime,
@@ -183,12 +183,13 @@ async fn prod_mode_on(daemon: &Daemon, findings: &[Finding]) -> String {
         .map(|f| super::schedule::cut(&f.describe(), MAX_FINDING))
         .take(aromba_warden_proto::MAX_FINDINGS)
         .collect();
-    match warden_client::ask(&daemon.worker_socket(), &Request::ProdModeOn { findings }).await {
-        Ok(Response::Noted { .. }) => words::PROD_MODE_TURNED_ON.to_string(),
-        Ok(other) => words::prod_mode_not_on(&lower_first(&super::chat::odd(&other))),
-        Err(e) => words::prod_mode_not_on(&lower_first(
-            &aromba_words::chat::could_not_ask_the_warden(&e),
-        )),
+    match daemon
+        .warden()
+        .noted(&Request::ProdModeOn { findings })
+        .await
+    {
+        Ok(()) => words::PROD_MODE_TURNED_ON.to_string(),
+        Err(e) => words::prod_mode_not_on(&lower_first(&super::chat::said(&e))),
     }
 }
 
@@ -380,23 +381,20 @@ async fn read_whole(
     if !daemon.take_read() {
         return Err(NotNow::Budget);
     }
-    let request = Request::Read {
-        cmd: cmd.into(),
-        args: args.iter().map(|a| a.to_string()).collect(),
-    };
-    match warden_client::ask(&daemon.worker_socket(), &request).await {
-        Ok(Response::Result(r)) if r.exit_code == Some(0) || !r.stdout.is_empty() => {
+    let args = args.iter().map(|a| a.to_string()).collect();
+    match daemon.warden().read(cmd, args).await {
+        Ok(r) if r.exit_code == Some(0) || !r.stdout.is_empty() => {
             Ok(Some((printable(&r.stdout), r.cut || r.timed_out)))
         }
-        Ok(Response::Result(_)) => Ok(None),
-        Ok(Response::Refused { reason, .. }) => {
+        Ok(_) => Ok(None),
+        Err(WardenError::Refused(reason)) => {
             tracing::debug!(cmd, reason = %reason, "a scan read was refused (a folder not there)");
             Ok(None)
         }
-        Ok(other) => {
-            tracing::warn!(cmd, answer = ?other, "a scan read was not answered");
+        Err(WardenError::Unreachable(e)) => Err(NotNow::Warden(e)),
+        Err(e) => {
+            tracing::warn!(cmd, error = %e, "a scan read was not answered");
             Ok(None)
         }
-        Err(e) => Err(NotNow::Warden(e)),
     }
 }

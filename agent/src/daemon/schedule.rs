@@ -122,12 +122,8 @@ pub async fn keep(daemon: Arc<Daemon>) {
         if daemon.step.load(std::sync::atomic::Ordering::Relaxed) >= super::events::SLOW {
             continue;
         }
-        let chores = match warden_client::ask(&daemon.worker_socket(), &Request::Chores).await {
-            Ok(Response::Chores { chores }) => chores,
-            Ok(other) => {
-                tracing::warn!(answer = ?other, "the chores could not be listed");
-                continue;
-            }
+        let chores = match daemon.warden().chores().await {
+            Ok(chores) => chores,
             Err(e) => {
                 tracing::warn!(error = %e, "the chores could not be listed");
                 continue;
@@ -189,8 +185,7 @@ pub async fn ask_for(daemon: &Daemon, chore: &ChoreInfo) -> bool {
         return false;
     }
     if chore.color != "green"
-        && let Ok(Response::Status(st)) =
-            warden_client::ask(&daemon.worker_socket(), &Request::Status).await
+        && let Ok(st) = daemon.warden().status().await
         && (1..=7).contains(&st.install_day)
     {
         daemon
@@ -289,17 +284,11 @@ async fn show_dry_run_read(daemon: &Daemon, name: &str, heading: &str) -> bool {
                 aromba_words::receipt::dry_run(&receipt, &what)
             );
             daemon.say(text, vec![]).await;
-            match warden_client::ask(
-                &socket,
-                &Request::DryRunShown {
-                    chore: name.to_string(),
-                },
-            )
-            .await
-            {
-                Ok(Response::Noted { .. }) => {}
-                Ok(other) => tracing::warn!(answer = ?other, "the dry run was not marked shown"),
-                Err(e) => tracing::warn!(error = %e, "the dry run was not marked shown"),
+            let shown = Request::DryRunShown {
+                chore: name.to_string(),
+            };
+            if let Err(e) = daemon.warden().noted(&shown).await {
+                tracing::warn!(error = %e, "the dry run was not marked shown");
             }
             true
         }

@@ -174,9 +174,9 @@ async fn tell_rollback(daemon: &Daemon) {
     };
     let back = current.unwrap_or_else(|| words::THE_PREVIOUS_RELEASE.into());
     daemon.say(words::rolled_back(&failed, &back), vec![]).await;
-    match warden_client::ask(&socket, &Request::RollbackTold { version: failed }).await {
-        Ok(Response::Noted { .. }) => {}
-        other => tracing::warn!(answer = ?other, "the rollback was told but not marked told"),
+    let told = Request::RollbackTold { version: failed };
+    if let Err(e) = daemon.warden().noted(&told).await {
+        tracing::warn!(error = %e, "the rollback was told but not marked told");
     }
 }
 

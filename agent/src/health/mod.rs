@@ -8,13 +8,12 @@
 pub mod chat;
 
 use crate::daemon::Daemon;
-use crate::warden_client;
 use aromba_health::{
     Alerts, Snapshot, Thresholds, parse_apt_upgradable, parse_df_inodes, parse_df_space,
     parse_failed_units, parse_loadavg, parse_meminfo, parse_nproc, parse_reboot_required,
     parse_timedatectl_show,
 };
-use aromba_warden_proto::{Request, Response, printable};
+use aromba_warden_proto::{Response, printable};
 use aromba_words::health as words;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -47,10 +46,9 @@ pub async fn collect_or_why(daemon: &Daemon) -> Result<(Snapshot, Unread), Strin
     if !daemon.take_read() {
         return Err(daemon.busy());
     }
-    let reads = match warden_client::ask(&daemon.worker_socket(), &Request::Health).await {
-        Ok(Response::Health { reads }) => reads,
-        Ok(other) => return Err(crate::daemon::chat::odd(&other)),
-        Err(e) => return Err(aromba_words::chat::could_not_ask_the_warden(&e)),
+    let reads = match daemon.warden().health().await {
+        Ok(reads) => reads,
+        Err(e) => return Err(crate::daemon::chat::said(&e)),
     };
     let output = |name: &str| -> Option<String> {
         reads
