@@ -42,7 +42,7 @@ impl AddressKey {
 }
 
 /// Whether `addr` is one of the trusted proxies.
-pub fn is_trusted_proxy(addr: IpAddr, proxies: &[IpNet]) -> bool {
+pub(crate) fn is_trusted_proxy(addr: IpAddr, proxies: &[IpNet]) -> bool {
     let addr = match addr {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(addr, IpAddr::V4),
         v4 => v4,
@@ -62,7 +62,7 @@ fn parse_entry(entry: &str) -> Result<IpAddr, std::net::AddrParseError> {
 }
 
 /// The address a request counts against.
-pub fn client_address(peer: IpAddr, headers: &HeaderMap, proxies: &[IpNet]) -> AddressKey {
+pub(crate) fn client_address(peer: IpAddr, headers: &HeaderMap, proxies: &[IpNet]) -> AddressKey {
     if !is_trusted_proxy(peer, proxies) {
         return AddressKey::of(peer);
     }

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ApiError {
+pub(crate) enum ApiError {
     #[error("{0}")]
     BadRequest(String),
     #[error("the body is larger than this route accepts")]
@@ -37,7 +37,7 @@ struct Body<'a> {
 }
 
 impl ApiError {
-    pub fn internal(e: impl std::error::Error + Send + Sync + 'static) -> ApiError {
+    pub(crate) fn internal(e: impl std::error::Error + Send + Sync + 'static) -> ApiError {
         ApiError::Internal(Box::new(e))
     }
 
@@ -77,7 +77,7 @@ impl IntoResponse for ApiError {
 
 /// The raw body, its rejections as [`ApiError`]s: for handlers that must
 /// count a request before they judge it.
-pub struct ApiBytes(pub axum::body::Bytes);
+pub(crate) struct ApiBytes(pub axum::body::Bytes);
 
 impl<S: Send + Sync> FromRequest<S> for ApiBytes {
     type Rejection = ApiError;
@@ -92,7 +92,7 @@ impl<S: Send + Sync> FromRequest<S> for ApiBytes {
 }
 
 /// A JSON body as `Json` would take it, the refusals as [`ApiError`]s.
-pub fn parse_json<T: serde::de::DeserializeOwned>(
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
     headers: &axum::http::HeaderMap,
     body: &[u8],
 ) -> Result<T, ApiError> {

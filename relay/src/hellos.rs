@@ -20,9 +20,9 @@ use tokio::time::{Duration, Instant};
 use uuid::Uuid;
 
 /// Each server's hellos.
-pub type HelloPace = Buckets<Uuid>;
+pub(crate) type HelloPace = Buckets<Uuid>;
 /// Each address's failed hellos.
-pub type FailedHellos = Buckets<AddressKey>;
+pub(crate) type FailedHellos = Buckets<AddressKey>;
 
 impl HelloPace {
     pub fn new(limits: &Limits) -> HelloPace {

@@ -27,27 +27,28 @@
 //! [`telegram`] (the bot: webhook or polling, pairing, chats, signed taps).
 
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
-pub mod address;
+pub(crate) mod address;
 pub mod clock;
 pub mod config;
 pub mod db;
-pub mod error;
+pub(crate) mod error;
 pub mod hashing;
-pub mod hellos;
+pub(crate) mod hellos;
 pub mod http;
-pub mod hub;
-pub mod listener;
+pub(crate) mod hub;
+pub(crate) mod listener;
 pub mod logging;
 pub mod metrics;
-pub mod openapi;
+pub(crate) mod openapi;
 pub mod outbox;
-pub mod secrets;
-pub mod serve;
-pub mod servers;
-pub mod slots;
-pub mod state;
-pub mod sweep;
+pub(crate) mod secrets;
+pub(crate) mod serve;
+pub(crate) mod servers;
+pub(crate) mod slots;
+pub(crate) mod state;
+pub(crate) mod sweep;
 pub mod telegram;
 pub mod tls;
 pub mod writer;

@@ -9,7 +9,7 @@ use crate::state::App;
 use sqlx::postgres::PgListener;
 use std::time::Duration;
 
-pub async fn run(app: App) {
+pub(crate) async fn run(app: App) {
     loop {
         let mut listener = match PgListener::connect_with(&app.db).await {
             Ok(l) => l,

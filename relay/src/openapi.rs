@@ -10,7 +10,7 @@ fn error_response(description: &str) -> Value {
     })
 }
 
-pub fn document() -> Value {
+pub(crate) fn document() -> Value {
     json!({
         "openapi": "3.1.0",
         "info": {

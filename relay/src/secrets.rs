@@ -13,7 +13,7 @@ use std::path::Path;
 
 /// The largest secret file the relay reads: a secret is one line, and a
 /// larger file is a wrong path.
-pub const MAX_SECRET_FILE: u64 = 64 * 1024;
+pub(crate) const MAX_SECRET_FILE: u64 = 64 * 1024;
 
 /// A secret and where it came from, for the sentence that refuses it
 /// (which names the setting and the file, never the secret).

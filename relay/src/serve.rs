@@ -37,17 +37,17 @@ use tower::ServiceExt;
 
 /// How long a client may take to send a request's headers (and how long a
 /// kept-alive connection may wait for its next request).
-pub const HEADER_DEADLINE: Duration = Duration::from_secs(10);
+pub(crate) const HEADER_DEADLINE: Duration = Duration::from_secs(10);
 /// How long the relay may take to answer a request that has arrived.
-pub const ANSWER_DEADLINE: Duration = Duration::from_secs(30);
+pub(crate) const ANSWER_DEADLINE: Duration = Duration::from_secs(30);
 /// The whole TLS handshake's deadline.
-pub const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
+pub(crate) const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
 /// How long a shutdown waits for HTTP requests in flight.
 const DRAIN: Duration = Duration::from_secs(10);
 
 /// Serves `router` on `listener` (through `tls` when given) until
 /// `shutdown` resolves.
-pub async fn run(
+pub(crate) async fn run(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     app: App,

@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Registration {
+pub(crate) struct Registration {
     pub id: Uuid,
     pub token: ServerToken,
     pub boot_id: Uuid,
@@ -29,7 +29,7 @@ pub struct Registration {
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Newly registered.
     Registered,
     /// Already registered exactly so.
@@ -39,26 +39,26 @@ pub enum Outcome {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Registered {
+pub(crate) struct Registered {
     pub outcome: Outcome,
 }
 
 /// How a server can have been installed. A closed list: the counts per
 /// install source are kept for good, so a client may not add rows of its
 /// own choosing to them.
-pub const INSTALL_SOURCES: &[&str] = &[
+pub(crate) const INSTALL_SOURCES: &[&str] = &[
     "deb", "tarball", "script", "docker", "source", "demo", "test",
 ];
 
 /// Open duplicate cases one server may have; past that, registrations for
 /// its id are refused until the chat decides (or the cases expire).
-pub const MAX_DUPLICATE_CASES: i64 = 8;
+pub(crate) const MAX_DUPLICATE_CASES: i64 = 8;
 
-pub fn valid_install_source(s: &str) -> bool {
+pub(crate) fn valid_install_source(s: &str) -> bool {
     INSTALL_SOURCES.contains(&s)
 }
 
-pub async fn register(
+pub(crate) async fn register(
     State(app): State<App>,
     ConnectInfo(crate::tls::PeerAddr(peer)): ConnectInfo<crate::tls::PeerAddr>,
     headers: HeaderMap,

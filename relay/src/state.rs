@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicUsize;
 use tokio::sync::watch;
 
 /// A planned shutdown: come back after this many ms, ± this jitter.
-pub type Restart = Option<(u64, u64)>;
+pub(crate) type Restart = Option<(u64, u64)>;
 
 #[derive(Clone)]
 pub struct App(Arc<Inner>);

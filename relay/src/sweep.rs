@@ -12,11 +12,11 @@ use chrono::Duration;
 use std::time::Duration as StdDuration;
 
 /// How long anything the sweep erases may live.
-pub const RETENTION_HOURS: i64 = 24;
+pub(crate) const RETENTION_HOURS: i64 = 24;
 
 /// What one sweep erased.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Swept {
+pub(crate) struct Swept {
     pub servers: u64,
     pub deliveries: u64,
     pub chat_messages: u64,
@@ -24,7 +24,7 @@ pub struct Swept {
 }
 
 /// Runs every sweep once, at the relay clock's now.
-pub async fn sweep_once(app: &App) -> Result<Swept, sqlx::Error> {
+pub(crate) async fn sweep_once(app: &App) -> Result<Swept, sqlx::Error> {
     let now = app.config.clock.now();
     let cutoff = now - Duration::hours(RETENTION_HOURS);
     let servers = sqlx::query!(
@@ -144,7 +144,7 @@ async fn forget_telegram(app: &App, now: chrono::DateTime<chrono::Utc>) -> Resul
 }
 
 /// Sweeps forever at the configured interval.
-pub async fn run(app: App) {
+pub(crate) async fn run(app: App) {
     let mut every = tokio::time::interval(StdDuration::from_millis(
         app.config.limits.sweep_every_ms.max(10),
     ));
