@@ -103,10 +103,22 @@ impl Action {
         matches!(self, Action::ProdModeOff)
     }
 
+    /// The action as the journal keeps it: its kind and its fields, the
+    /// same words as its record (never a Rust `Debug` form, which could
+    /// change with the code).
+    pub fn journal_value(&self) -> Value {
+        Value::Object(self.fields(Map::new()))
+    }
+
     fn record(&self, text_sha256: &str, now: u64) -> Value {
         let mut m = Map::new();
         m.insert("issued_at".into(), Value::from(now));
         m.insert("text_sha256".into(), Value::from(text_sha256));
+        Value::Object(self.fields(m))
+    }
+
+    /// `m` with the action's kind and fields added.
+    fn fields(&self, mut m: Map<String, Value>) -> Map<String, Value> {
         match self {
             Action::Run {
                 chore,
@@ -157,7 +169,7 @@ impl Action {
                 m.insert("reason".into(), Value::from(reason.as_str()));
             }
         }
-        Value::Object(m)
+        m
     }
 
     fn from_record(v: &Value) -> Result<Action, String> {

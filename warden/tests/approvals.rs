@@ -223,3 +223,25 @@ fn a_forged_or_stale_tap_on_an_answered_proposal_is_still_a_signal() {
     let r = w.ask(&stale);
     assert!(matches!(r, Response::Refused { .. }), "{r:?}");
 }
+
+/// The journal keeps an issued action in its own words — its kind and
+/// fields, as JSON — never a Rust `Debug` form that could change with the
+/// code.
+#[test]
+fn an_issued_action_is_journaled_as_its_kind_and_fields() {
+    let w = warden("journaled", true);
+    let (action, _) = w.proposed();
+    let issued: Vec<serde_json::Value> = w
+        .journal()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|e: &serde_json::Value| {
+            e["kind"] == "action-issued" && e["action_id"] == action.as_str()
+        })
+        .collect();
+    assert_eq!(issued.len(), 1, "{}", w.journal());
+    let recorded = &issued[0]["action"];
+    assert_eq!(recorded["kind"], "run", "{recorded}");
+    assert_eq!(recorded["chore"], "hello", "{recorded}");
+    assert!(recorded["script_sha256"].is_string(), "{recorded}");
+}

@@ -360,7 +360,7 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
     };
     // Journaled before the id exists anywhere but here.
     let mut m = peer_fields(peer, Socket::Worker);
-    m.insert("action".into(), Value::from(format!("{action:?}")));
+    m.insert("action".into(), action.journal_value());
     m.insert("action_id".into(), Value::from(id.id()));
     m.insert(
         "text_sha256".into(),
@@ -530,7 +530,7 @@ pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option
     if a.button != "approve" {
         let mut m = Map::new();
         m.insert("verdict".into(), Value::from("declined"));
-        m.insert("action".into(), Value::from(format!("{action:?}")));
+        m.insert("action".into(), action.journal_value());
         let seq = intent.outcome(shared, m);
         return Response::Refused {
             reason: format!(
@@ -568,7 +568,7 @@ pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option
     }
     let mut m = Map::new();
     m.insert("verdict".into(), Value::from("verified"));
-    m.insert("action".into(), Value::from(format!("{action:?}")));
+    m.insert("action".into(), action.journal_value());
     if intent.outcome(shared, m).is_none() {
         return not_journaled("approval");
     }
