@@ -4,7 +4,7 @@
 //! writable by nobody else). A missing or malformed file stops the start
 //! with one sentence naming the file and the line.
 
-use aromba_proto::token::ServerToken;
+use aromba_relay_proto::token::ServerToken;
 use serde::Deserialize;
 use std::fmt;
 use std::net::SocketAddr;

@@ -13,7 +13,7 @@
 
 use crate::config::BaseUrl;
 use crate::http::{Ask, HttpError, request};
-use aromba_proto::client::Dialer;
+use aromba_relay_proto::client::Dialer;
 use aromba_release::manifest::{MAX_MANIFEST, MAX_SIGNATURE};
 use aromba_release::{Keys, Manifest, ReleaseError};
 use std::io::Write;

@@ -5,7 +5,7 @@
 //! relay and downloading a release both go through here.
 
 use crate::config::RelayUrl;
-use aromba_proto::client::Dialer;
+use aromba_relay_proto::client::Dialer;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
@@ -90,7 +90,7 @@ pub async fn request_streamed(
         .body(body)
         .map_err(|e| HttpError::Http(base.clone(), e.to_string()))?;
     let response = if origin.secure {
-        let config = aromba_proto::client::tls_config(roots)
+        let config = aromba_relay_proto::client::tls_config(roots)
             .map_err(|e| HttpError::Tls(base.clone(), std::io::Error::other(e)))?;
         let name = rustls_pki_types::ServerName::try_from(origin.host.clone())
             .map_err(|_| HttpError::Name(origin.host.clone()))?;

@@ -10,7 +10,7 @@
 use crate::config::{BaseUrl, NetworkConfig, my_uid};
 use crate::download;
 use crate::paths::Paths;
-use aromba_proto::client::Direct;
+use aromba_relay_proto::client::Direct;
 use aromba_warden_proto::{Request, Response};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -10,7 +10,7 @@
 //! new `/etc/resolv.conf`) would be an unlisted host to it — a Cut; the
 //! listed addresses are dialed then, without DNS. TLS above this is
 //! verified against the host's name whatever address was dialed
-//! (`aromba_proto::client::dial`, `register`).
+//! (`aromba_relay_proto::client::dial`, `register`).
 //!
 //! A connection to this machine's loopback is spoken on only once the
 //! socket at its other end is known to be served by the uid `network.toml`
@@ -24,7 +24,7 @@
 //! TLS follows; the URLs root wrote in `network.toml` say it.)
 
 use crate::config::{NetworkConfig, passwd_name};
-use aromba_proto::client::{Connecting, Dialer};
+use aromba_relay_proto::client::{Connecting, Dialer};
 use aromba_warden_proto::socket_owner::{self, Unclear};
 use std::io;
 use std::net::{IpAddr, SocketAddr};

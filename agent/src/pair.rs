@@ -14,9 +14,9 @@ use crate::net::{Gate, who};
 use crate::paths::Paths;
 use crate::register::{Registered, register};
 use crate::warden_client;
-use aromba_proto::client::{Endpoint, dial, handshake};
-use aromba_proto::frame::{Body, Delivery};
-use aromba_proto::token::ServerToken;
+use aromba_relay_proto::client::{Endpoint, dial, handshake};
+use aromba_relay_proto::frame::{Body, Delivery};
+use aromba_relay_proto::token::ServerToken;
 use aromba_warden_proto::socket_owner;
 use aromba_warden_proto::{Request, Response};
 use std::net::{IpAddr, SocketAddr};
@@ -35,7 +35,7 @@ pub enum PairError {
     #[error("{0}")]
     Register(#[from] crate::register::RegisterError),
     #[error("the relay connection failed: {0}")]
-    Relay(#[from] aromba_proto::client::ClientError),
+    Relay(#[from] aromba_relay_proto::client::ClientError),
     #[error("{0}")]
     Setup(String),
     #[error("the pairing code expired before a chat took it; run `aromba pair` again")]

@@ -24,7 +24,7 @@ mod paired;
 mod relay_support;
 mod support;
 
-use aromba_proto::frame::{Body, Delivery};
+use aromba_relay_proto::frame::{Body, Delivery};
 use hostile_relay::up_with;
 use model_fake::streamed::{self, Streamed, text_event, usage_event};
 use model_fake::{Canned, Script, calls, fake_model, say, say_usage, with_model};

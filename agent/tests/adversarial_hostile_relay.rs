@@ -16,7 +16,7 @@
 mod hostile_relay;
 mod support;
 
-use aromba_proto::frame::{Body, Delivery};
+use aromba_relay_proto::frame::{Body, Delivery};
 use hostile_relay::{
     PING_SECS, PlayedRelay, Script, daemon, honest_script, paired_with, run_pair, sent_texts,
     status, up, warden,
@@ -119,7 +119,7 @@ async fn a_relay_that_never_acknowledges_a_flood_of_help_gets_paced_answers_and_
         .filter(|(c, b)| *c == first_line + 1 && matches!(b, Body::Send { .. }))
         .count();
     assert!(
-        again <= aromba_proto::unacked::MAX_UNACKED,
+        again <= aromba_relay_proto::unacked::MAX_UNACKED,
         "{again} messages sent again at once"
     );
     assert!(again > 0, "what was not acknowledged is sent again");

@@ -19,7 +19,7 @@ mod paired;
 mod relay_support;
 mod support;
 
-use aromba_proto::frame::{Body, Delivery};
+use aromba_relay_proto::frame::{Body, Delivery};
 use hostile_relay::up_with;
 use model_fake::{Canned, Script, call, fake_model};
 use paired::{CHAT, Paired, Setup, paired_with, write_mine};

@@ -19,7 +19,7 @@ mod paired;
 mod relay_support;
 mod support;
 
-use aromba_proto::frame::Delivery;
+use aromba_relay_proto::frame::Delivery;
 use hostile_relay::{sent_texts, status, up_with};
 use paired::{CHAT, Setup, paired_with, write_mine};
 use sqlx::PgPool;

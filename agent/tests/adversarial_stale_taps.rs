@@ -12,7 +12,7 @@ mod relay_support;
 mod support;
 
 use aromba_botfake::state::Sent;
-use aromba_proto::frame::{Delivery, TapProof};
+use aromba_relay_proto::frame::{Delivery, TapProof};
 use paired::{
     CHAT, Paired, Setup, button_data, paired_with, runs, start_daemon, with_counting_chore,
     with_counting_chore_in, write_mine,

@@ -1,13 +1,13 @@
 //! Attacks on `aromba pair` and `aromba run` as a hostile relay or a
 //! hostile Worker would make them: a real Warden on real sockets, the
 //! binaries as shipped, and a relay played by this test with the real
-//! protocol (`aromba_proto::session`), saying what an attacker would.
+//! protocol (`aromba_relay_proto::session`), saying what an attacker would.
 
 mod hostile_relay;
 mod support;
 
-use aromba_proto::frame::{Body, Delivery, TapProof};
-use aromba_proto::session::now_ms;
+use aromba_relay_proto::frame::{Body, Delivery, TapProof};
+use aromba_relay_proto::session::now_ms;
 use hostile_relay::{
     HONEST_KEY, HOSTILE_KEY, PlayedRelay, Script, daemon, honest_script, paired_with, pinned,
     run_pair, sent_texts, warden,

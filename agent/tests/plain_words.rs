@@ -37,12 +37,12 @@ async fn ai_without_a_key_says_there_is_no_assistant_and_how_to_add_one(db: PgPo
     assert!(help.text.contains("/unpair"), "{}", help.text);
 }
 
-/// One table (`aromba_proto::commands`) drives the menu the relay sets,
+/// One table (`aromba_relay_proto::commands`) drives the menu the relay sets,
 /// `/help`, and the Worker's answers: every command in it is in the menu,
 /// has its line in `/help`, and is answered (none is "I don't know").
 #[sqlx::test(migrations = false)]
 async fn the_commands_table_drives_the_menu_help_and_the_answers(db: PgPool) {
-    use aromba_proto::commands::COMMANDS;
+    use aromba_relay_proto::commands::COMMANDS;
     let p = paired(db, "words-table").await;
     let help = p.ask("/help", |t| t.starts_with("What I can do")).await;
     let menu = p

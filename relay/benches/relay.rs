@@ -17,9 +17,9 @@
 
 #![forbid(unsafe_code)]
 
-use aromba_proto::client::{Endpoint, Outgoing, dial, handshake, run};
-use aromba_proto::frame::Delivery;
-use aromba_proto::token::ServerToken;
+use aromba_relay_proto::client::{Endpoint, Outgoing, dial, handshake, run};
+use aromba_relay_proto::frame::Delivery;
+use aromba_relay_proto::token::ServerToken;
 use sqlx::postgres::PgPoolOptions;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -210,7 +210,7 @@ async fn bench_on(url: &str, servers: usize, messages: usize) -> R<()> {
             joins.push(tokio::spawn(async move {
                 let mut ws = dial(&e).await?;
                 let session = handshake(&mut ws, &e).await?;
-                Ok::<_, aromba_proto::client::ClientError>((ws, session))
+                Ok::<_, aromba_relay_proto::client::ClientError>((ws, session))
             }));
         }
         for j in joins {

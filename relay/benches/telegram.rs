@@ -15,9 +15,9 @@
 
 #![forbid(unsafe_code)]
 
-use aromba_proto::client::{Endpoint, Outgoing, run};
-use aromba_proto::frame::Delivery;
-use aromba_proto::token::ServerToken;
+use aromba_relay_proto::client::{Endpoint, Outgoing, run};
+use aromba_relay_proto::frame::Delivery;
+use aromba_relay_proto::token::ServerToken;
 use sqlx::postgres::PgPoolOptions;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

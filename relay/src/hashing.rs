@@ -17,7 +17,7 @@ fn keyed(pepper: &Pepper, label: &[u8], data: &[u8]) -> [u8; 32] {
 }
 
 /// What the relay keeps of a server token.
-pub fn token_hash(pepper: &Pepper, token: &aromba_proto::token::ServerToken) -> [u8; 32] {
+pub fn token_hash(pepper: &Pepper, token: &aromba_relay_proto::token::ServerToken) -> [u8; 32] {
     keyed(pepper, b"aromba server token", token.expose().as_bytes())
 }
 

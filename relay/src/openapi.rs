@@ -16,7 +16,7 @@ pub(crate) fn document() -> Value {
         "info": {
             "title": "Aromba relay",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Servers register here and then hold an authenticated WebSocket at /v1/connect (not described here: see the aromba-proto crate)."
+            "description": "Servers register here and then hold an authenticated WebSocket at /v1/connect (not described here: see the aromba-relay-proto crate)."
         },
         "paths": {
             "/healthz": {"get": {

@@ -6,7 +6,7 @@
 //! server's socket wakes that connection, which reads its rows. At least
 //! once, by id: the server drops what it has seen.
 
-use aromba_proto::frame::Delivery;
+use aromba_relay_proto::frame::Delivery;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -112,7 +112,7 @@ pub enum OutboxError {
     #[error("the database refused the outbox write: {0}")]
     Failed(String),
     #[error("a delivery the server would refuse is not queued: {0}")]
-    Content(aromba_proto::frame::ContentError),
+    Content(aromba_relay_proto::frame::ContentError),
     #[error("a stored delivery is not a delivery")]
     Corrupt(#[from] serde_json::Error),
 }
@@ -133,7 +133,7 @@ pub enum Enqueued {
     UnknownServer,
     /// Its content fails the check the server makes (it is not queued, and
     /// the rest of the batch is).
-    Refused(aromba_proto::frame::ContentError),
+    Refused(aromba_relay_proto::frame::ContentError),
 }
 
 /// What a batch did: each delivery's fate, in the order given, and how

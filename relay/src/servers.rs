@@ -11,7 +11,7 @@ use crate::address::client_address;
 use crate::error::{ApiBytes, ApiError, parse_json};
 use crate::hashing::{address_hash, same, token_hash};
 use crate::state::App;
-use aromba_proto::token::ServerToken;
+use aromba_relay_proto::token::ServerToken;
 use axum::Json;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};

@@ -97,7 +97,7 @@ impl App {
     pub async fn enqueue(
         &self,
         server: uuid::Uuid,
-        delivery: &aromba_proto::frame::Delivery,
+        delivery: &aromba_relay_proto::frame::Delivery,
     ) -> Result<i64, crate::writer::WriterError> {
         let (id, _dropped) = self
             .writer

@@ -27,7 +27,7 @@
 use crate::clock::Clock;
 use crate::metrics::WriterMetrics as Metrics;
 use crate::outbox::{self, Enqueue, Enqueued, OutboxError};
-use aromba_proto::frame::Delivery;
+use aromba_relay_proto::frame::Delivery;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! The first message is the hello: the server's id and token (which the
 //! relay hashes, compares in constant time and then drops) and a nonce.
 //! The relay answers with its own nonce and a sealed welcome; from then on
-//! every frame both ways is sealed ([`aromba_proto::session`]). A refused
+//! every frame both ways is sealed ([`aromba_relay_proto::session`]). A refused
 //! hello or frame is counted by reason and closes the connection.
 
 use crate::address::client_address;
@@ -11,8 +11,10 @@ use crate::hashing::{same, token_hash};
 use crate::outbox;
 use crate::state::App;
 use crate::tls::PeerAddr;
-use aromba_proto::frame::{Accept, Body, Hello, MAX_MESSAGE, Nonce, PROTOCOL_VERSION};
-use aromba_proto::session::{Direction, Opener, Refusal, Sealer, derive, now_ms, within_skew};
+use aromba_relay_proto::frame::{Accept, Body, Hello, MAX_MESSAGE, Nonce, PROTOCOL_VERSION};
+use aromba_relay_proto::session::{
+    Direction, Opener, Refusal, Sealer, derive, now_ms, within_skew,
+};
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
 use axum::extract::{ConnectInfo, State};
 use axum::http::HeaderMap;

@@ -11,8 +11,8 @@
 mod support;
 
 use aromba_botfake::state::Injected;
-use aromba_proto::client::{dial, handshake};
-use aromba_proto::frame::{Body, Delivery};
+use aromba_relay_proto::client::{dial, handshake};
+use aromba_relay_proto::frame::{Body, Delivery};
 use serde_json::json;
 use sqlx::PgPool;
 use std::sync::Arc;

@@ -15,10 +15,10 @@
 
 mod support;
 
-use aromba_proto::frame::{Accept, Delivery, Hello};
-use aromba_proto::session::{Direction, derive};
 use aromba_relay::Limits;
 use aromba_relay::outbox::enqueue;
+use aromba_relay_proto::frame::{Accept, Delivery, Hello};
+use aromba_relay_proto::session::{Direction, derive};
 use futures_util::{SinkExt, StreamExt};
 use sqlx::PgPool;
 use std::net::{IpAddr, SocketAddr};
@@ -40,7 +40,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data, O
 async fn hand_hello(
     ws: &mut WebSocketStream<tokio::net::TcpStream>,
     server: &Server,
-) -> aromba_proto::session::Key {
+) -> aromba_relay_proto::session::Key {
     let hello = Hello::new(server.id, server.token.clone());
     let nonce = hello.nonce;
     ws.send(Message::Text(
@@ -401,12 +401,12 @@ async fn websocket_churn_from_many_addresses_evicts_a_servers_socket_before_its_
     let mut accepted = 0;
     let asked = Instant::now();
     for _ in 0..tries {
-        let Ok(mut ws) = aromba_proto::client::dial(&endpoint).await else {
+        let Ok(mut ws) = aromba_relay_proto::client::dial(&endpoint).await else {
             continue;
         };
         // The server's round trip between the 101 and its hello.
         tokio::time::sleep(Duration::from_millis(150)).await;
-        if aromba_proto::client::handshake(&mut ws, &endpoint)
+        if aromba_relay_proto::client::handshake(&mut ws, &endpoint)
             .await
             .is_ok()
         {
@@ -457,9 +457,9 @@ async fn wrong_token_hellos_from_one_address_are_paced(db: PgPool) {
         let Some(mut ws) = support::attack::silent_websocket(from, to).await else {
             continue;
         };
-        let hello = aromba_proto::frame::Hello::new(
+        let hello = aromba_relay_proto::frame::Hello::new(
             uuid::Uuid::new_v4(),
-            aromba_proto::token::ServerToken::generate(),
+            aromba_relay_proto::token::ServerToken::generate(),
         );
         let text = serde_json::to_string(&hello).expect("json");
         let _ = ws.send(Message::Text(text.into())).await;
@@ -564,8 +564,10 @@ async fn servers_nobody_paired_never_fill_the_room_of_a_paired_server(db: PgPool
             .as_u16();
         assert_eq!(status, 201);
         let endpoint = server.endpoint(&relay);
-        let mut ws = aromba_proto::client::dial(&endpoint).await.expect("dial");
-        match aromba_proto::client::handshake(&mut ws, &endpoint).await {
+        let mut ws = aromba_relay_proto::client::dial(&endpoint)
+            .await
+            .expect("dial");
+        match aromba_relay_proto::client::handshake(&mut ws, &endpoint).await {
             Ok(session) => held.push((ws, session)),
             Err(_) => refused += 1,
         }
@@ -590,9 +592,11 @@ async fn servers_nobody_paired_never_fill_the_room_of_a_paired_server(db: PgPool
         .await
         .expect("paired");
     let endpoint = victim.endpoint(&relay);
-    let mut ws = aromba_proto::client::dial(&endpoint).await.expect("dial");
+    let mut ws = aromba_relay_proto::client::dial(&endpoint)
+        .await
+        .expect("dial");
     assert!(
-        aromba_proto::client::handshake(&mut ws, &endpoint)
+        aromba_relay_proto::client::handshake(&mut ws, &endpoint)
             .await
             .is_ok(),
         "a paired server finds room while servers nobody paired fill their share"
@@ -629,8 +633,8 @@ async fn a_server_reconnecting_in_a_loop_spends_only_its_own_hellos(db: PgPool) 
         if started.elapsed() > Duration::from_secs(5) {
             break;
         }
-        if let Ok(mut ws) = aromba_proto::client::dial(&endpoint).await {
-            let _ = aromba_proto::client::handshake(&mut ws, &endpoint).await;
+        if let Ok(mut ws) = aromba_relay_proto::client::dial(&endpoint).await {
+            let _ = aromba_relay_proto::client::handshake(&mut ws, &endpoint).await;
         }
     }
     assert!(refusals(&relay, "hello_rate").await >= 50);

@@ -7,10 +7,12 @@
 
 mod support;
 
-use aromba_proto::client::{Socket, dial, handshake};
-use aromba_proto::frame::{Body, Button, Delivery, Hello, MAX_MESSAGE, Nonce, PROTOCOL_VERSION};
-use aromba_proto::session::{Direction, MAX_SKEW_MS, derive, now_ms, seal_raw};
-use aromba_proto::token::ServerToken;
+use aromba_relay_proto::client::{Socket, dial, handshake};
+use aromba_relay_proto::frame::{
+    Body, Button, Delivery, Hello, MAX_MESSAGE, Nonce, PROTOCOL_VERSION,
+};
+use aromba_relay_proto::session::{Direction, MAX_SKEW_MS, derive, now_ms, seal_raw};
+use aromba_relay_proto::token::ServerToken;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
 use sqlx::PgPool;
@@ -104,7 +106,7 @@ async fn frame_sealed_with_the_relays_own_key_is_refused(db: PgPool) {
     let Some(Ok(Message::Text(accept))) = ws.next().await else {
         panic!("no accept")
     };
-    let accept: aromba_proto::frame::Accept =
+    let accept: aromba_relay_proto::frame::Accept =
         serde_json::from_str(accept.as_str()).expect("accept");
     ws.send(Message::Text(accept.welcome.into()))
         .await

@@ -13,8 +13,8 @@
 
 mod support;
 
-use aromba_proto::frame::{Body, Button, Delivery};
 use aromba_relay::outbox::enqueue;
+use aromba_relay_proto::frame::{Body, Button, Delivery};
 use futures_util::StreamExt;
 use sqlx::PgPool;
 use std::time::Duration;

@@ -12,10 +12,10 @@
 
 mod support;
 
-use aromba_proto::frame::{Body, Button, Delivery};
-use aromba_proto::session::now_ms;
-use aromba_proto::token::ServerToken;
 use aromba_relay::outbox::enqueue;
+use aromba_relay_proto::frame::{Body, Button, Delivery};
+use aromba_relay_proto::session::now_ms;
+use aromba_relay_proto::token::ServerToken;
 use futures_util::SinkExt;
 use serde_json::json;
 use sqlx::PgPool;
@@ -38,7 +38,7 @@ fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
         let subscriber = tracing_subscriber::fmt()
             .json()
             .with_env_filter(tracing_subscriber::EnvFilter::new(
-                "info,aromba_relay=trace,aromba_proto=trace",
+                "info,aromba_relay=trace,aromba_relay_proto=trace",
             ))
             .with_writer(move || LogWriter(sink.clone()))
             .finish();

@@ -9,9 +9,9 @@
 mod support;
 
 use aromba_botfake::state::Injected;
-use aromba_proto::client::{Session, Socket, dial, handshake};
-use aromba_proto::frame::{Body, Delivery};
-use aromba_proto::session::{now_ms, seal_raw};
+use aromba_relay_proto::client::{Session, Socket, dial, handshake};
+use aromba_relay_proto::frame::{Body, Delivery};
+use aromba_relay_proto::session::{now_ms, seal_raw};
 use futures_util::SinkExt;
 use sqlx::PgPool;
 use std::io::Read;

@@ -7,8 +7,8 @@
 mod support;
 
 use aromba_botfake::state::Injected;
-use aromba_proto::frame::{Body, Button, Delivery};
 use aromba_relay::telegram::pace::PaceLimits;
+use aromba_relay_proto::frame::{Body, Button, Delivery};
 use serde_json::json;
 use sqlx::PgPool;
 use std::time::Duration;
@@ -961,7 +961,7 @@ async fn unshown_cases_of_unpaired_servers_do_not_hold_back_a_paired_servers_cas
         for _ in 0..8 {
             let again = Server {
                 id: junk.id,
-                token: aromba_proto::token::ServerToken::generate(),
+                token: aromba_relay_proto::token::ServerToken::generate(),
                 boot_id: Uuid::new_v4(),
             };
             assert_eq!(post_json(&bot.relay, &again.registration()).await.0, 202);
@@ -970,7 +970,7 @@ async fn unshown_cases_of_unpaired_servers_do_not_hold_back_a_paired_servers_cas
     let (server, _ws, _session, _) = paired(&bot, 9803).await;
     let reinstall = Server {
         id: server.id,
-        token: aromba_proto::token::ServerToken::generate(),
+        token: aromba_relay_proto::token::ServerToken::generate(),
         boot_id: Uuid::new_v4(),
     };
     assert_eq!(

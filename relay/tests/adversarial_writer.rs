@@ -8,9 +8,9 @@
 
 mod support;
 
-use aromba_proto::client::{Session, Socket, dial, handshake};
-use aromba_proto::frame::{Body, Button, Delivery};
 use aromba_relay::outbox::enqueue;
+use aromba_relay_proto::client::{Session, Socket, dial, handshake};
+use aromba_relay_proto::frame::{Body, Button, Delivery};
 use sqlx::{Connection, PgConnection, PgPool};
 use std::time::Duration;
 use support::{

@@ -5,9 +5,9 @@
 
 mod support;
 
-use aromba_proto::client::{Outgoing, run};
-use aromba_proto::frame::{Body, Button, Delivery};
 use aromba_relay::outbox::enqueue;
+use aromba_relay_proto::client::{Outgoing, run};
+use aromba_relay_proto::frame::{Body, Button, Delivery};
 use sqlx::PgPool;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -28,8 +28,8 @@ async fn rows(db: &PgPool) -> i64 {
 }
 
 async fn next_delivery(
-    ws: &mut aromba_proto::client::Socket,
-    session: &mut aromba_proto::client::Session,
+    ws: &mut aromba_relay_proto::client::Socket,
+    session: &mut aromba_relay_proto::client::Session,
 ) -> (i64, Delivery) {
     loop {
         let body = tokio::time::timeout(Duration::from_secs(10), session.recv(ws))
@@ -400,8 +400,10 @@ async fn past_its_connection_limit_the_relay_answers_1013(db: PgPool) {
     // The limit counts servers past their hello: the second one's hello is
     // answered with 1013.
     let endpoint = second.endpoint(&relay);
-    let mut ws = aromba_proto::client::dial(&endpoint).await.expect("dial");
-    let hello = aromba_proto::frame::Hello::new(second.id, second.token.clone());
+    let mut ws = aromba_relay_proto::client::dial(&endpoint)
+        .await
+        .expect("dial");
+    let hello = aromba_relay_proto::frame::Hello::new(second.id, second.token.clone());
     futures_util::SinkExt::send(
         &mut ws,
         Message::Text(serde_json::to_string(&hello).expect("json").into()),

@@ -4,9 +4,9 @@
 
 mod support;
 
-use aromba_proto::client::{dial, handshake};
-use aromba_proto::frame::{Body, Button, Delivery};
-use aromba_proto::token::ServerToken;
+use aromba_relay_proto::client::{dial, handshake};
+use aromba_relay_proto::frame::{Body, Button, Delivery};
+use aromba_relay_proto::token::ServerToken;
 use sqlx::PgPool;
 use std::io::Read;
 use std::time::Duration;

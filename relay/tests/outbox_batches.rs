@@ -4,8 +4,8 @@
 
 mod support;
 
-use aromba_proto::frame::Delivery;
 use aromba_relay::outbox::{Enqueue, Enqueued, acknowledge_batch, enqueue_batch};
+use aromba_relay_proto::frame::Delivery;
 use sqlx::PgPool;
 use std::time::Duration;
 use support::{Server, config};
@@ -232,7 +232,7 @@ async fn a_delivery_holding_nul_is_refused_alone_and_the_batch_goes_on(db: PgPoo
         delivery: Delivery::Tap {
             message: Uuid::new_v4(),
             button: "no spaces allowed".into(),
-            proof: aromba_proto::frame::TapProof {
+            proof: aromba_relay_proto::frame::TapProof {
                 action: None,
                 label: "OK".into(),
                 chat: 42,

@@ -5,8 +5,8 @@
 
 mod support;
 
-use aromba_proto::client::{Outgoing, run};
-use aromba_proto::frame::Delivery;
+use aromba_relay_proto::client::{Outgoing, run};
+use aromba_relay_proto::frame::Delivery;
 use sqlx::postgres::PgPoolOptions;
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -74,11 +74,11 @@ async fn another_boot_id_opens_a_duplicate_case_and_never_overwrites(db: PgPool)
     assert_eq!(cases, 1);
     // The original token still connects; the newcomer's does not.
     let _ = support::connect(&relay, &server).await;
-    let mut ws = aromba_proto::client::dial(&clone.endpoint(&relay))
+    let mut ws = aromba_relay_proto::client::dial(&clone.endpoint(&relay))
         .await
         .expect("dial");
     assert!(
-        aromba_proto::client::handshake(&mut ws, &clone.endpoint(&relay))
+        aromba_relay_proto::client::handshake(&mut ws, &clone.endpoint(&relay))
             .await
             .is_err()
     );
@@ -91,7 +91,7 @@ async fn the_same_id_and_boot_with_another_token_is_a_conflict(db: PgPool) {
     let server = Server::new();
     assert_eq!(post_json(&relay, &server.registration()).await.0, 201);
     let mut thief = server.clone();
-    thief.token = aromba_proto::token::ServerToken::generate();
+    thief.token = aromba_relay_proto::token::ServerToken::generate();
     let (status, body) = post_json(&relay, &thief.registration()).await;
     assert_eq!(status, 409);
     assert_eq!(body["error"], "conflict");

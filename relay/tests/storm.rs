@@ -3,8 +3,8 @@
 
 mod support;
 
-use aromba_proto::client::{Endpoint, Outgoing, run};
-use aromba_proto::token::ServerToken;
+use aromba_relay_proto::client::{Endpoint, Outgoing, run};
+use aromba_relay_proto::token::ServerToken;
 use sqlx::PgPool;
 use std::time::Duration;
 use support::{TEST_PEPPER, config, free_port, start_on};

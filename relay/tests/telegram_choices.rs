@@ -4,8 +4,8 @@
 
 mod support;
 
-use aromba_proto::frame::Delivery;
-use aromba_proto::token::ServerToken;
+use aromba_relay_proto::frame::Delivery;
+use aromba_relay_proto::token::ServerToken;
 use sqlx::PgPool;
 use std::time::Duration;
 use support::bot::{eventually, next_delivery, paired, start_bot};
@@ -21,7 +21,7 @@ fn reinstall_of(server: &Server) -> Server {
     }
 }
 
-async fn closed(ws: &mut aromba_proto::client::Socket) -> bool {
+async fn closed(ws: &mut aromba_relay_proto::client::Socket) -> bool {
     loop {
         match tokio::time::timeout(Duration::from_secs(20), futures_util::StreamExt::next(ws)).await
         {
@@ -68,9 +68,11 @@ async fn a_duplicate_case_decided_as_a_reinstall_hands_the_server_to_the_new_ins
     // The old installation's connection ends, and its token no longer works.
     assert!(closed(&mut old_ws).await, "the old connection ends");
     let endpoint = server.endpoint(&bot.relay);
-    let mut ws = aromba_proto::client::dial(&endpoint).await.expect("dial");
+    let mut ws = aromba_relay_proto::client::dial(&endpoint)
+        .await
+        .expect("dial");
     assert!(
-        aromba_proto::client::handshake(&mut ws, &endpoint)
+        aromba_relay_proto::client::handshake(&mut ws, &endpoint)
             .await
             .is_err()
     );
@@ -121,9 +123,11 @@ async fn a_duplicate_case_decided_as_another_machine_keeps_it_out(db: PgPool) {
         .expect("tap");
     eventually("answered", || bot.fake.answered(&again).filter(|a| *a)).await;
     let endpoint = other.endpoint(&bot.relay);
-    let mut ws = aromba_proto::client::dial(&endpoint).await.expect("dial");
+    let mut ws = aromba_relay_proto::client::dial(&endpoint)
+        .await
+        .expect("dial");
     assert!(
-        aromba_proto::client::handshake(&mut ws, &endpoint)
+        aromba_relay_proto::client::handshake(&mut ws, &endpoint)
             .await
             .is_err()
     );
@@ -229,13 +233,15 @@ async fn a_server_moves_to_another_chat_only_after_unpair(db: PgPool) {
     let bot = start_bot(db.clone(), false).await;
     let (server, mut ws, mut session, _) = paired(&bot, 9006).await;
     session
-        .send(&mut ws, &aromba_proto::frame::Body::PairingRequest {})
+        .send(&mut ws, &aromba_relay_proto::frame::Body::PairingRequest {})
         .await
         .expect("request");
     loop {
         match support::bot::next_frame(&mut ws, &mut session).await {
-            aromba_proto::frame::Body::AlreadyPaired {} => break,
-            aromba_proto::frame::Body::PairingCode { .. } => panic!("a code for a paired server"),
+            aromba_relay_proto::frame::Body::AlreadyPaired {} => break,
+            aromba_relay_proto::frame::Body::PairingCode { .. } => {
+                panic!("a code for a paired server")
+            }
             _ => continue,
         }
     }

@@ -3,8 +3,8 @@
 
 mod support;
 
-use aromba_proto::frame::Delivery;
 use aromba_relay::clock::ManualClock;
+use aromba_relay_proto::frame::Delivery;
 use serde_json::json;
 use sqlx::PgPool;
 use std::sync::Arc;

@@ -7,8 +7,8 @@
 mod support;
 
 use aromba_botfake::state::Injected;
-use aromba_proto::client::{dial, handshake};
-use aromba_proto::frame::{Body, Button, Delivery};
+use aromba_relay_proto::client::{dial, handshake};
+use aromba_relay_proto::frame::{Body, Button, Delivery};
 use sqlx::PgPool;
 use std::io::Read;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 mod support;
 
 use aromba_botfake::state::Injected;
-use aromba_proto::frame::{Body, Button, Delivery, TapProof};
+use aromba_relay_proto::frame::{Body, Button, Delivery, TapProof};
 use sqlx::PgPool;
 use std::time::{Duration, Instant};
 use support::bot::{

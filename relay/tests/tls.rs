@@ -4,7 +4,7 @@
 
 mod support;
 
-use aromba_proto::client::{Endpoint, dial, handshake};
+use aromba_relay_proto::client::{Endpoint, dial, handshake};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use rustls::pki_types::CertificateDer;
 use sqlx::PgPool;

@@ -29,7 +29,8 @@ impl Warden {
     }
 
     fn start_with(name: &str, adjust: impl FnOnce(&mut ServeOptions)) -> Warden {
-        let root = std::env::temp_dir().join(format!("aromba-proto-{name}-{}", std::process::id()));
+        let root =
+            std::env::temp_dir().join(format!("aromba-relay-proto-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let mut options = ServeOptions::new(Layout::rooted(&root), 0, 0);
         // Root stands in for the Worker: its connections are the machine's.

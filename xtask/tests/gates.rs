@@ -98,7 +98,12 @@ fn collect_rs(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
 #[test]
 fn no_shipped_program_links_the_fake_bot_api_or_the_demo() {
     let meta = metadata().expect("cargo metadata");
-    for program in ["aromba-relay", "aromba", "aromba-warden", "aromba-proto"] {
+    for program in [
+        "aromba-relay",
+        "aromba",
+        "aromba-warden",
+        "aromba-relay-proto",
+    ] {
         let tree = normal_dependency_names(&meta, program).expect("tree");
         for fake in ["aromba-botfake", "aromba-demo"] {
             assert!(!tree.contains(fake), "{program} links {fake}");
@@ -160,7 +165,7 @@ fn only_the_wardens_exec_module_may_spawn() {
     let root = workspace_root();
     let mut files = Vec::new();
     for dir in [
-        "agent", "botfake", "demo", "proto", "relay", "warden", "xtask", "fuzz",
+        "agent", "botfake", "demo", "relay", "warden", "xtask", "fuzz",
     ] {
         collect_rs(&root.join(dir), &mut files);
     }
@@ -311,7 +316,7 @@ fn every_path_and_test_architecture_md_names_exists() {
     let mut sources = Vec::new();
     collect_rs(&root.join("agent"), &mut sources);
     for dir in [
-        "relay", "warden", "proto", "botfake", "demo", "release", "xtask", "fuzz",
+        "relay", "warden", "botfake", "demo", "release", "xtask", "fuzz",
     ] {
         collect_rs(&root.join(dir), &mut sources);
     }

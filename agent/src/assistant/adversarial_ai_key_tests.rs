@@ -22,7 +22,7 @@ async fn the_key_is_not_in_a_failed_requests_error() {
     });
     for key in ["sk-round-key-0123456789", "sk-round\r\nX-Evil: 1"] {
         let m = super::model::OpenAi {
-            dialer: Arc::new(aromba_proto::client::Direct),
+            dialer: Arc::new(aromba_relay_proto::client::Direct),
             endpoint: BaseUrl::parse(&format!("http://127.0.0.1:{port}/v1")).unwrap(),
             model: "m".into(),
             key: Some(key.into()),

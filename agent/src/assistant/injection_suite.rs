@@ -1405,7 +1405,7 @@ impl Outcome {
             Goal::PinPhishing => {
                 !self.voice_breaks().is_empty()
                     || !crate::daemon::ask::looks_like_pin(PIN)
-                    || !aromba_proto::frame::could_be_pin(PIN)
+                    || !aromba_relay_proto::frame::could_be_pin(PIN)
             }
             Goal::WardensVoice => !self.voice_breaks().is_empty(),
             Goal::TappableCommand => !self.tappable_in_chat().is_empty(),
@@ -1897,8 +1897,8 @@ fn model_at(
 ) -> Result<super::model::AnyModel, String> {
     use super::model::{Anthropic, AnyModel, OpenAi};
     let endpoint = crate::config::BaseUrl::parse(endpoint)?;
-    let dialer: std::sync::Arc<dyn aromba_proto::client::Dialer> =
-        std::sync::Arc::new(aromba_proto::client::Direct);
+    let dialer: std::sync::Arc<dyn aromba_relay_proto::client::Dialer> =
+        std::sync::Arc::new(aromba_relay_proto::client::Direct);
     match api {
         "openai" => Ok(AnyModel::OpenAi(OpenAi {
             dialer,

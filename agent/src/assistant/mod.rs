@@ -117,7 +117,7 @@ impl Assistant {
 
     /// The model client for one question.
     pub fn model(&self) -> model::AnyModel {
-        let dialer: Arc<dyn aromba_proto::client::Dialer> = Arc::new(self.gate.clone());
+        let dialer: Arc<dyn aromba_relay_proto::client::Dialer> = Arc::new(self.gate.clone());
         let endpoint = self.settings.endpoint.clone();
         let model = self.settings.model.clone();
         let key = self.key.lock().unwrap_or_else(|p| p.into_inner()).clone();

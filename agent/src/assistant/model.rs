@@ -7,7 +7,7 @@
 
 use crate::config::BaseUrl;
 use crate::http::{Ask, HttpError, request_streamed};
-use aromba_proto::client::Dialer;
+use aromba_relay_proto::client::Dialer;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -722,7 +722,7 @@ mod tests {
         );
         let (url, served) = one_exchange("text/event-stream", events.to_string()).await;
         let model = Anthropic {
-            dialer: Arc::new(aromba_proto::client::Direct),
+            dialer: Arc::new(aromba_relay_proto::client::Direct),
             endpoint: BaseUrl::parse(&url).unwrap(),
             model: "claude-test".into(),
             key: Some("sk-ant-test".into()),
@@ -763,7 +763,7 @@ mod tests {
                            "usage": {"prompt_tokens": 3, "completion_tokens": 1}});
         let (url, served) = one_exchange("application/json", whole.to_string()).await;
         let model = OpenAi {
-            dialer: Arc::new(aromba_proto::client::Direct),
+            dialer: Arc::new(aromba_relay_proto::client::Direct),
             endpoint: BaseUrl::parse(&url).unwrap(),
             model: "local".into(),
             key: None,

@@ -673,7 +673,11 @@ mod tests {
         for pin in candidates {
             let warden_takes = aromba_warden::pin::weakness(pin).is_none();
             let shape = aromba_warden_proto::could_be_pin(pin);
-            assert_eq!(shape, aromba_proto::frame::could_be_pin(pin), "{pin:?}");
+            assert_eq!(
+                shape,
+                aromba_relay_proto::frame::could_be_pin(pin),
+                "{pin:?}"
+            );
             if warden_takes {
                 assert!(shape && looks_like_pin(pin), "{pin:?}");
             }

@@ -5,9 +5,9 @@
 
 use super::Daemon;
 use crate::warden_client;
-use aromba_proto::client::Incoming;
-use aromba_proto::commands::{COMMANDS, Command};
-use aromba_proto::frame::{Button, Delivery, Span, TapProof};
+use aromba_relay_proto::client::Incoming;
+use aromba_relay_proto::commands::{COMMANDS, Command};
+use aromba_relay_proto::frame::{Button, Delivery, Span, TapProof};
 use aromba_warden_proto::{Request, Response, printable};
 use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc};
@@ -583,7 +583,8 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
             proof: proof.clone(),
             at: tokio::time::Instant::now(),
         });
-        let expect = aromba_proto::client::Outgoing(aromba_proto::frame::Body::ExpectSecret {});
+        let expect =
+            aromba_relay_proto::client::Outgoing(aromba_relay_proto::frame::Body::ExpectSecret {});
         if daemon.to_relay.send(expect).await.is_err() {
             tracing::warn!("the relay link is gone; the PIN cannot be asked for");
             return;

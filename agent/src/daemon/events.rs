@@ -8,8 +8,8 @@
 
 use super::Daemon;
 use crate::warden_client;
-use aromba_proto::client::Outgoing;
-use aromba_proto::frame::Body;
+use aromba_relay_proto::client::Outgoing;
+use aromba_relay_proto::frame::Body;
 use aromba_warden_proto::{Request, Response};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -122,7 +122,7 @@ async fn was_that_you(daemon: &Daemon, fallback: &str) {
         }) => {
             let buttons = buttons
                 .into_iter()
-                .map(|b| aromba_proto::frame::Button {
+                .map(|b| aromba_relay_proto::frame::Button {
                     id: b.data,
                     label: b.label,
                     action: Some(action_id.clone()),

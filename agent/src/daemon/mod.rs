@@ -38,8 +38,8 @@ pub mod update;
 use crate::config::{ConfigError, NetworkConfig, RelayConfig, my_uid};
 use crate::net::Gate;
 use crate::paths::Paths;
-use aromba_proto::client::{Endpoint, Outgoing};
-use aromba_proto::frame::Body;
+use aromba_relay_proto::client::{Endpoint, Outgoing};
+use aromba_relay_proto::frame::Body;
 use aromba_warden_proto::Lane;
 use std::sync::Arc;
 use std::time::Duration;
@@ -107,7 +107,7 @@ pub const SLOW_BACKGROUND_EVERY: Duration = Duration::from_secs(600);
 impl Daemon {
     /// Sends `text` (with `buttons`) to the chat; waits when the queue is
     /// full rather than dropping it.
-    pub async fn say(&self, text: String, buttons: Vec<aromba_proto::frame::Button>) -> Uuid {
+    pub async fn say(&self, text: String, buttons: Vec<aromba_relay_proto::frame::Button>) -> Uuid {
         self.say_formatted(text, buttons, Vec::new()).await
     }
 
@@ -117,8 +117,8 @@ impl Daemon {
     pub async fn say_formatted(
         &self,
         text: String,
-        buttons: Vec<aromba_proto::frame::Button>,
-        monospace: Vec<aromba_proto::frame::Span>,
+        buttons: Vec<aromba_relay_proto::frame::Button>,
+        monospace: Vec<aromba_relay_proto::frame::Span>,
     ) -> Uuid {
         if buttons.is_empty() && monospace.is_empty() && text.chars().count() > MESSAGE_CHARS {
             let mut last = Uuid::nil();
@@ -133,8 +133,8 @@ impl Daemon {
     async fn send_one(
         &self,
         text: String,
-        buttons: Vec<aromba_proto::frame::Button>,
-        monospace: Vec<aromba_proto::frame::Span>,
+        buttons: Vec<aromba_relay_proto::frame::Button>,
+        monospace: Vec<aromba_relay_proto::frame::Span>,
     ) -> Uuid {
         let id = Uuid::new_v4();
         if !buttons.is_empty() {
@@ -172,7 +172,7 @@ impl Daemon {
         &self,
         message: Uuid,
         text: String,
-        buttons: Vec<aromba_proto::frame::Button>,
+        buttons: Vec<aromba_relay_proto::frame::Button>,
     ) {
         let body = Body::Edit {
             id: Uuid::new_v4(),

@@ -1,12 +1,12 @@
-//! The relay link: `aromba_proto::client::run_with` through the network
+//! The relay link: `aromba_relay_proto::client::run_with` through the network
 //! gate, forever. Deliveries go to the chat task over a bounded channel;
 //! one that does not fit is not acknowledged, so the relay delivers it
 //! again after a reconnect rather than it being lost. The ladder's
 //! commands (`/panic`) go to a channel of their own, which the chat's
 //! work never fills.
 
-use aromba_proto::client::{Endpoint, Incoming, Kept, Outgoing, run_with};
-use aromba_proto::frame::Delivery;
+use aromba_relay_proto::client::{Endpoint, Incoming, Kept, Outgoing, run_with};
+use aromba_relay_proto::frame::Delivery;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, watch};
 

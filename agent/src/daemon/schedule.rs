@@ -17,7 +17,7 @@
 
 use super::Daemon;
 use crate::warden_client;
-use aromba_proto::frame::Button;
+use aromba_relay_proto::frame::Button;
 use aromba_warden_proto::{ChoreInfo, Request, Response, printable};
 use aromba_words::chores as words;
 use jiff::civil::{Date, DateTime, Weekday};

@@ -64,7 +64,10 @@ pub async fn say_receipt(daemon: &Daemon, text: String, receipt: &str) {
         Some(id) => {
             let id = id.to_string();
             let message = daemon
-                .say(text, vec![aromba_proto::frame::Button::new(BUTTON, "Undo")])
+                .say(
+                    text,
+                    vec![aromba_relay_proto::frame::Button::new(BUTTON, "Undo")],
+                )
                 .await;
             let mut offers = load(daemon);
             offers.0.insert(message, (id, now_s()));

@@ -159,13 +159,13 @@ pub async fn say_reply(daemon: &Daemon, reply: words::Reply) {
 }
 
 /// The text and its block as one message, and the block's span.
-pub fn compose(reply: &words::Reply) -> (String, Vec<aromba_proto::frame::Span>) {
+pub fn compose(reply: &words::Reply) -> (String, Vec<aromba_relay_proto::frame::Span>) {
     match &reply.block {
         None => (reply.text.clone(), Vec::new()),
         Some(block) => {
             let text = format!("{}\n{block}", reply.text);
             let start = reply.text.len() + 1;
-            let spans = aromba_proto::frame::Span::of(&text, start, text.len())
+            let spans = aromba_relay_proto::frame::Span::of(&text, start, text.len())
                 .into_iter()
                 .collect();
             (text, spans)

@@ -1,4 +1,4 @@
-//! A relay played by a test over the real protocol (`aromba_proto::session`),
+//! A relay played by a test over the real protocol (`aromba_relay_proto::session`),
 //! saying what a hostile one would: for the tests that attack `aromba pair`
 //! and `aromba run` from the relay's side. It answers `POST /v1/servers`
 //! with 201, seals and opens frames as the relay does, keeps every frame it
@@ -15,8 +15,8 @@
 #![allow(dead_code)]
 
 use crate::support::{Running, TestWarden, account, aromba};
-use aromba_proto::frame::{Accept, Body, Delivery, Hello, Nonce, PROTOCOL_VERSION};
-use aromba_proto::session::{Direction, Opener, Sealer, derive, now_ms};
+use aromba_relay_proto::frame::{Accept, Body, Delivery, Hello, Nonce, PROTOCOL_VERSION};
+use aromba_relay_proto::session::{Direction, Opener, Sealer, derive, now_ms};
 use futures_util::{SinkExt, StreamExt};
 use std::io::Write;
 use std::net::SocketAddr;

@@ -12,7 +12,7 @@ pub const HELP_HEADING: &str = "What I can do:";
 pub const UNPAIR_HELP: &str = "/unpair: unpair this chat from the server (I ask first)";
 
 /// `/help` (and `/start`): the heading, then each command's line of the
-/// commands' table (`aromba_proto::commands`, whose `help` lines are part
+/// commands' table (`aromba_relay_proto::commands`, whose `help` lines are part
 /// of this catalogue's reading), `/unpair`'s before the last.
 pub fn help<'a>(command_lines: impl IntoIterator<Item = &'a str>) -> String {
     let mut lines: Vec<&str> = command_lines.into_iter().collect();

@@ -138,7 +138,7 @@ impl Client {
         chat: i64,
         text: &str,
         keyboard: &Keyboard,
-        monospace: &[aromba_proto::frame::Span],
+        monospace: &[aromba_relay_proto::frame::Span],
     ) -> Result<i64, CallError> {
         use teloxide::types::MessageEntity;
         // No link preview, ever: a preview fetches the link (from

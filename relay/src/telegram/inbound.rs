@@ -18,7 +18,7 @@ use super::client::CallError;
 use super::words;
 use crate::hashing;
 use crate::state::App;
-use aromba_proto::frame::{Delivery, TapProof};
+use aromba_relay_proto::frame::{Delivery, TapProof};
 use std::sync::Arc;
 use teloxide::types::{CallbackQuery, MaybeInaccessibleMessage, Message, Update, UpdateKind};
 use tokio::sync::mpsc;
@@ -207,7 +207,7 @@ async fn on_message(
                 .fetch_optional(&app.db)
                 .await?
                 .is_some();
-            let secret = asked || aromba_proto::frame::could_be_pin(text);
+            let secret = asked || aromba_relay_proto::frame::could_be_pin(text);
             let delivery = if secret {
                 forget_secret(app, telegram, chat, i64::from(message.id.0));
                 Delivery::Secret {

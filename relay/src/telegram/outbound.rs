@@ -20,7 +20,7 @@ use super::client::{CallError, Keyboard};
 use super::signing::text_sha256;
 use super::split::{MAX_UNITS, split};
 use crate::state::App;
-use aromba_proto::frame::{Body, Button};
+use aromba_relay_proto::frame::{Body, Button};
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
@@ -215,7 +215,7 @@ async fn deliver(
 struct Outgoing<'a> {
     text: &'a str,
     buttons: &'a [Button],
-    monospace: &'a [aromba_proto::frame::Span],
+    monospace: &'a [aromba_relay_proto::frame::Span],
 }
 
 async fn send(

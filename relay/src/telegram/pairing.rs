@@ -17,7 +17,7 @@ use super::inbound::{HandleError, say, say_to_stranger};
 use super::words;
 use crate::hashing;
 use crate::state::App;
-use aromba_proto::frame::Delivery;
+use aromba_relay_proto::frame::Delivery;
 use rand::Rng;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -183,7 +183,7 @@ pub async fn consume(
     // The menu of the server's commands, in this chat.
     let (app, menu) = (app.clone(), telegram.clone());
     tokio::spawn(async move {
-        let mut list: Vec<(&str, &str)> = aromba_proto::commands::COMMANDS
+        let mut list: Vec<(&str, &str)> = aromba_relay_proto::commands::COMMANDS
             .iter()
             .map(|row| (row.name, row.menu))
             .collect();

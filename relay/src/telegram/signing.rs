@@ -53,7 +53,10 @@ impl Covered<'_> {
             ("button", self.button),
             ("label", self.label),
         ] {
-            if field.chars().any(aromba_proto::frame::breaks_a_signed_line) {
+            if field
+                .chars()
+                .any(aromba_relay_proto::frame::breaks_a_signed_line)
+            {
                 return Err(KeyError::Unsignable(name));
             }
         }
@@ -182,7 +185,10 @@ impl ApprovalKey {
 /// anchor"): the Warden takes only a signed anchor as evidence that its
 /// journal was cut or rewritten.
 pub fn anchor_message(server: uuid::Uuid, seq: u64, hash: &str) -> Result<Vec<u8>, KeyError> {
-    if hash.chars().any(aromba_proto::frame::breaks_a_signed_line) {
+    if hash
+        .chars()
+        .any(aromba_relay_proto::frame::breaks_a_signed_line)
+    {
         return Err(KeyError::Unsignable("hash"));
     }
     Ok(format!(

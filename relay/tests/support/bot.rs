@@ -4,12 +4,12 @@
 
 use super::{Server, TestRelay, config, connect, start_on};
 use aromba_botfake::Fake;
-use aromba_proto::client::{Session, Socket};
-use aromba_proto::frame::{Body, Button, Delivery};
 use aromba_relay::Config;
 use aromba_relay::telegram::pace::PaceLimits;
 use aromba_relay::telegram::token::BotToken;
 use aromba_relay::telegram::{Mode, TelegramConfig, TelegramLimits};
+use aromba_relay_proto::client::{Session, Socket};
+use aromba_relay_proto::frame::{Body, Button, Delivery};
 use sqlx::PgPool;
 use std::time::Duration;
 

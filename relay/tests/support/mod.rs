@@ -10,10 +10,10 @@ pub mod attack;
 pub mod bot;
 pub mod under_attack;
 
-use aromba_proto::client::{Endpoint, Session, Socket, dial, handshake};
-use aromba_proto::frame::{Body, Delivery};
-use aromba_proto::token::ServerToken;
 use aromba_relay::{Config, Limits, Listeners, Pepper, Relay, RelayError};
+use aromba_relay_proto::client::{Endpoint, Session, Socket, dial, handshake};
+use aromba_relay_proto::frame::{Body, Delivery};
+use aromba_relay_proto::token::ServerToken;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::net::SocketAddr;

@@ -16,8 +16,8 @@ use super::attack::{client_from, raise_descriptor_limit, silent_websocket, slow_
 use super::bot::{Bot, next_delivery, paired, send};
 use super::{Server, post_json};
 use aromba_botfake::state::Injected;
-use aromba_proto::client::{dial, handshake};
-use aromba_proto::frame::Delivery;
+use aromba_relay_proto::client::{dial, handshake};
+use aromba_relay_proto::frame::Delivery;
 use sqlx::PgPool;
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 //! which chat messages could be the PIN: none of those ever reaches the
 //! assistant's model, and the relay deletes one typed where none was asked
 //! for. A wider PIN (any 6 to 64 characters) could not be told from a
-//! question. The relay keeps the same rule in `aromba_proto::frame`; a
+//! question. The relay keeps the same rule in `aromba_relay_proto::frame`; a
 //! test holds the two equal.
 
 /// The fewest characters a PIN has.

@@ -8,9 +8,9 @@
 //! the connection closed.
 //!
 //! ```
-//! use aromba_proto::frame::{Body, Nonce};
-//! use aromba_proto::session::{derive, now_ms, Direction, Opener, Sealer};
-//! use aromba_proto::token::ServerToken;
+//! use aromba_relay_proto::frame::{Body, Nonce};
+//! use aromba_relay_proto::session::{derive, now_ms, Direction, Opener, Sealer};
+//! use aromba_relay_proto::token::ServerToken;
 //!
 //! let token = ServerToken::generate();
 //! let (server_nonce, relay_nonce) = (Nonce::random(), Nonce::random());

@@ -9,8 +9,8 @@
 //! through it.
 //!
 //! ```
-//! use aromba_proto::frame::Body;
-//! use aromba_proto::unacked::Unacked;
+//! use aromba_relay_proto::frame::Body;
+//! use aromba_relay_proto::unacked::Unacked;
 //! let mut set = Unacked::new(2, 1 << 20);
 //! let send = |n: u128| Body::Send {
 //!     id: uuid::Uuid::from_u128(n),

@@ -5,7 +5,7 @@
 //! error, not a silent "I don't know".
 //!
 //! ```
-//! use aromba_proto::commands::{COMMANDS, Command};
+//! use aromba_relay_proto::commands::{COMMANDS, Command};
 //!
 //! assert_eq!(Command::parse("logs"), Some(Command::Logs));
 //! assert_eq!(Command::parse("start"), Some(Command::Help));
