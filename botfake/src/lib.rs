@@ -1,6 +1,6 @@
 //! A strict local stand-in for Telegram's Bot API: the methods Aromba's
 //! relay calls, with Telegram's JSON shapes, error bodies and refusals, for
-//! the tests (and later the demo). Telegram is never reached.
+//! the tests and the demo. Telegram is never reached.
 //!
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {

@@ -62,7 +62,8 @@ pub struct Bounds {
     /// Set from another thread to kill the run (the chore runner's damage
     /// cap); checked every 50 ms.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
-    /// A line of error output that kills the command the moment it appears.
+    /// The writes the cage refused, counted by the kernel: the command is
+    /// killed at the first.
     pub tripwire: Option<Tripwire>,
     /// The cgroups the child joins before it execs (a cage's).
     pub cgroup: crate::cage::limits::JoinFds,
@@ -200,7 +201,13 @@ pub struct Output {
 }
 
 impl Output {
-    pub(crate) fn redact(raw: Vec<u8>, killed: bool) -> Output {
+    /// No output at all, for the tests of what is built around one.
+    #[cfg(test)]
+    pub(crate) fn quiet() -> Output {
+        Output::redact(Vec::new(), false)
+    }
+
+    fn redact(raw: Vec<u8>, killed: bool) -> Output {
         let redacted = if killed {
             aromba_redact::redact_cut(&raw)
         } else {

@@ -2,9 +2,8 @@
 //! executes anything.
 //!
 //! It links little on purpose (see `warden/DEPENDENCIES.md`): no async
-//! runtime, no HTTP, no database, no configuration parser. Today it holds the
-//! command line and the redactor front end; the policy, the exec path, the
-//! sockets and the journal arrive with their issues.
+//! runtime, no HTTP, no database, no configuration parser. ARCHITECTURE.md
+//! maps its modules.
 //!
 //! ```
 //! use aromba_warden::cli::{Command, parse};

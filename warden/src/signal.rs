@@ -1,6 +1,6 @@
 //! Ladder signals: events that say Aromba itself may be misbehaving. The
-//! ladder that acts on them is its own module (a later capability); every
-//! part of the Warden reports through this one type so nothing is lost.
+//! ladder that acts on them is `ladder.rs`; every part of the Warden
+//! reports through this one type so nothing is lost.
 
 #![forbid(unsafe_code)]
 

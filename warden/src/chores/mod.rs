@@ -1,6 +1,7 @@
 //! Chores: scripts with a strict header (`header.rs`), run in the cage by
-//! `run.rs` under the rules of the specification. The embedded system
-//! chores, approvals, receipts and undo are in progress.
+//! `run.rs` under the rules of the specification, with the snapshot a red
+//! run's Undo restores (`snapshot/`). The server drives a run phase by
+//! phase (`server/chore_run.rs`).
 
 #![forbid(unsafe_code)]
 

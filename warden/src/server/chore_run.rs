@@ -573,7 +573,7 @@ mod tests {
 
     #[test]
     fn the_receipt_line_is_the_one_the_chat_and_the_journal_read() {
-        let quiet = || exec::Output::redact(Vec::new(), false);
+        let quiet = exec::Output::quiet;
         let settled = Settled {
             report: Report {
                 outcome: exec::Outcome {
