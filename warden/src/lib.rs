@@ -14,6 +14,9 @@
 // `unsafe` is denied everywhere and allowed in `system` alone; every other
 // module says #![forbid(unsafe_code)] itself (a test checks).
 #![deny(unsafe_code)]
+// Nothing the Warden is given may panic it: no unwrap or expect outside
+// tests (an error is a value; see ARCHITECTURE.md, "Panics").
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod approvals;
 pub mod atomic_file;
