@@ -122,9 +122,9 @@ fn every_item_of_the_catalogue_is_used_by_the_worker() {
 /// in the chat: each with why.
 const NOT_SAID_IN_THE_CHAT: &[(&str, &str, &str)] = &[
     (
-        "daemon/mod.rs",
+        "daemon/start.rs",
         "",
-        "the Worker's start: errors for the terminal or the journal, before there is a chat",
+        "the Worker's start: errors for the terminal or its journal, before there is a chat",
     ),
     (
         "daemon/chat.rs",
