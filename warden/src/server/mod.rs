@@ -17,9 +17,22 @@
 //! `dispatch` (which socket serves which request; status and the ladder's
 //! answers), `read` (the read path), `ladder_moves` (signals and what each
 //! step means), `watch` (decay, connections, integrity, expiries,
-//! honeypots), `chores` (chore requests), `owner` (proposals, taps, the
-//! PIN and the root terminal's decisions) and `scan` (what the Worker's
-//! scan asks: prod mode on, fences; `network.toml` into the baseline).
+//! honeypots), `chores` (chore requests), `chore_run` (a run, phase by
+//! phase), `owner` (proposals, taps, the PIN and the root terminal's
+//! decisions) and `scan` (what the Worker's scan asks: prod mode on,
+//! fences; `network.toml` into the baseline).
+//!
+//! # A panic is a bug, never a lockout
+//!
+//! A panic while serving unwinds that connection's thread only (no profile
+//! sets `panic = "abort"`): its slots are guards and come back. Every
+//! `Mutex` here is taken with `lock().unwrap_or_else(|p| p.into_inner())`,
+//! never `lock().unwrap()`: a lock poisoned by one panic must not refuse
+//! root's `aromba status` and `aromba panic` from then on. Going on is safe
+//! because no guarded state is trusted beyond what its own operation
+//! re-checks (the journal's file is the truth; the ladder and the state
+//! records are written atomically and read back). The watcher and the
+//! honeypot threads are started once: each handles every error as a value.
 
 #![forbid(unsafe_code)]
 
