@@ -459,7 +459,7 @@ async fn secret_not_in_log(db: PgPool, level: &str) {
             assert_eq!(
                 next_delivery(&mut ws, &mut session).await,
                 Delivery::Secret {
-                    text: secret.to_string()
+                    text: (*secret).into()
                 }
             );
         }

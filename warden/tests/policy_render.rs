@@ -174,20 +174,34 @@ fn assert_journalctl_only_drops_grep(mine: &[&str], spec: &[&str]) {
     assert_eq!(mine, without_grep, "journalctl differs by more than --grep");
 }
 
-/// `[paths]` is the specification's but for two secret prefixes: the
-/// Warden's state and journal, which moved out of the Worker's home into
-/// the Warden's own tree, are as secret as `/etc/aromba/warden`. (Its
+/// `[paths]` is the specification's but for what it adds, each as secret
+/// as what the specification lists: the Warden's state and journal, which
+/// moved out of the Worker's home into the Warden's own tree (its
 /// quarantine is not: chores move files into it, and its names are those
-/// the files had where the Worker could list them.)
+/// the files had where the Worker could list them); the copies of
+/// `/etc/shadow` and `/etc/gshadow` Debian's daily backup keeps; and files
+/// that hold passwords by their well-known names (found by the attack
+/// round on the rules: `.pgpass`, `.my.cnf`, shell histories, …).
 fn assert_paths_only_add_the_wardens_own_tree(mine: &[&str], spec: &[&str]) {
     assert_eq!(mine.len(), spec.len(), "[paths] differs in lines");
     for (m, s) in mine.iter().zip(spec) {
         if s.starts_with("secret_prefixes = ") {
+            let added = s
+                .replace(
+                    "\"/etc/aromba/warden\", ",
+                    "\"/etc/aromba/warden\", \"/var/lib/aromba-warden/state\", \"/var/lib/aromba-warden/journal\", ",
+                )
+                .replace(
+                    "\"/etc/gshadow\", ",
+                    "\"/etc/gshadow\", \"/var/backups/shadow\", \"/var/backups/gshadow\", ",
+                );
+            assert_eq!(*m, added, "secret_prefixes adds only what is said above");
+        } else if s.starts_with("secret_names = ") {
             let added = s.replace(
-                "\"/etc/aromba/warden\", ",
-                "\"/etc/aromba/warden\", \"/var/lib/aromba-warden/state\", \"/var/lib/aromba-warden/journal\", ",
+                "]",
+                ", \".pgpass\", \".my.cnf\", \".npmrc\", \".pypirc\", \".git-credentials\", \"rclone.conf\", \"*_history\"]",
             );
-            assert_eq!(*m, added, "secret_prefixes adds only the Warden's own tree");
+            assert_eq!(*m, added, "secret_names adds only what is said above");
         } else {
             assert_eq!(m, s, "[paths] differs from the specification");
         }

@@ -209,3 +209,71 @@ async fn a_model_that_never_stops_is_bounded() {
     assert_eq!(a.rounds, conversation::MAX_ROUNDS);
     assert_eq!(*server.reads.lock().unwrap(), conversation::MAX_READS);
 }
+
+/// A host whose paths resolve as a stock server's do, and which counts the
+/// reads that reach it.
+struct Resolving {
+    reads: std::sync::Mutex<Vec<Vec<String>>>,
+}
+
+impl conversation::Host for Resolving {
+    async fn read(&self, _cmd: String, args: Vec<String>) -> Result<String, String> {
+        self.reads.lock().unwrap().push(args);
+        Ok(String::new())
+    }
+    async fn chores(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn resolve(&self, path: &str) -> Result<String, String> {
+        Ok(match path {
+            "/srv/app/current" => "/srv/app/releases/backup.key.d".into(),
+            "/home/ann/keys" => "/home/ann/authorized_keys.d".into(),
+            "/srv/app/shared" => "/srv/app/my-id_rsa".into(),
+            written => written
+                .split('/')
+                .filter(|c| !c.is_empty() && *c != ".")
+                .fold(String::new(), |acc, c| acc + "/" + c),
+        })
+    }
+}
+
+/// A path the deny list's strings miss as written — a doubled slash, a `.`
+/// component, a link — but hit once resolved never reaches the Warden,
+/// which would count it against the Worker (found by the attack round:
+/// three such reads put the server at Cut).
+#[tokio::test]
+async fn a_path_that_hits_the_deny_list_only_resolved_never_reaches_the_warden() {
+    for written in [
+        "/etc//aromba/worker",
+        "/etc/./aromba/worker",
+        "/etc/ssh/./sshd_config",
+        "/etc/ssh//sshd_config.d",
+        "/srv/app/current",
+        "/home/ann/keys",
+        "/srv/app/shared",
+    ] {
+        let host = Resolving {
+            reads: Default::default(),
+        };
+        let call = format!(r#"{{"path": {}}}"#, serde_json::Value::from(written));
+        let model = Scripted::new(vec![
+            reply(&[("disk_usage", &call)], Usage::default()),
+            super::test_doubles::text("done", Usage::default()),
+        ]);
+        answer(&model, &host, "how big is it?", conversation_limits())
+            .await
+            .expect("an answer");
+        let reads = host.reads.lock().unwrap();
+        assert!(
+            reads.is_empty(),
+            "{written}: the Warden was asked {reads:?}, a deny-list hit it counts"
+        );
+    }
+}
+
+fn conversation_limits() -> conversation::Limits {
+    conversation::Limits {
+        prod_mode: false,
+        tokens_left: None,
+    }
+}

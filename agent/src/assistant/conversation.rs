@@ -583,6 +583,15 @@ async fn serve<H: Host>(host: &H, name: &str, arguments: &str, turn: &mut Turn) 
     let Some((cmd, args)) = tool.read(&|rel| format!("/{rel}")) else {
         return "refused: not a read".into();
     };
+    // The deny list again, on the request as the Warden will get it: a
+    // path written `/etc/ssh/./sshd_config` (or through a link) passes it
+    // as written and hits it resolved, where the Warden would climb its
+    // ladder (found by the attack round).
+    if let Some(rule) = aromba_warden_proto::rules::deny_hit(&cmd, &args) {
+        return format!(
+            "refused: the request would match the Warden's deny rule {rule:?}: nothing was read"
+        );
+    }
     if turn.reads >= MAX_READS {
         return format!(
             "refused: one question may make {MAX_READS} reads and this one has; answer from what you have"

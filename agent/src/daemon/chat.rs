@@ -8,7 +8,7 @@ use crate::warden_client;
 use aromba_relay_proto::client::Incoming;
 use aromba_relay_proto::commands::{COMMANDS, Command};
 use aromba_relay_proto::frame::{Button, Delivery, Span, TapProof};
-use aromba_warden_proto::{Request, Response, printable};
+use aromba_warden_proto::{Pin, Request, Response, printable};
 use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc};
 
@@ -146,7 +146,7 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
             Incoming::Delivery {
                 delivery: Delivery::Secret { text },
                 ..
-            } => pin_given(&daemon, text).await,
+            } => pin_given(&daemon, Pin::new(text.into_inner())).await,
             Incoming::Anchor {
                 seq,
                 hash,
@@ -644,7 +644,7 @@ fn takes_pin(daemon: &Daemon, action_id: &str) -> bool {
 
 /// The PIN, as the relay delivered it (and deleted it from the chat): it
 /// goes to the Warden with the waiting tap, and is dropped.
-async fn pin_given(daemon: &Daemon, pin: String) {
+async fn pin_given(daemon: &Daemon, pin: Pin) {
     let pending = daemon
         .pending_pin
         .lock()
@@ -719,7 +719,7 @@ async fn approve(
     action_id: &str,
     button: &str,
     proof: &TapProof,
-    pin: Option<String>,
+    pin: Option<Pin>,
 ) {
     let approving = button == "approve";
     let was_that_you = super::shown::get(daemon, message).is_some_and(|s| s.no_is_panic);
@@ -756,7 +756,7 @@ async fn approve(
         chat: proof.chat.to_string(),
         time: proof.time,
         signature: proof.signature.clone(),
-        pin: pin.map(aromba_warden_proto::Pin::from),
+        pin,
     };
     let answer = ask(daemon, &request).await;
     let under = match &answer {

@@ -66,7 +66,10 @@ pub async fn say_receipt(daemon: &Daemon, text: String, receipt: &str) {
             let message = daemon
                 .say(
                     text,
-                    vec![aromba_relay_proto::frame::Button::new(BUTTON, "Undo")],
+                    vec![aromba_relay_proto::frame::Button::new(
+                        BUTTON,
+                        aromba_words::approvals::UNDO,
+                    )],
                 )
                 .await;
             let mut offers = load(daemon);

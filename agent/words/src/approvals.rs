@@ -31,6 +31,8 @@ pub const YES_NOT_DONE: &str =
     "You said it was you, but I could not step back: the reason is below.";
 /// Under "Was that you?" answered no.
 pub const IT_WAS_NOT_ME: &str = "You said it was not you: I am stopping.";
+/// The button under a receipt that can be undone.
+pub const UNDO: &str = "Undo";
 /// Under a receipt whose run was undone.
 pub const UNDONE: &str = "Undone ✓ (see below).";
 /// Under a proposal approved whose run the Worker's restart interrupted

@@ -28,8 +28,10 @@
 //! its refusals (`aromba_warden_proto::refusals`), the ladder's messages
 //! and "Was that you?" (the Warden's `ladder`); the names of what the
 //! first scan found (`aromba_health::scan::Finding::describe`, which are
-//! also the reasons the Warden journals for prod mode); and what the model
-//! writes. The gate in `tests/catalogue.rs` holds the rest: every item
+//! also the reasons the Warden journals for prod mode); the words of an
+//! error a sentence here carries after its verdict ("I could not ask the
+//! Warden: " and the Warden client's own `ClientError`); and what the
+//! model writes. The gate in `tests/catalogue.rs` holds the rest: every item
 //! here is used by the Worker, and no sentence for the chat is written in
 //! the Worker's chat code outside this crate.
 //!

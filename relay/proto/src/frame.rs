@@ -186,7 +186,43 @@ pub enum Delivery {
     Paired { approval_key: String },
     /// The message the server asked for with `expect_secret` (a PIN): the
     /// relay deleted it from the chat as soon as it read it.
-    Secret { text: String },
+    Secret { text: SecretText },
+}
+
+/// What the person typed where a secret (a PIN) was asked for: a string
+/// on the wire, and never printed — its `Debug` is `[secret]`, so a
+/// delivery or a frame logged whole does not carry it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SecretText(String);
+
+impl SecretText {
+    /// The text itself, for the one place that passes it on.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_inner(self) -> String {
+        self.0
+    }
+}
+
+impl std::fmt::Debug for SecretText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[secret]")
+    }
+}
+
+impl From<String> for SecretText {
+    fn from(text: String) -> SecretText {
+        SecretText(text)
+    }
+}
+
+impl From<&str> for SecretText {
+    fn from(text: &str) -> SecretText {
+        SecretText(text.to_string())
+    }
 }
 
 /// Every frame after the hello.
@@ -410,7 +446,8 @@ impl Delivery {
     /// fails it (a row the server must refuse would block its queue).
     pub fn check(&self) -> Result<(), ContentError> {
         match self {
-            Delivery::Message { text } | Delivery::Secret { text } => check_text(text),
+            Delivery::Message { text } => check_text(text),
+            Delivery::Secret { text } => check_text(text.expose()),
             Delivery::Tap { button, proof, .. } => {
                 if !valid_button_id(button) {
                     return Err(ContentError::ButtonId);

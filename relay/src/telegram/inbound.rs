@@ -210,9 +210,7 @@ async fn on_message(
             let secret = asked || aromba_relay_proto::frame::could_be_pin(text);
             let delivery = if secret {
                 forget_secret(app, telegram, chat, i64::from(message.id.0));
-                Delivery::Secret {
-                    text: text.to_string(),
-                }
+                Delivery::Secret { text: text.into() }
             } else {
                 Delivery::Message {
                     text: text.to_string(),

@@ -71,6 +71,8 @@ pub const SECRET_PREFIXES: &[&str] = &[
     "/etc/sudoers.d",
     "/etc/shadow",
     "/etc/gshadow",
+    "/var/backups/shadow",
+    "/var/backups/gshadow",
     "/etc/ssh/ssh_host_",
     "/root/.ssh",
     "/proc/self",
@@ -111,6 +113,13 @@ pub const SECRET_NAMES: &[&str] = &[
     "*.pfx",
     "*.jks",
     "*.keystore",
+    ".pgpass",
+    ".my.cnf",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    "rclone.conf",
+    "*_history",
 ];
 
 /// The request as the deny list reads it: the command and its arguments
