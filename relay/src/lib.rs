@@ -29,7 +29,7 @@
 #![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
-pub(crate) mod address;
+pub mod address;
 pub mod clock;
 pub mod config;
 pub mod db;
@@ -46,7 +46,7 @@ pub mod outbox;
 pub(crate) mod secrets;
 pub(crate) mod serve;
 pub(crate) mod servers;
-pub(crate) mod slots;
+pub mod slots;
 pub(crate) mod state;
 pub(crate) mod sweep;
 pub mod telegram;
