@@ -185,13 +185,18 @@ fn expect<T>(
     answer: Result<Response, ClientError>,
     pick: impl FnOnce(Response) -> Result<T, Box<Response>>,
 ) -> Result<T, WardenError> {
-    match pick(answer?) {
-        Ok(t) => Ok(t),
-        Err(other) => Err(match *other {
+    pick(answer?).map_err(|other| WardenError::not_asked_for(*other))
+}
+
+impl WardenError {
+    /// An answer that is not the one asked for: a refusal, a failure, or
+    /// another kind.
+    pub fn not_asked_for(answer: Response) -> WardenError {
+        match answer {
             Response::Refused { reason, .. } => WardenError::Refused(reason),
             Response::Error { message } => WardenError::Failed(message),
             other => WardenError::Unexpected(Box::new(other)),
-        }),
+        }
     }
 }
 

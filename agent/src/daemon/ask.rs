@@ -146,7 +146,7 @@ impl Host for Warden<'_> {
             Err(WardenError::Unexpected(other)) => {
                 Err(words::tool::odd_answer(&format!("{other:?}")))
             }
-            Err(WardenError::Unreachable(e)) => Err(words::tool::no_warden(&e)),
+            Err(WardenError::Unreachable(e)) => Err(aromba_words::chat::warden_not_asked(&e)),
         }
     }
 

@@ -524,22 +524,13 @@ pub fn said(e: &warden_client::WardenError) -> String {
         }
         WardenError::Refused(reason) => words::warden_refused(reason),
         WardenError::Failed(message) => words::warden_could_not(message),
-        WardenError::Unexpected(_) => words::WARDEN_ODD.into(),
+        WardenError::Unexpected(_) => words::warden_odd(),
     }
 }
 
 /// A Warden answer the chat did not expect, in one sentence.
 pub fn odd(answer: &Response) -> String {
-    match answer {
-        // Held back at Slow: the Warden's sentence is the chat's, with the
-        // seconds it keeps.
-        Response::Refused { reason, .. } if reason.starts_with(aromba_warden_proto::SLOWED) => {
-            reason.clone()
-        }
-        Response::Refused { reason, .. } => words::warden_refused(reason),
-        Response::Error { message } => words::warden_could_not(message),
-        _ => words::WARDEN_ODD.into(),
-    }
+    said(&warden_client::WardenError::not_asked_for(answer.clone()))
 }
 
 /// A tap. On an approval (the button carries the Warden's action id) it

@@ -191,7 +191,7 @@ pub async fn check_anchor(daemon: &Daemon, seq: u64, hash: String, signature: Op
     let (ok, report) = match answer {
         Ok(Response::Verified { ok, report }) => (ok, report),
         Ok(other) => (true, super::chat::odd(&other)),
-        Err(e) => (true, aromba_words::trust::anchor_unchecked(&e)),
+        Err(e) => (true, aromba_words::chat::warden_not_asked(&e)),
     };
     *daemon.anchor.lock().unwrap_or_else(|p| p.into_inner()) = Some(Anchor {
         seq,

@@ -189,7 +189,7 @@ async fn prod_mode_on(daemon: &Daemon, findings: &[Finding]) -> String {
         .await
     {
         Ok(()) => words::PROD_MODE_TURNED_ON.to_string(),
-        Err(e) => words::prod_mode_not_on(&lower_first(&super::chat::said(&e))),
+        Err(e) => words::prod_mode_not_on(&super::chat::said(&e)),
     }
 }
 
@@ -351,16 +351,6 @@ fn fences_text(added: &[(String, DataKind)]) -> String {
         .map(|(path, kind)| (scan::shown(path), kind.describe()))
         .collect();
     words::fenced(&shown)
-}
-
-/// A sentence of the chat's made the rest of another: "The Warden
-/// refused…" → "the Warden refused…".
-fn lower_first(sentence: &str) -> String {
-    let mut chars = sentence.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
 }
 
 /// A read's standard output (whatever its exit code: `du` ends 1 when a

@@ -116,7 +116,7 @@ fn why_not(r: &Response) -> Option<String> {
         ),
         Response::Refused { reason, .. } => Some(reason.clone()),
         Response::Error { message } => Some(message.clone()),
-        _ => Some(words::READ_ODD.into()),
+        _ => Some(aromba_words::chat::WARDEN_ODD_CLAUSE.into()),
     }
 }
 

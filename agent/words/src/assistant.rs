@@ -119,7 +119,6 @@ pub const AI_USAGE: &str = "/ai shows today's tokens; /ai budget N sets a lower 
 /// What the Worker's tools answer the model when a look cannot be done:
 /// said to the model, which may pass it on in its own words.
 pub mod tool {
-    use std::fmt::Display;
 
     /// The assistant's share of the Worker's reads is spent.
     pub const READS_SPENT: &str = "the Worker's reads for these ten minutes are spent";
@@ -127,11 +126,6 @@ pub mod tool {
     /// The Warden answered a read with something else.
     pub fn odd_answer(answer: &str) -> String {
         format!("an odd answer: {answer}")
-    }
-
-    /// The Warden's socket did not answer.
-    pub fn no_warden(error: &dyn Display) -> String {
-        format!("the Warden could not be asked: {error}")
     }
 
     /// A path another account could swap on the way.

@@ -74,8 +74,20 @@ pub fn warden_could_not(message: &str) -> String {
     format!("The Warden could not: {message}")
 }
 
-/// The Warden answered with something the Worker did not ask for.
-pub const WARDEN_ODD: &str = "The Warden gave an answer I did not expect.";
+/// The Warden answered with something the Worker did not ask for, as a
+/// clause (a read's reason, the rest of a sentence).
+pub const WARDEN_ODD_CLAUSE: &str = "the Warden gave an answer I did not expect";
+
+/// [`WARDEN_ODD_CLAUSE`] said on its own.
+pub fn warden_odd() -> String {
+    crate::sentence(WARDEN_ODD_CLAUSE)
+}
+
+/// The Warden's socket did not answer, as a clause (a report's reason, a
+/// tool's answer to the model).
+pub fn warden_not_asked(error: &dyn Display) -> String {
+    format!("the Warden could not be asked: {error}")
+}
 
 /// A tap on a button that no longer does anything (an Undo whose run the
 /// Worker no longer offers to undo).

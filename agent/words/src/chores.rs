@@ -90,9 +90,10 @@ pub fn an_hour_of_traffic(finding: &str, outcome: &str) -> String {
 /// Prod mode turned on after a scan.
 pub const PROD_MODE_TURNED_ON: &str = "So prod mode is on: every chore asks you first, nothing is deleted (quarantine never purges), and the assistant only proposes. /prodmode off turns it off; it shows what that changes and asks for your PIN.";
 
-/// Prod mode should have turned on and did not; `why` says why.
+/// Prod mode should have turned on and did not; `why` is the sentence
+/// that says why, as the chat says it anywhere else.
 pub fn prod_mode_not_on(why: &str) -> String {
-    format!("Prod mode should be on, but {why}")
+    format!("Prod mode should be on, but it did not turn on. {why}")
 }
 
 /// The weekly scan fenced more data.

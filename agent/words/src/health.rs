@@ -340,6 +340,9 @@ fn updates_listing(ups: &[Upgrade], listed: usize) -> Reply {
     Reply { text, block: None }
 }
 
+/// The clock's alert, when it has no count of minutes.
+const CLOCK_NOT_SYNCHRONIZED: &str = "the clock is not synchronized";
+
 /// An open alert in a few words.
 fn describe(kind: AlertKind, subject: &str) -> String {
     let subject = clean(subject);
@@ -351,7 +354,7 @@ fn describe(kind: AlertKind, subject: &str) -> String {
         AlertKind::Load => "load".to_owned(),
         AlertKind::FailedUnit => format!("{subject} failed"),
         AlertKind::RebootRequired => "a reboot is needed".to_owned(),
-        AlertKind::ClockUnsynchronized => "the clock is not synchronized".to_owned(),
+        AlertKind::ClockUnsynchronized => CLOCK_NOT_SYNCHRONIZED.to_owned(),
     }
 }
 
@@ -469,7 +472,7 @@ pub fn event(e: &Event) -> String {
                     Measure::Readings(n) => {
                         format!("The clock has not been synchronized for {n} minutes.")
                     }
-                    _ => "The clock is not synchronized.".to_owned(),
+                    _ => crate::sentence(CLOCK_NOT_SYNCHRONIZED),
                 },
             }
         }
@@ -534,10 +537,6 @@ pub fn cannot_read(what: &str, why: Option<&str>) -> String {
 pub fn read_ended_with(code: i32) -> String {
     format!("it ended with code {code}")
 }
-
-/// Why a read gave nothing, when the Warden answered it with something
-/// else than a read's result.
-pub const READ_ODD: &str = "the Warden gave an answer I did not expect";
 
 /// `/digest`: when it comes.
 pub fn digest_comes_at(minute: u16) -> String {

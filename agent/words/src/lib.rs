@@ -57,3 +57,29 @@ pub mod health;
 pub mod receipt;
 pub mod trust;
 pub mod updates;
+
+/// A clause said on its own: its first letter a capital, a full stop at
+/// the end — so a thing said both ways is written once.
+pub(crate) fn sentence(clause: &str) -> String {
+    let mut chars = clause.chars();
+    let mut out: String = chars
+        .next()
+        .map(|c| c.to_uppercase().collect())
+        .unwrap_or_default();
+    out.extend(chars);
+    out.push('.');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_clause_said_on_its_own_starts_with_a_capital_and_ends_with_a_full_stop() {
+        assert_eq!(
+            super::sentence("the clock is not synchronized"),
+            "The clock is not synchronized."
+        );
+        assert_eq!(super::sentence("écrit"), "Écrit.");
+        assert_eq!(super::sentence(""), ".");
+    }
+}

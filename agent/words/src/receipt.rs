@@ -109,6 +109,9 @@ pub fn human(bytes: u64) -> String {
 }
 
 /// What the run did, in words: `removed 3 files (48 B freed)`.
+/// A run that touched nothing.
+const CHANGED_NONE: &str = "changed no files";
+
 fn what_it_did(r: &Receipt<'_>) -> String {
     let did = match r.changed {
         Some((added, removed, changed)) => {
@@ -118,12 +121,12 @@ fn what_it_did(r: &Receipt<'_>) -> String {
                 .map(|(verb, n)| format!("{verb} {}", files(*n)))
                 .collect();
             if parts.is_empty() {
-                "changed no files".to_string()
+                CHANGED_NONE.to_string()
             } else {
                 parts.join(", ")
             }
         }
-        None if r.counted == 0 => "changed no files".to_string(),
+        None if r.counted == 0 => CHANGED_NONE.to_string(),
         None => format!("changed {} ({})", files(r.counted), human(r.bytes)),
     };
     match r.space {

@@ -73,11 +73,6 @@ pub fn anchor_line(checked: Option<(bool, &str)>) -> String {
     }
 }
 
-/// The anchor's report when the Warden could not be asked to check it.
-pub fn anchor_unchecked(error: &dyn std::fmt::Display) -> String {
-    format!("the Warden could not be asked: {error}")
-}
-
 /// Said once an anchor does not match the journal.
 pub fn journal_changed(report: &str) -> String {
     format!(

@@ -109,6 +109,45 @@ fn the_workers_chat_code_writes_no_sentence_outside_the_catalogue() {
     );
 }
 
+/// A sentence as the gate compares it: without its quotes, its case and
+/// its closing full stop, so "The Warden …." and "the Warden …" are one.
+fn as_compared(literal: &str) -> String {
+    literal
+        .trim_matches('"')
+        .trim_end_matches('.')
+        .to_lowercase()
+}
+
+/// Each thing is said by one item: a sentence written twice in the
+/// catalogue is two items that drift apart (found in review: the anchor's
+/// "could not be asked" and the assistant tool's were one sentence, and a
+/// read's odd answer was the chat's in lower case).
+#[test]
+fn no_sentence_is_written_twice_in_the_catalogue() {
+    let mut first_seen: std::collections::BTreeMap<String, String> = Default::default();
+    let mut twice = Vec::new();
+    let files = sources(&agent().join("words/src"));
+    for path in &files {
+        let tokens: proc_macro2::TokenStream = read(path)
+            .parse()
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut found = Vec::new();
+        gate::literals(tokens, &mut found);
+        for literal in found.into_iter().filter(|l| gate::is_sentence(l)) {
+            let at = path.display().to_string();
+            if let Some(before) = first_seen.insert(as_compared(&literal), at.clone()) {
+                twice.push(format!("{literal}: in {before} and {at}"));
+            }
+        }
+    }
+    assert!(
+        first_seen.len() > 100,
+        "only {} sentences read",
+        first_seen.len()
+    );
+    assert!(twice.is_empty(), "said twice:\n{}", twice.join("\n"));
+}
+
 /// A button's label is chat text however short: every `Button::new` in the
 /// Worker's chat code takes its label from the catalogue, none written in
 /// place (found by the attack round: "Undo" was).
