@@ -17,12 +17,9 @@ pub enum NotReady {
 /// The database answers and every migration this build knows is applied.
 pub async fn ready(db: &PgPool) -> Result<(), NotReady> {
     let want = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
-    // Not checked at compile time: the migrations table is sqlx's own.
-    let have: Option<i64> =
-        sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
-            .fetch_one(db)
-            .await
-            .map_err(NotReady::Unreachable)?;
+    let have = crate::store::newest_migration(db)
+        .await
+        .map_err(NotReady::Unreachable)?;
     if have.unwrap_or(0) < want {
         return Err(NotReady::Behind { have, want });
     }

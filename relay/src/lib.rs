@@ -23,7 +23,8 @@
 //! WebSocket session), [`hub`] (connections on this replica), [`outbox`]
 //! and [`listener`] (delivery across replicas), [`writer`] (group commit of
 //! enqueues and acknowledgements), [`sweep`] (what is erased
-//! when), [`metrics`], [`http`] (routes), [`db`] (migrations, readiness),
+//! when), [`store`] (every SQL statement, one module per table),
+//! [`metrics`], [`http`] (routes), [`db`] (migrations, readiness),
 //! [`telegram`] (the bot: webhook or polling, pairing, chats, signed taps).
 
 #![forbid(unsafe_code)]
@@ -48,6 +49,7 @@ pub(crate) mod serve;
 pub(crate) mod servers;
 pub mod slots;
 pub(crate) mod state;
+pub(crate) mod store;
 pub(crate) mod sweep;
 pub mod telegram;
 pub mod tls;

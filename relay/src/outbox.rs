@@ -6,6 +6,7 @@
 //! server's socket wakes that connection, which reads its rows. At least
 //! once, by id: the server drops what it has seen.
 
+use crate::store;
 use aromba_relay_proto::frame::Delivery;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -20,15 +21,6 @@ pub const CONNECTIONS: &str = "aromba_connection";
 /// it gives up: a batch is every server's on this replica, and one row must
 /// not hold them all.
 pub const LOCK_WAIT: &str = "2s";
-
-/// Bounds the lock waits of the transaction `tx` is in.
-async fn bound_lock_waits(tx: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
-    sqlx::query("SELECT set_config('lock_timeout', $1, true)")
-        .bind(LOCK_WAIT)
-        .execute(tx)
-        .await?;
-    Ok(())
-}
 
 /// Takes the server's next connection generation and tells every replica.
 pub async fn next_generation(db: &PgPool, server: Uuid) -> Result<i64, OutboxError> {
@@ -56,30 +48,9 @@ pub async fn next_generations(
     sorted.sort_unstable();
     sorted.dedup();
     let mut tx = db.begin().await?;
-    bound_lock_waits(&mut tx).await?;
-    sqlx::query_scalar!(
-        "SELECT id FROM servers WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
-        &sorted,
-    )
-    .fetch_all(&mut *tx)
-    .await?;
-    let rows = sqlx::query!(
-        r#"WITH wanted AS (
-               SELECT id, count(*) AS n FROM unnest($1::uuid[]) AS t(id) GROUP BY id),
-           bumped AS (
-               UPDATE servers s SET connection_gen = s.connection_gen + w.n
-               FROM wanted w WHERE s.id = w.id
-               RETURNING s.id, s.connection_gen),
-           notified AS (
-               SELECT pg_notify($2, id::text || ':' || connection_gen::text) FROM bumped)
-           SELECT id AS "id!", connection_gen AS "generation!",
-                  (SELECT count(*) FROM notified) AS "notified!"
-           FROM bumped"#,
-        servers,
-        CONNECTIONS,
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+    store::bound_lock_waits(&mut tx, LOCK_WAIT).await?;
+    store::servers::lock_in_id_order(&mut tx, &sorted).await?;
+    let rows = store::servers::bump_generations(&mut tx, servers, CONNECTIONS).await?;
     tx.commit().await?;
     let mut newest: std::collections::HashMap<Uuid, i64> =
         rows.into_iter().map(|r| (r.id, r.generation)).collect();
@@ -97,8 +68,7 @@ pub async fn next_generations(
 
 /// The server's current connection generation.
 pub async fn generation(db: &PgPool, server: Uuid) -> Result<i64, OutboxError> {
-    sqlx::query_scalar!("SELECT connection_gen FROM servers WHERE id = $1", server)
-        .fetch_optional(db)
+    store::servers::generation(db, server)
         .await?
         .ok_or(OutboxError::UnknownServer(server))
 }
@@ -195,13 +165,8 @@ pub async fn enqueue_batch(
         bodies.push(serde_json::to_value(&e.delivery)?);
     }
     let mut tx = db.begin().await?;
-    bound_lock_waits(&mut tx).await?;
-    let known = sqlx::query_scalar!(
-        "SELECT id FROM servers WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
-        &servers,
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+    store::bound_lock_waits(&mut tx, LOCK_WAIT).await?;
+    let known = store::servers::lock_in_id_order(&mut tx, &servers).await?;
     let known: std::collections::HashSet<Uuid> = known.into_iter().collect();
     // What is refused is left out on its own; the batch goes on.
     let fate = |e: &Enqueue| match e.delivery.check() {
@@ -217,13 +182,8 @@ pub async fn enqueue_batch(
             dropped: 0,
         });
     }
-    let mut ids = sqlx::query_scalar!(
-        r#"SELECT nextval(pg_get_serial_sequence('outbox', 'id')) AS "id!"
-           FROM generate_series(1, $1::int)"#,
-        i32::try_from(wanted).unwrap_or(i32::MAX),
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+    let mut ids =
+        store::outbox::take_ids(&mut tx, i32::try_from(wanted).unwrap_or(i32::MAX)).await?;
     ids.sort_unstable();
     let mut each = Vec::with_capacity(batch.len());
     let (mut row_ids, mut row_servers, mut row_bodies, mut row_times) =
@@ -249,43 +209,22 @@ pub async fn enqueue_batch(
     let (notify_servers, notify_ids): (Vec<Uuid>, Vec<i64>) = newest.into_iter().unzip();
     // The rows and their notifications (ids only) in one statement; the
     // notifications go out when the transaction commits.
-    sqlx::query!(
-        r#"WITH inserted AS (
-               INSERT INTO outbox (id, server_id, delivery, created_at) OVERRIDING SYSTEM VALUE
-               SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::jsonb[], $4::timestamptz[])
-               RETURNING 1),
-           notified AS (
-               SELECT pg_notify($5, s::text || ':' || m::text)
-               FROM unnest($6::uuid[], $7::bigint[]) AS t(s, m))
-           SELECT (SELECT count(*) FROM inserted) AS "inserted!",
-                  (SELECT count(*) FROM notified) AS "notified!""#,
-        &row_ids,
-        &row_servers,
-        &row_bodies,
-        &row_times,
-        CHANNEL,
-        &notify_servers,
-        &notify_ids,
+    store::outbox::insert_and_notify(
+        &mut tx,
+        store::outbox::Rows {
+            ids: &row_ids,
+            servers: &row_servers,
+            deliveries: &row_bodies,
+            created: &row_times,
+            channel: CHANNEL,
+            notify_servers: &notify_servers,
+            notify_ids: &notify_ids,
+        },
     )
-    .fetch_one(&mut *tx)
     .await?;
     // The bound, now that the new rows are there to count.
-    let dropped = sqlx::query_scalar!(
-        r#"WITH dropped AS (
-               DELETE FROM outbox WHERE id IN (
-                   SELECT id FROM outbox WHERE id IN (
-                       SELECT id FROM (
-                           SELECT id, row_number() OVER (PARTITION BY server_id ORDER BY id DESC) AS n
-                           FROM outbox WHERE server_id = ANY($1)) ranked
-                       WHERE n > $2)
-                   ORDER BY id FOR UPDATE)
-               RETURNING 1)
-           SELECT count(*) AS "dropped!" FROM dropped"#,
-        &notify_servers,
-        max_pending.max(1),
-    )
-    .fetch_one(&mut *tx)
-    .await?;
+    let dropped =
+        store::outbox::drop_past_bound(&mut tx, &notify_servers, max_pending.max(1)).await?;
     tx.commit().await?;
     Ok(BatchEnqueued {
         each,
@@ -306,15 +245,7 @@ pub async fn pending_after(
     after: i64,
     limit: i64,
 ) -> Result<Vec<Pending>, OutboxError> {
-    let rows = sqlx::query!(
-        r#"SELECT id, delivery FROM outbox
-           WHERE server_id = $1 AND id > $2 ORDER BY id LIMIT $3"#,
-        server,
-        after,
-        limit,
-    )
-    .fetch_all(db)
-    .await?;
+    let rows = store::outbox::after(db, server, after, limit).await?;
     rows.into_iter()
         .map(|r| {
             Ok(Pending {
@@ -352,19 +283,8 @@ pub async fn acknowledge_batch(
     }
     let (servers, ids): (Vec<Uuid>, Vec<i64>) = acks.iter().copied().unzip();
     let mut tx = db.begin().await?;
-    bound_lock_waits(&mut tx).await?;
-    let enqueued = sqlx::query_scalar!(
-        r#"WITH doomed AS (
-               SELECT o.id FROM outbox o
-               JOIN unnest($1::uuid[], $2::bigint[]) AS a(s, id) ON o.id = a.id AND o.server_id = a.s
-               ORDER BY o.id FOR UPDATE OF o)
-           DELETE FROM outbox WHERE id IN (SELECT id FROM doomed)
-           RETURNING created_at"#,
-        &servers,
-        &ids,
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+    store::bound_lock_waits(&mut tx, LOCK_WAIT).await?;
+    let enqueued = store::outbox::delete_acknowledged(&mut tx, &servers, &ids).await?;
     tx.commit().await?;
     Ok(enqueued)
 }
@@ -380,11 +300,7 @@ impl OutboxError {
 
 /// Deliveries waiting, all servers.
 pub async fn depth(db: &PgPool) -> Result<i64, OutboxError> {
-    Ok(
-        sqlx::query_scalar!(r#"SELECT count(*) AS "n!" FROM outbox"#)
-            .fetch_one(db)
-            .await?,
-    )
+    Ok(store::outbox::count(db).await?)
 }
 
 /// Parses a notification's payload, `server:row`.

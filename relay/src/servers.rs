@@ -11,6 +11,7 @@ use crate::address::client_address;
 use crate::error::{ApiBytes, ApiError, parse_json};
 use crate::hashing::{address_hash, same, token_hash};
 use crate::state::App;
+use crate::store;
 use aromba_relay_proto::token::ServerToken;
 use axum::Json;
 use axum::extract::{ConnectInfo, State};
@@ -69,18 +70,9 @@ pub(crate) async fn register(
     let address = address_hash(&app.config.pepper, address);
     // Every request counts against its address's day, before it is judged:
     // malformed ones use up the day too.
-    let count = sqlx::query_scalar!(
-        r#"INSERT INTO registration_counts (address_hash, day, registrations)
-           VALUES ($1, $2, 1)
-           ON CONFLICT (address_hash, day)
-           DO UPDATE SET registrations = registration_counts.registrations + 1
-           RETURNING registrations"#,
-        &address[..],
-        now.date_naive(),
-    )
-    .fetch_one(&app.db)
-    .await
-    .map_err(ApiError::internal)?;
+    let count = store::registration_counts::count_one(&app.db, &address[..], now.date_naive())
+        .await
+        .map_err(ApiError::internal)?;
     if i64::from(count) > i64::from(app.config.limits.registrations_per_day) {
         app.metrics.refuse("registration_daily_limit");
         return Err(ApiError::TooManyRequests);
@@ -101,40 +93,27 @@ pub(crate) async fn register(
     let mut tx = app.db.begin().await.map_err(ApiError::internal)?;
     // Insert first: two concurrent registrations of one new id cannot both
     // see "no row" (a lock on a row that does not exist locks nothing).
-    let inserted = sqlx::query_scalar!(
-        r#"INSERT INTO servers (id, token_hash, boot_id, install_source, registered_at)
-           VALUES ($1, $2, $3, $4, $5)
-           ON CONFLICT (id) DO NOTHING
-           RETURNING id"#,
-        reg.id,
-        &hash[..],
-        reg.boot_id,
-        reg.install_source,
-        now,
+    let inserted = store::servers::insert_new(
+        &mut *tx,
+        store::servers::NewServer {
+            id: reg.id,
+            token_hash: &hash[..],
+            boot_id: reg.boot_id,
+            install_source: &reg.install_source,
+            registered_at: now,
+        },
     )
-    .fetch_optional(&mut *tx)
     .await
     .map_err(ApiError::internal)?;
     let outcome = if inserted.is_some() {
-        sqlx::query!(
-            r#"INSERT INTO daily_counts (day, install_source, installs) VALUES ($1, $2, 1)
-               ON CONFLICT (day, install_source)
-               DO UPDATE SET installs = daily_counts.installs + 1"#,
-            now.date_naive(),
-            reg.install_source,
-        )
-        .execute(&mut *tx)
-        .await
-        .map_err(ApiError::internal)?;
+        store::daily_counts::count_install(&mut *tx, now.date_naive(), &reg.install_source)
+            .await
+            .map_err(ApiError::internal)?;
         Outcome::Registered
     } else {
-        let known = sqlx::query!(
-            "SELECT token_hash, boot_id FROM servers WHERE id = $1 FOR UPDATE",
-            reg.id
-        )
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(ApiError::internal)?;
+        let known = store::servers::lock_identity(&mut *tx, reg.id)
+            .await
+            .map_err(ApiError::internal)?;
         if known.boot_id == reg.boot_id {
             if !same(&known.token_hash, &hash) {
                 tx.commit().await.map_err(ApiError::internal)?;
@@ -143,38 +122,20 @@ pub(crate) async fn register(
             }
             Outcome::Unchanged
         } else {
-            let open = sqlx::query_scalar!(
-                r#"SELECT count(*) AS "n!" FROM duplicate_cases WHERE server_id = $1"#,
-                reg.id
-            )
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(ApiError::internal)?;
-            let known_case = sqlx::query_scalar!(
-                r#"SELECT count(*) AS "n!" FROM duplicate_cases WHERE server_id = $1 AND boot_id = $2"#,
-                reg.id,
-                reg.boot_id
-            )
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(ApiError::internal)?;
+            let open = store::duplicate_cases::count_open(&mut *tx, reg.id)
+                .await
+                .map_err(ApiError::internal)?;
+            let known_case = store::duplicate_cases::count_of_boot(&mut *tx, reg.id, reg.boot_id)
+                .await
+                .map_err(ApiError::internal)?;
             if known_case == 0 && open >= MAX_DUPLICATE_CASES {
                 tx.commit().await.map_err(ApiError::internal)?;
                 app.metrics.refuse("duplicate_cases_full");
                 return Err(ApiError::TooManyRequests);
             }
-            sqlx::query!(
-                r#"INSERT INTO duplicate_cases (server_id, boot_id, token_hash, opened_at)
-                   VALUES ($1, $2, $3, $4)
-                   ON CONFLICT (server_id, boot_id) DO NOTHING"#,
-                reg.id,
-                reg.boot_id,
-                &hash[..],
-                now,
-            )
-            .execute(&mut *tx)
-            .await
-            .map_err(ApiError::internal)?;
+            store::duplicate_cases::open(&mut *tx, reg.id, reg.boot_id, &hash[..], now)
+                .await
+                .map_err(ApiError::internal)?;
             Outcome::Duplicate
         }
     };

@@ -8,6 +8,7 @@
 //! - registration counts, once their day is over.
 
 use crate::state::App;
+use crate::store;
 use chrono::Duration;
 use std::time::Duration as StdDuration;
 
@@ -27,55 +28,18 @@ pub(crate) struct Swept {
 pub(crate) async fn sweep_once(app: &App) -> Result<Swept, sqlx::Error> {
     let now = app.config.clock.now();
     let cutoff = now - Duration::hours(RETENTION_HOURS);
-    let servers = sqlx::query!(
-        // Locked in id order, as the outbox writers lock servers, so the
-        // sweep and a batch never deadlock.
-        "DELETE FROM servers WHERE id IN (
-             SELECT id FROM servers WHERE paired_at IS NULL AND registered_at <= $1
-             ORDER BY id FOR UPDATE)",
-        cutoff
-    )
-    .execute(&app.db)
-    .await?
-    .rows_affected();
-    let deliveries = sqlx::query!(
-        "DELETE FROM outbox WHERE id IN (
-             SELECT id FROM outbox WHERE created_at <= $1 ORDER BY id FOR UPDATE)",
-        cutoff
-    )
-    .execute(&app.db)
-    .await?
-    .rows_affected();
+    let servers = store::servers::delete_unpaired(&app.db, cutoff).await?;
+    let deliveries = store::outbox::delete_older(&app.db, cutoff).await?;
     // A secret (a PIN) is of use only while the server waits for it, as
     // long as the chat's message is taken for one: one no server took by
     // then goes (found by the attack round: it waited the 24 hours).
     let secrets_cutoff = now - Duration::seconds(crate::ws::SECRET_WITHIN_S);
-    let secrets = sqlx::query!(
-        "DELETE FROM outbox WHERE id IN (
-             SELECT id FROM outbox
-             WHERE delivery->>'kind' = 'secret' AND created_at <= $1
-             ORDER BY id FOR UPDATE)",
-        secrets_cutoff
-    )
-    .execute(&app.db)
-    .await?
-    .rows_affected();
+    let secrets = store::outbox::delete_secrets_older(&app.db, secrets_cutoff).await?;
     let deliveries = deliveries + secrets;
-    let chat_messages = sqlx::query!("DELETE FROM chat_outbox WHERE created_at <= $1", cutoff)
-        .execute(&app.db)
-        .await?
-        .rows_affected();
-    sqlx::query!("DELETE FROM duplicate_cases WHERE opened_at <= $1", cutoff)
-        .execute(&app.db)
-        .await?;
+    let chat_messages = store::chat_outbox::delete_older(&app.db, cutoff).await?;
+    store::duplicate_cases::delete_older(&app.db, cutoff).await?;
     forget_telegram(app, now).await?;
-    let counts = sqlx::query!(
-        "DELETE FROM registration_counts WHERE day < $1",
-        now.date_naive()
-    )
-    .execute(&app.db)
-    .await?
-    .rows_affected();
+    let counts = store::registration_counts::delete_before(&app.db, now.date_naive()).await?;
     if let Ok(depth) = crate::outbox::depth(&app.db).await {
         app.metrics.outbox_depth.set(depth);
     }
@@ -93,53 +57,30 @@ pub(crate) async fn sweep_once(app: &App) -> Result<Swept, sqlx::Error> {
 /// (ids and hashes) once its buttons may no longer be tapped.
 async fn forget_telegram(app: &App, now: chrono::DateTime<chrono::Utc>) -> Result<(), sqlx::Error> {
     let cutoff = now - Duration::hours(RETENTION_HOURS);
-    sqlx::query!("DELETE FROM telegram_updates WHERE seen_at <= $1", cutoff)
-        .execute(&app.db)
-        .await?;
-    sqlx::query!("DELETE FROM telegram_callbacks WHERE seen_at <= $1", cutoff)
-        .execute(&app.db)
-        .await?;
-    sqlx::query!("DELETE FROM pairing_codes WHERE expires_at <= $1", now)
-        .execute(&app.db)
-        .await?;
-    sqlx::query!(
-        r#"DELETE FROM pairing_guesses
-           WHERE window_start <= $1 AND (locked_until IS NULL OR locked_until <= $2)"#,
-        cutoff,
-        now
-    )
-    .execute(&app.db)
-    .await?;
+    store::telegram_updates::delete_older(&app.db, cutoff).await?;
+    store::telegram_callbacks::delete_older(&app.db, cutoff).await?;
+    store::pairing_codes::delete_expired(&app.db, now).await?;
+    store::pairing_guesses::delete_over(&app.db, cutoff, now).await?;
     let strangers = now - Duration::days(crate::telegram::FOREIGN_DAYS);
-    sqlx::query!("DELETE FROM foreign_chats WHERE told_at <= $1", strangers)
-        .execute(&app.db)
-        .await?;
+    store::foreign_chats::delete_older(&app.db, strangers).await?;
     let told_window = app
         .telegram
         .as_ref()
         .map(|t| t.config.limits.stranger_window)
         .unwrap_or(StdDuration::from_secs(60));
-    sqlx::query!(
-        "DELETE FROM stranger_replies WHERE told_at <= $1",
-        now - Duration::from_std(told_window).unwrap_or(Duration::minutes(1))
+    store::stranger_replies::delete_older(
+        &app.db,
+        now - Duration::from_std(told_window).unwrap_or(Duration::minutes(1)),
     )
-    .execute(&app.db)
     .await?;
-    sqlx::query!("DELETE FROM relay_buttons WHERE created_at <= $1", cutoff)
-        .execute(&app.db)
-        .await?;
+    store::relay_buttons::delete_older(&app.db, cutoff).await?;
     let buttons_live = app
         .telegram
         .as_ref()
         .map(|t| t.config.limits.buttons_live)
         .unwrap_or(StdDuration::from_secs(7 * 24 * 3600));
     let delivered_cutoff = now - Duration::from_std(buttons_live).unwrap_or(Duration::days(7));
-    sqlx::query!(
-        "DELETE FROM chat_messages WHERE sent_at <= $1",
-        delivered_cutoff
-    )
-    .execute(&app.db)
-    .await?;
+    store::chat_messages::delete_older(&app.db, delivered_cutoff).await?;
     Ok(())
 }
 

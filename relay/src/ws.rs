@@ -10,6 +10,7 @@ use crate::address::client_address;
 use crate::hashing::{same, token_hash};
 use crate::outbox;
 use crate::state::App;
+use crate::store;
 use crate::tls::PeerAddr;
 use aromba_relay_proto::frame::{Accept, Body, Hello, MAX_MESSAGE, Nonce, PROTOCOL_VERSION};
 use aromba_relay_proto::session::{
@@ -187,15 +188,9 @@ async fn read_hello(
     if !app.failed_hellos.has(address) {
         return Err(HelloRefusal::AddressTooOften);
     }
-    let stored = sqlx::query!(
-        r#"SELECT s.token_hash,
-                  EXISTS (SELECT 1 FROM pairings p WHERE p.server_id = s.id) AS "paired!"
-           FROM servers s WHERE s.id = $1"#,
-        hello.server_id
-    )
-    .fetch_optional(&app.db)
-    .await
-    .map_err(|_| HelloRefusal::Unavailable)?;
+    let stored = store::servers::credentials(&app.db, hello.server_id)
+        .await
+        .map_err(|_| HelloRefusal::Unavailable)?;
     let offered = token_hash(&app.config.pepper, &hello.token);
     // An unknown id and a wrong token look the same from outside.
     let known = stored
@@ -328,14 +323,9 @@ async fn session(
     tracing::info!(server = %server, "connected");
     // The journal head the relay holds, for the server to check its
     // journal still extends it.
-    let anchor = sqlx::query!(
-        "SELECT journal_seq, journal_hash FROM servers WHERE id = $1",
-        server
-    )
-    .fetch_optional(&app.db)
-    .await;
+    let anchor = store::servers::journal_head(&app.db, server).await;
     if let Ok(Some(row)) = anchor
-        && let (Some(seq), Some(hash)) = (row.journal_seq, row.journal_hash)
+        && let (Some(seq), Some(hash)) = (row.seq, row.hash)
         && let Ok(seq) = u64::try_from(seq)
     {
         // Signed, so that the Warden can tell the relay's anchor from a
@@ -601,30 +591,17 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
             // message), and at most `max_chat_pending` per server — a few
             // only for a server nobody paired, whose messages wait for a
             // chat that may never come.
-            let stored = sqlx::query!(
-                r#"WITH existing AS (
-                       SELECT 1 AS one FROM chat_outbox WHERE server_id = $1 AND id = $2),
-                   room AS (
-                       SELECT count(*) < CASE
-                                  WHEN EXISTS (SELECT 1 FROM pairings WHERE server_id = $1)
-                                  THEN $5::bigint ELSE $6::bigint END AS ok
-                       FROM chat_outbox WHERE server_id = $1),
-                   inserted AS (
-                       INSERT INTO chat_outbox (server_id, id, body, created_at)
-                       SELECT $1, $2, $3, $4
-                       WHERE NOT EXISTS (SELECT 1 FROM existing) AND (SELECT ok FROM room)
-                       ON CONFLICT (server_id, id) DO NOTHING
-                       RETURNING 1 AS one)
-                   SELECT EXISTS (SELECT 1 FROM existing) AS "known!",
-                          EXISTS (SELECT 1 FROM inserted) AS "stored!""#,
-                server,
-                id,
-                json,
-                now,
-                app.config.limits.max_chat_pending,
-                app.config.limits.max_unpaired_chat_pending,
+            let stored = store::chat_outbox::keep(
+                &app.db,
+                store::chat_outbox::Message {
+                    server,
+                    id,
+                    body: json,
+                    now,
+                    max_paired: app.config.limits.max_chat_pending,
+                    max_unpaired: app.config.limits.max_unpaired_chat_pending,
+                },
             )
-            .fetch_one(&app.db)
             .await;
             match stored {
                 Ok(r) if r.known || r.stored => {
@@ -644,19 +621,9 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
             let Ok(seq) = i64::try_from(seq) else {
                 return Err(Handled::Refused("journal_head"));
             };
-            let updated = sqlx::query!(
-                r#"UPDATE servers SET journal_seq = $2, journal_hash = $3
-                   WHERE id = $1
-                     AND (journal_seq IS NULL OR journal_seq < $2
-                          OR (journal_seq = $2 AND journal_hash = $3))"#,
-                server,
-                seq,
-                hash,
-            )
-            .execute(&app.db)
-            .await;
+            let updated = store::servers::advance_journal(&app.db, server, seq, &hash).await;
             match updated {
-                Ok(r) if r.rows_affected() == 1 => Ok(None),
+                Ok(1) => Ok(None),
                 // A journal never goes back, and a seq once reported keeps
                 // its hash: an older head, or the same seq with another
                 // hash (a rewritten journal), ends the connection.
@@ -670,15 +637,9 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
         Body::PairingRequest {} => pairing_code(app, server).await,
         Body::ExpectSecret {} => {
             let until = app.config.clock.now() + chrono::Duration::seconds(SECRET_WITHIN_S);
-            let marked = sqlx::query!(
-                "UPDATE pairings SET secret_until = $2 WHERE server_id = $1",
-                server,
-                until,
-            )
-            .execute(&app.db)
-            .await;
+            let marked = store::pairings::expect_secret(&app.db, server, until).await;
             match marked {
-                Ok(r) if r.rows_affected() == 1 => Ok(None),
+                Ok(1) => Ok(None),
                 Ok(_) => Err(Handled::Refused("secret_unpaired")),
                 Err(e) => {
                     tracing::warn!(server = %server, error = %e, "secret mark failed");

@@ -8,6 +8,7 @@ use super::Telegram;
 use super::inbound::{HandleError, say_then};
 use super::words;
 use crate::state::App;
+use crate::store;
 use rand::Rng;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -53,30 +54,23 @@ fn ask(
             let Some(telegram_id) = telegram_id else {
                 // Not sent: a duplicate case is asked again next round.
                 if let Some(boot) = boot {
-                    let _ = sqlx::query!(
-                        "UPDATE duplicate_cases SET shown_at = NULL WHERE server_id = $1 AND boot_id = $2",
-                        server,
-                        boot
-                    )
-                    .execute(&db)
-                    .await;
+                    let _ = store::duplicate_cases::unshow(&db, server, boot).await;
                 }
                 return;
             };
             for ((_, choice), id) in options.iter().zip(&ids) {
-                let recorded = sqlx::query!(
-                    r#"INSERT INTO relay_buttons
-                       (callback_id, chat_id, telegram_id, server_id, boot_id, choice, created_at)
-                   VALUES ($1, $2, $3, $4, $5, $6, $7)"#,
-                    id,
-                    chat,
-                    telegram_id,
-                    server,
-                    boot,
-                    choice,
-                    now,
+                let recorded = store::relay_buttons::insert(
+                    &db,
+                    store::relay_buttons::Recorded {
+                        callback_id: id,
+                        chat_id: chat,
+                        telegram_id,
+                        server_id: server,
+                        boot_id: boot,
+                        choice,
+                        created_at: now,
+                    },
                 )
-                .execute(&db)
                 .await;
                 if let Err(e) = recorded {
                     tracing::warn!(server = %server, error = %e, "a question's buttons were not recorded");
@@ -110,19 +104,7 @@ pub async fn show_duplicate_cases(
     app: &App,
     telegram: &Arc<Telegram>,
 ) -> Result<usize, HandleError> {
-    let cases = sqlx::query!(
-        r#"UPDATE duplicate_cases d SET shown_at = $1
-           FROM pairings p
-           WHERE p.server_id = d.server_id AND d.shown_at IS NULL
-             AND (d.server_id, d.boot_id) IN (
-                 SELECT c.server_id, c.boot_id FROM duplicate_cases c
-                 JOIN pairings q ON q.server_id = c.server_id
-                 WHERE c.shown_at IS NULL ORDER BY c.opened_at LIMIT 16)
-           RETURNING d.server_id, d.boot_id, p.chat_id"#,
-        app.config.clock.now(),
-    )
-    .fetch_all(&app.db)
-    .await?;
+    let cases = store::duplicate_cases::take_unshown(&app.db, app.config.clock.now()).await?;
     for case in &cases {
         ask(
             app,
@@ -152,22 +134,7 @@ pub async fn on_relay_button(
     data: &str,
 ) -> Result<Option<&'static str>, HandleError> {
     // Taken with its sibling: a question is answered once.
-    let taken = sqlx::query!(
-        r#"WITH hit AS (
-               DELETE FROM relay_buttons
-               WHERE callback_id = $1 AND chat_id = $2 AND telegram_id = $3
-               RETURNING server_id, boot_id, choice),
-           siblings AS (
-               DELETE FROM relay_buttons
-               WHERE chat_id = $2 AND telegram_id = $3 AND callback_id <> $1
-                 AND EXISTS (SELECT 1 FROM hit))
-           SELECT server_id AS "server_id!", boot_id, choice AS "choice!" FROM hit"#,
-        data,
-        chat,
-        message_id,
-    )
-    .fetch_optional(&app.db)
-    .await?;
+    let taken = store::relay_buttons::take(&app.db, data, chat, message_id).await?;
     let Some(taken) = taken else {
         return Ok(None);
     };
@@ -177,29 +144,15 @@ pub async fn on_relay_button(
     {
         ("unpair", _) => {
             let mut tx = app.db.begin().await?;
-            let gone = sqlx::query!(
-                "DELETE FROM pairings WHERE server_id = $1 AND chat_id = $2",
-                server,
-                chat
-            )
-            .execute(&mut *tx)
-            .await?;
-            if gone.rows_affected() == 0 {
+            let gone = store::pairings::delete(&mut *tx, server, chat).await?;
+            if gone == 0 {
                 (words::NOT_PAIRED_UNPAIR, words::NOT_PAIRED_UNPAIR)
             } else {
                 // What was delivered to the chat is forgotten: its buttons
                 // must not work again if the chat pairs anew.
-                sqlx::query!("DELETE FROM chat_messages WHERE server_id = $1", server)
-                    .execute(&mut *tx)
-                    .await?;
+                store::chat_messages::forget_server(&mut *tx, server).await?;
                 // Unpaired servers go 24 hours after this, unless paired.
-                sqlx::query!(
-                    "UPDATE servers SET paired_at = NULL, registered_at = $2 WHERE id = $1",
-                    server,
-                    now
-                )
-                .execute(&mut *tx)
-                .await?;
+                store::servers::mark_unpaired(&mut *tx, server, now).await?;
                 tx.commit().await?;
                 app.metrics.telegram("unpaired");
                 tracing::info!(server = %server, "unpaired");
@@ -217,17 +170,8 @@ pub async fn on_relay_button(
             }
         }
         ("other_machine", Some(boot)) => {
-            let closed = sqlx::query!(
-                r#"DELETE FROM duplicate_cases d USING pairings p
-                   WHERE d.server_id = $1 AND d.boot_id = $2
-                     AND p.server_id = d.server_id AND p.chat_id = $3"#,
-                server,
-                boot,
-                chat
-            )
-            .execute(&app.db)
-            .await?;
-            if closed.rows_affected() == 1 {
+            let closed = store::duplicate_cases::refuse(&app.db, server, boot, chat).await?;
+            if closed == 1 {
                 app.metrics.telegram("duplicate_refused");
                 tracing::info!(server = %server, "duplicate case: another machine");
                 (words::OTHER_DONE, words::OTHER_TOAST)
@@ -248,37 +192,13 @@ pub async fn on_relay_button(
 /// wherever it is). `false` when the case or the pairing is gone.
 async fn reinstall(app: &App, server: Uuid, boot: Uuid, chat: i64) -> Result<bool, HandleError> {
     let mut tx = app.db.begin().await?;
-    let case = sqlx::query_scalar!(
-        r#"SELECT d.token_hash FROM duplicate_cases d
-           JOIN pairings p ON p.server_id = d.server_id AND p.chat_id = $3
-           WHERE d.server_id = $1 AND d.boot_id = $2
-           FOR UPDATE OF d FOR SHARE OF p"#,
-        server,
-        boot,
-        chat
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
+    let case = store::duplicate_cases::lock_for_reinstall(&mut *tx, server, boot, chat).await?;
     let Some(token_hash) = case else {
         return Ok(false);
     };
-    sqlx::query!(
-        "UPDATE servers SET token_hash = $2, boot_id = $3 WHERE id = $1",
-        server,
-        token_hash,
-        boot
-    )
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query!("DELETE FROM duplicate_cases WHERE server_id = $1", server)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query!(
-        "DELETE FROM relay_buttons WHERE server_id = $1 AND choice IN ('reinstall', 'other_machine')",
-        server
-    )
-    .execute(&mut *tx)
-    .await?;
+    store::servers::take_identity(&mut *tx, server, &token_hash, boot).await?;
+    store::duplicate_cases::close_all(&mut *tx, server).await?;
+    store::relay_buttons::forget_duplicate_questions(&mut *tx, server).await?;
     tx.commit().await?;
     app.writer.next_generation(server).await?;
     Ok(true)

@@ -18,6 +18,7 @@ use super::client::CallError;
 use super::words;
 use crate::hashing;
 use crate::state::App;
+use crate::store;
 use aromba_relay_proto::frame::{Delivery, TapProof};
 use std::sync::Arc;
 use teloxide::types::{CallbackQuery, MaybeInaccessibleMessage, Message, Update, UpdateKind};
@@ -95,19 +96,8 @@ pub async fn handle(app: &App, update: Update) {
     // Claimed, and the chat's server looked up, in one round trip.
     let chat = update.chat().map(|c| c.id.0);
     let permit = telegram.claims.acquire().await;
-    let claimed = sqlx::query!(
-        r#"WITH claimed AS (
-               INSERT INTO telegram_updates (bot_id, update_id, seen_at) VALUES ($1, $2, $3)
-               ON CONFLICT (bot_id, update_id) DO NOTHING RETURNING 1 AS one)
-           SELECT EXISTS (SELECT 1 FROM claimed) AS "claimed!",
-                  (SELECT server_id FROM pairings WHERE chat_id = $4) AS server"#,
-        bot,
-        id,
-        app.config.clock.now(),
-        chat,
-    )
-    .fetch_one(&app.db)
-    .await;
+    let claimed =
+        store::telegram_updates::claim(&app.db, bot, id, app.config.clock.now(), chat).await;
     drop(permit);
     let server = match claimed {
         Ok(row) if row.claimed => row.server,
@@ -137,13 +127,7 @@ pub async fn handle(app: &App, update: Update) {
         tracing::warn!(error = %e, "update failed");
         app.metrics.telegram("update_failed");
         // Released, so that a poller that gets it again can try again.
-        let _ = sqlx::query!(
-            "DELETE FROM telegram_updates WHERE bot_id = $1 AND update_id = $2",
-            bot,
-            id
-        )
-        .execute(&app.db)
-        .await;
+        let _ = store::telegram_updates::release(&app.db, bot, id).await;
     }
 }
 
@@ -196,17 +180,8 @@ async fn on_message(
             // wrong time (or where a model asked for it), it must not stay
             // in the chat nor reach the server as a question.
             let asked = !text.starts_with('/')
-                && sqlx::query_scalar!(
-                    r#"UPDATE pairings SET secret_until = NULL
-                       WHERE server_id = $1 AND chat_id = $2 AND secret_until > $3
-                       RETURNING 1 AS "one!""#,
-                    server,
-                    chat,
-                    app.config.clock.now(),
-                )
-                .fetch_optional(&app.db)
-                .await?
-                .is_some();
+                && store::pairings::take_secret_mark(&app.db, server, chat, app.config.clock.now())
+                    .await?;
             let secret = asked || aromba_relay_proto::frame::could_be_pin(text);
             let delivery = if secret {
                 forget_secret(app, telegram, chat, i64::from(message.id.0));
@@ -290,15 +265,8 @@ async fn foreign(
     reply: Option<&'static str>,
 ) -> Result<(), HandleError> {
     let hash = hashing::chat_hash(&app.config.pepper, chat);
-    let first = sqlx::query_scalar!(
-        r#"INSERT INTO foreign_chats (chat_hash, told_at) VALUES ($1, $2)
-           ON CONFLICT (chat_hash) DO NOTHING RETURNING told_at"#,
-        &hash[..],
-        app.config.clock.now(),
-    )
-    .fetch_optional(&app.db)
-    .await?;
-    if first.is_some() {
+    let first = store::foreign_chats::tell_once(&app.db, &hash[..], app.config.clock.now()).await?;
+    if first {
         app.metrics.telegram("foreign_chat_told");
         say_to_stranger(app, telegram, chat, reply.unwrap_or(words::FOREIGN)).await?;
     } else {
@@ -325,18 +293,8 @@ pub async fn say_to_stranger(
     let now = app.config.clock.now();
     let window = chrono::Duration::from_std(telegram.config.limits.stranger_window)
         .unwrap_or(chrono::Duration::seconds(10));
-    let fresh = sqlx::query_scalar!(
-        r#"INSERT INTO stranger_replies (chat_hash, told_at) VALUES ($1, $2)
-           ON CONFLICT (chat_hash) DO UPDATE SET told_at = $2
-           WHERE stranger_replies.told_at <= $3
-           RETURNING 1 AS "one!""#,
-        &hash[..],
-        now,
-        now - window,
-    )
-    .fetch_optional(&app.db)
-    .await?;
-    if fresh.is_none() {
+    let fresh = store::stranger_replies::tell(&app.db, &hash[..], now, now - window).await?;
+    if !fresh {
         app.metrics.telegram("stranger_reply_silent");
         return Ok(());
     }
@@ -483,18 +441,11 @@ async fn on_tap(
 ) -> Result<(), HandleError> {
     let bot = telegram.config.token.bot_id_number();
     // A query id is answered once, whatever update carries it again.
-    let first = sqlx::query_scalar!(
-        r#"INSERT INTO telegram_callbacks (bot_id, query_id, seen_at) VALUES ($1, $2, $3)
-           ON CONFLICT (bot_id, query_id) DO NOTHING RETURNING query_id"#,
-        bot,
-        query.id.0,
-        app.config.clock.now(),
-    )
-    .fetch_optional(&app.db)
-    .await;
+    let first =
+        store::telegram_callbacks::claim(&app.db, bot, &query.id.0, app.config.clock.now()).await;
     let outcome = match first {
-        Ok(Some(_)) => forward_tap(app, telegram, query).await,
-        Ok(None) => {
+        Ok(true) => forward_tap(app, telegram, query).await,
+        Ok(false) => {
             app.metrics.telegram("tap_repeated");
             return Ok(());
         }
@@ -509,13 +460,7 @@ async fn on_tap(
     if outcome.is_err() {
         // Released with the update, so that a poll bringing it again is
         // handled again.
-        let _ = sqlx::query!(
-            "DELETE FROM telegram_callbacks WHERE bot_id = $1 AND query_id = $2",
-            bot,
-            query.id.0
-        )
-        .execute(&app.db)
-        .await;
+        let _ = store::telegram_callbacks::release(&app.db, bot, &query.id.0).await;
     }
     outcome.map(drop)
 }
@@ -536,13 +481,8 @@ async fn forward_tap(
     {
         return Ok(Some(answer));
     }
-    let button = sqlx::query!(
-        r#"SELECT b.server_id, b.message, b.button, b.label, b.action, m.text_sha256
-           FROM chat_buttons b
-           JOIN chat_messages m ON m.server_id = b.server_id AND m.message = b.message
-           JOIN pairings p ON p.server_id = b.server_id AND p.chat_id = m.chat_id
-           WHERE b.callback_id = $1 AND m.chat_id = $2 AND m.telegram_id = $3
-             AND m.sent_at > $4"#,
+    let button = store::chat_buttons::live(
+        &app.db,
         data,
         chat,
         message_id,
@@ -550,23 +490,12 @@ async fn forward_tap(
             - chrono::Duration::from_std(telegram.config.limits.buttons_live)
                 .unwrap_or(chrono::Duration::days(7)),
     )
-    .fetch_optional(&app.db)
     .await?;
     let Some(button) = button else {
         // A button the server took off its message (it edits a proposal
         // as soon as it is answered): a second tap, which is no fault.
-        let answered = sqlx::query_scalar!(
-            r#"SELECT 1 AS "one!" FROM pairings p
-               JOIN chat_messages m ON m.server_id = p.server_id AND m.chat_id = p.chat_id
-               WHERE p.chat_id = $1 AND m.telegram_id = $2
-                 AND NOT EXISTS (SELECT 1 FROM chat_buttons b
-                                 WHERE b.server_id = m.server_id AND b.message = m.message)"#,
-            chat,
-            message_id,
-        )
-        .fetch_optional(&app.db)
-        .await?;
-        if answered.is_some() {
+        let answered = store::chat_messages::answered(&app.db, chat, message_id).await?;
+        if answered {
             app.metrics.telegram("tap_answered_already");
             return Ok(Some(words::TAP_ANSWERED));
         }

@@ -20,6 +20,7 @@ use super::client::{CallError, Keyboard};
 use super::signing::text_sha256;
 use super::split::{MAX_UNITS, split};
 use crate::state::App;
+use crate::store;
 use aromba_relay_proto::frame::{Body, Button};
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,19 +88,9 @@ pub async fn round(app: &App, telegram: &Arc<Telegram>) -> Result<usize, sqlx::E
     // nothing, and enough of them with deep queues would keep every other
     // chat out of every round.
     let waiting = telegram.pace.waiting_chats();
-    let heads = sqlx::query!(
-        r#"SELECT server_id AS "server_id!", id AS "id!", body AS "body!", chat_id AS "chat_id!"
-           FROM (SELECT DISTINCT ON (o.server_id) o.server_id, o.id, o.body, o.seq, p.chat_id,
-                        p.last_sent_at
-                 FROM chat_outbox o JOIN pairings p ON p.server_id = o.server_id
-                 WHERE NOT (p.chat_id = ANY($2))
-                 ORDER BY o.server_id, o.seq) heads
-           ORDER BY last_sent_at ASC NULLS FIRST, seq LIMIT $1"#,
-        telegram.config.limits.send_round.max(1),
-        &waiting,
-    )
-    .fetch_all(&app.db)
-    .await?;
+    let heads =
+        store::chat_outbox::heads(&app.db, telegram.config.limits.send_round.max(1), &waiting)
+            .await?;
     let mut work = tokio::task::JoinSet::new();
     let gate = Arc::new(tokio::sync::Semaphore::new(AT_ONCE));
     for head in heads {
@@ -136,7 +127,7 @@ pub async fn round(app: &App, telegram: &Arc<Telegram>) -> Result<usize, sqlx::E
                 app.metrics.telegram(reason);
                 tracing::info!(server = %server, reason, "a message for the chat was dropped");
                 let mut conn = app.db.acquire().await?;
-                forget_body(&mut conn, server, id).await?;
+                store::chat_outbox::forget(&mut conn, server, id).await?;
             }
             Ok(Outcome::Later) => {}
             Err(e) => {
@@ -266,26 +257,23 @@ async fn send(
     let mut tx = app.db.begin().await?;
     // Recorded only while the server is still paired with that chat: a
     // message that left as the chat unpaired gets no buttons that work.
-    let recorded = sqlx::query!(
-        r#"INSERT INTO chat_messages (server_id, message, chat_id, telegram_id, text_sha256, sent_at)
-           SELECT $1, $2, $3, $4, $5, $6
-           WHERE EXISTS (SELECT 1 FROM pairings WHERE server_id = $1 AND chat_id = $3)
-           ON CONFLICT (server_id, message) DO UPDATE
-           SET chat_id = $3, telegram_id = $4, text_sha256 = $5, sent_at = $6"#,
-        server,
-        id,
-        chat,
-        telegram_id,
-        &text_sha256(shown)[..],
-        now,
+    let recorded = store::chat_messages::record(
+        &mut *tx,
+        store::chat_messages::Delivered {
+            server,
+            message: id,
+            chat,
+            telegram_id,
+            text_sha256: &text_sha256(shown)[..],
+            sent_at: now,
+        },
     )
-    .execute(&mut *tx)
     .await?;
-    if recorded.rows_affected() == 1 {
-        record_buttons(&mut tx, server, id, buttons, &ids).await?;
+    if recorded == 1 {
+        store::chat_buttons::replace(&mut tx, server, id, buttons, &ids).await?;
     }
-    served(&mut tx, server, now).await?;
-    forget_body(&mut tx, server, id).await?;
+    store::pairings::served(&mut tx, server, now).await?;
+    store::chat_outbox::forget(&mut tx, server, id).await?;
     tx.commit().await?;
     Ok(Outcome::Delivered)
 }
@@ -302,13 +290,7 @@ async fn edit(
     buttons: &[Button],
 ) -> Result<Outcome, sqlx::Error> {
     // Only a message this server sent, to the chat it talks to now.
-    let target = sqlx::query!(
-        "SELECT chat_id, telegram_id FROM chat_messages WHERE server_id = $1 AND message = $2",
-        server,
-        message
-    )
-    .fetch_optional(&app.db)
-    .await?;
+    let target = store::chat_messages::target(&app.db, server, message).await?;
     let Some(target) = target else {
         return Ok(Outcome::Dropped("edit_of_unknown_message"));
     };
@@ -332,85 +314,17 @@ async fn edit(
         Err(e) => return Ok(judged(e, app, telegram, chat)),
     }
     let mut tx = app.db.begin().await?;
-    sqlx::query!(
-        r#"UPDATE chat_messages SET text_sha256 = $3, sent_at = $4
-           WHERE server_id = $1 AND message = $2"#,
+    store::chat_messages::edited(
+        &mut *tx,
         server,
         message,
         &text_sha256(text)[..],
         app.config.clock.now(),
     )
-    .execute(&mut *tx)
     .await?;
-    record_buttons(&mut tx, server, message, buttons, &ids).await?;
-    served(&mut tx, server, app.config.clock.now()).await?;
-    forget_body(&mut tx, server, id).await?;
+    store::chat_buttons::replace(&mut tx, server, message, buttons, &ids).await?;
+    store::pairings::served(&mut tx, server, app.config.clock.now()).await?;
+    store::chat_outbox::forget(&mut tx, server, id).await?;
     tx.commit().await?;
     Ok(Outcome::Delivered)
-}
-
-/// Notes that a server's message went out, for the order of the rounds.
-async fn served(
-    conn: &mut sqlx::PgConnection,
-    server: Uuid,
-    at: chrono::DateTime<chrono::Utc>,
-) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "UPDATE pairings SET last_sent_at = $2 WHERE server_id = $1",
-        server,
-        at
-    )
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}
-
-/// Deletes a message's body from the outbox: it was delivered, or it never
-/// will be.
-async fn forget_body(
-    conn: &mut sqlx::PgConnection,
-    server: Uuid,
-    id: Uuid,
-) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "DELETE FROM chat_outbox WHERE server_id = $1 AND id = $2",
-        server,
-        id
-    )
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}
-
-/// Replaces a message's buttons with these (an edit's old buttons stop
-/// working).
-async fn record_buttons(
-    tx: &mut sqlx::PgConnection,
-    server: Uuid,
-    message: Uuid,
-    buttons: &[Button],
-    ids: &[String],
-) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "DELETE FROM chat_buttons WHERE server_id = $1 AND message = $2",
-        server,
-        message
-    )
-    .execute(&mut *tx)
-    .await?;
-    for (b, callback) in buttons.iter().zip(ids) {
-        sqlx::query!(
-            r#"INSERT INTO chat_buttons (callback_id, server_id, message, button, label, action)
-               VALUES ($1, $2, $3, $4, $5, $6)"#,
-            callback,
-            server,
-            message,
-            b.id,
-            b.label,
-            b.action,
-        )
-        .execute(&mut *tx)
-        .await?;
-    }
-    Ok(())
 }

@@ -17,6 +17,7 @@ use super::inbound::{HandleError, say, say_to_stranger};
 use super::words;
 use crate::hashing;
 use crate::state::App;
+use crate::store;
 use aromba_relay_proto::frame::Delivery;
 use rand::Rng;
 use std::sync::Arc;
@@ -50,12 +51,7 @@ pub enum Made {
 /// Makes `server`'s pairing code (replacing any earlier one) and returns it
 /// with its expiry; a paired server gets none.
 pub async fn make_code(app: &App, telegram: &Telegram, server: Uuid) -> Result<Made, sqlx::Error> {
-    let paired = sqlx::query_scalar!(
-        r#"SELECT count(*) AS "n!" FROM pairings WHERE server_id = $1"#,
-        server
-    )
-    .fetch_one(&app.db)
-    .await?;
+    let paired = store::pairings::count_of_server(&app.db, server).await?;
     if paired > 0 {
         return Ok(Made::AlreadyPaired);
     }
@@ -68,15 +64,7 @@ pub async fn make_code(app: &App, telegram: &Telegram, server: Uuid) -> Result<M
     for _ in 0..4 {
         let code = new_code();
         let hash = hashing::pairing_code_hash(&app.config.pepper, &code);
-        let made = sqlx::query!(
-            r#"INSERT INTO pairing_codes (code_hash, server_id, expires_at) VALUES ($1, $2, $3)
-               ON CONFLICT (server_id) DO UPDATE SET code_hash = $1, expires_at = $3"#,
-            &hash[..],
-            server,
-            expires,
-        )
-        .execute(&app.db)
-        .await;
+        let made = store::pairing_codes::replace(&app.db, &hash[..], server, expires).await;
         match made {
             Ok(_) => return Ok(Made::Code(code, expires)),
             Err(e) if is_unique_violation(&e) => last = Some(e),
@@ -121,14 +109,9 @@ pub async fn consume(
     let now = app.config.clock.now();
     let keys = guess_keys(app, chat, account);
     let overall = overall_key(app);
-    let locked = sqlx::query_scalar!(
-        r#"SELECT key_hash FROM pairing_guesses
-           WHERE key_hash = ANY($1) AND locked_until > $2"#,
-        &[&keys[0][..], &keys[1][..], &overall[..]] as &[&[u8]],
-        now,
-    )
-    .fetch_all(&app.db)
-    .await?;
+    let locked =
+        store::pairing_guesses::locked(&app.db, &[&keys[0][..], &keys[1][..], &overall[..]], now)
+            .await?;
     if locked.iter().any(|k| k.as_slice() == overall) {
         app.metrics.telegram("pairing_busy");
         return reply(app, telegram, chat, chat_paired, words::BUSY).await;
@@ -220,13 +203,7 @@ async fn take_code(app: &App, chat: i64, code: &str) -> Result<Option<Uuid>, sql
     let now = app.config.clock.now();
     let hash = hashing::pairing_code_hash(&app.config.pepper, code);
     let mut tx = app.db.begin().await?;
-    let server = sqlx::query_scalar!(
-        "DELETE FROM pairing_codes WHERE code_hash = $1 AND expires_at > $2 RETURNING server_id",
-        &hash[..],
-        now,
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
+    let server = store::pairing_codes::take(&mut *tx, &hash[..], now).await?;
     let Some(server) = server else {
         return Ok(None);
     };
@@ -234,43 +211,18 @@ async fn take_code(app: &App, chat: i64, code: &str) -> Result<Option<Uuid>, sql
     // racing pairing of this chat, or a server paired meanwhile, wins, and
     // this code stays unused (the transaction rolls back). A server moves
     // to another chat only after `/unpair` in the chat it has.
-    let paired = sqlx::query!(
-        r#"INSERT INTO pairings (server_id, chat_id, paired_at) VALUES ($1, $2, $3)"#,
-        server,
-        chat,
-        now,
-    )
-    .execute(&mut *tx)
-    .await;
+    let paired = store::pairings::insert(&mut *tx, server, chat, now).await;
     match paired {
         Ok(_) => {}
         Err(e) if is_unique_violation(&e) => return Ok(None),
         Err(e) => return Err(e),
     }
-    sqlx::query!(
-        r#"WITH s AS (UPDATE servers SET paired_at = $2 WHERE id = $1 RETURNING install_source)
-           INSERT INTO daily_counts (day, install_source, pairings)
-           SELECT $3, install_source, 1 FROM s
-           ON CONFLICT (day, install_source)
-           DO UPDATE SET pairings = daily_counts.pairings + 1"#,
-        server,
-        now,
-        now.date_naive(),
-    )
-    .execute(&mut *tx)
-    .await?;
+    store::servers::mark_paired(&mut *tx, server, now, now.date_naive()).await?;
     // Nothing delivered before this pairing can be tapped in it.
-    sqlx::query!("DELETE FROM chat_messages WHERE server_id = $1", server)
-        .execute(&mut *tx)
-        .await?;
+    store::chat_messages::forget_server(&mut *tx, server).await?;
     // A chat that is paired is no longer a stranger.
     let chat_hash = hashing::chat_hash(&app.config.pepper, chat);
-    sqlx::query!(
-        "DELETE FROM foreign_chats WHERE chat_hash = $1",
-        &chat_hash[..]
-    )
-    .execute(&mut *tx)
-    .await?;
+    store::foreign_chats::forget(&mut *tx, &chat_hash[..]).await?;
     tx.commit().await?;
     Ok(Some(server))
 }
@@ -286,26 +238,16 @@ async fn count_failure(
 ) -> Result<bool, sqlx::Error> {
     let now = app.config.clock.now();
     let keys: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-    let began = sqlx::query_scalar!(
-        r#"INSERT INTO pairing_guesses (key_hash, window_start, failures, locked_until)
-           SELECT k, $2, 1, CASE WHEN 1 >= $4::int THEN $5::timestamptz END FROM unnest($1::bytea[]) AS k
-           ON CONFLICT (key_hash) DO UPDATE SET
-               window_start = CASE WHEN pairing_guesses.window_start <= $3
-                                   THEN $2 ELSE pairing_guesses.window_start END,
-               failures = CASE WHEN pairing_guesses.window_start <= $3
-                               THEN 1 ELSE pairing_guesses.failures + 1 END,
-               locked_until = CASE
-                   WHEN (CASE WHEN pairing_guesses.window_start <= $3
-                              THEN 1 ELSE pairing_guesses.failures + 1 END) >= $4::int
-                   THEN $5::timestamptz ELSE pairing_guesses.locked_until END
-           RETURNING COALESCE(pairing_guesses.locked_until = $5::timestamptz, false) AS "began!""#,
-        &keys as &[&[u8]],
-        now,
-        now - window,
-        limit,
-        lock_until,
+    let began = store::pairing_guesses::count_failure(
+        &app.db,
+        store::pairing_guesses::Failure {
+            keys: &keys,
+            now,
+            window_over: now - window,
+            limit,
+            lock_until,
+        },
     )
-    .fetch_all(&app.db)
     .await?;
     Ok(began.into_iter().any(|b| b))
 }

@@ -17,10 +17,7 @@ pub const POLLER_LOCK: i64 = 0x4152_4f4d_4241_0001;
 /// the pool: closing it is what releases the lock if this replica dies).
 pub async fn take_lock(db: &PgPool, key: i64) -> Option<PgConnection> {
     let mut conn = db.acquire().await.ok()?.detach();
-    let taken: bool = sqlx::query_scalar!(r#"SELECT pg_try_advisory_lock($1) AS "taken!""#, key)
-        .fetch_one(&mut conn)
-        .await
-        .ok()?;
+    let taken: bool = crate::store::try_advisory_lock(&mut conn, key).await.ok()?;
     if taken {
         Some(conn)
     } else {

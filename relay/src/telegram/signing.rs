@@ -125,21 +125,9 @@ impl ApprovalKey {
             .map_err(|e| KeyError::Sign(e.to_string()))?
             .to_string();
         let public_text = fresh.pk.to_base64();
-        sqlx::query!(
-            r#"INSERT INTO relay_keys (name, secret_key, public_key, created_at)
-               VALUES ($1, $2, $3, now()) ON CONFLICT (name) DO NOTHING"#,
-            KEY_NAME,
-            secret_text,
-            public_text,
-        )
-        .execute(db)
-        .await?;
-        let kept = sqlx::query_scalar!(
-            "SELECT secret_key FROM relay_keys WHERE name = $1",
-            KEY_NAME
-        )
-        .fetch_one(db)
-        .await?;
+        crate::store::relay_keys::insert_if_absent(db, KEY_NAME, &secret_text, &public_text)
+            .await?;
+        let kept = crate::store::relay_keys::secret_key(db, KEY_NAME).await?;
         ApprovalKey::from_text(&kept, "in the database")
     }
 
