@@ -862,6 +862,34 @@ mod tests {
         }
     }
 
+    /// Why these URLs are read here and not by the `url` crate (issue 32
+    /// asked for it): `url` follows the WHATWG standard and rewrites what it
+    /// reads — dot segments resolved, hex and short IPv4 forms made dotted,
+    /// a Unicode host made punycode, the default port dropped — while the
+    /// Worker dials exactly the host and path root wrote, and refuses the
+    /// rest. Each rewrite below would pass silently through `url` and is
+    /// refused here.
+    #[test]
+    fn the_url_crate_rewrites_what_the_worker_refuses_as_written() {
+        let rewritten = [
+            ("https://aro.mba/releases/../etc", "https://aro.mba/etc"),
+            (
+                "https://aro.mba/releases/./stable",
+                "https://aro.mba/releases/stable",
+            ),
+            ("http://0x7f.1:8080", "http://127.0.0.1:8080/"),
+            ("https://exämple.com", "https://xn--exmple-cua.com/"),
+        ];
+        for (written, read) in rewritten {
+            let by_url = url::Url::parse(written).expect("the url crate reads it");
+            assert_eq!(by_url.as_str(), read, "{written}");
+            assert!(
+                BaseUrl::parse(written).is_err(),
+                "{written} is refused as written"
+            );
+        }
+    }
+
     #[test]
     fn the_network_file_the_installer_writes_names_the_release_folder_and_no_host() {
         // As deploy/install.sh writes it, before `aromba pair`.

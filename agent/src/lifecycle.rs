@@ -66,7 +66,8 @@ pub fn update(options: UpdateOptions) -> ExitCode {
             Err(e) => return fail(e),
         },
     };
-    let installed = match crate::control(root.clone(), &Request::Releases, "update") {
+    let installed = match crate::warden_client::control(root.clone(), &Request::Releases, "update")
+    {
         Ok(Response::Releases { current, .. }) => current,
         Ok(other) => return fail(format!("unexpected answer from the Warden: {other:?}")),
         Err(code) => return code,
@@ -137,7 +138,7 @@ fn install(root: Option<PathBuf>, dir: &Path) -> ExitCode {
     let request = Request::InstallRelease {
         dir: Some(dir.to_string_lossy().into_owned()),
     };
-    match crate::control(root, &request, "update") {
+    match crate::warden_client::control(root, &request, "update") {
         Ok(Response::ReleaseInstalled { version, previous }) => {
             match previous {
                 Some(p) => out!(
@@ -208,7 +209,7 @@ pub fn uninstall(root: Option<PathBuf>, purge: bool, yes: bool) -> ExitCode {
             return fail("nothing was removed");
         }
     }
-    match crate::control(root, &Request::Uninstall { purge }, "uninstall") {
+    match crate::warden_client::control(root, &Request::Uninstall { purge }, "uninstall") {
         Ok(Response::Uninstalled { removed, kept }) => {
             for r in &removed {
                 out!("removed {r}");

@@ -1,24 +1,10 @@
-//! `aromba`: the unprivileged Worker (user `aromba`) and the root
-//! command-line verbs. The Worker never spawns a process: everything that
-//! touches the system is a request to the Warden.
+//! `aromba`: the command line. Every verb is a call into the library
+//! (`lib.rs`), which holds the Worker and what the verbs share.
 
 #![forbid(unsafe_code)]
 
-#[macro_use]
-mod out;
-mod assistant;
-mod config;
-mod daemon;
-mod download;
-mod health;
-mod http;
-mod lifecycle;
-mod net;
-mod pair;
-mod paths;
-mod register;
-mod warden_client;
-
+use aromba::warden_client::control;
+use aromba::{daemon, lifecycle, out, pair, paths, warden_client};
 use aromba_warden_proto::{Request, Response, printable, socket_paths};
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -498,41 +484,6 @@ fn chore_run_like(root: Option<PathBuf>, request: &Request, verb: &str) -> ExitC
             ExitCode::from(2)
         }
         Err(code) => code,
-    }
-}
-
-/// Sends a root verb to the control socket; one clear sentence on failure
-/// (the verbs of `lifecycle.rs` use it too).
-pub(crate) fn control(
-    root: Option<PathBuf>,
-    request: &Request,
-    verb: &str,
-) -> Result<Response, ExitCode> {
-    let (_, socket) = socket_paths(root.as_deref());
-    match warden_client::ask_blocking(&socket, request) {
-        Ok(Response::Error { message }) => {
-            eprintln!("aromba: the Warden refused {verb}: {message}");
-            Err(ExitCode::from(1))
-        }
-        Ok(r) => Ok(r),
-        Err(warden_client::ClientError::PermissionDenied(p)) => {
-            eprintln!(
-                "aromba: {verb} needs a root terminal (permission denied on {})",
-                p.display()
-            );
-            Err(ExitCode::from(1))
-        }
-        Err(warden_client::ClientError::NotRunning(p)) => {
-            eprintln!(
-                "aromba: the Warden is not running (no socket at {}); nothing to {verb}",
-                p.display()
-            );
-            Err(ExitCode::from(2))
-        }
-        Err(e) => {
-            eprintln!("aromba: {e}");
-            Err(ExitCode::from(2))
-        }
     }
 }
 

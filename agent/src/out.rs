@@ -23,6 +23,7 @@ pub fn line(args: std::fmt::Arguments<'_>) {
 }
 
 /// `println!` for the verbs: see [`line`].
+#[macro_export]
 macro_rules! out {
     () => {
         $crate::out::line(format_args!(""))

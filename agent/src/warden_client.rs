@@ -277,3 +277,38 @@ impl Warden {
         })
     }
 }
+
+/// Sends a root verb to the control socket; one clear sentence on failure
+/// (the command line's verbs and `lifecycle.rs`'s).
+pub fn control(
+    root: Option<std::path::PathBuf>,
+    request: &Request,
+    verb: &str,
+) -> Result<Response, std::process::ExitCode> {
+    let (_, socket) = aromba_warden_proto::socket_paths(root.as_deref());
+    match ask_blocking(&socket, request) {
+        Ok(Response::Error { message }) => {
+            eprintln!("aromba: the Warden refused {verb}: {message}");
+            Err(std::process::ExitCode::from(1))
+        }
+        Ok(r) => Ok(r),
+        Err(ClientError::PermissionDenied(p)) => {
+            eprintln!(
+                "aromba: {verb} needs a root terminal (permission denied on {})",
+                p.display()
+            );
+            Err(std::process::ExitCode::from(1))
+        }
+        Err(ClientError::NotRunning(p)) => {
+            eprintln!(
+                "aromba: the Warden is not running (no socket at {}); nothing to {verb}",
+                p.display()
+            );
+            Err(std::process::ExitCode::from(2))
+        }
+        Err(e) => {
+            eprintln!("aromba: {e}");
+            Err(std::process::ExitCode::from(2))
+        }
+    }
+}

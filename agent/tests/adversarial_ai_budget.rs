@@ -15,7 +15,12 @@
 //! over the real protocol (`hostile_relay`), and a scripted model
 //! (`model_fake`, `model_fake::streamed`). Each test's doc says what the
 //! attack did when it was found; the test keeps it out. The loop's count
-//! at the unit level: `agent/src/assistant/adversarial_ai_budget_tests.rs`.
+//! at the unit level: `agent/tests/adversarial_ai_budget/in_process.rs`.
+
+/// The same threat met in-process: the assistant's loop against a scripted
+/// model, no relay, no Warden.
+#[path = "adversarial_ai_budget/in_process.rs"]
+mod in_process;
 
 mod hostile_relay;
 mod model_fake;

@@ -12,7 +12,12 @@
 //! attack did when it was found; the test keeps it out. The key and a
 //! local user squatting the model's port: `adversarial_port_squat.rs`; the
 //! key in a failed request's error, at the unit level:
-//! `agent/src/assistant/adversarial_ai_key_tests.rs`.
+//! `agent/tests/adversarial_ai_key/in_process.rs`.
+
+/// The same threat met in-process: the assistant's loop against a scripted
+/// model, no relay, no Warden.
+#[path = "adversarial_ai_key/in_process.rs"]
+mod in_process;
 
 mod model_fake;
 mod paired;

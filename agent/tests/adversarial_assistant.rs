@@ -11,6 +11,10 @@
 //!
 //! The figures (cases, goals reached) are in SECURITY.md.
 
+/// Instructions planted in tool output, met in-process by the loop.
+#[path = "adversarial_assistant/tool_output.rs"]
+mod tool_output;
+
 mod model_fake;
 mod paired;
 #[path = "../../relay/tests/support/mod.rs"]

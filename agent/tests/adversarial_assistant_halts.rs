@@ -14,6 +14,11 @@
 //! `adversarial_ai_key.rs`; `/panic` while the chat is busy with a chore:
 //! `adversarial_panic_path.rs`.
 
+/// The same threat met in-process: the assistant's loop against a scripted
+/// model, no relay, no Warden.
+#[path = "adversarial_assistant_halts/in_process.rs"]
+mod in_process;
+
 mod model_fake;
 mod paired;
 #[path = "../../relay/tests/support/mod.rs"]

@@ -14,7 +14,7 @@
 //! Bot API, a scripted model (`model_fake`, `model_fake::streamed`). Each
 //! test's doc says what the attack did when it was found; the test keeps
 //! it out. A hostile stream's cost to the Worker, at the unit level:
-//! `agent/src/assistant/adversarial_model_stream_tests.rs`.
+//! `agent/tests/adversarial_assistant_halts/in_process.rs`.
 
 mod model_fake;
 mod paired;

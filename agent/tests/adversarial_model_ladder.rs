@@ -16,9 +16,14 @@
 //! Bot API, a scripted model (`model_fake`, `model_fake::streamed`). Each
 //! test's doc says what the attack did when it was found; the test keeps
 //! it out. The grammar and the loop's bounds at the unit level:
-//! `agent/src/assistant/adversarial_model_ladder_tests.rs` (and a link
+//! `agent/tests/adversarial_model_ladder/in_process.rs` (and a link
 //! swapped under the Worker's look:
-//! `agent/src/assistant/adversarial_path_swap_tests.rs`).
+//! `agent/tests/adversarial_assistant_path_swap.rs`).
+
+/// The same threat met in-process: the assistant's loop against a scripted
+/// model, no relay, no Warden.
+#[path = "adversarial_model_ladder/in_process.rs"]
+mod in_process;
 
 mod model_fake;
 mod paired;

@@ -14,7 +14,12 @@
 //! Bot API, a scripted model (`model_fake`, and `model_fake::streamed` for
 //! streamed answers). Each test's doc says what the attack did when it
 //! was found; the test keeps it out. The filter itself, at the unit level:
-//! `agent/src/assistant/adversarial_links_tests.rs`.
+//! `agent/tests/adversarial_model_links/in_process.rs`.
+
+/// The same threat met in-process: the assistant's loop against a scripted
+/// model, no relay, no Warden.
+#[path = "adversarial_model_links/in_process.rs"]
+mod in_process;
 
 mod model_fake;
 mod paired;

@@ -10,7 +10,12 @@
 //! (`hostile_relay`): lines opening with the Worker's words written in
 //! Unicode Roman-numeral letters ("Ⅼadder: cut", "Ⅾone.") are quoted as
 //! any other look-alike is. The quoting at the unit level:
-//! `agent/src/assistant/adversarial_model_voice_tests.rs`.
+//! `agent/tests/adversarial_model_voice/in_process.rs`.
+
+/// The same threat met in-process: the assistant's loop against a scripted
+/// model, no relay, no Warden.
+#[path = "adversarial_model_voice/in_process.rs"]
+mod in_process;
 
 mod hostile_relay;
 mod model_fake;

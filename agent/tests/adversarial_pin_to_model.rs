@@ -11,7 +11,12 @@
 //! attack did when it was found; the test keeps it out. The model's own
 //! PIN prompt and the message deleted from the chat:
 //! `adversarial_pin_phishing.rs`; the Worker's PIN filter at the unit
-//! level: `agent/src/assistant/adversarial_pin_to_model_tests.rs`.
+//! level: `agent/tests/adversarial_pin_to_model/in_process.rs`.
+
+/// The same threat met in-process: the assistant's loop against a scripted
+/// model, no relay, no Warden.
+#[path = "adversarial_pin_to_model/in_process.rs"]
+mod in_process;
 
 mod model_fake;
 mod paired;

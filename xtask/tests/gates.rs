@@ -92,9 +92,10 @@ fn collect_rs(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-/// The fake Bot API stands in for Telegram in tests and the demo, and
-/// the demo's helpers make a certificate authority and play the person; no
-/// program we ship may link either.
+/// The fake Bot API stands in for Telegram in tests and the demo, the
+/// demo's helpers make a certificate authority and play the person, and
+/// the test kit holds the tests' stand-ins; no program we ship may link
+/// any of them.
 #[test]
 fn no_shipped_program_links_the_fake_bot_api_or_the_demo() {
     let meta = metadata().expect("cargo metadata");
@@ -105,7 +106,7 @@ fn no_shipped_program_links_the_fake_bot_api_or_the_demo() {
         "aromba-relay-proto",
     ] {
         let tree = normal_dependency_names(&meta, program).expect("tree");
-        for fake in ["aromba-botfake", "aromba-demo"] {
+        for fake in ["aromba-botfake", "aromba-demo", "aromba-testkit"] {
             assert!(!tree.contains(fake), "{program} links {fake}");
         }
     }
@@ -165,7 +166,7 @@ fn only_the_wardens_exec_module_may_spawn() {
     let root = workspace_root();
     let mut files = Vec::new();
     for dir in [
-        "agent", "botfake", "demo", "relay", "warden", "xtask", "fuzz",
+        "agent", "botfake", "demo", "relay", "testkit", "warden", "xtask", "fuzz",
     ] {
         collect_rs(&root.join(dir), &mut files);
     }
@@ -316,7 +317,7 @@ fn every_path_and_test_architecture_md_names_exists() {
     let mut sources = Vec::new();
     collect_rs(&root.join("agent"), &mut sources);
     for dir in [
-        "relay", "warden", "botfake", "demo", "release", "xtask", "fuzz",
+        "relay", "warden", "botfake", "demo", "release", "testkit", "xtask", "fuzz",
     ] {
         collect_rs(&root.join(dir), &mut sources);
     }

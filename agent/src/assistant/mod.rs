@@ -14,29 +14,6 @@ pub mod stream;
 pub mod tools;
 pub mod voice;
 
-#[cfg(test)]
-mod adversarial_ai_budget_tests;
-#[cfg(test)]
-mod adversarial_ai_key_tests;
-#[cfg(test)]
-mod adversarial_links_tests;
-#[cfg(test)]
-mod adversarial_model_ladder_tests;
-#[cfg(test)]
-mod adversarial_model_stream_tests;
-#[cfg(test)]
-mod adversarial_model_voice_tests;
-#[cfg(test)]
-mod adversarial_path_swap_tests;
-#[cfg(test)]
-mod adversarial_pin_to_model_tests;
-#[cfg(test)]
-mod adversarial_tool_output_tests;
-#[cfg(test)]
-mod injection_suite;
-#[cfg(test)]
-mod test_doubles;
-
 use crate::config::{AssistantSettings, ConfigError};
 use crate::net::Gate;
 use std::os::unix::fs::MetadataExt;

@@ -432,7 +432,7 @@ fn shown(answer: &Answer, prod: bool) -> String {
 /// A proposal as the assistant's words: the model's reason on one line,
 /// filtered, cut, and filtered again (a cut can make a host or a command
 /// of what was not one).
-pub(crate) fn proposed(name: &str, why: &str) -> String {
+pub fn proposed(name: &str, why: &str) -> String {
     let cut: String = voice::one_line(why).chars().take(MAX_WHY).collect();
     let why = voice::one_line(&cut);
     voice::marked(&words::proposes(name, &why))

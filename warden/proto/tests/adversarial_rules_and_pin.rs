@@ -42,7 +42,7 @@ fn normal(p: &str) -> String {
 // written (`/etc/ssh/./sshd_config`, a link) reached the Warden resolved,
 // as a hit it counts — is fixed in the Worker (`conversation.rs` judges
 // the request again as the Warden will get it) and held there:
-// `agent/src/assistant/adversarial_model_ladder_tests.rs`,
+// `agent/tests/adversarial_model_ladder/in_process.rs`,
 // `a_path_that_hits_the_deny_list_only_resolved_never_reaches_the_warden`.
 
 /// Why the Worker judges the resolved request, held as a plain test: the deny

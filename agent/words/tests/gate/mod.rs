@@ -28,12 +28,7 @@ pub fn sources(dir: &Path) -> Vec<PathBuf> {
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if path.is_dir() {
                 dirs.push(path);
-            } else if name.ends_with(".rs")
-                && !name.ends_with("_tests.rs")
-                && name != "injection_suite.rs"
-                && name != "test_doubles.rs"
-                && name != "tests.rs"
-            {
+            } else if name.ends_with(".rs") && !name.ends_with("_tests.rs") && name != "tests.rs" {
                 found.push(path);
             }
         }

@@ -19,7 +19,7 @@ fn a_pin_in_other_digits_or_separators_is_kept_from_the_model() {
         "pin 472913",
         "472913.",
     ] {
-        if !crate::daemon::ask::looks_like_pin(pin) {
+        if !aromba::daemon::ask::looks_like_pin(pin) {
             sent.push(pin);
         }
     }

@@ -8,9 +8,9 @@
 //! (or anyone) may change is not asked about at all; root's own folders
 //! are. The Warden's side: `warden/tests/adversarial_path_swap.rs`.
 
-use super::conversation::{self, Host, Limits};
-use super::model::{Message, Model, ModelError, Reply, ToolCall, Usage};
-use super::secret_paths::swappable_by_another;
+use aromba::assistant::conversation::{self, Host, Limits};
+use aromba::assistant::model::{Message, Model, ModelError, Reply, ToolCall, Usage};
+use aromba::assistant::secret_paths::swappable_by_another;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -9,10 +9,10 @@
 //! each is taken out or defanged, and the progress line names only the
 //! grammar's tools. End to end: `agent/tests/adversarial_model_links.rs`.
 
-use super::conversation::{self, Limits, answer, without_links};
-use super::model::{Message, Model, ModelError, Reply, Usage};
-use super::test_doubles::{Quiet, Scripted, Server, reply, text};
-use super::tools;
+use aromba::assistant::conversation::{self, Limits, answer, without_links};
+use aromba::assistant::model::{Message, Model, ModelError, Reply, Usage};
+use aromba::assistant::tools;
+use aromba_testkit::model::{Quiet, Scripted, Server, reply, text};
 
 /// Whether `out` still holds `host` as it was written (not taken out, not
 /// defanged).
@@ -227,7 +227,7 @@ async fn a_tool_name_chosen_by_the_model_is_shown_as_progress() {
         &model,
         &server,
         "q",
-        super::conversation::Limits {
+        aromba::assistant::conversation::Limits {
             prod_mode: false,
             tokens_left: None,
         },

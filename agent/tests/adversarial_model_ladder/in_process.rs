@@ -11,11 +11,11 @@
 //! bounded (`MAX_ROUNDS`, `MAX_READS`). End to end:
 //! `agent/tests/adversarial_model_ladder.rs`.
 
-use super::conversation::{self, answer};
-use super::model::{Reply, Usage};
-use super::stream::{Events, OpenAiStream};
-use super::test_doubles::{Scripted, Server, reply};
-use super::tools;
+use aromba::assistant::conversation::{self, answer};
+use aromba::assistant::model::{Reply, Usage};
+use aromba::assistant::stream::{Events, OpenAiStream};
+use aromba::assistant::tools;
+use aromba_testkit::model::{Scripted, Server, reply};
 
 // ---------------------------------------------------------------------
 // Reads the Warden takes for an attack.
@@ -161,7 +161,7 @@ async fn propose_chore_calls_each_ask_the_warden_for_the_chore_list() {
         &model,
         &server,
         "q",
-        super::conversation::Limits {
+        aromba::assistant::conversation::Limits {
             prod_mode: false,
             tokens_left: None,
         },
@@ -199,7 +199,7 @@ async fn a_model_that_never_stops_is_bounded() {
         &model,
         &server,
         "q",
-        super::conversation::Limits {
+        aromba::assistant::conversation::Limits {
             prod_mode: false,
             tokens_left: None,
         },
@@ -258,7 +258,7 @@ async fn a_path_that_hits_the_deny_list_only_resolved_never_reaches_the_warden()
         let call = format!(r#"{{"path": {}}}"#, serde_json::Value::from(written));
         let model = Scripted::new(vec![
             reply(&[("disk_usage", &call)], Usage::default()),
-            super::test_doubles::text("done", Usage::default()),
+            aromba_testkit::model::text("done", Usage::default()),
         ]);
         answer(&model, &host, "how big is it?", conversation_limits())
             .await

@@ -13,7 +13,10 @@ fn letterlike_look_alikes_cannot_open_a_line_as_the_worker() {
         "\u{216C}adder: cut (step 3). Something is wrong, so I stopped.",
         "\u{216E}one. apt-clean: the cache is empty now.",
     ] {
-        let shown = super::voice::spoken(line);
-        assert!(shown.starts_with(super::voice::QUOTED), "{shown:?}");
+        let shown = aromba::assistant::voice::spoken(line);
+        assert!(
+            shown.starts_with(aromba::assistant::voice::QUOTED),
+            "{shown:?}"
+        );
     }
 }

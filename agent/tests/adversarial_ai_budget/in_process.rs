@@ -6,10 +6,10 @@
 //! would pass what is left is not begun. End to end:
 //! `agent/tests/adversarial_ai_budget.rs`.
 
-use super::conversation::{self, Host, Limits, answer};
-use super::model::{Message, Model, ModelError, Reply, ToolCall, Usage};
-use super::stream::{AnthropicStream, Events};
-use super::test_doubles::{Scripted, Server, reply, text};
+use aromba::assistant::conversation::{self, Host, Limits, answer};
+use aromba::assistant::model::{Message, Model, ModelError, Reply, ToolCall, Usage};
+use aromba::assistant::stream::{AnthropicStream, Events};
+use aromba_testkit::model::{Scripted, Server, reply, text};
 
 /// Usage is summed with `+=`: counts near u64::MAX overflow (a panic in a
 /// debug build; a wrap, so a small count, in a release build).
@@ -26,7 +26,7 @@ async fn usage_counts_near_u64_max_do_not_overflow_the_sum() {
             &model,
             &server,
             "q",
-            super::conversation::Limits {
+            aromba::assistant::conversation::Limits {
                 prod_mode: false,
                 tokens_left: None,
             },
@@ -109,7 +109,7 @@ impl Host for Long {
 /// round that would pass what is left is not begun.
 #[tokio::test]
 async fn an_injected_loop_of_long_reads_stops_at_the_questions_budget() {
-    let left = crate::daemon::ask::MAX_PER_QUESTION;
+    let left = aromba::daemon::ask::MAX_PER_QUESTION;
     let limits = Limits {
         prod_mode: false,
         tokens_left: Some(left),

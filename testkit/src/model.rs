@@ -1,18 +1,18 @@
-//! The doubles the assistant's `adversarial_*_tests.rs` share: a model
-//! that answers from a script, and hosts standing in for the Warden.
+//! Stand-ins for the assistant's loop: a model that answers from a
+//! script, and hosts standing in for the Warden.
 
-use super::conversation::Host;
-use super::model::{Message, Model, ModelError, Reply, ToolCall, Usage};
+use aromba::assistant::conversation::Host;
+use aromba::assistant::model::{Message, Model, ModelError, Reply, ToolCall, Usage};
 use std::sync::Mutex;
 
 /// A model that answers from a script (the last reply repeated).
-pub(super) struct Scripted {
-    pub(super) replies: Mutex<Vec<Reply>>,
-    pub(super) seen: Mutex<Vec<Vec<Message>>>,
+pub struct Scripted {
+    pub replies: Mutex<Vec<Reply>>,
+    pub seen: Mutex<Vec<Vec<Message>>>,
 }
 
 impl Scripted {
-    pub(super) fn new(replies: Vec<Reply>) -> Scripted {
+    pub fn new(replies: Vec<Reply>) -> Scripted {
         Scripted {
             replies: Mutex::new(replies.into_iter().rev().collect()),
             seen: Mutex::new(Vec::new()),
@@ -39,11 +39,11 @@ impl Model for Scripted {
 /// A server that answers every read with `output` and keeps the progress
 /// lines the loop asked for.
 #[derive(Default)]
-pub(super) struct Server {
-    pub(super) output: String,
-    pub(super) progress: Mutex<Vec<String>>,
-    pub(super) reads: Mutex<usize>,
-    pub(super) chore_lists: Mutex<usize>,
+pub struct Server {
+    pub output: String,
+    pub progress: Mutex<Vec<String>>,
+    pub reads: Mutex<usize>,
+    pub chore_lists: Mutex<usize>,
 }
 
 impl Host for Server {
@@ -60,7 +60,7 @@ impl Host for Server {
     }
 }
 
-pub(super) fn reply(calls: &[(&str, &str)], usage: Usage) -> Reply {
+pub fn reply(calls: &[(&str, &str)], usage: Usage) -> Reply {
     Reply {
         text: String::new(),
         calls: calls
@@ -76,7 +76,7 @@ pub(super) fn reply(calls: &[(&str, &str)], usage: Usage) -> Reply {
     }
 }
 
-pub(super) fn text(t: &str, usage: Usage) -> Reply {
+pub fn text(t: &str, usage: Usage) -> Reply {
     Reply {
         text: t.into(),
         calls: vec![],
@@ -85,7 +85,7 @@ pub(super) fn text(t: &str, usage: Usage) -> Reply {
 }
 
 /// A host with nothing to read and no chores.
-pub(super) struct Quiet;
+pub struct Quiet;
 
 impl Host for Quiet {
     async fn read(&self, _cmd: String, _args: Vec<String>) -> Result<String, String> {

@@ -4,10 +4,10 @@
 //! and speak outside the data; or to have the result cut inside a
 //! character. What holds: the delimiter cannot be rebuilt from pieces
 //! inside the content, and a result is cut on a character. The injection
-//! suites: `agent/src/assistant/injection_suite.rs` and
+//! suites: `agent/tests/injection_suite.rs` and
 //! `agent/tests/adversarial_assistant.rs`.
 
-use super::conversation::{self, MAX_RESULT_CHARS, cap, wrap};
+use aromba::assistant::conversation::{self, MAX_RESULT_CHARS, cap, wrap};
 
 /// The delimiter cannot be rebuilt from pieces inside the content, and a
 /// result of many multi-byte characters is cut on a character.

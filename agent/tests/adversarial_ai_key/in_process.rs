@@ -4,13 +4,13 @@
 //! request fails with, which the chat and the log show. What holds: the
 //! error never holds the key. End to end: `agent/tests/adversarial_ai_key.rs`.
 
-use super::model::{Message, Model};
+use aromba::assistant::model::{Message, Model};
 
 /// The key is not in the error a failed request gives (a header value the
 /// HTTP library refuses, an endpoint that hangs up).
 #[tokio::test]
 async fn the_key_is_not_in_a_failed_requests_error() {
-    use crate::config::BaseUrl;
+    use aromba::config::BaseUrl;
     use std::sync::Arc;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -21,7 +21,7 @@ async fn the_key_is_not_in_a_failed_requests_error() {
         }
     });
     for key in ["sk-round-key-0123456789", "sk-round\r\nX-Evil: 1"] {
-        let m = super::model::OpenAi {
+        let m = aromba::assistant::model::OpenAi {
             dialer: Arc::new(aromba_relay_proto::client::Direct),
             endpoint: BaseUrl::parse(&format!("http://127.0.0.1:{port}/v1")).unwrap(),
             model: "m".into(),

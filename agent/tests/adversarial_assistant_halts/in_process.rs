@@ -8,10 +8,10 @@
 //! bounded, and nothing after `[DONE]` counts. End to end:
 //! `agent/tests/adversarial_model_holds_the_chat.rs`.
 
-use super::conversation::{self, Limits};
-use super::model::{Message, Model, ModelError, Reply, Usage};
-use super::stream::{Events, OpenAiStream};
-use super::test_doubles::Quiet;
+use aromba::assistant::conversation::{self, Limits};
+use aromba::assistant::model::{Message, Model, ModelError, Reply, Usage};
+use aromba::assistant::stream::{Events, OpenAiStream};
+use aromba_testkit::model::Quiet;
 
 /// A model that streams `pieces` pieces of `each` characters to the
 /// partial callback, as the real clients do for each event that grows the
@@ -34,7 +34,7 @@ impl Model for Streamer {
         &self,
         _messages: &[Message],
         _tools: Option<&serde_json::Value>,
-        partial: &dyn super::model::Progress,
+        partial: &dyn aromba::assistant::model::Progress,
     ) -> Result<Reply, ModelError> {
         let mut text = String::new();
         for _ in 0..self.pieces {
