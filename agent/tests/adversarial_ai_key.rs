@@ -19,11 +19,9 @@
 #[path = "adversarial_ai_key/in_process.rs"]
 mod in_process;
 
-mod model_fake;
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::model_fake;
+use aromba_testkit::paired;
+use aromba_testkit::worker as support;
 
 use model_fake::{Asked, Canned, KEY, Script, slow_looker, with_model};
 use paired::{CHAT, said};

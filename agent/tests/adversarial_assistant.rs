@@ -15,11 +15,9 @@
 #[path = "adversarial_assistant/tool_output.rs"]
 mod tool_output;
 
-mod model_fake;
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::model_fake;
+use aromba_testkit::paired;
+use aromba_testkit::worker as support;
 
 use model_fake::{Canned, call, fake_model, say};
 use paired::{CHAT, Setup, paired_with, write_mine};

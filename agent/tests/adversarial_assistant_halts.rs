@@ -19,11 +19,8 @@
 #[path = "adversarial_assistant_halts/in_process.rs"]
 mod in_process;
 
-mod model_fake;
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::model_fake;
+use aromba_testkit::paired;
 
 use model_fake::streamed::{self, Streamed, text_event, usage_event};
 use model_fake::{Canned, KEY, Script, say, slow_looker, with_model, with_model_setup};

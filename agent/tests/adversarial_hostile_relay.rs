@@ -13,8 +13,8 @@
 //! A real Warden on real sockets, `aromba pair` and `aromba run` as
 //! shipped. Each test's doc says what the attack did when it was found.
 
-mod hostile_relay;
-mod support;
+use aromba_testkit::hostile_relay;
+use aromba_testkit::worker as support;
 
 use aromba_relay_proto::frame::{Body, Delivery};
 use hostile_relay::{

@@ -12,11 +12,8 @@
 //! it out. An instruction planted in a read, ordering a red chore run:
 //! `adversarial_assistant.rs`.
 
-mod model_fake;
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::model_fake;
+use aromba_testkit::paired;
 
 use model_fake::{Canned, Script, call, say, with_model_setup};
 use paired::{CHAT, Setup, write_mine};

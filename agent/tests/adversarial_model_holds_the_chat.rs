@@ -16,11 +16,8 @@
 //! it out. A hostile stream's cost to the Worker, at the unit level:
 //! `agent/tests/adversarial_assistant_halts/in_process.rs`.
 
-mod model_fake;
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::model_fake;
+use aromba_testkit::paired;
 
 use model_fake::streamed::{self, Streamed, text_event, usage_event};
 use model_fake::{Canned, KEY, Script, say, with_model};

@@ -21,11 +21,8 @@
 #[path = "adversarial_model_links/in_process.rs"]
 mod in_process;
 
-mod model_fake;
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::model_fake;
+use aromba_testkit::paired;
 
 use model_fake::streamed::{self, Streamed, answered, calls_one, says, text_event, usage_event};
 use model_fake::{Canned, Script, call, calls, say, with_model, with_model_setup};

@@ -17,12 +17,9 @@
 #[path = "adversarial_model_voice/in_process.rs"]
 mod in_process;
 
-mod hostile_relay;
-mod model_fake;
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::hostile_relay;
+use aromba_testkit::model_fake;
+use aromba_testkit::paired;
 
 use aromba_relay_proto::frame::{Body, Delivery};
 use hostile_relay::up_with;

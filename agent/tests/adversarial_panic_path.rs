@@ -13,11 +13,8 @@
 //! later, after the chore had done everything. `/panic` while the
 //! assistant answers: `adversarial_assistant_halts.rs`.
 
-mod hostile_relay;
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::hostile_relay;
+use aromba_testkit::paired;
 
 use aromba_relay_proto::frame::Delivery;
 use hostile_relay::{sent_texts, status, up_with};

@@ -6,10 +6,8 @@
 //! Worker's log, every file under the test's root (the Worker's home, the
 //! Warden's state and journal), and every table of the relay.
 
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::paired;
+use aromba_testkit::worker as support;
 
 use paired::{CHAT, Paired, Setup, paired_with, start_daemon};
 use sqlx::PgPool;
@@ -38,7 +36,16 @@ async fn paired(db: PgPool, name: &str) -> Paired {
     p
 }
 
-impl Paired {
+/// The steps these tests take on a paired server (the type is the test
+/// kit's, so they are a trait of this file's).
+trait PinChat {
+    fn log(&self) -> &Path;
+    async fn approve_prod_mode_off(&self) -> aromba_botfake::state::Sent;
+    fn prod_mode(&self) -> String;
+    fn wrong_pins(&self) -> u64;
+}
+
+impl PinChat for Paired {
     fn log(&self) -> &Path {
         self.daemon_log.0.as_deref().expect("the daemon's log")
     }

@@ -5,11 +5,8 @@
 //! accepted, and it reached the model endpoint and stayed in the chat: the
 //! Worker kept only 4–12 digit messages from the model.
 
-mod model_fake;
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::model_fake;
+use aromba_testkit::paired;
 
 use model_fake::{Canned, fake_model, say};
 use paired::{CHAT, Setup, paired_with};

@@ -18,11 +18,8 @@
 #[path = "adversarial_pin_to_model/in_process.rs"]
 mod in_process;
 
-mod model_fake;
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::model_fake;
+use aromba_testkit::paired;
 
 use model_fake::{Canned, Script, fake_model, say, with_model};
 use paired::{CHAT, Setup, paired_with, settle, watch_until};

@@ -14,11 +14,9 @@
 //! (`perl-base` is Essential on Debian, whose tools these tests need
 //! anyway: `runuser`, `useradd`).
 
-mod model_fake;
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::model_fake;
+use aromba_testkit::paired;
+use aromba_testkit::worker as support;
 
 use paired::{Paired, Setup, paired_with};
 use sqlx::PgPool;

@@ -9,10 +9,8 @@
 //! system's own folders. The scan must end, say what it saw, fence the
 //! real data and nothing of the system's, and leave the ladder where it was.
 
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::paired;
+use aromba_testkit::worker as support;
 
 use paired::{Setup, paired_with};
 use sqlx::PgPool;

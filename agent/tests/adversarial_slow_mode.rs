@@ -2,10 +2,8 @@
 //! the fake Bot API, a real Warden on the test's clock, `aromba run`): the
 //! person's normal behaviour when the ladder moves twice.
 
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::paired;
+use aromba_testkit::worker as support;
 
 use paired::{CHAT, Paired, TEST_CLOCK, paired_on_the_test_clock};
 use sqlx::PgPool;

@@ -6,10 +6,9 @@
 //! tap while the Worker restarts, a proposal near a message's length). A
 //! real relay with the fake Bot API, a real Warden, `aromba run`.
 
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::paired;
+use aromba_testkit::relay as relay_support;
+use aromba_testkit::worker as support;
 
 use aromba_botfake::state::Sent;
 use aromba_relay_proto::frame::{Delivery, TapProof};

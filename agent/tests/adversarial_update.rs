@@ -5,9 +5,8 @@
 //! leave the installed release as it was. A good release, served the same
 //! way, installs (so the failures are the server's doing).
 
-#[path = "../../release/tests/support/mod.rs"]
-mod releases;
-mod support;
+use aromba_testkit::release as releases;
+use aromba_testkit::worker as support;
 
 use releases::{OTHER_KEY, RELEASE_KEY, RELEASE_PUB, key_line};
 use std::io::{Read, Write};

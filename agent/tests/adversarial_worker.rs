@@ -3,8 +3,8 @@
 //! binaries as shipped, and a relay played by this test with the real
 //! protocol (`aromba_relay_proto::session`), saying what an attacker would.
 
-mod hostile_relay;
-mod support;
+use aromba_testkit::hostile_relay;
+use aromba_testkit::worker as support;
 
 use aromba_relay_proto::frame::{Body, Delivery, TapProof};
 use aromba_relay_proto::session::now_ms;

@@ -1,7 +1,7 @@
 //! `aromba ask` end to end: the real binary as user `aromba`, a real Warden
 //! on real sockets, the real read commands, the journal.
 
-mod support;
+use aromba_testkit::worker as support;
 
 use aromba_warden::journal::verify;
 use support::{TestWarden, account, text};

@@ -5,11 +5,9 @@
 //! and keeps every request it was sent, so a test can see exactly what
 //! reached the model.
 
-mod model_fake;
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::model_fake;
+use aromba_testkit::paired;
+use aromba_testkit::worker as support;
 
 use model_fake::{Canned, KEY, Script, call, fake_model, say, say_usage, tool_results};
 use paired::{CHAT, Setup, paired_with, write_mine};

@@ -9,10 +9,8 @@
 //! `target/tmp/browser/`. Without Chromium the test fails: the test
 //! command installs it.
 
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::paired;
+use aromba_testkit::worker as support;
 
 use aromba_botfake::page::Person;
 use fantoccini::elements::Element;

@@ -2,7 +2,7 @@
 //! real Warden: the embedded system chores, the owner's `mine/`, the
 //! dry-run-first rule, receipts.
 
-mod support;
+use aromba_testkit::worker as support;
 
 use std::os::unix::fs::PermissionsExt;
 use support::{TestWarden, account, text};

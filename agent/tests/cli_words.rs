@@ -2,7 +2,7 @@
 //! reader that stops early ends quietly, and every verb's help says what
 //! it does in its own words.
 
-mod support;
+use aromba_testkit::worker as support;
 
 use support::{TestWarden, account, text};
 

@@ -3,10 +3,9 @@
 //! sockets, `aromba pair` as root and `aromba run` as the aromba user —
 //! the binaries as shipped. The person is played through the fake.
 
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::paired;
+use aromba_testkit::relay as relay_support;
+use aromba_testkit::worker as support;
 
 use paired::{CHAT, Paired, Setup, paired, paired_with, write_mine};
 use relay_support::bot::Bot;

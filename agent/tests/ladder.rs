@@ -1,7 +1,7 @@
 //! The ladder with the real Worker uid: honeypots, outbound connections,
 //! and the root verbs `aromba panic`, `aromba resume` and `aromba status`.
 
-mod support;
+use aromba_testkit::worker as support;
 
 use support::{TestWarden, account, text};
 

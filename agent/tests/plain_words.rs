@@ -5,10 +5,7 @@
 //! servers do not. The whole product runs (real relay, fake Bot API, real
 //! Warden, `aromba run`).
 
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::paired;
 
 use paired::{CHAT, paired};
 use sqlx::PgPool;

@@ -9,10 +9,8 @@
 //! The Warden serves on a clock of the test's, so that "a minute later"
 //! takes no minute.
 
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::paired;
+use aromba_testkit::worker as support;
 
 use aromba_warden::ladder::Clock;
 use paired::{CHAT, Paired, TEST_CLOCK, paired_on_the_test_clock};

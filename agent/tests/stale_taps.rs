@@ -5,10 +5,7 @@
 //! an anomaly (the ladder stays where it was). The whole product runs: a
 //! real relay with the fake Bot API, a real Warden, `aromba run`.
 
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-mod support;
+use aromba_testkit::paired;
 
 use paired::{CHAT, Paired, button_data, runs, with_counting_chore};
 use sqlx::PgPool;

@@ -7,12 +7,9 @@
 //! release installs itself in the quiet window. From a root terminal,
 //! `aromba update` and `aromba uninstall`.
 
-mod paired;
-#[path = "../../relay/tests/support/mod.rs"]
-mod relay_support;
-#[path = "../../release/tests/support/mod.rs"]
-mod releases;
-mod support;
+use aromba_testkit::paired;
+use aromba_testkit::release as releases;
+use aromba_testkit::worker as support;
 
 use aromba_warden::server::ServeOptions;
 use aromba_warden::update::Releases;

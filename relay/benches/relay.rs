@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-mod common;
+use aromba_testkit::bench as common;
 
 use common::{Process, R, env_usize, free_port, on_scratch_database, percentile, unix_nanos};
 

@@ -12,10 +12,9 @@
 
 #![forbid(unsafe_code)]
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use aromba_testkit::relay as support;
 
-mod common;
+use aromba_testkit::bench as common;
 
 use common::{R, env_usize, on_scratch_database};
 use std::time::Duration;

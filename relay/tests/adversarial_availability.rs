@@ -8,7 +8,7 @@
 //! chat's message, or slow it. Each test failed on the relay before the
 //! fix it names.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_botfake::state::Injected;
 use aromba_relay_proto::client::{dial, handshake};

@@ -13,7 +13,7 @@
 //! in. All traffic stays on 127.0.0.0/8, and every loop is bounded in
 //! count and time.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay::Limits;
 use aromba_relay::outbox::enqueue;

@@ -5,7 +5,7 @@
 //! the hello. Each attack is refused, counted under its reason, and the
 //! connection closed with 1008, and the slot it held comes back.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay_proto::client::{Socket, dial, handshake};
 use aromba_relay_proto::frame::{

@@ -11,7 +11,7 @@
 //! number of rows per server, and a text the database refuses is refused
 //! as content and closed with 1008.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay::outbox::enqueue;
 use aromba_relay_proto::frame::{Body, Button, Delivery};

@@ -13,7 +13,7 @@
 //! An attack that breaks something stays here, `#[ignore]`d with the word
 //! BREAK and one line saying what; an attack that fails is a plain test.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay_proto::frame::MAX_MESSAGE;
 use futures_util::SinkExt;

@@ -7,7 +7,7 @@
 //! one bucket per client, never the proxy's for everyone, and never a new
 //! one for another spelling of the same client.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use sqlx::PgPool;
 use support::{Server, behind_proxy, post_from, start};

@@ -8,7 +8,7 @@
 //! a refused request costs its address the day's count like an accepted
 //! one, and a client cannot mint permanent rows.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use serde_json::json;
 use sqlx::PgPool;

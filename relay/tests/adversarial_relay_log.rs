@@ -10,7 +10,7 @@
 //! for the whole test binary, which is why this test has a file of its
 //! own).
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay::outbox::enqueue;
 use aromba_relay_proto::frame::{Body, Button, Delivery};

@@ -6,7 +6,7 @@
 //! the chat, the database and the log, and whether an anchor can be
 //! lowered, malformed or crossed between servers.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_botfake::state::Injected;
 use aromba_relay_proto::client::{Session, Socket, dial, handshake};

@@ -4,7 +4,7 @@
 //! reading the relay's log. Each test is named after the attack and holds
 //! what must hold against it.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_botfake::state::Injected;
 use aromba_relay::telegram::pace::PaceLimits;

@@ -6,7 +6,7 @@
 //! and a delivery committed late still reaches the live connection, in
 //! order.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay::outbox::enqueue;
 use aromba_relay_proto::client::{Session, Socket, dial, handshake};

@@ -1,7 +1,7 @@
 //! The binary: a missing or malformed setting stops the start with one
 //! sentence naming it; SIGTERM stops it gracefully.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use assert_cmd::Command;
 use sqlx::PgPool;

@@ -3,7 +3,7 @@
 //! acknowledged is lost or handed over twice across kills, restarts and
 //! database outages.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay::outbox::enqueue;
 use aromba_relay_proto::client::{Outgoing, run};

@@ -6,7 +6,7 @@
 //! only. `cargo bench -p aromba-relay --bench under_attack` measures the
 //! same paths with and without each attack (BENCHMARKS.md).
 
-mod support;
+use aromba_testkit::relay as support;
 
 use sqlx::PgPool;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! a code: the binary's own JSON log is read back after a session that
 //! sent every kind of content through it.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay_proto::client::{dial, handshake};
 use aromba_relay_proto::frame::{Body, Button, Delivery};

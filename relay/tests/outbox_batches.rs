@@ -2,7 +2,7 @@
 //! transaction keep every promise a single write made — order per server,
 //! the bound, a server's rows its own, nothing queued lost at shutdown.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay::outbox::{Enqueue, Enqueued, acknowledge_batch, enqueue_batch};
 use aromba_relay_proto::frame::Delivery;

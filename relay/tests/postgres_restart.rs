@@ -3,7 +3,7 @@
 //! while deliveries are being queued; every delivery whose enqueue
 //! committed still reaches its server, once.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay_proto::client::{Outgoing, run};
 use aromba_relay_proto::frame::Delivery;

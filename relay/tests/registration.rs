@@ -1,7 +1,7 @@
 //! Registration: the stored hash, idempotence, the duplicate case, the
 //! per-address limits, the 24-hour erasure.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay::clock::ManualClock;
 use serde_json::json;

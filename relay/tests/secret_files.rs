@@ -4,7 +4,7 @@
 //! refused in one sentence naming the setting (and never showing what the
 //! file holds), and a secret still given by value works, with a warning.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use sqlx::PgPool;
 use std::io::Read;

@@ -2,7 +2,7 @@
 //! address, the OpenAPI document equal to the routes, and malformed input
 //! always a 4xx with a JSON body.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use serde_json::{Value, json};
 use sqlx::PgPool;

@@ -1,7 +1,7 @@
 //! A reconnect storm: a few thousand servers, each running the real client,
 //! all come back after the relay restarts.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay_proto::client::{Endpoint, Outgoing, run};
 use aromba_relay_proto::token::ServerToken;

@@ -2,7 +2,7 @@
 //! id registered from another boot) decided by the person, and unpairing,
 //! asked before it is done.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay_proto::frame::Delivery;
 use aromba_relay_proto::token::ServerToken;

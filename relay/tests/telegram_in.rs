@@ -1,7 +1,7 @@
 //! Telegram in: the webhook route, long polling, pairing and chats that are
 //! not paired, through the real relay and the strict fake Bot API.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay::clock::ManualClock;
 use aromba_relay_proto::frame::Delivery;

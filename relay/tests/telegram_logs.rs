@@ -4,7 +4,7 @@
 //! fails mid-request and drops out on purpose), and everything it logged
 //! is read back.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_botfake::state::Injected;
 use aromba_relay_proto::client::{dial, handshake};

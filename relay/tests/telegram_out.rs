@@ -3,7 +3,7 @@
 //! only on a button the relay delivered to that chat, signed so that the
 //! Warden can check it.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_botfake::state::Injected;
 use aromba_relay_proto::frame::{Body, Button, Delivery, TapProof};

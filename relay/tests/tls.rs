@@ -2,7 +2,7 @@
 //! rereads them on SIGHUP; the client verifies the certificate against the
 //! relay's name and nothing turns that off.
 
-mod support;
+use aromba_testkit::relay as support;
 
 use aromba_relay_proto::client::{Endpoint, dial, handshake};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};

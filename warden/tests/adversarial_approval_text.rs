@@ -8,7 +8,7 @@
 //! the Warden gave the button. Taps are signed with the test key pair in
 //! `keys/test/`, as the relay will sign them. Needs root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::approvals::{Approval, text_sha256};
 use aromba_warden::ladder::Clock;

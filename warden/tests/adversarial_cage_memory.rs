@@ -8,7 +8,7 @@
 //! runs must leave no group behind. Through a real Warden and the real
 //! cage.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::cage::limits;
 use aromba_warden_proto::{Request, Response};

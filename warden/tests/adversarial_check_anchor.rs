@@ -10,7 +10,7 @@
 //! else moves the ladder or reads as a rewrite, and a flood is paced
 //! without a journal line per refusal.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::journal::Rotation;
 use aromba_warden_proto::{Request, Response};

@@ -9,7 +9,7 @@
 //! (which shows the test can fail), inside both are killed and the file
 //! keeps its mode. Needs root, bubblewrap and the system C compiler.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use std::os::unix::fs::PermissionsExt;

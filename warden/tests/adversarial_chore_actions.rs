@@ -6,7 +6,7 @@
 //! with no systemd running, every resolution fails, so the restart is
 //! refused, journaled, and on the receipt. Needs root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use support::{Warden, owner_chore};

@@ -10,7 +10,7 @@
 //! sees after its attempt), not only that none is left afterwards.
 //! Needs root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use std::os::unix::fs::PermissionsExt;

@@ -7,7 +7,7 @@
 //! paths (removed after) and runs a hostile `mine/` chore through a real
 //! Warden and real bubblewrap. Needs root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::chores::catalog;
 use aromba_warden::chores::header::Header;

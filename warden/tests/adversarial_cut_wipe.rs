@@ -11,7 +11,7 @@
 //! Worker's configuration directory); each through a real Warden sent
 //! `panic`.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

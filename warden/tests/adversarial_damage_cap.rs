@@ -11,7 +11,7 @@
 //! signal. Each chore here is hostile and runs through a real Warden and
 //! real bubblewrap, unless it says otherwise. Needs root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::chores::header::Header;
 use aromba_warden::chores::run::{Chore, Context, Mode, Origin, run};

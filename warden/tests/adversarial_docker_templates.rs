@@ -12,7 +12,7 @@
 //! engine holding planted secrets, and its redacted output must hold none
 //! of them, as written or decoded from byte numbers.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::policy::{ALLOW, Requester, Table, check};
 use aromba_warden_proto::{Request, Response};

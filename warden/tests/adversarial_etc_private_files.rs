@@ -9,7 +9,7 @@
 //! a hostile `mine/` chore through a real Warden and real bubblewrap.
 //! Needs root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use std::os::unix::fs::PermissionsExt;

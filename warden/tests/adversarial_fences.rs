@@ -6,7 +6,7 @@
 //! fence; hostile text is journaled as JSON; concurrent requests neither
 //! lose a fence nor raise a false mismatch.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{MAX_FENCES_ASKED, Request, Response};
 use std::os::unix::ffi::OsStrExt;

@@ -12,7 +12,7 @@
 //! directory is no read. Through a real Warden; root stands in for the
 //! Worker's reads (inotify does not ask who).
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::install::{InstallOptions, install};
 use aromba_warden::layout::Layout;

@@ -4,8 +4,7 @@
 //! baseline, or a half-written unit. The script is now one function
 //! called on its last line: a cut anywhere runs nothing.
 
-#[path = "../../release/tests/support/mod.rs"]
-mod releases;
+use aromba_testkit::release as releases;
 
 use std::path::{Path, PathBuf};
 

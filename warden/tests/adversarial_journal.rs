@@ -4,7 +4,7 @@
 //! rotates, counts what it drops, says so when verified, and a fast loss of
 //! history moves the ladder.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::journal::{
     AuditKey, FILE_NAME, Journal, JournalConfig, Rotation, STRING_BOUND, read_journal_file,

@@ -10,7 +10,7 @@
 //! through its open descriptor fails. Needs root, bubblewrap and a
 //! filesystem with attributes (ext4 here).
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use std::collections::BTreeMap;

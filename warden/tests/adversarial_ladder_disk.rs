@@ -5,7 +5,7 @@
 //! memory, root is still answered and told, and the save lands once the
 //! disk takes it again.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use std::path::{Path, PathBuf};

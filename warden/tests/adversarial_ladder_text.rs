@@ -4,7 +4,7 @@
 //! that drive a terminal, and a `panic` that moves nothing (at Cut) leaves
 //! the reason root sees as the Warden wrote it.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use support::Warden;

@@ -13,7 +13,7 @@
 //! A Warden directory made writable by others while the Warden runs is
 //! found on the next integrity tick, and said once.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::install::{InstallOptions, Installed, install};
 use aromba_warden::layout::Layout;

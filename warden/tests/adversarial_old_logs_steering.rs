@@ -12,7 +12,7 @@
 //! its `/var/log` and quarantine redirected into the test's directories.
 //! Needs root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::layout::Layout;
 use aromba_warden_proto::{Request, Response};

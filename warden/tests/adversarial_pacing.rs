@@ -4,7 +4,7 @@
 //! restart the windows; a flood right after root's resume. Through a real
 //! Warden, with the real cage.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{
     MAX_RESPONSE, Request, Response, decode_response, encode_request, read_frame, write_frame,

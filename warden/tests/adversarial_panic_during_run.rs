@@ -3,7 +3,7 @@
 //! its end. A move to Freeze or Cut now stops every run under way, and the
 //! receipt says so. Needs root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use std::time::Duration;

@@ -8,7 +8,7 @@
 //! path check guards against a test account standing for the Worker, which
 //! owns (or can write) the planted directories.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::users::WorkerAccount;
 use aromba_warden_proto::{Request, Response};

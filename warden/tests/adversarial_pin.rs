@@ -3,7 +3,7 @@
 //! a restart cleared it, and a guess was counted only after its check, so
 //! guesses arriving together were all checked before any was counted.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use support::Warden;

@@ -3,7 +3,7 @@
 //! Worker asking on its own socket, or anything odd from root's terminal
 //! (a second line, a whole `.pub` file, a huge string), pins nothing.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use support::{TEST_PUB, Warden};

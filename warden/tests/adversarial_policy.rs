@@ -1,7 +1,7 @@
 //! Attempts to get something past the policy, each named by its attack.
 //! Every one must be refused; those that are ladder signals must say so.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::policy::{OUTPUT_MODES, Requester, Table, check, template};
 use aromba_warden::signal::Signal;

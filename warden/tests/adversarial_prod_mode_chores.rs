@@ -7,7 +7,7 @@
 //! here, their paths redirected into the test's directories (a system
 //! chore's touches are fixed). Needs root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::layout::Layout;
 use aromba_warden_proto::{Request, Response};

@@ -9,7 +9,7 @@
 //! is never touched; the Warden, its sockets and the cage are real. Needs
 //! root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use std::os::unix::fs::PermissionsExt;

@@ -7,7 +7,7 @@
 //! directories outside `/tmp`, so that a read may hold them) and real
 //! bubblewrap. Needs root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use std::path::PathBuf;

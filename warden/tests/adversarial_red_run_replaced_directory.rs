@@ -10,7 +10,7 @@
 //! stayed lost. Each test runs the chore of the owner's through a real
 //! Warden and real bubblewrap, then undoes it. Needs root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@
 //! directories made or removed is counted, never "nothing changed". Needs
 //! root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::chores::snapshot::SealLimits;
 use aromba_warden_proto::{Request, Response};

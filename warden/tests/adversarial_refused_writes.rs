@@ -6,7 +6,7 @@
 //! the cage's calls that returned `EROFS` (`cage::refused`). Through a real
 //! Warden and the real cage, with dry runs the Worker may start.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use support::{Warden, dry_chore as dry};
 

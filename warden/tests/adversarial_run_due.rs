@@ -4,7 +4,7 @@
 //! toward too-many-commands, and the journal's record of what it refused.
 //! Needs root and bubblewrap (a green run is a real caged run).
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use support::Warden;

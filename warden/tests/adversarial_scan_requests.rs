@@ -3,7 +3,7 @@
 //! terminal's `network_written`: each only ever makes the Warden stricter,
 //! and what the Warden changes itself stays inside its integrity baseline.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use support::Warden;

@@ -12,7 +12,7 @@
 //! through a real Warden and real bubblewrap. Needs root, bubblewrap and
 //! the system C compiler (which building the tests needs anyway).
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

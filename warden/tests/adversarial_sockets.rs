@@ -4,7 +4,7 @@
 //! keeps its own slots, every exchange ends at its deadline, and a flood
 //! moves the ladder and is journaled without filling the journal.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{
     MAX_RESPONSE, Request, Response, decode_response, encode_request, read_frame, write_frame,

@@ -6,7 +6,7 @@
 //! Each test is named after its attack. One the Warden withstands is a
 //! plain test; one that breaks it is `//! what should hold.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::ladder::Clock;
 use aromba_warden_proto::{

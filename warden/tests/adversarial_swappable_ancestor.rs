@@ -9,7 +9,7 @@
 //! other account (a sticky one protects root's entries). Each test runs the
 //! owner's chore through a real Warden. Needs root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use std::os::unix::fs::PermissionsExt;

@@ -3,9 +3,8 @@
 //! configuration folder and the Worker socket) would make them. Each test
 //! is named after the attack; those that hold are regression tests.
 
-#[path = "../../release/tests/support/mod.rs"]
-mod releases;
-mod support;
+use aromba_testkit::release as releases;
+use aromba_testkit::warden as support;
 
 use aromba_warden::update::{RECORD, Record, Releases};
 use aromba_warden_proto::{Request, Response};

@@ -4,7 +4,7 @@
 //! its test binary: it moves this whole process into a memory cgroup of
 //! 400 MB before the Warden starts.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! pair in keys/test/), over an action id the Warden issued, fresh, used
 //! once. Everything else is refused and is a ladder signal.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::ladder::Clock;
 use aromba_warden_proto::{Request, Response};

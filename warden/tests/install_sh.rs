@@ -3,8 +3,7 @@
 //! release of this build's Warden: it installs, a second run changes
 //! nothing, and a release it cannot verify installs nothing.
 
-#[path = "../../release/tests/support/mod.rs"]
-mod releases;
+use aromba_testkit::release as releases;
 
 use std::path::{Path, PathBuf};
 

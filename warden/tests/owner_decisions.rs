@@ -5,7 +5,7 @@
 //! turning prod mode off; and the Warden's own changes to its state
 //! records keep the integrity baseline true. Needs root and bubblewrap.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use std::os::unix::fs::PermissionsExt;

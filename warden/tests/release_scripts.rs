@@ -11,8 +11,7 @@
 //! holds whatever state the developer's own checkout is in. Needs git,
 //! tar, gzip and minisign (the test command installs minisign).
 
-#[path = "../../release/tests/support/mod.rs"]
-mod releases;
+use aromba_testkit::release as releases;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -2,8 +2,7 @@
 //! requests, the wrong socket, notes, and commands running side by side.
 //! The Warden here serves the test's own uid (root) as its Worker.
 
-#[path = "support/anchor.rs"]
-mod anchor;
+use aromba_testkit::warden::anchor;
 
 use aromba_warden::layout::Layout;
 use aromba_warden::server::{ServeOptions, Server, ShutdownHandle};

@@ -2,7 +2,7 @@
 //! machine for the Worker's connection, from the kernel's tables read in
 //! the host's namespaces (the Worker's unit sees other uids as `nobody`).
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden_proto::{Request, Response};
 use support::Warden;

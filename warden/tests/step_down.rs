@@ -6,7 +6,7 @@
 //! the person's commands and the Worker's background work are paced apart,
 //! so the Worker's own reads never take the minute a person waits for.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::ladder::Clock;
 use aromba_warden_proto::{Request, Response};

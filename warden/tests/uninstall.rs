@@ -7,7 +7,7 @@
 //! After an install from the Debian package it removes nothing and says to
 //! run `apt purge aromba`.
 
-mod support;
+use aromba_testkit::warden as support;
 
 use aromba_warden::server::{HostParts, ServeOptions};
 use aromba_warden_proto::{Request, Response};

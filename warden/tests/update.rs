@@ -5,9 +5,8 @@
 //! stand-in that writes down its arguments) to restart both services.
 //! Every refusal leaves the installed release as it was.
 
-#[path = "../../release/tests/support/mod.rs"]
-mod releases;
-mod support;
+use aromba_testkit::release as releases;
+use aromba_testkit::warden as support;
 
 use aromba_warden::server::ServeOptions;
 use aromba_warden::update::{RECORD, Record, Releases};

@@ -373,3 +373,64 @@ fn every_path_and_test_architecture_md_names_exists() {
         missing.join("\n")
     );
 }
+
+/// The directory of the crate whose sources hold `file`: the nearest one
+/// with a `Cargo.toml`.
+fn crate_dir_of(file: &std::path::Path) -> std::path::PathBuf {
+    file.ancestors()
+        .skip(1)
+        .find(|d| d.join("Cargo.toml").is_file())
+        .expect("a file inside a crate")
+        .to_path_buf()
+}
+
+/// What the tests share lives in `testkit/`, a crate they depend on: no
+/// source includes another crate's file by `#[path]` (the tests once did,
+/// copying the relay's support into ten of the Worker's test binaries).
+/// The one exception is the fuzz target `policy_matcher`: `fuzz/` is built
+/// by cargo-fuzz outside the workspace and shares the policy's oracle with
+/// the Warden's property tests without linking the test kit (and the relay
+/// with it).
+#[test]
+fn no_source_includes_another_crates_file_by_path() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for dir in [
+        "agent", "botfake", "demo", "relay", "release", "testkit", "warden", "xtask", "fuzz",
+    ] {
+        collect_rs(&root.join(dir), &mut files);
+    }
+    let allowed = [(
+        root.join("fuzz/fuzz_targets/policy_matcher.rs"),
+        "../../warden/tests/oracle/mod.rs",
+    )];
+    let mut seen = 0;
+    let mut across = Vec::new();
+    for file in files
+        .iter()
+        .filter(|f| !f.components().any(|c| c.as_os_str() == "target"))
+    {
+        let text = std::fs::read_to_string(file).expect("a source");
+        for line in text.lines() {
+            let Some(rest) = line.trim_start().strip_prefix("#[path = \"") else {
+                continue;
+            };
+            seen += 1;
+            let target = rest.split('"').next().unwrap_or(rest);
+            let included = file.parent().expect("a folder").join(target);
+            let included = std::fs::canonicalize(&included)
+                .unwrap_or_else(|e| panic!("{}: {target}: {e}", file.display()));
+            let own = std::fs::canonicalize(crate_dir_of(file)).expect("the crate's folder");
+            let exempt = allowed.iter().any(|(f, t)| f == file && *t == target);
+            if crate_dir_of(&included) != own && !exempt {
+                across.push(format!("{}: {target}", file.display()));
+            }
+        }
+    }
+    assert!(seen > 0, "no #[path] read: is the workspace read?");
+    assert!(
+        across.is_empty(),
+        "files included from another crate (put what is shared in testkit/):\n{}",
+        across.join("\n")
+    );
+}

@@ -11,7 +11,7 @@
 //! logger prefix of the key's length. And the mirror images, which leaked:
 //! a key's lines taken into a certificate's block and kept.
 
-mod support;
+use aromba_testkit::redaction as support;
 
 use aromba_redact::{Class, Limits, Redactor, Stream, redact, redact_cut};
 use support::{L1, L2, L3};

@@ -2,7 +2,7 @@
 //! text, or made the stream disagree with the whole-buffer redaction: each
 //! as a real program prints it.
 
-mod support;
+use aromba_testkit::redaction as support;
 
 use aromba_redact::{Class, Limits, Redactor, Stream, redact};
 use support::{L1, L2, L3, gone};

@@ -1,7 +1,7 @@
 //! Each shape a review found passing whole or destroyed, as real programs
 //! print it: a secret is gone, the text around it and every decoy stay.
 
-mod support;
+use aromba_testkit::redaction as support;
 
 use aromba_redact::Class;
 use support::{L1, L2, L3, gone, out};

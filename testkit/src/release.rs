@@ -1,14 +1,7 @@
 //! Releases for the tests, made as `scripts/release` makes them (ustar
 //! tarballs, owner 0, a manifest signed with minisign) with the test keys
-//! of `keys/test/`, and a file server on loopback to serve them. The
-//! Warden's and the Worker's tests include this file by path:
-//!
-//! ```ignore
-//! #[path = "../../release/tests/support/mod.rs"]
-//! mod releases;
-//! ```
-
-#![allow(dead_code)]
+//! of `keys/test/`, and a file server on loopback to serve them, for the
+//! Warden's and the Worker's tests of updates and the installer.
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -16,10 +9,10 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-pub const RELEASE_KEY: &str = include_str!("../../../keys/test/release.key");
-pub const RELEASE_PUB: &str = include_str!("../../../keys/test/release.pub");
+pub const RELEASE_KEY: &str = include_str!("../../keys/test/release.key");
+pub const RELEASE_PUB: &str = include_str!("../../keys/test/release.pub");
 /// A key that is not a release key.
-pub const OTHER_KEY: &str = include_str!("../../../keys/test/relay-approvals.key");
+pub const OTHER_KEY: &str = include_str!("../../keys/test/relay-approvals.key");
 
 /// The base64 line of a minisign public key file.
 pub fn key_line(public: &str) -> String {

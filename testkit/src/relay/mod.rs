@@ -4,8 +4,6 @@
 //! trusted proxy's clients), a server that registers and connects with the
 //! real protocol client, and WebSockets the test shapes by hand.
 
-#![allow(dead_code)]
-
 pub mod attack;
 pub mod bot;
 pub mod under_attack;
@@ -133,6 +131,8 @@ pub struct Server {
 }
 
 impl Server {
+    /// A fresh identity each time: there is no default server.
+    #[allow(clippy::new_without_default)]
     pub fn new() -> Server {
         Server {
             id: Uuid::new_v4(),

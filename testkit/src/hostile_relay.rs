@@ -6,15 +6,8 @@
 //! more, to send any frame it seals (an `anchor`), to withhold its
 //! acknowledgements, to drop its connections, or to hang after a welcome.
 //! It pings every [`PING_SECS`], as the relay does.
-//!
-//! ```ignore
-//! mod hostile_relay;
-//! mod support;
-//! ```
 
-#![allow(dead_code)]
-
-use crate::support::{Running, TestWarden, account, aromba};
+use crate::worker::{Running, TestWarden, account, aromba};
 use aromba_relay_proto::frame::{Accept, Body, Delivery, Hello, Nonce, PROTOCOL_VERSION};
 use aromba_relay_proto::session::{Direction, Opener, Sealer, derive, now_ms};
 use futures_util::{SinkExt, StreamExt};
@@ -451,14 +444,17 @@ static ONE_DAEMON: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Held while a test's daemon runs: the only one in this process and on
 /// this machine.
-pub struct Alone(
-    tokio::sync::MutexGuard<'static, ()>,
-    crate::support::MachineLock,
-);
+pub struct Alone {
+    _in_this_process: tokio::sync::MutexGuard<'static, ()>,
+    _on_this_machine: crate::worker::MachineLock,
+}
 
 pub async fn alone() -> Alone {
     let one = ONE_DAEMON.lock().await;
-    Alone(one, crate::support::one_daemon_on_this_machine().await)
+    Alone {
+        _in_this_process: one,
+        _on_this_machine: crate::worker::one_daemon_on_this_machine().await,
+    }
 }
 
 /// Starts `aromba run` as the aromba user against `warden`.
@@ -518,5 +514,5 @@ pub async fn up_with(
 
 /// What `aromba status` says as root (its `ladder:` line among it).
 pub fn status(warden: &TestWarden) -> String {
-    crate::support::text(&warden.aromba_as("root", &["status"]).stdout)
+    crate::worker::text(&warden.aromba_as("root", &["status"]).stdout)
 }

@@ -1,23 +1,14 @@
 //! A server paired end to end, for the tests that play the person: a real
 //! relay (on a fresh database) with the fake Bot API standing in for
 //! Telegram, a real Warden on real sockets, `aromba pair` as root and
-//! `aromba run` as the aromba user — the binaries as shipped. A test file
-//! includes it next to `relay_support` and `support`:
-//!
-//! ```ignore
-//! #[path = "../../relay/tests/support/mod.rs"]
-//! mod relay_support;
-//! mod support;
-//! mod paired;
-//! ```
+//! `aromba run` as the aromba user — the binaries as shipped, found next
+//! to the test that runs (the Worker's tests, which cargo builds them for).
 //!
 //! With what the chat shows of the assistant: [`MARKER`], [`said`],
 //! [`watch_until`], and the ladder's step as `aromba status` says it.
 
-#![allow(dead_code)]
-
-use crate::relay_support::bot::{Bot, start_bot};
-use crate::support::{self, Running, TestWarden, account, aromba};
+use crate::relay::bot::{Bot, start_bot};
+use crate::worker::{self as support, Running, TestWarden, account, aromba};
 use aromba_botfake::state::Sent;
 use sqlx::PgPool;
 use std::io::{BufRead, BufReader, Write};

@@ -1,8 +1,6 @@
 //! What the shape tests share: key lines of a key's width, and checks of
 //! what a redaction removed and kept.
 
-#![allow(dead_code)]
-
 use aromba_redact::{Counts, redact};
 
 pub const L1: &str = "MIIEpAIBAAKCAQEAu7x8Qd2Vh5cZ3mFq9nYk0wPzL1sJt4RbXe6gHa2KdUoNcMvW";

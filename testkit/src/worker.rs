@@ -2,15 +2,13 @@
 //! binary run under real uids (`runuser`). These tests need root, as the
 //! Warden does; they fail, never skip, without it.
 
-#![allow(dead_code)]
-
+use crate::serving::Serving;
 use aromba_warden::layout::Layout;
-use aromba_warden::server::{ServeOptions, Server, ShutdownHandle};
+use aromba_warden::server::ServeOptions;
 use aromba_warden::users::{Account, lookup};
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::thread::JoinHandle;
 
 static USERS: Mutex<()> = Mutex::new(());
 
@@ -18,7 +16,9 @@ static USERS: Mutex<()> = Mutex::new(());
 /// across test processes too. Every Warden watches all connections of the
 /// aromba user, so another process's daemon dialing its own relay would be
 /// an unlisted host to this test's Warden and move its ladder.
-pub struct MachineLock(nix::fcntl::Flock<std::fs::File>);
+pub struct MachineLock {
+    _held: nix::fcntl::Flock<std::fs::File>,
+}
 
 impl std::fmt::Debug for MachineLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -35,7 +35,7 @@ fn try_machine_lock() -> Option<MachineLock> {
         .expect("the lock file");
     nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
         .ok()
-        .map(MachineLock)
+        .map(|held| MachineLock { _held: held })
 }
 
 /// Waits for [`MachineLock`].
@@ -125,8 +125,7 @@ pub fn account(name: &str) -> Account {
 
 pub struct TestWarden {
     pub root: PathBuf,
-    handle: ShutdownHandle,
-    thread: Option<JoinHandle<()>>,
+    serving: Serving,
 }
 
 impl TestWarden {
@@ -183,12 +182,8 @@ impl TestWarden {
             })
             .expect("install");
         }
-        let (handle, thread) = serve(&root, worker, adjust);
-        TestWarden {
-            root,
-            handle,
-            thread: Some(thread),
-        }
+        let serving = serve(&root, worker, adjust);
+        TestWarden { root, serving }
     }
 
     pub fn layout(&self) -> Layout {
@@ -246,52 +241,31 @@ impl TestWarden {
     }
 }
 
-/// A Warden on `root`, serving until its handle is used.
-fn serve(
-    root: &Path,
-    worker: Account,
-    adjust: impl FnOnce(&mut ServeOptions),
-) -> (ShutdownHandle, JoinHandle<()>) {
-    let mut options = ServeOptions::new(Layout::rooted(root), worker.uid, worker.gid);
-    // No test touches the system's services or users unless it names
-    // stand-ins for them.
-    options.host = None;
+/// A Warden on `root` whose Worker is `worker`, serving until stopped.
+fn serve(root: &Path, worker: Account, adjust: impl FnOnce(&mut ServeOptions)) -> Serving {
+    let mut options = crate::serving::options(Layout::rooted(root), worker.uid, worker.gid);
     options.watch_interval = std::time::Duration::from_millis(100);
-    // The machine's disk is not the test's: a red run's snapshot keeps
-    // a fixed margin free, not a tenth of whatever disk this runs on.
-    options.snapshot_keep_free = aromba_warden::chores::snapshot::KeepFree::Bytes(64 << 20);
     adjust(&mut options);
-    let server = Server::bind(options).expect("the Warden binds");
-    let handle = server.shutdown_handle();
-    let thread = std::thread::spawn(move || server.run());
-    (handle, thread)
+    Serving::start(options, || {})
 }
 
 impl TestWarden {
     /// Stops this Warden (its root stays), as stopping the service does.
     pub fn stop(&mut self) {
-        self.handle.shutdown();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.serving.stop();
     }
 
     /// Starts another Warden on the root of one [`TestWarden::stop`]ped:
     /// what survives is what is on disk.
     pub fn serve_again(&mut self, worker: Account, adjust: impl FnOnce(&mut ServeOptions)) {
         self.stop();
-        let (handle, thread) = serve(&self.root, worker, adjust);
-        self.handle = handle;
-        self.thread = Some(thread);
+        self.serving = serve(&self.root, worker, adjust);
     }
 }
 
 impl Drop for TestWarden {
     fn drop(&mut self) {
-        self.handle.shutdown();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.serving.stop();
         let _ = std::fs::remove_dir_all(&self.root);
     }
 }

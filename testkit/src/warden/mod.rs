@@ -3,15 +3,14 @@
 //! test moves; and relay-signed taps made with the test key pair in
 //! `keys/test/`.
 
-#![allow(dead_code)] // Each test file uses its own part of this.
-
 pub mod anchor;
 
+use crate::serving::Serving;
 use aromba_warden::approvals::{Approval, message, relay_key_file, text_sha256};
 use aromba_warden::install::{InstallOptions, install};
 use aromba_warden::ladder::{Clock, ManualClock};
 use aromba_warden::layout::Layout;
-use aromba_warden::server::{ServeOptions, Server, ShutdownHandle};
+use aromba_warden::server::ServeOptions;
 use aromba_warden_proto::{
     MAX_RESPONSE, Request, Response, decode_response, encode_request, read_frame, write_frame,
 };
@@ -26,8 +25,7 @@ pub const TEST_KEY: &str = include_str!("../../../keys/test/relay-approvals.key"
 
 pub struct Warden {
     pub root: PathBuf,
-    handle: ShutdownHandle,
-    thread: Option<std::thread::JoinHandle<()>>,
+    serving: Serving,
     pub clock: Arc<ManualClock>,
     /// A directory the chores may write (outside /tmp, which the cage
     /// replaces).
@@ -241,11 +239,10 @@ impl Warden {
         })
         .unwrap();
         let clock = ManualClock::new(now() + 8 * 86_400);
-        let (handle, thread) = serve(layout, clock.clone(), adjust, between);
+        let serving = serve(layout, clock.clone(), adjust, between);
         Warden {
             root,
-            handle,
-            thread: Some(thread),
+            serving,
             clock,
             touched,
             texts: Mutex::default(),
@@ -255,10 +252,7 @@ impl Warden {
     }
 
     pub fn stop(&mut self) {
-        self.handle.shutdown();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.serving.stop();
     }
 
     /// Stops this Warden and starts a new one on the same root, with the
@@ -266,9 +260,7 @@ impl Warden {
     /// disk.
     pub fn restart(&mut self) {
         self.stop();
-        let (handle, thread) = serve(self.layout(), self.clock.clone(), self.adjust, |_| {});
-        self.handle = handle;
-        self.thread = Some(thread);
+        self.serving = serve(self.layout(), self.clock.clone(), self.adjust, |_| {});
     }
 
     pub fn layout(&self) -> Layout {
@@ -437,16 +429,10 @@ fn serve(
     clock: Arc<ManualClock>,
     adjust: fn(&mut ServeOptions),
     between: fn(&Layout),
-) -> (ShutdownHandle, std::thread::JoinHandle<()>) {
-    let mut o = ServeOptions::new(layout.clone(), 0, 0);
+) -> Serving {
+    let mut o = crate::serving::options(layout.clone(), 0, 0);
     o.watch_network = false;
-    // No test touches the system's services or users unless it names
-    // stand-ins for them.
-    o.host = None;
     o.clock = clock;
-    // The machine's disk is not the test's: a red run's snapshot keeps a
-    // fixed margin free, not a tenth of whatever disk the tests run on.
-    o.snapshot_keep_free = aromba_warden::chores::snapshot::KeepFree::Bytes(TEST_KEEP_FREE);
     // Root stands in for the Worker on the socket; the path check judges
     // reads as from an account that owns nothing here, as the real Worker
     // owns nothing on the paths the tests read.
@@ -455,10 +441,7 @@ fn serve(
         gids: vec![4_242_000],
     });
     adjust(&mut o);
-    let server = Server::bind(o).unwrap();
-    between(&layout);
-    let handle = server.shutdown_handle();
-    (handle, std::thread::spawn(move || server.run()))
+    Serving::start(o, || between(&layout))
 }
 
 /// A tap as the relay signs it: over the SHA-256 of `text`, the message
@@ -517,5 +500,4 @@ pub fn lines_with(journal: &str, what: &str) -> usize {
     journal.lines().filter(|l| l.contains(what)).count()
 }
 
-/// Bytes a test Warden's snapshots leave free on the disk.
-pub const TEST_KEEP_FREE: u64 = 64 << 20;
+pub use crate::serving::TEST_KEEP_FREE;

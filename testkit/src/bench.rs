@@ -2,8 +2,6 @@
 //! environment, a free port, a child process killed on drop, percentiles,
 //! and a scratch database made for one run and dropped after it.
 
-#![allow(dead_code)] // Each benchmark uses its own part of this.
-
 use sqlx::postgres::PgPoolOptions;
 use std::error::Error;
 use std::future::Future;

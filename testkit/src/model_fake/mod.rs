@@ -3,11 +3,10 @@
 //! (a status, a body or a stream of events, after a delay of its choosing)
 //! and keeping every request — when it came, its Authorization, its body —
 //! so a test sees exactly what reached the model. And the Worker's files
-//! that point the assistant at it. A test file includes it beside
-//! `paired`:
+//! that point the assistant at it:
 //!
 //! ```ignore
-//! mod model_fake;
+//! use aromba_testkit::model_fake;
 //! let model = model_fake::fake_model(Arc::new(|round, _, _| Canned::ok(say("Fine.")))).await;
 //! ```
 //!
@@ -15,12 +14,10 @@
 //! [`streamed`] is a fake model that streams each answer in pieces of the
 //! script's choosing and sees the Worker close a stream under way.
 
-#![allow(dead_code)]
-
 pub mod streamed;
 
 use crate::paired::{Paired, Setup, paired_with};
-use crate::support::{TestWarden, account};
+use crate::worker::{TestWarden, account};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::sync::{Arc, Mutex};
