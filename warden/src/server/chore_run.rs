@@ -19,6 +19,7 @@
 
 use super::chores::{RunSource, chore_action, expand_action, frozen, quarantine_held, runs_dir};
 use super::chores::{snapshot_roots, take_snapshot};
+use super::event::{Event, Outcome, RunEnd, RunLeft};
 use super::intent::{Intent, intend, outcome_not_journaled};
 use super::owner::cap_confirmed;
 use super::{Shared, journal, raise};
@@ -28,7 +29,6 @@ use crate::chores::snapshot;
 use crate::exec;
 use crate::signal::Signal;
 use aromba_warden_proto::Response;
-use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow::{self, Break, Continue};
 use std::path::PathBuf;
@@ -48,14 +48,12 @@ pub(super) fn run_chore(
         Continue(a) => a,
         Break(refused) => return refused,
     };
-    let mut outcome = Map::new();
-    outcome.insert("chore".into(), Value::from(chore.header.name.as_str()));
-    let prepared = match prepare(shared, &chore, &admitted, &mut outcome) {
+    let prepared = match prepare(shared, &chore, &admitted) {
         Continue(p) => p,
         Break(refused) => return refused,
     };
-    let ran = run_caged(shared, &chore, &admitted, &prepared, &mut outcome);
-    let settled = match settle(shared, &chore, &admitted, prepared, ran, outcome) {
+    let ran = run_caged(shared, &chore, &admitted, &prepared);
+    let settled = match settle(shared, &chore, &admitted, prepared, ran) {
         Continue(s) => s,
         Break(failed) => return failed,
     };
@@ -86,16 +84,16 @@ fn admit<'a>(
     source: RunSource,
 ) -> ControlFlow<Response, Admitted<'a>> {
     let name = chore.header.name.as_str();
-    let mode_name = if dry_run { "dry-run" } else { "real" };
+    let mode = if dry_run { Mode::DryRun } else { Mode::Real };
     // Refused before anything runs, and journaled all the same.
     let refuse = |reason: String| {
-        let mut m = Map::new();
-        m.insert("chore".into(), Value::from(name));
-        m.insert("mode".into(), Value::from(mode_name));
-        source.journal_fields(&mut m);
-        m.insert("verdict".into(), Value::from("refused"));
-        m.insert("reason".into(), Value::from(reason.as_str()));
-        let journal_seq = journal(shared, "chore-run", m);
+        let line = Event::ChoreRunRefused {
+            chore: name,
+            mode,
+            source: &source,
+            reason: &reason,
+        };
+        let journal_seq = journal(shared, line);
         Response::Refused {
             reason,
             journal_seq,
@@ -106,7 +104,6 @@ fn admit<'a>(
             "the ladder is at Freeze or above: no chore runs until it comes down".into(),
         ));
     }
-    let mode = if dry_run { Mode::DryRun } else { Mode::Real };
     let runs = runs_dir(shared);
     let seen = runs.join(format!("{name}.dry-run-seen"));
     if mode == Mode::Real && !seen.exists() {
@@ -135,16 +132,15 @@ fn admit<'a>(
     } else {
         None
     };
-    let mut m = Map::new();
-    m.insert("chore".into(), Value::from(name));
-    m.insert("mode".into(), Value::from(mode_name));
-    m.insert("color".into(), Value::from(chore.header.color.name()));
-    m.insert(
-        "script_sha256".into(),
-        Value::from(crate::journal::sha256_hex(chore.script.as_bytes())),
-    );
-    source.journal_fields(&mut m);
-    let intent = match intend(shared, "chore-run", m) {
+    let script_sha256 = crate::journal::sha256_hex(chore.script.as_bytes());
+    let act = Event::ChoreRun {
+        chore: name,
+        mode,
+        color: chore.header.color,
+        script_sha256: &script_sha256,
+        source: &source,
+    };
+    let intent = match intend(shared, act) {
         Ok(i) => i,
         Err(e) => return Break(e.into()),
     };
@@ -180,7 +176,6 @@ fn prepare(
     shared: &Shared,
     chore: &Chore,
     admitted: &Admitted<'_>,
-    outcome: &mut Map<String, Value>,
 ) -> ControlFlow<Response, Prepared> {
     let red_real = admitted.mode == Mode::Real && chore.header.color == Color::Red;
     let snap = if red_real && !snapshot_roots(shared, chore).is_empty() {
@@ -189,9 +184,11 @@ fn prepare(
         {
             Ok(s) => Some(s),
             Err(why) => {
-                outcome.insert("verdict".into(), Value::from("refused"));
-                outcome.insert("reason".into(), Value::from(why.as_str()));
-                let seq = admitted.intent.outcome(shared, outcome.clone());
+                let refused = Outcome::ChoreRun {
+                    chore: &chore.header.name,
+                    end: RunEnd::Refused { reason: &why },
+                };
+                let seq = admitted.intent.outcome(shared, refused);
                 return Break(Response::Refused {
                     reason: why,
                     journal_seq: seq,
@@ -217,24 +214,12 @@ struct Ran {
 }
 
 /// Phase 3: the run in its cage.
-fn run_caged(
-    shared: &Shared,
-    chore: &Chore,
-    admitted: &Admitted<'_>,
-    prepared: &Prepared,
-    outcome: &mut Map<String, Value>,
-) -> Ran {
+fn run_caged(shared: &Shared, chore: &Chore, admitted: &Admitted<'_>, prepared: &Prepared) -> Ran {
     let result = run::run(chore, admitted.mode, &admitted.ctx);
     let quarantine_lost = prepared.held.as_ref().and_then(|before| {
         let after = quarantine_held(&shared.options.layout.quarantine_dir);
         quarantine_lost(before.as_ref(), after.as_ref())
     });
-    if let Some(lost) = &quarantine_lost {
-        outcome.insert(
-            "quarantine".into(),
-            Value::from(format!("{lost}: undo cannot put them back")),
-        );
-    }
     Ran {
         result,
         quarantine_lost,
@@ -309,10 +294,10 @@ fn settle(
     admitted: &Admitted<'_>,
     prepared: Prepared,
     ran: Ran,
-    mut m: Map<String, Value>,
 ) -> ControlFlow<Response, Settled> {
     let name = chore.header.name.as_str();
     let never_ran = nothing_ran(&ran.result);
+    let mut seal_failed = None;
     let undo = match prepared.snap {
         None => None,
         Some(s) if never_ran => {
@@ -332,21 +317,28 @@ fn settle(
                 let why = format!(
                     "the seal failed ({e}): undo puts back what the run removed, and names what it cannot put back"
                 );
-                m.insert("snapshot".into(), Value::from(why.as_str()));
+                seal_failed = Some(why.clone());
                 Some((s.id.clone(), why))
             }
         },
     };
-    if let Some((id, _)) = &undo {
-        m.insert("undo_id".into(), Value::from(id.as_str()));
-    }
+    let left = RunLeft {
+        quarantine_lost: ran.quarantine_lost.as_deref(),
+        seal_failed: seal_failed.as_deref(),
+        undo_id: undo.as_ref().map(|(id, _)| id.as_str()),
+    };
     let report = match ran.result {
         Ok(r) => r,
         Err(e) => {
-            let verdict = if never_ran { "refused" } else { "failed" };
-            m.insert("verdict".into(), Value::from(verdict));
-            m.insert("reason".into(), Value::from(e.to_string()));
-            let seq = admitted.intent.outcome(shared, m);
+            let reason = e.to_string();
+            let end = RunEnd::Stopped {
+                left: &left,
+                never_ran,
+                reason: &reason,
+            };
+            let seq = admitted
+                .intent
+                .outcome(shared, Outcome::ChoreRun { chore: name, end });
             let reason = match &undo {
                 Some((id, summary)) => {
                     format!("{e}; changed before it failed: {summary}; undo id {id} (for 7 days)")
@@ -368,40 +360,17 @@ fn settle(
         && !report.outside_touches
         && report.gained_privilege.is_empty()
         && !killed;
-    m.insert(
-        "exit_code".into(),
-        report.outcome.exit_code.map_or(Value::Null, Value::from),
-    );
-    m.insert("files_changed".into(), Value::from(report.files_changed));
-    m.insert("bytes_changed".into(), Value::from(report.bytes_changed));
-    m.insert("over_cap".into(), Value::from(report.over_cap));
-    if report.outcome.memory_exceeded {
-        m.insert("memory_exceeded".into(), Value::from(true));
-    }
-    if report.halted {
-        m.insert("halted".into(), Value::from(true));
-    }
-    m.insert(
-        "outside_touches".into(),
-        Value::from(report.outside_touches),
-    );
     let gained = gained_named(&report);
-    if !gained.is_empty() {
-        m.insert(
-            "gained_privilege".into(),
-            Value::from(
-                gained
-                    .iter()
-                    .map(|g| Value::from(g.as_str()))
-                    .collect::<Vec<_>>(),
-            ),
-        );
-    }
-    m.insert(
-        "verdict".into(),
-        Value::from(if clean { "clean" } else { "failed" }),
-    );
-    let ran_journaled = admitted.intent.outcome(shared, m).is_some();
+    let end = RunEnd::Ran {
+        left: &left,
+        report: &report,
+        gained: &gained,
+        clean,
+    };
+    let ran_journaled = admitted
+        .intent
+        .outcome(shared, Outcome::ChoreRun { chore: name, end })
+        .is_some();
     if !gained.is_empty() {
         // The spec's eight signals are a closed list; a privilege a file
         // gained is a change no touch grants, the nearest of them.
@@ -531,10 +500,11 @@ fn deliver(shared: &Shared, chore: &Chore, admitted: &Admitted<'_>, s: Settled) 
         admitted.runs.join(format!("{name}.last")),
         receipt.as_bytes(),
     );
-    let mut r = Map::new();
-    r.insert("chore".into(), Value::from(name));
-    r.insert("receipt".into(), Value::from(receipt.as_str()));
-    if journal(shared, "receipt", r).is_none() || !s.ran_journaled {
+    let line = Event::Receipt {
+        chore: name,
+        receipt: &receipt,
+    };
+    if journal(shared, line).is_none() || !s.ran_journaled {
         return outcome_not_journaled(&admitted.intent, &receipt);
     }
     Response::Receipt {

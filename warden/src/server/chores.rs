@@ -5,8 +5,9 @@
 
 #![forbid(unsafe_code)]
 
+use super::event::{Event, Outcome, Peer};
 use super::intent::intend;
-use super::{Shared, Socket, journal, peer_fields, unjournaled};
+use super::{Shared, journal, unjournaled};
 use crate::chores::header::Color;
 use crate::chores::run::Chore;
 use crate::chores::snapshot;
@@ -15,7 +16,6 @@ use crate::ladder::Step;
 use crate::policy::{self, Table};
 use crate::system::PeerCred;
 use aromba_warden_proto::Response;
-use serde_json::{Map, Value};
 
 pub(super) fn runs_dir(shared: &Shared) -> std::path::PathBuf {
     shared.options.layout.state_dir.join("runs")
@@ -104,17 +104,18 @@ pub(super) fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[
         policy::check(Table::ChoreAction, cmd, args, &policy::Requester::Warden)
             .map_err(|r| r.reason)
     };
-    let mut m = Map::new();
-    m.insert("chore".into(), Value::from(chore));
-    m.insert("action".into(), Value::from(shown.as_str()));
+    // Nothing runs: the refusal is the whole story.
+    let refused = |reason: String| {
+        let line = Event::ChoreActionRefused {
+            chore,
+            action: &shown,
+            reason: &reason,
+        };
+        journal(shared, line);
+        format!("{shown}: refused ({reason})")
+    };
     let allowed = match verdict {
-        Err(reason) => {
-            // Nothing runs: the refusal is the whole story.
-            m.insert("verdict".into(), Value::from("refused"));
-            m.insert("reason".into(), Value::from(reason.as_str()));
-            journal(shared, "chore-action", m);
-            return format!("{shown}: refused ({reason})");
-        }
+        Err(reason) => return refused(reason),
         Ok(allowed) => allowed,
     };
     let rule = allowed.rule;
@@ -129,12 +130,7 @@ pub(super) fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[
                     *last = id;
                 }
             }
-            Err(reason) => {
-                m.insert("verdict".into(), Value::from("refused"));
-                m.insert("reason".into(), Value::from(reason.as_str()));
-                journal(shared, "chore-action", m);
-                return format!("{shown}: refused ({reason})");
-            }
+            Err(reason) => return refused(reason),
         }
     }
     if let Some((first, rest)) = run_args.split_first() {
@@ -144,35 +140,36 @@ pub(super) fn chore_action(shared: &Shared, chore: &str, green: bool, action: &[
         with.extend(rest.iter().cloned());
         run_args = with;
     }
-    m.insert("run_args".into(), Value::from(run_args.clone()));
-    let Ok(intent) = intend(shared, "chore-action", m) else {
+    let act = Event::ChoreAction {
+        chore,
+        action: &shown,
+        run_args: &run_args,
+    };
+    let Ok(intent) = intend(shared, act) else {
         return format!("{shown}: not run (the journal cannot be written)");
     };
     let env = exec::rule_env(rule);
     let bounds = Bounds::for_rule(rule);
     let result = exec::pick_binary(rule.cmd, rule.bins)
         .and_then(|bin| exec::run_program(&bin, &run_args, &env, &bounds));
-    let mut m = Map::new();
-    m.insert("action".into(), Value::from(shown.as_str()));
-    let line = match result {
-        Ok(o) => {
-            m.insert("verdict".into(), Value::from("ran"));
-            m.insert(
-                "exit_code".into(),
-                o.exit_code.map_or(Value::Null, Value::from),
-            );
+    let (ran, line) = match result {
+        Ok(o) => (
+            Ok(o.exit_code),
             format!(
                 "{shown}: exit {}",
                 o.exit_code.map_or("killed".into(), |c| c.to_string())
-            )
-        }
-        Err(e) => {
-            m.insert("verdict".into(), Value::from("failed"));
-            m.insert("error".into(), Value::from(e.to_string()));
-            format!("{shown}: failed ({e})")
-        }
+            ),
+        ),
+        Err(e) => (Err(e.to_string()), format!("{shown}: failed ({e})")),
     };
-    intent.outcome(shared, m);
+    let ran = ran.as_ref().copied().map_err(String::as_str);
+    intent.outcome(
+        shared,
+        Outcome::ChoreAction {
+            action: &shown,
+            ran,
+        },
+    );
     line
 }
 
@@ -339,25 +336,6 @@ pub(super) enum RunSource {
     Schedule,
 }
 
-impl RunSource {
-    pub(super) fn name(&self) -> &'static str {
-        match self {
-            RunSource::RootTerminal => "root terminal",
-            RunSource::Worker => "worker (dry run)",
-            RunSource::Approved { .. } => "relay-signed tap",
-            RunSource::Schedule => "schedule (green chore)",
-        }
-    }
-
-    /// On whose approval, for a journal line.
-    pub(super) fn journal_fields(&self, m: &mut Map<String, Value>) {
-        m.insert("approval".into(), Value::from(self.name()));
-        if let RunSource::Approved { action_id } = self {
-            m.insert("action_id".into(), Value::from(action_id.as_str()));
-        }
-    }
-}
-
 /// The least time between two scheduled runs of a chore, by its schedule:
 /// a Worker that asks again and again gets no more runs than the schedule
 /// gives (with room for a clock moved or a late start).
@@ -382,11 +360,12 @@ pub(super) fn run_due(shared: &Shared, peer: &PeerCred, chore: &str) -> Response
     // Refusals are journaled like every other: a Worker asking for what the
     // schedule does not give leaves a line.
     let refuse = |reason: String| {
-        let mut m = peer_fields(peer, Socket::Worker);
-        m.insert("chore".into(), Value::from(chore));
-        m.insert("verdict".into(), Value::from("refused"));
-        m.insert("reason".into(), Value::from(reason.as_str()));
-        let journal_seq = journal(shared, "run-due", m);
+        let line = Event::RunDueRefused {
+            peer: Peer::worker(peer),
+            chore,
+            reason: &reason,
+        };
+        let journal_seq = journal(shared, line);
         Response::Refused {
             reason,
             journal_seq,
@@ -451,11 +430,13 @@ pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Re
     }
     let runs = runs_dir(shared);
     let ran = runs.join(format!("{chore}.dry-ran"));
-    let mut m = peer_fields(peer, Socket::Worker);
-    m.insert("chore".into(), Value::from(chore));
+    let shown = |recorded| Event::DryRunShown {
+        peer: Peer::worker(peer),
+        chore,
+        recorded,
+    };
     if !ran.exists() {
-        m.insert("verdict".into(), Value::from("refused"));
-        let seq = journal(shared, "dry-run-shown", m);
+        let seq = journal(shared, shown(false));
         return Response::Refused {
             reason: format!("no dry run of {chore:?} was made to show"),
             journal_seq: seq,
@@ -463,8 +444,7 @@ pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Re
     }
     // Journaled first: what a real run will count on is never recorded
     // without its line.
-    m.insert("verdict".into(), Value::from("recorded"));
-    let Some(journal_seq) = journal(shared, "dry-run-shown", m) else {
+    let Some(journal_seq) = journal(shared, shown(true)) else {
         return unjournaled();
     };
     let _ = std::fs::rename(&ran, runs.join(format!("{chore}.dry-run-seen")));

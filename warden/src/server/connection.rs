@@ -16,14 +16,14 @@
 
 #![forbid(unsafe_code)]
 
+use super::event::{Deadline, Event, Peer};
 use super::pace::{self, Admission};
-use super::{Shared, Socket, journal, peer_fields, serve};
+use super::{Shared, Socket, journal, serve};
 use crate::system::{self, PeerCred};
 use aromba_warden_proto::{
     FrameError, MAX_REQUEST, MAX_RESPONSE, Response, decode_request, encode_response, read_frame,
     write_frame,
 };
-use serde_json::{Map, Value};
 use std::io::{self, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::Ordering;
@@ -141,10 +141,14 @@ pub(super) fn accept_loop(shared: Arc<Shared>, listener: UnixListener, socket: S
         let peer = match system::peer_cred(&stream) {
             Ok(p) => p,
             Err(e) => {
-                let mut m = Map::new();
-                m.insert("socket".into(), Value::from(socket.name()));
-                m.insert("error".into(), Value::from(e.to_string()));
-                pace::journal_quietly(&shared, "peer-unknown", m);
+                let error = e.to_string();
+                pace::journal_quietly(
+                    &shared,
+                    Event::PeerUnknown {
+                        socket,
+                        error: &error,
+                    },
+                );
                 continue;
             }
         };
@@ -153,7 +157,12 @@ pub(super) fn accept_loop(shared: Arc<Shared>, listener: UnixListener, socket: S
             Socket::Control => 0,
         };
         if peer.uid != allowed_uid {
-            pace::journal_quietly(&shared, "peer-refused", peer_fields(&peer, socket));
+            pace::journal_quietly(
+                &shared,
+                Event::PeerRefused {
+                    peer: Peer::on(&peer, socket),
+                },
+            );
             refuse_now(
                 &stream,
                 &format!("the {} socket serves only uid {allowed_uid}", socket.name()),
@@ -181,9 +190,14 @@ pub(super) fn accept_loop(shared: Arc<Shared>, listener: UnixListener, socket: S
                 handle(&for_thread, &stream, &peer, socket);
             });
         if let Err(e) = spawned {
-            let mut m = peer_fields(&peer, socket);
-            m.insert("error".into(), Value::from(e.to_string()));
-            pace::journal_quietly(&shared, "connection-thread-failed", m);
+            let error = e.to_string();
+            pace::journal_quietly(
+                &shared,
+                Event::ConnectionThreadFailed {
+                    peer: Peer::on(&peer, socket),
+                    error: &error,
+                },
+            );
         }
     }
 }
@@ -220,25 +234,26 @@ fn answer(
     match write_frame(&mut timed, &encode_response(r), MAX_RESPONSE) {
         Ok(()) => true,
         Err(FrameError::Io(e)) if timed_out(&e) => {
-            missed_deadline(shared, peer, socket, "answer");
+            missed_deadline(shared, peer, socket, Deadline::Answer);
             false
         }
         Err(_) => false,
     }
 }
 
-fn missed_deadline(shared: &Shared, peer: &PeerCred, socket: Socket, which: &str) {
-    let mut m = peer_fields(peer, socket);
-    m.insert("deadline".into(), Value::from(which));
-    let allowed = match which {
-        "request" => shared.options.request_deadline,
-        _ => shared.options.answer_deadline,
+fn missed_deadline(shared: &Shared, peer: &PeerCred, socket: Socket, deadline: Deadline) {
+    let allowed = match deadline {
+        Deadline::Request => shared.options.request_deadline,
+        Deadline::Answer => shared.options.answer_deadline,
     };
-    m.insert(
-        "deadline_ms".into(),
-        Value::from(u64::try_from(allowed.as_millis()).unwrap_or(u64::MAX)),
+    pace::journal_quietly(
+        shared,
+        Event::DeadlineMissed {
+            peer: Peer::on(peer, socket),
+            deadline,
+            deadline_ms: u64::try_from(allowed.as_millis()).unwrap_or(u64::MAX),
+        },
     );
-    pace::journal_quietly(shared, "deadline-missed", m);
 }
 
 fn handle(shared: &Shared, stream: &UnixStream, peer: &PeerCred, socket: Socket) {
@@ -254,7 +269,7 @@ fn handle(shared: &Shared, stream: &UnixStream, peer: &PeerCred, socket: Socket)
             Ok(f) => Ok(f),
             Err(FrameError::Closed) => return,
             Err(FrameError::Io(e)) if timed_out(&e) => {
-                missed_deadline(shared, peer, socket, "request");
+                missed_deadline(shared, peer, socket, Deadline::Request);
                 return;
             }
             Err(e) => Err(e),
@@ -302,9 +317,13 @@ pub(super) fn malformed(
     socket: Socket,
     why: &str,
 ) {
-    let mut m = peer_fields(peer, socket);
-    m.insert("error".into(), Value::from(why));
-    journal(shared, "malformed", m);
+    journal(
+        shared,
+        Event::Malformed {
+            peer: Peer::on(peer, socket),
+            error: why,
+        },
+    );
     answer(
         shared,
         stream,

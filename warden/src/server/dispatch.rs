@@ -4,15 +4,15 @@
 #![forbid(unsafe_code)]
 
 use super::chores::{RunSource, chore_run, chores_list, dry_run_shown};
+use super::event::{Event, Peer};
 use super::owner::{self, Proposal, approve, propose};
-use super::{Shared, Socket, after_move, journal, peer_fields, raise, read, unjournaled};
+use super::{Shared, Socket, after_move, journal, raise, read, unjournaled};
 use crate::journal::{AuditKey, verify};
-use crate::ladder::{Event, Ladder, LadderError, Step};
+use crate::ladder::{self, Ladder, LadderError, Step};
 use crate::signal::Signal;
 use crate::system::PeerCred;
 use aromba_warden_proto::Pin;
 use aromba_warden_proto::{LadderEvent, Request, Response, Status};
-use serde_json::Value;
 
 pub(super) fn serve(
     shared: &Shared,
@@ -36,9 +36,11 @@ pub(super) fn serve(
         // anyone: nothing runs, nothing changes, nothing is journaled.
         (Socket::Worker, Request::SocketOwner { local, peer }) => socket_owner(&local, &peer),
         (Socket::Worker, Request::Note { text }) => {
-            let mut m = peer_fields(peer, socket);
-            m.insert("text".into(), Value::from(text));
-            match journal(shared, "worker-note", m) {
+            let note = Event::WorkerNote {
+                peer: Peer::on(peer, socket),
+                text: &text,
+            };
+            match journal(shared, note) {
                 Some(journal_seq) => Response::Noted { journal_seq },
                 None => unjournaled(),
             }
@@ -52,7 +54,8 @@ pub(super) fn serve(
         // (the move is journaled when it can be); coming down is an act
         // like any other: journaled first, refused otherwise.
         (Socket::Control, Request::Resume) => {
-            match super::intent::intend(shared, "resume", peer_fields(peer, socket)) {
+            let peer = Peer::on(peer, socket);
+            match super::intent::intend(shared, Event::Resume { peer }) {
                 Ok(_) => move_ladder(shared, Ladder::resume),
                 Err(e) => e.into(),
             }
@@ -75,11 +78,12 @@ pub(super) fn serve(
             }
         }
         (Socket::Worker, Request::RedAction { action, approval }) => {
-            let mut m = peer_fields(peer, socket);
-            m.insert("action".into(), Value::from(action.as_str()));
-            m.insert("approval".into(), Value::from(approval.is_some()));
-            m.insert("verdict".into(), Value::from("refused"));
-            let seq = journal(shared, "red-action", m);
+            let asked = Event::RedAction {
+                peer: Peer::on(peer, socket),
+                action: &action,
+                approval: approval.is_some(),
+            };
+            let seq = journal(shared, asked);
             // A red action runs only through a proposal (the Warden issues
             // the action id) and a relay-signed tap on it; an action named
             // with an approval of the Worker's own making is refused, and
@@ -163,10 +167,11 @@ pub(super) fn serve(
         }
         (Socket::Worker, Request::InstallRelease { dir: Some(dir) }) => {
             // The Worker never names a folder: an odd request, kept.
-            let mut m = peer_fields(peer, socket);
-            m.insert("dir".into(), Value::from(dir));
-            m.insert("verdict".into(), Value::from("refused"));
-            let journal_seq = journal(shared, "release-install", m);
+            let refused = Event::ReleaseInstallRefused {
+                peer: Peer::on(peer, socket),
+                dir: &dir,
+            };
+            let journal_seq = journal(shared, refused);
             Response::Refused {
                 reason: "the Worker installs a release only from its own download folder".into(),
                 journal_seq,
@@ -233,9 +238,12 @@ pub(super) fn serve(
             }
         }
         (socket, other) => {
-            let mut m = peer_fields(peer, socket);
-            m.insert("request".into(), Value::from(without_pin(other)));
-            journal(shared, "wrong-socket", m);
+            let request = without_pin(other);
+            let wrong = Event::WrongSocket {
+                peer: Peer::on(peer, socket),
+                request: &request,
+            };
+            journal(shared, wrong);
             Response::Error {
                 message: format!("that request is not served on the {} socket", socket.name()),
             }
@@ -246,7 +254,7 @@ pub(super) fn serve(
 /// Moves the ladder by `how`, carries out the move, and answers with the step.
 pub(super) fn move_ladder(
     shared: &Shared,
-    how: fn(&mut Ladder) -> Result<Option<Event>, LadderError>,
+    how: fn(&mut Ladder) -> Result<Option<ladder::Event>, LadderError>,
 ) -> Response {
     let moved = how(&mut shared.ladder.lock().unwrap_or_else(|p| p.into_inner()));
     after_move(shared, moved);

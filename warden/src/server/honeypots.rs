@@ -14,11 +14,11 @@
 
 #![forbid(unsafe_code)]
 
+use super::event::Event;
 use super::{Shared, journal, raise};
 use crate::chores::snapshot::safe_dir::{Dir, Ids, Sub, ids};
 use crate::signal::Signal;
 use crate::system::{Inotify, Touched};
-use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -284,7 +284,7 @@ pub(crate) fn arm_all(
 /// Aromba's leaves one missing.
 pub(crate) fn report_armed(shared: &Shared, armed: &[(PathBuf, Armed)]) {
     let Some(pots) = shared.honeypots.as_ref() else {
-        journal(shared, "honeypots-unwatched", Map::new());
+        journal(shared, Event::HoneypotsUnwatched);
         return;
     };
     for (path, a) in armed {
@@ -311,16 +311,13 @@ pub(crate) fn report_armed(shared: &Shared, armed: &[(PathBuf, Armed)]) {
 }
 
 fn note(shared: &Shared, path: &Path, armed: &Armed) {
-    let mut m = Map::new();
-    m.insert("path".into(), Value::from(path.to_string_lossy().as_ref()));
     match armed {
         Armed::Watched => {}
         Armed::Planted => {
-            journal(shared, "honeypot-planted", m);
+            journal(shared, Event::HoneypotPlanted { path });
         }
         Armed::Unwatched(why) => {
-            m.insert("why".into(), Value::from(why.as_str()));
-            journal(shared, "honeypot-unwatched", m);
+            journal(shared, Event::HoneypotUnwatched { path, why });
         }
     }
 }
@@ -357,16 +354,11 @@ fn tampered(shared: &Shared, pots: &Honeypots, path: &Path, how: &str) {
         if !unwatched.iter().any(|p| p == path) {
             unwatched.push(path.to_path_buf());
             drop(unwatched);
-            let mut m = Map::new();
-            m.insert("path".into(), Value::from(path.to_string_lossy().as_ref()));
-            m.insert(
-                "why".into(),
-                Value::from(format!(
-                    "tampered with more than {MAX_REPLANTS} times in {} minutes: planted again at the next integrity check",
-                    shared.options.flood_window_s / 60
-                )),
+            let why = format!(
+                "tampered with more than {MAX_REPLANTS} times in {} minutes: planted again at the next integrity check",
+                shared.options.flood_window_s / 60
             );
-            journal(shared, "honeypot-unwatched", m);
+            journal(shared, Event::HoneypotUnwatched { path, why: &why });
         }
         return;
     }
@@ -388,7 +380,7 @@ pub(super) fn watch_honeypots(shared: &Shared) {
     };
     while !shared.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
         let Ok(events) = pots.inotify.wait() else {
-            journal(shared, "honeypots-unwatched", Map::new());
+            journal(shared, Event::HoneypotsUnwatched);
             return;
         };
         for (wd, touched) in events {
@@ -428,7 +420,7 @@ pub(super) fn watch_honeypots(shared: &Shared) {
                     pots.forget(wd);
                 }
                 Touched::Overflow => {
-                    journal(shared, "honeypot-events-lost", Map::new());
+                    journal(shared, Event::HoneypotEventsLost);
                 }
                 Touched::Other => {}
             }

@@ -10,9 +10,9 @@
 
 #![forbid(unsafe_code)]
 
-use super::{Shared, journal};
+use super::event::{Event, Outcome};
+use super::{Shared, write};
 use aromba_warden_proto::Response;
-use serde_json::{Map, Value};
 
 /// A journaled intent: the outcome is bound to it.
 #[derive(Debug)]
@@ -41,28 +41,34 @@ impl From<Unjournaled> for Response {
     }
 }
 
-/// Journals that `kind` is about to happen — `fields` say what, and on
-/// whose approval. `Err` when the line could not be written: the caller
-/// answers with the refusal it converts into.
-pub(super) fn intend(
-    shared: &Shared,
-    kind: &'static str,
-    mut fields: Map<String, Value>,
-) -> Result<Intent, Unjournaled> {
-    fields.insert("phase".into(), Value::from("intent"));
-    match journal(shared, kind, fields) {
+/// Journals that `act` is about to happen — what, and on whose approval.
+/// `Err` when the line could not be written: the caller answers with the
+/// refusal it converts into.
+pub(super) fn intend(shared: &Shared, act: Event<'_>) -> Result<Intent, Unjournaled> {
+    let line = act.render().intent();
+    let kind = line.kind;
+    match write(shared, line) {
         Some(seq) => Ok(Intent { seq, kind }),
         None => Err(Unjournaled(kind)),
     }
 }
 
 impl Intent {
+    /// The kind of the act.
+    pub(super) fn kind(&self) -> &'static str {
+        self.kind
+    }
+
     /// Journals how the act went; `None` when the line could not be written
     /// (the act is done: the intent line already holds it).
-    pub(super) fn outcome(&self, shared: &Shared, mut fields: Map<String, Value>) -> Option<u64> {
-        fields.insert("phase".into(), Value::from("outcome"));
-        fields.insert("intent_seq".into(), Value::from(self.seq));
-        journal(shared, self.kind, fields)
+    pub(super) fn outcome(&self, shared: &Shared, outcome: Outcome<'_>) -> Option<u64> {
+        debug_assert!(
+            outcome.of_kind().is_none_or(|k| k == self.kind),
+            "a {:?} outcome for a {} intent",
+            outcome.of_kind(),
+            self.kind
+        );
+        write(shared, outcome.render(self.kind, self.seq))
     }
 }
 

@@ -12,11 +12,12 @@
 //! answer. A request that cannot be journaled is not served.
 //!
 //! This file holds the server's state (`Shared`), binding and the journal
-//! helpers; by job: `connection` (accepting, peer check, pools, deadlines,
-//! framing), `pace` (counting, Slow, floods, rate-limited journal lines),
-//! `dispatch` (which socket serves which request; status and the ladder's
-//! answers), `read` (the read path), `ladder_moves` (signals and what each
-//! step means), `watch` (decay, connections, integrity, expiries,
+//! helpers; by job: `event` (every journal line, typed, and the one place
+//! its fields are named), `connection` (accepting, peer check, pools,
+//! deadlines, framing), `pace` (counting, Slow, floods, rate-limited journal
+//! lines), `dispatch` (which socket serves which request; status and the
+//! ladder's answers), `read` (the read path), `ladder_moves` (signals and
+//! what each step means), `watch` (decay, connections, integrity, expiries,
 //! honeypots), `chores` (chore requests), `chore_run` (a run, phase by
 //! phase), `owner` (proposals, taps, the PIN and the root terminal's
 //! decisions) and `scan` (what the Worker's scan asks: prod mode on,
@@ -40,6 +41,7 @@ mod chore_run;
 mod chores;
 mod connection;
 mod dispatch;
+mod event;
 mod health;
 mod honeypots;
 mod intent;
@@ -60,14 +62,13 @@ use crate::ladder::{Clock, Ladder, LadderError, Step, SystemClock};
 use crate::layout::Layout;
 use crate::policy;
 use crate::signal::Signal;
-use crate::system::PeerCred;
 use aromba_warden_proto::Response;
 use connection::{Slots, accept_loop};
 use dispatch::serve;
+use event::{Event, Rendered};
 use honeypots::watch_honeypots;
 use ladder_moves::{after_move, raise};
 use read::read;
-use serde_json::{Map, Value};
 use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -400,26 +401,16 @@ impl Shared {
         };
         let result = crate::state::change(layout, &mut baseline, name, bytes.as_deref());
         drop(baseline);
-        let mut m = Map::new();
-        m.insert("record".into(), Value::from(name));
-        m.insert(
-            "change".into(),
-            Value::from(if bytes.is_some() {
-                "written"
-            } else {
-                "removed"
-            }),
+        let result = result.map_err(|e| e.to_string());
+        journal(
+            self,
+            Event::StateRecord {
+                record: name,
+                written: bytes.is_some(),
+                error: result.as_ref().err().map(String::as_str),
+            },
         );
-        match &result {
-            Ok(()) => {
-                m.insert("baseline".into(), Value::from("re-taken"));
-            }
-            Err(e) => {
-                m.insert("error".into(), Value::from(e.to_string()));
-            }
-        }
-        journal(self, "state-record", m);
-        result.map_err(|e| e.to_string())
+        result
     }
 
     fn wake(&self) {
@@ -520,7 +511,7 @@ impl Server {
         config.key = key;
         config.fsync = options.fsync;
         config.reader_gid = Some(options.worker_gid);
-        let journal = Journal::open(config).map_err(ServeError::Journal)?;
+        let opened = Journal::open(config).map_err(ServeError::Journal)?;
         let baseline = Baseline::read(layout);
         // Installed if the baseline is there, or if what install writes
         // before it is: a lost baseline is an integrity failure.
@@ -541,7 +532,7 @@ impl Server {
             worker_connections: Slots::new(options.max_worker_connections.max(1)),
             control_connections: Slots::new(options.max_control_connections.max(1)),
             policy_sha256: sha256_hex(policy::render().as_bytes()),
-            journal: Mutex::new(journal),
+            journal: Mutex::new(opened),
             shutdown: AtomicBool::new(false),
             ladder: Mutex::new(ladder),
             pacing: Mutex::default(),
@@ -561,7 +552,7 @@ impl Server {
             worker,
             control,
         };
-        server.journal_event("warden-started", Map::new());
+        let _ = journal(&server.shared, Event::WardenStarted);
         honeypots::report_armed(&server.shared, &armed);
         if let Err(e) = baseline {
             raise(&server.shared, None, Signal::IntegrityMismatch { what: e });
@@ -575,10 +566,6 @@ impl Server {
         ShutdownHandle {
             shared: self.shared.clone(),
         }
-    }
-
-    fn journal_event(&self, event: &str, fields: Map<String, Value>) {
-        let _ = journal(&self.shared, event, fields);
     }
 
     /// Serves until the shutdown handle is used.
@@ -596,15 +583,20 @@ impl Server {
     }
 }
 
-/// Appends a line; `None` when the journal could not take it. When
-/// rotation has dropped history faster than its configured rate, or left
-/// the journal holding less than its minimum history, that is a ladder
-/// signal (at most one a window; the journal keeps the count).
-fn journal(shared: &Shared, kind: &str, mut fields: Map<String, Value>) -> Option<u64> {
-    fields.insert("kind".into(), Value::from(kind));
+/// Appends the line `event` renders (`event.rs`); `None` when the journal
+/// could not take it.
+fn journal(shared: &Shared, event: Event<'_>) -> Option<u64> {
+    write(shared, event.render())
+}
+
+/// Appends a rendered line; `None` when the journal could not take it.
+/// When rotation has dropped history faster than its configured rate, or
+/// left the journal holding less than its minimum history, that is a
+/// ladder signal (at most one a window; the journal keeps the count).
+fn write(shared: &Shared, line: Rendered) -> Option<u64> {
     let (seq, alarm) = {
         let mut j = shared.journal.lock().unwrap_or_else(|p| p.into_inner());
-        let seq = j.append(fields).ok();
+        let seq = j.append(line.into_fields()).ok();
         (seq, j.take_drop_alarm())
     };
     if let Some(alarm) = alarm {
@@ -623,14 +615,6 @@ fn journal(shared: &Shared, kind: &str, mut fields: Map<String, Value>) -> Optio
         );
     }
     seq
-}
-
-fn peer_fields(peer: &PeerCred, socket: Socket) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("socket".into(), Value::from(socket.name()));
-    m.insert("peer_uid".into(), Value::from(peer.uid));
-    m.insert("peer_pid".into(), Value::from(peer.pid));
-    m
 }
 
 fn unjournaled() -> Response {

@@ -11,8 +11,9 @@
 
 use super::chore_run::run_chore;
 use super::chores::{RunSource, find_chore, frozen};
+use super::event::{Event, Outcome, Peer, ProdModeBy};
 use super::intent::{Intent, intend, not_journaled, outcome_not_journaled};
-use super::{Shared, Socket, journal, peer_fields, raise};
+use super::{Shared, journal, raise};
 use crate::approvals::{self, Action, Approval, Facts};
 use crate::chores::header::{DEFAULT_MAX_FILES, DEFAULT_MAX_GB};
 use crate::chores::run::Chore;
@@ -94,13 +95,14 @@ fn confirm_cap(shared: &Shared, action: &Action, source: RunSource) -> Response 
             "{chore} changed since its damage cap was proposed; propose it again"
         ));
     }
-    let mut m = Map::new();
-    m.insert("chore".into(), Value::from(chore.as_str()));
-    m.insert("max_files".into(), Value::from(*max_files));
-    m.insert("max_gb".into(), Value::from(*max_gb));
-    m.insert("script_sha256".into(), Value::from(script_sha256.as_str()));
-    source.journal_fields(&mut m);
-    let intent = match intend(shared, "cap-confirmed", m) {
+    let act = Event::CapConfirmed {
+        chore,
+        max_files: *max_files,
+        max_gb: *max_gb,
+        script_sha256,
+        source: &source,
+    };
+    let intent = match intend(shared, act) {
         Ok(i) => i,
         Err(e) => return e.into(),
     };
@@ -136,24 +138,18 @@ fn noted_outcome(
     changed: Result<(), String>,
     done: &str,
 ) -> Response {
-    let mut m = Map::new();
     match changed {
         Err(e) => {
-            m.insert("verdict".into(), Value::from("refused"));
-            m.insert("reason".into(), Value::from(e.as_str()));
-            let seq = intent.outcome(shared, m);
+            let seq = intent.outcome(shared, Outcome::Refused { reason: &e });
             Response::Refused {
                 reason: e,
                 journal_seq: seq,
             }
         }
-        Ok(()) => {
-            m.insert("verdict".into(), Value::from("done"));
-            match intent.outcome(shared, m) {
-                Some(journal_seq) => Response::Noted { journal_seq },
-                None => outcome_not_journaled(intent, done),
-            }
-        }
+        Ok(()) => match intent.outcome(shared, Outcome::Done) {
+            Some(journal_seq) => Response::Noted { journal_seq },
+            None => outcome_not_journaled(intent, done),
+        },
     }
 }
 
@@ -359,30 +355,26 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
         Err(e) => return refuse(format!("cannot issue an action id: {e}")),
     };
     // Journaled before the id exists anywhere but here.
-    let mut m = peer_fields(peer, Socket::Worker);
-    m.insert("action".into(), action.journal_value());
-    m.insert("action_id".into(), Value::from(id.id()));
-    m.insert(
-        "text_sha256".into(),
-        Value::from(approvals::text_sha256(&text)),
-    );
-    let intent = match intend(shared, "action-issued", m) {
+    let text_sha256 = approvals::text_sha256(&text);
+    let act = Event::ActionIssued {
+        peer: Peer::worker(peer),
+        action: &action,
+        action_id: id.id(),
+        text_sha256: &text_sha256,
+    };
+    let intent = match intend(shared, act) {
         Ok(i) => i,
         Err(e) => return e.into(),
     };
     let action_id = match approvals::record(layout, id, &action, &text, now) {
         Ok(id) => id,
         Err(e) => {
-            let mut m = Map::new();
-            m.insert("verdict".into(), Value::from("failed"));
-            m.insert("error".into(), Value::from(e.to_string()));
-            intent.outcome(shared, m);
+            let error = e.to_string();
+            intent.outcome(shared, Outcome::NotIssued { error: &error });
             return refuse(format!("cannot issue an action id: {e}"));
         }
     };
-    let mut m = Map::new();
-    m.insert("verdict".into(), Value::from("issued"));
-    if intent.outcome(shared, m).is_none() {
+    if intent.outcome(shared, Outcome::Issued).is_none() {
         // Recorded, but never handed out: an id nobody holds approves nothing.
         return outcome_not_journaled(&intent, "the action id was recorded and is not handed out");
     }
@@ -444,9 +436,7 @@ fn check_pin(shared: &Shared, peer: Option<&PeerCred>, given: Option<&str>) -> R
     // Unsaved, the wrong PIN is counted all the same (by `begin`), and a
     // fifth one locks at the next check.
     let _ = attempts.save(&path);
-    let mut m = Map::new();
-    m.insert("locked".into(), Value::from(locked));
-    journal(shared, "pin-wrong", m);
+    journal(shared, Event::PinWrong { locked });
     if locked {
         raise(
             shared,
@@ -468,11 +458,7 @@ fn check_pin(shared: &Shared, peer: Option<&PeerCred>, given: Option<&str>) -> R
 /// verified or spent; the verdict after; the act it approves then journals
 /// its own intent before it acts.
 pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option<Pin>) -> Response {
-    let mut m = peer_fields(peer, Socket::Worker);
-    m.insert("action_id".into(), Value::from(a.action_id.as_str()));
-    m.insert("button".into(), Value::from(a.button.as_str()));
-    m.insert("chat".into(), Value::from(a.chat.as_str()));
-    m.insert("time".into(), Value::from(a.time));
+    let tapped = Peer::worker(peer);
     let now = shared.options.clock.now();
     let step = shared.step();
     let answers_freeze =
@@ -481,23 +467,27 @@ pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option
         // Refused before it is spent: the tap stays good for when the
         // ladder comes down, within its freshness. "Was that you?" is
         // answered at Freeze: it is how Freeze comes down.
-        m.insert("verdict".into(), Value::from("refused"));
-        m.insert("reason".into(), Value::from("frozen"));
-        let seq = journal(shared, "approval", m);
+        let refused = Event::ApprovalRefused {
+            peer: tapped,
+            tap: &a,
+            reason: "frozen",
+        };
+        let seq = journal(shared, refused);
         return Response::Refused {
             reason: "the ladder is at Freeze or above: nothing runs until it comes down".into(),
             journal_seq: seq,
         };
     }
-    let intent = match intend(shared, "approval", m) {
+    let act = Event::Approval {
+        peer: tapped,
+        tap: &a,
+    };
+    let intent = match intend(shared, act) {
         Ok(i) => i,
         Err(e) => return e.into(),
     };
     let refused = |why: String| {
-        let mut m = Map::new();
-        m.insert("verdict".into(), Value::from("refused"));
-        m.insert("reason".into(), Value::from(why.as_str()));
-        let seq = intent.outcome(shared, m);
+        let seq = intent.outcome(shared, Outcome::Refused { reason: &why });
         Response::Refused {
             reason: why,
             journal_seq: seq,
@@ -508,9 +498,7 @@ pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option
         Err(approvals::TapRefusal::AlreadyAnswered) => {
             // The person's own double tap, or Approve after Cancel: said,
             // and no anomaly.
-            let mut m = Map::new();
-            m.insert("verdict".into(), Value::from("already-answered"));
-            let seq = intent.outcome(shared, m);
+            let seq = intent.outcome(shared, Outcome::AlreadyAnswered);
             return Response::AlreadyAnswered { journal_seq: seq };
         }
         Err(approvals::TapRefusal::Invalid(why)) => {
@@ -528,10 +516,7 @@ pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option
     };
     let action = verified.action;
     if a.button != "approve" {
-        let mut m = Map::new();
-        m.insert("verdict".into(), Value::from("declined"));
-        m.insert("action".into(), action.journal_value());
-        let seq = intent.outcome(shared, m);
+        let seq = intent.outcome(shared, Outcome::Declined { action: &action });
         return Response::Refused {
             reason: format!(
                 "{} {:?}, not to go ahead",
@@ -566,11 +551,11 @@ pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option
     {
         return refused(why);
     }
-    let mut m = Map::new();
-    m.insert("verdict".into(), Value::from("verified"));
-    m.insert("action".into(), action.journal_value());
-    if intent.outcome(shared, m).is_none() {
-        return not_journaled("approval");
+    if intent
+        .outcome(shared, Outcome::Verified { action: &action })
+        .is_none()
+    {
+        return not_journaled(intent.kind());
     }
     let source = RunSource::Approved {
         action_id: a.action_id.clone(),
@@ -580,10 +565,11 @@ pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option
         (action @ Action::ConfirmCap { .. }, _) => confirm_cap(shared, &action, source),
         (Action::Undo { undo_id }, _) => undo(shared, &undo_id, source),
         (Action::ProdModeOff, _) => {
-            let mut m = Map::new();
-            m.insert("on".into(), Value::from(false));
-            source.journal_fields(&mut m);
-            match intend(shared, "prod-mode", m) {
+            let act = Event::ProdMode {
+                on: false,
+                by: ProdModeBy::Owner(&source),
+            };
+            match intend(shared, act) {
                 Ok(intent) => set_prod_mode(shared, false, &intent),
                 Err(e) => e.into(),
             }
@@ -614,9 +600,10 @@ pub(super) fn set_pin(shared: &Shared, given: &str) -> Response {
         Ok(h) => h,
         Err(why) => return refuse(why),
     };
-    let mut m = Map::new();
-    RunSource::RootTerminal.journal_fields(&mut m);
-    let intent = match intend(shared, "pin-set", m) {
+    let act = Event::PinSet {
+        source: &RunSource::RootTerminal,
+    };
+    let intent = match intend(shared, act) {
         Ok(i) => i,
         Err(e) => return e.into(),
     };
@@ -633,13 +620,11 @@ pub(super) fn pin_relay_key(shared: &Shared, key: &str) -> Response {
     if key.len() > 128 || minisign_verify::PublicKey::from_base64(key).is_err() {
         return refuse("the relay key is not a minisign public key (base64)");
     }
-    let mut m = Map::new();
-    m.insert(
-        "key_sha256".into(),
-        Value::from(crate::journal::sha256_hex(key.as_bytes())),
-    );
-    RunSource::RootTerminal.journal_fields(&mut m);
-    let intent = match intend(shared, "relay-key-pinned", m) {
+    let act = Event::RelayKeyPinned {
+        key_sha256: &crate::journal::sha256_hex(key.as_bytes()),
+        source: &RunSource::RootTerminal,
+    };
+    let intent = match intend(shared, act) {
         Ok(i) => i,
         Err(e) => return e.into(),
     };
@@ -651,18 +636,16 @@ pub(super) fn pin_relay_key(shared: &Shared, key: &str) -> Response {
 /// `aromba prod-mode on|off` from a root terminal; off needs the PIN. The
 /// intent is journaled before the PIN is checked.
 pub(super) fn prod_mode_from_terminal(shared: &Shared, on: bool, given: Option<&str>) -> Response {
-    let mut m = Map::new();
-    m.insert("on".into(), Value::from(on));
-    RunSource::RootTerminal.journal_fields(&mut m);
-    let intent = match intend(shared, "prod-mode", m) {
+    let act = Event::ProdMode {
+        on,
+        by: ProdModeBy::Owner(&RunSource::RootTerminal),
+    };
+    let intent = match intend(shared, act) {
         Ok(i) => i,
         Err(e) => return e.into(),
     };
     if !on && let Err(why) = check_pin(shared, None, given) {
-        let mut m = Map::new();
-        m.insert("verdict".into(), Value::from("refused"));
-        m.insert("reason".into(), Value::from(why.as_str()));
-        intent.outcome(shared, m);
+        intent.outcome(shared, Outcome::Refused { reason: &why });
         return refuse(why);
     }
     set_prod_mode(shared, on, &intent)
@@ -701,31 +684,18 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
     // The snapshot store checks the quarantine itself (a real directory of
     // root's, nobody else writing), holding it open while it moves.
     let dest = shared.options.layout.quarantine_dir.clone();
-    let mut m = Map::new();
-    m.insert("undo_id".into(), Value::from(undo_id));
-    m.insert("chore".into(), Value::from(snap.chore.as_str()));
-    m.insert(
-        "roots".into(),
-        Value::from(
-            snap.roots
-                .iter()
-                .map(|r| r.to_string_lossy().into_owned())
-                .collect::<Vec<_>>(),
-        ),
-    );
-    source.journal_fields(&mut m);
-    let intent = match intend(shared, "undo", m) {
+    let act = Event::Undo {
+        undo_id,
+        chore: &snap.chore,
+        roots: &snap.roots,
+        source: &source,
+    };
+    let intent = match intend(shared, act) {
         Ok(i) => i,
         Err(e) => return e.into(),
     };
-    let mut m = Map::new();
-    m.insert("undo_id".into(), Value::from(undo_id));
     match snap.restore(&dest, now) {
         Ok(r) => {
-            m.insert("restored".into(), Value::from(r.restored));
-            m.insert("quarantined".into(), Value::from(r.quarantined));
-            m.insert("conflicts".into(), Value::from(r.conflicts));
-            m.insert("verdict".into(), Value::from("undone"));
             let mut receipt = format!(
                 "undo {undo_id} of {}: {} paths put back, {} the run added and {} versions it left moved to quarantine",
                 snap.chore, r.restored, r.quarantined_added, r.quarantined_replaced
@@ -758,32 +728,30 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
                     receipt.push_str(&u.note());
                 }
             }
-            if !r.unlisted.is_empty() {
-                m.insert(
-                    "unlisted".into(),
-                    Value::from(r.unlisted.iter().map(|u| u.note()).collect::<Vec<_>>()),
-                );
-            }
             if !r.left_in_staging.is_empty() {
                 let left: Vec<String> = r
                     .left_in_staging
                     .iter()
                     .map(|p| p.display().to_string())
                     .collect();
-                m.insert("left_in_staging".into(), Value::from(left.clone()));
                 receipt.push_str(&format!(
                     "; left where they are, in staging, not deleted: {}",
                     left.join(", ")
                 ));
             }
-            m.insert("receipt".into(), Value::from(receipt.as_str()));
-            if intent.outcome(shared, m).is_none() {
+            let undone = Outcome::Undone {
+                undo_id,
+                restored: &r,
+                receipt: &receipt,
+            };
+            if intent.outcome(shared, undone).is_none() {
                 return outcome_not_journaled(&intent, &receipt);
             }
-            let mut r = Map::new();
-            r.insert("chore".into(), Value::from(snap.chore.as_str()));
-            r.insert("receipt".into(), Value::from(receipt.as_str()));
-            journal(shared, "receipt", r);
+            let line = Event::Receipt {
+                chore: &snap.chore,
+                receipt: &receipt,
+            };
+            journal(shared, line);
             Response::Receipt {
                 receipt,
                 stdout: Vec::new(),
@@ -794,12 +762,13 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
         Err(e) => {
             // Stopped part-way, it changed files: a failure, not a refusal.
             let partial = matches!(e, snapshot::SnapshotError::Partial { .. });
-            m.insert(
-                "verdict".into(),
-                Value::from(if partial { "failed" } else { "refused" }),
-            );
-            m.insert("reason".into(), Value::from(e.to_string()));
-            let seq = intent.outcome(shared, m);
+            let reason = e.to_string();
+            let stopped = Outcome::UndoStopped {
+                undo_id,
+                partial,
+                reason: &reason,
+            };
+            let seq = intent.outcome(shared, stopped);
             Response::Refused {
                 reason: e.to_string(),
                 journal_seq: seq,

@@ -48,14 +48,12 @@
 #![forbid(unsafe_code)]
 
 use super::dispatch::without_pin;
-use super::{
-    SLOW_BACKGROUND_INTERVAL_S, SLOW_INTERVAL_S, Shared, Socket, journal, peer_fields, raise,
-};
+use super::event::{Event, Peer};
+use super::{SLOW_BACKGROUND_INTERVAL_S, SLOW_INTERVAL_S, Shared, Socket, journal, raise, write};
 use crate::ladder::Step;
 use crate::signal::Signal;
 use crate::system::PeerCred;
 use aromba_warden_proto::{FrameError, Lane, Request, Response, decode_request_in};
-use serde_json::{Map, Value};
 use std::collections::{HashMap, VecDeque};
 
 /// What the Worker has been doing, over the Warden's clock (seconds).
@@ -273,15 +271,19 @@ pub(super) fn admit(
             aromba_warden_proto::SLOWED,
             interval - now.saturating_sub(at)
         );
-        let mut m = peer_fields(peer, Socket::Worker);
         let close = request.is_err();
         let what = match request {
             Ok(r) => without_pin(r),
             Err(why) => format!("malformed: {why}"),
         };
-        m.insert("request".into(), Value::from(what));
-        m.insert("reason".into(), Value::from(reason.as_str()));
-        let journal_seq = journal_quietly(shared, "paced", m);
+        let journal_seq = journal_quietly(
+            shared,
+            Event::Paced {
+                peer: Peer::worker(peer),
+                request: &what,
+                reason: &reason,
+            },
+        );
         return Admission::Paced {
             response: Response::Refused {
                 reason,
@@ -350,15 +352,16 @@ pub(super) fn connection_arrived(shared: &Shared, peer: &PeerCred) {
 /// (quietly), and on the Worker socket a flood.
 pub(super) fn pool_full(shared: &Shared, peer: &PeerCred, socket: Socket) {
     let o = &shared.options;
-    let mut m = peer_fields(peer, socket);
-    m.insert(
-        "pool".into(),
-        Value::from(match socket {
-            Socket::Worker => o.max_worker_connections,
-            Socket::Control => o.max_control_connections,
-        }),
+    journal_quietly(
+        shared,
+        Event::ConnectionRefused {
+            peer: Peer::on(peer, socket),
+            pool: match socket {
+                Socket::Worker => o.max_worker_connections,
+                Socket::Control => o.max_control_connections,
+            },
+        },
     );
-    journal_quietly(shared, "connection-refused", m);
     if socket != Socket::Worker {
         return;
     }
@@ -378,19 +381,14 @@ pub(super) fn pool_full(shared: &Shared, peer: &PeerCred, socket: Socket) {
 }
 
 /// Journals a line a flood would repeat: at most one of each kind per peer
-/// uid (`peer_uid` in `fields`) per `quiet_interval_s`, carrying how many
-/// were left out since the last. `None` when this one was left out (or the
-/// journal failed).
-pub(super) fn journal_quietly(
-    shared: &Shared,
-    kind: &'static str,
-    mut fields: Map<String, Value>,
-) -> Option<u64> {
+/// uid (the event's peer, if any) per `quiet_interval_s`, carrying how
+/// many were left out since the last. `None` when this one was left out
+/// (or the journal failed).
+pub(super) fn journal_quietly(shared: &Shared, event: Event<'_>) -> Option<u64> {
     let now = shared.options.clock.now();
-    let uid = fields
-        .get("peer_uid")
-        .and_then(Value::as_u64)
-        .and_then(|u| u32::try_from(u).ok());
+    let uid = event.peer_uid();
+    let line = event.render();
+    let kind = line.kind;
     let left_out = {
         let mut p = lock(shared);
         let q = p.quiet.entry((kind, uid)).or_default();
@@ -403,8 +401,7 @@ pub(super) fn journal_quietly(
         q.last = Some(now);
         std::mem::take(&mut q.left_out)
     };
-    fields.insert("left_out_before".into(), Value::from(left_out));
-    journal(shared, kind, fields)
+    write(shared, line.quiet(left_out))
 }
 
 /// Writes down, once their interval has passed, how many lines of each
@@ -427,13 +424,14 @@ pub(super) fn flush_quiet(shared: &Shared) {
             })
             .collect()
     };
-    for ((kind, uid), n) in due {
-        let mut m = Map::new();
-        m.insert("of".into(), Value::from(kind));
-        if let Some(uid) = uid {
-            m.insert("peer_uid".into(), Value::from(uid));
-        }
-        m.insert("left_out".into(), Value::from(n));
-        journal(shared, "left-out", m);
+    for ((of, peer_uid), left_out) in due {
+        journal(
+            shared,
+            Event::LeftOut {
+                of,
+                peer_uid,
+                left_out,
+            },
+        );
     }
 }

@@ -3,29 +3,44 @@
 
 #![forbid(unsafe_code)]
 
-use super::{Shared, Socket, journal, peer_fields, raise, unjournaled};
+use super::event::{Event, Peer, ReadRun, ReadVerdict};
+use super::{Shared, journal, raise, unjournaled};
 use crate::exec::{self, Bounds};
 use crate::journal::sha256_hex;
 use crate::policy::{self, Table};
 use crate::system::PeerCred;
 use aromba_warden_proto::{ReadResult, Response};
-use serde_json::{Map, Value};
 
-pub(super) fn request_fields(peer: &PeerCred, cmd: &str, args: &[String]) -> Map<String, Value> {
-    let mut m = peer_fields(peer, Socket::Worker);
-    m.insert("cmd".into(), Value::from(cmd));
-    m.insert("args".into(), Value::from(args.to_vec()));
-    m
+/// The read's journal line.
+fn read_line<'a>(
+    peer: &'a PeerCred,
+    cmd: &'a str,
+    args: &'a [String],
+    verdict: ReadVerdict<'a>,
+) -> Event<'a> {
+    Event::Read {
+        peer: Peer::worker(peer),
+        cmd,
+        args,
+        verdict,
+    }
 }
 
 /// An allowed read that could not run: journaled, then answered as an error.
-pub(super) fn failed(shared: &Shared, mut m: Map<String, Value>, e: &exec::ExecError) -> Response {
-    m.insert("verdict".into(), Value::from("failed"));
-    m.insert("error".into(), Value::from(e.to_string()));
-    match journal(shared, "read", m) {
-        Some(_) => Response::Error {
-            message: e.to_string(),
-        },
+fn failed(
+    shared: &Shared,
+    peer: &PeerCred,
+    (cmd, args): (&str, &[String]),
+    rule: &str,
+    e: &exec::ExecError,
+) -> Response {
+    let error = e.to_string();
+    let verdict = ReadVerdict::Failed {
+        rule,
+        error: &error,
+    };
+    match journal(shared, read_line(peer, cmd, args, verdict)) {
+        Some(_) => Response::Error { message: error },
         None => unjournaled(),
     }
 }
@@ -42,10 +57,10 @@ pub(super) fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<Stri
     let allowed = match verdict {
         Ok(a) => a,
         Err(refused) => {
-            let mut m = request_fields(peer, &cmd, &args);
-            m.insert("verdict".into(), Value::from("refused"));
-            m.insert("reason".into(), Value::from(refused.reason.as_str()));
-            let seq = journal(shared, "read", m);
+            let verdict = ReadVerdict::Refused {
+                reason: &refused.reason,
+            };
+            let seq = journal(shared, read_line(peer, &cmd, &args, verdict));
             if let Some(signal) = refused.signal.clone() {
                 raise(shared, Some(peer), signal);
             }
@@ -59,11 +74,11 @@ pub(super) fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<Stri
         }
     };
     let rule = allowed.rule;
-    let mut m = request_fields(peer, &cmd, &args);
-    m.insert("rule".into(), Value::from(allowed.rule_name()));
+    let rule_name = allowed.rule_name();
+    let asked = (cmd.as_str(), args.as_slice());
     let bin = match exec::pick_binary(rule.cmd, rule.bins) {
         Ok(b) => b,
-        Err(e) => return failed(shared, m, &e),
+        Err(e) => return failed(shared, peer, asked, &rule_name, &e),
     };
     let bounds = Bounds::for_rule(rule);
     let env = exec::rule_env(rule);
@@ -72,7 +87,7 @@ pub(super) fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<Stri
     drop(slot);
     let outcome = match outcome {
         Ok(o) => o,
-        Err(e) => return failed(shared, m, &e),
+        Err(e) => return failed(shared, peer, asked, &rule_name, &e),
     };
     // Exec hands out output only redacted (as cut when it killed the run).
     let (stdout, stderr) = (&outcome.stdout, &outcome.stderr);
@@ -84,43 +99,24 @@ pub(super) fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<Stri
         }
     }
     let duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
-    m.insert("verdict".into(), Value::from("allowed"));
-    m.insert("bin".into(), Value::from(bin.to_string_lossy().as_ref()));
-    m.insert("run_args".into(), Value::from(allowed.args.clone()));
-    m.insert(
-        "exit_code".into(),
-        outcome.exit_code.map_or(Value::Null, Value::from),
-    );
-    m.insert(
-        "signal".into(),
-        outcome.signal.map_or(Value::Null, Value::from),
-    );
-    m.insert(
-        "bytes_out".into(),
-        Value::from(stdout.text().len() + stderr.text().len()),
-    );
-    m.insert("cut".into(), Value::from(outcome.cut));
-    m.insert("timed_out".into(), Value::from(outcome.timed_out));
-    m.insert(
-        "redactions".into(),
-        Value::Object(
-            counts
-                .iter()
-                .map(|(k, n)| (k.clone(), Value::from(*n)))
-                .collect(),
-        ),
-    );
     // The journal binds to exactly the redacted bytes the Worker got.
-    m.insert(
-        "stdout_sha256".into(),
-        Value::from(sha256_hex(stdout.text())),
-    );
-    m.insert(
-        "stderr_sha256".into(),
-        Value::from(sha256_hex(stderr.text())),
-    );
-    m.insert("duration_ms".into(), Value::from(duration_ms));
-    let Some(journal_seq) = journal(shared, "read", m) else {
+    let (stdout_sha256, stderr_sha256) = (sha256_hex(stdout.text()), sha256_hex(stderr.text()));
+    let ran = ReadRun {
+        rule: &rule_name,
+        bin: &bin,
+        run_args: &allowed.args,
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        bytes_out: stdout.text().len() + stderr.text().len(),
+        cut: outcome.cut,
+        timed_out: outcome.timed_out,
+        redactions: &counts,
+        stdout_sha256: &stdout_sha256,
+        stderr_sha256: &stderr_sha256,
+        duration_ms,
+    };
+    let line = read_line(peer, &cmd, &args, ReadVerdict::Allowed(ran));
+    let Some(journal_seq) = journal(shared, line) else {
         return unjournaled();
     };
     Response::Result(ReadResult {

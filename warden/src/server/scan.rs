@@ -7,10 +7,10 @@
 #![forbid(unsafe_code)]
 
 use super::Shared;
-use super::intent::{intend, outcome_not_journaled};
+use super::event::{Event, Outcome, ProdModeBy};
+use super::intent::{Intent, intend, outcome_not_journaled};
 use crate::fences::{self, MAX_FENCES, MAX_PER_FOLDER};
 use aromba_warden_proto::Response;
-use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 fn refuse(reason: impl Into<String>) -> Response {
@@ -20,19 +20,12 @@ fn refuse(reason: impl Into<String>) -> Response {
     }
 }
 
-/// Journals the act's outcome as `verdict` for `why`, and refuses with it.
-fn refused_after(
-    shared: &Shared,
-    intent: &super::intent::Intent,
-    mut m: Map<String, Value>,
-    verdict: &str,
-    why: String,
-) -> Response {
-    m.insert("verdict".into(), Value::from(verdict));
-    m.insert("reason".into(), Value::from(why.as_str()));
+/// Journals the act's `outcome`, which says `why` it did not go ahead,
+/// and refuses with it.
+fn refused_after(shared: &Shared, intent: &Intent, outcome: Outcome<'_>, why: &str) -> Response {
     Response::Refused {
-        reason: why,
-        journal_seq: intent.outcome(shared, m),
+        journal_seq: intent.outcome(shared, outcome),
+        reason: why.into(),
     }
 }
 
@@ -42,19 +35,11 @@ pub(super) fn prod_mode_on(shared: &Shared, findings: &[String]) -> Response {
     if findings.is_empty() {
         return refuse("prod mode turns on by itself only with what the scan found");
     }
-    let mut m = Map::new();
-    m.insert("on".into(), Value::from(true));
-    m.insert("source".into(), Value::from("scan"));
-    m.insert(
-        "findings".into(),
-        Value::from(
-            findings
-                .iter()
-                .map(|f| Value::from(f.as_str()))
-                .collect::<Vec<_>>(),
-        ),
-    );
-    let intent = match intend(shared, "prod-mode", m) {
+    let act = Event::ProdMode {
+        on: true,
+        by: ProdModeBy::Scan { findings },
+    };
+    let intent = match intend(shared, act) {
         Ok(i) => i,
         Err(e) => return e.into(),
     };
@@ -66,15 +51,15 @@ pub(super) fn prod_mode_on(shared: &Shared, findings: &[String]) -> Response {
             format!("on since {now}\n").into_bytes()
         })))
     });
-    let mut m = Map::new();
     match changed {
-        Err(e) => refused_after(shared, &intent, m, "refused", e),
+        Err(e) => refused_after(shared, &intent, Outcome::Refused { reason: &e }, &e),
         Ok(()) => {
-            m.insert(
-                "verdict".into(),
-                Value::from(if already { "already on" } else { "done" }),
-            );
-            match intent.outcome(shared, m) {
+            let done = if already {
+                Outcome::AlreadyOn
+            } else {
+                Outcome::Done
+            };
+            match intent.outcome(shared, done) {
                 Some(journal_seq) => Response::Noted { journal_seq },
                 None => outcome_not_journaled(&intent, "prod mode is on"),
             }
@@ -89,17 +74,7 @@ pub(super) fn prod_mode_on(shared: &Shared, findings: &[String]) -> Response {
 /// into the baseline).
 pub(super) fn add_fences(shared: &Shared, asked: &[String]) -> Response {
     let layout = &shared.options.layout;
-    let mut m = Map::new();
-    m.insert(
-        "asked".into(),
-        Value::from(
-            asked
-                .iter()
-                .map(|p| Value::from(p.as_str()))
-                .collect::<Vec<_>>(),
-        ),
-    );
-    let intent = match intend(shared, "fences", m) {
+    let intent = match intend(shared, Event::Fences { asked }) {
         Ok(i) => i,
         Err(e) => return e.into(),
     };
@@ -116,7 +91,7 @@ pub(super) fn add_fences(shared: &Shared, asked: &[String]) -> Response {
                 "the fence list does not match the baseline ({}); nothing was changed",
                 tampered.join("; ")
             );
-            return refused_after(shared, &intent, Map::new(), "refused", why);
+            return refused_after(shared, &intent, Outcome::Refused { reason: &why }, &why);
         }
     }
     let current = layout.fenced_paths();
@@ -168,23 +143,19 @@ pub(super) fn add_fences(shared: &Shared, asked: &[String]) -> Response {
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
-    let mut m = Map::new();
-    m.insert(
-        "added".into(),
-        Value::from(
-            added
-                .iter()
-                .map(|p| Value::from(p.as_str()))
-                .collect::<Vec<_>>(),
-        ),
-    );
-    m.insert("refused".into(), Value::from(refused.len()));
-    if let Err(e) = written {
-        let why = format!("cannot write the fence list: {e}");
-        return refused_after(shared, &intent, m, "failed", why);
+    let written = written.map_err(|e| format!("cannot write the fence list: {e}"));
+    let fenced = Outcome::Fences {
+        added: &added,
+        refused: refused.len(),
+        written: written.as_ref().map(|_| ()).map_err(String::as_str),
+    };
+    let journal_seq = intent.outcome(shared, fenced);
+    if let Err(why) = written {
+        return Response::Refused {
+            reason: why,
+            journal_seq,
+        };
     }
-    m.insert("verdict".into(), Value::from("done"));
-    let journal_seq = intent.outcome(shared, m);
     Response::Fenced {
         added,
         refused,
@@ -208,12 +179,8 @@ fn crowded(current: &[PathBuf], added: &[PathBuf], p: &Path) -> Option<PathBuf> 
 /// baseline is re-taken (the root terminal vouches for the file as it is).
 pub(super) fn network_written(shared: &Shared) -> Response {
     let layout = &shared.options.layout;
-    let mut m = Map::new();
-    m.insert(
-        "file".into(),
-        Value::from(layout.network_file().to_string_lossy().as_ref()),
-    );
-    let intent = match intend(shared, "network-written", m) {
+    let file = layout.network_file();
+    let intent = match intend(shared, Event::NetworkWritten { file: &file }) {
         Ok(i) => i,
         Err(e) => return e.into(),
     };
@@ -228,21 +195,14 @@ pub(super) fn network_written(shared: &Shared) -> Response {
         }
     };
     drop(baseline);
-    let mut m = Map::new();
     match result {
-        Ok(()) => {
-            m.insert("verdict".into(), Value::from("done"));
-            match intent.outcome(shared, m) {
-                Some(journal_seq) => Response::Noted { journal_seq },
-                None => outcome_not_journaled(&intent, "network.toml is in the baseline"),
-            }
+        Ok(()) => match intent.outcome(shared, Outcome::Done) {
+            Some(journal_seq) => Response::Noted { journal_seq },
+            None => outcome_not_journaled(&intent, "network.toml is in the baseline"),
+        },
+        Err(e) => {
+            let why = format!("cannot re-take the baseline: {e}");
+            refused_after(shared, &intent, Outcome::Failed { reason: &why }, &why)
         }
-        Err(e) => refused_after(
-            shared,
-            &intent,
-            m,
-            "failed",
-            format!("cannot re-take the baseline: {e}"),
-        ),
     }
 }

@@ -19,10 +19,10 @@
 #![forbid(unsafe_code)]
 
 use super::Shared;
+use super::event::{Event, Outcome};
 use super::intent::intend;
 use crate::update::Releases;
 use aromba_warden_proto::Response;
-use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 /// What Aromba put on the system beyond the Warden's tree.
@@ -146,18 +146,12 @@ fn packaged(releases: &Releases) -> Option<String> {
 }
 
 pub(super) fn uninstall(shared: &Shared, purge: bool) -> Response {
-    let mut m = Map::new();
-    m.insert("purge".into(), Value::from(purge));
-    m.insert("origin".into(), Value::from("root terminal"));
-    let intent = match intend(shared, "uninstall", m) {
+    let intent = match intend(shared, Event::Uninstall { purge }) {
         Ok(i) => i,
         Err(e) => return e.into(),
     };
     if let Some(why) = packaged(&shared.options.releases) {
-        let mut m = Map::new();
-        m.insert("verdict".into(), Value::from("refused"));
-        m.insert("reason".into(), Value::from(why.as_str()));
-        let journal_seq = intent.outcome(shared, m);
+        let journal_seq = intent.outcome(shared, Outcome::Refused { reason: &why });
         return Response::Refused {
             reason: why,
             journal_seq,
@@ -197,18 +191,11 @@ pub(super) fn uninstall(shared: &Shared, purge: bool) -> Response {
     if let Some(host) = &options.host {
         report.run(&host.userdel, &[host.worker_user.as_str()]);
     }
-    let mut m = Map::new();
-    m.insert(
-        "verdict".into(),
-        Value::from(if report.errors.is_empty() {
-            "uninstalled"
-        } else {
-            "uninstalled, with errors"
-        }),
-    );
-    m.insert("removed".into(), Value::from(report.removed.clone()));
-    m.insert("errors".into(), Value::from(report.errors.clone()));
-    intent.outcome(shared, m);
+    let uninstalled = Outcome::Uninstalled {
+        removed: &report.removed,
+        errors: &report.errors,
+    };
+    intent.outcome(shared, uninstalled);
     if purge {
         let journal = shared.journal.lock().unwrap_or_else(|p| p.into_inner());
         report.remove(&layout.journal_dir);

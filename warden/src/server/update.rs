@@ -8,13 +8,13 @@
 #![forbid(unsafe_code)]
 
 use super::Shared;
+use super::event::{Event, InstallEnd, Outcome, Peer, ReleaseRead, TakenOver};
 use super::intent::intend;
 use crate::system::PeerCred;
 use crate::update::{self, Pending, RECORD, Record};
 use aromba_release::version::Step;
-use aromba_release::{Binary, Keys, Target, Version};
+use aromba_release::{Keys, Target, Version};
 use aromba_warden_proto::Response;
-use serde_json::{Map, Value};
 use std::path::Path;
 
 /// The Worker's download folder, in its home.
@@ -62,16 +62,6 @@ pub(super) enum Origin {
     },
     /// `aromba update` from a root terminal: the owner's word.
     RootTerminal,
-}
-
-impl Origin {
-    fn name(&self) -> &'static str {
-        match self {
-            Origin::Worker => "worker",
-            Origin::Approved { .. } => "approved tap",
-            Origin::RootTerminal => "root terminal",
-        }
-    }
 }
 
 /// The record with the release the link points at counted as installed
@@ -140,24 +130,26 @@ fn admit(
 
 /// Installs the release in `dir`; `origin` says who asked.
 pub(super) fn install_release(shared: &Shared, dir: &Path, origin: Origin) -> Response {
-    let mut m = Map::new();
-    m.insert("origin".into(), Value::from(origin.name()));
-    if let Origin::Approved { action_id, .. } = &origin {
-        m.insert("action_id".into(), Value::from(action_id.as_str()));
-    }
-    let intent = match intend(shared, "release-install", m.clone()) {
+    let intent = match intend(shared, Event::ReleaseInstall { origin: &origin }) {
         Ok(i) => i,
         Err(u) => return u.into(),
     };
-    let refused = |m: &mut Map<String, Value>, why: String| {
-        m.insert("verdict".into(), Value::from("refused"));
-        m.insert("reason".into(), Value::from(why.as_str()));
-        let seq = intent.outcome(shared, m.clone());
+    // Its outcome says what it was asked (and, once read, which release).
+    let refused = |release: Option<&ReleaseRead<'_>>, why: String| {
+        let end = InstallEnd::Refused { reason: &why };
+        let seq = intent.outcome(
+            shared,
+            Outcome::ReleaseInstall {
+                origin: &origin,
+                release,
+                end,
+            },
+        );
         refuse(why, seq)
     };
     if super::chores::frozen(shared) {
         return refused(
-            &mut m,
+            None,
             "updates are refused while the ladder is at Freeze or above".into(),
         );
     }
@@ -165,11 +157,11 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: Origin) -> Re
     let _changing = shared.changing.lock().unwrap_or_else(|p| p.into_inner());
     let keys = match keys(shared) {
         Ok(k) => k,
-        Err(e) => return refused(&mut m, e.to_string()),
+        Err(e) => return refused(None, e.to_string()),
     };
     let before = match record(shared) {
         Ok(r) => r,
-        Err(e) => return refused(&mut m, format!("the release record cannot be read: {e}")),
+        Err(e) => return refused(None, format!("the release record cannot be read: {e}")),
     };
     let target = Target::this_machine(&shared.options.channel);
     let now = shared.options.clock.now();
@@ -192,26 +184,23 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: Origin) -> Re
     });
     let ((manifest, binaries), manifest_sha256) = match prepared {
         Ok(p) => p,
-        Err(e) => return refused(&mut m, e.to_string()),
+        Err(e) => return refused(None, e.to_string()),
     };
     let version = manifest.version;
-    m.insert("version".into(), Value::from(version.to_string()));
-    // The commit the release key's signature names (in its trusted
-    // comment, which it signs), or null for a release signed without one.
-    m.insert(
-        "commit".into(),
-        manifest.commit.clone().map_or(Value::Null, Value::from),
-    );
-    m.insert(
-        "manifest_sha256".into(),
-        Value::from(manifest_sha256.as_str()),
-    );
+    let read = ReleaseRead {
+        version,
+        // The commit the release key's signature names (in its trusted
+        // comment, which it signs), or null for a release signed without one.
+        commit: manifest.commit.as_deref(),
+        manifest_sha256: &manifest_sha256,
+    };
+    let read = Some(&read);
     match &origin {
         Origin::Worker => {
             let step = installed.and_then(|i| version.step_from(&i));
             if step != Some(Step::Patch) {
                 return refused(
-                    &mut m,
+                    read,
                     format!(
                         "{version} is not a patch release of the one installed ({}): it installs on a tap in the chat",
                         installed.map_or("none recorded".into(), |i| i.to_string())
@@ -224,14 +213,14 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: Origin) -> Re
             ..
         } if *approved != manifest_sha256 => {
             return refused(
-                &mut m,
+                read,
                 "the download is not the release that was approved; propose it again".into(),
             );
         }
         Origin::Approved { .. } | Origin::RootTerminal => {}
     }
     if let Err(e) = update::stage(releases, &version, &binaries) {
-        return refused(&mut m, e.to_string());
+        return refused(read, e.to_string());
     }
     let previous = installed;
     let mut after = before.clone();
@@ -250,36 +239,34 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: Origin) -> Re
     // binaries finds what it may take as its baseline, and nothing else.
     let written = shared.change_state(RECORD, Some(&after.to_bytes()));
     if let Err(e) = written {
-        return refused(&mut m, format!("the release record cannot be written: {e}"));
+        return refused(read, format!("the release record cannot be written: {e}"));
     }
     if let Err(e) = update::swap(releases, &version) {
         let _ = shared.change_state(RECORD, Some(&before.to_bytes()));
-        return refused(&mut m, e.to_string());
+        return refused(read, e.to_string());
     }
-    if let Err(e) = update::prune(releases) {
-        m.insert("prune_error".into(), Value::from(e.to_string()));
-    }
-    m.insert("verdict".into(), Value::from("installed"));
-    m.insert(
-        "previous".into(),
-        previous.map_or(Value::Null, |v| Value::from(v.to_string())),
-    );
-    for binary in Binary::ALL {
-        m.insert(
-            format!("{}_sha256", binary.file_name()),
-            Value::from(aromba_release::sha256_hex(
-                &binaries[if binary == Binary::Worker { 0 } else { 1 }],
-            )),
-        );
-    }
+    let prune_error = update::prune(releases).err().map(|e| e.to_string());
     let restart = match &shared.options.host {
         Some(_) => update::restart_services(&shared.options.systemctl)
             .err()
             .unwrap_or_else(|| "asked".into()),
         None => "not under --root".into(),
     };
-    m.insert("restart".into(), Value::from(restart));
-    intent.outcome(shared, m);
+    let end = InstallEnd::Installed {
+        prune_error: prune_error.as_deref(),
+        previous,
+        worker_sha256: &aromba_release::sha256_hex(&binaries[0]),
+        warden_sha256: &aromba_release::sha256_hex(&binaries[1]),
+        restart: &restart,
+    };
+    intent.outcome(
+        shared,
+        Outcome::ReleaseInstall {
+            origin: &origin,
+            release: read,
+            end,
+        },
+    );
     Response::ReleaseInstalled {
         version: version.to_string(),
         previous: previous.map(|v| v.to_string()),
@@ -311,34 +298,32 @@ pub(super) fn releases(shared: &Shared) -> Response {
 /// told again.
 pub(super) fn rollback_told(shared: &Shared, peer: &PeerCred, version: &str) -> Response {
     let _changing = shared.changing.lock().unwrap_or_else(|p| p.into_inner());
-    let mut m = super::peer_fields(peer, super::Socket::Worker);
     // Journaled as a value (escaped), cut: it comes from the Worker.
-    m.insert(
-        "version".into(),
-        Value::from(version.chars().take(64).collect::<String>()),
-    );
-    let refused = |m: &mut Map<String, Value>, why: String| {
-        m.insert("verdict".into(), Value::from("refused"));
-        m.insert("reason".into(), Value::from(why.as_str()));
-        let seq = super::journal(shared, "rollback-told", m.clone());
+    let shown: String = version.chars().take(64).collect();
+    let told = |refused: Option<&str>| {
+        let line = Event::RollbackTold {
+            peer: Peer::worker(peer),
+            version: &shown,
+            refused,
+        };
+        super::journal(shared, line)
+    };
+    let refused = |why: String| {
+        let seq = told(Some(&why));
         refuse(why, seq)
     };
     let mut record = match record(shared) {
         Ok(r) => r,
-        Err(e) => return refused(&mut m, format!("the release record cannot be read: {e}")),
+        Err(e) => return refused(format!("the release record cannot be read: {e}")),
     };
     if record.rolled_back.map(|v| v.to_string()).as_deref() != Some(version) {
-        return refused(
-            &mut m,
-            "no rollback from that version is waiting to be told".into(),
-        );
+        return refused("no rollback from that version is waiting to be told".into());
     }
     record.rolled_back = None;
     if let Err(e) = shared.change_state(RECORD, Some(&record.to_bytes())) {
-        return refused(&mut m, format!("the release record cannot be written: {e}"));
+        return refused(format!("the release record cannot be written: {e}"));
     }
-    m.insert("verdict".into(), Value::from("told"));
-    match super::journal(shared, "rollback-told", m) {
+    match told(None) {
         Some(journal_seq) => Response::Noted { journal_seq },
         None => super::unjournaled(),
     }
@@ -379,10 +364,13 @@ pub(super) fn finish_pending(shared: &Shared) {
         rendered.as_bytes(),
         0o644,
     ) {
-        let mut m = Map::new();
-        m.insert("version".into(), Value::from(pending.version.to_string()));
-        m.insert("error".into(), Value::from(e.to_string()));
-        super::journal(shared, "release-started", m);
+        let error = e.to_string();
+        let taken = TakenOver::PolicyUnwritten { error: &error };
+        let line = Event::ReleaseStarted {
+            version: pending.version,
+            taken,
+        };
+        super::journal(shared, line);
         return;
     }
     // The new hashes go to disk with the record's change (which writes the
@@ -404,15 +392,12 @@ pub(super) fn finish_pending(shared: &Shared) {
     if written.is_err() {
         *shared.baseline.lock().unwrap_or_else(|p| p.into_inner()) = old;
     }
-    let mut m = Map::new();
-    m.insert("version".into(), Value::from(pending.version.to_string()));
-    m.insert(
-        "baseline".into(),
-        Value::from(if written.is_ok() {
-            "re-taken"
-        } else {
-            "not written"
-        }),
-    );
-    super::journal(shared, "release-started", m);
+    let taken = TakenOver::Baseline {
+        written: written.is_ok(),
+    };
+    let line = Event::ReleaseStarted {
+        version: pending.version,
+        taken,
+    };
+    super::journal(shared, line);
 }

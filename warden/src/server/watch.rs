@@ -4,10 +4,10 @@
 
 #![forbid(unsafe_code)]
 
+use super::event::Event;
 use super::{Shared, after_move, journal, raise};
 use crate::exec;
 use crate::signal::Signal;
-use serde_json::{Map, Value};
 use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::Duration;
@@ -107,7 +107,7 @@ pub(super) fn watch(shared: &Shared) {
             .unwrap_or_else(|p| p.into_inner())
             .retry_save();
         if let Some(Ok(())) = retried {
-            journal(shared, "ladder-saved", Map::new());
+            journal(shared, Event::LadderSaved);
         }
         super::pace::flush_quiet(shared);
         let allowed = match crate::netwatch::Allowed::read(&shared.options.layout.network_file()) {
@@ -171,13 +171,7 @@ pub(super) fn watch(shared: &Shared) {
                 std::time::SystemTime::now(),
             ) && !purged.is_empty()
             {
-                let mut m = Map::new();
-                let names: Vec<String> = purged
-                    .iter()
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .collect();
-                m.insert("purged".into(), Value::from(names));
-                journal(shared, "quarantine-purged", m);
+                journal(shared, Event::QuarantinePurged { purged: &purged });
             }
             // And snapshots past their 7 days of Undo.
             if let Ok(expired) = crate::chores::snapshot::purge(
@@ -185,9 +179,7 @@ pub(super) fn watch(shared: &Shared) {
                 shared.options.clock.now(),
             ) && !expired.is_empty()
             {
-                let mut m = Map::new();
-                m.insert("undo_ids".into(), Value::from(expired));
-                journal(shared, "snapshots-purged", m);
+                journal(shared, Event::SnapshotsPurged { undo_ids: &expired });
             }
         }
     }
