@@ -213,44 +213,145 @@ impl Baseline {
 
     /// Compares what is on disk now with the baseline; returns every
     /// mismatch.
-    pub fn check(&self, layout: &Layout) -> Vec<String> {
+    pub fn check(&self, layout: &Layout) -> Vec<Mismatch> {
         let mut bad = Vec::new();
-        let mut compare = |what: &str, now: std::io::Result<String>, want: &str| match now {
+        let mut compare = |what: Watched, now: std::io::Result<String>, want: &str| match now {
             Ok(h) if h == want => {}
-            Ok(_) => bad.push(format!("{what} changed")),
-            Err(e) => bad.push(format!("{what} cannot be read: {e}")),
+            Ok(_) => bad.push(Mismatch {
+                what,
+                how: How::Changed,
+            }),
+            Err(e) => bad.push(Mismatch {
+                what,
+                how: How::Unreadable(e.to_string()),
+            }),
         };
         compare(
-            "the Warden's binary",
+            Watched::WardenBinary,
             file_sha256(Path::new("/proc/self/exe")),
             &self.warden_sha256,
         );
         compare(
-            "the Worker's binary",
+            Watched::WorkerBinary,
             file_sha256(&self.worker_bin),
             &self.worker_sha256,
         );
         compare(
-            "the compiled-in policy",
+            Watched::CompiledPolicy,
             Ok(sha256_hex(policy::render().as_bytes())),
             &self.policy_sha256,
         );
         compare(
-            "the policy rendering on disk",
+            Watched::PolicyOnDisk,
             file_sha256(&layout.config_dir.join("policy.toml")),
             &self.policy_sha256,
         );
-        compare("the fence list", fences_sha256(layout), &self.fences_sha256);
         compare(
-            "the Worker's network.toml",
+            Watched::FenceList,
+            fences_sha256(layout),
+            &self.fences_sha256,
+        );
+        compare(
+            Watched::Network,
             network_sha256(layout),
             &self.network_sha256,
         );
         match state_records(layout) {
             Ok(now) if now == self.state => {}
-            Ok(_) => bad.push("the Warden's state records changed".into()),
-            Err(e) => bad.push(format!("the Warden's state records cannot be read: {e}")),
+            Ok(_) => bad.push(Mismatch {
+                what: Watched::StateRecords,
+                how: How::Changed,
+            }),
+            Err(e) => bad.push(Mismatch {
+                what: Watched::StateRecords,
+                how: How::Unreadable(e.to_string()),
+            }),
         }
         bad
+    }
+}
+
+/// What the baseline holds a hash of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Watched {
+    WardenBinary,
+    WorkerBinary,
+    CompiledPolicy,
+    PolicyOnDisk,
+    FenceList,
+    Network,
+    StateRecords,
+}
+
+impl Watched {
+    fn name(self) -> &'static str {
+        match self {
+            Watched::WardenBinary => "the Warden's binary",
+            Watched::WorkerBinary => "the Worker's binary",
+            Watched::CompiledPolicy => "the compiled-in policy",
+            Watched::PolicyOnDisk => "the policy rendering on disk",
+            Watched::FenceList => "the fence list",
+            Watched::Network => "the Worker's network.toml",
+            Watched::StateRecords => "the Warden's state records",
+        }
+    }
+}
+
+/// How a watched thing no longer matches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum How {
+    Changed,
+    /// It could not be read: why.
+    Unreadable(String),
+}
+
+/// One thing on disk that no longer matches the baseline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    pub what: Watched,
+    pub how: How,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.how {
+            How::Changed => write!(f, "{} changed", self.what.name()),
+            How::Unreadable(e) => write!(f, "{} cannot be read: {e}", self.what.name()),
+        }
+    }
+}
+
+/// The mismatches as the journal, `aromba status` and the ladder's signal
+/// say them: one sentence each, joined by `; `.
+pub fn said(mismatches: &[Mismatch]) -> String {
+    mismatches
+        .iter()
+        .map(Mismatch::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `aromba status`, the journal and the ladder's signal read these
+    /// words; the callers that act on a mismatch match its kind, not them.
+    #[test]
+    fn a_mismatch_says_what_changed_or_why_it_could_not_be_read() {
+        let changed = Mismatch {
+            what: Watched::FenceList,
+            how: How::Changed,
+        };
+        let unreadable = Mismatch {
+            what: Watched::StateRecords,
+            how: How::Unreadable("permission denied".into()),
+        };
+        assert_eq!(changed.to_string(), "the fence list changed");
+        assert_eq!(
+            said(&[changed, unreadable]),
+            "the fence list changed; the Warden's state records cannot be read: permission denied"
+        );
+        assert_eq!(said(&[]), "");
     }
 }

@@ -10,7 +10,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::integrity::Baseline;
+use crate::integrity::{Baseline, Mismatch, Watched};
 use crate::layout::Layout;
 use std::path::PathBuf;
 
@@ -89,13 +89,13 @@ pub fn change(
 ) -> Result<(), StateError> {
     let path = record_path(layout, name)?;
     if let Some(b) = baseline.as_ref() {
-        let bad: Vec<String> = b
+        let bad: Vec<Mismatch> = b
             .check(layout)
             .into_iter()
-            .filter(|m| m.contains("state records"))
+            .filter(|m| m.what == Watched::StateRecords)
             .collect();
         if !bad.is_empty() {
-            return Err(StateError::Tampered(bad.join("; ")));
+            return Err(StateError::Tampered(crate::integrity::said(&bad)));
         }
     }
     match bytes {

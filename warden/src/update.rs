@@ -788,7 +788,17 @@ mod tests {
         // Only the binaries differ from what is on disk: the Warden's own
         // binary here is the test's.
         let mismatches = baseline.check(&layout);
-        assert_eq!(mismatches, vec!["the Warden's binary changed".to_string()]);
+        assert_eq!(
+            mismatches,
+            vec![crate::integrity::Mismatch {
+                what: crate::integrity::Watched::WardenBinary,
+                how: crate::integrity::How::Changed,
+            }]
+        );
+        assert_eq!(
+            crate::integrity::said(&mismatches),
+            "the Warden's binary changed"
+        );
         let _ = std::fs::remove_dir_all(&root);
     }
 

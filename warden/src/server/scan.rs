@@ -10,6 +10,7 @@ use super::Shared;
 use super::event::{Event, Outcome, ProdModeBy};
 use super::intent::{Intent, intend, outcome_not_journaled};
 use crate::fences::{self, MAX_FENCES, MAX_PER_FOLDER};
+use crate::integrity::{Mismatch, Watched};
 use aromba_warden_proto::Response;
 use std::path::{Path, PathBuf};
 
@@ -80,16 +81,16 @@ pub(super) fn add_fences(shared: &Shared, asked: &[String]) -> Response {
     };
     let mut baseline = shared.baseline.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(b) = baseline.as_ref() {
-        let tampered: Vec<String> = b
+        let tampered: Vec<Mismatch> = b
             .check(layout)
             .into_iter()
-            .filter(|m| m.contains("fence list"))
+            .filter(|m| m.what == Watched::FenceList)
             .collect();
         if !tampered.is_empty() {
             drop(baseline);
             let why = format!(
                 "the fence list does not match the baseline ({}); nothing was changed",
-                tampered.join("; ")
+                crate::integrity::said(&tampered)
             );
             return refused_after(shared, &intent, Outcome::Refused { reason: &why }, &why);
         }

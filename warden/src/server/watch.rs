@@ -68,7 +68,7 @@ pub(super) fn check_integrity(shared: &Shared) {
             crate::journal::time::rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(now))
         )
     } else {
-        format!("MISMATCH: {}", bad.join("; "))
+        format!("MISMATCH: {}", crate::integrity::said(&bad))
     };
     *shared.integrity.lock().unwrap_or_else(|p| p.into_inner()) = state;
     if !bad.is_empty() {
@@ -76,7 +76,7 @@ pub(super) fn check_integrity(shared: &Shared) {
             shared,
             None,
             Signal::IntegrityMismatch {
-                what: bad.join("; "),
+                what: crate::integrity::said(&bad),
             },
         );
     }
