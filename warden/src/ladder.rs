@@ -586,6 +586,81 @@ impl Ladder {
 mod tests {
     use super::*;
 
+    /// One signal of each kind. The match has no wildcard: a new kind of
+    /// signal does not compile here until it is listed, and then the test
+    /// below says whether "Was that you?" has words for it.
+    fn one_of_each_signal() -> Vec<Signal> {
+        let all = vec![
+            Signal::DenyListHit {
+                pattern: "* /etc/shadow*",
+            },
+            Signal::SecretPathRead {
+                path: "/root/.ssh/id_ed25519".into(),
+                rule: "secret".into(),
+            },
+            Signal::TooManyCommands {
+                count: 31,
+                window_s: 600,
+                what: "commands",
+            },
+            Signal::TooManyCommands {
+                count: 4,
+                window_s: 86_400,
+                what: "journal files rotated away",
+            },
+            Signal::TooManyCommands {
+                count: 9,
+                window_s: 45,
+                what: "connections",
+            },
+            Signal::UnknownHost {
+                remote: "203.0.113.7:443".into(),
+            },
+            Signal::FilesOutsideTouches {
+                chore: "apt-clean".into(),
+                paths: vec!["/etc/passwd".into()],
+            },
+            Signal::IntegrityMismatch {
+                what: "the fence list changed".into(),
+            },
+            Signal::RedActionWithoutApproval {
+                action: "run wipe".into(),
+            },
+            Signal::HoneypotRead {
+                path: "/root/.aws/credentials".into(),
+            },
+        ];
+        for s in &all {
+            match s {
+                Signal::DenyListHit { .. }
+                | Signal::SecretPathRead { .. }
+                | Signal::TooManyCommands { .. }
+                | Signal::UnknownHost { .. }
+                | Signal::FilesOutsideTouches { .. }
+                | Signal::IntegrityMismatch { .. }
+                | Signal::RedActionWithoutApproval { .. }
+                | Signal::HoneypotRead { .. } => {}
+            }
+        }
+        all
+    }
+
+    /// The ladder keeps a move's reason as the signal's journal words, and
+    /// "Was that you?" reads them back into plain ones: every signal that
+    /// can step the ladder to Slow or Freeze (the ones not going straight
+    /// to Cut) must be read back, not shown in the journal's words.
+    #[test]
+    fn every_signal_that_can_ask_was_that_you_is_said_in_plain_words() {
+        for signal in one_of_each_signal() {
+            if signal.jumps_to_cut() {
+                continue;
+            }
+            let journal = signal.to_string();
+            let plain = plain_reason(&journal);
+            assert_ne!(plain, journal, "{:?} is not read back", signal.kind());
+        }
+    }
+
     fn ladder(name: &str) -> (Ladder, Arc<ManualClock>) {
         let dir = std::env::temp_dir().join(format!("aromba-ladder-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
