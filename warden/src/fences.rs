@@ -71,58 +71,132 @@ fn unshowable(c: char) -> bool {
         || matches!(c, '\u{2028}' | '\u{2029}')
 }
 
+/// Why a folder is not fenced.
+#[derive(Debug)]
+pub enum NotFenced {
+    TooLong,
+    Unshowable,
+    NotAbsolute,
+    DotSegments,
+    /// A top-level folder (as asked, or once resolved).
+    TopLevel(PathBuf),
+    Unresolvable(std::io::Error),
+    Unreadable(std::io::Error),
+    NotAFolder,
+    /// It resolves to a path the list cannot hold as text.
+    UnholdableResolved {
+        utf8: bool,
+    },
+    /// It is, or holds, or is inside one of Aromba's folders.
+    ArombasOwn {
+        resolved: PathBuf,
+        own: PathBuf,
+    },
+    /// It meets what one of Aromba's chores touches or reads.
+    MeetsChore {
+        resolved: PathBuf,
+        chore: String,
+        touch: PathBuf,
+    },
+    /// It is, or holds, or is inside one of the system's folders.
+    SystemsOwn {
+        resolved: PathBuf,
+        system: PathBuf,
+    },
+}
+
+impl std::fmt::Display for NotFenced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotFenced::TooLong => write!(f, "a fence is at most {MAX_FENCE_PATH} bytes long"),
+            NotFenced::Unshowable => f.write_str("a fence holds no control characters"),
+            NotFenced::NotAbsolute => f.write_str("a fence is an absolute path"),
+            NotFenced::DotSegments => f.write_str("a fence holds no \"..\" or \".\""),
+            NotFenced::TopLevel(p) => write!(
+                f,
+                "{} is a top-level folder: a fence is a folder below one",
+                p.display()
+            ),
+            NotFenced::Unresolvable(e) => write!(f, "cannot resolve it: {e}"),
+            NotFenced::Unreadable(e) => write!(f, "cannot look at it: {e}"),
+            NotFenced::NotAFolder => f.write_str("a fence is a folder"),
+            NotFenced::UnholdableResolved { utf8: false } => {
+                f.write_str("it resolves to a path a fence cannot hold (not UTF-8)")
+            }
+            NotFenced::UnholdableResolved { utf8: true } => {
+                f.write_str("it resolves to a path a fence cannot hold")
+            }
+            NotFenced::ArombasOwn { resolved, own } => write!(
+                f,
+                "{} is Aromba's own ({}), not data",
+                resolved.display(),
+                own.display()
+            ),
+            NotFenced::MeetsChore {
+                resolved,
+                chore,
+                touch,
+            } => write!(
+                f,
+                "{} meets what Aromba's chore {chore} touches or reads ({}): a fence would stop it for good",
+                resolved.display(),
+                touch.display()
+            ),
+            NotFenced::SystemsOwn { resolved, system } => write!(
+                f,
+                "{} is the system's own ({}), not data",
+                resolved.display(),
+                system.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NotFenced {}
+
 /// The folder `asked` as it would be fenced (resolved), or why it is not.
-pub fn check(layout: &Layout, asked: &str) -> Result<PathBuf, String> {
+pub fn check(layout: &Layout, asked: &str) -> Result<PathBuf, NotFenced> {
     if asked.len() > MAX_FENCE_PATH {
-        return Err(format!("a fence is at most {MAX_FENCE_PATH} bytes long"));
+        return Err(NotFenced::TooLong);
     }
     if asked.chars().any(unshowable) {
-        return Err("a fence holds no control characters".into());
+        return Err(NotFenced::Unshowable);
     }
     let path = Path::new(asked);
     if !path.is_absolute() {
-        return Err("a fence is an absolute path".into());
+        return Err(NotFenced::NotAbsolute);
     }
     if path
         .components()
         .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
     {
-        return Err("a fence holds no \"..\" or \".\"".into());
+        return Err(NotFenced::DotSegments);
     }
     if path.components().count() < 3 {
-        return Err(format!(
-            "{asked} is a top-level folder: a fence is a folder below one"
-        ));
+        return Err(NotFenced::TopLevel(path.to_path_buf()));
     }
-    let resolved = std::fs::canonicalize(path).map_err(|e| format!("cannot resolve it: {e}"))?;
-    let meta = std::fs::metadata(&resolved).map_err(|e| format!("cannot look at it: {e}"))?;
+    let resolved = std::fs::canonicalize(path).map_err(NotFenced::Unresolvable)?;
+    let meta = std::fs::metadata(&resolved).map_err(NotFenced::Unreadable)?;
     if !meta.is_dir() {
-        return Err("a fence is a folder".into());
+        return Err(NotFenced::NotAFolder);
     }
     // The list is text, one path a line, read back trimmed: a path that
     // is not UTF-8, or ends in white space, would come back as another.
     let Some(text) = resolved.to_str() else {
-        return Err("it resolves to a path a fence cannot hold (not UTF-8)".into());
+        return Err(NotFenced::UnholdableResolved { utf8: false });
     };
     if text.chars().any(unshowable)
         || text.len() > MAX_FENCE_PATH
         || text.ends_with(char::is_whitespace)
     {
-        return Err("it resolves to a path a fence cannot hold".into());
+        return Err(NotFenced::UnholdableResolved { utf8: true });
     }
     if resolved.components().count() < 3 {
-        return Err(format!(
-            "{} is a top-level folder: a fence is a folder below one",
-            resolved.display()
-        ));
+        return Err(NotFenced::TopLevel(resolved));
     }
     for own in aromba_dirs(layout) {
         if own.starts_with(&resolved) || resolved.starts_with(&own) {
-            return Err(format!(
-                "{} is Aromba's own ({}), not data",
-                resolved.display(),
-                own.display()
-            ));
+            return Err(NotFenced::ArombasOwn { resolved, own });
         }
     }
     // The system skill's chores touch caches and logs, never data, and the
@@ -136,12 +210,11 @@ pub fn check(layout: &Layout, asked: &str) -> Result<PathBuf, String> {
         for touch in chore.header.touches.iter().chain(&chore.header.reads) {
             let touch = std::fs::canonicalize(touch).unwrap_or_else(|_| touch.clone());
             if touch.starts_with(&resolved) || resolved.starts_with(&touch) {
-                return Err(format!(
-                    "{} meets what Aromba's chore {} touches or reads ({}): a fence would stop it for good",
-                    resolved.display(),
-                    chore.header.name,
-                    touch.display()
-                ));
+                return Err(NotFenced::MeetsChore {
+                    resolved,
+                    chore: chore.header.name.clone(),
+                    touch,
+                });
             }
         }
     }
@@ -149,11 +222,7 @@ pub fn check(layout: &Layout, asked: &str) -> Result<PathBuf, String> {
         let system = Path::new(system);
         let system = std::fs::canonicalize(system).unwrap_or_else(|_| system.to_path_buf());
         if system.starts_with(&resolved) || resolved.starts_with(&system) {
-            return Err(format!(
-                "{} is the system's own ({}), not data",
-                resolved.display(),
-                system.display()
-            ));
+            return Err(NotFenced::SystemsOwn { resolved, system });
         }
     }
     Ok(resolved)
@@ -220,21 +289,51 @@ mod tests {
         std::fs::create_dir_all(&layout.state_dir).unwrap();
         let inside_own = layout.state_dir.join("x");
         std::fs::create_dir_all(&inside_own).unwrap();
-        for (asked, why) in [
-            ("/", "top-level"),
-            ("/srv", "top-level"),
-            ("srv/app", "absolute"),
-            ("/srv/../etc", "\"..\""),
-            ("/srv/a\nb", "control"),
-            (file.to_str().unwrap(), "a folder"),
-            (dir.join("missing").to_str().unwrap(), "cannot resolve"),
-            (layout.state_dir.to_str().unwrap(), "Aromba's own"),
-            (inside_own.to_str().unwrap(), "Aromba's own"),
-            (dir.to_str().unwrap(), "Aromba's own"),
-            ("/var/log", "touches"),
-        ] {
+        let missing = dir.join("missing");
+        let top = |e: &NotFenced| matches!(e, NotFenced::TopLevel(_));
+        let own = |e: &NotFenced| matches!(e, NotFenced::ArombasOwn { .. });
+        type Is<'a> = &'a dyn Fn(&NotFenced) -> bool;
+        let cases: [(&str, Is<'_>, &str); 11] = [
+            ("/", &top, "top-level"),
+            ("/srv", &top, "top-level"),
+            (
+                "srv/app",
+                &|e| matches!(e, NotFenced::NotAbsolute),
+                "absolute",
+            ),
+            (
+                "/srv/../etc",
+                &|e| matches!(e, NotFenced::DotSegments),
+                "\"..\"",
+            ),
+            (
+                "/srv/a\nb",
+                &|e| matches!(e, NotFenced::Unshowable),
+                "control",
+            ),
+            (
+                file.to_str().unwrap(),
+                &|e| matches!(e, NotFenced::NotAFolder),
+                "a folder",
+            ),
+            (
+                missing.to_str().unwrap(),
+                &|e| matches!(e, NotFenced::Unresolvable(_)),
+                "cannot resolve",
+            ),
+            (layout.state_dir.to_str().unwrap(), &own, "Aromba's own"),
+            (inside_own.to_str().unwrap(), &own, "Aromba's own"),
+            (dir.to_str().unwrap(), &own, "Aromba's own"),
+            (
+                "/var/log",
+                &|e| matches!(e, NotFenced::MeetsChore { .. }),
+                "touches",
+            ),
+        ];
+        for (asked, is, said) in cases {
             let e = check(&layout, asked).unwrap_err();
-            assert!(e.contains(why), "{asked:?}: {e}");
+            assert!(is(&e), "{asked:?}: {e:?}");
+            assert!(e.to_string().contains(said), "{asked:?}: {e}");
         }
     }
 
