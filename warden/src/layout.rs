@@ -271,7 +271,7 @@ pub fn check_chain(dir: &Path) -> Result<(), Unfit> {
             // when the chain is checked again after it is made.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return match replaceable(&dir_of(&at, meta)?, 0, Against::AllButRoot) {
-                    Some(why) => Err(unfit(&at, why)),
+                    Some(why) => Err(unfit(&at, why.to_string())),
                     None => Ok(()),
                 };
             }
@@ -287,7 +287,7 @@ pub fn check_chain(dir: &Path) -> Result<(), Unfit> {
             return Err(unfit(&child, owned_by(&child_meta)));
         }
         if let Some(why) = replaceable(&dir_of(&at, meta)?, 0, Against::AllButRoot) {
-            return Err(unfit(&at, why));
+            return Err(unfit(&at, why.to_string()));
         }
         at = child;
         meta = child_meta;

@@ -129,20 +129,74 @@ impl Acl {
     }
 }
 
-/// Why the entry owned by `child_uid` in the directory `dir` could be
+/// How an account other than root could rename, remove or replace an
+/// entry of a directory. Said, it is a phrase that reads after the
+/// directory's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Swappable {
+    /// The Worker owns the directory.
+    OwnedByWorker { uid: u32, mode: u32 },
+    /// Its ACL gives the Worker's uid write access.
+    WorkerInAcl { uid: u32, mode: u32 },
+    /// Its ACL gives one of the Worker's groups write access.
+    WorkersGroupInAcl { gid: u32, mode: u32 },
+    /// Its group, one of the Worker's, may write.
+    WorkersGroup { gid: u32, mode: u32 },
+    /// Every account may write.
+    EveryAccount { mode: u32 },
+    /// An account other than root owns it.
+    OwnedBy { uid: u32, mode: u32 },
+    /// Its group or every account may write.
+    NotRootsAlone { mode: u32, gid: u32 },
+}
+
+impl std::fmt::Display for Swappable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Swappable::OwnedByWorker { uid, mode } => {
+                write!(f, "is owned by uid {uid}, the Worker's (mode {mode:04o})")
+            }
+            Swappable::WorkerInAcl { uid, mode } => write!(
+                f,
+                "gives uid {uid}, the Worker's, write access in its ACL (mode {mode:04o})"
+            ),
+            Swappable::WorkersGroupInAcl { gid, mode } => write!(
+                f,
+                "gives group {gid}, one of the Worker's, write access in its ACL (mode {mode:04o})"
+            ),
+            Swappable::WorkersGroup { gid, mode } => write!(
+                f,
+                "is writable by group {gid}, one of the Worker's (mode {mode:04o})"
+            ),
+            Swappable::EveryAccount { mode } => write!(
+                f,
+                "is writable by every account, the Worker's too (mode {mode:04o})"
+            ),
+            Swappable::OwnedBy { uid, mode } => {
+                write!(f, "is owned by uid {uid} (mode {mode:04o})")
+            }
+            Swappable::NotRootsAlone { mode, gid } => write!(
+                f,
+                "is writable by accounts other than root (mode {mode:04o}, group {gid})"
+            ),
+        }
+    }
+}
+
+/// How the entry owned by `child_uid` in the directory `dir` could be
 /// renamed, removed or replaced by an account `against` names; `None` when
-/// it cannot. The phrase reads after the directory's name.
-pub fn replaceable(dir: &Dir, child_uid: u32, against: Against<'_>) -> Option<String> {
+/// it cannot.
+pub fn replaceable(dir: &Dir, child_uid: u32, against: Against<'_>) -> Option<Swappable> {
     let (acl, dir) = (&dir.acl, &dir.meta);
     let mode = dir.mode() & 0o7777;
     let sticky = mode & STICKY != 0;
     match against {
         Against::Worker(w) => {
             if dir.uid() == w.uid {
-                return Some(format!(
-                    "is owned by uid {}, the Worker's (mode {mode:04o})",
-                    dir.uid()
-                ));
+                return Some(Swappable::OwnedByWorker {
+                    uid: dir.uid(),
+                    mode,
+                });
             }
             let by_group = mode & GROUP_W != 0 && w.gids.contains(&dir.gid());
             let by_acl_user = acl.users.contains(&w.uid);
@@ -153,36 +207,34 @@ pub fn replaceable(dir: &Dir, child_uid: u32, against: Against<'_>) -> Option<St
                 return None;
             }
             Some(if by_acl_user {
-                format!(
-                    "gives uid {}, the Worker's, write access in its ACL (mode {mode:04o})",
-                    w.uid
-                )
+                Swappable::WorkerInAcl { uid: w.uid, mode }
             } else if let Some(g) = by_acl_group {
-                format!(
-                    "gives group {g}, one of the Worker's, write access in its ACL (mode {mode:04o})"
-                )
+                Swappable::WorkersGroupInAcl { gid: *g, mode }
             } else if by_group {
-                format!(
-                    "is writable by group {}, one of the Worker's (mode {mode:04o})",
-                    dir.gid()
-                )
+                Swappable::WorkersGroup {
+                    gid: dir.gid(),
+                    mode,
+                }
             } else {
-                format!("is writable by every account, the Worker's too (mode {mode:04o})")
+                Swappable::EveryAccount { mode }
             })
         }
         // An ACL's named entries write only through the mask, which the
         // group bits show: any group write bit already counts here.
         Against::AllButRoot => {
             if dir.uid() != 0 {
-                return Some(format!("is owned by uid {} (mode {mode:04o})", dir.uid()));
+                return Some(Swappable::OwnedBy {
+                    uid: dir.uid(),
+                    mode,
+                });
             }
             if mode & (GROUP_W | OTHER_W) == 0 || (sticky && child_uid == 0) {
                 return None;
             }
-            Some(format!(
-                "is writable by accounts other than root (mode {mode:04o}, group {})",
-                dir.gid()
-            ))
+            Some(Swappable::NotRootsAlone {
+                mode,
+                gid: dir.gid(),
+            })
         }
     }
 }
@@ -227,7 +279,11 @@ mod tests {
         let d = dir(&root, "d", WORKER, 0, 0o555);
         let w = worker();
         let why = replaceable(&d, 0, Against::Worker(&w)).expect("refused");
-        assert!(why.contains("the Worker's"), "{why}");
+        assert!(
+            matches!(why, Swappable::OwnedByWorker { uid: WORKER, .. }),
+            "{why:?}"
+        );
+        assert!(why.to_string().contains("the Worker's"), "{why}");
         // Even sticky: the owner can take the bit away.
         let s = dir(&root, "s", WORKER, 0, 0o1777);
         assert!(replaceable(&s, 0, Against::Worker(&w)).is_some());
@@ -241,7 +297,20 @@ mod tests {
         let w = worker();
         let mine = dir(&root, "mine", 0, WORKER_GROUP, 0o775);
         let why = replaceable(&mine, 0, Against::Worker(&w)).expect("refused");
-        assert!(why.contains(&format!("group {WORKER_GROUP}")), "{why}");
+        assert!(
+            matches!(
+                why,
+                Swappable::WorkersGroup {
+                    gid: WORKER_GROUP,
+                    ..
+                }
+            ),
+            "{why:?}"
+        );
+        assert!(
+            why.to_string().contains(&format!("group {WORKER_GROUP}")),
+            "{why}"
+        );
         // Another group's write bit is not the Worker's to use...
         let theirs = dir(&root, "theirs", 0, OTHER_GROUP, 0o775);
         assert_eq!(replaceable(&theirs, 0, Against::Worker(&w)), None);
@@ -256,7 +325,8 @@ mod tests {
         let w = worker();
         let open = dir(&root, "open", 0, 0, 0o777);
         let why = replaceable(&open, 0, Against::Worker(&w)).expect("refused");
-        assert!(why.contains("every account"), "{why}");
+        assert!(matches!(why, Swappable::EveryAccount { .. }), "{why:?}");
+        assert!(why.to_string().contains("every account"), "{why}");
         assert!(replaceable(&open, 0, Against::AllButRoot).is_some());
         let closed = dir(&root, "closed", 0, 0, 0o755);
         assert_eq!(replaceable(&closed, WORKER, Against::Worker(&w)), None);
@@ -348,12 +418,22 @@ mod tests {
             groups: vec![],
         });
         let why = replaceable(&by_user, 0, Against::Worker(&w)).expect("refused");
-        assert!(why.contains("ACL"), "{why}");
+        assert!(
+            matches!(why, Swappable::WorkerInAcl { uid: WORKER, .. }),
+            "{why:?}"
+        );
+        assert!(why.to_string().contains("ACL"), "{why}");
         let by_group = named(Acl {
             users: vec![],
             groups: vec![WORKER_GROUP],
         });
-        assert!(replaceable(&by_group, 0, Against::Worker(&w)).is_some());
+        assert!(matches!(
+            replaceable(&by_group, 0, Against::Worker(&w)),
+            Some(Swappable::WorkersGroupInAcl {
+                gid: WORKER_GROUP,
+                ..
+            })
+        ));
         // Sticky still protects root's entries from a named writer.
         std::fs::set_permissions(root.join("d"), std::fs::Permissions::from_mode(0o1775)).unwrap();
         let sticky = Dir {

@@ -62,7 +62,7 @@ pub enum PathRefusal {
     /// path could be swapped before the program opens it.
     Swappable {
         dir: String,
-        why: String,
+        why: crate::writers::Swappable,
     },
 }
 
@@ -232,7 +232,11 @@ mod tests {
         match check_path(&deep, &w) {
             Err(PathRefusal::Swappable { dir, why }) => {
                 assert_eq!(dir, format!("{}/a", root.display()));
-                assert!(why.contains("the Worker's"), "{why}");
+                assert!(
+                    matches!(why, crate::writers::Swappable::OwnedByWorker { .. }),
+                    "{why:?}"
+                );
+                assert!(why.to_string().contains("the Worker's"), "{why}");
             }
             other => panic!("{other:?}"),
         }
