@@ -218,33 +218,66 @@ struct ResolvedUnit {
     names: Vec<String>,
 }
 
+/// Why `systemctl show` output names no unit the Warden restarts.
+#[derive(Debug, PartialEq, Eq)]
+enum UnitUnresolved {
+    UnexpectedLine(String),
+    UnexpectedProperty(String),
+    Twice(String),
+    Missing,
+    NotLoaded { id: String, load: String },
+    NotAService(String),
+    NotAmongItsNames(String),
+}
+
+impl std::fmt::Display for UnitUnresolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnitUnresolved::UnexpectedLine(line) => write!(f, "unexpected line {line:?}"),
+            UnitUnresolved::UnexpectedProperty(key) => write!(f, "unexpected property {key:?}"),
+            UnitUnresolved::Twice(key) => write!(f, "{key} given twice"),
+            UnitUnresolved::Missing => {
+                f.write_str("systemctl show left out Id, Names or LoadState")
+            }
+            UnitUnresolved::NotLoaded { id, load } => {
+                write!(f, "{id} is {load}, not a loaded unit")
+            }
+            UnitUnresolved::NotAService(id) => write!(f, "{id:?} is not a service unit"),
+            UnitUnresolved::NotAmongItsNames(id) => write!(f, "{id} is not among its own names"),
+        }
+    }
+}
+
 /// Parses `systemctl show --property=Id,Names,LoadState` output, strictly:
 /// exactly those three properties once each, a loaded service unit whose
 /// Id is among its names. Anything else is an error, never a guess.
-fn resolve_unit(show: &str) -> Result<ResolvedUnit, String> {
+fn resolve_unit(show: &str) -> Result<ResolvedUnit, UnitUnresolved> {
     let (mut id, mut names, mut load) = (None, None, None);
     for line in show.lines().filter(|l| !l.is_empty()) {
         let Some((key, value)) = line.split_once('=') else {
-            return Err(format!("unexpected line {line:?}"));
+            return Err(UnitUnresolved::UnexpectedLine(line.to_string()));
         };
         let slot = match key {
             "Id" => &mut id,
             "Names" => &mut names,
             "LoadState" => &mut load,
-            _ => return Err(format!("unexpected property {key:?}")),
+            _ => return Err(UnitUnresolved::UnexpectedProperty(key.to_string())),
         };
         if slot.replace(value).is_some() {
-            return Err(format!("{key} given twice"));
+            return Err(UnitUnresolved::Twice(key.to_string()));
         }
     }
     let (Some(id), Some(names), Some(load)) = (id, names, load) else {
-        return Err("systemctl show left out Id, Names or LoadState".into());
+        return Err(UnitUnresolved::Missing);
     };
     if load != "loaded" {
-        return Err(format!("{id} is {load}, not a loaded unit"));
+        return Err(UnitUnresolved::NotLoaded {
+            id: id.to_string(),
+            load: load.to_string(),
+        });
     }
     if id.is_empty() || !id.ends_with(".service") {
-        return Err(format!("{id:?} is not a service unit"));
+        return Err(UnitUnresolved::NotAService(id.to_string()));
     }
     let mut all = vec![id.to_string()];
     for n in names.split_whitespace() {
@@ -253,7 +286,7 @@ fn resolve_unit(show: &str) -> Result<ResolvedUnit, String> {
         }
     }
     if !names.split_whitespace().any(|n| n == id) {
-        return Err(format!("{id} is not among its own names"));
+        return Err(UnitUnresolved::NotAmongItsNames(id.to_string()));
     }
     Ok(ResolvedUnit {
         id: id.to_string(),
@@ -302,7 +335,14 @@ mod unit_tests {
     fn an_unknown_unit_is_not_resolved() {
         let out = "Id=nosuch.service\nNames=nosuch.service\nLoadState=not-found\n";
         let e = resolve_unit(out).unwrap_err();
-        assert!(e.contains("not-found"), "{e}");
+        assert!(
+            matches!(&e, UnitUnresolved::NotLoaded { load, .. } if load == "not-found"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "nosuch.service is not-found, not a loaded unit"
+        );
     }
 
     #[test]
