@@ -15,10 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-const LIMITS: Limits = Limits {
-    prod_mode: false,
-    tokens_left: None,
-};
+const LIMITS: Limits = aromba_testkit::model::NO_LIMITS;
 
 /// A model that calls `disk_usage` on `path` once, then answers.
 struct AsksAbout {

@@ -1,9 +1,15 @@
 //! Stand-ins for the assistant's loop: a model that answers from a
 //! script, and hosts standing in for the Warden.
 
-use aromba::assistant::conversation::Host;
+use aromba::assistant::conversation::{Host, Limits};
 use aromba::assistant::model::{Message, Model, ModelError, Reply, ToolCall, Usage};
 use std::sync::Mutex;
+
+/// No budget and no prod mode: the loop's own bounds alone.
+pub const NO_LIMITS: Limits = Limits {
+    prod_mode: false,
+    tokens_left: None,
+};
 
 /// A model that answers from a script (the last reply repeated).
 pub struct Scripted {

@@ -22,17 +22,9 @@ async fn usage_counts_near_u64_max_do_not_overflow_the_sum() {
     let model = Scripted::new(vec![reply(&[("memory", "{}")], huge), text("done", huge)]);
     let server = Server::default();
     let a = tokio::spawn(async move {
-        answer(
-            &model,
-            &server,
-            "q",
-            aromba::assistant::conversation::Limits {
-                prod_mode: false,
-                tokens_left: None,
-            },
-        )
-        .await
-        .map(|a| a.usage)
+        answer(&model, &server, "q", aromba_testkit::model::NO_LIMITS)
+            .await
+            .map(|a| a.usage)
     })
     .await;
     match a {

@@ -8,7 +8,7 @@
 //! bounded, and nothing after `[DONE]` counts. End to end:
 //! `agent/tests/adversarial_model_holds_the_chat.rs`.
 
-use aromba::assistant::conversation::{self, Limits};
+use aromba::assistant::conversation::{self};
 use aromba::assistant::model::{Message, Model, ModelError, Reply, Usage};
 use aromba::assistant::stream::{Events, OpenAiStream};
 use aromba_testkit::model::Quiet;
@@ -64,17 +64,9 @@ async fn a_stream_of_small_events_costs_the_worker_little_cpu() {
         each: "disk ok on sda1, see www notes for the detail. ".into(),
     };
     let started = std::time::Instant::now();
-    let a = conversation::answer(
-        &model,
-        &Quiet,
-        "q",
-        Limits {
-            prod_mode: false,
-            tokens_left: None,
-        },
-    )
-    .await
-    .expect("an answer");
+    let a = conversation::answer(&model, &Quiet, "q", aromba_testkit::model::NO_LIMITS)
+        .await
+        .expect("an answer");
     let took = started.elapsed();
     assert!(!a.text.is_empty());
     assert!(

@@ -157,17 +157,9 @@ async fn propose_chore_calls_each_ask_the_warden_for_the_chore_list() {
         .collect();
     let model = Scripted::new(rounds);
     let server = Server::default();
-    answer(
-        &model,
-        &server,
-        "q",
-        aromba::assistant::conversation::Limits {
-            prod_mode: false,
-            tokens_left: None,
-        },
-    )
-    .await
-    .unwrap();
+    answer(&model, &server, "q", aromba_testkit::model::NO_LIMITS)
+        .await
+        .unwrap();
     let lists = *server.chore_lists.lock().unwrap();
     assert!(
         lists <= 8,
@@ -195,17 +187,9 @@ async fn a_model_that_never_stops_is_bounded() {
         output: "4.0K\t/var".into(),
         ..Server::default()
     };
-    let a = answer(
-        &model,
-        &server,
-        "q",
-        aromba::assistant::conversation::Limits {
-            prod_mode: false,
-            tokens_left: None,
-        },
-    )
-    .await
-    .unwrap();
+    let a = answer(&model, &server, "q", aromba_testkit::model::NO_LIMITS)
+        .await
+        .unwrap();
     assert_eq!(a.rounds, conversation::MAX_ROUNDS);
     assert_eq!(*server.reads.lock().unwrap(), conversation::MAX_READS);
 }
@@ -272,8 +256,5 @@ async fn a_path_that_hits_the_deny_list_only_resolved_never_reaches_the_warden()
 }
 
 fn conversation_limits() -> conversation::Limits {
-    conversation::Limits {
-        prod_mode: false,
-        tokens_left: None,
-    }
+    aromba_testkit::model::NO_LIMITS
 }

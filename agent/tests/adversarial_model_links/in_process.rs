@@ -9,7 +9,7 @@
 //! each is taken out or defanged, and the progress line names only the
 //! grammar's tools. End to end: `agent/tests/adversarial_model_links.rs`.
 
-use aromba::assistant::conversation::{self, Limits, answer, without_links};
+use aromba::assistant::conversation::{self, answer, without_links};
 use aromba::assistant::model::{Message, Model, ModelError, Reply, Usage};
 use aromba::assistant::tools;
 use aromba_testkit::model::{Quiet, Scripted, Server, reply, text};
@@ -183,17 +183,9 @@ async fn the_answers_cut_does_not_make_a_host_the_filter_let_through() {
         .collect();
     let prefix = format!("{prefix} ");
     let text = format!("{prefix}collect.pro1234 is where the logs go.");
-    let a = conversation::answer(
-        &Says(text),
-        &Quiet,
-        "q",
-        Limits {
-            prod_mode: false,
-            tokens_left: None,
-        },
-    )
-    .await
-    .expect("an answer");
+    let a = conversation::answer(&Says(text), &Quiet, "q", aromba_testkit::model::NO_LIMITS)
+        .await
+        .expect("an answer");
     let tail: String = a
         .text
         .chars()
@@ -223,17 +215,9 @@ async fn a_tool_name_chosen_by_the_model_is_shown_as_progress() {
         text("done", Usage::default()),
     ]);
     let server = Server::default();
-    answer(
-        &model,
-        &server,
-        "q",
-        aromba::assistant::conversation::Limits {
-            prod_mode: false,
-            tokens_left: None,
-        },
-    )
-    .await
-    .unwrap();
+    answer(&model, &server, "q", aromba_testkit::model::NO_LIMITS)
+        .await
+        .unwrap();
     let progress = server.progress.lock().unwrap().clone();
     for name in &progress {
         assert!(

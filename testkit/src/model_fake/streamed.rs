@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 /// One request the fake model got.
 #[derive(Clone, Debug)]
@@ -114,41 +114,10 @@ pub async fn fake_model(script: Script) -> FakeModel {
             let log = log.clone();
             let script = script.clone();
             tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 8192];
-                let (head, mut body) = loop {
-                    let Ok(n) = s.read(&mut chunk).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break (
-                            String::from_utf8_lossy(&buf[..i]).into_owned(),
-                            buf[i + 4..].to_vec(),
-                        );
-                    }
+                let Some((head, body)) = super::read_request(&mut s).await else {
+                    return;
                 };
-                let header = |name: &str| {
-                    head.lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
-                        })
-                        .unwrap_or_default()
-                };
-                let length: usize = header("content-length").parse().unwrap_or(0);
-                while body.len() < length {
-                    let Ok(n) = s.read(&mut chunk).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        break;
-                    }
-                    body.extend_from_slice(&chunk[..n]);
-                }
+                let header = |name: &str| super::header(&head, name);
                 let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                 let closed_at = Arc::new(Mutex::new(None));
                 let round = {
