@@ -140,14 +140,8 @@ fn journal_rollback(layout: &aromba_warden::layout::Layout, failed: &str, restor
             }
         }
     }
-    let mut fields = serde_json::Map::new();
-    fields.insert(
-        "kind".into(),
-        serde_json::Value::from("release-rolled-back"),
-    );
-    fields.insert("failed".into(), serde_json::Value::from(failed));
-    fields.insert("restored".into(), serde_json::Value::from(restored));
-    match Journal::open(config).and_then(|mut j| j.append(fields)) {
+    let line = aromba_warden::server::rolled_back_line(failed, restored);
+    match Journal::open(config).and_then(|mut j| j.append(line)) {
         Ok(_) => {}
         Err(e) => eprintln!("aromba-warden: the rollback is not journaled: {e}"),
     }

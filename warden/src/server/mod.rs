@@ -583,10 +583,21 @@ impl Server {
     }
 }
 
-/// Appends the line `event` renders (`event.rs`); `None` when the journal
+/// Appends the line `event` renders (`event/`); `None` when the journal
 /// could not take it.
 fn journal(shared: &Shared, event: Event<'_>) -> Option<u64> {
     write(shared, event.render())
+}
+
+/// The line `aromba-warden rollback` journals itself, the Warden stopped
+/// while it runs: rendered here with every other line.
+pub fn rolled_back_line(
+    failed: &str,
+    restored: &str,
+) -> serde_json::Map<String, serde_json::Value> {
+    Event::ReleaseRolledBack { failed, restored }
+        .render()
+        .into_fields()
 }
 
 /// Appends a rendered line; `None` when the journal could not take it.

@@ -184,6 +184,9 @@ pub(super) enum Event<'a> {
         version: &'a str,
         refused: Option<&'a str>,
     },
+    /// `release-rolled-back`: `aromba-warden rollback` put the release
+    /// before back, the Warden stopped meanwhile.
+    ReleaseRolledBack { failed: &'a str, restored: &'a str },
 
     // The ladder.
     /// `ladder-signal`.
@@ -745,6 +748,10 @@ impl Event<'_> {
                     Some(why) => f.refused(why),
                 };
                 "rollback-told"
+            }
+            Event::ReleaseRolledBack { failed, restored } => {
+                f.put("failed", *failed).put("restored", *restored);
+                "release-rolled-back"
             }
             Event::LadderSignal { peer, signal } => {
                 if let Some(peer) = peer {

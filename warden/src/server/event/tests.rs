@@ -676,6 +676,26 @@ fn uninstall_and_rollback_told_keep_their_words() {
         line(told.render()),
         r#"{"kind":"rollback-told","peer_pid":4242,"peer_uid":999,"reason":"no rollback","socket":"worker","verdict":"refused","version":"0.2.1"}"#
     );
+    // Written by the binary (`aromba-warden rollback`), the Warden stopped.
+    assert_eq!(
+        line(
+            Event::ReleaseRolledBack {
+                failed: "1.1.0",
+                restored: "1.0.0"
+            }
+            .render()
+        ),
+        r#"{"failed":"1.1.0","kind":"release-rolled-back","restored":"1.0.0"}"#
+    );
+    assert_eq!(
+        super::super::rolled_back_line("1.1.0", "1.0.0"),
+        Event::ReleaseRolledBack {
+            failed: "1.1.0",
+            restored: "1.0.0"
+        }
+        .render()
+        .into_fields()
+    );
     let shown = Event::DryRunShown {
         peer: Peer::worker(&PEER),
         chore: "c",
@@ -824,20 +844,38 @@ const NOT_JOURNAL_LINES: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// The server's source outside this file (its tests too: they have no
-/// reason to build a journal line by hand either).
+/// The server's source outside this module, and the binary's (tests too:
+/// they have no reason to build a journal line by hand either).
 fn server_sources() -> Vec<(String, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/server");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if !name.ends_with(".rs") || name == "event.rs" {
-            continue;
+    let mut dirs = vec![src.join("server")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                // This module is where the names are written.
+                if path.file_name().is_some_and(|n| n != "event") {
+                    dirs.push(path);
+                }
+                continue;
+            }
+            if path.extension().is_some_and(|e| e == "rs") {
+                let name = path.strip_prefix(src.join("server")).unwrap();
+                out.push((
+                    name.to_string_lossy().into_owned(),
+                    std::fs::read_to_string(&path).unwrap(),
+                ));
+            }
         }
-        out.push((name, std::fs::read_to_string(&path).unwrap()));
     }
     assert!(out.len() > 10, "the server's files were not found");
+    // The binary journals `aromba-warden rollback` itself, the Warden
+    // stopped: its line is rendered here too.
+    out.push((
+        "../main.rs".into(),
+        std::fs::read_to_string(src.join("main.rs")).unwrap(),
+    ));
     out
 }
 
@@ -863,7 +901,7 @@ fn no_journal_field_is_named_outside_this_file() {
     }
     assert!(
         found.is_empty(),
-        "a journal line's fields are written in event.rs (an Event or an Outcome), not with a map at the call site:\n{}",
+        "a journal line's fields are written in event/ (an Event or an Outcome), not with a map at the call site:\n{}",
         found.join("\n")
     );
 }
