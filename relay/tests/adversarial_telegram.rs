@@ -981,3 +981,170 @@ async fn unshown_cases_of_unpaired_servers_do_not_hold_back_a_paired_servers_cas
     assert!(question.text.starts_with("Another machine just registered"));
     bot.relay.stop().await;
 }
+
+// ---------------------------------------------------------------------
+// (d) Two replicas on one database: the claims are the database's.
+// ---------------------------------------------------------------------
+
+/// A second replica of the bot's relay: the same database and bot, its
+/// own address (webhook mode).
+async fn second_replica(bot: &Bot) -> support::TestRelay {
+    let api = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = api.local_addr().expect("addr");
+    let mut c = config();
+    c.telegram = Some(telegram_config(bot.fake_addr, addr, false));
+    support::start_on(bot.db.clone(), c, api).await
+}
+
+async fn post_update_to(relay: &support::TestRelay, body: &serde_json::Value) -> u16 {
+    reqwest::Client::new()
+        .post(relay.url("/v1/telegram/webhook"))
+        .header(SECRET_HEADER, WEBHOOK_SECRET)
+        .json(body)
+        .send()
+        .await
+        .expect("an answer")
+        .status()
+        .as_u16()
+}
+
+/// `event`'s count on `relay`.
+async fn metric_of(relay: &support::TestRelay, event: &str) -> u64 {
+    let prefix = format!("aromba_relay_telegram_events_total{{event=\"{event}\"}} ");
+    relay
+        .metrics_text()
+        .await
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// `event`'s count on the bot's relay and the other replica together.
+async fn sum_metric(bot: &Bot, other: &support::TestRelay, event: &str) -> u64 {
+    bot.metric(event).await + metric_of(other, event).await
+}
+
+/// Posts `updates` to the two replicas at once, alternating.
+async fn post_to_both(bot: &Bot, other: &support::TestRelay, updates: &[serde_json::Value]) {
+    let posts = updates.iter().enumerate().map(|(i, u)| {
+        let relay = if i % 2 == 0 { &bot.relay } else { other };
+        async move { post_update_to(relay, u).await }
+    });
+    for status in futures_util::future::join_all(posts).await {
+        assert_eq!(status, 200);
+    }
+}
+
+/// Whoever holds the webhook secret posts one update to two replicas at
+/// once, again and again: the claim (one statement on the pool, in
+/// `store/telegram_updates.rs` since the relay's SQL moved) lets exactly
+/// one replica take it, so the server hears the message once.
+#[sqlx::test(migrations = false)]
+async fn one_update_posted_to_two_replicas_at_once_reaches_the_server_once(db: PgPool) {
+    let bot = start_bot(db.clone(), false).await;
+    let (_server, mut ws, mut session, _) = paired(&bot, 9161).await;
+    let other = second_replica(&bot).await;
+    let update = message_update(820_001, 9161, "only once, from either replica");
+    post_to_both(&bot, &other, &vec![update; 12]).await;
+    assert_eq!(
+        next_delivery(&mut ws, &mut session).await,
+        Delivery::Message {
+            text: "only once, from either replica".into()
+        }
+    );
+    no_delivery(&mut ws, &mut session, Duration::from_millis(1_000)).await;
+    let duplicates =
+        bot.metric("update_duplicate").await + metric_of(&other, "update_duplicate").await;
+    assert_eq!(duplicates, 11);
+    other.stop().await;
+    bot.relay.stop().await;
+}
+
+/// One tap (one callback query id) carried by fresh update ids to two
+/// replicas at once: each update is new, so only the query's own claim
+/// (`store/telegram_callbacks.rs`, now a `bool`) stands between it and a
+/// second signed tap. The server gets one tap; the rest are repeats.
+#[sqlx::test(migrations = false)]
+async fn one_tap_in_fresh_updates_at_two_replicas_at_once_is_forwarded_once(db: PgPool) {
+    let bot = start_bot(db.clone(), false).await;
+    let (_server, mut ws, mut session, _) = paired(&bot, 9171).await;
+    let other = second_replica(&bot).await;
+    send(&mut ws, &mut session, "Approve?", approval_buttons()).await;
+    let shown = sent(&bot, 9171, 1).await;
+    let approve = data_of(&shown, "Approve");
+    let taps: Vec<serde_json::Value> = (0..12)
+        .map(|i| tap_update(830_000 + i, "one-query", 9171, shown.message_id, &approve))
+        .collect();
+    post_to_both(&bot, &other, &taps).await;
+    assert!(matches!(
+        next_delivery(&mut ws, &mut session).await,
+        Delivery::Tap { .. }
+    ));
+    no_delivery(&mut ws, &mut session, Duration::from_millis(1_000)).await;
+    let forwarded = bot.metric("tap_forwarded").await + metric_of(&other, "tap_forwarded").await;
+    assert_eq!(forwarded, 1);
+    let repeated = bot.metric("tap_repeated").await + metric_of(&other, "tap_repeated").await;
+    assert_eq!(repeated, 11);
+    other.stop().await;
+    bot.relay.stop().await;
+}
+
+/// A stranger's burst of wrong pairing codes split between two replicas
+/// and posted at once: the lock-out is counted in the database
+/// (`store/pairing_guesses.rs`), each replica checking it before it tries
+/// a code and counting after. No more codes are tried than the window
+/// allows, give or take one a replica (each replica takes its updates in
+/// order, so one check can race the other replica's count); the chat is
+/// locked out after, and the right code then does nothing and is not
+/// spent.
+#[sqlx::test(migrations = false)]
+async fn wrong_codes_split_between_two_replicas_at_once_lock_the_chat_out(db: PgPool) {
+    let bot = start_bot(db.clone(), false).await;
+    let server = Server::new();
+    assert_eq!(post_json(&bot.relay, &server.registration()).await.0, 201);
+    let (mut ws, mut session) = connect(&bot.relay, &server).await;
+    let (code, _) = ask_code(&mut ws, &mut session).await;
+    let other = second_replica(&bot).await;
+    let guesses: Vec<serde_json::Value> = (0..16)
+        .map(|i| {
+            let letter = b"ABCDEFGHJKLMNPQR"[i as usize] as char;
+            message_update(
+                840_000 + i,
+                9181,
+                &format!("/start {}", letter.to_string().repeat(6)),
+            )
+        })
+        .collect();
+    post_to_both(&bot, &other, &guesses).await;
+    let tried = || sum_metric(&bot, &other, "pairing_wrong_code");
+    let locked = || sum_metric(&bot, &other, "pairing_locked_out");
+    for _ in 0..500 {
+        if tried().await + locked().await == 16 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(tried().await + locked().await, 16);
+    let wrong = tried().await;
+    assert!(
+        (5..=6).contains(&wrong),
+        "{wrong} wrong codes were tried in one window"
+    );
+    post_update(
+        &bot,
+        &message_update(840_100, 9181, &format!("/start {code}")),
+    )
+    .await;
+    no_delivery(&mut ws, &mut session, Duration::from_millis(700)).await;
+    assert_eq!(chat_of(&db, server.id).await, None);
+    let codes: i64 = sqlx::query_scalar("SELECT count(*) FROM pairing_codes")
+        .fetch_one(&db)
+        .await
+        .expect("codes");
+    assert_eq!(codes, 1);
+    other.stop().await;
+    bot.relay.stop().await;
+}

@@ -2,7 +2,9 @@
 //! that would rotate the oldest lines away, and tampering with compressed
 //! rotated files. The journal bounds every field itself, compresses what it
 //! rotates, counts what it drops, says so when verified, and a fast loss of
-//! history moves the ladder.
+//! history moves the ladder. And a hostile Worker's script of requests
+//! leaves only lines of the shapes they had before the lines were typed
+//! (`server/event/`), each outcome after its own intent.
 
 use aromba_testkit::warden as support;
 
@@ -314,5 +316,441 @@ fn history_rotated_away_just_under_the_drop_rate_still_moves_the_ladder() {
         st.ladder_reason.contains("journal files rotated away"),
         "{}",
         st.ladder_reason
+    );
+}
+
+// ---------------------------------------------------------------------
+// The lines a hostile Worker's requests leave, typed since 7c14efe.
+// ---------------------------------------------------------------------
+
+/// What a hostile Worker's note tries to pass off as fields of its own.
+const HOSTILE_NOTE: &str = "\",\"kind\":\"approval\",\"verdict\":\"verified\",\"injected\":\"1\n{\"seq\":1,\"kind\":\"resume\"}\u{2028}\u{202e}";
+
+/// One frame as the Worker sends it, raw, on the Worker socket; the
+/// answer if one came.
+fn raw_on_worker_socket(w: &Warden, body: &[u8]) -> Option<Response> {
+    let mut s = UnixStream::connect(w.layout().worker_socket()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write_frame(&mut s, body, MAX_REQUEST).ok()?;
+    aromba_warden_proto::decode_response(&read_frame(&mut s, MAX_RESPONSE).ok()?).ok()
+}
+
+fn script_read(cmd: &str, args: &[&str]) -> Request {
+    Request::Read {
+        cmd: cmd.into(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+    }
+}
+
+/// Asks `r` on the Worker socket; when it moved the ladder, `resume`
+/// from the root terminal brings it back, so the next request is served
+/// and not paced.
+fn ask_then_normal(w: &Warden, r: &Request) -> Response {
+    let answer = w.ask(r);
+    if w.status().ladder_step != 0 {
+        w.control(&Request::Resume);
+    }
+    answer
+}
+
+/// A hostile Worker's requests, in a fixed order: reads allowed and
+/// refused, a secret path, malformed frames, requests of the control
+/// socket, dry runs, a red run and a red action without approval, a
+/// proposal and taps with a bad signature and for an id never issued,
+/// prod mode, fences with hostile text, a release and a rollback it names
+/// itself, a deny-list hit, `/panic`; `resume` from the root terminal
+/// after each request that moved the ladder.
+/// Returns the Warden with its journal written.
+fn hostile_workers_script(name: &str) -> Warden {
+    let chores = [
+        support::owner_chore(
+            "tidy",
+            "red",
+            "",
+            "[ \"$1\" = --dry-run ] && { echo would-tidy; exit 0; }\necho done > TOUCHED/t.txt",
+        ),
+        support::dry_chore("peek", "echo peeked"),
+    ];
+    let w = Warden::start(name, true, &chores);
+    let data = w.touched.join("srv/shop/uploads");
+    std::fs::create_dir_all(&data).unwrap();
+    // A note pretending to be fields of a line.
+    ask_then_normal(
+        &w,
+        &Request::Note {
+            text: HOSTILE_NOTE.into(),
+        },
+    );
+    // Reads: allowed, and refused by the grammar.
+    ask_then_normal(&w, &script_read("uptime", &[]));
+    ask_then_normal(&w, &script_read("uptime", &["--bogus", HOSTILE_NOTE]));
+    // Malformed frames.
+    raw_on_worker_socket(&w, br#"{"type":"nope","kind":"approval"}"#);
+    raw_on_worker_socket(&w, b"not json at all");
+    raw_on_worker_socket(&w, &[0xff, 0xfe, 0x00, 0x7b]);
+    if w.status().ladder_step != 0 {
+        w.control(&Request::Resume);
+    }
+    // The control socket's requests, asked on the Worker's.
+    ask_then_normal(
+        &w,
+        &Request::SetPin {
+            pin: aromba_warden_proto::Pin::new("482913"),
+        },
+    );
+    ask_then_normal(&w, &Request::Uninstall { purge: true });
+    ask_then_normal(&w, &Request::Resume);
+    ask_then_normal(&w, &Request::NetworkWritten);
+    ask_then_normal(
+        &w,
+        &Request::ProdMode {
+            on: false,
+            pin: None,
+        },
+    );
+    ask_then_normal(
+        &w,
+        &Request::ChoreRun {
+            name: "tidy".into(),
+            dry_run: false,
+        },
+    );
+    // Chores: a dry run, shown; one never run shown; the schedule asked
+    // for a red chore and for none.
+    ask_then_normal(
+        &w,
+        &Request::DryRun {
+            chore: "peek".into(),
+        },
+    );
+    ask_then_normal(
+        &w,
+        &Request::DryRunShown {
+            chore: "peek".into(),
+        },
+    );
+    ask_then_normal(
+        &w,
+        &Request::DryRunShown {
+            chore: "never-ran".into(),
+        },
+    );
+    ask_then_normal(
+        &w,
+        &Request::RunDue {
+            chore: "tidy".into(),
+        },
+    );
+    ask_then_normal(
+        &w,
+        &Request::RunDue {
+            chore: "nosuch".into(),
+        },
+    );
+    // A red action without, and with, an approval of its own making.
+    ask_then_normal(
+        &w,
+        &Request::RedAction {
+            action: "reboot".into(),
+            approval: None,
+        },
+    );
+    // A proposal, then taps: one whose chat was changed after signing (a
+    // bad signature), one signed for an id the Warden never issued.
+    // The red chore's dry run, shown, so that a tap on its proposal runs it.
+    ask_then_normal(
+        &w,
+        &Request::DryRun {
+            chore: "tidy".into(),
+        },
+    );
+    ask_then_normal(
+        &w,
+        &Request::DryRunShown {
+            chore: "tidy".into(),
+        },
+    );
+    let (action_id, server_id, _) = w.propose(&Request::Propose {
+        chore: "tidy".into(),
+    });
+    // (The ladder is back at normal after each request: see
+    // `ask_then_normal`.)
+    let mut forged = w.tap(&server_id, &action_id, "approve", None);
+    if let Request::Approve { chat, .. } = &mut forged {
+        *chat = "9999".into();
+    }
+    ask_then_normal(&w, &forged);
+    let now = aromba_warden::ladder::Clock::now(&*w.clock);
+    ask_then_normal(
+        &w,
+        &w.signed(
+            &server_id,
+            "never-issued",
+            "approve",
+            now,
+            support::TEST_KEY,
+        ),
+    );
+    // The person's own tap: the red run, then its undo from the root
+    // terminal.
+    let ran = ask_then_normal(&w, &w.tap(&server_id, &action_id, "approve", None));
+    if let Response::Receipt { receipt, .. } = &ran
+        && let Some(at) = receipt.find("undo id ")
+    {
+        let undo_id = receipt[at + 8..].chars().take(32).collect::<String>();
+        w.control(&Request::Undo { undo_id });
+    }
+    // Prod mode from the scan, twice.
+    ask_then_normal(
+        &w,
+        &Request::ProdModeOn {
+            findings: vec![
+                "a database with data: PostgreSQL".into(),
+                HOSTILE_NOTE.into(),
+            ],
+        },
+    );
+    ask_then_normal(
+        &w,
+        &Request::ProdModeOn {
+            findings: vec!["again".into()],
+        },
+    );
+    // Fences: a data folder, the root, a relative path, hostile text, the
+    // same folder again.
+    let data_text = data.to_string_lossy().into_owned();
+    ask_then_normal(
+        &w,
+        &Request::AddFences {
+            paths: vec![
+                data_text.clone(),
+                "/".into(),
+                "rel/ative".into(),
+                format!("/srv/{HOSTILE_NOTE}"),
+                data_text,
+            ],
+        },
+    );
+    // A release and a rollback the Worker names itself.
+    ask_then_normal(
+        &w,
+        &Request::InstallRelease {
+            dir: Some("/tmp/evil\",\"verdict\":\"installed".into()),
+        },
+    );
+    ask_then_normal(
+        &w,
+        &Request::RollbackTold {
+            version: "9.9.9\",\"verdict\":\"told".into(),
+        },
+    );
+    // A deny-list hit, a secret path (each moves the ladder), `/panic`.
+    ask_then_normal(&w, &script_read("rm", &["-rf", "/"]));
+    ask_then_normal(&w, &script_read("cat", &["/etc/shadow"]));
+    w.ask(&Request::Panic);
+    w
+}
+
+/// Every line of `w`'s journal, parsed.
+fn journal_lines(w: &Warden) -> Vec<Map<String, Value>> {
+    w.journal()
+        .lines()
+        .map(|l| match serde_json::from_str::<Value>(l) {
+            Ok(Value::Object(m)) => m,
+            other => panic!("a journal line that is not a JSON object: {l:?} ({other:?})"),
+        })
+        .collect()
+}
+
+/// A line with what differs from run to run taken out: the chain's fields
+/// and the clock's, the peer's pid, hashes, ids, sizes, durations, this
+/// process's id in paths; an outcome's `intent_seq` as its distance back.
+fn comparable(line: &Map<String, Value>) -> Map<String, Value> {
+    fn scrub(v: &Value) -> Value {
+        match v {
+            Value::String(s) => {
+                let s = s.replace(&std::process::id().to_string(), "PID");
+                if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    Value::from("<sha256>")
+                } else {
+                    Value::from(s)
+                }
+            }
+            Value::Array(a) => Value::Array(a.iter().map(scrub).collect()),
+            Value::Object(o) => {
+                Value::Object(o.iter().map(|(k, v)| (k.clone(), scrub(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    let mut out = Map::new();
+    let seq = line["seq"].as_u64().unwrap();
+    for (k, v) in line {
+        let v = match k.as_str() {
+            "seq" | "prev" | "mac" | "time" => continue,
+            "peer_pid" | "duration_ms" | "bytes_out" | "action_id" | "receipt" | "text_sha256"
+            | "signature" => Value::from("<varies>"),
+            "intent_seq" => Value::from(seq - v.as_u64().unwrap()),
+            _ => scrub(v),
+        };
+        out.insert(k.clone(), v);
+    }
+    out
+}
+
+/// A line's shape: its kind, phase and verdict, and its keys (the chain's
+/// and the clock's left out).
+fn shape_of(line: &Map<String, Value>) -> String {
+    let word = |k: &str| line.get(k).and_then(Value::as_str).unwrap_or("-");
+    let keys: Vec<&str> = line
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !matches!(*k, "seq" | "prev" | "mac" | "time"))
+        .collect();
+    format!(
+        "{} {} {}: {}",
+        word("kind"),
+        word("phase"),
+        word("verdict"),
+        keys.join(",")
+    )
+}
+
+/// The shapes the script's lines had at 694b016, when each call site built
+/// its line as a map: read off that Warden by the same script (and there,
+/// as here, every line's values the same but for hashes, ids, pids, sizes
+/// and times).
+const SHAPES_BEFORE_TYPING: &[&str] = &[
+    "action-issued intent -: action,action_id,kind,peer_pid,peer_uid,phase,socket,text_sha256",
+    "action-issued outcome issued: intent_seq,kind,phase,verdict",
+    // Since typing, the tap's signed time too (`tap_time`): as `time` it
+    // was overwritten by the line's own.
+    "approval intent -: action_id,button,chat,kind,peer_pid,peer_uid,phase,socket,tap_time",
+    "approval outcome refused: intent_seq,kind,phase,reason,verdict",
+    "approval outcome verified: action,intent_seq,kind,phase,verdict",
+    "chore-run intent -: action_id,approval,chore,color,kind,mode,phase,script_sha256",
+    "chore-run intent -: approval,chore,color,kind,mode,phase,script_sha256",
+    "chore-run outcome clean: bytes_changed,chore,exit_code,files_changed,intent_seq,kind,outside_touches,over_cap,phase,undo_id,verdict",
+    "chore-run outcome clean: bytes_changed,chore,exit_code,files_changed,intent_seq,kind,outside_touches,over_cap,phase,verdict",
+    "dry-run-shown - recorded: chore,kind,peer_pid,peer_uid,socket,verdict",
+    "fences intent -: asked,kind,phase",
+    "fences outcome done: added,intent_seq,kind,phase,refused,verdict",
+    "ladder-move - -: event_id,from,kind,message,reason,to",
+    "ladder-signal - -: detail,kind,peer_pid,peer_uid,signal,socket",
+    "malformed - -: error,kind,peer_pid,peer_uid,socket",
+    "prod-mode intent -: findings,kind,on,phase,source",
+    "prod-mode outcome already on: intent_seq,kind,phase,verdict",
+    "prod-mode outcome done: intent_seq,kind,phase,verdict",
+    "read - allowed: args,bin,bytes_out,cmd,cut,duration_ms,exit_code,kind,peer_pid,peer_uid,redactions,rule,run_args,signal,socket,stderr_sha256,stdout_sha256,timed_out,verdict",
+    "read - refused: args,cmd,kind,peer_pid,peer_uid,reason,socket,verdict",
+    "receipt - -: chore,kind,receipt",
+    "red-action - refused: action,approval,kind,peer_pid,peer_uid,socket,verdict",
+    "release-install - refused: dir,kind,peer_pid,peer_uid,socket,verdict",
+    "resume intent -: kind,peer_pid,peer_uid,phase,socket",
+    "rollback-told - refused: kind,peer_pid,peer_uid,reason,socket,verdict,version",
+    "run-due - refused: chore,kind,peer_pid,peer_uid,reason,socket,verdict",
+    "state-record - -: baseline,change,kind,record",
+    "undo intent -: approval,chore,kind,phase,roots,undo_id",
+    "undo outcome undone: conflicts,intent_seq,kind,phase,quarantined,receipt,restored,undo_id,verdict",
+    "warden-started - -: kind",
+    "worker-note - -: kind,peer_pid,peer_uid,socket,text",
+    "wrong-socket - -: kind,peer_pid,peer_uid,request,socket",
+];
+
+/// Lines the watcher writes on its own clock: in the script's journal or
+/// not, depending on timing.
+const INCIDENTAL: &[&str] = &["left-out"];
+
+/// A hostile Worker's script — a note that spells fields, reads allowed
+/// and refused, malformed frames, the control socket's requests, chores,
+/// a proposal and forged taps, prod mode, fences and a release with
+/// hostile text, a deny-list hit, `/panic` — against the Warden whose
+/// journal lines are now rendered from typed events: every line has
+/// exactly a shape it had before (no field lost, none added, none named
+/// by the Worker), every outcome follows its own intent, every line of
+/// the Worker's socket names its peer, and the chain verifies.
+#[test]
+fn a_hostile_workers_requests_leave_only_lines_of_the_shapes_written_before_typing() {
+    let w = hostile_workers_script("journal-shapes");
+    let lines = journal_lines(&w);
+    if let Ok(path) = std::env::var("AROMBA_JOURNAL_DUMP") {
+        let out: Vec<String> = lines
+            .iter()
+            .map(|l| serde_json::to_string(&comparable(l)).unwrap())
+            .collect();
+        std::fs::write(path, out.join("\n") + "\n").unwrap();
+    }
+    let report = verify(&w.layout().journal_file(), key_of(&w).as_ref()).unwrap();
+    assert_eq!(report.lines, lines.len() as u64, "{report}");
+    let mut seen = std::collections::BTreeSet::new();
+    let mut by_seq: std::collections::HashMap<u64, &Map<String, Value>> =
+        std::collections::HashMap::new();
+    for line in &lines {
+        let shape = shape_of(line);
+        let kind = line["kind"].as_str().unwrap();
+        assert!(
+            SHAPES_BEFORE_TYPING.contains(&shape.as_str()) || INCIDENTAL.contains(&kind),
+            "a line of a shape the journal never wrote before: {shape}\n{line:?}"
+        );
+        seen.insert(shape);
+        let seq = line["seq"].as_u64().unwrap();
+        if line.get("phase").and_then(Value::as_str) == Some("outcome") {
+            let at = line["intent_seq"]
+                .as_u64()
+                .expect("an outcome names its intent");
+            let intent = by_seq.get(&at).expect("its intent is earlier");
+            assert_eq!(intent["kind"], line["kind"], "{line:?}");
+            assert_eq!(
+                intent.get("phase"),
+                Some(&Value::from("intent")),
+                "{line:?}"
+            );
+        }
+        if line.get("socket").and_then(Value::as_str) == Some("worker") {
+            assert!(
+                line["peer_uid"].is_u64() && line["peer_pid"].is_u64(),
+                "{line:?}"
+            );
+        }
+        for (k, v) in line {
+            assert!(
+                !k.contains('"') && !k.contains('\n') && k != "injected",
+                "a key of the Worker's: {k:?}"
+            );
+            if v.as_str().is_some_and(|s| s.contains(HOSTILE_NOTE)) {
+                assert!(matches!(kind, "worker-note" | "read"), "{line:?}");
+            }
+        }
+        by_seq.insert(seq, line);
+    }
+    // The script reaches every shape it reached before: a line that went
+    // missing fails here.
+    for shape in SHAPES_BEFORE_TYPING {
+        assert!(seen.contains(*shape), "no line of this shape now: {shape}");
+    }
+    // The note is one value of one line; the forged tap's intent has a
+    // refused outcome, and the person's own tap is the one verified.
+    let notes: Vec<_> = lines
+        .iter()
+        .filter(|l| l["kind"] == "worker-note")
+        .collect();
+    assert_eq!(notes.len(), 1);
+    assert_eq!(notes[0]["text"], HOSTILE_NOTE);
+    let verdict_of = |chat: &str| -> Vec<Value> {
+        lines
+            .iter()
+            .filter(|l| l["kind"] == "approval" && l.get("chat") == Some(&Value::from(chat)))
+            .map(|intent| {
+                lines
+                    .iter()
+                    .find(|o| o.get("intent_seq") == Some(&intent["seq"]))
+                    .map_or(Value::Null, |o| o["verdict"].clone())
+            })
+            .collect()
+    };
+    assert_eq!(verdict_of("9999"), vec![Value::from("refused")]);
+    assert_eq!(
+        verdict_of("4242"),
+        vec![Value::from("refused"), Value::from("verified")]
     );
 }

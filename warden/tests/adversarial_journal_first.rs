@@ -173,3 +173,68 @@ fn resume_is_refused_when_the_journal_cannot_be_written() {
     refused_for_the_journal(w.control(&Request::Resume));
     assert_eq!(w.ladder(), 3, "the ladder came down unjournaled");
 }
+
+/// Refused, or answered as an error, because the journal could not take
+/// the line: nothing was served.
+fn not_served_for_the_journal(r: Response) {
+    match r {
+        Response::Refused { reason, .. } => {
+            assert!(reason.contains("journal cannot be written"), "{reason}")
+        }
+        Response::Error { message } => {
+            assert!(message.contains("journal cannot be written"), "{message}")
+        }
+        other => panic!("served: {other:?}"),
+    }
+}
+
+/// The acts a Worker may ask for itself — a fence, prod mode from the
+/// scan, a dry run recorded as shown, a proposal's action id, a note —
+/// each journal their line (an intent, for the acts) before they act, now
+/// that each line is rendered from a typed event: with the journal
+/// failing, each is refused and leaves the fence list, the state records
+/// (prod mode, the dry run's mark, issued ids) and the config as they
+/// were.
+#[test]
+fn the_workers_own_acts_change_nothing_when_the_journal_cannot_be_written() {
+    let peek = support::dry_chore("peek", "echo peeked");
+    let w = Warden::start("adv-intent-worker", true, &[tidy(), peek]);
+    let data = w.touched.join("srv/shop/uploads");
+    std::fs::create_dir_all(&data).unwrap();
+    // A dry run made while the journal could be written: its showing is
+    // what is asked below.
+    assert!(matches!(
+        w.ask(&Request::DryRun {
+            chore: "peek".into()
+        }),
+        Response::Receipt { ok: true, .. }
+    ));
+    // Files only: a proposal makes the (empty) folder of action ids
+    // before it journals, as it did before the lines were typed.
+    let files = |dir: &Path| {
+        let mut t = tree(dir);
+        t.retain(|name, _| !name.ends_with('/'));
+        t
+    };
+    let state = files(&w.layout().state_dir);
+    let config = files(&w.layout().config_dir);
+    w.make_journal_unwritable();
+    not_served_for_the_journal(w.ask(&Request::AddFences {
+        paths: vec![data.to_string_lossy().into_owned()],
+    }));
+    not_served_for_the_journal(w.ask(&Request::ProdModeOn {
+        findings: vec!["a database with data: PostgreSQL".into()],
+    }));
+    not_served_for_the_journal(w.ask(&Request::DryRunShown {
+        chore: "peek".into(),
+    }));
+    not_served_for_the_journal(w.ask(&Request::Propose {
+        chore: "tidy".into(),
+    }));
+    not_served_for_the_journal(w.ask(&Request::Note {
+        text: "noted without a line".into(),
+    }));
+    assert_eq!(files(&w.layout().state_dir), state, "a record was changed");
+    assert_eq!(files(&w.layout().config_dir), config, "a fence was added");
+    assert_eq!(w.status().prod_mode, "off");
+}

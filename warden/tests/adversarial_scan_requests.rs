@@ -174,3 +174,110 @@ fn network_toml_rewritten_by_pair_is_taken_into_the_baseline_and_by_anyone_else_
     assert_eq!(st.ladder_name, "cut", "{}", st.ladder_reason);
     assert!(st.integrity.contains("network.toml"), "{}", st.integrity);
 }
+
+/// Waits (up to 10 s) for the integrity check to say MISMATCH.
+fn mismatch_said(w: &Warden) -> String {
+    for _ in 0..500 {
+        let st = w.status();
+        if st.integrity.starts_with("MISMATCH") {
+            return st.integrity;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    w.status().integrity
+}
+
+/// The fence list's guard matches the kind of a mismatch (typed now), not
+/// its words: a list that cannot be read at all — a directory put where
+/// the file was — is a fence-list mismatch too. The Worker's new fence is
+/// refused, its intent has its refused outcome, nothing is written where
+/// the list was, and status says MISMATCH.
+#[test]
+fn a_fence_list_that_cannot_be_read_refuses_new_fences_and_status_says_mismatch() {
+    let mut w = Warden::start("scan-fences-unreadable", true, &[]);
+    let data = w.touched.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let list = w.layout().fences_file();
+    let _ = std::fs::remove_file(&list);
+    std::fs::create_dir_all(&list).unwrap();
+    match w.ask(&Request::AddFences {
+        paths: vec![data.to_string_lossy().into_owned()],
+    }) {
+        Response::Refused { reason, .. } => {
+            assert!(reason.contains("does not match the baseline"), "{reason}");
+            assert!(reason.contains("the fence list cannot be read"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(list.is_dir(), "the list was replaced");
+    assert_eq!(std::fs::read_dir(&list).unwrap().count(), 0);
+    let journal = w.journal();
+    let outcome = journal
+        .lines()
+        .find(|l| l.contains("\"kind\":\"fences\"") && l.contains("\"phase\":\"outcome\""))
+        .expect("the refusal is journaled");
+    assert!(outcome.contains("\"verdict\":\"refused\""), "{outcome}");
+    w.restart();
+    let said = mismatch_said(&w);
+    assert!(said.contains("the fence list cannot be read"), "{said}");
+    let _ = std::fs::remove_dir(&list);
+}
+
+/// A state record planted behind the Warden's back, then prod mode asked
+/// for by the Worker's scan: the change is refused (not laundered into the
+/// baseline), prod mode stays off, the intent has its refused outcome,
+/// and status says the state records changed.
+#[test]
+fn a_state_record_planted_behind_the_wardens_back_refuses_prod_mode_from_the_scan() {
+    let mut w = Warden::start("scan-state-tampered", true, &[]);
+    std::fs::write(w.layout().state_dir.join("pin.argon2"), "planted").unwrap();
+    match w.ask(&Request::ProdModeOn {
+        findings: vec!["a database with data: PostgreSQL".into()],
+    }) {
+        Response::Refused { reason, .. } => {
+            assert!(reason.contains("state records changed"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(w.status().prod_mode, "off");
+    assert!(!w.layout().state_dir.join("prod-mode").exists());
+    let journal = w.journal();
+    let outcome = journal
+        .lines()
+        .find(|l| l.contains("\"kind\":\"prod-mode\"") && l.contains("\"phase\":\"outcome\""))
+        .expect("the refusal is journaled");
+    assert!(outcome.contains("\"verdict\":\"refused\""), "{outcome}");
+    w.restart();
+    let said = mismatch_said(&w);
+    assert!(
+        said.contains("the Warden's state records changed"),
+        "{said}"
+    );
+}
+
+/// A state record that cannot be read (a link to a file every read of
+/// fails with EIO) is a state-records mismatch too, by its kind: prod mode
+/// from the scan is refused and status says the records cannot be read.
+#[test]
+fn a_state_record_that_cannot_be_read_refuses_prod_mode_from_the_scan() {
+    let mut w = Warden::start("scan-state-unreadable", true, &[]);
+    std::os::unix::fs::symlink("/proc/self/mem", w.layout().state_dir.join("pin.argon2")).unwrap();
+    match w.ask(&Request::ProdModeOn {
+        findings: vec!["a database with data: PostgreSQL".into()],
+    }) {
+        Response::Refused { reason, .. } => {
+            assert!(
+                reason.contains("the Warden's state records cannot be read"),
+                "{reason}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(w.status().prod_mode, "off");
+    w.restart();
+    let said = mismatch_said(&w);
+    assert!(
+        said.contains("the Warden's state records cannot be read"),
+        "{said}"
+    );
+}

@@ -43,6 +43,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub const FILE_NAME: &str = "journal.jsonl";
+/// The fields `append` writes itself: a line's own fields never take
+/// these names (a `time` of its own would be overwritten by the line's).
+pub const CHAIN_FIELDS: [&str; 4] = ["seq", "time", "prev", "mac"];
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 const MAC_FIELD: &str = ",\"mac\":\"";
 

@@ -476,6 +476,10 @@ impl Fields {
     }
 
     fn put(&mut self, key: &str, value: impl Into<Value>) -> &mut Fields {
+        debug_assert!(
+            !crate::journal::CHAIN_FIELDS.contains(&key),
+            "{key} is written by the journal itself"
+        );
         self.0.insert(key.into(), value.into());
         self
     }
@@ -512,7 +516,8 @@ impl Fields {
         self.put("action_id", tap.action_id.as_str())
             .put("button", tap.button.as_str())
             .put("chat", tap.chat.as_str())
-            .put("time", tap.time)
+            // The time the relay signed: `time` is the line's own.
+            .put("tap_time", tap.time)
     }
 
     fn refused(&mut self, reason: &str) -> &mut Fields {

@@ -354,6 +354,9 @@ fn a_chore_action_is_refused_intended_and_ends_ran_or_failed() {
     );
 }
 
+/// The tap's signed time is `tap_time`: as `time` it was overwritten by
+/// the line's own time on append, and never recorded (found by the attack
+/// round's differential run against the Warden before typing).
 #[test]
 fn a_tap_is_journaled_with_its_fields_and_each_verdict() {
     let tap = Approval {
@@ -369,7 +372,7 @@ fn a_tap_is_journaled_with_its_fields_and_each_verdict() {
     };
     assert_eq!(
         line(intent.render().intent()),
-        r#"{"action_id":"a1b2","button":"approve","chat":"77","kind":"approval","peer_pid":4242,"peer_uid":999,"phase":"intent","socket":"worker","time":1700000000}"#
+        r#"{"action_id":"a1b2","button":"approve","chat":"77","kind":"approval","peer_pid":4242,"peer_uid":999,"phase":"intent","socket":"worker","tap_time":1700000000}"#
     );
     let frozen = Event::ApprovalRefused {
         peer: Peer::worker(&PEER),
@@ -378,7 +381,7 @@ fn a_tap_is_journaled_with_its_fields_and_each_verdict() {
     };
     assert_eq!(
         line(frozen.render()),
-        r#"{"action_id":"a1b2","button":"approve","chat":"77","kind":"approval","peer_pid":4242,"peer_uid":999,"reason":"frozen","socket":"worker","time":1700000000,"verdict":"refused"}"#
+        r#"{"action_id":"a1b2","button":"approve","chat":"77","kind":"approval","peer_pid":4242,"peer_uid":999,"reason":"frozen","socket":"worker","tap_time":1700000000,"verdict":"refused"}"#
     );
     assert_eq!(
         line(Outcome::AlreadyAnswered.render("approval", 3)),
