@@ -25,6 +25,7 @@ pub mod chores;
 pub mod cli;
 pub mod exec;
 pub mod fences;
+pub mod init_data;
 pub mod install;
 pub mod integrity;
 pub mod journal;
