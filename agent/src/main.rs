@@ -522,6 +522,16 @@ fn status(root: Option<PathBuf>) -> ExitCode {
             out!("journal: seq {}, head {}", st.journal_seq, st.journal_head);
             out!("server: {}", st.server_id);
             out!("paired: {}", if st.paired { "yes" } else { "no" });
+            match st.telegram_user {
+                Some(user) => out!(
+                    "approvals in the app: Telegram account {user}, checked with {}",
+                    st.telegram_key
+                ),
+                None if st.paired => out!(
+                    "approvals in the app: none yet — this server was paired before the Mini App, so the relay's signed taps approve red actions; run `aromba pair` again to bind approvals to your Telegram account"
+                ),
+                None => out!("approvals in the app: not paired yet"),
+            }
             out!("policy: sha256 {}", st.policy_sha256);
             out!("prod mode: {}", st.prod_mode);
             out!("pin: {}", if st.pin_set { "set" } else { "not set" });

@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod launch;
 pub mod page;
 pub mod state;
 

@@ -39,5 +39,6 @@ pub mod redaction;
 pub mod relay;
 pub mod release;
 pub mod serving;
+pub mod telegram;
 pub mod warden;
 pub mod worker;

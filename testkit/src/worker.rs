@@ -179,6 +179,10 @@ impl TestWarden {
                         .as_secs();
                     aromba_warden::ladder::ManualClock::new(now - days_ago.unwrap_or(0) * 86_400)
                 },
+                telegram_key: Some(
+                    aromba_warden::init_data::TelegramKey::from_hex(crate::telegram::test_pub())
+                        .unwrap(),
+                ),
             })
             .expect("install");
         }

@@ -110,10 +110,13 @@ impl Action {
         Value::Object(self.fields(Map::new()))
     }
 
-    fn record(&self, text_sha256: &str, now: u64) -> Value {
+    fn record(&self, text_sha256: &str, route: Route, now: u64) -> Value {
         let mut m = Map::new();
         m.insert("issued_at".into(), Value::from(now));
         m.insert("text_sha256".into(), Value::from(text_sha256));
+        if route == Route::App {
+            m.insert("route".into(), Value::from(APP_ROUTE));
+        }
         Value::Object(self.fields(m))
     }
 
@@ -211,6 +214,43 @@ impl Action {
             other => Err(format!("the action record has an unknown kind {other:?}")),
         }
     }
+}
+
+/// Who can approve an action: the person in the Mini App, with Telegram's
+/// signature over the launch (the relay cannot make it), or a tap the
+/// relay signs. SECURITY.md's table says which action goes which way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    App,
+    Relay,
+}
+
+/// The record's word for [`Route::App`].
+const APP_ROUTE: &str = "app";
+
+/// The route of `action` on a server paired with a Telegram account
+/// (`telegram-account`; one paired before the Mini App has only the
+/// relay's): a green or yellow chore's run is approved with a relay-signed
+/// tap; a red run, a cap above the default, an undo, a release install and
+/// "Was that you?" only in the app (a relay that could step the ladder
+/// down could undo what its own behaviour raised). Prod mode off keeps the
+/// relay-signed tap with its PIN until the PIN is typed in the app.
+pub fn route(action: &Action, facts: &Facts<'_>, account_pinned: bool) -> Route {
+    use crate::chores::header::Color;
+    match (action, facts) {
+        _ if !account_pinned => Route::Relay,
+        (Action::Run { .. }, Facts::Chore(c)) if c.header.color != Color::Red => Route::Relay,
+        (Action::ProdModeOff, _) => Route::Relay,
+        _ => Route::App,
+    }
+}
+
+/// The route an action record was issued with.
+fn route_of_record(recorded: &[u8]) -> Route {
+    let app = serde_json::from_slice::<Value>(recorded)
+        .ok()
+        .is_some_and(|v| v.get("route").and_then(Value::as_str) == Some(APP_ROUTE));
+    if app { Route::App } else { Route::Relay }
 }
 
 /// The buttons a proposal's message carries: callback data and label. Only
@@ -597,11 +637,13 @@ pub fn record(
     id: Reserved,
     action: &Action,
     text: &str,
+    route: Route,
     now: u64,
 ) -> std::io::Result<String> {
     let dir = actions_dir(layout);
     let path = dir.join(format!("{}.json", id.0));
-    let bytes = serde_json::to_vec(&action.record(&text_sha256(text), now)).unwrap_or_default();
+    let bytes =
+        serde_json::to_vec(&action.record(&text_sha256(text), route, now)).unwrap_or_default();
     // Whole or not at all: the record a tap is checked against is never a
     // half-written one.
     crate::atomic_file::replace(&path, &bytes, 0o600)?;
@@ -760,6 +802,14 @@ pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verif
         Err(_) => return Err("the action id was not issued by this Warden".into()),
     };
     let text_hash = recorded_text_sha256(&recorded)?;
+    if a.button == "approve" && route_of_record(&recorded) == Route::App {
+        // Checked before the signature: whatever the relay signed, only
+        // Telegram's signature over the person's launch approves this.
+        return Err(
+            "this action is approved only in the Mini App, with Telegram's signature; a tap the relay signed does not approve it"
+                .into(),
+        );
+    }
     // The message is the Warden's: its recorded hash of its own text, the
     // label it gave the button. A tap shown with other words, or on a
     // button it did not offer, was not signed over these bytes.
@@ -796,6 +846,63 @@ pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verif
     Ok(Verified {
         action: Action::from_record(&record)?,
         text_sha256: text_hash,
+    })
+}
+
+/// Spends action `action_id` for an approval in the Mini App whose
+/// launch Telegram signed (verified by the caller) with the `start_param`
+/// naming it and the text whose SHA-256 is `text_sha256`. The same launch
+/// sent again is a replay; another launch of the person's on an action
+/// already answered is their second tap (already answered).
+pub fn spend_in_app(
+    layout: &Layout,
+    action_id: &str,
+    text_sha256: &str,
+    signature: &str,
+) -> Result<Verified, TapRefusal> {
+    if !is_action_id(action_id) {
+        return Err("the action id is not one this Warden could have issued".into());
+    }
+    let dir = actions_dir(layout);
+    let issued = dir.join(format!("{action_id}.json"));
+    let spent = dir.join(format!("{action_id}.spent"));
+    let recorded = match std::fs::read(&issued) {
+        Ok(b) => b,
+        Err(_) if spent.exists() => {
+            let same = std::fs::read_to_string(spent_by(&dir, action_id))
+                .is_ok_and(|t| t.trim() == self::text_sha256(signature));
+            return Err(if same {
+                TapRefusal::Invalid("this approval was used already".into())
+            } else {
+                TapRefusal::AlreadyAnswered
+            });
+        }
+        Err(_) => return Err("the action id was not issued by this Warden".into()),
+    };
+    let recorded_hash = recorded_text_sha256(&recorded)?;
+    if recorded_hash != text_sha256 {
+        return Err("the app was opened for another text than the Warden's for this action".into());
+    }
+    std::fs::rename(&issued, &spent).map_err(|_| {
+        if spent.exists() {
+            "the approval was used already".to_string()
+        } else {
+            "the action id was not issued by this Warden".to_string()
+        }
+    })?;
+    let _ = std::fs::write(
+        spent_by(&dir, action_id),
+        format!("{}\n", self::text_sha256(signature)),
+    );
+    let bytes = std::fs::read(&spent).map_err(|e| e.to_string())?;
+    if bytes != recorded {
+        return Err("the action record changed while the approval was checked".into());
+    }
+    let record: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("the action record is malformed: {e}"))?;
+    Ok(Verified {
+        action: Action::from_record(&record)?,
+        text_sha256: recorded_hash,
     })
 }
 

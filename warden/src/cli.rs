@@ -101,6 +101,9 @@ pub enum Command {
         worker_user: String,
         /// Days the install is recorded back; 0 but for a `--root` tree.
         installed_days_ago: u64,
+        /// The key Telegram signs Mini App launches with, when not its
+        /// production key (the demo's fake, Telegram's test environment).
+        telegram_key: Option<crate::init_data::TelegramKey>,
     },
     /// Put the previous release back (systemd runs it after three failed
     /// starts).
@@ -230,8 +233,8 @@ fn parse_policy_check(tail: &[String]) -> Result<Command, CliError> {
 }
 
 fn parse_install(opts: &[String]) -> Result<Command, CliError> {
-    const USAGE: &str = "Usage: aromba-warden install [--root DIR] [--worker-bin PATH] [--worker-user NAME] [--installed-days-ago N]";
-    let (mut root, mut bin, mut user, mut days) = (None, None, None, None);
+    const USAGE: &str = "Usage: aromba-warden install [--root DIR] [--worker-bin PATH] [--worker-user NAME] [--installed-days-ago N] [--telegram-key HEX]";
+    let (mut root, mut bin, mut user, mut days, mut key) = (None, None, None, None, None);
     let mut it = opts.iter();
     while let Some(a) = it.next() {
         let slot = match a.as_str() {
@@ -239,6 +242,7 @@ fn parse_install(opts: &[String]) -> Result<Command, CliError> {
             "--worker-bin" => &mut bin,
             "--worker-user" => &mut user,
             "--installed-days-ago" => &mut days,
+            "--telegram-key" => &mut key,
             _ => {
                 return Err(CliError::UnexpectedArgument {
                     command: "install",
@@ -281,11 +285,21 @@ fn parse_install(opts: &[String]) -> Result<Command, CliError> {
                 "--installed-days-ago takes a number of days from 0 to 365",
             ))?,
     };
+    let telegram_key = key
+        .map(|k| {
+            crate::init_data::TelegramKey::from_hex(&k).map_err(|_| {
+                CliError::Usage(
+                    "--telegram-key takes Telegram's Ed25519 public key as 64 lower-case hex digits",
+                )
+            })
+        })
+        .transpose()?;
     Ok(Command::Install {
         root: root.map(PathBuf::from),
         worker_bin: PathBuf::from(bin.unwrap_or_else(|| "/usr/local/bin/aromba".to_string())),
         worker_user: user.unwrap_or_else(|| "aromba".to_string()),
         installed_days_ago,
+        telegram_key,
     })
 }
 
@@ -464,6 +478,7 @@ mod tests {
                 worker_bin: "/usr/local/bin/aromba".into(),
                 worker_user: "aromba".into(),
                 installed_days_ago: 8,
+                telegram_key: None,
             })
         );
         for bad in ["-1", "366", "8d", "", "+8", " 8", "0x8", "8\n"] {

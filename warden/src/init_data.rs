@@ -120,12 +120,23 @@ pub enum InitDataError {
 impl fmt::Display for InitDataError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            InitDataError::Key => f.write_str("the Telegram key is not 64 hex digits of an Ed25519 public key"),
-            InitDataError::TooLong => write!(f, "the launch data is longer than the {MAX_LEN} bytes Telegram sends"),
-            InitDataError::Malformed(why) => write!(f, "the launch data is not what Telegram sends: {why}"),
+            InitDataError::Key => {
+                f.write_str("the Telegram key is not 64 hex digits of an Ed25519 public key")
+            }
+            InitDataError::TooLong => write!(
+                f,
+                "the launch data is longer than the {MAX_LEN} bytes Telegram sends"
+            ),
+            InitDataError::Malformed(why) => {
+                write!(f, "the launch data is not what Telegram sends: {why}")
+            }
             InitDataError::Missing(field) => write!(f, "the launch data has no {field}"),
-            InitDataError::SignatureUnreadable => f.write_str("the launch data's signature is not 64 bytes of base64url"),
-            InitDataError::NotSignedByTelegram => f.write_str("the launch data is not signed by Telegram for this bot"),
+            InitDataError::SignatureUnreadable => {
+                f.write_str("the launch data's signature is not 64 bytes of base64url")
+            }
+            InitDataError::NotSignedByTelegram => {
+                f.write_str("the launch data is not signed by Telegram for this bot")
+            }
             InitDataError::NotFresh { auth_date, now } => write!(
                 f,
                 "the app was opened at {auth_date}, more than {} minutes from now ({now}); open it again from the message",
@@ -142,6 +153,9 @@ impl std::error::Error for InitDataError {}
 pub struct Launch {
     /// The Telegram user who opened the app.
     pub user_id: u64,
+    /// The name the user shows ("First Last (@username)"), printable
+    /// characters only: root reads it on a terminal.
+    pub name: String,
     /// When Telegram made the launch data (Unix seconds).
     pub auth_date: u64,
     /// The direct link's parameter, when it had one.
@@ -214,7 +228,9 @@ fn parse(raw: &str) -> Result<Fields, InitDataError> {
             || key.len() > 64
             || !key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
         {
-            return Err(malformed("a field's name is not lower-case letters and `_`"));
+            return Err(malformed(
+                "a field's name is not lower-case letters and `_`",
+            ));
         }
         if fields.iter().any(|(seen, _)| *seen == key) {
             return Err(malformed(format!("the field {key} is given twice")));
@@ -237,15 +253,44 @@ fn signed_bytes(fields: &Fields, bot_id: u64) -> Vec<u8> {
     format!("{bot_id}:WebAppData\n{}", lines.join("\n")).into_bytes()
 }
 
-/// The user id in the `user` field's JSON.
-fn user_id(user: &str) -> Result<u64, InitDataError> {
+/// The user id in the `user` field's JSON, and the name it shows.
+fn user_of(user: &str) -> Result<(u64, String), InitDataError> {
     let value: serde_json::Value =
         serde_json::from_str(user).map_err(|_| malformed("the user field is not JSON"))?;
-    value
+    let id = value
         .get("id")
         .and_then(serde_json::Value::as_u64)
         .filter(|id| *id > 0)
-        .ok_or_else(|| malformed("the user field has no positive id"))
+        .ok_or_else(|| malformed("the user field has no positive id"))?;
+    let field = |k: &str| {
+        value
+            .get(k)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+    };
+    let mut name = [field("first_name"), field("last_name")]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if !field("username").is_empty() {
+        name = format!("{name} (@{})", field("username"))
+            .trim()
+            .to_string();
+    }
+    Ok((id, printable(&name)))
+}
+
+/// `text` without control or bidirectional formatting characters, at most
+/// 160 characters: what a terminal shows as it is.
+fn printable(text: &str) -> String {
+    text.chars()
+        .filter(|c| {
+            !c.is_control()
+                && !matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+        })
+        .take(160)
+        .collect()
 }
 
 /// Whether `param` is a `start_param` Telegram would pass.
@@ -261,7 +306,12 @@ pub fn is_start_param(param: &str) -> bool {
 /// within [`FRESH_S`] of `now`, with a user id. What it vouches for is
 /// returned; the caller checks the user and the `start_param` against its
 /// own records.
-pub fn verify(raw: &str, bot_id: u64, key: &TelegramKey, now: u64) -> Result<Launch, InitDataError> {
+pub fn verify(
+    raw: &str,
+    bot_id: u64,
+    key: &TelegramKey,
+    now: u64,
+) -> Result<Launch, InitDataError> {
     let fields = parse(raw)?;
     let signature_text = fields
         .get("signature")
@@ -275,7 +325,7 @@ pub fn verify(raw: &str, bot_id: u64, key: &TelegramKey, now: u64) -> Result<Lau
         .ok()
         .filter(|_| auth_date.bytes().all(|b| b.is_ascii_digit()))
         .ok_or_else(|| malformed("auth_date is not a number of seconds"))?;
-    let user_id = user_id(user)?;
+    let (user_id, name) = user_of(user)?;
     let start_param = match fields.get("start_param") {
         Some(p) if is_start_param(p) => Some(p.to_string()),
         Some(_) => return Err(malformed("start_param is not what a direct link carries")),
@@ -299,6 +349,7 @@ pub fn verify(raw: &str, bot_id: u64, key: &TelegramKey, now: u64) -> Result<Lau
     }
     Ok(Launch {
         user_id,
+        name,
         auth_date,
         start_param,
         signature: signature_text.to_string(),

@@ -44,6 +44,9 @@ pub struct InstallOptions<'a> {
     /// readable to a compromised Worker).
     pub worker_gid: u32,
     pub clock: std::sync::Arc<dyn Clock>,
+    /// The key Telegram's Mini App launches are checked with, when root
+    /// pins one other than Telegram's production key (the demo's fake).
+    pub telegram_key: Option<crate::init_data::TelegramKey>,
 }
 
 /// Decoy secrets: realistic in shape, random, never valid anywhere.
@@ -125,6 +128,9 @@ pub fn install(o: &InstallOptions<'_>) -> std::io::Result<Installed> {
         std::fs::write(&fences, "")?;
     }
     crate::approvals::server_id(layout)?;
+    // Before the baseline: the record is one of the state records it
+    // covers.
+    crate::telegram::pin_key_at_install(layout, o.telegram_key.as_ref())?;
     Ladder::reset(layout.ladder_file(), o.clock.clone()).map_err(std::io::Error::other)?;
     Baseline::take(layout, o.warden_bin, o.worker_bin, o.clock.now())?.write(layout)?;
     Ok(Installed {

@@ -39,6 +39,7 @@ pub mod server;
 pub mod signal;
 pub mod state;
 pub mod system;
+pub mod telegram;
 pub mod update;
 pub mod users;
 pub mod worker_dirs;

@@ -67,7 +67,14 @@ fn main() -> ExitCode {
             worker_bin,
             worker_user,
             installed_days_ago,
-        } => install(root, &worker_bin, &worker_user, installed_days_ago),
+            telegram_key,
+        } => install(
+            root,
+            &worker_bin,
+            &worker_user,
+            installed_days_ago,
+            telegram_key,
+        ),
         Command::Rollback { root } => rollback(root),
         Command::Redact | Command::RedactCut => {
             let cut = command == Command::RedactCut;
@@ -218,6 +225,7 @@ fn install(
     worker_bin: &std::path::Path,
     worker_user: &str,
     installed_days_ago: u64,
+    telegram_key: Option<aromba_warden::init_data::TelegramKey>,
 ) -> ExitCode {
     use aromba_warden::install::{InstallOptions, install};
     use aromba_warden::ladder::{Clock, ManualClock, SystemClock};
@@ -251,6 +259,7 @@ fn install(
         worker_bin,
         worker_gid: account.gid,
         clock,
+        telegram_key,
     };
     match install(&options) {
         Ok(done) => {
@@ -264,6 +273,10 @@ fn install(
                     pot.display()
                 );
             }
+            println!(
+                "approvals in the Mini App are checked with {}",
+                aromba_warden::telegram::key_words(&layout)
+            );
             println!(
                 "recorded the integrity baseline in {}",
                 done.baseline.display()

@@ -749,6 +749,7 @@ mod tests {
             worker_bin: &releases.current().join("aromba"),
             worker_gid: 0,
             clock: std::sync::Arc::new(crate::ladder::SystemClock),
+            telegram_key: None,
         })
         .unwrap();
         // 1.1.0 was installed a moment ago, and its Warden took over.

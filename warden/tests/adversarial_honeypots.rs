@@ -187,6 +187,7 @@ fn install_plants_around_a_link_on_the_way_to_a_honeypot_and_the_warden_journals
         worker_bin: &root.join("bin/aromba"),
         worker_gid: 0,
         clock: Arc::new(aromba_warden::ladder::SystemClock),
+        telegram_key: None,
     })
     .expect("install runs with a link planted on the way to a honeypot");
     assert_eq!(done.honeypots_skipped.len(), 1, "{done:?}");

@@ -108,6 +108,7 @@ impl Fixture {
             worker_bin: &self.root.join("bin/aromba"),
             worker_gid: WORKER_GID,
             clock: Arc::new(aromba_warden::ladder::SystemClock),
+            telegram_key: None,
         })
     }
 

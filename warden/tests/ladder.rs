@@ -303,6 +303,7 @@ fn installed(name: &str) -> (PathBuf, Layout) {
         worker_bin: &worker,
         worker_gid: 0,
         clock: Arc::new(aromba_warden::ladder::SystemClock),
+        telegram_key: None,
     })
     .expect("install");
     (root, layout)

@@ -236,6 +236,10 @@ impl Warden {
             worker_bin: &root.join("bin/aromba"),
             worker_gid: 0,
             clock: Arc::new(aromba_warden::ladder::SystemClock),
+            telegram_key: Some(
+                aromba_warden::init_data::TelegramKey::from_hex(crate::telegram::test_pub())
+                    .unwrap(),
+            ),
         })
         .unwrap();
         let clock = ManualClock::new(now() + 8 * 86_400);
@@ -391,6 +395,53 @@ impl Warden {
             .cloned()
             .unwrap_or_default();
         signed_over(&text, server_id, action_id, button, time, key, None)
+    }
+
+    /// Pins the test person's Telegram account, as `aromba pair` does from
+    /// the launch of the pairing's app: the Warden's answer.
+    pub fn pin_telegram_account(&self, user: i64) -> Response {
+        let param = "pair_ABC234";
+        self.control(&Request::PinTelegramAccount {
+            launch: crate::telegram::launch_of(user, Some(param), self.clock.now()),
+            bot_id: crate::telegram::BOT_ID,
+            start_param: param.into(),
+        })
+    }
+
+    /// The person `user` opens the app from the button of the proposal
+    /// whose `start_param` is `param`, now, and approves: the request the
+    /// Worker passes on.
+    pub fn in_app(&self, user: i64, param: &str) -> Request {
+        Request::ApproveInApp {
+            launch: crate::telegram::launch_of(user, Some(param), self.clock.now()),
+        }
+    }
+
+    /// Proposes `r` on a server paired with a Telegram account: the action
+    /// id and the `start_param` of its app (panics when it has none).
+    pub fn propose_in_app(&self, r: &Request) -> (String, String) {
+        match self.proposal(r) {
+            (action_id, _, Some(param)) => (action_id, param),
+            (_, _, None) => panic!("proposed without an app button"),
+        }
+    }
+
+    /// Proposes `r`: the action id, the server id and the app's
+    /// `start_param`, if it has one. The text is kept for [`Warden::tap`].
+    pub fn proposal(&self, r: &Request) -> (String, String, Option<String>) {
+        match self.ask(r) {
+            Response::Proposed {
+                action_id,
+                server_id,
+                text,
+                app,
+                ..
+            } => {
+                self.texts.lock().unwrap().insert(action_id.clone(), text);
+                (action_id, server_id, app)
+            }
+            other => panic!("not proposed: {other:?}"),
+        }
     }
 
     /// The text the Warden gave with `action_id` when it proposed it.

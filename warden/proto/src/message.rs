@@ -88,6 +88,11 @@ pub enum Request {
         signature: String,
         pin: Option<Pin>,
     },
+    /// Worker socket: the person approved an action in the Mini App:
+    /// the launch data Telegram signed when they opened it from the
+    /// proposal's button (its `start_param` names the action and the
+    /// text), passed on untouched.
+    ApproveInApp { launch: String },
     /// Worker socket: propose confirming a chore's damage cap above the
     /// default.
     ProposeConfirmCap { chore: String },
@@ -106,6 +111,15 @@ pub enum Request {
     /// Control socket: pin the relay's tap-signing public key (minisign,
     /// base64), as `aromba pair` received it from the relay.
     PinRelayKey { key: String },
+    /// Control socket: pin the Telegram account this server is paired
+    /// with, from the launch data Telegram signed when the person opened
+    /// the Mini App with the pairing's `start_param`; `bot_id` is the
+    /// relay's bot, as `aromba pair` received it.
+    PinTelegramAccount {
+        launch: String,
+        bot_id: u64,
+        start_param: String,
+    },
     /// Control socket: turn prod mode on, or off (which needs the PIN).
     ProdMode { on: bool, pin: Option<Pin> },
     /// Control socket: undo a run, by the undo id of its receipt.
@@ -195,6 +209,11 @@ pub struct Status {
     /// The day since install, from 1 (0: not installed); on days 1 to 7
     /// only green chores run.
     pub install_day: u64,
+    /// The Telegram account approvals in the Mini App must come from,
+    /// pinned at pairing (`None`: paired before the Mini App, or not yet).
+    pub telegram_user: Option<u64>,
+    /// Which key checks Telegram's signature, in words.
+    pub telegram_key: String,
 }
 
 /// The outcome of a read, redacted.
@@ -273,6 +292,16 @@ pub enum Response {
         text: String,
         buttons: Vec<Button>,
         needs_pin: bool,
+        /// The Mini App's `start_param` when the action is approved there
+        /// (Telegram signs the tap, not the relay): the Approve button
+        /// opens the app with it. `None`: a relay-signed tap approves it.
+        app: Option<String>,
+    },
+    /// The Telegram account pinned at pairing, as Telegram's signature
+    /// names it: its user id and the name it shows (for root's terminal).
+    TelegramAccount {
+        user_id: u64,
+        name: String,
     },
     /// A release was installed: the services restart into it.
     ReleaseInstalled {
@@ -498,6 +527,10 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
                 ("pin", opt_pin(pin)),
             ],
         ),
+        Request::ApproveInApp { launch } => object(
+            "approve_in_app",
+            vec![("launch", Value::from(launch.as_str()))],
+        ),
         Request::ProposeConfirmCap { chore } => object(
             "propose_confirm_cap",
             vec![("chore", Value::from(chore.as_str()))],
@@ -515,6 +548,18 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
         Request::PinRelayKey { key } => {
             object("pin_relay_key", vec![("key", Value::from(key.as_str()))])
         }
+        Request::PinTelegramAccount {
+            launch,
+            bot_id,
+            start_param,
+        } => object(
+            "pin_telegram_account",
+            vec![
+                ("launch", Value::from(launch.as_str())),
+                ("bot_id", Value::from(*bot_id)),
+                ("start_param", Value::from(start_param.as_str())),
+            ],
+        ),
         Request::ProdMode { on, pin } => object(
             "prod_mode",
             vec![("on", Value::from(*on)), ("pin", opt_pin(pin))],
@@ -690,6 +735,9 @@ fn request_of(kind: String, mut f: Fields) -> Result<Request, ProtoError> {
             signature: f.string("signature")?,
             pin: f.opt_string("pin")?.map(Pin::new),
         },
+        "approve_in_app" => Request::ApproveInApp {
+            launch: f.string("launch")?,
+        },
         "propose_confirm_cap" => Request::ProposeConfirmCap {
             chore: f.string("chore")?,
         },
@@ -706,6 +754,11 @@ fn request_of(kind: String, mut f: Fields) -> Result<Request, ProtoError> {
         },
         "pin_relay_key" => Request::PinRelayKey {
             key: f.string("key")?,
+        },
+        "pin_telegram_account" => Request::PinTelegramAccount {
+            launch: f.string("launch")?,
+            bot_id: f.u64("bot_id")?,
+            start_param: f.string("start_param")?,
         },
         "prod_mode" => Request::ProdMode {
             on: f.bool("on")?,
@@ -830,6 +883,11 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                 ("server_id", Value::from(st.server_id.as_str())),
                 ("paired", Value::from(st.paired)),
                 ("install_day", Value::from(st.install_day)),
+                (
+                    "telegram_user",
+                    st.telegram_user.map_or(Value::Null, Value::from),
+                ),
+                ("telegram_key", Value::from(st.telegram_key.as_str())),
             ],
         ),
         Response::Served { uid } => object("served", vec![("uid", Value::from(*uid))]),
@@ -865,6 +923,7 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
             text,
             buttons,
             needs_pin,
+            app,
         } => object(
             "proposed",
             vec![
@@ -876,6 +935,14 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                     Value::Array(buttons.iter().map(button_value).collect()),
                 ),
                 ("needs_pin", Value::from(*needs_pin)),
+                ("app", app.as_deref().map_or(Value::Null, Value::from)),
+            ],
+        ),
+        Response::TelegramAccount { user_id, name } => object(
+            "telegram_account",
+            vec![
+                ("user_id", Value::from(*user_id)),
+                ("name", Value::from(name.as_str())),
             ],
         ),
         Response::Health { reads } => object(
@@ -1065,6 +1132,8 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
             server_id: f.string("server_id")?,
             paired: f.bool("paired")?,
             install_day: f.u64("install_day")?,
+            telegram_user: f.opt_u64("telegram_user")?,
+            telegram_key: f.string("telegram_key")?,
         }),
         "ladder" => Response::Ladder {
             step: f.u64("step")?,
@@ -1132,6 +1201,11 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
             text: f.string("text")?,
             buttons: buttons_from(f.take("buttons")?)?,
             needs_pin: f.bool("needs_pin")?,
+            app: f.opt_string("app")?,
+        },
+        "telegram_account" => Response::TelegramAccount {
+            user_id: f.u64("user_id")?,
+            name: f.string("name")?,
         },
         "receipt" => Response::Receipt {
             receipt: f.string("receipt")?,
@@ -1269,6 +1343,14 @@ mod tests {
             Request::Undo {
                 undo_id: "u".into(),
             },
+            Request::ApproveInApp {
+                launch: "user=%7B%22id%22%3A1%7D&auth_date=1&signature=x".into(),
+            },
+            Request::PinTelegramAccount {
+                launch: "auth_date=1".into(),
+                bot_id: 7_000_000_001,
+                start_param: "pair_AB12".into(),
+            },
         ];
         for r in requests {
             assert_eq!(decode_request(&encode_request(&r)).unwrap(), r);
@@ -1282,8 +1364,26 @@ mod tests {
                 label: "Approve".into(),
             }],
             needs_pin: true,
+            app: None,
         };
         assert_eq!(decode_response(&encode_response(&p)).unwrap(), p);
+        let in_app = Response::Proposed {
+            action_id: "a".into(),
+            server_id: "s".into(),
+            text: "Run the red chore \"wipe\" now?".into(),
+            buttons: vec![],
+            needs_pin: false,
+            app: Some("0123_abcd".into()),
+        };
+        assert_eq!(decode_response(&encode_response(&in_app)).unwrap(), in_app);
+        let account = Response::TelegramAccount {
+            user_id: 424242,
+            name: "Ana Silva (@ana_s)".into(),
+        };
+        assert_eq!(
+            decode_response(&encode_response(&account)).unwrap(),
+            account
+        );
         for r in [
             Response::AlreadyAnswered {
                 journal_seq: Some(7),

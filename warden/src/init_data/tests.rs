@@ -101,7 +101,10 @@ fn every_field_tampered_breaks_the_signature() {
     let tampered = [
         ("user=%7B%22id%22%3A424242", "user=%7B%22id%22%3A424243"),
         ("chat_type=sender", "chat_type=private"),
-        ("chat_instance=-4512345678901234567", "chat_instance=-4512345678901234568"),
+        (
+            "chat_instance=-4512345678901234567",
+            "chat_instance=-4512345678901234568",
+        ),
         ("start_param=action_one", "start_param=action_two"),
         (
             &format!("auth_date={}", NOW - 30),
@@ -214,7 +217,10 @@ fn a_field_given_twice_is_refused_before_the_signature() {
 #[test]
 fn missing_fields_are_named() {
     let pair = test_pair();
-    let no_user: Vec<_> = usual("a").into_iter().filter(|(k, _)| *k != "user").collect();
+    let no_user: Vec<_> = usual("a")
+        .into_iter()
+        .filter(|(k, _)| *k != "user")
+        .collect();
     assert_eq!(
         verify(&launch(&pair, BOT, &no_user), BOT, &key_of(&pair), NOW),
         Err(InitDataError::Missing("user"))
@@ -295,7 +301,12 @@ fn an_unreadable_signature_is_told_from_a_wrong_one() {
     }
     // Padding is not what Telegram sends.
     assert_eq!(
-        verify(&format!("{head}&signature={sig}%3D%3D"), BOT, &key_of(&pair), NOW),
+        verify(
+            &format!("{head}&signature={sig}%3D%3D"),
+            BOT,
+            &key_of(&pair),
+            NOW
+        ),
         Err(InitDataError::SignatureUnreadable)
     );
 }
@@ -322,7 +333,13 @@ fn start_params_are_what_a_direct_link_may_carry() {
 
 #[test]
 fn keys_are_refused_unless_64_hex_digits() {
-    for bad in ["", "00", &"g".repeat(64), &"AB".repeat(32), &"ab".repeat(33)] {
+    for bad in [
+        "",
+        "00",
+        &"g".repeat(64),
+        &"AB".repeat(32),
+        &"ab".repeat(33),
+    ] {
         assert_eq!(TelegramKey::from_hex(bad), Err(InitDataError::Key), "{bad}");
     }
 }
@@ -370,5 +387,22 @@ fn telegrams_own_signature_holds_for_no_other_bot_key_or_user() {
     assert_eq!(
         verify(&with_param, TELEGRAM_SIGNED_BOT, &production, at),
         Err(InitDataError::NotSignedByTelegram)
+    );
+}
+
+#[test]
+fn the_name_shown_is_the_users_without_terminal_tricks() {
+    let pair = test_pair();
+    let raw = launch(&pair, BOT, &usual("a"));
+    assert_eq!(
+        verify(&raw, BOT, &key_of(&pair), NOW).unwrap().name,
+        "Ana Silva (@ana_s)"
+    );
+    let mut fields = usual("a");
+    fields[0].1 = "{\"id\":5,\"first_name\":\"Eve\\u001b[2J\\u202e\\u0007\"}".to_string();
+    let raw = launch(&pair, BOT, &fields);
+    assert_eq!(
+        verify(&raw, BOT, &key_of(&pair), NOW).unwrap().name,
+        "Eve[2J"
     );
 }

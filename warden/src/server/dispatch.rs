@@ -142,6 +142,19 @@ pub(super) fn serve(
         }
         (Socket::Control, Request::SetPin { pin }) => owner::set_pin(shared, pin.expose()),
         (Socket::Control, Request::PinRelayKey { key }) => owner::pin_relay_key(shared, &key),
+        (
+            Socket::Control,
+            Request::PinTelegramAccount {
+                launch,
+                bot_id,
+                start_param,
+            },
+        ) => super::in_app::pin_telegram_account(shared, &launch, bot_id, &start_param),
+        (Socket::Worker, Request::ApproveInApp { launch }) => {
+            // As a tap: it may run a chore or an undo.
+            let _slot = shared.running.take();
+            super::in_app::approve_in_app(shared, peer, &launch)
+        }
         (Socket::Control, Request::ProdMode { on, pin }) => {
             owner::prod_mode_from_terminal(shared, on, pin.as_ref().map(Pin::expose))
         }
@@ -331,6 +344,11 @@ pub(super) fn status(shared: &Shared) -> Response {
         server_id: crate::approvals::server_id(&shared.options.layout).unwrap_or_default(),
         paired: crate::approvals::relay_key_file(&shared.options.layout).exists(),
         install_day: installed_at.map_or(0, |at| now.saturating_sub(at) / 86_400 + 1),
+        telegram_user: crate::telegram::account(&shared.options.layout)
+            .ok()
+            .flatten()
+            .map(|a| a.user_id),
+        telegram_key: crate::telegram::key_words(&shared.options.layout),
     })
 }
 

@@ -44,6 +44,7 @@ mod dispatch;
 mod event;
 mod health;
 mod honeypots;
+mod in_app;
 mod intent;
 mod ladder_moves;
 mod owner;

@@ -341,9 +341,11 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
             Err(e) => return refuse(format!("no release to propose: {e}")),
         },
     };
-    let text = match subject_of(shared, &action)
-        .and_then(|subject| approvals::render(&action, &subject.facts()))
-    {
+    let (text, route) = match subject_of(shared, &action).and_then(|subject| {
+        let facts = subject.facts();
+        let pinned = matches!(crate::telegram::account(layout), Ok(Some(_)));
+        approvals::render(&action, &facts).map(|t| (t, approvals::route(&action, &facts, pinned)))
+    }) {
         Ok(t) => t,
         Err(e) => return refuse(e),
     };
@@ -366,7 +368,7 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
         Ok(i) => i,
         Err(e) => return e.into(),
     };
-    let action_id = match approvals::record(layout, id, &action, &text, now) {
+    let action_id = match approvals::record(layout, id, &action, &text, route, now) {
         Ok(id) => id,
         Err(e) => {
             let error = e.to_string();
@@ -378,6 +380,8 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
         // Recorded, but never handed out: an id nobody holds approves nothing.
         return outcome_not_journaled(&intent, "the action id was recorded and is not handed out");
     }
+    let app = (route == approvals::Route::App)
+        .then(|| crate::telegram::action_param(&action_id, &text_sha256));
     Response::Proposed {
         action_id,
         server_id,
@@ -390,6 +394,7 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
             })
             .collect(),
         needs_pin: action.needs_pin(),
+        app,
     }
 }
 
@@ -514,14 +519,44 @@ pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option
             return answer;
         }
     };
+    carry_out(
+        shared,
+        peer,
+        &intent,
+        verified,
+        &a.button,
+        pin,
+        a.action_id.clone(),
+    )
+}
+
+/// Carries out an approval that verified (a relay-signed tap or Telegram's
+/// launch in the app): `button` is what was tapped, `action_id` what it
+/// approved. The intent is the approval's, journaled already.
+pub(super) fn carry_out(
+    shared: &Shared,
+    peer: &PeerCred,
+    intent: &Intent,
+    verified: approvals::Verified,
+    button: &str,
+    pin: Option<Pin>,
+    action_id: String,
+) -> Response {
+    let refused = |why: String| {
+        let seq = intent.outcome(shared, Outcome::Refused { reason: &why });
+        Response::Refused {
+            reason: why,
+            journal_seq: seq,
+        }
+    };
     let action = verified.action;
-    if a.button != "approve" {
+    if button != "approve" {
         let seq = intent.outcome(shared, Outcome::Declined { action: &action });
         return Response::Refused {
             reason: format!(
                 "{} {:?}, not to go ahead",
                 aromba_warden_proto::DECLINED,
-                a.button
+                button
             ),
             journal_seq: seq,
         };
@@ -558,7 +593,7 @@ pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option
         return not_journaled(intent.kind());
     }
     let source = RunSource::Approved {
-        action_id: a.action_id.clone(),
+        action_id: action_id.clone(),
     };
     match (action, subject) {
         (Action::Run { .. }, Subject::Chore(chore)) => run_chore(shared, chore, false, source),
@@ -583,7 +618,7 @@ pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option
             shared,
             &super::update::worker_downloads(shared),
             super::update::Origin::Approved {
-                action_id: a.action_id.clone(),
+                action_id,
                 manifest_sha256,
             },
         ),

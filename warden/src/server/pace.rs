@@ -148,6 +148,14 @@ fn pace_of(shared: &Shared, step: Step, request: &Request) -> Pace {
         {
             Pace::Always
         }
+        Request::ApproveInApp { launch }
+            if matches!(step, Step::Slow | Step::Freeze)
+                && super::in_app::claimed_action_id(launch).is_some_and(|id| {
+                    crate::approvals::is_step_down(&shared.options.layout, id)
+                }) =>
+        {
+            Pace::Always
+        }
         // `socket_owner` too: the Worker asks it before each connection to
         // a loopback relay or model, and the chat must stay reachable at
         // every step (counted all the same; it reads a bounded table).
@@ -166,7 +174,8 @@ fn pace_of(shared: &Shared, step: Step, request: &Request) -> Pace {
         | Request::DryRun { .. }
         | Request::ProposeRelease
         | Request::InstallRelease { .. }
-        | Request::Approve { .. } => Pace::Command,
+        | Request::Approve { .. }
+        | Request::ApproveInApp { .. } => Pace::Command,
         _ => Pace::Slowed,
     }
 }

@@ -49,6 +49,15 @@ impl<'a> Peer<'a> {
     }
 }
 
+/// An approval in the Mini App, as Telegram's signature vouches for it.
+pub(super) struct AppTap<'a> {
+    pub(super) action_id: &'a str,
+    pub(super) user_id: u64,
+    /// When Telegram made the launch (`auth_date`).
+    pub(super) opened_at: u64,
+    pub(super) signature: &'a str,
+}
+
 /// Which deadline of an exchange passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Deadline {
@@ -281,6 +290,24 @@ pub(super) enum Event<'a> {
         peer: Peer<'a>,
         tap: &'a Approval,
         reason: &'a str,
+    },
+    /// `approval` in the Mini App (an intent): the launch Telegram signed,
+    /// verified — the evidence of the person's tap.
+    AppApproval { peer: Peer<'a>, tap: &'a AppTap<'a> },
+    /// `approval` in the Mini App, refused before it was spent: the
+    /// launch's SHA-256 (it is not kept whole), and why.
+    AppApprovalRefused {
+        peer: Peer<'a>,
+        launch_sha256: &'a str,
+        reason: &'a str,
+    },
+    /// `telegram-account-pinned` (an intent): the account `aromba pair`
+    /// pinned from launch data Telegram signed.
+    TelegramAccountPinned {
+        bot_id: u64,
+        user_id: u64,
+        signature: &'a str,
+        source: &'a RunSource,
     },
     /// `pin-wrong`.
     PinWrong { locked: bool },
@@ -586,6 +613,8 @@ impl Event<'_> {
             | Event::ActionIssued { peer, .. }
             | Event::Approval { peer, .. }
             | Event::ApprovalRefused { peer, .. }
+            | Event::AppApproval { peer, .. }
+            | Event::AppApprovalRefused { peer, .. }
             | Event::ReleaseInstallRefused { peer, .. }
             | Event::Read { peer, .. } => Some(peer.cred.uid),
             Event::LeftOut { peer_uid, .. } => *peer_uid,
@@ -903,6 +932,39 @@ impl Event<'_> {
             Event::ApprovalRefused { peer, tap, reason } => {
                 f.peer(*peer).tap(tap).refused(reason);
                 "approval"
+            }
+            Event::AppApproval { peer, tap } => {
+                f.peer(*peer)
+                    .put("via", "app")
+                    .put("action_id", tap.action_id)
+                    .put("button", "approve")
+                    .put("telegram_user", tap.user_id)
+                    .put("opened_at", tap.opened_at)
+                    .put("telegram_signature", tap.signature);
+                "approval"
+            }
+            Event::AppApprovalRefused {
+                peer,
+                launch_sha256,
+                reason,
+            } => {
+                f.peer(*peer)
+                    .put("via", "app")
+                    .put("launch_sha256", *launch_sha256)
+                    .refused(reason);
+                "approval"
+            }
+            Event::TelegramAccountPinned {
+                bot_id,
+                user_id,
+                signature,
+                source,
+            } => {
+                f.put("bot_id", *bot_id)
+                    .put("telegram_user", *user_id)
+                    .put("telegram_signature", *signature)
+                    .source(source);
+                "telegram-account-pinned"
             }
             Event::PinWrong { locked } => {
                 f.put("locked", *locked);

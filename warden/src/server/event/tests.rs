@@ -921,3 +921,40 @@ fn every_excused_line_is_still_there() {
         );
     }
 }
+
+#[test]
+fn an_approval_in_the_app_keeps_telegrams_signature_as_evidence() {
+    let tap = AppTap {
+        action_id: "a1b2",
+        user_id: 4242,
+        opened_at: 1700000000,
+        signature: "c2ln",
+    };
+    let intent = Event::AppApproval {
+        peer: Peer::worker(&PEER),
+        tap: &tap,
+    };
+    assert_eq!(
+        line(intent.render().intent()),
+        r#"{"action_id":"a1b2","button":"approve","kind":"approval","opened_at":1700000000,"peer_pid":4242,"peer_uid":999,"phase":"intent","socket":"worker","telegram_signature":"c2ln","telegram_user":4242,"via":"app"}"#
+    );
+    let refused = Event::AppApprovalRefused {
+        peer: Peer::worker(&PEER),
+        launch_sha256: "ab",
+        reason: "not signed",
+    };
+    assert_eq!(
+        line(refused.render()),
+        r#"{"kind":"approval","launch_sha256":"ab","peer_pid":4242,"peer_uid":999,"reason":"not signed","socket":"worker","verdict":"refused","via":"app"}"#
+    );
+    let pinned = Event::TelegramAccountPinned {
+        bot_id: 7,
+        user_id: 4242,
+        signature: "c2ln",
+        source: &RunSource::RootTerminal,
+    };
+    assert_eq!(
+        line(pinned.render().intent()),
+        r#"{"approval":"root terminal","bot_id":7,"kind":"telegram-account-pinned","phase":"intent","telegram_signature":"c2ln","telegram_user":4242}"#
+    );
+}
