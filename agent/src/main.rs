@@ -333,8 +333,15 @@ fn run(root: Option<PathBuf>, user: Option<String>) -> ExitCode {
 fn pair_verb(options: pair::PairOptions) -> ExitCode {
     let read = |prompt: &str| read_secret_line(prompt).ok();
     match pair::pair(&options, read) {
-        Ok(pair::Paired::Now) => {
-            out!("Paired. Your chat now reaches this server: send /help there.");
+        Ok(pair::Paired::Now { user_id, name }) => {
+            out!(
+                "Paired. Approvals are bound to Telegram account {user_id}{}; your chat now reaches this server: send /help there.",
+                if name.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({name})")
+                }
+            );
             ExitCode::SUCCESS
         }
         Ok(pair::Paired::Already) => {

@@ -40,7 +40,14 @@ pub enum PairError {
     Setup(String),
     #[error("the pairing code expired before a chat took it; run `aromba pair` again")]
     Expired,
+    #[error(
+        "the chat is paired, but nobody confirmed in the app within {0} minutes, so approvals are not bound to your Telegram account and red actions cannot be approved; send /unpair in the chat, then run `sudo aromba pair` again"
+    )]
+    NotConfirmed(u64),
 }
+
+/// How long `aromba pair` waits for the person to confirm in the app.
+pub const CONFIRM_WITHIN: Duration = Duration::from_secs(10 * 60);
 
 pub struct PairOptions {
     pub root: Option<PathBuf>,
@@ -57,7 +64,11 @@ pub struct PairOptions {
 
 /// The outcome, for the caller to print.
 pub enum Paired {
-    Now,
+    /// Paired, and approvals bound to this Telegram account.
+    Now {
+        user_id: u64,
+        name: String,
+    },
     Already,
 }
 
@@ -629,7 +640,8 @@ async fn pair_async(
     let mut session = handshake(&mut ws, &endpoint).await?;
     session.send(&mut ws, &Body::PairingRequest {}).await?;
     let mut deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    let key = loop {
+    let mut shown_code = None;
+    let (key, bot_id, confirm) = loop {
         let frame = tokio::time::timeout_at(deadline, session.recv(&mut ws))
             .await
             .map_err(|_| PairError::Expired)??;
@@ -647,6 +659,7 @@ async fn pair_async(
                     ));
                 }
                 show_code(&code, &link, expires_at);
+                shown_code = Some(code);
                 let left = (expires_at / 1000 - now_s()).clamp(0, 3600) as u64;
                 deadline = tokio::time::Instant::now() + Duration::from_secs(left);
             }
@@ -656,22 +669,117 @@ async fn pair_async(
             }
             Body::Deliver {
                 id,
-                delivery: Delivery::Paired { approval_key },
+                delivery:
+                    Delivery::Paired {
+                        approval_key,
+                        bot_id,
+                        confirm,
+                    },
             } => {
                 session.send(&mut ws, &Body::AckDelivery { id }).await?;
-                break approval_key;
+                break (approval_key, bot_id, confirm);
             }
             // Anything else is the daemon's to handle: not acknowledged
             // here, it is delivered again on the daemon's connection.
             _ => {}
         }
     };
-    let _ = ws.close(None).await;
     warden(paths, &Request::PinRelayKey { key: key.clone() }).await?;
     config.approval_key = Some(key);
     write_file(&paths.relay_file(), &config.render(), 0o600, worker)?;
+    // The confirmation button is this pairing's: it names the code shown
+    // here (a relay cannot send the person another pairing's launch).
+    if shown_code.map(|c| format!("pair_{c}")).as_deref() != Some(confirm.as_str()) {
+        return Err(PairError::Setup(
+            "the relay sent a confirmation button that is not this pairing's".into(),
+        ));
+    }
+    out!(
+        "The chat is paired. One more step: in the chat, tap \"Confirm it is you\" and confirm in the app."
+    );
+    out!("Waiting for your confirmation…");
+    let (user_id, name) = confirmed(paths, &mut ws, &mut session, bot_id, &confirm).await?;
+    let _ = ws.close(None).await;
     drop(marker);
-    Ok(Paired::Now)
+    Ok(Paired::Now { user_id, name })
+}
+
+/// Waits for the person to confirm in the app: answers the page, and pins
+/// the account Telegram's signature names when they confirm. Deliveries
+/// other than the app's stay for the daemon.
+async fn confirmed(
+    paths: &Paths,
+    ws: &mut aromba_relay_proto::client::Socket,
+    session: &mut aromba_relay_proto::client::Session,
+    bot_id: u64,
+    confirm: &str,
+) -> Result<(u64, String), PairError> {
+    use aromba_relay_proto::frame::{AppAnswer, AppAnswerKind, AppAsk};
+    use aromba_words::approvals as words;
+    let deadline = tokio::time::Instant::now() + CONFIRM_WITHIN;
+    loop {
+        let frame = tokio::time::timeout_at(deadline, session.recv(ws))
+            .await
+            .map_err(|_| PairError::NotConfirmed(CONFIRM_WITHIN.as_secs() / 60))??;
+        let Body::Deliver {
+            id,
+            delivery:
+                Delivery::App {
+                    request,
+                    ask,
+                    launch,
+                },
+        } = frame
+        else {
+            continue;
+        };
+        session.send(ws, &Body::AckDelivery { id }).await?;
+        let (answer, pinned) = match ask {
+            AppAsk::View => (
+                AppAnswer {
+                    kind: AppAnswerKind::Proposal,
+                    text: words::PAIR_CONFIRM.into(),
+                },
+                None,
+            ),
+            AppAsk::Approve => {
+                let pin = Request::PinTelegramAccount {
+                    launch,
+                    bot_id,
+                    start_param: confirm.to_string(),
+                };
+                match warden_client::ask(&paths.control_socket(), &pin).await {
+                    Ok(Response::TelegramAccount { user_id, name }) => (
+                        AppAnswer {
+                            kind: AppAnswerKind::Outcome,
+                            text: words::PAIR_CONFIRMED.into(),
+                        },
+                        Some((user_id, name)),
+                    ),
+                    Ok(Response::Refused { reason, .. })
+                    | Ok(Response::Error { message: reason }) => (
+                        AppAnswer {
+                            kind: AppAnswerKind::Outcome,
+                            text: words::pair_not_confirmed(&reason),
+                        },
+                        None,
+                    ),
+                    Ok(other) => {
+                        return Err(PairError::Warden(format!(
+                            "the Warden answered the confirmation oddly: {other:?}"
+                        )));
+                    }
+                    Err(e) => return Err(PairError::Warden(e.to_string())),
+                }
+            }
+        };
+        session
+            .send(ws, &Body::AppAnswer { request, answer })
+            .await?;
+        if let Some(account) = pinned {
+            return Ok(account);
+        }
+    }
 }
 
 #[cfg(test)]

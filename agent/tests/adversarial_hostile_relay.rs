@@ -254,6 +254,8 @@ async fn a_relay_flooding_paired_deliveries_gets_paced_answers() {
         &relay,
         Delivery::Paired {
             approval_key: hostile_relay::HOSTILE_KEY.into(),
+            bot_id: aromba_testkit::telegram::BOT_ID,
+            confirm: "pair_HOSTILE".into(),
         },
         2_000,
     )

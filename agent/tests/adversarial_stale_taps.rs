@@ -8,6 +8,7 @@
 
 use aromba_testkit::paired;
 use aromba_testkit::relay as relay_support;
+use aromba_testkit::taken_over::{delivers as relay_delivers, known};
 use aromba_testkit::worker as support;
 
 use aromba_botfake::state::Sent;
@@ -42,7 +43,7 @@ async fn with_prod_mode(db: PgPool, name: &str) -> Paired {
 async fn propose_count(p: &Paired) -> Sent {
     let proposal = p
         .ask("/run count", |t| {
-            t.starts_with("Run the red chore \"count\"")
+            t.starts_with("Run the yellow chore \"count\"")
         })
         .await;
     p.bot.wait_recorded(&proposal).await;
@@ -81,58 +82,6 @@ fn no_refusal_since(p: &Paired, after: usize) {
             "the person's own taps were answered as an anomaly: {text}"
         );
     }
-}
-
-/// What the relay knows of a message it delivered: the server, the
-/// Worker's id for it, and the action its first button carries.
-struct Known {
-    server: String,
-    message: String,
-    action: Option<String>,
-}
-
-async fn known(p: &Paired, shown: &Sent) -> Known {
-    let (server, message): (String, String) = sqlx::query_as(
-        "SELECT server_id::text, message::text FROM chat_messages
-         WHERE chat_id = $1 AND telegram_id = $2",
-    )
-    .bind(CHAT)
-    .bind(shown.message_id)
-    .fetch_one(&p.bot.db)
-    .await
-    .expect("the message as the relay recorded it");
-    let action: Option<String> = sqlx::query_scalar(
-        "SELECT action FROM chat_buttons WHERE server_id = $1::text::uuid AND message = $2::text::uuid
-         AND action IS NOT NULL LIMIT 1",
-    )
-    .bind(&server)
-    .bind(&message)
-    .fetch_optional(&p.bot.db)
-    .await
-    .expect("the buttons");
-    Known {
-        server,
-        message,
-        action,
-    }
-}
-
-/// The hostile relay queues `delivery` for `server` as its outbox would:
-/// a row and its notification.
-async fn relay_delivers(p: &Paired, server: &str, delivery: &Delivery) {
-    let body = serde_json::to_string(delivery).expect("a delivery");
-    sqlx::query(
-        "WITH inserted AS (
-             INSERT INTO outbox (server_id, delivery, created_at)
-             VALUES ($1::text::uuid, $2::text::jsonb, now()) RETURNING id)
-         SELECT pg_notify($3, $1 || ':' || id::text) FROM inserted",
-    )
-    .bind(server)
-    .bind(&body)
-    .bind(aromba_relay::outbox::CHANNEL)
-    .execute(&p.bot.db)
-    .await
-    .expect("the delivery queued");
 }
 
 fn now_s() -> u64 {
@@ -185,19 +134,6 @@ async fn recorded_taps(p: &Paired) -> Vec<Delivery> {
     rows.iter()
         .map(|r| serde_json::from_str(r).expect("a delivery"))
         .collect()
-}
-
-/// Waits (up to a minute) until the ladder has left Normal.
-async fn ladder_moves(p: &Paired) -> String {
-    let mut last = String::new();
-    for _ in 0..600 {
-        last = status(p);
-        if !last.contains("ladder: normal") {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the ladder never moved:\n{last}");
 }
 
 // ---------------------------------------------------------------------------
@@ -350,10 +286,10 @@ async fn a_tap_while_the_worker_restarts_runs_once_and_a_second_is_answered_alre
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A red chore whose real run fails before it does anything.
+/// A yellow chore whose real run fails before it does anything.
 fn failing_chore(dir: &Path) -> String {
     format!(
-        "#!/bin/sh\n# aromba-chore: 1\n# name: count\n# description: Fails at once\n# color: red\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would fail; exit 0; fi\nexit 3\n",
+        "#!/bin/sh\n# aromba-chore: 1\n# name: count\n# description: Fails at once\n# color: yellow\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would fail; exit 0; fi\nexit 3\n",
         d = dir.display()
     )
 }
@@ -396,10 +332,10 @@ async fn a_run_that_failed_is_not_said_done_under_its_proposal(db: PgPool) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A red chore whose real run takes a few seconds.
+/// A yellow chore whose real run takes a few seconds.
 fn slow_chore(dir: &Path) -> String {
     format!(
-        "#!/bin/sh\n# aromba-chore: 1\n# name: count\n# description: Counts its runs slowly\n# color: red\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would add a line; exit 0; fi\nsleep 5\necho run >> {d}/runs\n",
+        "#!/bin/sh\n# aromba-chore: 1\n# name: count\n# description: Counts its runs slowly\n# color: yellow\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would add a line; exit 0; fi\nsleep 5\necho run >> {d}/runs\n",
         d = dir.display()
     )
 }
@@ -463,7 +399,7 @@ async fn a_proposal_near_a_messages_length_is_closed_in_place(db: PgPool) {
     for i in 0..18 {
         dir.push(format!("{i:02}{}", "d".repeat(200)));
     }
-    dir.push("e".repeat(150));
+    dir.push("e".repeat(180));
     let (p, dir) = with_counting_chore_in(db, "adv-taps-huge", dir).await;
     let proposal = propose_count(&p).await;
     let len = proposal.text.chars().count();
@@ -507,7 +443,7 @@ async fn a_relay_forging_a_cancel_tap_is_refused_and_said(db: PgPool) {
         .next(before, |t| t.starts_with("The Warden refused"))
         .await;
     assert!(!said.text.contains("the user chose"), "{}", said.text);
-    ladder_moves(&p).await;
+    p.ladder_moves().await;
     assert_eq!(runs(&dir), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -529,7 +465,7 @@ async fn a_relay_forging_an_approve_tap_runs_nothing_and_never_says_done(db: PgP
         .await;
     let shown = p.shows(&proposal, |t| t.ends_with(NOT_DONE)).await;
     assert!(!shown.text.contains(DONE), "{}", shown.text);
-    ladder_moves(&p).await;
+    p.ladder_moves().await;
     assert_eq!(runs(&dir), 0, "a forged tap ran the chore");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -554,7 +490,7 @@ async fn a_relay_aiming_a_forged_tap_at_an_unknown_message_edits_nothing(db: PgP
     .await;
     p.next(shown_before.len(), |t| t.starts_with("The Warden refused"))
         .await;
-    ladder_moves(&p).await;
+    p.ladder_moves().await;
     // Every message sent before shows as it did: the proposal still has
     // its buttons (the Worker did not know that message).
     for m in &shown_before {
@@ -611,7 +547,7 @@ async fn a_relay_replaying_the_persons_approve_runs_nothing_more(db: PgPool) {
         .next(before, |t| t.starts_with("The Warden refused"))
         .await;
     assert!(said.text.contains("used already"), "{}", said.text);
-    ladder_moves(&p).await;
+    p.ladder_moves().await;
     assert_eq!(runs(&dir), 1, "a replayed tap ran the chore again");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -126,6 +126,8 @@ async fn a_paired_delivery_with_another_key_to_the_daemon_never_reaches_the_ward
         deliveries: vec![
             Delivery::Paired {
                 approval_key: HOSTILE_KEY.into(),
+                bot_id: aromba_testkit::telegram::BOT_ID,
+                confirm: "pair_HOSTILE".into(),
             },
             Delivery::Message {
                 text: "/trust".into(),

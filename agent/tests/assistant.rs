@@ -312,7 +312,8 @@ async fn a_proposed_red_chore_waits_for_the_wardens_signed_approval(db: PgPool) 
         .flatten()
         .map(|(l, _)| l.as_str())
         .collect();
-    assert_eq!(labels, ["Approve", "Cancel"]);
+    // A red run: Approve opens the Mini App, where Telegram signs the tap.
+    assert_eq!(labels, ["Approve (opens the app)", "Cancel"]);
     assert!(dir.join("old.tmp").exists(), "it ran before the tap");
     let before = p.bot.fake.sent_to(CHAT).len();
     p.tap(&proposal, "Approve").await;

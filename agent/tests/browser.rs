@@ -200,6 +200,92 @@ async fn tap(c: &Client, message: &Element, label: &str) -> usize {
     before
 }
 
+/// Into the app's panel's frame (the relay's page).
+async fn enter_app(c: &Client) {
+    c.find(Locator::Id("app-frame"))
+        .await
+        .expect("the app's frame")
+        .enter_frame()
+        .await
+        .expect("into the app");
+}
+
+/// Taps the button labelled `label` on `message` that opens the Mini App
+/// (`<label> (opens the app)`), and in the app's panel — the relay's page,
+/// its launch signed in Telegram's place — reads the proposal's text and
+/// taps Approve, then closes the app as a person would. The number of the
+/// bot's messages before.
+async fn approve_in_app(c: &Client, message: &Element, label: &str, shot: Option<&str>) -> usize {
+    let proposal = text_of(message).await;
+    let before = tap(c, message, &format!("{label} (opens the app)")).await;
+    let mut shown = false;
+    for _ in 0..100 {
+        let panel = c.find(Locator::Id("app-panel")).await.expect("the panel");
+        if panel.attr("hidden").await.expect("hidden").is_none() {
+            shown = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(shown, "the app's panel opened");
+    enter_app(c).await;
+    let mut text = String::new();
+    for _ in 0..100 {
+        if let Ok(t) = c.find(Locator::Id("text")).await
+            && t.is_displayed().await.unwrap_or(false)
+        {
+            text = t.text().await.unwrap_or_default();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !text.is_empty() && proposal.starts_with(text.lines().next().unwrap_or("?")),
+        "the app shows the Warden's text: {text:?} for {proposal:?}"
+    );
+    if let Some(name) = shot {
+        c.enter_parent_frame().await.expect("out of the app");
+        screenshot(c, name).await;
+        enter_app(c).await;
+    }
+    c.find(Locator::Id("approve"))
+        .await
+        .expect("Approve in the app")
+        .click()
+        .await
+        .expect("approved");
+    let mut said = String::new();
+    for _ in 0..100 {
+        said = c
+            .find(Locator::Id("status"))
+            .await
+            .expect("the app's status")
+            .text()
+            .await
+            .unwrap_or_default();
+        if said.starts_with("Sent to your server") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(said.starts_with("Sent to your server"), "{said}");
+    c.find(Locator::Id("close"))
+        .await
+        .expect("Close")
+        .click()
+        .await
+        .expect("closed");
+    c.enter_parent_frame().await.expect("out of the app");
+    for _ in 0..50 {
+        let panel = c.find(Locator::Id("app-panel")).await.expect("the panel");
+        if panel.attr("hidden").await.expect("hidden").is_some() {
+            return before;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the app's Close did not close its panel");
+}
+
 /// Waits (up to ten seconds) for the page's toast to show `want`.
 async fn toast(c: &Client, want: &str) {
     let mut shown = String::new();
@@ -380,8 +466,8 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
         ["session.tmp", "thumbnail-1.tmp"],
         "nothing before the tap"
     );
-    let before = tap(&c, &proposal, "Approve").await;
-    toast(&c, "Sent to your server.").await;
+    // A red run is approved in the Mini App, where Telegram signs the tap.
+    let before = approve_in_app(&c, &proposal, "Approve", Some("mini-app.png")).await;
     let receipt = message(&c, before, |t| t.starts_with("Done.")).await;
     // A verdict and one set of numbers; the undo id behind the button.
     let said = text_of(&receipt).await;
@@ -402,7 +488,7 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
         t.starts_with("Undo the run of \"tidy-cache\"")
     })
     .await;
-    let before = tap(&c, &undo, "Approve").await;
+    let before = approve_in_app(&c, &undo, "Approve", None).await;
     message(&c, before, |t| t.starts_with("Done.")).await;
     assert_eq!(
         cache_files(&cache),
@@ -418,7 +504,9 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
     assert!(on.status.success(), "{}", support::text(&on.stderr));
     let before = type_and_send(&c, "/prodmode off").await;
     let question = message(&c, before, |t| t.starts_with("Turn prod mode off?")).await;
+    // Prod mode off is still a tap the relay signs, with the PIN.
     let before = tap(&c, &question, "Approve").await;
+    toast(&c, "Sent to your server.").await;
     message(&c, before, |t| t.starts_with("Send your PIN")).await;
     let field = c.find(Locator::Id("text")).await.expect("the field");
     for _ in 0..50 {
@@ -474,8 +562,8 @@ async fn slow_mode_in_chromium_asks_was_that_you_and_yes_brings_it_back(db: PgPo
     assert!(text.contains("What I saw:"), "{text}");
     assert!(text.contains("aromba resume"), "{text}");
     screenshot(&c, "was-that-you.png").await;
-    let before = tap(&c, &question, "Yes, it was me").await;
-    toast(&c, "Sent to your server.").await;
+    // "Yes" steps the ladder down: only the person, in the Mini App.
+    let before = approve_in_app(&c, &question, "Yes, it was me", None).await;
     answered(&question, "You said it was you ✓ — back to normal.").await;
     message(&c, before, |t| t.starts_with("Back to normal.")).await;
     let status = support::text(&p.warden.aromba_as("root", &["status"]).stdout);

@@ -179,7 +179,13 @@ async fn a_red_chore_is_shown_dry_approved_by_a_tap_run_in_the_cage_and_undone(d
         .flatten()
         .map(|(l, _)| l.as_str())
         .collect();
-    assert_eq!(labels, ["Approve", "Cancel"]);
+    // A red run is approved in the Mini App (Telegram signs the person's
+    // tap there); Cancel stays a tap through the relay.
+    assert_eq!(labels, ["Approve (opens the app)", "Cancel"]);
+    assert!(
+        aromba_botfake::is_link(&proposal.buttons[0][0].1),
+        "{proposal:?}"
+    );
     assert!(
         dir.join("notes.txt").exists(),
         "nothing runs before the tap"
@@ -216,15 +222,15 @@ async fn a_red_chore_is_shown_dry_approved_by_a_tap_run_in_the_cage_and_undone(d
         .collect();
     assert_eq!(undo_labels, ["Undo"]);
 
-    // The same approval tapped again (a double tap on a phone): answered
-    // "already answered", nothing runs, and nothing is taken for an
-    // anomaly (the ladder stays where it was).
+    // The app opened again from the same button (a double tap on a
+    // phone): answered "already answered", nothing runs, and nothing is
+    // taken for an anomaly (the ladder stays where it was).
     std::fs::write(dir.join("notes.txt"), "again\n").expect("a file");
-    let notice = p.tap_again(&proposal, "Approve").await;
-    assert_eq!(
-        notice.as_deref(),
-        Some("Already answered: nothing more was done.")
-    );
+    let again = p
+        .approve_in_app(&proposal, "Approve")
+        .await
+        .expect("the button opens the app");
+    assert!(again.text().starts_with("Already answered"), "{again:?}");
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     assert!(
         dir.join("notes.txt").exists(),

@@ -38,7 +38,10 @@ fn ladder(p: &Paired) -> String {
 async fn at_slow_the_chat_asks_was_that_you_and_yes_brings_it_back(db: PgPool) {
     let p = paired_on_the_test_clock(db, "slow-yes").await;
     let question = slowed(&p).await;
-    assert_eq!(labels(&question), ["Yes, it was me", "No, stop Aromba"]);
+    assert_eq!(
+        labels(&question),
+        ["Yes, it was me (opens the app)", "No, stop Aromba"]
+    );
     assert!(
         question
             .text

@@ -28,7 +28,7 @@ async fn cancel_then_approve_runs_nothing_and_is_answered_already(db: PgPool) {
     let (p, dir) = with_counting_chore(db, "taps-cancel").await;
     let proposal = p
         .ask("/run count", |t| {
-            t.starts_with("Run the red chore \"count\"")
+            t.starts_with("Run the yellow chore \"count\"")
         })
         .await;
     p.tap(&proposal, "Cancel").await;
@@ -53,7 +53,7 @@ async fn a_double_tap_on_approve_runs_once_and_every_tap_is_answered(db: PgPool)
     let (p, dir) = with_counting_chore(db, "taps-double").await;
     let proposal = p
         .ask("/run count", |t| {
-            t.starts_with("Run the red chore \"count\"")
+            t.starts_with("Run the yellow chore \"count\"")
         })
         .await;
     p.bot.wait_recorded(&proposal).await;
@@ -109,7 +109,7 @@ async fn a_tap_after_the_worker_restarted_is_still_known_as_answered(db: PgPool)
     let (mut p, dir) = with_counting_chore(db, "taps-restart").await;
     let proposal = p
         .ask("/run count", |t| {
-            t.starts_with("Run the red chore \"count\"")
+            t.starts_with("Run the yellow chore \"count\"")
         })
         .await;
     p.bot.wait_recorded(&proposal).await;

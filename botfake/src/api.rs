@@ -206,18 +206,35 @@ fn buttons(params: &Map<String, Value>) -> Result<Vec<Vec<(String, String)>>, Re
         let mut got = Vec::new();
         for b in row {
             let label = b.get("text").and_then(Value::as_str).unwrap_or("");
-            let Some(data) = b.get("callback_data").and_then(Value::as_str) else {
-                return Err(Refusal(
-                    "can't parse inline keyboard button: callback_data expected".into(),
-                ));
+            let data = match (
+                b.get("callback_data").and_then(Value::as_str),
+                b.get("url").and_then(Value::as_str),
+            ) {
+                (Some(data), None) => {
+                    if data.is_empty() || data.len() > MAX_CALLBACK_DATA {
+                        return Err(Refusal("BUTTON_DATA_INVALID".into()));
+                    }
+                    data
+                }
+                (None, Some(url)) => {
+                    if !crate::is_link(url)
+                        || url.len() > 2048
+                        || url.chars().any(|c| c.is_whitespace() || c.is_control())
+                    {
+                        return Err(Refusal("BUTTON_URL_INVALID".into()));
+                    }
+                    url
+                }
+                _ => {
+                    return Err(Refusal(
+                        "can't parse inline keyboard button: exactly one of callback_data and url expected".into(),
+                    ));
+                }
             };
             if label.is_empty() {
                 return Err(Refusal(
                     "text buttons are unallowed in the inline keyboard".into(),
                 ));
-            }
-            if data.is_empty() || data.len() > MAX_CALLBACK_DATA {
-                return Err(Refusal("BUTTON_DATA_INVALID".into()));
             }
             count += 1;
             got.push((label.to_string(), data.to_string()));

@@ -19,6 +19,7 @@
 
 pub mod api;
 pub mod launch;
+pub mod mini_app;
 pub mod page;
 pub mod state;
 
@@ -27,6 +28,12 @@ use state::{Injected, Said, Sent, State, Tap};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
+
+/// Whether a button's second half is a link (an inline button with `url`)
+/// rather than callback data: the relay's callback data never holds `:`.
+pub fn is_link(data: &str) -> bool {
+    data.starts_with("https://") || data.starts_with("http://")
+}
 
 /// Telegram's limits, as it enforces them.
 pub const MAX_TEXT: usize = 4096;
@@ -47,6 +54,9 @@ pub struct Inner {
     /// Counts the changes a person could see (a message sent, edited or
     /// deleted, a tap answered, the menu set): the chat page follows it.
     changes: tokio::sync::watch::Sender<u64>,
+    /// The Mini Apps registered with BotFather (`/newapp`): short name and
+    /// URL; and the key launches are signed with (Telegram's, here).
+    apps: Mutex<mini_app::Apps>,
 }
 
 impl std::ops::Deref for Fake {
@@ -80,6 +90,7 @@ impl Fake {
             state: Mutex::new(state),
             updates_waiting: Notify::new(),
             changes: tokio::sync::watch::Sender::new(0),
+            apps: Mutex::new(mini_app::Apps::default()),
         }))
     }
 
@@ -225,6 +236,10 @@ impl Fake {
     /// it is now, `date == 0` once deleted). Returns the query's id, or
     /// `None` when no such message was sent to that chat.
     pub fn tap(&self, chat: i64, message_id: i64, data: &str) -> Option<String> {
+        // A link button opens its link; no callback comes of it.
+        if is_link(data) {
+            return None;
+        }
         let (query, message) = {
             let mut state = self.state();
             let message: Sent = state
@@ -317,7 +332,13 @@ pub(crate) fn api_message(fake: &Fake, m: &Sent) -> serde_json::Value {
             .map(|row| {
                 serde_json::Value::Array(
                     row.iter()
-                        .map(|(t, d)| json!({"text": t, "callback_data": d}))
+                        .map(|(t, d)| {
+                            if is_link(d) {
+                                json!({"text": t, "url": d})
+                            } else {
+                                json!({"text": t, "callback_data": d})
+                            }
+                        })
                         .collect(),
                 )
             })

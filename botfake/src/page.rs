@@ -108,10 +108,7 @@ pub fn router(fake: Fake, person: Person) -> axum::Router {
     // `local_only`); a key is letters, digits, `_` and `-` only.
     let at = |path: &str| format!("/{}/{path}", person.key);
     axum::Router::new()
-        .route(
-            &at(""),
-            get(|| async { asset("text/html; charset=utf-8", HTML) }),
-        )
+        .route(&at(""), get(html))
         .route(
             &at("chat.css"),
             get(|| async { asset("text/css; charset=utf-8", CSS) }),
@@ -124,6 +121,7 @@ pub fn router(fake: Fake, person: Person) -> axum::Router {
         .route(&at("events"), get(events))
         .route(&at("send"), post(send))
         .route(&at("tap"), post(tap))
+        .route(&at("open"), post(open))
         .fallback(|| async {
             refuse(
                 StatusCode::NOT_FOUND,
@@ -139,19 +137,39 @@ pub fn router(fake: Fake, person: Person) -> axum::Router {
 }
 
 fn asset(kind: &'static str, body: &'static str) -> Response {
-    (
+    with_policy(kind, body, "'none'")
+}
+
+/// `body` with the page's policy; `frames` are the origins it may show in
+/// a frame (the registered Mini Apps, for the app panel).
+fn with_policy(kind: &'static str, body: &'static str, frames: &str) -> Response {
+    let policy = format!(
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+         img-src 'self' data:; frame-src {frames}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    );
+    let mut r = (
         [
             (header::CONTENT_TYPE, kind),
-            (
-                header::CONTENT_SECURITY_POLICY,
-                "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
-                 img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-            ),
             (header::CACHE_CONTROL, "no-store"),
         ],
         body,
     )
-        .into_response()
+        .into_response();
+    if let Ok(v) = axum::http::HeaderValue::from_str(&policy) {
+        r.headers_mut().insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    r
+}
+
+/// The page, which may frame the registered Mini Apps (and nothing else).
+async fn html(State(page): State<Page>) -> Response {
+    let origins = page.fake.app_origins();
+    let frames = if origins.is_empty() {
+        "'none'".to_string()
+    } else {
+        origins.join(" ")
+    };
+    with_policy("text/html; charset=utf-8", HTML, &frames)
 }
 
 /// Whether `host` (a Host header's value) names this machine's loopback.
@@ -422,6 +440,48 @@ async fn send(
     Json(json!({ "ok": true })).into_response()
 }
 
+/// Whether message `message_id` in the person's chat shows a button with
+/// `data` (its callback data, or its link) now: only those can be tapped.
+fn offers(page: &Page, message_id: i64, data: &str) -> bool {
+    let chat = page.person.chat;
+    page.fake
+        .state()
+        .sent
+        .iter()
+        .find(|m| m.chat_id == chat && m.message_id == message_id && !m.deleted)
+        .is_some_and(|m| m.buttons.iter().flatten().any(|(_, d)| d == data))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpenBody {
+    message_id: i64,
+    url: String,
+}
+
+/// The person taps a button that opens a Mini App: only a link a message
+/// in the chat has now. The app's address with its launch parameters, for
+/// the page's app panel.
+async fn open(
+    State(page): State<Page>,
+    body: Result<Json<OpenBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let Ok(Json(OpenBody { message_id, url })) = body else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "send {\"message_id\": N, \"url\": \"…\"}",
+        );
+    };
+    let chat = page.person.chat;
+    if !offers(&page, message_id, &url) {
+        return refuse(StatusCode::NOT_FOUND, "that message has no such button");
+    }
+    match page.fake.open_app(chat, &url) {
+        Ok(opened) => Json(json!({ "url": opened.url })).into_response(),
+        Err(why) => refuse(StatusCode::NOT_FOUND, &why),
+    }
+}
+
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TapBody {
@@ -442,14 +502,7 @@ async fn tap(
         );
     };
     let chat = page.person.chat;
-    let offered = page
-        .fake
-        .state()
-        .sent
-        .iter()
-        .find(|m| m.chat_id == chat && m.message_id == message_id && !m.deleted)
-        .is_some_and(|m| m.buttons.iter().flatten().any(|(_, d)| *d == data));
-    if !offered {
+    if !offers(&page, message_id, &data) {
         return refuse(StatusCode::NOT_FOUND, "that message has no such button");
     }
     match page.fake.tap(chat, message_id, &data) {

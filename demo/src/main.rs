@@ -9,11 +9,14 @@
 //! aromba-demo ports 3                    # three free ports on 127.0.0.1
 //! AROMBA_DEMO_BOT_TOKEN=… AROMBA_DEMO_PAGE_KEY=… aromba-demo telegram --api 127.0.0.1:P --page 127.0.0.1:Q
 //! AROMBA_DEMO_PAGE=http://127.0.0.1:Q/KEY aromba-demo say "/start ABC234"
+//! AROMBA_DEMO_PAGE=http://127.0.0.1:Q/KEY aromba-demo confirm
 //! AROMBA_DEMO_PAGE=http://127.0.0.1:Q/KEY aromba-demo check
+//! AROMBA_DEMO_LAUNCH_SEED=… aromba-demo launch-key
 //! ```
 
 #![forbid(unsafe_code)]
 
+mod app_proxy;
 mod person;
 mod telegram;
 mod tls;
@@ -61,6 +64,28 @@ enum Command {
         /// The person's first name.
         #[arg(long, default_value = "You")]
         name: String,
+        /// Where the Mini App's proxy listens (with --relay and
+        /// --relay-ca); the launch key's seed comes from
+        /// AROMBA_DEMO_LAUNCH_SEED.
+        #[arg(long, requires_all = ["relay", "relay_ca"])]
+        app_proxy: Option<SocketAddr>,
+        /// The relay the Mini App is served by (https://127.0.0.1:R).
+        #[arg(long)]
+        relay: Option<String>,
+        /// The demo's certificate authority, which signed the relay's.
+        #[arg(long)]
+        relay_ca: Option<PathBuf>,
+    },
+    /// Prints the public key (64 hex digits) of the launch key whose seed
+    /// is in AROMBA_DEMO_LAUNCH_SEED: what the demo's Warden pins with
+    /// `install --telegram-key`.
+    LaunchKey,
+    /// As the person: opens the app from the pairing's "Confirm it is you"
+    /// button and confirms, through the chat page (--page or
+    /// AROMBA_DEMO_PAGE).
+    Confirm {
+        #[arg(long)]
+        page: Option<String>,
     },
     /// Sends TEXT as the person, through the chat page at URL (with its
     /// key: http://127.0.0.1:Q/KEY), from --page or AROMBA_DEMO_PAGE.
@@ -96,9 +121,20 @@ fn main() -> ExitCode {
             username,
             chat,
             name,
+            app_proxy,
+            relay,
+            relay_ca,
         } => {
-            runtime().and_then(|rt| rt.block_on(telegram::serve(api, page, &username, chat, &name)))
+            let app = match (app_proxy, relay, relay_ca) {
+                (Some(proxy), Some(relay), Some(ca)) => Some(telegram::App { proxy, relay, ca }),
+                _ => None,
+            };
+            runtime()
+                .and_then(|rt| rt.block_on(telegram::serve(api, page, &username, chat, &name, app)))
         }
+        Command::LaunchKey => telegram::launch_key().map(|k| println!("{}", k.public_hex())),
+        Command::Confirm { page } => page_url(page)
+            .and_then(|page| runtime().and_then(|rt| rt.block_on(person::confirm(&page)))),
         Command::Say { page, text } => page_url(page)
             .and_then(|page| runtime().and_then(|rt| rt.block_on(person::say(&page, &text)))),
         Command::Check { page, timeout } => page_url(page)

@@ -79,6 +79,101 @@ fn last_id(chat: &Value) -> i64 {
         .unwrap_or(0)
 }
 
+/// The label of the pairing's confirmation button (the relay's words).
+const CONFIRM: &str = "Confirm it is you (opens the app)";
+
+/// The launch data in an app URL's fragment (`#tgWebAppData=…`).
+fn launch_of(url: &str) -> Option<String> {
+    let fragment = url.split_once('#')?.1;
+    let raw = fragment
+        .split('&')
+        .find_map(|p| p.strip_prefix("tgWebAppData="))?;
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            out.push(u8::from_str_radix(raw.get(i + 1..i + 3)?, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The app's route for `url` (an app opened at `…/app/?…#…`).
+fn ask_route(url: &str) -> Option<String> {
+    let base = url.split(['?', '#']).next()?;
+    Some(format!(
+        "{}v1/ask",
+        base.strip_suffix('/')
+            .map_or(base.to_string(), |b| format!("{b}/"))
+    ))
+}
+
+/// Opens the app from the pairing's button and confirms, as the person.
+pub async fn confirm(page: &str) -> Result<(), String> {
+    let page = base(page)?;
+    let http = client()?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (message, url) = loop {
+        let now = chat(&http, &page).await?;
+        let found = now["messages"].as_array().and_then(|messages| {
+            messages.iter().rev().find_map(|m| {
+                let button = m["buttons"]
+                    .as_array()?
+                    .iter()
+                    .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+                    .find(|b| b["text"] == CONFIRM)?;
+                Some((m["id"].as_i64()?, button["data"].as_str()?.to_string()))
+            })
+        });
+        if let Some(found) = found {
+            break found;
+        }
+        if Instant::now() > deadline {
+            return Err("the chat showed no \"Confirm it is you\" button within a minute".into());
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let opened: Value = http
+        .post(format!("{page}/open"))
+        .json(&json!({ "message_id": message, "url": url }))
+        .send()
+        .await
+        .map_err(|e| format!("the chat page does not answer: {e}"))?
+        .json()
+        .await
+        .map_err(|e| format!("the chat page did not open the app: {e}"))?;
+    let app = opened["url"]
+        .as_str()
+        .ok_or("the chat page did not open the app")?;
+    let launch = launch_of(app).ok_or("the app opened without launch data")?;
+    let route = ask_route(app).ok_or("the app's address is not one")?;
+    for ask in ["view", "approve"] {
+        let answer: Value = http
+            .post(&route)
+            .json(&json!({ "launch": launch, "ask": ask }))
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .map_err(|e| format!("the app does not answer: {e}"))?
+            .json()
+            .await
+            .map_err(|e| format!("the app answered something else than JSON: {e}"))?;
+        if ask == "approve" {
+            let text = answer["text"].as_str().unwrap_or_default();
+            if !text.starts_with("Done") {
+                return Err(format!("the confirmation was not taken: {answer}"));
+            }
+            println!("{text}");
+        }
+    }
+    Ok(())
+}
+
 /// `/status`, and the bot's answer to it.
 pub async fn check(page: &str, timeout: u64) -> Result<(), String> {
     let page = base(page)?;

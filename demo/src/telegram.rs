@@ -9,6 +9,24 @@ use std::net::SocketAddr;
 const TOKEN_ENV: &str = "AROMBA_DEMO_BOT_TOKEN";
 /// The page's key (its secret path), from the script, never in argv.
 const KEY_ENV: &str = "AROMBA_DEMO_PAGE_KEY";
+/// The seed of the key the fake signs Mini App launches with in
+/// Telegram's place (the demo's Warden pins its public half).
+pub const LAUNCH_SEED_ENV: &str = "AROMBA_DEMO_LAUNCH_SEED";
+
+/// The demo's Mini App: where its proxy listens, and the relay it reaches.
+pub struct App {
+    pub proxy: SocketAddr,
+    pub relay: String,
+    pub ca: std::path::PathBuf,
+}
+
+/// The launch key, from [`LAUNCH_SEED_ENV`].
+pub fn launch_key() -> Result<aromba_botfake::launch::LaunchKey, String> {
+    let seed =
+        std::env::var(LAUNCH_SEED_ENV).map_err(|_| format!("{LAUNCH_SEED_ENV} is not set"))?;
+    aromba_botfake::launch::LaunchKey::from_seed_hex(&seed)
+        .ok_or_else(|| format!("{LAUNCH_SEED_ENV} must be 64 hex digits"))
+}
 
 pub async fn serve(
     api: SocketAddr,
@@ -16,6 +34,7 @@ pub async fn serve(
     username: &str,
     chat: i64,
     name: &str,
+    app: Option<App>,
 ) -> Result<(), String> {
     // Colour codes only on a terminal: the demo writes this to a log file.
     tracing_subscriber::fmt()
@@ -33,7 +52,8 @@ pub async fn serve(
     if !aromba_botfake::page::valid_key(&key) {
         return Err(format!("{KEY_ENV} must be 16 or more of A-Z a-z 0-9 _ -"));
     }
-    for addr in [api, page] {
+    let proxy = app.as_ref().map(|a| a.proxy);
+    for addr in [Some(api), Some(page), proxy].into_iter().flatten() {
         if !addr.ip().is_loopback() {
             return Err(format!(
                 "{addr} is not a loopback address; the demo stays on this machine"
@@ -46,6 +66,18 @@ pub async fn serve(
             .map_err(|e| format!("cannot listen on {addr}: {e}"))
     };
     let fake = Fake::new(&token, username);
+    if let Some(app) = &app {
+        // BotFather's /newapp: the app opens through the proxy, which
+        // reaches the relay's page under the demo's own authority.
+        fake.register_app("aromba", &format!("http://{}/app/", app.proxy));
+        fake.set_launch_key(launch_key()?);
+        crate::app_proxy::serve(
+            bind(app.proxy).await?,
+            &app.relay,
+            &app.ca,
+            &format!("http://{page}"),
+        )?;
+    }
     fake.clone()
         .serve(bind(api).await?)
         .map_err(|e| format!("cannot serve the Bot API: {e}"))?;

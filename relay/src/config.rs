@@ -108,6 +108,15 @@ pub struct Cli {
         default_value_t = 3600
     )]
     pub webhook_secret_overlap_secs: u64,
+    /// The short name of the bot's Mini App, registered with @BotFather's
+    /// /newapp with the URL <public url>/app/: red actions, undos and
+    /// updates are approved there, with Telegram's own signature.
+    #[arg(long, env = "AROMBA_TELEGRAM_APP", value_name = "NAME")]
+    pub telegram_app: Option<String>,
+    /// Origins, space-separated, that may show the Mini App's page in a
+    /// frame besides Telegram's web client (the demo's chat page).
+    #[arg(long, env = "AROMBA_APP_FRAME_ANCESTORS", value_name = "ORIGINS")]
+    pub app_frame_ancestors: Option<String>,
     /// A minisign secret key (unencrypted) to sign taps with; without it
     /// the relay makes one at its first start and keeps it in the database.
     #[arg(long, env = "AROMBA_APPROVAL_KEY_FILE", value_name = "FILE")]
@@ -141,6 +150,14 @@ pub enum ConfigError {
     HalfTls(&'static str),
     #[error("{0} is not set")]
     Missing(&'static str),
+    #[error(
+        "AROMBA_TELEGRAM_APP is {0:?}; a Mini App's short name is 3 to 30 of letters, digits and `_`"
+    )]
+    BadAppName(String),
+    #[error(
+        "AROMBA_APP_FRAME_ANCESTORS holds {0:?}; each is an origin such as https://chat.example.com (a scheme and a host, no path)"
+    )]
+    BadFrameAncestor(String),
     #[error("AROMBA_TELEGRAM_MODE is {0:?}; it is webhook or polling")]
     BadMode(String),
     #[error(transparent)]
@@ -447,9 +464,39 @@ impl Cli {
             Some(p) => return Err(ConfigError::BadSecret(named(p))),
             None => WebhookSecrets::one(&secret),
         };
+        let short_name = self
+            .telegram_app
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .ok_or(ConfigError::Missing(
+                "AROMBA_TELEGRAM_APP (--telegram-app), the short name of the bot's Mini App (README: \"Register the Mini App\")",
+            ))?;
+        if !crate::telegram::valid_short_name(short_name) {
+            return Err(ConfigError::BadAppName(short_name.to_string()));
+        }
+        let mut app = crate::telegram::MiniApp::new(short_name);
+        for origin in self
+            .app_frame_ancestors
+            .as_deref()
+            .unwrap_or("")
+            .split_whitespace()
+        {
+            let ok = url::Url::parse(origin).is_ok_and(|u| {
+                matches!(u.scheme(), "https" | "http")
+                    && u.host().is_some()
+                    && u.path() == "/"
+                    && !origin.ends_with('/')
+            });
+            if !ok {
+                return Err(ConfigError::BadFrameAncestor(origin.to_string()));
+            }
+            app.frame_ancestors.push(origin.to_string());
+        }
         let mut telegram = TelegramConfig::new(token, api_url, mode, &secret);
         telegram.secrets = secrets;
         telegram.approval_key_file = self.approval_key_file.clone();
+        telegram.app = app;
         Ok(Some(telegram))
     }
 }

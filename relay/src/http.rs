@@ -89,6 +89,13 @@ pub fn router(app: App, tasks: &mut tokio::task::JoinSet<()>) -> Router {
         router = router.route(path, handler);
     }
     router
+        .route(crate::mini_app::PAGE, get(crate::mini_app::page))
+        .route(crate::mini_app::SCRIPT, get(crate::mini_app::script))
+        .route(crate::mini_app::STYLE, get(crate::mini_app::style))
+        .route(
+            crate::mini_app::ASK,
+            post(crate::mini_app::ask).layer(DefaultBodyLimit::max(crate::mini_app::MAX_ASK_BODY)),
+        )
         .route("/v1/connect", get(crate::ws::connect))
         .route(
             crate::telegram::webhook::PATH,

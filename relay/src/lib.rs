@@ -42,6 +42,7 @@ pub(crate) mod hub;
 pub(crate) mod listener;
 pub mod logging;
 pub mod metrics;
+pub mod mini_app;
 pub(crate) mod openapi;
 pub mod outbox;
 pub(crate) mod secrets;

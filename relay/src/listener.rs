@@ -1,6 +1,7 @@
 //! Every replica listens for outbox notifications (ids only) and wakes the
-//! connections it holds, and for new connections, which replace an older
-//! connection of the same server wherever it is. Notifications sent while the listener's connection
+//! connections it holds, for new connections, which replace an older
+//! connection of the same server wherever it is, and for servers' answers
+//! to Mini App pages, which it hands to the page waiting here, if any. Notifications sent while the listener's connection
 //! was down are lost, so after every reconnect it wakes all of them: each
 //! rereads its rows.
 
@@ -19,7 +20,10 @@ pub(crate) async fn run(app: App) {
                 continue;
             }
         };
-        if let Err(e) = listener.listen_all([CHANNEL, CONNECTIONS]).await {
+        if let Err(e) = listener
+            .listen_all([CHANNEL, CONNECTIONS, crate::mini_app::answers::CHANNEL])
+            .await
+        {
             tracing::warn!(error = %e, "outbox listener cannot listen");
             tokio::time::sleep(Duration::from_millis(500)).await;
             continue;
@@ -28,6 +32,9 @@ pub(crate) async fn run(app: App) {
         app.hub.wake_all();
         loop {
             match listener.try_recv().await {
+                Ok(Some(n)) if n.channel() == crate::mini_app::answers::CHANNEL => {
+                    app.app_answers.piece(n.payload());
+                }
                 Ok(Some(n)) => match (n.channel(), parse_notification(n.payload())) {
                     (CHANNEL, Some((server, _row))) => {
                         app.hub.wake(server);

@@ -37,6 +37,8 @@ pub struct Inner {
     pub writer: crate::writer::Writer,
     /// The Telegram side, when the relay talks to a bot.
     pub telegram: Option<std::sync::Arc<crate::telegram::Telegram>>,
+    /// Mini App pages waiting on this replica for their server's answer.
+    pub app_answers: crate::mini_app::answers::Waiters,
 }
 
 impl std::ops::Deref for App {
@@ -82,6 +84,7 @@ impl App {
             failed_hellos,
             unpaired_sockets: AtomicUsize::new(0),
             readiness: crate::http::Readiness::default(),
+            app_answers: crate::mini_app::answers::Waiters::default(),
             shutdown,
             writer,
             telegram,

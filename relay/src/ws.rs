@@ -647,6 +647,10 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
                 }
             }
         }
+        Body::AppAnswer { request, answer } => {
+            crate::mini_app::forward_answer(app, server, request, &answer).await;
+            Ok(None)
+        }
         // Frames only the relay sends are not a server's to send.
         _ => Err(Handled::Refused("unexpected_frame")),
     }

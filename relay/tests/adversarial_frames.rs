@@ -239,6 +239,7 @@ async fn message_longer_than_telegram_allows_is_refused(db: PgPool) {
                     id: "ok".into(),
                     label: "OK".into(),
                     action: None,
+                    app: None,
                 }],
                 monospace: Vec::new(),
             },

@@ -33,6 +33,7 @@ fn send_body(id: Uuid, text: &str) -> Body {
             id: "ok".into(),
             label: "OK".into(),
             action: None,
+            app: None,
         }],
         monospace: Vec::new(),
     }

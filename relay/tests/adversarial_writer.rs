@@ -418,6 +418,7 @@ async fn alive(ws: &mut Socket, session: &mut Session) -> bool {
             id: "ok".into(),
             label: "OK".into(),
             action: None,
+            app: None,
         }],
         monospace: Vec::new(),
     };

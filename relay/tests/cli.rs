@@ -157,6 +157,7 @@ fn bot_relay(changes: &[(&str, Option<&str>)]) -> std::process::Output {
         ("TELEGRAM_BOT_TOKEN", Some(support::bot::BOT_TOKEN)),
         ("AROMBA_PUBLIC_URL", Some("https://relay.example.com")),
         ("TELEGRAM_WEBHOOK_SECRET", Some("a-good-secret")),
+        ("AROMBA_TELEGRAM_APP", Some("aromba")),
     ];
     for (name, value) in changes {
         settings.retain(|(n, _)| n != name);
@@ -191,6 +192,24 @@ fn the_telegram_settings_are_checked_and_named() {
         (
             ("AROMBA_BOT_API_URL", Some("mailto:bot@example.com")),
             "AROMBA_BOT_API_URL",
+        ),
+        // The Mini App, where red actions are approved, is not optional.
+        (("AROMBA_TELEGRAM_APP", None), "AROMBA_TELEGRAM_APP"),
+        (("AROMBA_TELEGRAM_APP", Some("  ")), "AROMBA_TELEGRAM_APP"),
+        (
+            ("AROMBA_TELEGRAM_APP", Some("no/slashes")),
+            "a Mini App's short name is 3 to 30",
+        ),
+        (
+            (
+                "AROMBA_APP_FRAME_ANCESTORS",
+                Some("https://chat.example.com/path"),
+            ),
+            "AROMBA_APP_FRAME_ANCESTORS",
+        ),
+        (
+            ("AROMBA_APP_FRAME_ANCESTORS", Some("'unsafe-inline'")),
+            "AROMBA_APP_FRAME_ANCESTORS",
         ),
     ] {
         let out = bot_relay(&[change]);

@@ -161,6 +161,7 @@ async fn a_message_from_a_server_is_kept_once_and_acknowledged(db: PgPool) {
             id: "apply".into(),
             label: "Apply".into(),
             action: None,
+            app: None,
         }],
         monospace: Vec::new(),
     };

@@ -104,6 +104,7 @@ fn compose_sets_only_settings_the_relay_knows() {
         "AROMBA_TELEGRAM_MODE",
         "AROMBA_PUBLIC_URL",
         "TELEGRAM_WEBHOOK_SECRET",
+        "AROMBA_TELEGRAM_APP",
     ] {
         assert!(
             known.contains(required),

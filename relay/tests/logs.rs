@@ -64,6 +64,7 @@ async fn the_log_holds_no_message_text_and_no_token(db: PgPool) {
                     id: "PLANTEDBUTTON".into(),
                     label: "PLANTED-LABEL".into(),
                     action: None,
+                    app: None,
                 }],
                 monospace: Vec::new(),
             },

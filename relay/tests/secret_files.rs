@@ -42,6 +42,7 @@ fn spawn(settings: &[(&str, String)], args: &[&str]) -> RelayProcess {
             format!("127.0.0.1:{}", free_port()),
         )
         .env("RUST_LOG", "warn")
+        .env("AROMBA_TELEGRAM_APP", "aromba")
         .args(args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
@@ -211,6 +212,7 @@ fn refusal(settings: &[(&str, String)]) -> String {
     let out = assert_cmd::Command::cargo_bin("aromba-relay")
         .expect("the aromba-relay binary is built")
         .env_clear()
+        .env("AROMBA_TELEGRAM_APP", "aromba")
         .envs(settings.iter().map(|(n, v)| (*n, v.as_str())))
         .timeout(Duration::from_secs(30))
         .output()

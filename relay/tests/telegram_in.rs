@@ -121,7 +121,7 @@ async fn pairing_end_to_end_through_the_webhook(db: PgPool) {
     bot.fake.user_message(7001, &format!("/start {code}"));
     let paired = next_delivery(&mut ws, &mut session).await;
     assert!(
-        matches!(paired, Delivery::Paired { ref approval_key } if approval_key.starts_with("RW"))
+        matches!(paired, Delivery::Paired { ref approval_key, .. } if approval_key.starts_with("RW"))
     );
     let said = eventually("the pairing reply", || {
         bot.fake.sent_to(7001).into_iter().next()

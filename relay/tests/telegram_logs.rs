@@ -101,6 +101,7 @@ async fn a_whole_conversation_leaves_no_text_token_code_or_chat_id_in_the_log(db
                         id: "plantedbutton".into(),
                         label: "PLANTED-LABEL".into(),
                         action: Some("0123456789abcdef0123456789abcdef".into()),
+                        app: None,
                     }],
                     monospace: Vec::new(),
                 },

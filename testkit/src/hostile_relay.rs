@@ -33,7 +33,8 @@ pub const PING_SECS: u32 = 5;
 #[derive(Clone, Default)]
 pub struct Script {
     /// Answer a pairing request with this code and link, then deliver
-    /// `Paired` with `key`; without a key, answer `AlreadyPaired`.
+    /// `Paired` with `key` and the person's confirmation in the app;
+    /// without a key, answer `AlreadyPaired`.
     pub code: String,
     pub link: String,
     pub key: Option<String>,
@@ -331,6 +332,23 @@ async fn serve(mut stream: tokio::net::TcpStream, script: Script, mut line: Line
                                 id: next_id,
                                 delivery: Delivery::Paired {
                                     approval_key: key.clone(),
+                                    bot_id: crate::telegram::BOT_ID,
+                                    confirm: format!("pair_{}", script.code),
+                                },
+                            });
+                            next_id += 1;
+                            // The person confirms in the app (the launch
+                            // Telegram signs, with the test key).
+                            let _ = out.send(Body::Deliver {
+                                id: next_id,
+                                delivery: Delivery::App {
+                                    request: uuid::Uuid::new_v4(),
+                                    ask: aromba_relay_proto::frame::AppAsk::Approve,
+                                    launch: crate::telegram::launch_of(
+                                        crate::telegram::PERSON,
+                                        Some(&format!("pair_{}", script.code)),
+                                        u64::try_from(now_ms() / 1000).unwrap_or(0),
+                                    ),
                                 },
                             });
                             next_id += 1;

@@ -39,6 +39,7 @@ pub mod redaction;
 pub mod relay;
 pub mod release;
 pub mod serving;
+pub mod taken_over;
 pub mod telegram;
 pub mod warden;
 pub mod worker;

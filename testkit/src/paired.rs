@@ -111,6 +111,27 @@ impl Drop for DaemonLog {
     }
 }
 
+/// The label of the pairing's confirmation button (the relay's words).
+pub const CONFIRM: &str = "Confirm it is you (opens the app)";
+
+/// The person confirms in the app from the pairing's button, as `aromba
+/// pair` waits for: the page's view, then its confirmation.
+pub async fn confirm_in_app(bot: &Bot) {
+    let message = crate::relay::bot::eventually("the pairing's confirmation button", || {
+        bot.fake
+            .sent_to(CHAT)
+            .into_iter()
+            .find(|m| m.buttons.iter().flatten().any(|(l, _)| l == CONFIRM))
+    })
+    .await;
+    let launch = bot.open_app(CHAT, &message, CONFIRM);
+    let view = bot.ask_app(&launch, "view").await;
+    assert_eq!(view.status, 200, "{view:?}");
+    let confirmed = bot.ask_app(&launch, "approve").await;
+    assert_eq!(confirmed.status, 200, "{confirmed:?}");
+    assert!(confirmed.text().starts_with("Done ✓"), "{confirmed:?}");
+}
+
 /// `aromba pair` against `bot`'s relay, the PIN on standard input; returns
 /// the child and the pairing code it printed.
 pub async fn start_pairing(warden: &TestWarden, bot: &Bot, pin: &str) -> (Running, String) {
@@ -239,6 +260,7 @@ pub async fn paired_with(
     let (mut pairing, code) = start_pairing_with(&warden, &bot, setup.pin, &more).await;
     assert_eq!(code.len(), 6, "a six-character code: {code:?}");
     bot.fake.user_message(CHAT, &format!("/start {code}"));
+    confirm_in_app(&bot).await;
     let status = wait_exit(&mut pairing).await;
     assert!(status.success(), "aromba pair ends well: {status}");
     if let Some(log) = &setup.daemon_log {
@@ -266,21 +288,42 @@ pub fn write_mine(w: &TestWarden, name: &str, script: &str) {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("0644");
 }
 
-/// A red chore `count` that appends a line to `runs` in `dir` each time it
-/// really runs (the taps' tests count its runs).
+/// A yellow chore `count` that appends a line to `runs` in `dir` each time
+/// it really runs (the taps' tests count its runs): approved with a tap the
+/// relay signs.
 pub fn counting_chore(dir: &Path) -> String {
+    counting_chore_of(dir, "yellow")
+}
+
+/// [`counting_chore`] of `color` (a red one is approved in the Mini App).
+pub fn counting_chore_of(dir: &Path, color: &str) -> String {
     format!(
-        "#!/bin/sh\n# aromba-chore: 1\n# name: count\n# description: Counts its runs\n# color: red\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would add a line; exit 0; fi\necho run >> {d}/runs\n",
+        "#!/bin/sh\n# aromba-chore: 1\n# name: count\n# description: Counts its runs\n# color: {color}\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would add a line; exit 0; fi\necho run >> {d}/runs\n",
         d = dir.display()
     )
 }
 
-/// Paired eight days after install (red chores may run, with a tap), with
+/// Paired eight days after install (yellow and red chores may run), with
 /// [`counting_chore`] in `dir`, its dry run seen; the folder's path.
 pub async fn with_counting_chore_in(db: PgPool, name: &str, dir: PathBuf) -> (Paired, PathBuf) {
+    with_colored_counting_chore_in(db, name, dir, "yellow").await
+}
+
+/// [`with_counting_chore`], the chore red: its run is approved in the app.
+pub async fn with_red_counting_chore(db: PgPool, name: &str) -> (Paired, PathBuf) {
+    let dir = PathBuf::from(format!("/var/tmp/aromba-{name}-{}", std::process::id()));
+    with_colored_counting_chore_in(db, name, dir, "red").await
+}
+
+async fn with_colored_counting_chore_in(
+    db: PgPool,
+    name: &str,
+    dir: PathBuf,
+    color: &str,
+) -> (Paired, PathBuf) {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("the chore's folder");
-    let script = counting_chore(&dir);
+    let script = counting_chore_of(&dir, color);
     let p = paired_with(
         db,
         name,
@@ -384,6 +427,20 @@ pub async fn settle(p: &Paired, text: &str) -> String {
 }
 
 impl Paired {
+    /// Waits (up to a minute) until the ladder has left Normal; what
+    /// `aromba status` then says.
+    pub async fn ladder_moves(&self) -> String {
+        let mut last = String::new();
+        for _ in 0..600 {
+            last = support::text(&self.warden.aromba_as("root", &["status"]).stdout);
+            if !last.contains("ladder: normal") {
+                return last;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the ladder never moved:\n{last}");
+    }
+
     /// Asserts the ladder is at Normal.
     pub fn ladder_is_normal(&self) {
         let status = support::text(&self.warden.aromba_as("root", &["status"]).stdout);
@@ -407,14 +464,46 @@ impl Paired {
     }
 
     /// The person taps the button labelled `label` on `message`, once the
-    /// relay has recorded its buttons.
+    /// relay has recorded its buttons. A button that opens the app (the
+    /// Warden's label, said to open it) is approved there: the app opened,
+    /// the proposal viewed, Approve tapped.
     pub async fn tap(&self, message: &Sent, label: &str) {
+        if let Some(reply) = self.approve_in_app(message, label).await {
+            assert_eq!(reply.status, 200, "the app's approval: {reply:?}");
+            return;
+        }
         self.bot.wait_recorded(message).await;
         let data = button_data(message, label);
         self.bot
             .fake
             .tap(CHAT, message.message_id, &data)
             .expect("the message is in the chat");
+    }
+
+    /// When `message` has a button labelled `label` that opens the app: the
+    /// person opens it, views the proposal and taps Approve there; the
+    /// page's last answer.
+    pub async fn approve_in_app(
+        &self,
+        message: &Sent,
+        label: &str,
+    ) -> Option<crate::relay::bot::AppReply> {
+        let in_app = aromba_words::approvals::in_app(label);
+        let has = |l: &str| {
+            message
+                .buttons
+                .iter()
+                .flatten()
+                .any(|(b, d)| b == l && aromba_botfake::is_link(d))
+        };
+        let label = [label, in_app.as_str()].into_iter().find(|l| has(l))?;
+        let launch = self.bot.open_app(CHAT, message, label);
+        let view = self.bot.ask_app(&launch, "view").await;
+        if view.status != 200 || view.body.get("kind").and_then(|k| k.as_str()) != Some("proposal")
+        {
+            return Some(view);
+        }
+        Some(self.bot.ask_app(&launch, "approve").await)
     }
 
     /// The person taps the button labelled `label` as `message` showed it,

@@ -948,6 +948,63 @@ mod tests {
     }
 
     #[test]
+    fn what_only_the_person_in_the_app_approves_once_an_account_is_bound() {
+        let red = system("security-updates");
+        let green = system("apt-clean");
+        let meta = Meta {
+            id: "u1".into(),
+            chore: "x".into(),
+            created_at: 1,
+            roots: vec![],
+        };
+        let release = Facts::Release {
+            version: aromba_release::Version::parse("1.2.0").unwrap(),
+            installed: None,
+            commit: None,
+        };
+        let ladder = Facts::Ladder {
+            event: 1,
+            step: 1,
+            reason: "r",
+        };
+        let cases = [
+            (run_of(&red), Facts::Chore(&red), Route::App),
+            (run_of(&green), Facts::Chore(&green), Route::Relay),
+            (
+                Action::Undo {
+                    undo_id: "u1".into(),
+                },
+                Facts::Snapshot(&meta),
+                Route::App,
+            ),
+            (
+                Action::InstallRelease {
+                    version: "1.2.0".into(),
+                    manifest_sha256: "0".repeat(64),
+                },
+                release,
+                Route::App,
+            ),
+            (
+                Action::StepDown {
+                    event: 1,
+                    step: 1,
+                    reason: "r".into(),
+                },
+                ladder,
+                Route::App,
+            ),
+            // The PIN is still typed in the chat for this one.
+            (Action::ProdModeOff, Facts::Nothing, Route::Relay),
+        ];
+        for (action, facts, want) in &cases {
+            assert_eq!(route(action, facts, true), *want, "{action:?}");
+            // A server paired before the Mini App: the relay's taps.
+            assert_eq!(route(action, facts, false), Route::Relay, "{action:?}");
+        }
+    }
+
+    #[test]
     fn a_run_is_rendered_the_same_each_time_and_names_what_it_does() {
         let c = system("security-updates");
         let action = run_of(&c);

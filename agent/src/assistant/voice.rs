@@ -603,6 +603,13 @@ const OUR_OPENINGS: &[&str] = &[
     "approve",
     "dry run",
     "that button does nothing",
+    // The Mini App's answers (shown in the app, but the Worker's words).
+    "nothing to approve here",
+    "this button is not one of your server's proposals",
+    "this pairing is over",
+    "bind your server's approvals",
+    "not confirmed:",
+    "sent to your server",
     // The Warden's proposals.
     "run the green chore",
     "run the yellow chore",

@@ -144,6 +144,15 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
                 ..
             } => tap(&daemon, message, &button, &proof).await,
             Incoming::Delivery {
+                delivery:
+                    Delivery::App {
+                        request,
+                        ask,
+                        launch,
+                    },
+                ..
+            } => super::in_app::asked(&daemon, request, ask, &launch).await,
+            Incoming::Delivery {
                 delivery: Delivery::Secret { text },
                 ..
             } => pin_given(&daemon, Pin::new(text.into_inner())).await,
@@ -713,7 +722,6 @@ async fn approve(
     pin: Option<Pin>,
 ) {
     let approving = button == "approve";
-    let was_that_you = super::shown::get(daemon, message).is_some_and(|s| s.no_is_panic);
     if !approving {
         // Cancel while the PIN is awaited: no PIN is awaited any more.
         let mut pending = daemon.pending_pin.lock().unwrap_or_else(|p| p.into_inner());
@@ -721,6 +729,27 @@ async fn approve(
             *pending = None;
         }
     }
+    let request = Request::Approve {
+        action_id: action_id.to_string(),
+        button: button.to_string(),
+        chat: proof.chat.to_string(),
+        time: proof.time,
+        signature: proof.signature.clone(),
+        pin,
+    };
+    carry(daemon, message, approving, &request).await;
+}
+
+/// An approval (a relay-signed tap, or the person's launch in the Mini
+/// App) to the Warden, for the proposal `message`; the Warden's answer to
+/// the chat, and under the proposal.
+pub(super) async fn carry(
+    daemon: &Daemon,
+    message: uuid::Uuid,
+    approving: bool,
+    request: &Request,
+) {
+    let was_that_you = super::shown::get(daemon, message).is_some_and(|s| s.no_is_panic);
     match super::shown::answer(daemon, message) {
         Some(false) => {
             daemon.say(ALREADY_ANSWERED.into(), vec![]).await;
@@ -741,15 +770,7 @@ async fn approve(
         }
         None => {}
     }
-    let request = Request::Approve {
-        action_id: action_id.to_string(),
-        button: button.to_string(),
-        chat: proof.chat.to_string(),
-        time: proof.time,
-        signature: proof.signature.clone(),
-        pin,
-    };
-    let answer = ask(daemon, &request).await;
+    let answer = ask(daemon, request).await;
     let under = match &answer {
         Ok(Response::AlreadyAnswered { .. }) => Some(ANSWERED_BEFORE),
         // Said when it was tapped.

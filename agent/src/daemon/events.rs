@@ -118,18 +118,13 @@ async fn was_that_you(daemon: &Daemon, fallback: &str) {
             action_id,
             text,
             buttons,
+            app,
             ..
         }) => {
-            let buttons = buttons
-                .into_iter()
-                .map(|b| aromba_relay_proto::frame::Button {
-                    id: b.data,
-                    label: b.label,
-                    action: Some(action_id.clone()),
-                })
-                .collect();
+            let buttons = super::in_app::buttons(&action_id, buttons, app.as_deref());
             let message = daemon.say(text, buttons).await;
             super::shown::update(daemon, message, |s| s.no_is_panic = true);
+            super::in_app::remember(daemon, message, app);
         }
         other => {
             tracing::warn!(answer = ?other.map(|r| format!("{r:?}")), "no \"Was that you?\" to ask");

@@ -26,6 +26,7 @@
 pub mod ask;
 pub mod chat;
 pub mod events;
+pub mod in_app;
 pub mod kept;
 pub mod relay_link;
 pub mod replies;

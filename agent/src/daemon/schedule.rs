@@ -17,7 +17,6 @@
 
 use super::Daemon;
 use crate::warden_client;
-use aromba_relay_proto::frame::Button;
 use aromba_warden_proto::{ChoreInfo, Request, Response, printable};
 use aromba_words::chores as words;
 use jiff::civil::{Date, DateTime, Weekday};
@@ -309,20 +308,16 @@ pub async fn propose(daemon: &Daemon, request: &Request, name: &str) -> Option<u
             text,
             buttons,
             needs_pin,
+            app,
             ..
         }) => {
             if needs_pin {
                 super::chat::expect_pin_for(daemon, &action_id);
             }
-            let buttons = buttons
-                .into_iter()
-                .map(|b| Button {
-                    id: b.data,
-                    label: b.label,
-                    action: Some(action_id.clone()),
-                })
-                .collect();
-            Some(daemon.say(text, buttons).await)
+            let buttons = super::in_app::buttons(&action_id, buttons, app.as_deref());
+            let message = daemon.say(text, buttons).await;
+            super::in_app::remember(daemon, message, app);
+            Some(message)
         }
         other => {
             daemon.say(receipt_text(name, other), vec![]).await;

@@ -33,6 +33,9 @@ pub struct Shown {
     /// Approved and running: the Warden's answer is still to come.
     #[serde(default)]
     pub pending: bool,
+    /// Approved in the Mini App: the `start_param` of its app button.
+    #[serde(default)]
+    pub app: Option<String>,
     at: i64,
 }
 
@@ -71,12 +74,27 @@ pub fn remember(daemon: &Daemon, message: Uuid, text: &str) {
             undo_of: None,
             no_is_panic: false,
             pending: false,
+            app: None,
             at: now_s(),
         });
         let extra = record.0.len().saturating_sub(MAX_SHOWN);
         record.0.drain(..extra);
         ((), true)
     });
+}
+
+/// The message whose app button carries `start_param`.
+pub fn with_app(daemon: &Daemon, start_param: &str) -> Option<Shown> {
+    with(daemon, |record| {
+        (
+            record
+                .0
+                .iter()
+                .find(|s| s.app.as_deref() == Some(start_param))
+                .cloned(),
+            false,
+        )
+    })
 }
 
 /// The message `message`, when it is remembered.

@@ -76,3 +76,37 @@ pub fn installing(version: &str) -> String {
         "Installing Aromba {version}: both services restart now, and I will say when it is back."
     )
 }
+
+/// The label of a button that opens the Mini App to approve there (the
+/// Warden's own label, said to open the app).
+pub fn in_app(label: &str) -> String {
+    format!("{label} (opens the app)")
+}
+
+/// The app was opened on a proposal this server no longer has open (an old
+/// message, answered on another phone, or gone after a restart).
+pub const APP_NOTHING_OPEN: &str = "Nothing to approve here: that proposal is answered or no longer open. Ask for it again in the chat if you still want it.";
+
+/// The app was opened from a button the Worker does not know (not one of
+/// its proposals).
+pub const APP_NOT_A_PROPOSAL: &str =
+    "This button is not one of your server's proposals, so there is nothing to approve.";
+
+/// The pairing's app was opened while `aromba pair` was no longer waiting.
+pub const APP_PAIRING_OVER: &str = "This pairing is over: `aromba pair` is no longer waiting on the server. To bind approvals to your Telegram account, type /unpair here, then run `sudo aromba pair` on the server again.";
+
+/// What the app shows at pairing, before the person confirms.
+pub const PAIR_CONFIRM: &str = "Bind your server's approvals to this Telegram account?\nAfter this, red actions, undos, cap changes and updates on your server are approved only here, in the app, from this account: the relay that carries the chat cannot approve them for you.";
+
+/// What the app shows once the account is pinned.
+pub const PAIR_CONFIRMED: &str =
+    "Done ✓ — approvals on your server are bound to this Telegram account. You can close this.";
+
+/// What the app shows when the Warden refused the confirmation.
+pub fn pair_not_confirmed(reason: &str) -> String {
+    format!("Not confirmed: {reason}. Open the app again from the button in the chat.")
+}
+
+/// The app's answer once an approval is on its way to the Warden (the
+/// outcome is said in the chat, as a receipt or a reason).
+pub const APP_SENT: &str = "Sent to your server. Its Warden checks Telegram's signature on this approval, then carries it out: what happens is said in the chat.";

@@ -87,14 +87,58 @@
         b.type = "button";
         b.textContent = button.text;
         b.dataset.data = button.data;
-        if (pending.has(tapKey(message.id, button.data))) b.setAttribute("aria-busy", "true");
-        b.addEventListener("click", () => tap(message.id, button.data, b));
+        if (isLink(button.data)) {
+          // Opens a Mini App, as Telegram does: a panel over the chat.
+          b.classList.add("link");
+          b.addEventListener("click", () => openApp(message.id, button.data));
+        } else {
+          if (pending.has(tapKey(message.id, button.data))) b.setAttribute("aria-busy", "true");
+          b.addEventListener("click", () => tap(message.id, button.data, b));
+        }
         line.append(b);
       }
       keyboard.append(line);
     }
     return keyboard;
   }
+
+  function isLink(data) { return data.startsWith("https://") || data.startsWith("http://"); }
+
+  const appPanel = document.getElementById("app-panel");
+  const appFrame = document.getElementById("app-frame");
+  let appOpener = null;
+
+  async function openApp(messageId, url) {
+    try {
+      const opened = await post("open", { message_id: messageId, url: url });
+      appOpener = document.activeElement;
+      appFrame.src = opened.url;
+      appPanel.hidden = false;
+      appFrame.focus();
+    } catch (e) {
+      showToast("The app did not open: " + e.message);
+    }
+  }
+
+  function closeApp() {
+    appPanel.hidden = true;
+    appFrame.src = "about:blank";
+    if (appOpener && appOpener.isConnected) appOpener.focus();
+  }
+
+  document.getElementById("app-close").addEventListener("click", closeApp);
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && !appPanel.hidden) closeApp();
+  });
+  // The app's `web_app_close`, sent to its parent as Telegram's web client
+  // receives it.
+  window.addEventListener("message", (e) => {
+    if (e.source !== appFrame.contentWindow) return;
+    try {
+      const event = JSON.parse(e.data);
+      if (event && event.eventType === "web_app_close") closeApp();
+    } catch (_) { /* not an event */ }
+  });
 
   async function tap(messageId, data, button) {
     const key = tapKey(messageId, data);

@@ -100,7 +100,9 @@ pub struct Accept {
 
 /// A button on a message: the server's id for it, its label, and, on a
 /// button of an approval, the action id the Warden issued (the relay signs
-/// it with the tap).
+/// it with the tap). A button with `app` opens the bot's Mini App from a
+/// direct link carrying `app` as its `start_param` (Telegram signs it in
+/// the launch): it is never tapped through the relay.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Button {
@@ -108,6 +110,8 @@ pub struct Button {
     pub label: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
 }
 
 impl Button {
@@ -117,8 +121,63 @@ impl Button {
             id: id.into(),
             label: label.into(),
             action: None,
+            app: None,
         }
     }
+
+    /// A button that opens the Mini App with `start_param`.
+    pub fn app(id: &str, label: &str, start_param: &str) -> Button {
+        Button {
+            app: Some(start_param.into()),
+            ..Button::new(id, label)
+        }
+    }
+}
+
+/// The longest `start_param` a direct link carries (the Bot API's limit).
+pub const MAX_START_PARAM: usize = 512;
+
+/// A `start_param`'s shape: 1 to [`MAX_START_PARAM`] of `A-Za-z0-9_-`.
+pub fn valid_start_param(param: &str) -> bool {
+    (1..=MAX_START_PARAM).contains(&param.len())
+        && param
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The longest launch data the relay passes on (Telegram's is a few hundred
+/// bytes).
+pub const MAX_LAUNCH: usize = 4096;
+
+/// What the Mini App asks the server, with the launch Telegram signed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AppAsk {
+    /// What the button it was opened from is about: the proposal's text.
+    View,
+    /// The person tapped Approve (or Confirm, for the pairing) in the app.
+    Approve,
+}
+
+/// The server's answer to the Mini App, shown as it is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppAnswer {
+    pub kind: AppAnswerKind,
+    /// Plain words (a proposal's text, a verdict), no markup.
+    pub text: String,
+}
+
+/// How the app shows an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AppAnswerKind {
+    /// A proposal waiting for the person: its text, with Approve.
+    Proposal,
+    /// The outcome of an approval (done, or not, said in the text).
+    Outcome,
+    /// Nothing to approve (answered already, gone, not this server's).
+    Closed,
 }
 
 /// The relay's signature over a tap, in the minisign format, and what it
@@ -182,11 +241,27 @@ pub enum Delivery {
         proof: TapProof,
     },
     /// The server was paired with a chat: the relay's public key for taps
-    /// (minisign, base64), which the Warden pins.
-    Paired { approval_key: String },
+    /// (minisign, base64), which the Warden pins; the bot's id, whose Mini
+    /// App launches Telegram signs; and the `start_param` of the button
+    /// that asks the person to confirm in the app (`pair_<code>`), whose
+    /// launch binds approvals to their Telegram account.
+    Paired {
+        approval_key: String,
+        bot_id: u64,
+        confirm: String,
+    },
     /// The message the server asked for with `expect_secret` (a PIN): the
     /// relay deleted it from the chat as soon as it read it.
     Secret { text: SecretText },
+    /// The paired person opened the Mini App: the launch as Telegram made
+    /// it (checked by the relay with the bot token only to refuse junk
+    /// early; the Warden checks Telegram's own signature), and what the app
+    /// asks. The server answers with `app_answer` under `request`.
+    App {
+        request: Uuid,
+        ask: AppAsk,
+        launch: String,
+    },
 }
 
 /// What the person typed where a secret (a PIN) was asked for: a string
@@ -287,6 +362,9 @@ pub enum Body {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
     },
+    /// Server → relay: the answer to the Mini App's `app` delivery
+    /// `request`, for the page that asked (never kept).
+    AppAnswer { request: Uuid, answer: AppAnswer },
     /// Relay → server: a planned shutdown; come back after this long.
     Restarting { after_ms: u64, jitter_ms: u64 },
     /// Relay → server: a frame was refused; the connection closes.
@@ -318,6 +396,12 @@ pub enum ContentError {
     ActionId,
     #[error("a tap's proof is malformed")]
     Proof,
+    #[error(
+        "a Mini App button's start parameter is 1 to {MAX_START_PARAM} of A-Z, a-z, 0-9, `_` and `-`"
+    )]
+    StartParam,
+    #[error("a Mini App launch is 1 to {MAX_LAUNCH} bytes with no control character")]
+    Launch,
 }
 
 /// Control characters other than line breaks and tabs: never in a chat
@@ -436,6 +520,9 @@ fn check_buttons(buttons: &[Button]) -> Result<(), ContentError> {
         if b.action.as_deref().is_some_and(|a| !valid_action_id(a)) {
             return Err(ContentError::ActionId);
         }
+        if b.app.as_deref().is_some_and(|p| !valid_start_param(p)) {
+            return Err(ContentError::StartParam);
+        }
     }
     Ok(())
 }
@@ -465,7 +552,14 @@ impl Delivery {
                 }
                 Ok(())
             }
-            Delivery::Paired { approval_key } => {
+            Delivery::Paired {
+                approval_key,
+                bot_id,
+                confirm,
+            } => {
+                if *bot_id == 0 || !confirm.starts_with("pair_") || !valid_start_param(confirm) {
+                    return Err(ContentError::Proof);
+                }
                 if approval_key.is_empty()
                     || approval_key.len() > 128
                     || !approval_key
@@ -473,6 +567,12 @@ impl Delivery {
                         .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
                 {
                     return Err(ContentError::Proof);
+                }
+                Ok(())
+            }
+            Delivery::App { launch, .. } => {
+                if launch.is_empty() || launch.len() > MAX_LAUNCH || has_control(launch) {
+                    return Err(ContentError::Launch);
                 }
                 Ok(())
             }
@@ -499,6 +599,7 @@ impl Body {
                 check_buttons(buttons)
             }
             Body::Deliver { delivery, .. } => delivery.check(),
+            Body::AppAnswer { answer, .. } => check_text(&answer.text),
             Body::JournalHead { hash, .. } | Body::Anchor { hash, .. } => {
                 if is_lower_hex(hash, 64) {
                     Ok(())
@@ -525,6 +626,7 @@ impl Body {
             Body::AlreadyPaired {} => "already_paired",
             Body::JournalHead { .. } => "journal_head",
             Body::Anchor { .. } => "anchor",
+            Body::AppAnswer { .. } => "app_answer",
             Body::Restarting { .. } => "restarting",
             Body::Error { .. } => "error",
         }

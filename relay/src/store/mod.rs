@@ -66,3 +66,20 @@ pub(crate) async fn newest_migration(
         .fetch_one(db)
         .await
 }
+
+/// Sends `payloads` on the channel `channel`, in one transaction: every
+/// listener gets them together, in order, once it commits (the Mini App's
+/// answers, `mini_app/answers.rs`; nothing is kept).
+pub(crate) async fn notify_all(
+    db: &sqlx::PgPool,
+    channel: &str,
+    payloads: &[String],
+) -> Result<(), sqlx::Error> {
+    let mut tx = db.begin().await?;
+    for payload in payloads {
+        sqlx::query!("SELECT pg_notify($1, $2)", channel, payload)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await
+}

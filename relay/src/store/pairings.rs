@@ -24,6 +24,16 @@ pub(crate) async fn count_of_server(
     .await
 }
 
+/// The server `chat` is paired with, if any.
+pub(crate) async fn server_of_chat(
+    db: impl sqlx::PgExecutor<'_>,
+    chat: i64,
+) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar!("SELECT server_id FROM pairings WHERE chat_id = $1", chat)
+        .fetch_optional(db)
+        .await
+}
+
 /// Pairs the server with `chat`; a unique violation when either is paired
 /// already.
 pub(crate) async fn insert(

@@ -5,6 +5,7 @@
 //! only in the chat and on the message it was sent with.
 
 use super::Telegram;
+use super::client::Key;
 use super::inbound::{HandleError, say_then};
 use super::words;
 use crate::state::App;
@@ -40,7 +41,7 @@ fn ask(
         options
             .iter()
             .zip(&ids)
-            .map(|((label, _), id)| (label.to_string(), id.clone()))
+            .map(|((label, _), id)| (label.to_string(), Key::Callback(id.clone())))
             .collect(),
     ];
     let (db, now) = (app.db.clone(), app.config.clock.now());

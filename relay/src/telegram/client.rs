@@ -34,8 +34,17 @@ pub enum CallError {
     Failed(String),
 }
 
-/// A row of inline buttons: each button's label and callback data.
-pub type Keyboard = Vec<Vec<(String, String)>>;
+/// Rows of inline buttons: each button's label and what it does.
+pub type Keyboard = Vec<Vec<(String, Key)>>;
+
+/// What an inline button does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Key {
+    /// A tap comes back to the bot with this callback data.
+    Callback(String),
+    /// Opens this link (a Mini App's direct link): no tap comes back.
+    Url(String),
+}
 
 /// The Bot API client. `Debug` shows neither the token nor the URL.
 #[derive(Clone)]
@@ -243,7 +252,16 @@ fn markup(keyboard: &Keyboard) -> Option<InlineKeyboardMarkup> {
     }
     Some(InlineKeyboardMarkup::new(keyboard.iter().map(|row| {
         row.iter()
-            .map(|(label, data)| InlineKeyboardButton::callback(label.clone(), data.clone()))
+            .filter_map(|(label, key)| match key {
+                Key::Callback(data) => {
+                    Some(InlineKeyboardButton::callback(label.clone(), data.clone()))
+                }
+                // Made by the relay from a checked start parameter; one
+                // that would not parse is left off rather than sent wrong.
+                Key::Url(link) => url::Url::parse(link)
+                    .ok()
+                    .map(|u| InlineKeyboardButton::url(label.clone(), u)),
+            })
             .collect::<Vec<_>>()
     })))
 }

@@ -86,6 +86,44 @@ pub struct TelegramConfig {
     /// database keeps (made at the first start).
     pub approval_key_file: Option<PathBuf>,
     pub limits: TelegramLimits,
+    /// The bot's Mini App, where approvals the relay cannot make are given.
+    pub app: MiniApp,
+}
+
+/// The bot's Mini App, as registered with @BotFather (`/newapp`, its URL
+/// `<public url>/app/`).
+#[derive(Clone, Debug)]
+pub struct MiniApp {
+    /// Its short name: the `<app>` of `t.me/<bot>/<app>`.
+    pub short_name: String,
+    /// Origins that may show the page in a frame (Telegram's web client).
+    pub frame_ancestors: Vec<String>,
+}
+
+/// Telegram's web client, which shows a Mini App in a frame.
+pub const TELEGRAM_WEB: &str = "https://web.telegram.org";
+
+impl MiniApp {
+    /// The app `short_name`, framed by Telegram's web client only.
+    pub fn new(short_name: &str) -> MiniApp {
+        MiniApp {
+            short_name: short_name.to_string(),
+            frame_ancestors: vec![TELEGRAM_WEB.to_string()],
+        }
+    }
+
+    /// The direct link that opens the app with `start_param`.
+    pub fn link(&self, bot_username: &str, start_param: &str) -> String {
+        format!(
+            "https://t.me/{bot_username}/{}?startapp={start_param}",
+            self.short_name
+        )
+    }
+}
+
+/// A short name @BotFather takes: 3 to 30 of letters, digits and `_`.
+pub fn valid_short_name(name: &str) -> bool {
+    (3..=30).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 #[derive(Clone, Debug)]
@@ -157,6 +195,7 @@ impl TelegramConfig {
             secrets: WebhookSecrets::one(secret),
             approval_key_file: None,
             limits: TelegramLimits::default(),
+            app: MiniApp::new("aromba"),
         }
     }
 }

@@ -16,7 +16,7 @@
 
 use super::Telegram;
 use super::choices::callback_id;
-use super::client::{CallError, Keyboard};
+use super::client::{CallError, Key, Keyboard};
 use super::signing::text_sha256;
 use super::split::{MAX_UNITS, split};
 use crate::state::App;
@@ -138,18 +138,30 @@ pub async fn round(app: &App, telegram: &Arc<Telegram>) -> Result<usize, sqlx::E
     Ok(done)
 }
 
-/// The buttons' rows (two to a row) under fresh callback ids.
-fn keyboard(buttons: &[Button]) -> (Keyboard, Vec<String>) {
-    let ids: Vec<String> = buttons.iter().map(|_| callback_id()).collect();
-    let rows = buttons
-        .iter()
-        .zip(&ids)
-        .map(|(b, id)| (b.label.clone(), id.clone()))
-        .collect::<Vec<_>>()
-        .chunks(2)
-        .map(<[_]>::to_vec)
-        .collect();
-    (rows, ids)
+/// The buttons' rows (two to a row): a tapped button under a fresh
+/// callback id, a Mini App button as its direct link (`None` while the
+/// bot's name is not known). The tapped buttons, with their ids, to record.
+fn keyboard(
+    telegram: &Telegram,
+    buttons: &[Button],
+) -> Option<(Keyboard, Vec<Button>, Vec<String>)> {
+    let username = telegram.username.borrow().clone();
+    let mut keys = Vec::with_capacity(buttons.len());
+    let (mut tapped, mut ids) = (Vec::new(), Vec::new());
+    for b in buttons {
+        let key = match &b.app {
+            Some(param) => Key::Url(telegram.config.app.link(username.as_deref()?, param)),
+            None => {
+                let id = callback_id();
+                tapped.push(b.clone());
+                ids.push(id.clone());
+                Key::Callback(id)
+            }
+        };
+        keys.push((b.label.clone(), key));
+    }
+    let rows = keys.chunks(2).map(<[_]>::to_vec).collect();
+    Some((rows, tapped, ids))
 }
 
 /// The outcome of a Bot API call for a message to `chat`.
@@ -234,7 +246,9 @@ async fn send(
     else {
         return Ok(Outcome::Later);
     };
-    let (keyboard, ids) = keyboard(buttons);
+    let Some((keyboard, tapped, ids)) = keyboard(telegram, buttons) else {
+        return Ok(Outcome::Later);
+    };
     let mut last = None;
     for (i, (part, turn)) in parts.iter().zip(turns).enumerate() {
         let is_last = i + 1 == parts.len();
@@ -270,7 +284,7 @@ async fn send(
     )
     .await?;
     if recorded == 1 {
-        store::chat_buttons::replace(&mut tx, server, id, buttons, &ids).await?;
+        store::chat_buttons::replace(&mut tx, server, id, &tapped, &ids).await?;
     }
     store::pairings::served(&mut tx, server, now).await?;
     store::chat_outbox::forget(&mut tx, server, id).await?;
@@ -300,7 +314,9 @@ async fn edit(
     if split(text, MAX_UNITS).len() > 1 {
         return Ok(Outcome::Dropped("edit_too_long"));
     }
-    let (keyboard, ids) = keyboard(buttons);
+    let Some((keyboard, tapped, ids)) = keyboard(telegram, buttons) else {
+        return Ok(Outcome::Later);
+    };
     telegram.pace.wait(chat).await;
     match telegram
         .client
@@ -322,7 +338,7 @@ async fn edit(
         app.config.clock.now(),
     )
     .await?;
-    store::chat_buttons::replace(&mut tx, server, message, buttons, &ids).await?;
+    store::chat_buttons::replace(&mut tx, server, message, &tapped, &ids).await?;
     store::pairings::served(&mut tx, server, app.config.clock.now()).await?;
     store::chat_outbox::forget(&mut tx, server, id).await?;
     tx.commit().await?;

@@ -155,14 +155,25 @@ pub async fn consume(
     };
     app.metrics.telegram("paired");
     tracing::info!(server = %server, "paired");
+    let confirm = format!("pair_{code}");
     app.enqueue(
         server,
         &Delivery::Paired {
             approval_key: telegram.key.public_base64().to_string(),
+            bot_id: u64::try_from(telegram.config.token.bot_id_number()).unwrap_or(0),
+            confirm: confirm.clone(),
         },
     )
     .await?;
-    say(app, telegram, chat, words::PAIRED);
+    // With one more step: the person opens the app from the button, and
+    // `aromba pair` pins their account from Telegram's signature over that
+    // launch. (The bot's name is known: the code's link was made with it.)
+    let username = telegram.username.borrow().clone().unwrap_or_default();
+    let keyboard = vec![vec![(
+        words::CONFIRM_BUTTON.to_string(),
+        super::client::Key::Url(telegram.config.app.link(&username, &confirm)),
+    )]];
+    super::inbound::say_then(app, telegram, chat, words::PAIRED, keyboard, |_| async {});
     // The menu of the server's commands, in this chat.
     let (app, menu) = (app.clone(), telegram.clone());
     tokio::spawn(async move {

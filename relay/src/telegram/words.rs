@@ -3,7 +3,7 @@
 
 pub const FOREIGN: &str = "This bot talks only to the server it is paired with, and this chat is not paired with one. To pair your server, run `sudo aromba pair` on it and open the link it prints.";
 
-pub const PAIRED: &str = "Paired. This chat now looks after your server; it will say hello in a moment. Send /help to see what it can do.";
+pub const PAIRED: &str = "Paired. This chat now looks after your server; it will say hello in a moment. Send /help to see what it can do.\nOne more step: open the app with the button below and confirm it is you. From then on, red actions, undos and updates on your server can be approved only there, from this Telegram account.";
 
 pub const WRONG_CODE: &str = "That pairing code is not valid, or it has expired (a code holds fifteen minutes and works once). Run `sudo aromba pair` on your server for a new link.";
 
@@ -58,3 +58,13 @@ pub const CHOICE_GONE: &str = "This question has already been answered, or it ex
 
 /// `/unpair` in the command menu.
 pub const UNPAIR_COMMAND: &str = "Unpair this chat from its server";
+
+/// The label of the pairing's confirmation button.
+pub const CONFIRM_BUTTON: &str = "Confirm it is you (opens the app)";
+
+/// The Mini App's refusals, shown on its page (JSON `message`).
+pub const APP_NOT_FROM_TELEGRAM: &str = "This page was not opened from Telegram (or it was opened more than an hour ago). Open it again from the button in your chat.";
+pub const APP_NOT_PAIRED: &str =
+    "This Telegram account is not paired with a server, so there is nothing here to approve.";
+pub const APP_SERVER_SILENT: &str = "Your server did not answer within 20 seconds: it may be offline or busy. Nothing was done from this page; if the server comes back within ten minutes it may still carry out an approval, and the chat will say so.";
+pub const APP_BUSY: &str = "The relay is busy right now. Try again in a minute.";

@@ -75,6 +75,12 @@ pub fn telegram_config(
         WEBHOOK_SECRET,
     );
     telegram.limits = test_limits();
+    // The chat page on any loopback port may show the Mini App in its
+    // panel, as Telegram's web client does.
+    telegram
+        .app
+        .frame_ancestors
+        .push("http://127.0.0.1:*".into());
     telegram
 }
 
@@ -93,12 +99,20 @@ pub async fn start_bot_with(db: PgPool, polling: bool, mut config: Config) -> Bo
         config.telegram = Some(telegram_config(fake_addr, addr, polling));
     }
     let relay = start_on(db.clone(), config, api).await;
+    with_app(&fake, addr);
     Bot {
         relay,
         fake,
         fake_addr,
         db,
     }
+}
+
+/// BotFather's `/newapp` for the relay on `api` (its page at `/app/`), and
+/// Telegram's launch key: the test key a test Warden pins.
+pub fn with_app(fake: &Fake, api: std::net::SocketAddr) {
+    fake.register_app("aromba", &format!("http://{api}/app/"));
+    fake.set_launch_key(crate::telegram::test_key());
 }
 
 /// A relay with a bot (webhook mode) whose relay limits and Telegram
@@ -119,6 +133,7 @@ pub async fn start_bot_tuned(
     telegram_limits(&mut telegram.limits);
     c.telegram = Some(telegram);
     let relay = start_on(db.clone(), c, api).await;
+    with_app(&fake, addr);
     Bot {
         relay,
         fake,
@@ -192,7 +207,7 @@ pub async fn paired(bot: &Bot, chat: i64) -> (Server, Socket, Session, String) {
     let (code, _) = ask_code(&mut ws, &mut session).await;
     bot.fake.user_message(chat, &format!("/start {code}"));
     let key = match next_delivery(&mut ws, &mut session).await {
-        Delivery::Paired { approval_key } => approval_key,
+        Delivery::Paired { approval_key, .. } => approval_key,
         other => panic!("expected the pairing, got {other:?}"),
     };
     (server, ws, session, key)
@@ -208,6 +223,7 @@ impl Bot {
             .buttons
             .iter()
             .flatten()
+            .filter(|(_, data)| !aromba_botfake::is_link(data))
             .map(|(_, data)| data.clone())
             .collect();
         for _ in 0..1_000 {
@@ -302,11 +318,13 @@ pub fn approval_buttons() -> Vec<Button> {
             id: "approve".into(),
             label: "Approve".into(),
             action: Some(ACTION.into()),
+            app: None,
         },
         Button {
             id: "cancel".into(),
             label: "Cancel".into(),
             action: Some(ACTION.into()),
+            app: None,
         },
     ]
 }
@@ -314,4 +332,60 @@ pub fn approval_buttons() -> Vec<Button> {
 /// The `n`th message the bot sent to `chat`, once it is there.
 pub async fn sent(bot: &Bot, chat: i64, n: usize) -> aromba_botfake::state::Sent {
     bot.shown(chat, n).await
+}
+
+/// What the Mini App's page got when it asked: the HTTP status and the
+/// JSON body (an answer, or a refusal's `message`).
+#[derive(Debug)]
+pub struct AppReply {
+    pub status: u16,
+    pub body: serde_json::Value,
+}
+
+impl AppReply {
+    /// The answer's or the refusal's words.
+    pub fn text(&self) -> String {
+        self.body
+            .get("text")
+            .or_else(|| self.body.get("message"))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+impl Bot {
+    /// The person in `chat` taps the link button labelled `label` on
+    /// `message`: the launch Telegram gives the page it opens.
+    pub fn open_app(
+        &self,
+        chat: i64,
+        message: &aromba_botfake::state::Sent,
+        label: &str,
+    ) -> String {
+        let link = message
+            .buttons
+            .iter()
+            .flatten()
+            .find(|(l, d)| l == label && aromba_botfake::is_link(d))
+            .map(|(_, d)| d.clone())
+            .unwrap_or_else(|| panic!("no {label} link on {message:?}"));
+        self.fake
+            .open_app(chat, &link)
+            .unwrap_or_else(|e| panic!("the app did not open: {e}"))
+            .launch
+    }
+
+    /// The page asks the relay `ask` (`view` or `approve`) with `launch`.
+    pub async fn ask_app(&self, launch: &str, ask: &str) -> AppReply {
+        let response = reqwest::Client::new()
+            .post(format!("http://{}/app/v1/ask", self.relay.addr))
+            .json(&serde_json::json!({"launch": launch, "ask": ask}))
+            .send()
+            .await
+            .expect("the relay answers the page");
+        let status = response.status().as_u16();
+        let body = response.json().await.unwrap_or(serde_json::Value::Null);
+        AppReply { status, body }
+    }
 }

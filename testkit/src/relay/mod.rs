@@ -410,6 +410,8 @@ impl RelayProcess {
                 std::str::from_utf8(TEST_PEPPER).expect("ascii"),
             )
             .env("RUST_LOG", "warn")
+            // The Mini App's short name (a relay with a bot needs one).
+            .env("AROMBA_TELEGRAM_APP", "aromba")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped());
         for (name, value) in settings {

@@ -1,0 +1,144 @@
+//! A relay taken over — holding its own tap key, its database and the bot
+//! token — against a server bound to the person's Telegram account: it
+//! types `/run` and signs the Approve the Warden offers only in the Mini
+//! App, signs Approve on an Undo, and forges the app's launch with a key of
+//! its own (its HMAC with the bot token passes at the relay). No red chore
+//! runs, nothing is undone, and each forgery is a ladder signal; the same
+//! flows with the person in the app succeed (`end_to_end.rs`, and below).
+//! A real relay with the fake Bot API, a real Warden, `aromba run`.
+
+use aromba_testkit::paired;
+use aromba_testkit::relay as relay_support;
+use aromba_testkit::taken_over;
+use aromba_testkit::worker as support;
+
+use aromba_botfake::state::Sent;
+use aromba_relay_proto::frame::Delivery;
+use paired::{CHAT, Paired, runs, with_red_counting_chore};
+use sqlx::PgPool;
+use std::time::Duration;
+
+fn status(p: &Paired) -> String {
+    support::text(&p.warden.aromba_as("root", &["status"]).stdout)
+}
+
+/// The relay types `text` into the chat, as if the person had.
+async fn relay_types(p: &Paired, server: &str, text: &str) {
+    let typed = Delivery::Message { text: text.into() };
+    taken_over::delivers(p, server, &typed).await;
+}
+
+/// The proposal to run `count`, typed by the relay, once in the chat with
+/// its buttons recorded.
+async fn relay_proposes_count(p: &Paired, server: &str) -> Sent {
+    let before = p.bot.fake.sent_to(CHAT).len();
+    relay_types(p, server, "/run count").await;
+    let proposal = p
+        .next(before, |t| t.starts_with("Run the red chore \"count\""))
+        .await;
+    p.bot.wait_recorded(&proposal).await;
+    proposal
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_relay_that_types_run_and_signs_approve_runs_no_red_chore(db: PgPool) {
+    let (p, dir) = with_red_counting_chore(db, "adv-relay-red").await;
+    assert!(status(&p).contains("approvals in the app: Telegram account"));
+    let server = taken_over::server(&p).await;
+    let proposal = relay_proposes_count(&p, &server).await;
+    assert!(
+        proposal
+            .buttons
+            .iter()
+            .flatten()
+            .any(|(l, d)| l == "Approve (opens the app)" && aromba_botfake::is_link(d)),
+        "the Approve of a red run opens the app: {proposal:?}"
+    );
+    let k = taken_over::known(&p, &proposal).await;
+    let tap = taken_over::signed_tap(&p, &k, "approve", "Approve").await;
+    taken_over::delivers(&p, &server, &tap).await;
+    let moved = p.ladder_moves().await;
+    assert!(!moved.contains("ladder: normal"), "{moved}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(runs(&dir), 0, "the relay's own signature ran the chore");
+    let journal = p.warden.journal();
+    assert!(
+        journal.contains("approved only in the Mini App"),
+        "the refusal is journaled"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_launch_the_relay_forged_with_its_bot_token_runs_nothing(db: PgPool) {
+    let (p, dir) = with_red_counting_chore(db, "adv-relay-launch").await;
+    let server = taken_over::server(&p).await;
+    let proposal = relay_proposes_count(&p, &server).await;
+    let link = proposal
+        .buttons
+        .iter()
+        .flatten()
+        .find(|(_, d)| aromba_botfake::is_link(d))
+        .map(|(_, d)| d.clone())
+        .expect("the app's button");
+    let param = link.split("startapp=").nth(1).expect("a start parameter");
+    // Launch data made by the relay: its HMAC with the bot token is right
+    // (the relay holds the token), its Ed25519 signature a key of its own.
+    let its_own = aromba_testkit::telegram::LaunchKey::generate().expect("a key");
+    let forged = aromba_testkit::telegram::launch(
+        &its_own,
+        relay_support::bot::BOT_TOKEN,
+        &aromba_testkit::telegram::Person::new(CHAT, "Person"),
+        Some(param),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("now")
+            .as_secs(),
+    );
+    let before = p.bot.fake.sent_to(CHAT).len();
+    let reply = p.bot.ask_app(&forged, "approve").await;
+    assert_eq!(reply.status, 200, "the relay passed it on: {reply:?}");
+    // Said in the chat: the Warden refused it.
+    p.next(before, |t| t.starts_with("The Warden refused"))
+        .await;
+    p.ladder_moves().await;
+    assert_eq!(
+        runs(&dir),
+        0,
+        "a launch Telegram never signed ran the chore"
+    );
+    assert!(
+        p.warden
+            .journal()
+            .contains("not signed by Telegram for this bot"),
+        "the refusal is journaled"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[sqlx::test(migrations = false)]
+async fn an_undo_the_relay_signs_undoes_nothing_and_the_persons_does(db: PgPool) {
+    let (p, dir) = with_red_counting_chore(db, "adv-relay-undo").await;
+    let server = taken_over::server(&p).await;
+    // The person runs it, in the app.
+    let proposal = relay_proposes_count(&p, &server).await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&proposal, "Approve").await;
+    let receipt = p.next(before, |t| t.starts_with("Done.")).await;
+    assert_eq!(runs(&dir), 1);
+    // The relay asks for the Undo (a tap that only proposes) and signs its
+    // Approve.
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.tap(&receipt, "Undo").await;
+    let undo = p
+        .next(before, |t| t.starts_with("Undo the run of \"count\""))
+        .await;
+    p.bot.wait_recorded(&undo).await;
+    let k = taken_over::known(&p, &undo).await;
+    let tap = taken_over::signed_tap(&p, &k, "approve", "Approve").await;
+    taken_over::delivers(&p, &server, &tap).await;
+    p.ladder_moves().await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(runs(&dir), 1, "the relay's signature undid the run");
+    let _ = std::fs::remove_dir_all(&dir);
+}
