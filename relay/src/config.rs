@@ -245,6 +245,11 @@ pub struct Limits {
     pub burst: u32,
     /// …refilled at one per this many milliseconds.
     pub refill_ms: u64,
+    /// What the Mini App's page may ask from one address (anyone can open
+    /// a bot's app, and a launch holds for an hour): a burst…
+    pub app_burst: u32,
+    /// …refilled at one per this many milliseconds.
+    pub app_refill_ms: u64,
     /// Connected servers one replica holds; past it, close code 1013.
     pub max_connections: usize,
     /// HTTP connections at once, before any becomes a WebSocket…
@@ -307,6 +312,8 @@ impl Default for Limits {
             registrations_per_day: 20,
             burst: 10,
             refill_ms: 6_000,
+            app_burst: 30,
+            app_refill_ms: 1_000,
             max_connections: 50_000,
             max_http_connections: 4_096,
             http_per_address: 64,

@@ -59,6 +59,13 @@ pub fn router(app: App, tasks: &mut tokio::task::JoinSet<()>) -> Router {
         .per_millisecond(limits.refill_ms.max(1))
         .burst_size(limits.burst.max(1));
     let governor = builder.finish().map(Arc::new);
+    let mut app_builder = GovernorConfigBuilder::default().key_extractor(AddressExtractor {
+        proxies: app.config.trusted_proxies.clone().into(),
+    });
+    app_builder
+        .per_millisecond(limits.app_refill_ms.max(1))
+        .burst_size(limits.app_burst.max(1));
+    let app_governor = app_builder.finish().map(Arc::new);
     let mut router = Router::new();
     for &(method, path) in HTTP_ROUTES {
         let handler = match (method, path) {
@@ -92,10 +99,7 @@ pub fn router(app: App, tasks: &mut tokio::task::JoinSet<()>) -> Router {
         .route(crate::mini_app::PAGE, get(crate::mini_app::page))
         .route(crate::mini_app::SCRIPT, get(crate::mini_app::script))
         .route(crate::mini_app::STYLE, get(crate::mini_app::style))
-        .route(
-            crate::mini_app::ASK,
-            post(crate::mini_app::ask).layer(DefaultBodyLimit::max(crate::mini_app::MAX_ASK_BODY)),
-        )
+        .route(crate::mini_app::ASK, app_ask(&app, app_governor, tasks))
         .route("/v1/connect", get(crate::ws::connect))
         .route(
             crate::telegram::webhook::PATH,
@@ -105,6 +109,40 @@ pub fn router(app: App, tasks: &mut tokio::task::JoinSet<()>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(app)
+}
+
+/// The Mini App's route, with its own bound per address: anyone may open a
+/// bot's app, and each ask costs the relay a lookup.
+fn app_ask(
+    app: &App,
+    governor: Option<
+        Arc<
+            tower_governor::governor::GovernorConfig<
+                AddressExtractor,
+                governor::middleware::NoOpMiddleware,
+            >,
+        >,
+    >,
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> axum::routing::MethodRouter<App> {
+    let route =
+        post(crate::mini_app::ask).layer(DefaultBodyLimit::max(crate::mini_app::MAX_ASK_BODY));
+    let Some(config) = governor else {
+        return route;
+    };
+    let limiter = config.limiter().clone();
+    tasks.spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            every.tick().await;
+            limiter.retain_recent();
+        }
+    });
+    let metrics_app = app.clone();
+    route.layer(GovernorLayer::new(config).error_handler(move |_| {
+        metrics_app.metrics.telegram("app_ask_rate_limited");
+        ApiError::TooManyRequests.into_response()
+    }))
 }
 
 async fn healthz() -> Json<serde_json::Value> {

@@ -1,0 +1,185 @@
+//! The Mini App at the relay: its page served with a strict policy, and
+//! its one route — a launch the bot token's HMAC refuses, an account that
+//! is not paired, an ask that reaches the paired server as an `app`
+//! delivery with the launch untouched and whose answer comes back, and an
+//! answer from another server that never reaches the page. A real relay on
+//! a fresh database, the fake Bot API signing launches as Telegram does.
+
+use aromba_testkit::relay as support;
+use aromba_testkit::telegram::{Person, launch};
+
+use aromba_relay_proto::frame::{AppAnswer, AppAnswerKind, AppAsk, Body, Delivery};
+use sqlx::PgPool;
+use std::time::Duration;
+use support::bot::{BOT_TOKEN, next_delivery, paired, start_bot};
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("now")
+        .as_secs()
+}
+
+fn launch_of(chat: i64, token: &str) -> String {
+    launch(
+        &aromba_testkit::telegram::test_key(),
+        token,
+        &Person::new(chat, "P"),
+        Some("abc"),
+        now_s(),
+    )
+}
+
+#[sqlx::test(migrations = false)]
+async fn the_page_loads_nothing_from_anyone_else_and_frames_only_for_telegram(db: PgPool) {
+    let bot = start_bot(db, false).await;
+    for path in ["/app/", "/app/app.js", "/app/app.css"] {
+        let r = reqwest::get(format!("http://{}{path}", bot.relay.addr))
+            .await
+            .expect("the page");
+        assert_eq!(r.status(), 200, "{path}");
+        let policy = r
+            .headers()
+            .get("content-security-policy")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            policy.starts_with("default-src 'none'; script-src 'self';"),
+            "{policy}"
+        );
+        assert!(
+            policy.contains("frame-ancestors https://web.telegram.org"),
+            "{policy}"
+        );
+        assert!(!policy.contains("unsafe"), "{policy}");
+        let body = r.text().await.expect("a body");
+        assert!(
+            !body.contains("telegram-web-app.js"),
+            "no third-party script"
+        );
+    }
+    bot.relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_launch_without_the_bot_tokens_hmac_or_of_a_stranger_reaches_no_server(db: PgPool) {
+    let bot = start_bot(db, false).await;
+    let (_server, mut ws, mut session, _) = paired(&bot, 77).await;
+    // Made with another bot's token: junk to this relay.
+    let other = launch_of(77, "999999:OTHER-token-not-a-secret-0123456789ab");
+    let r = bot.ask_app(&other, "view").await;
+    assert_eq!(r.status, 401, "{r:?}");
+    assert!(
+        r.text()
+            .starts_with("This page was not opened from Telegram"),
+        "{r:?}"
+    );
+    // Anyone may open the bot's app: a stranger's launch finds no server.
+    let stranger = bot.ask_app(&launch_of(78, BOT_TOKEN), "view").await;
+    assert_eq!(stranger.status, 404, "{stranger:?}");
+    assert!(stranger.text().contains("not paired"), "{stranger:?}");
+    for junk in ["", "{}", r#"{"launch": "x", "ask": "run"}"#, "not json"] {
+        let r = reqwest::Client::new()
+            .post(format!("http://{}/app/v1/ask", bot.relay.addr))
+            .header("content-type", "application/json")
+            .body(junk)
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(r.status(), 400, "{junk:?}");
+    }
+    support::bot::no_delivery(&mut ws, &mut session, Duration::from_millis(500)).await;
+    bot.relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn an_ask_reaches_the_paired_server_untouched_and_its_answer_comes_back(db: PgPool) {
+    let bot = start_bot(db, false).await;
+    let (_server, mut ws, mut session, _) = paired(&bot, 77).await;
+    let given = launch_of(77, BOT_TOKEN);
+    let page = {
+        let bot_addr = bot.relay.addr;
+        let given = given.clone();
+        tokio::spawn(async move {
+            reqwest::Client::new()
+                .post(format!("http://{bot_addr}/app/v1/ask"))
+                .json(&serde_json::json!({"launch": given, "ask": "approve"}))
+                .send()
+                .await
+                .expect("an answer")
+                .json::<serde_json::Value>()
+                .await
+                .expect("JSON")
+        })
+    };
+    let request = loop {
+        if let Delivery::App {
+            request,
+            ask,
+            launch,
+        } = next_delivery(&mut ws, &mut session).await
+        {
+            assert_eq!(ask, AppAsk::Approve);
+            assert_eq!(launch, given, "the launch passes untouched");
+            break request;
+        }
+    };
+    let answer = AppAnswer {
+        kind: AppAnswerKind::Outcome,
+        text: "Sent to your server.".into(),
+    };
+    session
+        .send(&mut ws, &Body::AppAnswer { request, answer })
+        .await
+        .expect("sent");
+    let got = page.await.expect("the page's request");
+    assert_eq!(got["kind"], "outcome");
+    assert_eq!(got["text"], "Sent to your server.");
+    bot.relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn another_servers_answer_never_reaches_the_page(db: PgPool) {
+    let bot = start_bot(db, false).await;
+    let (_server, mut ws, mut session, _) = paired(&bot, 77).await;
+    let (_other, mut other_ws, mut other_session, _) = paired(&bot, 88).await;
+    let given = launch_of(77, BOT_TOKEN);
+    let page = {
+        let bot_addr = bot.relay.addr;
+        tokio::spawn(async move {
+            reqwest::Client::new()
+                .post(format!("http://{bot_addr}/app/v1/ask"))
+                .json(&serde_json::json!({"launch": given, "ask": "view"}))
+                .send()
+                .await
+                .expect("an answer")
+                .status()
+                .as_u16()
+        })
+    };
+    let request = loop {
+        if let Delivery::App { request, .. } = next_delivery(&mut ws, &mut session).await {
+            break request;
+        }
+    };
+    // The other server learns the request id (a guess, or a leak) and
+    // answers first: its answer is not the page's.
+    let forged = AppAnswer {
+        kind: AppAnswerKind::Proposal,
+        text: "Approve everything?".into(),
+    };
+    other_session
+        .send(
+            &mut other_ws,
+            &Body::AppAnswer {
+                request,
+                answer: forged,
+            },
+        )
+        .await
+        .expect("sent");
+    let status = page.await.expect("the page's request");
+    assert_eq!(status, 504, "the page waited for its own server, in vain");
+    bot.relay.stop().await;
+}
