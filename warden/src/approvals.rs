@@ -338,6 +338,22 @@ pub fn withdraw_step_downs(layout: &Layout) {
     }
 }
 
+/// Withdraws every proposal still waiting (when the Telegram account is
+/// pinned: each was issued under the relay's word, with the route it had
+/// then; found by the attack round: a red run proposed just before the
+/// pinning stayed approvable by a relay-signed tap). Withdrawn as spent,
+/// so the person's late tap is "already answered", no anomaly.
+pub fn withdraw_all(layout: &Layout) {
+    let Ok(entries) = std::fs::read_dir(actions_dir(layout)) else {
+        return;
+    };
+    for path in entries.flatten().map(|e| e.path()) {
+        if path.extension().is_some_and(|e| e == "json") {
+            let _ = std::fs::rename(&path, path.with_extension("spent"));
+        }
+    }
+}
+
 /// The most bytes a proposal's text may have: Telegram takes 4096
 /// characters, and no character is less than a byte.
 pub const MAX_TEXT: usize = 4096;
@@ -880,6 +896,10 @@ pub fn spend_in_app(
         Err(_) => return Err("the action id was not issued by this Warden".into()),
     };
     let recorded_hash = recorded_text_sha256(&recorded)?;
+    if route_of_record(&recorded) != Route::App {
+        // Never offered in the app: its Approve is a tap in the chat.
+        return Err("this action is approved with a tap in the chat, not in the app".into());
+    }
     if recorded_hash != text_sha256 {
         return Err("the app was opened for another text than the Warden's for this action".into());
     }

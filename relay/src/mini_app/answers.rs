@@ -25,6 +25,21 @@ const PIECE: usize = 6000;
 /// again.
 pub const MAX_WAITING: usize = 1024;
 
+/// Pages waiting at once for one server (its person's: one account pairs
+/// one server), so that no person can hold the others' room (found by the
+/// attack round: one launch, replayed from many addresses at a server kept
+/// silent, filled every place).
+pub const MAX_WAITING_PER_SERVER: usize = 4;
+
+/// Why a page cannot wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    /// This server's pages wait already, as many as it may have.
+    Server,
+    /// This replica waits for as many pages as it holds.
+    Replica,
+}
+
 /// Pieces one answer may come in (an answer's text is at most 4096
 /// characters).
 const MAX_PIECES: usize = 8;
@@ -44,11 +59,14 @@ impl Waiters {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Waits for `server`'s answer to `request`; `None` when too many wait.
-    pub fn wait(&self, request: Uuid, server: Uuid) -> Option<oneshot::Receiver<AppAnswer>> {
+    /// Waits for `server`'s answer to `request`, unless too many wait.
+    pub fn wait(&self, request: Uuid, server: Uuid) -> Result<oneshot::Receiver<AppAnswer>, Full> {
         let mut map = self.map();
+        if map.values().filter(|w| w.server == server).count() >= MAX_WAITING_PER_SERVER {
+            return Err(Full::Server);
+        }
         if map.len() >= MAX_WAITING {
-            return None;
+            return Err(Full::Replica);
         }
         let (tx, rx) = oneshot::channel();
         map.insert(
@@ -59,7 +77,7 @@ impl Waiters {
                 tx: Some(tx),
             },
         );
-        Some(rx)
+        Ok(rx)
     }
 
     /// The page stopped waiting.
@@ -165,6 +183,17 @@ mod tests {
             waiters.piece(&p);
         }
         assert_eq!(rx.try_recv().unwrap(), answer("mine"));
+    }
+
+    #[test]
+    fn one_server_cannot_hold_every_place() {
+        let waiters = Waiters::default();
+        let busy = Uuid::new_v4();
+        for _ in 0..MAX_WAITING_PER_SERVER {
+            assert!(waiters.wait(Uuid::new_v4(), busy).is_ok());
+        }
+        assert_eq!(waiters.wait(Uuid::new_v4(), busy).err(), Some(Full::Server));
+        assert!(waiters.wait(Uuid::new_v4(), Uuid::new_v4()).is_ok());
     }
 
     #[test]

@@ -123,7 +123,7 @@ pub fn check(launch: &str, token: &str, now: i64) -> Result<Checked, Refused> {
     let auth_date: i64 = field("auth_date")
         .and_then(|d| d.parse().ok())
         .ok_or(Refused::Malformed)?;
-    if (now - auth_date).abs() > MAX_AGE_S {
+    if now.abs_diff(auth_date) > MAX_AGE_S.unsigned_abs() {
         return Err(Refused::Stale);
     }
     let user: serde_json::Value = field("user")

@@ -157,13 +157,24 @@ pub async fn ask(State(app): State<App>, body: Bytes) -> Response {
         }
     };
     let request = Uuid::new_v4();
-    let Some(answer) = app.app_answers.wait(request, server) else {
-        app.metrics.telegram("app_ask_too_many");
-        return refusal(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            words::APP_BUSY,
-        );
+    let answer = match app.app_answers.wait(request, server) {
+        Ok(a) => a,
+        Err(answers::Full::Server) => {
+            app.metrics.telegram("app_ask_too_many_for_server");
+            return refusal(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                words::APP_WAITING,
+            );
+        }
+        Err(answers::Full::Replica) => {
+            app.metrics.telegram("app_ask_too_many");
+            return refusal(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                words::APP_BUSY,
+            );
+        }
     };
     let delivery = Delivery::App {
         request,

@@ -171,6 +171,8 @@ pub(super) fn pin_telegram_account(
     };
     match shared.change_state(telegram::ACCOUNT_RECORD, Some(account.record().as_bytes())) {
         Ok(()) => {
+            // What was proposed before took its route from the relay's word.
+            approvals::withdraw_all(&shared.options.layout);
             intent.outcome(shared, Outcome::Done);
             Response::TelegramAccount {
                 user_id: account.user_id,

@@ -1,0 +1,201 @@
+//! Attacks on the Mini App's route at a real relay: a paired person (any
+//! tenant: anyone may register a server and pair it) with a server that
+//! never answers, junk and oversized bodies, answers from a hostile server
+//! (huge, malformed, control characters), on a fresh database, the fake Bot
+//! API signing launches as Telegram does.
+//!
+//! Each test is named for its attack. One tenant holding every place a
+//! page may wait in was a break the attack round found (now a bound per
+//! server).
+
+use aromba_testkit::relay as support;
+use aromba_testkit::telegram::{Person, launch};
+
+use aromba_relay_proto::frame::{AppAnswer, AppAnswerKind, Body, Delivery};
+use sqlx::PgPool;
+use std::time::Duration;
+use support::bot::{BOT_TOKEN, next_delivery, paired, start_bot, start_bot_with};
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("now")
+        .as_secs()
+}
+
+fn launch_of(chat: i64) -> String {
+    launch(
+        &aromba_testkit::telegram::test_key(),
+        BOT_TOKEN,
+        &Person::new(chat, "P"),
+        Some("abc"),
+        now_s(),
+    )
+}
+
+async fn ask_from(
+    client: &reqwest::Client,
+    addr: std::net::SocketAddr,
+    from: &str,
+    launch: &str,
+) -> (u16, serde_json::Value) {
+    let r = client
+        .post(format!("http://{addr}/app/v1/ask"))
+        .header("x-forwarded-for", from)
+        .json(&serde_json::json!({"launch": launch, "ask": "view"}))
+        .send()
+        .await
+        .expect("an answer");
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(serde_json::Value::Null))
+}
+
+#[sqlx::test(migrations = false)]
+async fn one_tenant_with_a_silent_server_cannot_lock_every_other_tenant_out_of_the_app(db: PgPool) {
+    // The attacker pairs a server of its own, lets it say nothing, and
+    // opens its own app from ~50 addresses, each within the per-address
+    // bound (30 at once): every ask waits 20 s for an answer that never
+    // comes, in the one table of waiting pages every tenant shares.
+    let bot = start_bot_with(db, false, support::behind_proxy()).await;
+    let (_attacker, attacker_ws, _attacker_session, _) = paired(&bot, 77).await;
+    drop(attacker_ws);
+    let (_victim, mut victim_ws, mut victim_session, _) = paired(&bot, 88).await;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let attacker_launch = launch_of(77);
+    let addr = bot.relay.addr;
+    let mut waiting = tokio::task::JoinSet::new();
+    let total = aromba_relay::mini_app::answers::MAX_WAITING + 16;
+    for i in 0..total {
+        let (client, l) = (client.clone(), attacker_launch.clone());
+        let from = format!("198.51.{}.{}", 100 + i / 20 / 250, (i / 20) % 250 + 1);
+        waiting.spawn(async move { ask_from(&client, addr, &from, &l).await.0 });
+    }
+    // Wait until the attacker's asks are all in (forwarded or refused).
+    for _ in 0..400 {
+        let n = bot.metric("app_ask_forwarded").await + bot.metric("app_ask_too_many").await;
+        if n as usize >= total {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let forwarded = bot.metric("app_ask_forwarded").await;
+    eprintln!("the attacker has {forwarded} pages waiting");
+    // The victim, a paired person, opens the app now from its own address.
+    let answering = tokio::spawn(async move {
+        loop {
+            if let Delivery::App { request, .. } =
+                next_delivery(&mut victim_ws, &mut victim_session).await
+            {
+                victim_session
+                    .send(
+                        &mut victim_ws,
+                        &Body::AppAnswer {
+                            request,
+                            answer: AppAnswer {
+                                kind: AppAnswerKind::Proposal,
+                                text: "Run wipe?".into(),
+                            },
+                        },
+                    )
+                    .await
+                    .expect("sent");
+                return;
+            }
+        }
+    });
+    let (status, body) = ask_from(&client, addr, "203.0.113.9", &launch_of(88)).await;
+    answering.abort();
+    waiting.abort_all();
+    assert_eq!(
+        status, 200,
+        "another tenant's ask crowded this paired person out: {status} {body}"
+    );
+    bot.relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn an_oversized_or_junk_ask_body_is_refused_and_reaches_no_server(db: PgPool) {
+    let bot = start_bot(db, false).await;
+    let (_server, mut ws, mut session, _) = paired(&bot, 77).await;
+    let good = launch_of(77);
+    let client = reqwest::Client::new();
+    let huge = format!("{}&x={}", good, "a".repeat(10_000));
+    let with_control = format!("{good}\u{7}");
+    for body in [
+        serde_json::json!({"launch": huge, "ask": "view"}).to_string(),
+        serde_json::json!({"launch": good, "ask": "view", "extra": 1}).to_string(),
+        serde_json::json!({"launch": good, "ask": "approve_all"}).to_string(),
+        serde_json::json!({"launch": with_control, "ask": "view"}).to_string(),
+        format!(
+            "{{\"launch\": \"{good}\", \"ask\": \"view\"}}{}",
+            " ".repeat(20_000)
+        ),
+    ] {
+        let r = client
+            .post(format!("http://{}/app/v1/ask", bot.relay.addr))
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .expect("an answer");
+        assert!(
+            r.status().is_client_error(),
+            "{}: {}",
+            r.status(),
+            &body[..body.len().min(80)]
+        );
+    }
+    support::bot::no_delivery(&mut ws, &mut session, Duration::from_millis(500)).await;
+    bot.relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_server_answering_with_control_characters_or_too_much_is_refused(db: PgPool) {
+    // A hostile server answers its own page: it may say anything in plain
+    // words, but not bytes that pretend to be something else, nor more
+    // than an answer holds.
+    let bot = start_bot(db, false).await;
+    let (_server, mut ws, mut session, _) = paired(&bot, 77).await;
+    for text in ["Approve\u{1b}[2J everything", &"x".repeat(40_000)] {
+        let page = {
+            let addr = bot.relay.addr;
+            let l = launch_of(77);
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                ask_from(&client, addr, "127.0.0.1", &l).await
+            })
+        };
+        let request = loop {
+            if let Delivery::App { request, .. } = next_delivery(&mut ws, &mut session).await {
+                break request;
+            }
+        };
+        let _ = session
+            .send(
+                &mut ws,
+                &Body::AppAnswer {
+                    request,
+                    answer: AppAnswer {
+                        kind: AppAnswerKind::Proposal,
+                        text: text.to_string(),
+                    },
+                },
+            )
+            .await;
+        let (status, body) = page.await.expect("the page");
+        let shown = body.get("text").and_then(|t| t.as_str()).unwrap_or("");
+        assert!(
+            status != 200 || (!shown.contains('\u{1b}') && shown.len() <= 16_384),
+            "{status}: {}",
+            &shown[..shown.len().min(80)]
+        );
+        // The connection may be closed for the frame: come back.
+        if status != 200 {
+            break;
+        }
+    }
+    bot.relay.stop().await;
+}

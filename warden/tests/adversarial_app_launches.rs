@@ -1,0 +1,458 @@
+//! Attacks on the launch data itself and on approvals around it, against a
+//! real Warden: as a hostile relay (it holds the bot token, sees every
+//! launch it carries, and picks the `start_param` of every button it sends)
+//! or a hostile Worker (it passes launches on, or makes its own) — parsing
+//! differentials, re-encodings, replays, launches aimed at other actions,
+//! the Freeze, floods, and proposals made before the account was pinned
+//! (two breaks the attack round found: they kept the relay's route).
+//!
+//! Each test is named for its attack.
+
+use aromba_testkit::telegram::{BOT_ID, BOT_TOKEN, PERSON, launch_of, test_pub};
+use aromba_testkit::warden as support;
+
+use aromba_testkit::telegram::{Person, launch};
+use aromba_warden::approvals::text_sha256;
+use aromba_warden::init_data::{InitDataError, TelegramKey, verify};
+use aromba_warden::ladder::Clock;
+use aromba_warden::telegram::action_param;
+use aromba_warden_proto::{Request, Response};
+use support::{Warden, owner_chore};
+
+const SEED: &str = include_str!("../../keys/test/telegram-launch.seed");
+
+fn wipe() -> (String, String) {
+    owner_chore(
+        "wipe",
+        "red",
+        "",
+        "[ \"$1\" = --dry-run ] && exit 0\necho wiped > TOUCHED/wiped",
+    )
+}
+
+fn bound(name: &str) -> Warden {
+    let w = Warden::start(&format!("app-r2-{name}"), true, &[wipe()]);
+    assert!(matches!(
+        w.pin_telegram_account(PERSON),
+        Response::TelegramAccount { .. }
+    ));
+    w
+}
+
+fn proposed(w: &Warden) -> (String, String, String) {
+    w.dry_run_shown("wipe");
+    let (action, server, app) = w.proposal(&Request::Propose {
+        chore: "wipe".into(),
+    });
+    (
+        action,
+        server,
+        app.expect("a red run is approved in the app"),
+    )
+}
+
+fn refused(r: Response) -> String {
+    match r {
+        Response::Refused { reason, .. } => reason,
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+// ---- launch data made by hand, signed with the test "Telegram" key ----
+
+fn keypair() -> ed25519_compact::KeyPair {
+    let hex = SEED.trim();
+    let seed: Vec<u8> = (0..32)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    ed25519_compact::KeyPair::from_seed(ed25519_compact::Seed::from_slice(&seed).unwrap())
+}
+
+fn b64url(bytes: &[u8]) -> String {
+    use base64ct::{Base64UrlUnpadded, Encoding};
+    Base64UrlUnpadded::encode_string(bytes)
+}
+
+/// Signs the data-check string of `decoded` (key, value) fields as Telegram
+/// does for `bot_id`; returns the signature's base64url.
+fn sign(decoded: &[(&str, &str)], bot_id: u64) -> String {
+    let mut lines: Vec<String> = decoded
+        .iter()
+        .filter(|(k, _)| *k != "hash" && *k != "signature")
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    lines.sort();
+    let msg = format!("{bot_id}:WebAppData\n{}", lines.join("\n"));
+    b64url(keypair().sk.sign(msg.as_bytes(), None).as_ref())
+}
+
+fn key() -> TelegramKey {
+    TelegramKey::from_hex(test_pub()).unwrap()
+}
+
+const USER: &str = r#"{"id":4242,"first_name":"Ana"}"#;
+const USER_ENC: &str = "%7B%22id%22%3A4242%2C%22first_name%22%3A%22Ana%22%7D";
+
+// ---- parsing differentials, on the Warden's own parser ----
+
+#[test]
+fn a_field_named_twice_in_two_encodings_is_refused() {
+    let now = 1_800_000_000u64;
+    let at = now.to_string();
+    let sig = sign(&[("auth_date", &at), ("user", USER)], BOT_ID);
+    // `us%65r` is `user` once decoded: a second user the relay slips in.
+    let other = "%7B%22id%22%3A1%7D";
+    for raw in [
+        format!("auth_date={at}&user={USER_ENC}&us%65r={other}&signature={sig}"),
+        format!("auth_date={at}&us%65r={other}&user={USER_ENC}&signature={sig}"),
+        format!("auth_date={at}&user={USER_ENC}&signature={sig}&sign%61ture={sig}"),
+        format!("auth_date={at}&user={USER_ENC}&signature={sig}&st%61rt_param=x&start_param=y"),
+    ] {
+        let r = verify(&raw, BOT_ID, &key(), now);
+        assert!(
+            matches!(r, Err(InitDataError::Malformed(ref w)) if w.contains("twice")),
+            "{raw}: {r:?}"
+        );
+    }
+}
+
+#[test]
+fn re_encoding_a_signed_launch_changes_nothing_it_vouches_for() {
+    // The relay may re-encode what Telegram signed (it is the decoded
+    // bytes that are signed): the result must vouch for the very same
+    // fields, never for others.
+    let now = 1_800_000_000u64;
+    let at = now.to_string();
+    let param = format!("{}_{}", "a".repeat(32), "b".repeat(64));
+    let sig = sign(
+        &[("auth_date", &at), ("user", USER), ("start_param", &param)],
+        BOT_ID,
+    );
+    let plain = format!("auth_date={at}&user={USER_ENC}&start_param={param}&signature={sig}");
+    let good = verify(&plain, BOT_ID, &key(), now).expect("the plain launch verifies");
+    let encoded_param: String = param.bytes().map(|b| format!("%{b:02x}")).collect();
+    let re_encoded =
+        format!("%61uth_date={at}&user={USER_ENC}&start_param={encoded_param}&signature={sig}");
+    let again = verify(&re_encoded, BOT_ID, &key(), now).expect("the same fields verify");
+    assert_eq!(good.start_param, again.start_param);
+    assert_eq!(good.user_id, again.user_id);
+    // `+` is a space: a `+` in place of `%20` is the same byte, but a `+`
+    // where Telegram signed a `+` (sent as %2B) is not.
+    let with_plus = plain.replace("start_param=", "start_param=+");
+    assert!(verify(&with_plus, BOT_ID, &key(), now).is_err());
+}
+
+#[test]
+fn a_signature_hidden_in_the_user_json_or_an_empty_field_is_not_the_signature() {
+    let now = 1_800_000_000u64;
+    let at = now.to_string();
+    let sig = sign(&[("auth_date", &at), ("user", USER)], BOT_ID);
+    let user_with_sig = format!("%7B%22id%22%3A4242%2C%22signature%22%3A%22{sig}%22%7D");
+    for raw in [
+        format!("auth_date={at}&user={user_with_sig}"),
+        format!("auth_date={at}&user={USER_ENC}&signature="),
+        format!("auth_date={at}&user={USER_ENC}&signature={sig}&"),
+        format!("auth_date={at}&user={USER_ENC}&signature={sig}&start_param="),
+        format!("auth_date=&user={USER_ENC}&signature={sig}"),
+        format!("auth_date=+{at}&user={USER_ENC}&signature={sig}"),
+        format!("auth_date={at}&user={USER_ENC}&signature={sig}%00"),
+        format!("auth_date={at}&user={USER_ENC}&signature={sig}&x=%ff"),
+        format!("auth_date={at}&user={USER_ENC}&signature={sig}&x=%e2%80%ae"),
+    ] {
+        assert!(verify(&raw, BOT_ID, &key(), now).is_err(), "{raw}");
+    }
+}
+
+#[test]
+fn a_user_json_with_two_ids_names_one_account_only() {
+    // serde_json keeps the last of two keys: the relay's HMAC check and
+    // the Warden must read the same one, and Telegram signed it as is.
+    let now = 1_800_000_000u64;
+    let at = now.to_string();
+    let user = r#"{"id":1,"id":4242}"#;
+    let sig = sign(&[("auth_date", &at), ("user", user)], BOT_ID);
+    let enc: String = user.bytes().map(|b| format!("%{b:02X}")).collect();
+    let raw = format!("auth_date={at}&user={enc}&signature={sig}");
+    match verify(&raw, BOT_ID, &key(), now) {
+        // Refusing it is as good.
+        Err(_) => {}
+        Ok(l) => assert_eq!(
+            l.user_id, 4242,
+            "the Warden reads the last id, as the relay does"
+        ),
+    }
+}
+
+#[test]
+fn a_launch_from_the_far_future_is_refused() {
+    let now = 1_800_000_000u64;
+    for at in [now + 601, u64::MAX, now + 10 * 365 * 86_400] {
+        let at_s = at.to_string();
+        let sig = sign(&[("auth_date", &at_s), ("user", USER)], BOT_ID);
+        let raw = format!("auth_date={at_s}&user={USER_ENC}&signature={sig}");
+        assert!(
+            matches!(
+                verify(&raw, BOT_ID, &key(), now),
+                Err(InitDataError::NotFresh { .. })
+            ),
+            "{at}"
+        );
+    }
+}
+
+#[test]
+fn an_over_long_launch_is_refused_before_any_signature_work() {
+    let now = 1_800_000_000u64;
+    let raw = format!("auth_date={now}&user={USER_ENC}&x={}", "a".repeat(5000));
+    assert_eq!(
+        verify(&raw, BOT_ID, &key(), now),
+        Err(InitDataError::TooLong)
+    );
+}
+
+#[test]
+fn a_signature_re_encoded_in_base64_is_not_a_second_signature() {
+    // The last base64url digit of 64 bytes carries 2 bits and 4 spare:
+    // a relay that flips the spare bits makes another text for the same
+    // signature, and the Warden would take a replay for a new launch.
+    let now = 1_800_000_000u64;
+    let at = now.to_string();
+    let sig = sign(&[("auth_date", &at), ("user", USER)], BOT_ID);
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let last = sig.as_bytes()[sig.len() - 1];
+    let idx = alphabet.iter().position(|c| *c == last).unwrap();
+    for spare in 1..16usize {
+        let other = alphabet[(idx & !0xf) | ((idx & 0xf) ^ spare)] as char;
+        let mut variant = sig[..sig.len() - 1].to_string();
+        variant.push(other);
+        let raw = format!("auth_date={at}&user={USER_ENC}&signature={variant}");
+        assert!(verify(&raw, BOT_ID, &key(), now).is_err(), "{variant}");
+    }
+}
+
+// ---- against a running Warden ----
+
+#[test]
+fn a_launch_replayed_with_its_fields_re_encoded_is_still_the_same_launch() {
+    let w = bound("re-encoded-replay");
+    let (_, _, param) = proposed(&w);
+    let once = match w.in_app(PERSON, &param) {
+        Request::ApproveInApp { launch } => launch,
+        _ => unreachable!(),
+    };
+    assert!(matches!(
+        w.ask(&Request::ApproveInApp {
+            launch: once.clone()
+        }),
+        Response::Receipt { ok: true, .. }
+    ));
+    std::fs::remove_file(w.touched.join("wiped")).unwrap();
+    // The same launch, its auth_date's digits escaped: a replay all the same.
+    let re = once.replacen("auth_date=", "auth_d%61te=", 1);
+    let r = w.ask(&Request::ApproveInApp { launch: re });
+    assert!(!matches!(r, Response::Receipt { .. }), "{r:?}");
+    assert!(!w.touched.join("wiped").exists());
+    assert_eq!(w.ladder(), 1, "a replay is a signal, however it is spelled");
+}
+
+#[test]
+fn a_launch_for_one_action_approves_no_other_action() {
+    let w = bound("cross-action");
+    let (first, _, param_one) = proposed(&w);
+    let (second, _, param_two) = proposed(&w);
+    assert_ne!(first, second);
+    // The relay takes the second action's text hash with the first's id.
+    let (_, hash_two) = param_two.split_once('_').unwrap();
+    let mixed = format!("{first}_{hash_two}");
+    let _ = param_one;
+    let r = w.ask(&w.in_app(PERSON, &mixed));
+    // Both are the same chore's same text: this is the first action,
+    // approved for its own text, which is no break. What must not happen
+    // is two runs from one launch.
+    if matches!(r, Response::Receipt { ok: true, .. }) {
+        std::fs::remove_file(w.touched.join("wiped")).unwrap();
+    }
+    w.clock.advance(61);
+    let again = w.ask(&w.in_app(PERSON, &mixed));
+    assert!(!matches!(again, Response::Receipt { .. }), "{again:?}");
+}
+
+#[test]
+fn a_pairing_launch_approves_no_action_and_an_action_launch_pins_no_account() {
+    let w = bound("pair-vs-action");
+    let (_, _, param) = proposed(&w);
+    // The action's launch, offered as the pairing's.
+    let r = w.control(&Request::PinTelegramAccount {
+        launch: launch_of(PERSON + 7, Some(&param), w.clock.now()),
+        bot_id: BOT_ID,
+        start_param: param.clone(),
+    });
+    assert!(!matches!(r, Response::TelegramAccount { .. }), "{r:?}");
+    assert_eq!(w.status().telegram_user, Some(PERSON as u64));
+    // The pairing's `start_param` prefix glued before an action's.
+    w.clock.advance(61);
+    let why = refused(w.ask(&w.in_app(PERSON, &format!("pair_{param}"))));
+    assert!(why.contains("not opened from a proposal"), "{why}");
+    assert!(!w.touched.join("wiped").exists());
+}
+
+#[test]
+fn an_app_approval_at_freeze_or_cut_runs_nothing_and_is_not_spent() {
+    let w = bound("freeze");
+    let (_, _, param) = proposed(&w);
+    // Two deny-list hits: Slow, then Freeze.
+    for _ in 0..2 {
+        let _ = w.ask(&support::deny_list_hit());
+        w.clock.advance(61);
+    }
+    let st = w.status();
+    assert!(st.ladder_step >= 2, "{st:?}");
+    let why = refused(w.ask(&w.in_app(PERSON, &param)));
+    assert!(why.contains("Freeze"), "{why}");
+    assert!(!w.touched.join("wiped").exists());
+}
+
+#[test]
+fn a_launch_after_the_action_was_cancelled_runs_nothing() {
+    let w = bound("after-cancel");
+    let (action, server, param) = proposed(&w);
+    let launch = w.in_app(PERSON, &param);
+    refused(w.ask(&w.tap(&server, &action, "cancel", None)));
+    let r = w.ask(&launch);
+    assert!(!matches!(r, Response::Receipt { .. }), "{r:?}");
+    assert!(!w.touched.join("wiped").exists());
+}
+
+#[test]
+fn a_launch_on_the_prod_mode_off_proposal_does_not_skip_the_pin() {
+    // A relay-route action: the relay picks its `start_param` for a button
+    // of its own; the person opens it. Prod mode off needs the PIN.
+    let w = bound("prod-mode-off");
+    w.set_pin_and_prod_mode_on("correct-horse-7");
+    assert!(w.status().prod_mode.starts_with("on"));
+    let (action, _, app) = w.proposal(&Request::ProposeProdModeOff);
+    assert!(app.is_none(), "prod mode off keeps the relay's tap and PIN");
+    let param = action_param(&action, &text_sha256(&w.text_of(&action)));
+    let r = w.ask(&w.in_app(PERSON, &param));
+    assert!(!matches!(r, Response::Receipt { ok: true, .. }), "{r:?}");
+    assert!(
+        w.status().prod_mode.starts_with("on"),
+        "no PIN, no prod mode off"
+    );
+}
+
+#[test]
+fn a_red_run_proposed_before_the_account_was_pinned_needs_the_app_after() {
+    // A hostile relay types `/run wipe` as the person just before root's
+    // `sudo aromba pair` (the relay runs the pairing's flow and knows when
+    // it happens). The proposal is recorded with the relay's route; once
+    // the account is pinned, SECURITY.md says a red run needs the person
+    // in the Mini App — but the relay's own tap still approves it, for 24 h.
+    let w = Warden::start("app-r2-before-pin", true, &[wipe()]);
+    w.dry_run_shown("wipe");
+    let (action, server, app) = w.proposal(&Request::Propose {
+        chore: "wipe".into(),
+    });
+    assert!(app.is_none(), "no account pinned yet: the relay's tap");
+    assert!(matches!(
+        w.pin_telegram_account(PERSON),
+        Response::TelegramAccount { .. }
+    ));
+    assert_eq!(w.status().telegram_user, Some(PERSON as u64));
+    w.clock.advance(3600);
+    let r = w.ask(&w.tap(&server, &action, "approve", None));
+    assert!(
+        !w.touched.join("wiped").exists(),
+        "a red run approved by the relay alone after the account was pinned: {r:?}"
+    );
+}
+
+#[test]
+fn a_step_down_asked_before_the_account_was_pinned_needs_the_app_after() {
+    // The same for "Was that you?": a relay that can step the ladder down
+    // can undo what its own behaviour raised.
+    let w = Warden::start("app-r2-step-before-pin", true, &[wipe()]);
+    assert!(matches!(
+        w.ask(&support::deny_list_hit()),
+        Response::Refused { .. }
+    ));
+    assert_eq!(w.ladder(), 1);
+    let (action, server, app) = w.proposal(&Request::ProposeStepDown);
+    assert!(app.is_none());
+    assert!(matches!(
+        w.pin_telegram_account(PERSON),
+        Response::TelegramAccount { .. }
+    ));
+    w.clock.advance(120);
+    let r = w.ask(&w.tap(&server, &action, "approve", None));
+    assert_ne!(
+        w.status().ladder_name,
+        "normal",
+        "the relay alone stepped the ladder down after the account was pinned: {r:?}"
+    );
+}
+
+#[test]
+fn a_worker_flooding_forged_step_down_answers_at_slow_climbs_the_ladder() {
+    let w = bound("flood-step-down");
+    assert!(matches!(
+        w.ask(&support::deny_list_hit()),
+        Response::Refused { .. }
+    ));
+    assert_eq!(w.ladder(), 1);
+    let (action, _, param) = w.proposal(&Request::ProposeStepDown);
+    let param = param.expect("asked in the app");
+    let _ = action;
+    // Signed by a key of the Worker's own: each is a signal, unpaced.
+    let mallory = aromba_testkit::telegram::LaunchKey::generate().unwrap();
+    for _ in 0..5 {
+        let forged = launch(
+            &mallory,
+            BOT_TOKEN,
+            &Person::new(PERSON, "Ana"),
+            Some(&param),
+            w.clock.now(),
+        );
+        let r = w.ask(&Request::ApproveInApp { launch: forged });
+        assert!(!matches!(r, Response::Ladder { .. }), "{r:?}");
+    }
+    assert!(w.ladder() >= 2, "forged answers climb the ladder");
+    assert_ne!(w.status().ladder_name, "normal");
+}
+
+#[test]
+fn a_stale_launch_replayed_in_a_flood_at_slow_does_not_fill_the_journal() {
+    // The Worker keeps an old launch of the person's for the open "Was
+    // that you?" and sends it again and again: each is refused as stale
+    // (no signal) and passes unpaced at Slow (a claimed step down). How
+    // many journal lines does it cost?
+    let w = bound("stale-flood");
+    assert!(matches!(
+        w.ask(&support::deny_list_hit()),
+        Response::Refused { .. }
+    ));
+    assert_eq!(w.ladder(), 1);
+    let (_, _, param) = w.proposal(&Request::ProposeStepDown);
+    let param = param.expect("asked in the app");
+    let old = w.in_app(PERSON, &param);
+    w.clock.advance(aromba_warden::init_data::FRESH_S + 1);
+    let before = w.journal().lines().count();
+    let n = 2_000;
+    for _ in 0..n {
+        let _ = w.ask(&old);
+    }
+    let after = w.journal().lines().count();
+    let added = after - before;
+    eprintln!(
+        "{n} stale replays: {added} journal lines; ladder {}",
+        w.ladder()
+    );
+    // Bounded by the request flood: one flood window's worth, then the
+    // ladder moves, the question is withdrawn and the rest is paced.
+    assert!(
+        added <= aromba_warden::server::REQUEST_THRESHOLD + 20,
+        "{n} stale replays wrote {added} journal lines and the ladder is at {}",
+        w.ladder()
+    );
+    assert!(w.ladder() >= 2, "the flood is a signal");
+}
