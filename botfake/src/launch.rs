@@ -131,18 +131,11 @@ pub fn launch(
     if let Some(p) = start_param {
         fields.push(("start_param".into(), p.to_string()));
     }
-    let check = |fields: &[(String, String)]| {
-        let mut lines: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        lines.sort();
-        lines.join("\n")
-    };
-    let bot = bot_id(token).unwrap_or(0);
-    let signed = format!("{bot}:WebAppData\n{}", check(&fields));
-    let signature = key.0.sk.sign(signed.as_bytes(), None);
-    fields.push(("signature".into(), base64url(signature.as_ref())));
+    let signature = signature(key, bot_id(token).unwrap_or(0), &fields);
+    fields.push(("signature".into(), signature));
     // The bot token's HMAC covers the signature too.
     let secret = hmac_sha256(b"WebAppData", token.as_bytes());
-    let hash = hmac_sha256(&secret, check(&fields).as_bytes());
+    let hash = hmac_sha256(&secret, check(&fields, &["hash"]).as_bytes());
     fields.push((
         "hash".into(),
         hash.iter().map(|b| format!("{b:02x}")).collect(),
@@ -152,6 +145,28 @@ pub fn launch(
         .map(|(k, v)| format!("{k}={}", encode(v)))
         .collect::<Vec<_>>()
         .join("&")
+}
+
+/// The data-check string of `fields` (decoded): `key=value` lines, sorted,
+/// joined by "\n", without the fields named in `leave_out`.
+fn check(fields: &[(String, String)], leave_out: &[&str]) -> String {
+    let mut lines: Vec<String> = fields
+        .iter()
+        .filter(|(k, _)| !leave_out.contains(&k.as_str()))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    lines.sort();
+    lines.join("\n")
+}
+
+/// Telegram's Ed25519 signature, base64url, over `fields` (decoded) for the
+/// bot `bot_id`: what a launch's `signature` field holds.
+pub fn signature(key: &LaunchKey, bot_id: u64, fields: &[(String, String)]) -> String {
+    let signed = format!(
+        "{bot_id}:WebAppData\n{}",
+        check(fields, &["hash", "signature"])
+    );
+    base64url(key.0.sk.sign(signed.as_bytes(), None).as_ref())
 }
 
 fn hmac_sha256(key: &[u8], data: &[u8]) -> Vec<u8> {

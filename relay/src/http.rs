@@ -52,45 +52,19 @@ impl KeyExtractor for AddressExtractor {
 /// addresses not seen for a while) go in `tasks`, which end with the relay.
 pub fn router(app: App, tasks: &mut tokio::task::JoinSet<()>) -> Router {
     let limits = &app.config.limits;
-    let mut builder = GovernorConfigBuilder::default().key_extractor(AddressExtractor {
-        proxies: app.config.trusted_proxies.clone().into(),
-    });
-    builder
-        .per_millisecond(limits.refill_ms.max(1))
-        .burst_size(limits.burst.max(1));
-    let governor = builder.finish().map(Arc::new);
-    let mut app_builder = GovernorConfigBuilder::default().key_extractor(AddressExtractor {
-        proxies: app.config.trusted_proxies.clone().into(),
-    });
-    app_builder
-        .per_millisecond(limits.app_refill_ms.max(1))
-        .burst_size(limits.app_burst.max(1));
-    let app_governor = app_builder.finish().map(Arc::new);
     let mut router = Router::new();
     for &(method, path) in HTTP_ROUTES {
         let handler = match (method, path) {
             ("GET", "/healthz") => get(healthz),
             ("GET", "/readyz") => get(readyz),
             ("GET", "/openapi.json") => get(openapi),
-            ("POST", "/v1/servers") => {
-                let mut route = post(crate::servers::register);
-                if let Some(config) = governor.clone() {
-                    let limiter = config.limiter().clone();
-                    tasks.spawn(async move {
-                        let mut every = tokio::time::interval(Duration::from_secs(60));
-                        loop {
-                            every.tick().await;
-                            limiter.retain_recent();
-                        }
-                    });
-                    let metrics_app = app.clone();
-                    route = route.layer(GovernorLayer::new(config).error_handler(move |_| {
-                        metrics_app.metrics.refuse("registration_burst");
-                        ApiError::TooManyRequests.into_response()
-                    }));
-                }
-                route
-            }
+            ("POST", "/v1/servers") => per_address(
+                &app,
+                post(crate::servers::register),
+                (limits.burst, limits.refill_ms),
+                tasks,
+                |app| app.metrics.refuse("registration_burst"),
+            ),
             _ => unreachable!("every route in HTTP_ROUTES has a handler"),
         };
         router = router.route(path, handler);
@@ -99,7 +73,18 @@ pub fn router(app: App, tasks: &mut tokio::task::JoinSet<()>) -> Router {
         .route(crate::mini_app::PAGE, get(crate::mini_app::page))
         .route(crate::mini_app::SCRIPT, get(crate::mini_app::script))
         .route(crate::mini_app::STYLE, get(crate::mini_app::style))
-        .route(crate::mini_app::ASK, app_ask(&app, app_governor, tasks))
+        // Anyone may open a bot's app, and each ask costs a lookup.
+        .route(
+            crate::mini_app::ASK,
+            per_address(
+                &app,
+                post(crate::mini_app::ask)
+                    .layer(DefaultBodyLimit::max(crate::mini_app::MAX_ASK_BODY)),
+                (limits.app_burst, limits.app_refill_ms),
+                tasks,
+                |app| app.metrics.telegram("app_ask_rate_limited"),
+            ),
+        )
         .route("/v1/connect", get(crate::ws::connect))
         .route(
             crate::telegram::webhook::PATH,
@@ -111,23 +96,23 @@ pub fn router(app: App, tasks: &mut tokio::task::JoinSet<()>) -> Router {
         .with_state(app)
 }
 
-/// The Mini App's route, with its own bound per address: anyone may open a
-/// bot's app, and each ask costs the relay a lookup.
-fn app_ask(
+/// `route` bounded per address: a burst of `burst`, refilled at one per
+/// `refill_ms`; the limiter forgets quiet addresses each minute (a task in
+/// `tasks`), and a refusal is counted by `count`.
+fn per_address(
     app: &App,
-    governor: Option<
-        Arc<
-            tower_governor::governor::GovernorConfig<
-                AddressExtractor,
-                governor::middleware::NoOpMiddleware,
-            >,
-        >,
-    >,
+    route: axum::routing::MethodRouter<App>,
+    (burst, refill_ms): (u32, u64),
     tasks: &mut tokio::task::JoinSet<()>,
+    count: fn(&App),
 ) -> axum::routing::MethodRouter<App> {
-    let route =
-        post(crate::mini_app::ask).layer(DefaultBodyLimit::max(crate::mini_app::MAX_ASK_BODY));
-    let Some(config) = governor else {
+    let mut builder = GovernorConfigBuilder::default().key_extractor(AddressExtractor {
+        proxies: app.config.trusted_proxies.clone().into(),
+    });
+    builder
+        .per_millisecond(refill_ms.max(1))
+        .burst_size(burst.max(1));
+    let Some(config) = builder.finish().map(Arc::new) else {
         return route;
     };
     let limiter = config.limiter().clone();
@@ -138,9 +123,9 @@ fn app_ask(
             limiter.retain_recent();
         }
     });
-    let metrics_app = app.clone();
+    let counted = app.clone();
     route.layer(GovernorLayer::new(config).error_handler(move |_| {
-        metrics_app.metrics.telegram("app_ask_rate_limited");
+        count(&counted);
         ApiError::TooManyRequests.into_response()
     }))
 }

@@ -2,7 +2,7 @@
 //! pair of `keys/test/telegram-launch.*` (a test Warden pins its public
 //! half at install), a test bot and the paired person.
 
-pub use aromba_botfake::launch::{LaunchKey, Person, launch};
+pub use aromba_botfake::launch::{LaunchKey, Person, launch, signature};
 
 /// The public key a test Warden pins with `--telegram-key`.
 pub const TEST_PUB: &str = include_str!("../../keys/test/telegram-launch.pub");

@@ -839,6 +839,20 @@ pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verif
     if a.time.abs_diff(now) > FRESH_S {
         return Err(format!("the approval is not fresh: signed at {}, now {now}", a.time).into());
     }
+    spend(&dir, &a.action_id, &recorded, &a.signature, text_hash)
+}
+
+/// Spends the issued action `action_id` (recorded as `recorded`), approved
+/// by `signature` (a tap's, or Telegram's over a launch): what it approves.
+fn spend(
+    dir: &std::path::Path,
+    action_id: &str,
+    recorded: &[u8],
+    signature: &str,
+    text_sha256: String,
+) -> Result<Verified, TapRefusal> {
+    let issued = dir.join(format!("{action_id}.json"));
+    let spent = dir.join(format!("{action_id}.spent"));
     // Spending is a rename: of two uses racing, one finds the file gone.
     std::fs::rename(&issued, &spent).map_err(|_| {
         if spent.exists() {
@@ -847,21 +861,21 @@ pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verif
             "the action id was not issued by this Warden".to_string()
         }
     })?;
-    // Which tap spent it: the same one again is a replay, another the
+    // Which approval spent it: the same one again is a replay, another the
     // person's second tap.
     let _ = std::fs::write(
-        spent_by(&dir, &a.action_id),
-        format!("{}\n", text_sha256(&a.signature)),
+        spent_by(dir, action_id),
+        format!("{}\n", self::text_sha256(signature)),
     );
     let bytes = std::fs::read(&spent).map_err(|e| e.to_string())?;
     if bytes != recorded {
-        return Err("the action record changed while the tap was checked".into());
+        return Err("the action record changed while the approval was checked".into());
     }
     let record: Value = serde_json::from_slice(&bytes)
         .map_err(|e| format!("the action record is malformed: {e}"))?;
     Ok(Verified {
         action: Action::from_record(&record)?,
-        text_sha256: text_hash,
+        text_sha256,
     })
 }
 
@@ -903,27 +917,7 @@ pub fn spend_in_app(
     if recorded_hash != text_sha256 {
         return Err("the app was opened for another text than the Warden's for this action".into());
     }
-    std::fs::rename(&issued, &spent).map_err(|_| {
-        if spent.exists() {
-            "the approval was used already".to_string()
-        } else {
-            "the action id was not issued by this Warden".to_string()
-        }
-    })?;
-    let _ = std::fs::write(
-        spent_by(&dir, action_id),
-        format!("{}\n", self::text_sha256(signature)),
-    );
-    let bytes = std::fs::read(&spent).map_err(|e| e.to_string())?;
-    if bytes != recorded {
-        return Err("the action record changed while the approval was checked".into());
-    }
-    let record: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("the action record is malformed: {e}"))?;
-    Ok(Verified {
-        action: Action::from_record(&record)?,
-        text_sha256: recorded_hash,
-    })
+    spend(&dir, action_id, &recorded, signature, recorded_hash)
 }
 
 /// The text hash an action record holds; a record from before proposals

@@ -10,49 +10,12 @@ use aromba_testkit::warden as support;
 use aromba_testkit::telegram::{LaunchKey, Person, launch};
 use aromba_warden::ladder::Clock;
 use aromba_warden_proto::{Request, Response};
-use support::{Warden, owner_chore};
-
-fn bound(name: &str) -> Warden {
-    let w = Warden::start(
-        &format!("app-attack-{name}"),
-        true,
-        &[owner_chore(
-            "wipe",
-            "red",
-            "",
-            "[ \"$1\" = --dry-run ] && exit 0\necho wiped > TOUCHED/wiped",
-        )],
-    );
-    assert!(matches!(
-        w.pin_telegram_account(PERSON),
-        Response::TelegramAccount { .. }
-    ));
-    w
-}
-
-fn proposed(w: &Warden) -> (String, String, String) {
-    w.dry_run_shown("wipe");
-    let (action, server, app) = w.proposal(&Request::Propose {
-        chore: "wipe".into(),
-    });
-    (
-        action,
-        server,
-        app.expect("a red run is approved in the app"),
-    )
-}
-
-fn refused(r: Response) -> String {
-    match r {
-        Response::Refused { reason, .. } => reason,
-        other => panic!("not refused: {other:?}"),
-    }
-}
+use support::{Warden, refused};
 
 #[test]
 fn a_relay_signed_approve_on_a_red_run_runs_nothing_and_is_a_signal() {
-    let w = bound("relay-tap");
-    let (action, server, _) = proposed(&w);
+    let w = support::bound("app-attack-relay-tap");
+    let (action, server, _) = w.proposed_wipe();
     let why = refused(w.ask(&w.tap(&server, &action, "approve", None)));
     assert!(why.contains("only in the Mini App"), "{why}");
     assert!(!w.touched.join("wiped").exists());
@@ -61,8 +24,8 @@ fn a_relay_signed_approve_on_a_red_run_runs_nothing_and_is_a_signal() {
 
 #[test]
 fn a_relay_signed_cancel_still_declines_without_an_alarm() {
-    let w = bound("relay-cancel");
-    let (action, server, param) = proposed(&w);
+    let w = support::bound("app-attack-relay-cancel");
+    let (action, server, param) = w.proposed_wipe();
     let why = refused(w.ask(&w.tap(&server, &action, "cancel", None)));
     assert!(why.contains("cancel"), "{why}");
     assert_eq!(w.ladder(), 0);
@@ -76,8 +39,8 @@ fn a_relay_signed_cancel_still_declines_without_an_alarm() {
 
 #[test]
 fn a_launch_replayed_by_the_relay_runs_nothing_twice_and_is_a_signal() {
-    let w = bound("replay");
-    let (_, _, param) = proposed(&w);
+    let w = support::bound("app-attack-replay");
+    let (_, _, param) = w.proposed_wipe();
     let once = w.in_app(PERSON, &param);
     assert!(matches!(w.ask(&once), Response::Receipt { ok: true, .. }));
     std::fs::remove_file(w.touched.join("wiped")).unwrap();
@@ -90,8 +53,8 @@ fn a_launch_replayed_by_the_relay_runs_nothing_twice_and_is_a_signal() {
 #[test]
 fn a_launch_of_another_telegram_account_is_refused_and_a_signal() {
     // The relay's operator opens the app from its own account.
-    let w = bound("other-user");
-    let (_, _, param) = proposed(&w);
+    let w = support::bound("app-attack-other-user");
+    let (_, _, param) = w.proposed_wipe();
     let why = refused(w.ask(&w.in_app(PERSON + 1, &param)));
     assert!(
         why.contains("not the one this server is paired with"),
@@ -107,8 +70,8 @@ fn a_launch_of_another_telegram_account_is_refused_and_a_signal() {
 
 #[test]
 fn a_launch_signed_by_another_key_or_for_another_bot_is_refused() {
-    let w = bound("other-key");
-    let (_, _, param) = proposed(&w);
+    let w = support::bound("app-attack-other-key");
+    let (_, _, param) = w.proposed_wipe();
     let now = w.clock.now();
     // The relay signs with a key of its own (it has no Telegram key).
     let mallory = LaunchKey::generate().unwrap();
@@ -141,8 +104,8 @@ fn a_launch_signed_by_another_key_or_for_another_bot_is_refused() {
 
 #[test]
 fn a_launch_naming_another_text_or_no_action_approves_nothing() {
-    let w = bound("other-text");
-    let (action, _, _) = proposed(&w);
+    let w = support::bound("app-attack-other-text");
+    let (action, _, _) = w.proposed_wipe();
     let now = w.clock.now();
     let other_text = format!("{action}_{}", "0".repeat(64));
     let why = refused(w.ask(&Request::ApproveInApp {
@@ -165,8 +128,8 @@ fn a_launch_naming_another_text_or_no_action_approves_nothing() {
 
 #[test]
 fn an_app_opened_long_ago_is_refused_without_an_alarm_and_a_fresh_one_works() {
-    let w = bound("stale");
-    let (_, _, param) = proposed(&w);
+    let w = support::bound("app-attack-stale");
+    let (_, _, param) = w.proposed_wipe();
     let old = w.in_app(PERSON, &param);
     w.clock.advance(aromba_warden::init_data::FRESH_S + 1);
     let why = refused(w.ask(&old));
@@ -180,7 +143,7 @@ fn an_app_opened_long_ago_is_refused_without_an_alarm_and_a_fresh_one_works() {
 
 #[test]
 fn the_worker_cannot_pin_a_telegram_account() {
-    let w = bound("worker-pins");
+    let w = support::bound("app-attack-worker-pins");
     let r = w.ask(&Request::PinTelegramAccount {
         launch: launch_of(PERSON + 1, Some("pair_ABC234"), w.clock.now()),
         bot_id: BOT_ID,
@@ -218,7 +181,7 @@ fn pinning_needs_the_launch_of_the_pairings_own_button() {
 
 #[test]
 fn a_relay_signed_yes_cannot_step_the_ladder_down_once_bound() {
-    let w = bound("step-down");
+    let w = support::bound("app-attack-step-down");
     assert!(matches!(
         w.ask(&support::deny_list_hit()),
         Response::Refused { .. }

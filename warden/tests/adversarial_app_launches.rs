@@ -11,79 +11,24 @@
 use aromba_testkit::telegram::{BOT_ID, BOT_TOKEN, PERSON, launch_of, test_pub};
 use aromba_testkit::warden as support;
 
-use aromba_testkit::telegram::{Person, launch};
+use aromba_testkit::telegram::{Person, launch, signature, test_key};
 use aromba_warden::approvals::text_sha256;
 use aromba_warden::init_data::{InitDataError, TelegramKey, verify};
 use aromba_warden::ladder::Clock;
 use aromba_warden::telegram::action_param;
 use aromba_warden_proto::{Request, Response};
-use support::{Warden, owner_chore};
-
-const SEED: &str = include_str!("../../keys/test/telegram-launch.seed");
-
-fn wipe() -> (String, String) {
-    owner_chore(
-        "wipe",
-        "red",
-        "",
-        "[ \"$1\" = --dry-run ] && exit 0\necho wiped > TOUCHED/wiped",
-    )
-}
-
-fn bound(name: &str) -> Warden {
-    let w = Warden::start(&format!("app-r2-{name}"), true, &[wipe()]);
-    assert!(matches!(
-        w.pin_telegram_account(PERSON),
-        Response::TelegramAccount { .. }
-    ));
-    w
-}
-
-fn proposed(w: &Warden) -> (String, String, String) {
-    w.dry_run_shown("wipe");
-    let (action, server, app) = w.proposal(&Request::Propose {
-        chore: "wipe".into(),
-    });
-    (
-        action,
-        server,
-        app.expect("a red run is approved in the app"),
-    )
-}
-
-fn refused(r: Response) -> String {
-    match r {
-        Response::Refused { reason, .. } => reason,
-        other => panic!("not refused: {other:?}"),
-    }
-}
+use support::{Warden, refused};
 
 // ---- launch data made by hand, signed with the test "Telegram" key ----
 
-fn keypair() -> ed25519_compact::KeyPair {
-    let hex = SEED.trim();
-    let seed: Vec<u8> = (0..32)
-        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
-        .collect();
-    ed25519_compact::KeyPair::from_seed(ed25519_compact::Seed::from_slice(&seed).unwrap())
-}
-
-fn b64url(bytes: &[u8]) -> String {
-    use base64ct::{Base64UrlUnpadded, Encoding};
-    Base64UrlUnpadded::encode_string(bytes)
-}
-
-/// Signs the data-check string of `decoded` (key, value) fields as Telegram
-/// does for `bot_id`; returns the signature's base64url.
+/// Telegram's signature over `decoded` (key, value) fields for `bot_id`,
+/// with the test key: base64url.
 fn sign(decoded: &[(&str, &str)], bot_id: u64) -> String {
-    let mut lines: Vec<String> = decoded
+    let fields: Vec<(String, String)> = decoded
         .iter()
-        .filter(|(k, _)| *k != "hash" && *k != "signature")
-        .map(|(k, v)| format!("{k}={v}"))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    lines.sort();
-    let msg = format!("{bot_id}:WebAppData\n{}", lines.join("\n"));
-    b64url(keypair().sk.sign(msg.as_bytes(), None).as_ref())
+    signature(&test_key(), bot_id, &fields)
 }
 
 fn key() -> TelegramKey {
@@ -234,8 +179,8 @@ fn a_signature_re_encoded_in_base64_is_not_a_second_signature() {
 
 #[test]
 fn a_launch_replayed_with_its_fields_re_encoded_is_still_the_same_launch() {
-    let w = bound("re-encoded-replay");
-    let (_, _, param) = proposed(&w);
+    let w = support::bound("app-r2-re-encoded-replay");
+    let (_, _, param) = w.proposed_wipe();
     let once = match w.in_app(PERSON, &param) {
         Request::ApproveInApp { launch } => launch,
         _ => unreachable!(),
@@ -257,9 +202,9 @@ fn a_launch_replayed_with_its_fields_re_encoded_is_still_the_same_launch() {
 
 #[test]
 fn a_launch_for_one_action_approves_no_other_action() {
-    let w = bound("cross-action");
-    let (first, _, param_one) = proposed(&w);
-    let (second, _, param_two) = proposed(&w);
+    let w = support::bound("app-r2-cross-action");
+    let (first, _, param_one) = w.proposed_wipe();
+    let (second, _, param_two) = w.proposed_wipe();
     assert_ne!(first, second);
     // The relay takes the second action's text hash with the first's id.
     let (_, hash_two) = param_two.split_once('_').unwrap();
@@ -279,8 +224,8 @@ fn a_launch_for_one_action_approves_no_other_action() {
 
 #[test]
 fn a_pairing_launch_approves_no_action_and_an_action_launch_pins_no_account() {
-    let w = bound("pair-vs-action");
-    let (_, _, param) = proposed(&w);
+    let w = support::bound("app-r2-pair-vs-action");
+    let (_, _, param) = w.proposed_wipe();
     // The action's launch, offered as the pairing's.
     let r = w.control(&Request::PinTelegramAccount {
         launch: launch_of(PERSON + 7, Some(&param), w.clock.now()),
@@ -298,8 +243,8 @@ fn a_pairing_launch_approves_no_action_and_an_action_launch_pins_no_account() {
 
 #[test]
 fn an_app_approval_at_freeze_or_cut_runs_nothing_and_is_not_spent() {
-    let w = bound("freeze");
-    let (_, _, param) = proposed(&w);
+    let w = support::bound("app-r2-freeze");
+    let (_, _, param) = w.proposed_wipe();
     // Two deny-list hits: Slow, then Freeze.
     for _ in 0..2 {
         let _ = w.ask(&support::deny_list_hit());
@@ -314,8 +259,8 @@ fn an_app_approval_at_freeze_or_cut_runs_nothing_and_is_not_spent() {
 
 #[test]
 fn a_launch_after_the_action_was_cancelled_runs_nothing() {
-    let w = bound("after-cancel");
-    let (action, server, param) = proposed(&w);
+    let w = support::bound("app-r2-after-cancel");
+    let (action, server, param) = w.proposed_wipe();
     let launch = w.in_app(PERSON, &param);
     refused(w.ask(&w.tap(&server, &action, "cancel", None)));
     let r = w.ask(&launch);
@@ -327,7 +272,7 @@ fn a_launch_after_the_action_was_cancelled_runs_nothing() {
 fn a_launch_on_the_prod_mode_off_proposal_does_not_skip_the_pin() {
     // A relay-route action: the relay picks its `start_param` for a button
     // of its own; the person opens it. Prod mode off needs the PIN.
-    let w = bound("prod-mode-off");
+    let w = support::bound("app-r2-prod-mode-off");
     w.set_pin_and_prod_mode_on("correct-horse-7");
     assert!(w.status().prod_mode.starts_with("on"));
     let (action, _, app) = w.proposal(&Request::ProposeProdModeOff);
@@ -348,7 +293,7 @@ fn a_red_run_proposed_before_the_account_was_pinned_needs_the_app_after() {
     // it happens). The proposal is recorded with the relay's route; once
     // the account is pinned, SECURITY.md says a red run needs the person
     // in the Mini App — but the relay's own tap still approves it, for 24 h.
-    let w = Warden::start("app-r2-before-pin", true, &[wipe()]);
+    let w = Warden::start("app-r2-before-pin", true, &[support::wipe_chore()]);
     w.dry_run_shown("wipe");
     let (action, server, app) = w.proposal(&Request::Propose {
         chore: "wipe".into(),
@@ -371,7 +316,7 @@ fn a_red_run_proposed_before_the_account_was_pinned_needs_the_app_after() {
 fn a_step_down_asked_before_the_account_was_pinned_needs_the_app_after() {
     // The same for "Was that you?": a relay that can step the ladder down
     // can undo what its own behaviour raised.
-    let w = Warden::start("app-r2-step-before-pin", true, &[wipe()]);
+    let w = Warden::start("app-r2-step-before-pin", true, &[support::wipe_chore()]);
     assert!(matches!(
         w.ask(&support::deny_list_hit()),
         Response::Refused { .. }
@@ -394,7 +339,7 @@ fn a_step_down_asked_before_the_account_was_pinned_needs_the_app_after() {
 
 #[test]
 fn a_worker_flooding_forged_step_down_answers_at_slow_climbs_the_ladder() {
-    let w = bound("flood-step-down");
+    let w = support::bound("app-r2-flood-step-down");
     assert!(matches!(
         w.ask(&support::deny_list_hit()),
         Response::Refused { .. }
@@ -426,7 +371,7 @@ fn a_stale_launch_replayed_in_a_flood_at_slow_does_not_fill_the_journal() {
     // that you?" and sends it again and again: each is refused as stale
     // (no signal) and passes unpaced at Slow (a claimed step down). How
     // many journal lines does it cost?
-    let w = bound("stale-flood");
+    let w = support::bound("app-r2-stale-flood");
     assert!(matches!(
         w.ask(&support::deny_list_hit()),
         Response::Refused { .. }

@@ -70,6 +70,36 @@ pub fn deny_list_hit() -> Request {
     }
 }
 
+/// The owner's red chore `wipe`: it writes `TOUCHED/wiped` when it really
+/// runs (approved in the Mini App on a bound server).
+pub fn wipe_chore() -> (String, String) {
+    owner_chore(
+        "wipe",
+        "red",
+        "",
+        "[ \"$1\" = --dry-run ] && exit 0\necho wiped > TOUCHED/wiped",
+    )
+}
+
+/// A paired Warden named `name` with [`wipe_chore`], bound to the test
+/// person's Telegram account (pinned as `aromba pair` pins it).
+pub fn bound(name: &str) -> Warden {
+    let w = Warden::start(name, true, &[wipe_chore()]);
+    assert!(matches!(
+        w.pin_telegram_account(crate::telegram::PERSON),
+        Response::TelegramAccount { .. }
+    ));
+    w
+}
+
+/// The reason of a refusal (panics on any other answer).
+pub fn refused(r: Response) -> String {
+    match r {
+        Response::Refused { reason, .. } => reason,
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
 /// A paired Warden named `name` with `chores`, moved to Slow by one
 /// deny-list hit.
 pub fn slowed(name: &str, chores: &[(String, String)]) -> Warden {
@@ -424,6 +454,20 @@ impl Warden {
             (action_id, _, Some(param)) => (action_id, param),
             (_, _, None) => panic!("proposed without an app button"),
         }
+    }
+
+    /// `wipe`'s dry run shown, then its run proposed on a bound server: the
+    /// action id, the server id and the app's `start_param`.
+    pub fn proposed_wipe(&self) -> (String, String, String) {
+        self.dry_run_shown("wipe");
+        let (action, server, app) = self.proposal(&Request::Propose {
+            chore: "wipe".into(),
+        });
+        (
+            action,
+            server,
+            app.expect("a red run is approved in the app"),
+        )
     }
 
     /// Proposes `r`: the action id, the server id and the app's
