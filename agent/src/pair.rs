@@ -728,6 +728,7 @@ async fn confirmed(
                     request,
                     ask,
                     launch,
+                    ..
                 },
         } = frame
         else {

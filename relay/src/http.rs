@@ -72,6 +72,10 @@ pub fn router(app: App, tasks: &mut tokio::task::JoinSet<()>) -> Router {
     router
         .route(crate::mini_app::PAGE, get(crate::mini_app::page))
         .route(crate::mini_app::SCRIPT, get(crate::mini_app::script))
+        .route(
+            crate::mini_app::SEAL_SCRIPT,
+            get(crate::mini_app::seal_script),
+        )
         .route(crate::mini_app::STYLE, get(crate::mini_app::style))
         // Anyone may open a bot's app, and each ask costs a lookup.
         .route(

@@ -13,6 +13,10 @@ use sqlx::PgPool;
 use std::time::Duration;
 use support::bot::{BOT_TOKEN, next_delivery, paired, start_bot};
 
+/// A sealed PIN's shape (the relay cannot open one, and checks only that).
+const SEALED: &str =
+    "hSDwCYkwp1R0i33ctD73Wg2_Og0mOBr066SpjqqbTmoAAQIDBAUGBwgJCgtPCI9tb5NCvjPcnC096s2UmxSKNC20";
+
 fn now_s() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -33,7 +37,7 @@ fn launch_of(chat: i64, token: &str) -> String {
 #[sqlx::test(migrations = false)]
 async fn the_page_loads_nothing_from_anyone_else_and_frames_only_for_telegram(db: PgPool) {
     let bot = start_bot(db, false).await;
-    for path in ["/app/", "/app/app.js", "/app/app.css"] {
+    for path in ["/app/", "/app/app.js", "/app/seal.js", "/app/app.css"] {
         let r = reqwest::get(format!("http://{}{path}", bot.relay.addr))
             .await
             .expect("the page");
@@ -79,6 +83,23 @@ async fn a_launch_without_the_bot_tokens_hmac_or_of_a_stranger_reaches_no_server
     let stranger = bot.ask_app(&launch_of(78, BOT_TOKEN), "view").await;
     assert_eq!(stranger.status, 404, "{stranger:?}");
     assert!(stranger.text().contains("not paired"), "{stranger:?}");
+    let bad_seals = [
+        // A seal with a view, a seal of another alphabet, one too long.
+        serde_json::json!({"launch": launch_of(77, BOT_TOKEN), "ask": "view", "sealed_pin": SEALED}),
+        serde_json::json!({"launch": launch_of(77, BOT_TOKEN), "ask": "approve", "sealed_pin": "a+b/c="}),
+        serde_json::json!({"launch": launch_of(77, BOT_TOKEN), "ask": "approve", "sealed_pin": "A".repeat(513)}),
+    ];
+    for bad in bad_seals {
+        let r = reqwest::Client::new()
+            .post(format!("http://{}/app/v1/ask", bot.relay.addr))
+            .json(&bad)
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(r.status(), 400, "{bad}");
+        let said = r.text().await.unwrap_or_default();
+        assert!(said.contains("did not come sealed"), "{said}");
+    }
     for junk in ["", "{}", r#"{"launch": "x", "ask": "run"}"#, "not json"] {
         let r = reqwest::Client::new()
             .post(format!("http://{}/app/v1/ask", bot.relay.addr))
@@ -104,7 +125,7 @@ async fn an_ask_reaches_the_paired_server_untouched_and_its_answer_comes_back(db
         tokio::spawn(async move {
             reqwest::Client::new()
                 .post(format!("http://{bot_addr}/app/v1/ask"))
-                .json(&serde_json::json!({"launch": given, "ask": "approve"}))
+                .json(&serde_json::json!({"launch": given, "ask": "approve", "sealed_pin": SEALED}))
                 .send()
                 .await
                 .expect("an answer")
@@ -118,10 +139,16 @@ async fn an_ask_reaches_the_paired_server_untouched_and_its_answer_comes_back(db
             request,
             ask,
             launch,
+            sealed_pin,
         } = next_delivery(&mut ws, &mut session).await
         {
             assert_eq!(ask, AppAsk::Approve);
             assert_eq!(launch, given, "the launch passes untouched");
+            assert_eq!(
+                sealed_pin.as_deref(),
+                Some(SEALED),
+                "so does the sealed PIN"
+            );
             break request;
         }
     };

@@ -349,6 +349,7 @@ async fn serve(mut stream: tokio::net::TcpStream, script: Script, mut line: Line
                                         Some(&format!("pair_{}", script.code)),
                                         u64::try_from(now_ms() / 1000).unwrap_or(0),
                                     ),
+                                    sealed_pin: None,
                                 },
                             });
                             next_id += 1;

@@ -41,6 +41,8 @@
 #![forbid(unsafe_code)]
 
 use crate::layout::Layout;
+use crate::seal::SealKey;
+use crate::telegram::ActionParam;
 use minisign_verify::{PublicKey, Signature};
 use serde_json::{Map, Value};
 use std::io::Read;
@@ -110,12 +112,15 @@ impl Action {
         Value::Object(self.fields(Map::new()))
     }
 
-    fn record(&self, text_sha256: &str, route: Route, now: u64) -> Value {
+    fn record(&self, text_sha256: &str, route: Route, seal: Option<&SealKey>, now: u64) -> Value {
         let mut m = Map::new();
         m.insert("issued_at".into(), Value::from(now));
         m.insert("text_sha256".into(), Value::from(text_sha256));
         if route == Route::App {
             m.insert("route".into(), Value::from(APP_ROUTE));
+        }
+        if let Some(key) = seal {
+            m.insert(SEAL_SECRET.into(), Value::from(key.secret_hex()));
         }
         Value::Object(self.fields(m))
     }
@@ -228,19 +233,22 @@ pub enum Route {
 /// The record's word for [`Route::App`].
 const APP_ROUTE: &str = "app";
 
+/// The record's field holding the secret half of the key an action's PIN
+/// is sealed for in the app (the record is the Warden's, mode 0600).
+const SEAL_SECRET: &str = "seal_secret";
+
 /// The route of `action` on a server paired with a Telegram account
 /// (`telegram-account`; one paired before the Mini App has only the
 /// relay's): a green or yellow chore's run is approved with a relay-signed
 /// tap; a red run, a cap above the default, an undo, a release install and
 /// "Was that you?" only in the app (a relay that could step the ladder
-/// down could undo what its own behaviour raised). Prod mode off keeps the
-/// relay-signed tap with its PIN until the PIN is typed in the app.
+/// down could undo what its own behaviour raised), and prod mode off,
+/// whose PIN the page seals for the Warden (`seal.rs`).
 pub fn route(action: &Action, facts: &Facts<'_>, account_pinned: bool) -> Route {
     use crate::chores::header::Color;
     match (action, facts) {
         _ if !account_pinned => Route::Relay,
         (Action::Run { .. }, Facts::Chore(c)) if c.header.color != Color::Red => Route::Relay,
-        (Action::ProdModeOff, _) => Route::Relay,
         _ => Route::App,
     }
 }
@@ -654,12 +662,13 @@ pub fn record(
     action: &Action,
     text: &str,
     route: Route,
+    seal: Option<&SealKey>,
     now: u64,
 ) -> std::io::Result<String> {
     let dir = actions_dir(layout);
     let path = dir.join(format!("{}.json", id.0));
-    let bytes =
-        serde_json::to_vec(&action.record(&text_sha256(text), route, now)).unwrap_or_default();
+    let bytes = serde_json::to_vec(&action.record(&text_sha256(text), route, seal, now))
+        .unwrap_or_default();
     // Whole or not at all: the record a tap is checked against is never a
     // half-written one.
     crate::atomic_file::replace(&path, &bytes, 0o600)?;
@@ -879,17 +888,26 @@ fn spend(
     })
 }
 
-/// Spends action `action_id` for an approval in the Mini App whose
-/// launch Telegram signed (verified by the caller) with the `start_param`
-/// naming it and the text whose SHA-256 is `text_sha256`. The same launch
-/// sent again is a replay; another launch of the person's on an action
-/// already answered is their second tap (already answered).
+/// An action approved in the app: what it approves, and the key its PIN
+/// was sealed for when it needs one.
+#[derive(Debug)]
+pub struct InApp {
+    pub verified: Verified,
+    pub seal: Option<SealKey>,
+}
+
+/// Spends the action `param` names for an approval in the Mini App whose
+/// launch Telegram signed (verified by the caller) with that `start_param`:
+/// the action's text must be the one whose SHA-256 it names and its seal
+/// key, if any, the record's. The same launch sent again is a replay;
+/// another launch of the person's on an action already answered is their
+/// second tap (already answered).
 pub fn spend_in_app(
     layout: &Layout,
-    action_id: &str,
-    text_sha256: &str,
+    param: &ActionParam<'_>,
     signature: &str,
-) -> Result<Verified, TapRefusal> {
+) -> Result<InApp, TapRefusal> {
+    let action_id = param.action_id;
     if !is_action_id(action_id) {
         return Err("the action id is not one this Warden could have issued".into());
     }
@@ -914,10 +932,32 @@ pub fn spend_in_app(
         // Never offered in the app: its Approve is a tap in the chat.
         return Err("this action is approved with a tap in the chat, not in the app".into());
     }
-    if recorded_hash != text_sha256 {
+    if recorded_hash != param.text_sha256 {
         return Err("the app was opened for another text than the Warden's for this action".into());
     }
-    spend(&dir, action_id, &recorded, signature, recorded_hash)
+    let seal = seal_of_record(&recorded)?;
+    if seal.as_ref().map(SealKey::public_hex).as_deref() != param.seal_key {
+        // A page given another key would seal the PIN for whoever holds it.
+        return Err(
+            "the app was opened with another PIN key than the Warden's for this action".into(),
+        );
+    }
+    let verified = spend(&dir, action_id, &recorded, signature, recorded_hash)?;
+    Ok(InApp { verified, seal })
+}
+
+/// The key an action record's PIN is sealed for, if it has one.
+fn seal_of_record(bytes: &[u8]) -> Result<Option<SealKey>, String> {
+    let record: Value = serde_json::from_slice(bytes)
+        .map_err(|e| format!("the action record is malformed: {e}"))?;
+    match record.get(SEAL_SECRET) {
+        None => Ok(None),
+        Some(v) => v
+            .as_str()
+            .and_then(SealKey::from_secret_hex)
+            .map(Some)
+            .ok_or_else(|| "the action record's PIN key is unreadable".to_string()),
+    }
 }
 
 /// The text hash an action record holds; a record from before proposals
@@ -1008,8 +1048,8 @@ mod tests {
                 ladder,
                 Route::App,
             ),
-            // The PIN is still typed in the chat for this one.
-            (Action::ProdModeOff, Facts::Nothing, Route::Relay),
+            // The PIN sealed for the Warden in the page (`seal.rs`).
+            (Action::ProdModeOff, Facts::Nothing, Route::App),
         ];
         for (action, facts, want) in &cases {
             assert_eq!(route(action, facts, true), *want, "{action:?}");

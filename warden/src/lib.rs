@@ -35,6 +35,7 @@ pub mod netwatch;
 pub mod pin;
 pub mod policy;
 pub mod redact_cmd;
+pub mod seal;
 pub mod server;
 pub mod signal;
 pub mod state;

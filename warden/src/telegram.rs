@@ -118,19 +118,44 @@ pub fn account(layout: &Layout) -> Result<Option<Account>, String> {
 }
 
 /// The `start_param` of the app that approves action `action_id`, shown
-/// with the text whose SHA-256 is `text_sha256`.
-pub fn action_param(action_id: &str, text_sha256: &str) -> String {
-    format!("{action_id}_{text_sha256}")
+/// with the text whose SHA-256 is `text_sha256`; for an action that needs
+/// the PIN, with the public half of the key the page seals it for
+/// (`seal.rs`), so the page takes that key from Telegram's signed launch.
+pub fn action_param(action_id: &str, text_sha256: &str, seal_key: Option<&str>) -> String {
+    match seal_key {
+        Some(key) => format!("{action_id}_{text_sha256}_{key}"),
+        None => format!("{action_id}_{text_sha256}"),
+    }
 }
 
-/// The action id and text hash a `start_param` names; `None` for one that
-/// is not of the Warden's form.
-pub fn parse_action_param(param: &str) -> Option<(&str, &str)> {
-    let (id, hash) = param.split_once('_')?;
+/// What an action's `start_param` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActionParam<'a> {
+    pub action_id: &'a str,
+    pub text_sha256: &'a str,
+    /// The public key the PIN is sealed for, when the action needs it.
+    pub seal_key: Option<&'a str>,
+}
+
+/// The action, text hash and seal key a `start_param` names; `None` for
+/// one that is not of the Warden's form.
+pub fn parse_action_param(param: &str) -> Option<ActionParam<'_>> {
     let lower_hex = |s: &str, n: usize| {
         s.len() == n && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
     };
-    (lower_hex(id, 32) && lower_hex(hash, 64)).then_some((id, hash))
+    let mut parts = param.split('_');
+    let action_id = parts.next().filter(|id| lower_hex(id, 32))?;
+    let text_sha256 = parts.next().filter(|h| lower_hex(h, 64))?;
+    let seal_key = match parts.next() {
+        None => None,
+        Some(key) if lower_hex(key, 64) => Some(key),
+        Some(_) => return None,
+    };
+    parts.next().is_none().then_some(ActionParam {
+        action_id,
+        text_sha256,
+        seal_key,
+    })
 }
 
 /// The `start_param` of the pairing with code `code`; `None` for a code
@@ -216,4 +241,44 @@ pub fn verify_pairing(
         },
         verified,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_action_param_reads_back_with_and_without_its_pin_key() {
+        let (id, hash, key) = ("a".repeat(32), "b".repeat(64), "c".repeat(64));
+        let plain = action_param(&id, &hash, None);
+        let p = parse_action_param(&plain).unwrap();
+        assert_eq!(
+            (p.action_id, p.text_sha256, p.seal_key),
+            (&*id, &*hash, None)
+        );
+        let with_key = action_param(&id, &hash, Some(&key));
+        assert!(
+            init_data::is_start_param(&with_key),
+            "a direct link carries it"
+        );
+        let p = parse_action_param(&with_key).unwrap();
+        assert_eq!(p.seal_key, Some(&*key));
+    }
+
+    #[test]
+    fn a_param_of_another_shape_names_no_action() {
+        let (id, hash, key) = ("a".repeat(32), "b".repeat(64), "c".repeat(64));
+        for bad in [
+            format!("{id}_{hash}_{key}_"),
+            format!("{id}_{hash}_{key}_{key}"),
+            format!("{id}_{hash}_"),
+            format!("{id}_{hash}_{}", "C".repeat(64)),
+            format!("{id}_{hash}_{}", "c".repeat(63)),
+            format!("{id}_{}", "B".repeat(64)),
+            format!("{id}{hash}"),
+            "pair_ABC234".into(),
+        ] {
+            assert_eq!(parse_action_param(&bad), None, "{bad}");
+        }
+    }
 }

@@ -82,7 +82,10 @@ fn a_launch_signed_by_another_key_or_for_another_bot_is_refused() {
         Some(&param),
         now,
     );
-    let why = refused(w.ask(&Request::ApproveInApp { launch: forged }));
+    let why = refused(w.ask(&Request::ApproveInApp {
+        launch: forged,
+        sealed_pin: None,
+    }));
     assert!(why.contains("not signed by Telegram"), "{why}");
     // A launch Telegram signed for another bot (one the person also uses),
     // a minute later (the signal slowed the Warden down).
@@ -95,7 +98,10 @@ fn a_launch_signed_by_another_key_or_for_another_bot_is_refused() {
         Some(&param),
         now,
     );
-    let why = refused(w.ask(&Request::ApproveInApp { launch: other_bot }));
+    let why = refused(w.ask(&Request::ApproveInApp {
+        launch: other_bot,
+        sealed_pin: None,
+    }));
     assert!(why.contains("not signed by Telegram"), "{why}");
     assert!(!w.touched.join("wiped").exists());
     assert_eq!(w.status().telegram_user, Some(PERSON as u64));
@@ -110,6 +116,7 @@ fn a_launch_naming_another_text_or_no_action_approves_nothing() {
     let other_text = format!("{action}_{}", "0".repeat(64));
     let why = refused(w.ask(&Request::ApproveInApp {
         launch: launch_of(PERSON, Some(&other_text), now),
+        sealed_pin: None,
     }));
     assert!(why.contains("another text"), "{why}");
     for param in [None, Some("pair_ABC234"), Some("trust")] {
@@ -117,6 +124,7 @@ fn a_launch_naming_another_text_or_no_action_approves_nothing() {
         w.clock.advance(61);
         let why = refused(w.ask(&Request::ApproveInApp {
             launch: launch_of(PERSON, param, w.clock.now()),
+            sealed_pin: None,
         }));
         assert!(
             why.contains("not opened from a proposal"),

@@ -12,10 +12,8 @@ use aromba_testkit::telegram::{BOT_ID, BOT_TOKEN, PERSON, launch_of, test_pub};
 use aromba_testkit::warden as support;
 
 use aromba_testkit::telegram::{Person, launch, signature, test_key};
-use aromba_warden::approvals::text_sha256;
 use aromba_warden::init_data::{InitDataError, TelegramKey, verify};
 use aromba_warden::ladder::Clock;
-use aromba_warden::telegram::action_param;
 use aromba_warden_proto::{Request, Response};
 use support::{Warden, refused};
 
@@ -182,19 +180,23 @@ fn a_launch_replayed_with_its_fields_re_encoded_is_still_the_same_launch() {
     let w = support::bound("app-r2-re-encoded-replay");
     let (_, _, param) = w.proposed_wipe();
     let once = match w.in_app(PERSON, &param) {
-        Request::ApproveInApp { launch } => launch,
+        Request::ApproveInApp { launch, .. } => launch,
         _ => unreachable!(),
     };
     assert!(matches!(
         w.ask(&Request::ApproveInApp {
-            launch: once.clone()
+            launch: once.clone(),
+            sealed_pin: None,
         }),
         Response::Receipt { ok: true, .. }
     ));
     std::fs::remove_file(w.touched.join("wiped")).unwrap();
     // The same launch, its auth_date's digits escaped: a replay all the same.
     let re = once.replacen("auth_date=", "auth_d%61te=", 1);
-    let r = w.ask(&Request::ApproveInApp { launch: re });
+    let r = w.ask(&Request::ApproveInApp {
+        launch: re,
+        sealed_pin: None,
+    });
     assert!(!matches!(r, Response::Receipt { .. }), "{r:?}");
     assert!(!w.touched.join("wiped").exists());
     assert_eq!(w.ladder(), 1, "a replay is a signal, however it is spelled");
@@ -270,14 +272,15 @@ fn a_launch_after_the_action_was_cancelled_runs_nothing() {
 
 #[test]
 fn a_launch_on_the_prod_mode_off_proposal_does_not_skip_the_pin() {
-    // A relay-route action: the relay picks its `start_param` for a button
-    // of its own; the person opens it. Prod mode off needs the PIN.
+    // The person's own launch, from the Warden's button, but no PIN with
+    // it (a relay that drops the sealed PIN): prod mode off needs the PIN.
+    // (A button the relay makes without the Warden's PIN key is
+    // `adversarial_sealed_pin.rs`'s.)
     let w = support::bound("app-r2-prod-mode-off");
     w.set_pin_and_prod_mode_on("correct-horse-7");
     assert!(w.status().prod_mode.starts_with("on"));
-    let (action, _, app) = w.proposal(&Request::ProposeProdModeOff);
-    assert!(app.is_none(), "prod mode off keeps the relay's tap and PIN");
-    let param = action_param(&action, &text_sha256(&w.text_of(&action)));
+    let (_, _, app) = w.proposal(&Request::ProposeProdModeOff);
+    let param = app.expect("prod mode off is approved in the app");
     let r = w.ask(&w.in_app(PERSON, &param));
     assert!(!matches!(r, Response::Receipt { ok: true, .. }), "{r:?}");
     assert!(
@@ -358,7 +361,10 @@ fn a_worker_flooding_forged_step_down_answers_at_slow_climbs_the_ladder() {
             Some(&param),
             w.clock.now(),
         );
-        let r = w.ask(&Request::ApproveInApp { launch: forged });
+        let r = w.ask(&Request::ApproveInApp {
+            launch: forged,
+            sealed_pin: None,
+        });
         assert!(!matches!(r, Response::Ladder { .. }), "{r:?}");
     }
     assert!(w.ladder() >= 2, "forged answers climb the ladder");

@@ -3,7 +3,8 @@
 //! "Was that you?" are approved by the launch Telegram signed when the
 //! person opened the app from the proposal's button (the test key of
 //! keys/test/telegram-launch.*, pinned at install as the demo pins its
-//! own); a green or yellow run keeps the relay-signed tap.
+//! own), and prod mode off with the PIN the page sealed for the Warden; a
+//! green or yellow run keeps the relay-signed tap.
 
 use aromba_testkit::telegram::{PERSON, launch_of};
 use aromba_testkit::warden as support;
@@ -197,4 +198,57 @@ fn status_says_which_account_and_key_check_approvals() {
         Response::TelegramAccount { user_id: 777, .. }
     ));
     assert_eq!(w.status().telegram_user, Some(777));
+}
+
+const PIN: &str = "472913";
+
+#[test]
+fn prod_mode_off_is_approved_in_the_app_with_the_pin_sealed_for_the_warden() {
+    let w = bound("prod-off");
+    w.set_pin_and_prod_mode_on(PIN);
+    let (action, param) = w.propose_in_app(&Request::ProposeProdModeOff);
+    let parts: Vec<&str> = param.split('_').collect();
+    assert_eq!(
+        parts.len(),
+        3,
+        "the start parameter names the PIN's key: {param}"
+    );
+    assert_eq!(parts[0], action);
+    assert_eq!(parts[2].len(), 64);
+    let r = w.ask(&w.in_app_with_pin(PERSON, &param, PIN));
+    assert!(matches!(r, Response::Noted { .. }), "{r:?}");
+    assert_eq!(w.status().prod_mode, "off");
+    assert_eq!(w.ladder(), 0);
+    let journal = w.journal();
+    assert!(journal.contains(&action) && journal.contains("\"via\":\"app\""));
+    assert!(!journal.contains(PIN), "the PIN is in no journal line");
+}
+
+#[test]
+fn a_wrong_pin_sealed_in_the_app_is_a_wrong_pin_and_counted() {
+    let w = bound("prod-off-wrong");
+    w.set_pin_and_prod_mode_on(PIN);
+    let (_, param) = w.propose_in_app(&Request::ProposeProdModeOff);
+    let r = w.ask(&w.in_app_with_pin(PERSON, &param, "913472"));
+    assert_eq!(support::refused(r), "wrong PIN");
+    assert!(w.status().prod_mode.starts_with("on"), "prod mode stays on");
+    // Counted as any wrong PIN: the next proposal, with the right one, is
+    // the person's second try.
+    let (_, again) = w.propose_in_app(&Request::ProposeProdModeOff);
+    assert!(matches!(
+        w.ask(&w.in_app_with_pin(PERSON, &again, PIN)),
+        Response::Noted { .. }
+    ));
+    assert_eq!(w.status().prod_mode, "off");
+}
+
+#[test]
+fn prod_mode_off_on_a_server_paired_before_the_app_keeps_the_tap_and_the_chat_pin() {
+    let w = support::Warden::start("prod-off-legacy", true, &[]);
+    w.set_pin_and_prod_mode_on(PIN);
+    let (action, server, app) = w.proposal(&Request::ProposeProdModeOff);
+    assert_eq!(app, None, "no account is pinned: no app button");
+    let r = w.ask(&w.tap(&server, &action, "approve", Some(PIN)));
+    assert!(matches!(r, Response::Noted { .. }), "{r:?}");
+    assert_eq!(w.status().prod_mode, "off");
 }

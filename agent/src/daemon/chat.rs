@@ -149,9 +149,10 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
                         request,
                         ask,
                         launch,
+                        sealed_pin,
                     },
                 ..
-            } => super::in_app::asked(&daemon, request, ask, &launch).await,
+            } => super::in_app::asked(&daemon, request, ask, &launch, sealed_pin).await,
             Incoming::Delivery {
                 delivery: Delivery::Secret { text },
                 ..

@@ -61,10 +61,18 @@ fn closed(text: &str) -> AppAnswer {
     }
 }
 
-/// The app asked `ask` with `launch`; the answer goes back under
-/// `request`. An approval is answered as soon as it is on its way to the
-/// Warden (a chore may run for long; the chat says how it went).
-pub async fn asked(daemon: &Daemon, request: Uuid, ask: AppAsk, launch: &str) {
+/// The app asked `ask` with `launch` (and, approving an action that needs
+/// the PIN, the PIN the page sealed for the Warden, passed on as it came:
+/// the Worker cannot open it); the answer goes back under `request`. An
+/// approval is answered as soon as it is on its way to the Warden (a chore
+/// may run for long; the chat says how it went).
+pub async fn asked(
+    daemon: &Daemon,
+    request: Uuid,
+    ask: AppAsk,
+    launch: &str,
+    sealed_pin: Option<String>,
+) {
     match ask {
         AppAsk::View => answer(daemon, request, view(daemon, launch)).await,
         AppAsk::Approve => match approvable(daemon, launch) {
@@ -83,6 +91,7 @@ pub async fn asked(daemon: &Daemon, request: Uuid, ask: AppAsk, launch: &str) {
                 answer(daemon, request, sent).await;
                 let approval = Request::ApproveInApp {
                     launch: launch.to_string(),
+                    sealed_pin,
                 };
                 super::chat::carry(daemon, message, true, &approval).await;
             }

@@ -311,7 +311,9 @@ pub async fn propose(daemon: &Daemon, request: &Request, name: &str) -> Option<u
             app,
             ..
         }) => {
-            if needs_pin {
+            // In the app the PIN is typed in the page, sealed for the
+            // Warden; only a tap in the chat asks for it here.
+            if needs_pin && app.is_none() {
                 super::chat::expect_pin_for(daemon, &action_id);
             }
             let buttons = super::in_app::buttons(&action_id, buttons, app.as_deref());

@@ -149,6 +149,17 @@ pub fn valid_start_param(param: &str) -> bool {
 /// bytes).
 pub const MAX_LAUNCH: usize = 4096;
 
+/// The longest sealed PIN passed on (the Warden's bound is lower).
+pub const MAX_SEALED_PIN: usize = 512;
+
+/// A sealed PIN's shape: 1 to [`MAX_SEALED_PIN`] of base64url, no padding.
+pub fn valid_sealed_pin(sealed: &str) -> bool {
+    (1..=MAX_SEALED_PIN).contains(&sealed.len())
+        && sealed
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 /// What the Mini App asks the server, with the launch Telegram signed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -257,10 +268,15 @@ pub enum Delivery {
     /// it (checked by the relay with the bot token only to refuse junk
     /// early; the Warden checks Telegram's own signature), and what the app
     /// asks. The server answers with `app_answer` under `request`.
+    ///
+    /// With `approve` on an action that needs the PIN, the PIN as the page
+    /// sealed it for the Warden (base64url): only the Warden opens it.
     App {
         request: Uuid,
         ask: AppAsk,
         launch: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sealed_pin: Option<String>,
     },
 }
 
@@ -402,6 +418,8 @@ pub enum ContentError {
     StartParam,
     #[error("a Mini App launch is 1 to {MAX_LAUNCH} bytes with no control character")]
     Launch,
+    #[error("a sealed PIN comes only with an approval and is 1 to {MAX_SEALED_PIN} of base64url")]
+    SealedPin,
 }
 
 /// Control characters other than line breaks and tabs: never in a chat
@@ -570,11 +588,21 @@ impl Delivery {
                 }
                 Ok(())
             }
-            Delivery::App { launch, .. } => {
+            Delivery::App {
+                launch,
+                ask,
+                sealed_pin,
+                ..
+            } => {
                 if launch.is_empty() || launch.len() > MAX_LAUNCH || has_control(launch) {
                     return Err(ContentError::Launch);
                 }
-                Ok(())
+                match sealed_pin {
+                    Some(s) if *ask != AppAsk::Approve || !valid_sealed_pin(s) => {
+                        Err(ContentError::SealedPin)
+                    }
+                    _ => Ok(()),
+                }
             }
         }
     }

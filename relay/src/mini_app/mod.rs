@@ -15,6 +15,11 @@
 //! anyone else (a strict Content-Security-Policy), and talks to Telegram's
 //! client through the launch parameters alone.
 //!
+//! For an action that needs the PIN, the page seals it for the Warden
+//! (`page/seal.js`: X25519 to the key the launch's `start_param` names,
+//! HKDF-SHA256, AES-256-GCM) and the relay carries only the sealed bytes,
+//! which it checks for shape and never keeps past their delivery.
+//!
 //! Map: [`launch`] (the HMAC check), [`answers`] (answers across replicas).
 
 pub mod answers;
@@ -22,7 +27,7 @@ pub mod launch;
 
 use crate::state::App;
 use crate::telegram::words;
-use aromba_relay_proto::frame::{AppAnswer, AppAsk, Delivery, MAX_LAUNCH};
+use aromba_relay_proto::frame::{AppAnswer, AppAsk, Delivery, MAX_LAUNCH, MAX_SEALED_PIN};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -34,18 +39,21 @@ use uuid::Uuid;
 /// The page's paths.
 pub const PAGE: &str = "/app/";
 pub const SCRIPT: &str = "/app/app.js";
+pub const SEAL_SCRIPT: &str = "/app/seal.js";
 pub const STYLE: &str = "/app/app.css";
 /// The route the page asks on.
 pub const ASK: &str = "/app/v1/ask";
 
-/// The largest body the ask route reads (a launch and a word).
-pub const MAX_ASK_BODY: usize = MAX_LAUNCH + 512;
+/// The largest body the ask route reads (a launch, a word and a sealed
+/// PIN).
+pub const MAX_ASK_BODY: usize = MAX_LAUNCH + MAX_SEALED_PIN + 512;
 
 /// How long a page waits for its server.
 pub const ANSWER_WITHIN: Duration = Duration::from_secs(20);
 
 const HTML: &str = include_str!("page/index.html");
 const JS: &str = include_str!("page/app.js");
+const SEAL_JS: &str = include_str!("page/seal.js");
 const CSS: &str = include_str!("page/app.css");
 
 /// Who may show the page in a frame: Telegram's web client, and whoever
@@ -93,6 +101,11 @@ pub async fn script(State(app): State<App>) -> Response {
     asset(&app, JS, "text/javascript; charset=utf-8")
 }
 
+/// The page's sealing of the PIN for the Warden (WebCrypto only).
+pub async fn seal_script(State(app): State<App>) -> Response {
+    asset(&app, SEAL_JS, "text/javascript; charset=utf-8")
+}
+
 pub async fn style(State(app): State<App>) -> Response {
     asset(&app, CSS, "text/css; charset=utf-8")
 }
@@ -113,6 +126,9 @@ fn refusal(status: StatusCode, code: &str, message: &str) -> Response {
 struct Ask {
     launch: String,
     ask: AppAsk,
+    /// The PIN sealed for the Warden, with an approval that needs it.
+    #[serde(default)]
+    sealed_pin: Option<String>,
 }
 
 /// `POST /app/v1/ask`: what the page asks, passed to the paired server;
@@ -121,7 +137,12 @@ pub async fn ask(State(app): State<App>, body: Bytes) -> Response {
     let Some(telegram) = app.telegram.clone() else {
         return refusal(StatusCode::NOT_FOUND, "not_found", "no such route");
     };
-    let Ok(Ask { launch, ask }) = serde_json::from_slice::<Ask>(&body) else {
+    let Ok(Ask {
+        launch,
+        ask,
+        sealed_pin,
+    }) = serde_json::from_slice::<Ask>(&body)
+    else {
         app.metrics.telegram("app_ask_malformed");
         return refusal(
             StatusCode::BAD_REQUEST,
@@ -129,6 +150,17 @@ pub async fn ask(State(app): State<App>, body: Bytes) -> Response {
             words::APP_NOT_FROM_TELEGRAM,
         );
     };
+    let sealed_in_place = sealed_pin
+        .as_deref()
+        .is_none_or(|s| ask == AppAsk::Approve && aromba_relay_proto::frame::valid_sealed_pin(s));
+    if !sealed_in_place {
+        app.metrics.telegram("app_ask_malformed");
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            words::APP_PIN_UNREADABLE,
+        );
+    }
     let now = app.config.clock.now().timestamp();
     let checked = match launch::check(&launch, telegram.config.token.expose(), now) {
         Ok(c) => c,
@@ -180,6 +212,7 @@ pub async fn ask(State(app): State<App>, body: Bytes) -> Response {
         request,
         ask,
         launch,
+        sealed_pin,
     };
     if delivery.check().is_err() || app.enqueue(server, &delivery).await.is_err() {
         app.app_answers.forget(request);

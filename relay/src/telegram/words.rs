@@ -67,6 +67,7 @@ pub const APP_NOT_FROM_TELEGRAM: &str = "This page was not opened from Telegram 
 pub const APP_NOT_PAIRED: &str =
     "This Telegram account is not paired with a server, so there is nothing here to approve.";
 pub const APP_SERVER_SILENT: &str = "Your server did not answer within 20 seconds: it may be offline or busy. Nothing was done from this page; if the server comes back within ten minutes it may still carry out an approval, and the chat will say so.";
+pub const APP_PIN_UNREADABLE: &str = "Not sent: the PIN did not come sealed the way this page seals it. Open the app again from the button and type your PIN there.";
 pub const APP_BUSY: &str = "The relay is busy right now. Try again in a minute.";
 pub const APP_WAITING: &str =
     "Your server has not answered what this app asked a moment ago. Wait for it, then try again.";

@@ -444,6 +444,16 @@ impl Warden {
     pub fn in_app(&self, user: i64, param: &str) -> Request {
         Request::ApproveInApp {
             launch: crate::telegram::launch_of(user, Some(param), self.clock.now()),
+            sealed_pin: None,
+        }
+    }
+
+    /// As [`Self::in_app`], with `pin` typed in the page and sealed for
+    /// the key the `start_param` names.
+    pub fn in_app_with_pin(&self, user: i64, param: &str, pin: &str) -> Request {
+        Request::ApproveInApp {
+            launch: crate::telegram::launch_of(user, Some(param), self.clock.now()),
+            sealed_pin: Some(crate::telegram::seal_pin(param, pin)),
         }
     }
 

@@ -91,8 +91,13 @@ pub enum Request {
     /// Worker socket: the person approved an action in the Mini App:
     /// the launch data Telegram signed when they opened it from the
     /// proposal's button (its `start_param` names the action and the
-    /// text), passed on untouched.
-    ApproveInApp { launch: String },
+    /// text), passed on untouched; for an action that needs the PIN, the
+    /// PIN the page sealed for this Warden (`seal.rs`), which nothing on
+    /// the way can open.
+    ApproveInApp {
+        launch: String,
+        sealed_pin: Option<String>,
+    },
     /// Worker socket: propose confirming a chore's damage cap above the
     /// default.
     ProposeConfirmCap { chore: String },
@@ -527,9 +532,15 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
                 ("pin", opt_pin(pin)),
             ],
         ),
-        Request::ApproveInApp { launch } => object(
+        Request::ApproveInApp { launch, sealed_pin } => object(
             "approve_in_app",
-            vec![("launch", Value::from(launch.as_str()))],
+            vec![
+                ("launch", Value::from(launch.as_str())),
+                (
+                    "sealed_pin",
+                    sealed_pin.as_deref().map_or(Value::Null, Value::from),
+                ),
+            ],
         ),
         Request::ProposeConfirmCap { chore } => object(
             "propose_confirm_cap",
@@ -737,6 +748,7 @@ fn request_of(kind: String, mut f: Fields) -> Result<Request, ProtoError> {
         },
         "approve_in_app" => Request::ApproveInApp {
             launch: f.string("launch")?,
+            sealed_pin: f.opt_string("sealed_pin")?,
         },
         "propose_confirm_cap" => Request::ProposeConfirmCap {
             chore: f.string("chore")?,
@@ -1345,6 +1357,11 @@ mod tests {
             },
             Request::ApproveInApp {
                 launch: "user=%7B%22id%22%3A1%7D&auth_date=1&signature=x".into(),
+                sealed_pin: None,
+            },
+            Request::ApproveInApp {
+                launch: "auth_date=1".into(),
+                sealed_pin: Some("hSDwCYkw".into()),
             },
             Request::PinTelegramAccount {
                 launch: "auth_date=1".into(),

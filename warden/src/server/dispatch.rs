@@ -150,10 +150,10 @@ pub(super) fn serve(
                 start_param,
             },
         ) => super::in_app::pin_telegram_account(shared, &launch, bot_id, &start_param),
-        (Socket::Worker, Request::ApproveInApp { launch }) => {
+        (Socket::Worker, Request::ApproveInApp { launch, sealed_pin }) => {
             // As a tap: it may run a chore or an undo.
             let _slot = shared.running.take();
-            super::in_app::approve_in_app(shared, peer, &launch)
+            super::in_app::approve_in_app(shared, peer, &launch, sealed_pin.as_deref())
         }
         (Socket::Control, Request::ProdMode { on, pin }) => {
             owner::prod_mode_from_terminal(shared, on, pin.as_ref().map(Pin::expose))

@@ -20,7 +20,7 @@ use super::event::{AppTap, Event, Outcome, Peer};
 use super::intent::intend;
 use super::owner::carry_out;
 use super::{Shared, journal, raise};
-use crate::approvals::{self, TapRefusal};
+use crate::approvals::{self, InApp, TapRefusal};
 use crate::journal::sha256_hex;
 use crate::ladder::Step;
 use crate::signal::Signal;
@@ -35,11 +35,17 @@ pub(super) fn claimed_action_id(launch: &str) -> Option<&str> {
     let param = launch
         .split('&')
         .find_map(|f| f.strip_prefix("start_param="))?;
-    telegram::parse_action_param(param).map(|(id, _)| id)
+    telegram::parse_action_param(param).map(|p| p.action_id)
 }
 
-/// The person approved in the Mini App: `launch` as Telegram made it.
-pub(super) fn approve_in_app(shared: &Shared, peer: &PeerCred, launch: &str) -> Response {
+/// The person approved in the Mini App: `launch` as Telegram made it, and
+/// for an action that needs the PIN, the PIN the page sealed for it.
+pub(super) fn approve_in_app(
+    shared: &Shared,
+    peer: &PeerCred,
+    launch: &str,
+    sealed_pin: Option<&str>,
+) -> Response {
     let layout = &shared.options.layout;
     let now = shared.options.clock.now();
     let launch_sha256 = sha256_hex(launch.as_bytes());
@@ -74,13 +80,14 @@ pub(super) fn approve_in_app(shared: &Shared, peer: &PeerCred, launch: &str) -> 
         Err(LaunchRefusal::Stale(why)) => return refused_early(&why, false),
         Err(LaunchRefusal::Invalid(why)) => return refused_early(&why, true),
     };
-    let Some((action_id, text_sha256)) = verified
+    let Some(param) = verified
         .start_param
         .as_deref()
         .and_then(telegram::parse_action_param)
     else {
         return refused_early("the app was not opened from a proposal's button", true);
     };
+    let action_id = param.action_id;
     let step = shared.step();
     let answers_freeze = step == Step::Freeze && approvals::is_step_down(layout, action_id);
     if step >= Step::Freeze && !answers_freeze {
@@ -106,17 +113,32 @@ pub(super) fn approve_in_app(shared: &Shared, peer: &PeerCred, launch: &str) -> 
         Ok(i) => i,
         Err(e) => return e.into(),
     };
-    match approvals::spend_in_app(layout, action_id, text_sha256, &verified.signature) {
-        Ok(v) => carry_out(
-            shared,
-            peer,
-            &intent,
-            v,
-            "approve",
-            // No action with a PIN is approved in the app yet (`route`).
-            None,
-            action_id.to_string(),
-        ),
+    match approvals::spend_in_app(layout, &param, &verified.signature) {
+        Ok(InApp { verified: v, seal }) => {
+            let pin = match (seal, v.action.needs_pin()) {
+                (_, false) => None,
+                (Some(key), true) => {
+                    let start_param = verified.start_param.as_deref().unwrap_or_default();
+                    match sealed_pin.map(|s| key.open(s, start_param.as_bytes())) {
+                        Some(Ok(pin)) => Some(pin),
+                        Some(Err(e)) => return pin_not_opened(shared, &intent, &e.to_string()),
+                        None => return pin_not_opened(shared, &intent, "no PIN came with it"),
+                    }
+                }
+                (None, true) => {
+                    return pin_not_opened(shared, &intent, "the action has no PIN key");
+                }
+            };
+            carry_out(
+                shared,
+                peer,
+                &intent,
+                v,
+                "approve",
+                pin,
+                action_id.to_string(),
+            )
+        }
         Err(TapRefusal::AlreadyAnswered) => {
             let seq = intent.outcome(shared, Outcome::AlreadyAnswered);
             Response::AlreadyAnswered { journal_seq: seq }
@@ -135,6 +157,18 @@ pub(super) fn approve_in_app(shared: &Shared, peer: &PeerCred, launch: &str) -> 
                 journal_seq: seq,
             }
         }
+    }
+}
+
+/// An approval in the app whose sealed PIN did not open: spent, not done.
+/// The relay can garble what it carries (it can drop it too), so this is
+/// said and journaled but is no ladder signal and no wrong PIN.
+fn pin_not_opened(shared: &Shared, intent: &super::intent::Intent, why: &str) -> Response {
+    let reason = format!("the PIN did not arrive sealed for this server: {why}");
+    let seq = intent.outcome(shared, Outcome::Refused { reason: &reason });
+    Response::Refused {
+        reason,
+        journal_seq: seq,
     }
 }
 

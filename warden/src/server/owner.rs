@@ -368,7 +368,21 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
         Ok(i) => i,
         Err(e) => return e.into(),
     };
-    let action_id = match approvals::record(layout, id, &action, &text, route, now) {
+    // The PIN of an action approved in the app is sealed by the page for
+    // this one proposal's key.
+    let seal = if route == approvals::Route::App && action.needs_pin() {
+        match crate::seal::SealKey::generate() {
+            Ok(k) => Some(k),
+            Err(e) => {
+                let error = e.to_string();
+                intent.outcome(shared, Outcome::NotIssued { error: &error });
+                return refuse(format!("cannot make the PIN's key: {e}"));
+            }
+        }
+    } else {
+        None
+    };
+    let action_id = match approvals::record(layout, id, &action, &text, route, seal.as_ref(), now) {
         Ok(id) => id,
         Err(e) => {
             let error = e.to_string();
@@ -380,8 +394,10 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
         // Recorded, but never handed out: an id nobody holds approves nothing.
         return outcome_not_journaled(&intent, "the action id was recorded and is not handed out");
     }
-    let app = (route == approvals::Route::App)
-        .then(|| crate::telegram::action_param(&action_id, &text_sha256));
+    let app = (route == approvals::Route::App).then(|| {
+        let key = seal.as_ref().map(crate::seal::SealKey::public_hex);
+        crate::telegram::action_param(&action_id, &text_sha256, key.as_deref())
+    });
     Response::Proposed {
         action_id,
         server_id,

@@ -148,7 +148,7 @@ fn pace_of(shared: &Shared, step: Step, request: &Request) -> Pace {
         {
             Pace::Always
         }
-        Request::ApproveInApp { launch }
+        Request::ApproveInApp { launch, .. }
             if matches!(step, Step::Slow | Step::Freeze)
                 && super::in_app::claimed_action_id(launch).is_some_and(|id| {
                     crate::approvals::is_step_down(&shared.options.layout, id)

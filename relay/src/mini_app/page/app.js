@@ -10,6 +10,12 @@
   var launch = params.get("tgWebAppData") || "";
   var startParam = new URLSearchParams(launch).get("start_param") || "";
   var pairing = startParam.indexOf("pair_") === 0;
+  // An action that needs the PIN names the key to seal it for (seal.js),
+  // in the start_param Telegram signed.
+  var needsPin = !pairing && !!(window.ArombaSeal && window.ArombaSeal.wardenKey(startParam));
+  var CANNOT_SEAL =
+    "This app cannot seal your PIN on this device, so nothing was sent. " +
+    "Do it from a root terminal on your server instead: sudo aromba prod-mode off";
 
   function el(id) {
     return document.getElementById(id);
@@ -63,11 +69,15 @@
     el("status").textContent = words;
   }
 
-  function ask(what) {
+  function ask(what, sealedPin) {
+    var body = { launch: launch, ask: what };
+    if (sealedPin) {
+      body.sealed_pin = sealedPin;
+    }
     return fetch("v1/ask", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ launch: launch, ask: what }),
+      body: JSON.stringify(body),
       credentials: "omit",
       cache: "no-store"
     }).then(function (response) {
@@ -87,6 +97,8 @@
 
   function finish(words) {
     say(words);
+    el("pin").value = "";
+    el("pin-form").hidden = true;
     el("actions").hidden = true;
     el("done").hidden = false;
     el("close").focus();
@@ -98,12 +110,58 @@
       el("text").textContent = answer.text;
       el("text").hidden = false;
       el("approve").textContent = pairing ? "Confirm" : "Approve";
-      say(pairing ? "Read it, then confirm." : "Read what it does, then approve or not.");
       el("actions").hidden = false;
-      el("approve").focus();
+      if (needsPin) {
+        say("Read what it does, type your PIN, then approve or not.");
+        el("pin-form").hidden = false;
+        el("pin").focus();
+      } else {
+        say(pairing ? "Read it, then confirm." : "Read what it does, then approve or not.");
+        el("approve").focus();
+      }
     } else {
       finish(answer.text);
     }
+  }
+
+  // The PIN, when the action needs it, sealed here for the Warden: what
+  // leaves this page is bytes only the Warden can open.
+  function sealed() {
+    if (!needsPin) {
+      return Promise.resolve(null);
+    }
+    var pin = el("pin").value;
+    el("pin").value = "";
+    return window.ArombaSeal.seal(pin, startParam).then(null, function () {
+      throw new Error(CANNOT_SEAL);
+    });
+  }
+
+  function approve() {
+    if (el("approve").disabled) {
+      return;
+    }
+    if (needsPin && el("pin").value === "") {
+      say("Type your PIN first.");
+      el("pin").focus();
+      return;
+    }
+    el("approve").disabled = true;
+    el("cancel").disabled = true;
+    el("pin").disabled = true;
+    say("Sent to your server…");
+    sealed()
+      .then(function (sealedPin) {
+        return ask("approve", sealedPin);
+      })
+      .then(
+        function (answer) {
+          finish(answer.text);
+        },
+        function (e) {
+          finish(e.message);
+        }
+      );
   }
 
   function start() {
@@ -115,18 +173,10 @@
     el("cancel").addEventListener("click", function () {
       finish("Nothing was done. You can close this.");
     });
-    el("approve").addEventListener("click", function () {
-      el("approve").disabled = true;
-      el("cancel").disabled = true;
-      say("Sent to your server…");
-      ask("approve").then(
-        function (answer) {
-          finish(answer.text);
-        },
-        function (e) {
-          finish(e.message);
-        }
-      );
+    el("approve").addEventListener("click", approve);
+    el("pin-form").addEventListener("submit", function (event) {
+      event.preventDefault();
+      approve();
     });
     if (!launch) {
       finish("This page opens from a button in your Aromba chat in Telegram.");
