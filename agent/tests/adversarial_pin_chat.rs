@@ -1,15 +1,17 @@
-//! The PIN asked in the chat, attacked end to end: a real relay with the
-//! fake Bot API, a real Warden, `aromba pair` and `aromba run` as shipped
-//! (its log kept, at the finest level). A hostile chat guesses PINs, taps
-//! a spent Approve again, sends a PIN no tap waits for, and types commands
-//! while the PIN is awaited; then the PIN is looked for everywhere: the
-//! Worker's log, every file under the test's root (the Worker's home, the
-//! Warden's state and journal), and every table of the relay.
+//! The PIN, attacked end to end: a real relay with the fake Bot API, a
+//! real Warden, `aromba pair` and `aromba run` as shipped (its log kept, at
+//! the finest level). The PIN is typed in the Mini App, sealed there for
+//! the Warden; a hostile chat guesses PINs in the app, opens a spent
+//! approval again, replays the launch with the right PIN, types the PIN
+//! into the chat and commands while the proposal is open; then the PIN is
+//! looked for everywhere: the Worker's log, every file under the test's
+//! root (the Worker's home, the Warden's state and journal), and every
+//! table of the relay.
 
 use aromba_testkit::paired;
 use aromba_testkit::worker as support;
 
-use paired::{CHAT, Paired, Setup, paired_with, start_daemon};
+use paired::{CHAT, Paired, Setup, paired_with};
 use sqlx::PgPool;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -40,7 +42,7 @@ async fn paired(db: PgPool, name: &str) -> Paired {
 /// kit's, so they are a trait of this file's).
 trait PinChat {
     fn log(&self) -> &Path;
-    async fn approve_prod_mode_off(&self) -> aromba_botfake::state::Sent;
+    async fn approve_prod_mode_off(&self, pin: &str) -> aromba_botfake::state::Sent;
     fn prod_mode(&self) -> String;
     fn wrong_pins(&self) -> u64;
 }
@@ -50,14 +52,16 @@ impl PinChat for Paired {
         self.daemon_log.0.as_deref().expect("the daemon's log")
     }
 
-    /// `/prodmode off`, Approve tapped: the Worker asks for the PIN.
-    async fn approve_prod_mode_off(&self) -> aromba_botfake::state::Sent {
+    /// `/prodmode off`, approved in the app with `pin` typed there.
+    async fn approve_prod_mode_off(&self, pin: &str) -> aromba_botfake::state::Sent {
         let proposal = self
             .ask("/prodmode off", |t| t.starts_with("Turn prod mode off?"))
             .await;
-        let before = self.bot.fake.sent_to(CHAT).len();
-        self.tap(&proposal, "Approve").await;
-        self.next(before, |t| t.starts_with("Send your PIN")).await;
+        let sent = self
+            .approve_in_app_with(&proposal, "Approve", Some(pin))
+            .await
+            .expect("Approve opens the app");
+        assert!(sent.text().starts_with("Sent to your server"), "{sent:?}");
         proposal
     }
 
@@ -109,9 +113,8 @@ fn files_holding(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
 #[sqlx::test(migrations = false)]
 async fn the_pin_is_in_no_log_file_or_table_even_with_the_worker_logging_at_trace(db: PgPool) {
     let p = paired(db, "pin-nowhere").await;
-    p.approve_prod_mode_off().await;
     let before = p.bot.fake.sent_to(CHAT).len();
-    p.bot.fake.user_message(CHAT, PIN);
+    p.approve_prod_mode_off(PIN).await;
     p.next(before, |t| t.starts_with("Done.")).await;
     assert!(p.prod_mode().contains("off"), "{}", p.prod_mode());
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -153,11 +156,10 @@ async fn the_pin_is_in_no_log_file_or_table_even_with_the_worker_logging_at_trac
 }
 
 #[sqlx::test(migrations = false)]
-async fn a_wrong_pin_from_the_chat_is_counted_once_and_its_tap_cannot_be_tried_again(db: PgPool) {
+async fn a_wrong_pin_in_the_app_is_counted_once_and_its_approval_cannot_be_tried_again(db: PgPool) {
     let p = paired(db, "pin-wrong").await;
-    let proposal = p.approve_prod_mode_off().await;
     let before = p.bot.fake.sent_to(CHAT).len();
-    p.bot.fake.user_message(CHAT, "WrongPin-135792");
+    let proposal = p.approve_prod_mode_off("WrongPin-135792").await;
     let refused = p.next(before, |t| t.starts_with("Wrong PIN")).await;
     assert!(refused.text.contains("To try again"), "{}", refused.text);
     assert!(!refused.text.contains("WrongPin"), "{}", refused.text);
@@ -165,31 +167,30 @@ async fn a_wrong_pin_from_the_chat_is_counted_once_and_its_tap_cannot_be_tried_a
         .await;
     assert_eq!(p.wrong_pins(), 1, "one wrong PIN typed, one counted");
     assert!(p.prod_mode().contains("on"), "{}", p.prod_mode());
-    // The same Approve again, and the right PIN after it: the tap was spent
-    // with the wrong PIN, so nothing turns prod mode off.
-    // Answered already (the person's own second tap is no anomaly): the
-    // keyboard is off, and the relay says so.
-    let notice = p.tap_again(&proposal, "Approve").await;
-    assert_eq!(
-        notice.as_deref(),
-        Some("Already answered: nothing more was done.")
-    );
-    p.bot.fake.user_message(CHAT, PIN);
+    // The app opened again from the same button, the right PIN typed: the
+    // approval was spent with the wrong PIN, so nothing turns prod mode
+    // off, and the page says it was answered (the person's own second try
+    // is no anomaly).
+    let again = p
+        .approve_in_app_with(&proposal, "Approve", Some(PIN))
+        .await
+        .expect("the button still opens the app");
+    assert!(again.text().starts_with("Already answered"), "{again:?}");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(
         p.prod_mode().contains("on"),
-        "a spent tap turned prod mode off: {}",
+        "a spent approval turned prod mode off: {}",
         p.prod_mode()
     );
+    assert_eq!(p.wrong_pins(), 1);
 }
 
 #[sqlx::test(migrations = false)]
-async fn five_wrong_pins_from_the_chat_lock_pin_actions(db: PgPool) {
+async fn five_wrong_pins_in_the_app_lock_pin_actions(db: PgPool) {
     let p = paired(db, "pin-five").await;
     for i in 1..=5u64 {
-        p.approve_prod_mode_off().await;
         let before = p.bot.fake.sent_to(CHAT).len();
-        p.bot.fake.user_message(CHAT, &format!("WrongPin-{i}"));
+        p.approve_prod_mode_off(&format!("WrongPin-{i}")).await;
         let refused = p.next(before, |t| t.starts_with("Wrong PIN")).await;
         if i < 5 {
             assert_eq!(p.wrong_pins(), i);
@@ -215,16 +216,20 @@ async fn five_wrong_pins_from_the_chat_lock_pin_actions(db: PgPool) {
     assert!(p.prod_mode().contains("on"), "{}", p.prod_mode());
 }
 
+/// The person types the PIN into the chat while the proposal is open (out
+/// of habit): the relay deletes it as soon as it reads it, even with its
+/// mark lost, and it approves nothing; the proposal still opens in the
+/// app.
 #[sqlx::test(migrations = false)]
-async fn a_pin_no_tap_waits_for_is_deleted_and_goes_nowhere(db: PgPool) {
-    let mut p = paired(db, "pin-orphan").await;
-    p.approve_prod_mode_off().await;
-    // The Worker restarts while the PIN is awaited: the tap it kept in
-    // memory is gone, the relay's mark is not.
-    let _ = p.daemon.0.kill();
-    let _ = p.daemon.0.wait();
-    p.daemon = start_daemon(&p.warden, Some(p.log()));
-    tokio::time::sleep(Duration::from_secs(3)).await;
+async fn a_pin_typed_into_the_chat_while_the_app_waits_is_deleted_and_goes_nowhere(db: PgPool) {
+    let p = paired(db, "pin-orphan").await;
+    let proposal = p
+        .ask("/prodmode off", |t| t.starts_with("Turn prod mode off?"))
+        .await;
+    sqlx::query("UPDATE pairings SET secret_until = NULL")
+        .execute(&p.bot.db)
+        .await
+        .expect("no mark");
     let before = p.bot.fake.sent_to(CHAT).len();
     p.bot.fake.user_message(CHAT, PIN);
     let told = p
@@ -234,38 +239,29 @@ async fn a_pin_no_tap_waits_for_is_deleted_and_goes_nowhere(db: PgPool) {
     assert_eq!(p.wrong_pins(), 0, "no PIN was checked");
     assert!(p.prod_mode().contains("on"), "{}", p.prod_mode());
     p.deleted_once().await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    p.approve_in_app_with(&proposal, "Approve", Some(PIN))
+        .await
+        .expect("Approve opens the app");
+    p.next(before, |t| t.starts_with("Done.")).await;
+    assert!(p.prod_mode().contains("off"), "{}", p.prod_mode());
 }
 
 #[sqlx::test(migrations = false)]
-async fn a_command_while_the_pin_is_awaited_is_answered_and_never_taken_for_the_pin(db: PgPool) {
+async fn a_command_while_the_app_waits_is_answered_and_never_taken_for_the_pin(db: PgPool) {
     let p = paired(db, "pin-command").await;
-    p.approve_prod_mode_off().await;
+    let proposal = p
+        .ask("/prodmode off", |t| t.starts_with("Turn prod mode off?"))
+        .await;
     let trust = p.ask("/trust", |t| t.contains("\nLadder:")).await;
     assert!(trust.text.contains("Ladder: normal"), "{}", trust.text);
     assert_eq!(p.wrong_pins(), 0, "the command was not checked as a PIN");
     let before = p.bot.fake.sent_to(CHAT).len();
-    p.bot.fake.user_message(CHAT, PIN);
-    p.next(before, |t| t.starts_with("Done.")).await;
-    assert!(p.prod_mode().contains("off"), "{}", p.prod_mode());
-}
-
-/// The relay never took the Worker's `expect_secret` (the frame lost with
-/// its connection, the database failing): the PIN, which has the shape
-/// the relay knows, is still deleted from the chat as soon as it is read
-/// and delivered as a secret, and the waiting tap takes it.
-#[sqlx::test(migrations = false)]
-async fn a_pin_whose_mark_was_lost_is_still_deleted_and_taken_by_the_waiting_tap(db: PgPool) {
-    let p = paired(db, "pin-unmarked").await;
-    p.approve_prod_mode_off().await;
-    sqlx::query("UPDATE pairings SET secret_until = NULL")
-        .execute(&p.bot.db)
+    p.approve_in_app_with(&proposal, "Approve", Some(PIN))
         .await
-        .expect("the mark lost");
-    let before = p.bot.fake.sent_to(CHAT).len();
-    p.bot.fake.user_message(CHAT, PIN);
+        .expect("Approve opens the app");
     p.next(before, |t| t.starts_with("Done.")).await;
     assert!(p.prod_mode().contains("off"), "{}", p.prod_mode());
-    p.deleted_once().await;
 }
 
 /// Found by the review: a PIN typed where none was asked for (after a

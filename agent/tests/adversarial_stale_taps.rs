@@ -1,8 +1,8 @@
 //! The answered-in-place proposals attacked end to end: a hostile relay
 //! that forges, replays and re-aims taps (written into its own database
 //! and outbox, as a relay that was taken over would), and a person's odd
-//! but normal taps (Approve then Cancel while the PIN is awaited, a second
-//! Approve while it is awaited, Cancel and Approve in the same instant, a
+//! but normal taps (the app opened then Cancel tapped, a second approval
+//! with the PIN in the app, Cancel and Approve in the same instant, a
 //! tap while the Worker restarts, a proposal near a message's length). A
 //! real relay with the fake Bot API, a real Warden, `aromba run`.
 
@@ -137,20 +137,25 @@ async fn recorded_taps(p: &Paired) -> Vec<Delivery> {
 }
 
 // ---------------------------------------------------------------------------
-// The person, with a PIN action: while the PIN is awaited the proposal
-// keeps its text and keyboard (an edit under it made the relay sign every
-// later tap over the edited text, which the Warden refused as forged).
+// The person, with a PIN action approved in the app (the PIN typed there,
+// sealed for the Warden): the proposal keeps its text and keyboard until
+// it is answered, and changing one's mind is never an anomaly.
 // ---------------------------------------------------------------------------
 
-/// `/prodmode off`, Approve tapped: the proposal as it shows while the PIN
-/// is awaited — its text and keyboard as they were.
-async fn approve_and_wait_for_pin(p: &Paired) -> Sent {
+/// `/prodmode off`, the app opened from its Approve and the proposal read
+/// there, not approved yet: the proposal as it shows meanwhile.
+async fn open_the_app_on_prod_mode_off(p: &Paired) -> Sent {
     let proposal = p
         .ask("/prodmode off", |t| t.starts_with("Turn prod mode off?"))
         .await;
-    let before = p.bot.fake.sent_to(CHAT).len();
-    p.tap(&proposal, "Approve").await;
-    p.next(before, |t| t.starts_with("Send your PIN")).await;
+    let launch = p.bot.open_app(CHAT, &proposal, "Approve (opens the app)");
+    let view = p.bot.ask_app(&launch, "view").await;
+    assert_eq!(view.status, 200, "{view:?}");
+    assert_eq!(
+        view.text(),
+        proposal.text,
+        "the app shows the Warden's text"
+    );
     let now = p.now(&proposal);
     assert_eq!(now.text, proposal.text, "the proposal's text is kept");
     assert_eq!(now.buttons, proposal.buttons, "and its keyboard");
@@ -158,9 +163,9 @@ async fn approve_and_wait_for_pin(p: &Paired) -> Sent {
 }
 
 #[sqlx::test(migrations = false)]
-async fn approve_then_cancel_while_the_pin_is_awaited_is_no_anomaly(db: PgPool) {
+async fn the_app_opened_then_cancel_in_the_chat_is_no_anomaly(db: PgPool) {
     let p = with_prod_mode(db, "adv-taps-pin-cancel").await;
-    let noted = approve_and_wait_for_pin(&p).await;
+    let noted = open_the_app_on_prod_mode_off(&p).await;
     // The person changes their mind before typing the PIN.
     let before = p.bot.fake.sent_to(CHAT).len();
     p.tap(&noted, "Cancel").await;
@@ -168,25 +173,27 @@ async fn approve_then_cancel_while_the_pin_is_awaited_is_no_anomaly(db: PgPool) 
     tokio::time::sleep(Duration::from_secs(3)).await;
     no_refusal_since(&p, before);
     p.ladder_is_normal();
-    // And types the PIN anyway: nothing waits for it.
-    let before = p.bot.fake.sent_to(CHAT).len();
-    p.bot.fake.user_message(CHAT, PIN);
-    p.next(before, |t| t.starts_with("That message looked like a PIN"))
-        .await;
+    // And approves in the app anyway, the PIN typed: already answered.
+    let late = p
+        .approve_in_app_with(&noted, "Approve", Some(PIN))
+        .await
+        .expect("the button still opens the app");
+    assert!(late.text().starts_with("Already answered"), "{late:?}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(prod_mode(&p).contains("on"), "{}", prod_mode(&p));
     p.ladder_is_normal();
 }
 
 #[sqlx::test(migrations = false)]
-async fn a_second_approve_while_the_pin_is_awaited_then_the_pin_turns_prod_mode_off(db: PgPool) {
+async fn a_second_approval_in_the_app_after_the_pin_turned_prod_mode_off_is_already_answered(
+    db: PgPool,
+) {
     let p = with_prod_mode(db, "adv-taps-pin-twice").await;
-    let noted = approve_and_wait_for_pin(&p).await;
-    // Nothing seemed to happen: the person taps Approve again, then types
-    // the PIN.
+    let noted = open_the_app_on_prod_mode_off(&p).await;
     let before = p.bot.fake.sent_to(CHAT).len();
-    p.tap(&noted, "Approve").await;
-    p.next(before, |t| t.starts_with("Send your PIN")).await;
-    p.bot.fake.user_message(CHAT, PIN);
+    p.approve_in_app_with(&noted, "Approve", Some(PIN))
+        .await
+        .expect("Approve opens the app");
     let answer = p
         .next(before, |t| {
             t.starts_with("Done.") || t.contains("refused") || t.starts_with("Wrong PIN")
@@ -194,6 +201,13 @@ async fn a_second_approve_while_the_pin_is_awaited_then_the_pin_turns_prod_mode_
         .await;
     assert!(answer.text.starts_with("Done."), "{}", answer.text);
     p.shows(&noted, |t| t.ends_with(DONE)).await;
+    // Nothing seemed to happen on the person's side: they open the app
+    // again and approve again.
+    let again = p
+        .approve_in_app_with(&noted, "Approve", Some(PIN))
+        .await
+        .expect("the button still opens the app");
+    assert!(again.text().starts_with("Already answered"), "{again:?}");
     assert!(prod_mode(&p).contains("off"), "{}", prod_mode(&p));
     no_refusal_since(&p, before);
     p.ladder_is_normal();
@@ -208,11 +222,11 @@ async fn cancel_on_a_pin_action_before_approve_is_no_anomaly(db: PgPool) {
     let before = p.bot.fake.sent_to(CHAT).len();
     p.tap(&proposal, "Cancel").await;
     p.shows(&proposal, |t| t.ends_with(CANCELLED)).await;
-    let notice = p.tap_again(&proposal, "Approve").await;
-    assert_eq!(
-        notice.as_deref(),
-        Some("Already answered: nothing more was done.")
-    );
+    let late = p
+        .approve_in_app_with(&proposal, "Approve", Some(PIN))
+        .await
+        .expect("the button still opens the app");
+    assert!(late.text().starts_with("Already answered"), "{late:?}");
     tokio::time::sleep(Duration::from_secs(2)).await;
     no_refusal_since(&p, before);
     p.ladder_is_normal();

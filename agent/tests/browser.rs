@@ -21,6 +21,9 @@ use sqlx::PgPool;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The PIN `aromba pair` sets in these tests (`Setup::default`).
+const PIN: &str = "472913";
+
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
@@ -213,9 +216,16 @@ async fn enter_app(c: &Client) {
 /// Taps the button labelled `label` on `message` that opens the Mini App
 /// (`<label> (opens the app)`), and in the app's panel — the relay's page,
 /// its launch signed in Telegram's place — reads the proposal's text and
-/// taps Approve, then closes the app as a person would. The number of the
-/// bot's messages before.
-async fn approve_in_app(c: &Client, message: &Element, label: &str, shot: Option<&str>) -> usize {
+/// taps Approve (after typing `pin` in the page's masked field, when the
+/// action needs it), then closes the app as a person would. The number of
+/// the bot's messages before.
+async fn approve_in_app(
+    c: &Client,
+    message: &Element,
+    label: &str,
+    pin: Option<&str>,
+    shot: Option<&str>,
+) -> usize {
     let proposal = text_of(message).await;
     let before = tap(c, message, &format!("{label} (opens the app)")).await;
     let mut shown = false;
@@ -243,6 +253,20 @@ async fn approve_in_app(c: &Client, message: &Element, label: &str, shot: Option
         !text.is_empty() && proposal.starts_with(text.lines().next().unwrap_or("?")),
         "the app shows the Warden's text: {text:?} for {proposal:?}"
     );
+    let field = c.find(Locator::Id("pin")).await.expect("the PIN field");
+    assert_eq!(
+        field.attr("type").await.expect("type"),
+        Some("password".into()),
+        "the PIN is masked"
+    );
+    assert_eq!(
+        field.is_displayed().await.expect("shown?"),
+        pin.is_some(),
+        "the PIN is asked for exactly when the action needs it"
+    );
+    if let Some(pin) = pin {
+        field.send_keys(pin).await.expect("the PIN typed");
+    }
     if let Some(name) = shot {
         c.enter_parent_frame().await.expect("out of the app");
         screenshot(c, name).await;
@@ -284,20 +308,6 @@ async fn approve_in_app(c: &Client, message: &Element, label: &str, shot: Option
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("the app's Close did not close its panel");
-}
-
-/// Waits (up to ten seconds) for the page's toast to show `want`.
-async fn toast(c: &Client, want: &str) {
-    let mut shown = String::new();
-    for _ in 0..100 {
-        let toast = c.find(Locator::Id("toast")).await.expect("the toast");
-        shown = toast.text().await.unwrap_or_default();
-        if shown == want {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the toast never said {want:?}; it says {shown:?}");
 }
 
 /// Waits (up to a minute) for `message` to end with `outcome` and show no
@@ -346,6 +356,110 @@ async fn open_page(p: &Paired, driver: &Driver) -> Client {
     c
 }
 
+/// What this test process logged from the moment [`RelayLog::capture`] was
+/// first called: the relay runs in it (the Worker and Chromium do not).
+struct RelayLog(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+struct LogWriter(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl RelayLog {
+    fn capture() -> RelayLog {
+        static LOG: std::sync::OnceLock<std::sync::Arc<std::sync::Mutex<Vec<u8>>>> =
+            std::sync::OnceLock::new();
+        let log = LOG.get_or_init(|| {
+            let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let into = log.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(
+                    "debug,aromba_relay=trace,aromba_relay_proto=trace",
+                ))
+                .with_ansi(false)
+                .with_writer(move || LogWriter(into.clone()))
+                .finish();
+            tracing::subscriber::set_global_default(subscriber)
+                .expect("nothing else logs in the browser tests");
+            log
+        });
+        RelayLog(log.clone())
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+    }
+}
+
+/// Every row of every table of the relay's database, as JSON lines.
+async fn db_dump(p: &Paired) -> String {
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
+    )
+    .fetch_all(&p.bot.db)
+    .await
+    .expect("the relay's tables");
+    assert!(tables.len() > 5, "the relay's schema: {tables:?}");
+    let mut dump = String::new();
+    for table in tables {
+        let rows: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT row_to_json(t)::text FROM \"{table}\" t"
+        )))
+        .fetch_all(&p.bot.db)
+        .await
+        .expect("a table's rows");
+        for row in rows {
+            dump.push_str(&row);
+            dump.push('\n');
+        }
+    }
+    dump
+}
+
+/// The PIN is in no chat message (the bot's or the person's), no row of the
+/// relay's database, no line the relay logged and no line of the Worker's
+/// log at `trace`; each of those is checked to hold what it should, so
+/// the search is not of an empty place.
+fn pin_is_nowhere(p: &Paired, db: &str, relay_log: &str) {
+    let chat: String = {
+        let state = p.bot.fake.state();
+        state
+            .sent
+            .iter()
+            .map(|m| m.text.clone())
+            .chain(state.said.iter().map(|m| m.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let worker_log = p
+        .daemon_log
+        .0
+        .as_ref()
+        .map(|path| std::fs::read_to_string(path).expect("the Worker's log"))
+        .expect("the Worker logs to a file in this test");
+    let journal = std::fs::read_to_string(p.warden.layout().journal_file()).expect("the journal");
+    for (place, text, holds) in [
+        ("the chat", &chat, "Turn prod mode off?"),
+        ("the relay's database", &db.to_string(), "{\""),
+        ("the relay's log", &relay_log.to_string(), "aromba_relay"),
+        ("the Worker's log", &worker_log, "relay"),
+        ("the Warden's journal", &journal, "prod"),
+    ] {
+        assert!(text.contains(holds), "{place} holds what it should");
+        assert!(!text.contains(PIN), "the PIN is in {place}");
+    }
+}
+
 /// Keeps a screenshot of the page as `name` under `target/tmp/browser/`.
 async fn screenshot(c: &Client, name: &str) {
     let shot = c.screenshot().await.expect("a screenshot");
@@ -384,9 +498,14 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
         "#!/bin/sh\n# aromba-chore: 1\n# name: tidy-cache\n# description: Empties the cache folder\n# color: red\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then for f in {d}/*.tmp; do echo \"would remove $(basename \"$f\")\"; done; exit 0; fi\nrm -f {d}/*.tmp\n",
         d = cache.display()
     );
+    let relay_log = RelayLog::capture();
     // Eight days after install: a red chore may run, with a tap.
     let setup = Setup {
         days_ago: 8,
+        daemon_log: Some(PathBuf::from(format!(
+            "/var/tmp/aromba-browser-worker-{}.log",
+            std::process::id()
+        ))),
         ..Setup::default()
     };
     let p = paired_with(db, "browser", setup, |w| {
@@ -467,7 +586,7 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
         "nothing before the tap"
     );
     // A red run is approved in the Mini App, where Telegram signs the tap.
-    let before = approve_in_app(&c, &proposal, "Approve", Some("mini-app.png")).await;
+    let before = approve_in_app(&c, &proposal, "Approve", None, Some("mini-app.png")).await;
     let receipt = message(&c, before, |t| t.starts_with("Done.")).await;
     // A verdict and one set of numbers; the undo id behind the button.
     let said = text_of(&receipt).await;
@@ -488,7 +607,7 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
         t.starts_with("Undo the run of \"tidy-cache\"")
     })
     .await;
-    let before = approve_in_app(&c, &undo, "Approve", None).await;
+    let before = approve_in_app(&c, &undo, "Approve", None, None).await;
     message(&c, before, |t| t.starts_with("Done.")).await;
     assert_eq!(
         cache_files(&cache),
@@ -498,49 +617,25 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
     answered(&receipt, "Undone ✓ (see below).").await;
     screenshot(&c, "chat-page.png").await;
 
-    // The PIN prompt: the field masks the PIN, and the bot's deletion
-    // takes the PIN's message off the page.
+    // Prod mode off: the PIN typed in the app's masked field, sealed there
+    // for the Warden; it is in no chat message, relay log, database row
+    // or Worker log.
     let on = p.warden.aromba_as("root", &["prod-mode", "on"]);
     assert!(on.status.success(), "{}", support::text(&on.stderr));
     let before = type_and_send(&c, "/prodmode off").await;
     let question = message(&c, before, |t| t.starts_with("Turn prod mode off?")).await;
-    // Prod mode off is still a tap the relay signs, with the PIN.
-    let before = tap(&c, &question, "Approve").await;
-    toast(&c, "Sent to your server.").await;
-    message(&c, before, |t| t.starts_with("Send your PIN")).await;
-    let field = c.find(Locator::Id("text")).await.expect("the field");
-    for _ in 0..50 {
-        if field.attr("type").await.expect("type") == Some("password".into()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(
-        field.attr("type").await.expect("type"),
-        Some("password".into())
-    );
-    let before = type_and_send(&c, "472913").await;
+    let before = approve_in_app(
+        &c,
+        &question,
+        "Approve",
+        Some(PIN),
+        Some("mini-app-pin.png"),
+    )
+    .await;
     message(&c, before, |t| t.starts_with("Done.")).await;
     let status = support::text(&p.warden.aromba_as("root", &["status"]).stdout);
     assert!(status.contains("prod mode: off"), "{status}");
-    let mut gone = false;
-    for _ in 0..100 {
-        let mine = c
-            .find_all(Locator::Css("article.msg.person .text"))
-            .await
-            .expect("the person's messages");
-        let mut texts = Vec::new();
-        for m in &mine {
-            texts.push(m.text().await.expect("a text"));
-        }
-        if !texts.iter().any(|t| t == "472913") {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(gone, "the PIN's message is taken off the page");
-    assert_eq!(field.attr("type").await.expect("type"), Some("text".into()));
+    pin_is_nowhere(&p, &db_dump(&p).await, &relay_log.text());
 
     c.close().await.expect("the browser closes");
     let _ = std::fs::remove_dir_all(&cache);
@@ -563,7 +658,7 @@ async fn slow_mode_in_chromium_asks_was_that_you_and_yes_brings_it_back(db: PgPo
     assert!(text.contains("aromba resume"), "{text}");
     screenshot(&c, "was-that-you.png").await;
     // "Yes" steps the ladder down: only the person, in the Mini App.
-    let before = approve_in_app(&c, &question, "Yes, it was me", None).await;
+    let before = approve_in_app(&c, &question, "Yes, it was me", None, None).await;
     answered(&question, "You said it was you ✓ — back to normal.").await;
     message(&c, before, |t| t.starts_with("Back to normal.")).await;
     let status = support::text(&p.warden.aromba_as("root", &["status"]).stdout);

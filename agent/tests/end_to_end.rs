@@ -327,7 +327,7 @@ async fn the_relay_restarted_mid_conversation_loses_nothing(db: PgPool) {
 }
 
 #[sqlx::test(migrations = false)]
-async fn the_pin_asked_in_the_chat_turns_prod_mode_off_and_is_kept_nowhere(db: PgPool) {
+async fn the_pin_typed_in_the_app_turns_prod_mode_off_and_is_kept_nowhere(db: PgPool) {
     let p = paired(db, "e2e-pin").await;
     let on = p.warden.aromba_as("root", &["prod-mode", "on"]);
     assert!(on.status.success(), "{}", support::text(&on.stderr));
@@ -335,25 +335,44 @@ async fn the_pin_asked_in_the_chat_turns_prod_mode_off_and_is_kept_nowhere(db: P
     let proposal = p
         .ask("/prodmode off", |t| t.starts_with("Turn prod mode off?"))
         .await;
+    // The app opened without the PIN (a page that could not seal it, or a
+    // relay that dropped it): nothing changes.
     let before = p.bot.fake.sent_to(CHAT).len();
-    p.tap(&proposal, "Approve").await;
-    p.next(before, |t| t.starts_with("Send your PIN")).await;
+    let launch = p.bot.open_app(CHAT, &proposal, "Approve (opens the app)");
+    let sent = p.bot.ask_app(&launch, "approve").await;
+    assert_eq!(sent.status, 200, "{sent:?}");
+    p.next(before, |t| t.contains("did not arrive sealed"))
+        .await;
     assert!(
         support::text(&p.warden.aromba_as("root", &["status"]).stdout).contains("prod mode: on"),
-        "nothing changes before the PIN"
+        "nothing changes without the PIN"
     );
 
+    let proposal = p
+        .ask("/prodmode off", |t| t.starts_with("Turn prod mode off?"))
+        .await;
     let before = p.bot.fake.sent_to(CHAT).len();
-    p.bot.fake.user_message(CHAT, "472913");
+    let sent = p
+        .approve_in_app_with(&proposal, "Approve", Some("472913"))
+        .await
+        .expect("Approve opens the app");
+    assert!(sent.text().starts_with("Sent to your server"), "{sent:?}");
     let done = p.next(before, |t| t.starts_with("Done.")).await;
     assert!(
         support::text(&p.warden.aromba_as("root", &["status"]).stdout).contains("prod mode: off"),
         "{}",
         done.text
     );
-    // The relay deleted the PIN's message from the chat.
-    p.deleted_once().await;
-    // Kept nowhere: not in the Warden's journal, not at the relay.
+    // Kept nowhere: not in the chat, the Warden's journal or the relay.
+    assert!(
+        p.bot
+            .fake
+            .state()
+            .said
+            .iter()
+            .all(|m| !m.text.contains("472913")),
+        "the PIN was never typed in the chat"
+    );
     assert!(!p.warden.journal().contains("472913"));
     let kept: i64 = sqlx::query_scalar(
         "SELECT (SELECT count(*) FROM outbox WHERE delivery::text LIKE '%472913%')

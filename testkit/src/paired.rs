@@ -488,6 +488,17 @@ impl Paired {
         message: &Sent,
         label: &str,
     ) -> Option<crate::relay::bot::AppReply> {
+        self.approve_in_app_with(message, label, None).await
+    }
+
+    /// As [`Self::approve_in_app`], with `pin` typed in the page (sealed
+    /// for the Warden) when given.
+    pub async fn approve_in_app_with(
+        &self,
+        message: &Sent,
+        label: &str,
+        pin: Option<&str>,
+    ) -> Option<crate::relay::bot::AppReply> {
         let in_app = aromba_words::approvals::in_app(label);
         let has = |l: &str| {
             message
@@ -503,7 +514,10 @@ impl Paired {
         {
             return Some(view);
         }
-        Some(self.bot.ask_app(&launch, "approve").await)
+        Some(match pin {
+            Some(pin) => self.bot.approve_app_with_pin(&launch, pin).await,
+            None => self.bot.ask_app(&launch, "approve").await,
+        })
     }
 
     /// The person taps the button labelled `label` as `message` showed it,

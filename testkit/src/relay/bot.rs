@@ -378,9 +378,28 @@ impl Bot {
 
     /// The page asks the relay `ask` (`view` or `approve`) with `launch`.
     pub async fn ask_app(&self, launch: &str, ask: &str) -> AppReply {
+        self.ask_app_sealed(launch, ask, None).await
+    }
+
+    /// The page approves with `launch` and `pin` typed, sealed as the page
+    /// seals it for the key the launch's `start_param` names.
+    pub async fn approve_app_with_pin(&self, launch: &str, pin: &str) -> AppReply {
+        let param = launch
+            .split('&')
+            .find_map(|f| f.strip_prefix("start_param="))
+            .expect("a launch from a proposal's button");
+        let sealed = crate::telegram::seal_pin(param, pin);
+        self.ask_app_sealed(launch, "approve", Some(&sealed)).await
+    }
+
+    async fn ask_app_sealed(&self, launch: &str, ask: &str, sealed: Option<&str>) -> AppReply {
+        let mut body = serde_json::json!({"launch": launch, "ask": ask});
+        if let Some(sealed) = sealed {
+            body["sealed_pin"] = sealed.into();
+        }
         let response = reqwest::Client::new()
             .post(format!("http://{}/app/v1/ask", self.relay.addr))
-            .json(&serde_json::json!({"launch": launch, "ask": ask}))
+            .json(&body)
             .send()
             .await
             .expect("the relay answers the page");
