@@ -356,51 +356,6 @@ async fn open_page(p: &Paired, driver: &Driver) -> Client {
     c
 }
 
-/// What this test process logged from the moment [`RelayLog::capture`] was
-/// first called: the relay runs in it (the Worker and Chromium do not).
-struct RelayLog(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-struct LogWriter(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogWriter {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl RelayLog {
-    fn capture() -> RelayLog {
-        static LOG: std::sync::OnceLock<std::sync::Arc<std::sync::Mutex<Vec<u8>>>> =
-            std::sync::OnceLock::new();
-        let log = LOG.get_or_init(|| {
-            let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-            let into = log.clone();
-            let subscriber = tracing_subscriber::fmt()
-                .with_env_filter(tracing_subscriber::EnvFilter::new(
-                    "debug,aromba_relay=trace,aromba_relay_proto=trace",
-                ))
-                .with_ansi(false)
-                .with_writer(move || LogWriter(into.clone()))
-                .finish();
-            tracing::subscriber::set_global_default(subscriber)
-                .expect("nothing else logs in the browser tests");
-            log
-        });
-        RelayLog(log.clone())
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
-    }
-}
-
 /// Every row of every table of the relay's database, as JSON lines.
 async fn db_dump(p: &Paired) -> String {
     let tables: Vec<String> = sqlx::query_scalar(
@@ -498,7 +453,7 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
         "#!/bin/sh\n# aromba-chore: 1\n# name: tidy-cache\n# description: Empties the cache folder\n# color: red\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then for f in {d}/*.tmp; do echo \"would remove $(basename \"$f\")\"; done; exit 0; fi\nrm -f {d}/*.tmp\n",
         d = cache.display()
     );
-    let relay_log = RelayLog::capture();
+    let relay_log = aromba_testkit::logs::captured();
     // Eight days after install: a red chore may run, with a tap.
     let setup = Setup {
         days_ago: 8,
@@ -635,7 +590,11 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
     message(&c, before, |t| t.starts_with("Done.")).await;
     let status = support::text(&p.warden.aromba_as("root", &["status"]).stdout);
     assert!(status.contains("prod mode: off"), "{status}");
-    pin_is_nowhere(&p, &db_dump(&p).await, &relay_log.text());
+    pin_is_nowhere(
+        &p,
+        &db_dump(&p).await,
+        &aromba_testkit::logs::text(&relay_log),
+    );
 
     c.close().await.expect("the browser closes");
     let _ = std::fs::remove_dir_all(&cache);

@@ -19,8 +19,6 @@ use aromba_relay_proto::token::ServerToken;
 use futures_util::SinkExt;
 use serde_json::json;
 use sqlx::PgPool;
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
 use support::{
     Server, closed_with, config, connected, gets_in, next_unacked_delivery, post_json, raw_ws,
     start,
@@ -28,44 +26,9 @@ use support::{
 use tokio_tungstenite::tungstenite::Message;
 use uuid::Uuid;
 
-/// Everything every relay in this test binary logs, as the binary's JSON
-/// logs would carry it (info, and everything of the relay's own crates).
-fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let logs = Arc::new(Mutex::new(Vec::new()));
-        let sink = logs.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(
-                "info,aromba_relay=trace,aromba_relay_proto=trace",
-            ))
-            .with_writer(move || LogWriter(sink.clone()))
-            .finish();
-        let _ = tracing::subscriber::set_global_default(subscriber);
-        logs
-    })
-    .clone()
-}
-
-struct LogWriter(Arc<Mutex<Vec<u8>>>);
-
-impl Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[sqlx::test(migrations = false)]
 async fn no_token_text_or_label_reaches_the_relays_logs(db: PgPool) {
-    let logs = captured_logs();
+    let logs = aromba_testkit::logs::captured();
     let relay = start(db.clone(), config()).await;
     let (server, mut ws, mut session) = connected(&relay).await;
     let mut secrets: Vec<String> = vec![server.token.expose()[4..].to_string()];

@@ -32,6 +32,7 @@
 
 pub mod bench;
 pub mod hostile_relay;
+pub mod logs;
 pub mod model;
 pub mod model_fake;
 pub mod paired;
