@@ -41,9 +41,13 @@ pub enum PairError {
     #[error("the pairing code expired before a chat took it; run `aromba pair` again")]
     Expired,
     #[error(
-        "the chat is paired, but nobody confirmed in the app within {0} minutes, so approvals are not bound to your Telegram account and red actions cannot be approved; send /unpair in the chat, then run `sudo aromba pair` again"
+        "the chat is paired at the relay, but nobody confirmed in the app within {0} minutes, so nothing was saved on this server and nothing can be approved from the chat; send /unpair in the chat, then run `sudo aromba pair` again"
     )]
     NotConfirmed(u64),
+    #[error(
+        "the chat is paired at the relay, but the confirmation in the app did not arrive ({0}), so nothing was saved on this server and nothing can be approved from the chat; send /unpair in the chat, then run `sudo aromba pair` again"
+    )]
+    ConfirmationLost(String),
 }
 
 /// How long `aromba pair` waits for the person to confirm in the app.
@@ -684,9 +688,6 @@ async fn pair_async(
             _ => {}
         }
     };
-    warden(paths, &Request::PinRelayKey { key: key.clone() }).await?;
-    config.approval_key = Some(key);
-    write_file(&paths.relay_file(), &config.render(), 0o600, worker)?;
     // The confirmation button is this pairing's: it names the code shown
     // here (a relay cannot send the person another pairing's launch).
     if shown_code.map(|c| format!("pair_{c}")).as_deref() != Some(confirm.as_str()) {
@@ -698,7 +699,18 @@ async fn pair_async(
         "The chat is paired. One more step: in the chat, tap \"Confirm it is you\" and confirm in the app."
     );
     out!("Waiting for your confirmation…");
-    let (user_id, name) = confirmed(paths, &mut ws, &mut session, bot_id, &confirm).await?;
+    // The relay's tap key is pinned only once the person's account is: a
+    // relay that withheld the confirmation would otherwise be left holding
+    // a key that approves everything on a server bound to nobody.
+    let (user_id, name) = confirmed(paths, &mut ws, &mut session, bot_id, &confirm)
+        .await
+        .map_err(|e| match e {
+            PairError::NotConfirmed(_) | PairError::Setup(_) => e,
+            other => PairError::ConfirmationLost(other.to_string()),
+        })?;
+    warden(paths, &Request::PinRelayKey { key: key.clone() }).await?;
+    config.approval_key = Some(key);
+    write_file(&paths.relay_file(), &config.render(), 0o600, worker)?;
     let _ = ws.close(None).await;
     drop(marker);
     Ok(Paired::Now { user_id, name })

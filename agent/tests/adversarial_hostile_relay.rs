@@ -18,8 +18,8 @@ use aromba_testkit::worker as support;
 
 use aromba_relay_proto::frame::{Body, Delivery};
 use hostile_relay::{
-    PING_SECS, PlayedRelay, Script, daemon, honest_script, paired_with, run_pair, sent_texts,
-    status, up, warden,
+    PING_SECS, PlayedRelay, Script, daemon, honest_script, paired_with, pinned, run_pair,
+    sent_texts, status, up, warden,
 };
 use std::time::Duration;
 
@@ -352,5 +352,38 @@ async fn a_relay_that_hangs_after_its_welcome_is_dialed_again() {
         relay.connections() > hung,
         "the Worker is still on a connection that has said nothing for {} s (ping every {PING_SECS} s)",
         4 * PING_SECS + 30
+    );
+}
+
+/// A relay runs the pairing's flow, so it can withhold the person's
+/// confirmation in the app. Found by review: `aromba pair` pinned the
+/// relay's tap key before the confirmation, so a relay that withheld it
+/// left a server bound to nobody whose every action its own taps approved.
+/// Now `aromba pair` fails, saying so, and nothing is saved on the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_that_withholds_the_confirmation_leaves_no_tap_key_on_the_server() {
+    let _one = hostile_relay::alone().await;
+    let warden = warden("adv-hostile-no-confirm");
+    let relay = PlayedRelay::start(Script {
+        withhold_confirmation: true,
+        ..honest_script()
+    })
+    .await;
+    let (ok, printed) = run_pair(&warden, Some(&relay.url())).await;
+    let printed = String::from_utf8_lossy(&printed);
+    assert!(!ok, "{printed}");
+    assert!(
+        printed.contains("the confirmation in the app did not arrive")
+            && printed.contains("nothing was saved on this server"),
+        "{printed}"
+    );
+    assert_eq!(pinned(&warden), None, "no relay tap key is pinned");
+    let relay_toml =
+        std::fs::read_to_string(warden.root.join("worker/relay.toml")).unwrap_or_default();
+    assert!(!relay_toml.contains("approval_key"), "{relay_toml}");
+    assert!(
+        status(&warden).contains("approvals in the app: not paired yet"),
+        "{}",
+        status(&warden)
     );
 }

@@ -98,7 +98,7 @@ async fn a_pairing_code_with_terminal_escapes_never_reaches_roots_terminal() {
         link: "https://t.me/x?start=\u{1b}]0;owned\u{7}".into(),
         key: Some(HOSTILE_KEY.into()),
         deliveries: vec![],
-        withhold_acks: false,
+        ..Script::default()
     })
     .await;
     let (ok, printed) = run_pair(&warden, Some(&hostile.url())).await;

@@ -1,8 +1,9 @@
 //! Attacks on the Mini App's route at a real relay: a paired person (any
 //! tenant: anyone may register a server and pair it) with a server that
-//! never answers, junk and oversized bodies, answers from a hostile server
-//! (huge, malformed, control characters), on a fresh database, the fake Bot
-//! API signing launches as Telegram does.
+//! never answers, junk and oversized bodies, sealed PINs of every shape
+//! but the page's, answers from a hostile server (huge, malformed, control
+//! characters), on a fresh database, the fake Bot API signing launches as
+//! Telegram does.
 //!
 //! Each test is named for its attack. One tenant holding every place a
 //! page may wait in was a break the attack round found (now a bound per
@@ -197,5 +198,142 @@ async fn a_server_answering_with_control_characters_or_too_much_is_refused(db: P
             break;
         }
     }
+    bot.relay.stop().await;
+}
+
+// ---- Attack round: the sealed PIN at the relay. ----
+
+/// A sealed PIN of the page's shape (base64url, no padding).
+const SEALED: &str =
+    "hSDwCYkwp1R0i33ctD73Wg2_Og0mOBr066SpjqqbTmoAAQIDBAUGBwgJCgtPCI9tb5NCvjPcnC096s2UmxSKNC20";
+
+#[sqlx::test(migrations = false)]
+async fn a_sealed_pin_of_another_json_shape_reaches_no_server_and_is_never_echoed(db: PgPool) {
+    let bot = start_bot(db, false).await;
+    let (_server, mut ws, mut session, _) = paired(&bot, 77).await;
+    let good = launch_of(77);
+    let client = reqwest::Client::new();
+    let marker = "MARKERsealedPIN";
+    let bodies = [
+        serde_json::json!({"launch": good, "ask": "approve", "sealed_pin": 123456}).to_string(),
+        serde_json::json!({"launch": good, "ask": "approve", "sealed_pin": [marker]}).to_string(),
+        serde_json::json!({"launch": good, "ask": "approve", "sealed_pin": {"pin": marker}})
+            .to_string(),
+        serde_json::json!({"launch": good, "ask": "approve", "sealed_pin": ""}).to_string(),
+        serde_json::json!({"launch": good, "ask": "approve", "sealed_pin": format!("{marker}=")})
+            .to_string(),
+        serde_json::json!({"launch": good, "ask": "approve", "sealed_pin": format!("{marker}\u{0}")})
+            .to_string(),
+        serde_json::json!({"launch": good, "ask": "approve", "sealed_pin": format!("{marker}\n")})
+            .to_string(),
+        serde_json::json!({"launch": good, "ask": "approve", "sealed_pin": format!("{marker}é")})
+            .to_string(),
+        serde_json::json!({"launch": good, "ask": "approve", "sealed_pin": format!("{marker} ")})
+            .to_string(),
+        serde_json::json!({"launch": good, "ask": "view", "sealed_pin": marker}).to_string(),
+        serde_json::json!({"launch": good, "ask": "approve", "sealed_pin": format!("{marker}{}", "A".repeat(512))})
+            .to_string(),
+        // The field twice: the second would be what a lenient reader takes.
+        format!(
+            "{{\"launch\": \"{good}\", \"ask\": \"approve\", \"sealed_pin\": \"{SEALED}\", \"sealed_pin\": \"{marker}!\"}}"
+        ),
+        // A JSON escape that decodes to a character outside the shape.
+        format!(
+            "{{\"launch\": \"{good}\", \"ask\": \"approve\", \"sealed_pin\": \"{marker}\\u002f\"}}"
+        ),
+    ];
+    for body in bodies {
+        let r = client
+            .post(format!("http://{}/app/v1/ask", bot.relay.addr))
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .expect("an answer");
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap_or_default();
+        assert_eq!(
+            status,
+            400,
+            "{}: {text}",
+            &body[body.len().saturating_sub(80)..]
+        );
+        assert!(
+            !text.contains(marker),
+            "the refusal echoes the seal: {text}"
+        );
+    }
+    support::bot::no_delivery(&mut ws, &mut session, Duration::from_millis(500)).await;
+    bot.relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_sealed_pin_of_the_longest_shape_passes_untouched_and_is_not_kept_once_delivered(
+    db: PgPool,
+) {
+    let bot = start_bot(db, false).await;
+    let (_server, mut ws, mut session, _) = paired(&bot, 77).await;
+    let longest = format!(
+        "{}{}",
+        SEALED,
+        "_-".repeat((aromba_relay_proto::frame::MAX_SEALED_PIN - SEALED.len()) / 2)
+    );
+    assert_eq!(longest.len(), aromba_relay_proto::frame::MAX_SEALED_PIN);
+    let page = {
+        let addr = bot.relay.addr;
+        let (l, s) = (launch_of(77), longest.clone());
+        tokio::spawn(async move {
+            reqwest::Client::new()
+                .post(format!("http://{addr}/app/v1/ask"))
+                .json(&serde_json::json!({"launch": l, "ask": "approve", "sealed_pin": s}))
+                .send()
+                .await
+                .expect("an answer")
+                .status()
+                .as_u16()
+        })
+    };
+    let request = loop {
+        if let Delivery::App {
+            request,
+            sealed_pin,
+            ..
+        } = next_delivery(&mut ws, &mut session).await
+        {
+            assert_eq!(sealed_pin.as_deref(), Some(longest.as_str()));
+            break request;
+        }
+    };
+    session
+        .send(
+            &mut ws,
+            &Body::AppAnswer {
+                request,
+                answer: AppAnswer {
+                    kind: AppAnswerKind::Outcome,
+                    text: "Sent to your server.".into(),
+                },
+            },
+        )
+        .await
+        .expect("sent");
+    assert_eq!(page.await.expect("the page"), 200);
+    // Acknowledged: the relay keeps no copy of the sealed bytes.
+    let mut kept = -1i64;
+    for _ in 0..80 {
+        kept = sqlx::query_scalar(
+            "SELECT (SELECT count(*) FROM outbox WHERE delivery::text LIKE '%' || $1 || '%')
+                  + (SELECT count(*) FROM chat_outbox WHERE body::text LIKE '%' || $1 || '%')",
+        )
+        .bind(&SEALED[..40])
+        .fetch_one(&bot.db)
+        .await
+        .expect("a count");
+        if kept == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(kept, 0, "the sealed PIN is still in the relay's tables");
     bot.relay.stop().await;
 }

@@ -43,6 +43,9 @@ pub struct Script {
     /// Never acknowledge a message or an edit (a hostile relay, or an
     /// honest one whose chat outbox is full).
     pub withhold_acks: bool,
+    /// After `Paired`, never deliver the person's confirmation in the app:
+    /// the connection is dropped instead.
+    pub withhold_confirmation: bool,
 }
 
 /// A relay played by the test on 127.0.0.1: `POST /v1/servers` answered
@@ -337,6 +340,11 @@ async fn serve(mut stream: tokio::net::TcpStream, script: Script, mut line: Line
                                 },
                             });
                             next_id += 1;
+                            if script.withhold_confirmation {
+                                // `Paired` written out, then the line dropped.
+                                tokio::time::sleep(Duration::from_secs(1)).await;
+                                break;
+                            }
                             // The person confirms in the app (the launch
                             // Telegram signs, with the test key).
                             let _ = out.send(Body::Deliver {
@@ -442,6 +450,7 @@ pub fn honest_script() -> Script {
         key: Some(HONEST_KEY.into()),
         deliveries: vec![],
         withhold_acks: false,
+        withhold_confirmation: false,
     }
 }
 

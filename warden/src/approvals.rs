@@ -863,13 +863,21 @@ fn spend(
     let issued = dir.join(format!("{action_id}.json"));
     let spent = dir.join(format!("{action_id}.spent"));
     // Spending is a rename: of two uses racing, one finds the file gone.
-    std::fs::rename(&issued, &spent).map_err(|_| {
-        if spent.exists() {
-            "the approval was used already".to_string()
-        } else {
-            "the action id was not issued by this Warden".to_string()
+    // The callers verified this approval, so the loser is the person's
+    // second tap (already answered) unless it is the very approval that
+    // won (a replay).
+    if std::fs::rename(&issued, &spent).is_err() {
+        if !spent.exists() {
+            return Err("the action id was not issued by this Warden".into());
         }
-    })?;
+        let same = std::fs::read_to_string(spent_by(dir, action_id))
+            .is_ok_and(|t| t.trim() == self::text_sha256(signature));
+        return Err(if same {
+            TapRefusal::Invalid("the approval was used already".into())
+        } else {
+            TapRefusal::AlreadyAnswered
+        });
+    }
     // Which approval spent it: the same one again is a replay, another the
     // person's second tap.
     let _ = std::fs::write(
