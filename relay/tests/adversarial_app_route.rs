@@ -15,7 +15,7 @@ use aromba_testkit::telegram::{Person, launch};
 use aromba_relay_proto::frame::{AppAnswer, AppAnswerKind, Body, Delivery};
 use sqlx::PgPool;
 use std::time::Duration;
-use support::bot::{BOT_TOKEN, next_delivery, paired, start_bot, start_bot_with};
+use support::bot::{BOT_TOKEN, next_delivery, paired, post_ask, start_bot, start_bot_with};
 
 fn now_s() -> u64 {
     std::time::SystemTime::now()
@@ -122,7 +122,6 @@ async fn an_oversized_or_junk_ask_body_is_refused_and_reaches_no_server(db: PgPo
     let bot = start_bot(db, false).await;
     let (_server, mut ws, mut session, _) = paired(&bot, 77).await;
     let good = launch_of(77);
-    let client = reqwest::Client::new();
     let huge = format!("{}&x={}", good, "a".repeat(10_000));
     let with_control = format!("{good}\u{7}");
     for body in [
@@ -135,17 +134,10 @@ async fn an_oversized_or_junk_ask_body_is_refused_and_reaches_no_server(db: PgPo
             " ".repeat(20_000)
         ),
     ] {
-        let r = client
-            .post(format!("http://{}/app/v1/ask", bot.relay.addr))
-            .header("content-type", "application/json")
-            .body(body.clone())
-            .send()
-            .await
-            .expect("an answer");
+        let (status, _) = post_ask(bot.relay.addr, body.clone()).await;
         assert!(
-            r.status().is_client_error(),
-            "{}: {}",
-            r.status(),
+            (400..500).contains(&status),
+            "{status}: {}",
             &body[..body.len().min(80)]
         );
     }
@@ -212,7 +204,6 @@ async fn a_sealed_pin_of_another_json_shape_reaches_no_server_and_is_never_echoe
     let bot = start_bot(db, false).await;
     let (_server, mut ws, mut session, _) = paired(&bot, 77).await;
     let good = launch_of(77);
-    let client = reqwest::Client::new();
     let marker = "MARKERsealedPIN";
     let bodies = [
         serde_json::json!({"launch": good, "ask": "approve", "sealed_pin": 123456}).to_string(),
@@ -243,15 +234,7 @@ async fn a_sealed_pin_of_another_json_shape_reaches_no_server_and_is_never_echoe
         ),
     ];
     for body in bodies {
-        let r = client
-            .post(format!("http://{}/app/v1/ask", bot.relay.addr))
-            .header("content-type", "application/json")
-            .body(body.clone())
-            .send()
-            .await
-            .expect("an answer");
-        let status = r.status().as_u16();
-        let text = r.text().await.unwrap_or_default();
+        let (status, text) = post_ask(bot.relay.addr, body.clone()).await;
         assert_eq!(
             status,
             400,
@@ -283,14 +266,8 @@ async fn a_sealed_pin_of_the_longest_shape_passes_untouched_and_is_not_kept_once
         let addr = bot.relay.addr;
         let (l, s) = (launch_of(77), longest.clone());
         tokio::spawn(async move {
-            reqwest::Client::new()
-                .post(format!("http://{addr}/app/v1/ask"))
-                .json(&serde_json::json!({"launch": l, "ask": "approve", "sealed_pin": s}))
-                .send()
-                .await
-                .expect("an answer")
-                .status()
-                .as_u16()
+            let body = serde_json::json!({"launch": l, "ask": "approve", "sealed_pin": s});
+            post_ask(addr, body.to_string()).await.0
         })
     };
     let request = loop {

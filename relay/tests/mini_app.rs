@@ -11,7 +11,7 @@ use aromba_testkit::telegram::{Person, launch};
 use aromba_relay_proto::frame::{AppAnswer, AppAnswerKind, AppAsk, Body, Delivery};
 use sqlx::PgPool;
 use std::time::Duration;
-use support::bot::{BOT_TOKEN, next_delivery, paired, start_bot};
+use support::bot::{BOT_TOKEN, next_delivery, paired, post_ask, start_bot};
 
 /// A sealed PIN's shape (the relay cannot open one, and checks only that).
 const SEALED: &str =
@@ -90,25 +90,13 @@ async fn a_launch_without_the_bot_tokens_hmac_or_of_a_stranger_reaches_no_server
         serde_json::json!({"launch": launch_of(77, BOT_TOKEN), "ask": "approve", "sealed_pin": "A".repeat(513)}),
     ];
     for bad in bad_seals {
-        let r = reqwest::Client::new()
-            .post(format!("http://{}/app/v1/ask", bot.relay.addr))
-            .json(&bad)
-            .send()
-            .await
-            .expect("an answer");
-        assert_eq!(r.status(), 400, "{bad}");
-        let said = r.text().await.unwrap_or_default();
+        let (status, said) = post_ask(bot.relay.addr, bad.to_string()).await;
+        assert_eq!(status, 400, "{bad}");
         assert!(said.contains("did not come sealed"), "{said}");
     }
     for junk in ["", "{}", r#"{"launch": "x", "ask": "run"}"#, "not json"] {
-        let r = reqwest::Client::new()
-            .post(format!("http://{}/app/v1/ask", bot.relay.addr))
-            .header("content-type", "application/json")
-            .body(junk)
-            .send()
-            .await
-            .expect("an answer");
-        assert_eq!(r.status(), 400, "{junk:?}");
+        let (status, _) = post_ask(bot.relay.addr, junk.to_string()).await;
+        assert_eq!(status, 400, "{junk:?}");
     }
     support::bot::no_delivery(&mut ws, &mut session, Duration::from_millis(500)).await;
     bot.relay.stop().await;
@@ -123,15 +111,9 @@ async fn an_ask_reaches_the_paired_server_untouched_and_its_answer_comes_back(db
         let bot_addr = bot.relay.addr;
         let given = given.clone();
         tokio::spawn(async move {
-            reqwest::Client::new()
-                .post(format!("http://{bot_addr}/app/v1/ask"))
-                .json(&serde_json::json!({"launch": given, "ask": "approve", "sealed_pin": SEALED}))
-                .send()
-                .await
-                .expect("an answer")
-                .json::<serde_json::Value>()
-                .await
-                .expect("JSON")
+            let body = serde_json::json!({"launch": given, "ask": "approve", "sealed_pin": SEALED});
+            let (_, text) = post_ask(bot_addr, body.to_string()).await;
+            serde_json::from_str::<serde_json::Value>(&text).expect("JSON")
         })
     };
     let request = loop {
@@ -175,14 +157,8 @@ async fn another_servers_answer_never_reaches_the_page(db: PgPool) {
     let page = {
         let bot_addr = bot.relay.addr;
         tokio::spawn(async move {
-            reqwest::Client::new()
-                .post(format!("http://{bot_addr}/app/v1/ask"))
-                .json(&serde_json::json!({"launch": given, "ask": "view"}))
-                .send()
-                .await
-                .expect("an answer")
-                .status()
-                .as_u16()
+            let body = serde_json::json!({"launch": given, "ask": "view"});
+            post_ask(bot_addr, body.to_string()).await.0
         })
     };
     let request = loop {

@@ -6,7 +6,7 @@
 //! time; only the person's launch with the PIN sealed for this proposal's
 //! key turns it off.
 
-use aromba_testkit::telegram::{PERSON, launch_of, seal_pin};
+use aromba_testkit::telegram::{PERSON, launch_of, seal_pin, seal_pin_with};
 use aromba_testkit::warden::{self as support, bound, refused};
 
 use aromba_warden::approvals::text_sha256;
@@ -241,7 +241,7 @@ fn a_seal_for_this_key_under_another_start_param_encoding_does_not_open() {
     for (i, aad) in variants.iter().enumerate() {
         let (_, param) = w.propose_in_app(&Request::ProposeProdModeOff);
         let key = &param[param.len() - 64..];
-        let sealed = support::seal_pin_with(
+        let sealed = seal_pin_with(
             key,
             aad(&param).as_bytes(),
             PIN.as_bytes(),
@@ -258,7 +258,7 @@ fn a_seal_for_this_key_under_another_start_param_encoding_does_not_open() {
     // failed for their associated data alone.
     let (_, param) = w.propose_in_app(&Request::ProposeProdModeOff);
     let key = &param[param.len() - 64..];
-    let sealed = support::seal_pin_with(key, param.as_bytes(), PIN.as_bytes(), [9; 32], [0; 12]);
+    let sealed = seal_pin_with(key, param.as_bytes(), PIN.as_bytes(), [9; 32], [0; 12]);
     assert!(matches!(
         approve(&w, &param, Some(sealed)),
         Response::Noted { .. }
@@ -358,7 +358,7 @@ fn a_validly_sealed_odd_pin_is_a_wrong_pin_and_an_unreadable_one_is_not() {
     assert!(why.contains("did not arrive sealed"), "{why}");
     let (_, param) = w.propose_in_app(&Request::ProposeProdModeOff);
     let key = param[param.len() - 64..].to_string();
-    let not_text = support::seal_pin_with(
+    let not_text = seal_pin_with(
         &key,
         param.as_bytes(),
         &[0xff, 0xfe, 0x34],

@@ -397,14 +397,22 @@ impl Bot {
         if let Some(sealed) = sealed {
             body["sealed_pin"] = sealed.into();
         }
-        let response = reqwest::Client::new()
-            .post(format!("http://{}/app/v1/ask", self.relay.addr))
-            .json(&body)
-            .send()
-            .await
-            .expect("the relay answers the page");
-        let status = response.status().as_u16();
-        let body = response.json().await.unwrap_or(serde_json::Value::Null);
+        let (status, text) = post_ask(self.relay.addr, body.to_string()).await;
+        let body = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
         AppReply { status, body }
     }
+}
+
+/// What the relay at `relay` answers `body`, sent as JSON to the Mini
+/// App's ask route as a page (or anyone) would: the status and the text.
+pub async fn post_ask(relay: std::net::SocketAddr, body: String) -> (u16, String) {
+    let response = reqwest::Client::new()
+        .post(format!("http://{relay}/app/v1/ask"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("the relay answers the page");
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
 }

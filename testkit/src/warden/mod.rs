@@ -606,39 +606,3 @@ pub fn lines_with(journal: &str, what: &str) -> usize {
 }
 
 pub use crate::serving::TEST_KEEP_FREE;
-
-/// A PIN sealed as the page seals it, with everything chosen by the
-/// caller (an attacker's seal): the Warden key `warden_key_hex`, the
-/// associated data `aad`, the bytes `pin` (not necessarily text), the
-/// page's secret and the nonce.
-pub fn seal_pin_with(
-    warden_key_hex: &str,
-    aad: &[u8],
-    pin: &[u8],
-    page_secret: [u8; 32],
-    nonce: [u8; 12],
-) -> String {
-    use aes_gcm::aead::Aead;
-    use aes_gcm::{Aes256Gcm, KeyInit, Nonce};
-    use ed25519_compact::x25519;
-    let warden = x25519::PublicKey::from_slice(
-        &aromba_warden_proto::decode_hex(warden_key_hex).expect("a hex key"),
-    )
-    .expect("an X25519 key");
-    let page_secret = x25519::SecretKey::from_slice(&page_secret).expect("a secret");
-    let page = page_secret.recover_public_key().expect("a public key");
-    let shared = warden.dh(&page_secret).expect("a shared secret");
-    let salt = [page.as_ref(), warden.as_ref()].concat();
-    let mut key = [0u8; 32];
-    hkdf::Hkdf::<sha2::Sha256>::new(Some(&salt), shared.as_ref())
-        .expand(b"aromba pin seal v1", &mut key)
-        .expect("32 bytes");
-    let sealed = Aes256Gcm::new_from_slice(&key)
-        .expect("a 32-byte key")
-        .encrypt(
-            Nonce::from_slice(&nonce),
-            aes_gcm::aead::Payload { msg: pin, aad },
-        )
-        .expect("a short PIN");
-    aromba_botfake::launch::base64url(&[page.as_ref(), &nonce, &sealed].concat())
-}
