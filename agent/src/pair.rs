@@ -752,6 +752,7 @@ async fn confirmed(
                 AppAnswer {
                     kind: AppAnswerKind::Proposal,
                     text: words::PAIR_CONFIRM.into(),
+                    sections: Vec::new(),
                 },
                 None,
             ),
@@ -766,6 +767,7 @@ async fn confirmed(
                         AppAnswer {
                             kind: AppAnswerKind::Outcome,
                             text: words::PAIR_CONFIRMED.into(),
+                            sections: Vec::new(),
                         },
                         Some((user_id, name)),
                     ),
@@ -774,6 +776,7 @@ async fn confirmed(
                         AppAnswer {
                             kind: AppAnswerKind::Outcome,
                             text: words::pair_not_confirmed(&reason),
+                            sections: Vec::new(),
                         },
                         None,
                     ),
@@ -785,6 +788,11 @@ async fn confirmed(
                     Err(e) => return Err(PairError::Warden(e.to_string())),
                 }
             }
+            // The Trust page before the pairing is over: nothing to show.
+            AppAsk::Trust | AppAsk::Policy | AppAsk::Undo => (
+                AppAnswer::said(AppAnswerKind::Closed, words::APP_PAIRING_FIRST),
+                None,
+            ),
         };
         session
             .send(ws, &Body::AppAnswer { request, answer })

@@ -200,6 +200,15 @@ impl WardenError {
     }
 }
 
+/// The Warden's answer to `Request::Trust`.
+#[derive(Debug, Clone)]
+pub struct TrustFacts {
+    pub policy: String,
+    pub fences: Vec<String>,
+    pub fences_total: u64,
+    pub journal: String,
+}
+
 /// The Warden's Worker socket, asked for one kind of answer per request:
 /// the answer typed, anything else a [`WardenError`], so no caller matches
 /// the whole [`Response`].
@@ -222,6 +231,25 @@ impl Warden {
     pub async fn status(&self) -> Result<aromba_warden_proto::Status, WardenError> {
         expect(self.ask(&Request::Status).await, |r| match r {
             Response::Status(st) => Ok(st),
+            other => Err(Box::new(other)),
+        })
+    }
+
+    /// What the Trust page shows besides the status: the policy rendering,
+    /// the fence list, the journal's last check.
+    pub async fn trust(&self) -> Result<TrustFacts, WardenError> {
+        expect(self.ask(&Request::Trust).await, |r| match r {
+            Response::Trust {
+                policy,
+                fences,
+                fences_total,
+                journal,
+            } => Ok(TrustFacts {
+                policy,
+                fences,
+                fences_total,
+                journal,
+            }),
             other => Err(Box::new(other)),
         })
     }

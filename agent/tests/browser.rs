@@ -268,9 +268,7 @@ async fn approve_in_app(
         field.send_keys(pin).await.expect("the PIN typed");
     }
     if let Some(name) = shot {
-        c.enter_parent_frame().await.expect("out of the app");
-        screenshot(c, name).await;
-        enter_app(c).await;
+        app_screenshot(c, name).await;
     }
     c.find(Locator::Id("approve"))
         .await
@@ -293,6 +291,20 @@ async fn approve_in_app(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(said.starts_with("Sent to your server"), "{said}");
+    close_app(c).await;
+    before
+}
+
+/// From inside the app: a screenshot of the chat with the app's panel
+/// open, kept as `name`.
+async fn app_screenshot(c: &Client, name: &str) {
+    c.enter_parent_frame().await.expect("out of the app");
+    screenshot(c, name).await;
+    enter_app(c).await;
+}
+
+/// From inside the app: its Close, as a person taps it; the panel closes.
+async fn close_app(c: &Client) {
     c.find(Locator::Id("close"))
         .await
         .expect("Close")
@@ -303,11 +315,52 @@ async fn approve_in_app(
     for _ in 0..50 {
         let panel = c.find(Locator::Id("app-panel")).await.expect("the panel");
         if panel.attr("hidden").await.expect("hidden").is_some() {
-            return before;
+            return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("the app's Close did not close its panel");
+}
+
+/// Taps `/trust`'s "Open the Trust page" on `message` and reads the page
+/// in the app's panel: the verdict and each section (its heading, then
+/// its text), once the policy, the last section, came; a screenshot as
+/// `shot`; then closes the app.
+async fn trust_page(c: &Client, message: &Element, shot: &str) -> (String, Vec<(String, String)>) {
+    tap(c, message, "Open the Trust page").await;
+    enter_app(c).await;
+    let mut sections = Vec::new();
+    for _ in 0..150 {
+        sections.clear();
+        for s in c
+            .find_all(Locator::Css("#sections section"))
+            .await
+            .expect("the sections")
+        {
+            let heading = s
+                .find(Locator::Css("h2"))
+                .await
+                .expect("a heading")
+                .text()
+                .await
+                .unwrap_or_default();
+            sections.push((heading, s.text().await.unwrap_or_default()));
+        }
+        if sections.iter().any(|(h, _)| h.starts_with("Policy")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let verdict = c
+        .find(Locator::Id("status"))
+        .await
+        .expect("the verdict")
+        .text()
+        .await
+        .unwrap_or_default();
+    app_screenshot(c, shot).await;
+    close_app(c).await;
+    (verdict, sections)
 }
 
 /// Waits (up to a minute) for `message` to end with `outcome` and show no
@@ -555,6 +608,39 @@ async fn a_person_uses_the_chat_page_in_chromium_from_status_to_undo(db: PgPool)
     // The proposal says what became of it, and its buttons are gone: a
     // second tap has nothing to land on.
     answered(&proposal, "Approved ✓ — done.").await;
+
+    // The Trust page, from /trust's button: every section, from this very
+    // stack, the policy verbatim and the run's Undo link.
+    let before = type_and_send(&c, "/trust").await;
+    let trust = message(&c, before, |t| t.contains("\nLadder:")).await;
+    let (verdict, sections) = trust_page(&c, &trust, "trust-page.png").await;
+    assert!(verdict.starts_with("All good"), "{verdict}");
+    let headings: Vec<&str> = sections.iter().map(|(h, _)| h.as_str()).collect();
+    let mut want = paired::trust_page_headings("tidy-cache");
+    want.push(aromba_words::trust::page::POLICY.into());
+    assert_eq!(headings, want, "{sections:?}");
+    let text = |h: &str| {
+        sections
+            .iter()
+            .find(|(s, _)| s == h)
+            .map(|(_, t)| t.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        text("Isolation").contains("Isolation: available"),
+        "{sections:?}"
+    );
+    assert!(
+        text("Journal").contains("Verification: verified at"),
+        "{sections:?}"
+    );
+    assert!(text("Chores").contains("tidy-cache (red"), "{sections:?}");
+    assert!(text("Undo: tidy-cache").contains("Undo"), "{sections:?}");
+    assert!(
+        text("Policy (the Warden's rendering, verbatim)")
+            .contains("# Rendered by aromba-warden from its compiled-in policy."),
+        "{sections:?}"
+    );
 
     // Undo on the receipt: the Warden's proposal, approved, puts it back.
     let before = tap(&c, &receipt, "Undo").await;

@@ -244,9 +244,85 @@ async fn a_red_chore_is_shown_dry_approved_by_a_tap_run_in_the_cage_and_undone(d
         support::text(&status.stdout)
     );
 
-    // Undo: the Warden's proposal for it, approved by a tap, puts the file back.
+    // The Trust page, opened from /trust's button: every section from
+    // this very stack, the policy verbatim, and the run's Undo link.
+    let trust = p.ask("/trust", |t| t.contains("\nLadder:")).await;
+    let launch = p.bot.open_app(CHAT, &trust, "Open the Trust page");
+    let page = p.bot.ask_app(&launch, "trust").await;
+    assert_eq!(page.status, 200, "{page:?}");
+    assert_eq!(page.body["kind"], "page", "{page:?}");
+    assert!(page.text().starts_with("All good"), "{page:?}");
+    let sections = page.body["sections"].as_array().expect("sections");
+    let heading = |s: &serde_json::Value| s["heading"].as_str().unwrap_or_default().to_string();
+    let lines = |want: &str| -> String {
+        let s = sections
+            .iter()
+            .find(|s| heading(s) == want)
+            .unwrap_or_else(|| panic!("no {want} section: {page:?}"));
+        s["lines"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let headings: Vec<String> = sections.iter().map(heading).collect();
+    assert_eq!(
+        headings,
+        aromba_testkit::paired::trust_page_headings("wipe"),
+        "{page:?}"
+    );
+    assert!(
+        lines("Isolation").starts_with("Isolation: available"),
+        "{page:?}"
+    );
+    assert!(lines("Ladder").contains("Now: normal (step 0)"), "{page:?}");
+    assert!(
+        lines("Integrity").contains("Integrity: ok (checked at"),
+        "{page:?}"
+    );
+    let journal = lines("Journal");
+    assert!(journal.contains("Verification: verified at"), "{journal}");
+    assert!(journal.contains("Relay's anchor:"), "{journal}");
+    assert!(
+        lines("Prod mode and fenced folders").starts_with("Prod mode: off"),
+        "{page:?}"
+    );
+    assert!(lines("Chores").contains("wipe (red, manual)"), "{page:?}");
+    assert!(lines("Network").contains("127.0.0.1:"), "{page:?}");
+    assert!(lines("Approvals").contains("Telegram account"), "{page:?}");
+    let policy = p.bot.ask_app(&launch, "policy").await;
+    assert_eq!(policy.body["sections"][0]["verbatim"], true, "{policy:?}");
+    let rendering: Vec<&str> = policy.body["sections"][0]["lines"]
+        .as_array()
+        .expect("the policy's lines")
+        .iter()
+        .filter_map(|l| l.as_str())
+        .collect();
+    assert_eq!(
+        rendering.join("\n"),
+        aromba_warden::policy::render().trim_end(),
+        "the policy rendering, verbatim"
+    );
+    // A page opened from a proposal's button cannot ask for the Trust page.
+    let from_proposal = p.bot.open_app(CHAT, &proposal, "Approve (opens the app)");
+    let refused = p.bot.ask_app(&from_proposal, "trust").await;
+    assert_eq!(refused.body["kind"], "closed", "{refused:?}");
+
+    // Undo from the Trust page's link: the Warden's proposal for it goes
+    // to the chat, and approved there it puts the file back.
+    let undo_section = sections
+        .iter()
+        .find(|s| heading(s) == "Undo: wipe")
+        .expect("the Undo link");
+    let undo_id = undo_section["undo"].as_str().expect("its undo id");
     let before = p.bot.fake.sent_to(CHAT).len();
-    p.tap(&receipt, "Undo").await;
+    let linked = p.bot.undo_from_app(&launch, undo_id).await;
+    assert!(
+        linked.text().starts_with("Proposed in your chat"),
+        "{linked:?}"
+    );
     let undo = p
         .next(before, |t| t.starts_with("Undo the run of \"wipe\""))
         .await;

@@ -113,20 +113,24 @@ fn ask_route(url: &str) -> Option<String> {
     ))
 }
 
-/// Opens the app from the pairing's button and confirms, as the person.
-pub async fn confirm(page: &str) -> Result<(), String> {
-    let page = base(page)?;
-    let http = client()?;
+/// Opens the app from the newest message whose button is labelled
+/// `label` (waiting up to a minute for it), as the person taps it: the
+/// launch Telegram's part signed, and the app's ask route.
+async fn open_app(
+    http: &reqwest::Client,
+    page: &str,
+    label: &str,
+) -> Result<(String, String), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     let (message, url) = loop {
-        let now = chat(&http, &page).await?;
+        let now = chat(http, page).await?;
         let found = now["messages"].as_array().and_then(|messages| {
             messages.iter().rev().find_map(|m| {
                 let button = m["buttons"]
                     .as_array()?
                     .iter()
                     .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-                    .find(|b| b["text"] == CONFIRM)?;
+                    .find(|b| b["text"] == label)?;
                 Some((m["id"].as_i64()?, button["data"].as_str()?.to_string()))
             })
         });
@@ -134,7 +138,9 @@ pub async fn confirm(page: &str) -> Result<(), String> {
             break found;
         }
         if Instant::now() > deadline {
-            return Err("the chat showed no \"Confirm it is you\" button within a minute".into());
+            return Err(format!(
+                "the chat showed no \"{label}\" button within a minute"
+            ));
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
@@ -152,29 +158,90 @@ pub async fn confirm(page: &str) -> Result<(), String> {
         .ok_or("the chat page did not open the app")?;
     let launch = launch_of(app).ok_or("the app opened without launch data")?;
     let route = ask_route(app).ok_or("the app's address is not one")?;
-    for ask in ["view", "approve"] {
-        let answer: Value = http
-            .post(&route)
-            .json(&json!({ "launch": launch, "ask": ask }))
-            .timeout(Duration::from_secs(30))
-            .send()
-            .await
-            .map_err(|e| format!("the app does not answer: {e}"))?
-            .json()
-            .await
-            .map_err(|e| format!("the app answered something else than JSON: {e}"))?;
-        if ask == "approve" {
-            let text = answer["text"].as_str().unwrap_or_default();
-            if !text.starts_with("Done") {
-                return Err(format!("the confirmation was not taken: {answer}"));
-            }
-            println!("{text}");
-        }
+    Ok((launch, route))
+}
+
+/// What the app's page asks `route`, and the answer.
+async fn ask_app(
+    http: &reqwest::Client,
+    route: &str,
+    launch: &str,
+    ask: &str,
+) -> Result<Value, String> {
+    http.post(route)
+        .json(&json!({ "launch": launch, "ask": ask }))
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .map_err(|e| format!("the app does not answer: {e}"))?
+        .json()
+        .await
+        .map_err(|e| format!("the app answered something else than JSON: {e}"))
+}
+
+/// Opens the app from the pairing's button and confirms, as the person.
+pub async fn confirm(page: &str) -> Result<(), String> {
+    let page = base(page)?;
+    let http = client()?;
+    let (launch, route) = open_app(&http, &page, CONFIRM).await?;
+    ask_app(&http, &route, &launch, "view").await?;
+    let answer = ask_app(&http, &route, &launch, "approve").await?;
+    let text = answer["text"].as_str().unwrap_or_default();
+    if !text.starts_with("Done") {
+        return Err(format!("the confirmation was not taken: {answer}"));
     }
+    println!("{text}");
     Ok(())
 }
 
-/// `/status`, and the bot's answer to it.
+/// `/trust`, then the Trust page opened from its button: the verdict and
+/// each section's heading, every section there and the policy verbatim.
+async fn trust_page(http: &reqwest::Client, page: &str) -> Result<(), String> {
+    send(http, page, "/trust").await?;
+    let (launch, route) = open_app(http, page, TRUST_PAGE).await?;
+    let answer = ask_app(http, &route, &launch, "trust").await?;
+    if answer["kind"] != "page" {
+        return Err(format!("the Trust page did not open: {answer}"));
+    }
+    let headings: Vec<&str> = answer["sections"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["heading"].as_str())
+        .collect();
+    for want in [
+        "Isolation",
+        "Ladder",
+        "Integrity",
+        "Journal",
+        "Chores",
+        "Approvals",
+    ] {
+        if !headings.contains(&want) {
+            return Err(format!("the Trust page has no {want} section: {answer}"));
+        }
+    }
+    let policy = ask_app(http, &route, &launch, "policy").await?;
+    let rendering = policy["sections"][0]["lines"][1]
+        .as_str()
+        .unwrap_or_default();
+    if !rendering.starts_with("# Rendered by aromba-warden") {
+        return Err(format!(
+            "the Trust page's policy is not the Warden's rendering: {policy}"
+        ));
+    }
+    println!(
+        "Trust page: {} ({}, Policy)",
+        answer["text"].as_str().unwrap_or_default(),
+        headings.join(", ")
+    );
+    Ok(())
+}
+
+/// The label of `/trust`'s button (the Worker's words).
+const TRUST_PAGE: &str = "Open the Trust page";
+
+/// `/status`, and the bot's answer to it; then the Trust page.
 pub async fn check(page: &str, timeout: u64) -> Result<(), String> {
     let page = base(page)?;
     let http = client()?;
@@ -194,7 +261,7 @@ pub async fn check(page: &str, timeout: u64) -> Result<(), String> {
         });
         if let Some(answer) = answer {
             println!("{}", answer["text"].as_str().unwrap_or(""));
-            return Ok(());
+            return trust_page(&http, &page).await;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }

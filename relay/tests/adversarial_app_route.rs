@@ -98,6 +98,7 @@ async fn one_tenant_with_a_silent_server_cannot_lock_every_other_tenant_out_of_t
                             answer: AppAnswer {
                                 kind: AppAnswerKind::Proposal,
                                 text: "Run wipe?".into(),
+                                sections: Vec::new(),
                             },
                         },
                     )
@@ -174,6 +175,7 @@ async fn a_server_answering_with_control_characters_or_too_much_is_refused(db: P
                     answer: AppAnswer {
                         kind: AppAnswerKind::Proposal,
                         text: text.to_string(),
+                        sections: Vec::new(),
                     },
                 },
             )
@@ -289,6 +291,7 @@ async fn a_sealed_pin_of_the_longest_shape_passes_untouched_and_is_not_kept_once
                 answer: AppAnswer {
                     kind: AppAnswerKind::Outcome,
                     text: "Sent to your server.".into(),
+                    sections: Vec::new(),
                 },
             },
         )

@@ -122,10 +122,12 @@ async fn an_ask_reaches_the_paired_server_untouched_and_its_answer_comes_back(db
             ask,
             launch,
             sealed_pin,
+            undo,
         } = next_delivery(&mut ws, &mut session).await
         {
             assert_eq!(ask, AppAsk::Approve);
             assert_eq!(launch, given, "the launch passes untouched");
+            assert_eq!(undo, None);
             assert_eq!(
                 sealed_pin.as_deref(),
                 Some(SEALED),
@@ -137,6 +139,7 @@ async fn an_ask_reaches_the_paired_server_untouched_and_its_answer_comes_back(db
     let answer = AppAnswer {
         kind: AppAnswerKind::Outcome,
         text: "Sent to your server.".into(),
+        sections: Vec::new(),
     };
     session
         .send(&mut ws, &Body::AppAnswer { request, answer })
@@ -171,6 +174,7 @@ async fn another_servers_answer_never_reaches_the_page(db: PgPool) {
     let forged = AppAnswer {
         kind: AppAnswerKind::Proposal,
         text: "Approve everything?".into(),
+        sections: Vec::new(),
     };
     other_session
         .send(
@@ -184,5 +188,105 @@ async fn another_servers_answer_never_reaches_the_page(db: PgPool) {
         .expect("sent");
     let status = page.await.expect("the page's request");
     assert_eq!(status, 504, "the page waited for its own server, in vain");
+    bot.relay.stop().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn the_trust_page_and_its_undo_link_reach_the_server_and_its_sections_come_back(db: PgPool) {
+    use aromba_relay_proto::frame::AppSection;
+    let bot = start_bot(db, false).await;
+    let (_server, mut ws, mut session, _) = paired(&bot, 77).await;
+    let given = launch_of(77, BOT_TOKEN);
+    let undo_id = "0123456789abcdef0123456789abcdef";
+    // An Undo link must name its run, and only an Undo names one.
+    let bad_undos = [
+        serde_json::json!({"launch": given, "ask": "undo"}),
+        serde_json::json!({"launch": given, "ask": "undo", "undo": "0123"}),
+        serde_json::json!({"launch": given, "ask": "undo", "undo": undo_id.to_uppercase()}),
+        serde_json::json!({"launch": given, "ask": "trust", "undo": undo_id}),
+        serde_json::json!({"launch": given, "ask": "approve", "undo": undo_id}),
+    ];
+    for bad in bad_undos {
+        let (status, said) = post_ask(bot.relay.addr, bad.to_string()).await;
+        assert_eq!(status, 400, "{bad}");
+        assert!(said.contains("does not name a run"), "{said}");
+    }
+    support::bot::no_delivery(&mut ws, &mut session, Duration::from_millis(300)).await;
+
+    let page = {
+        let (bot_addr, given) = (bot.relay.addr, given.clone());
+        tokio::spawn(async move {
+            let body = serde_json::json!({"launch": given, "ask": "trust"});
+            let (_, text) = post_ask(bot_addr, body.to_string()).await;
+            serde_json::from_str::<serde_json::Value>(&text).expect("JSON")
+        })
+    };
+    let request = loop {
+        if let Delivery::App {
+            request, ask, undo, ..
+        } = next_delivery(&mut ws, &mut session).await
+        {
+            assert_eq!((ask, undo), (AppAsk::Trust, None));
+            break request;
+        }
+    };
+    // A page near the largest an answer may be: it comes back whole.
+    let policy: Vec<String> = (0..300)
+        .map(|i| format!("# line {i} of the policy"))
+        .collect();
+    let answer = AppAnswer {
+        kind: AppAnswerKind::Page,
+        text: "All good: I'm working normally.".into(),
+        sections: vec![
+            AppSection {
+                heading: "Policy".into(),
+                lines: policy.clone(),
+                verbatim: true,
+                undo: None,
+            },
+            AppSection {
+                heading: "Undo: clean-tmp".into(),
+                lines: vec!["This run can be undone until 2026-12-13 10:00.".into()],
+                verbatim: false,
+                undo: Some(undo_id.into()),
+            },
+        ],
+    };
+    answer.check().expect("a page within the bound");
+    session
+        .send(&mut ws, &Body::AppAnswer { request, answer })
+        .await
+        .expect("sent");
+    let got = page.await.expect("the page's request");
+    assert_eq!(got["kind"], "page");
+    assert_eq!(
+        got["sections"][0]["lines"].as_array().map(Vec::len),
+        Some(300)
+    );
+    assert_eq!(got["sections"][0]["verbatim"], true);
+    assert_eq!(got["sections"][1]["undo"], undo_id);
+
+    let link = {
+        let (bot_addr, given) = (bot.relay.addr, given.clone());
+        tokio::spawn(async move {
+            let body = serde_json::json!({"launch": given, "ask": "undo", "undo": undo_id});
+            post_ask(bot_addr, body.to_string()).await.0
+        })
+    };
+    let request = loop {
+        if let Delivery::App {
+            request, ask, undo, ..
+        } = next_delivery(&mut ws, &mut session).await
+        {
+            assert_eq!((ask, undo.as_deref()), (AppAsk::Undo, Some(undo_id)));
+            break request;
+        }
+    };
+    let answer = AppAnswer::said(AppAnswerKind::Outcome, "Proposed in your chat.");
+    session
+        .send(&mut ws, &Body::AppAnswer { request, answer })
+        .await
+        .expect("sent");
+    assert_eq!(link.await.expect("the link's request"), 200);
     bot.relay.stop().await;
 }

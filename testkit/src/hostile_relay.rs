@@ -358,6 +358,7 @@ async fn serve(mut stream: tokio::net::TcpStream, script: Script, mut line: Line
                                         u64::try_from(now_ms() / 1000).unwrap_or(0),
                                     ),
                                     sealed_pin: None,
+                                    undo: None,
                                 },
                             });
                             next_id += 1;

@@ -369,6 +369,26 @@ pub const MARKER: &str = "🤖 Assistant (AI, may be wrong):\n";
 
 /// A message's text after the assistant's marker (all of it when it has
 /// none: a message of the Worker's own).
+/// The Trust page's section headings, in order, on a server with one run
+/// of `chore` still undoable (the policy comes in an answer of its own).
+pub fn trust_page_headings(chore: &str) -> Vec<String> {
+    use aromba_words::trust::page as w;
+    [
+        w::ISOLATION.to_string(),
+        w::LADDER.into(),
+        w::INTEGRITY.into(),
+        w::JOURNAL.into(),
+        w::PROD_MODE.into(),
+        w::CHORES.into(),
+        w::undo_heading(Some(chore)),
+        w::NETWORK.into(),
+        w::UPDATES.into(),
+        w::ASSISTANT.into(),
+        w::APPROVALS.into(),
+    ]
+    .to_vec()
+}
+
 pub fn said(t: &str) -> &str {
     t.strip_prefix(MARKER).unwrap_or(t)
 }

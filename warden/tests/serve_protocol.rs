@@ -423,3 +423,54 @@ fn a_journal_line_other_than_the_anchored_one_is_a_rewrite() {
     assert!(report.contains("rewritten"), "{report}");
     assert_eq!(status_of(&w).ladder_name, "cut");
 }
+
+/// Asks `Request::Trust` until its journal line starts with `prefix`.
+fn trust_until(w: &Warden, prefix: &str) -> (String, Vec<String>, u64, String) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut s = w.connect();
+        send(&mut s, &Request::Trust);
+        let Response::Trust {
+            policy,
+            fences,
+            fences_total,
+            journal,
+        } = recv(&mut s)
+        else {
+            panic!("no trust answer")
+        };
+        if journal.starts_with(prefix) {
+            return (policy, fences, fences_total, journal);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the journal's check never said {prefix:?}: {journal}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_trust_page_gets_the_policy_verbatim_the_fences_and_the_journals_last_check() {
+    let w = Warden::start_with("trust", |o| {
+        o.integrity_interval = Duration::from_millis(200);
+        o.watch_interval = Duration::from_millis(50);
+        let fences = o.layout.fences_file();
+        std::fs::create_dir_all(fences.parent().expect("a folder")).expect("the folder");
+        std::fs::write(&fences, "/srv/app\n/var/lib/postgresql\n").expect("the fence list");
+    });
+    let (policy, fences, total, journal) = trust_until(&w, "verified at");
+    assert_eq!(policy, aromba_warden::policy::render(), "verbatim");
+    assert_eq!(fences, vec!["/srv/app", "/var/lib/postgresql"]);
+    assert_eq!(total, 2);
+    assert!(
+        journal.contains("journal whole from its first line"),
+        "{journal}"
+    );
+    // A line of the journal rewritten: the next check says so.
+    let file = Layout::rooted(&w.root).journal_file();
+    let text = std::fs::read_to_string(&file).expect("the journal");
+    std::fs::write(&file, text.replacen("warden-started", "warden-startex", 1)).expect("rewritten");
+    let (_, _, _, broken) = trust_until(&w, "BROKEN at");
+    assert!(!broken.contains("whole"), "{broken}");
+}

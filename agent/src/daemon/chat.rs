@@ -72,19 +72,19 @@ pub async fn ladder(
     loop {
         let reply = tokio::select! {
             biased;
-            () = bell.rung() => panic(&daemon).await,
+            () = bell.rung() => Reply::from(panic(&daemon).await),
             next = commands.recv() => match next {
                 Some(Incoming::Delivery { delivery: Delivery::Message { text }, .. })
                     if is_ladder_command(&text) =>
                 {
-                    if daemon.take_read() { trust(&daemon).await } else { daemon.busy() }
+                    if daemon.take_read() { trust(&daemon).await } else { daemon.busy().into() }
                 }
                 Some(_) => continue,
                 None => return,
             },
         };
         match daemon.take_reply() {
-            super::replies::Turn::Answer => daemon.say(reply, vec![]).await,
+            super::replies::Turn::Answer => daemon.say(reply.text, reply.buttons).await,
             super::replies::Turn::FirstSkipped => daemon.say(words::TOO_MANY.into(), vec![]).await,
             super::replies::Turn::Skipped => uuid::Uuid::nil(),
         };
@@ -150,9 +150,19 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
                         ask,
                         launch,
                         sealed_pin,
+                        undo,
                     },
                 ..
-            } => super::in_app::asked(&daemon, request, ask, &launch, sealed_pin).await,
+            } => {
+                let asked = super::in_app::Asked {
+                    request,
+                    ask,
+                    launch,
+                    sealed_pin,
+                    undo,
+                };
+                super::in_app::asked(&daemon, asked).await
+            }
             Incoming::Delivery {
                 delivery: Delivery::Secret { text },
                 ..
@@ -220,7 +230,7 @@ pub fn command(text: &str) -> Option<(String, Vec<String>)> {
     Some((name, words.take(4).map(str::to_string).collect()))
 }
 
-async fn ask(daemon: &Daemon, request: &Request) -> Result<Response, String> {
+pub(super) async fn ask(daemon: &Daemon, request: &Request) -> Result<Response, String> {
     warden_client::ask(&daemon.worker_socket(), request)
         .await
         .map_err(|e| words::could_not_ask_the_warden(&e))
@@ -253,7 +263,7 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
     match known {
         Command::Help => words::help(COMMANDS.iter().map(|row| row.help)).into(),
         Command::Trust if !daemon.take_read() => daemon.busy().into(),
-        Command::Trust => trust(daemon).await.into(),
+        Command::Trust => trust(daemon).await,
         Command::Panic => panic(daemon).await.into(),
         Command::Logs => logs(
             daemon,
@@ -287,7 +297,22 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
     }
 }
 
-async fn trust(daemon: &Daemon) -> String {
+/// `/trust`: the Warden's state in a few lines, with the button that
+/// opens the Trust page (everything, in the Mini App).
+async fn trust(daemon: &Daemon) -> Reply {
+    let text = trust_text(daemon).await;
+    Reply {
+        text,
+        buttons: vec![Button::app(
+            super::in_app::TRUST,
+            aromba_words::trust::page::OPEN,
+            super::in_app::TRUST,
+        )],
+        monospace: vec![],
+    }
+}
+
+async fn trust_text(daemon: &Daemon) -> String {
     match daemon.warden().status().await {
         Ok(st) => {
             let anchor = daemon
@@ -322,7 +347,7 @@ async fn trust(daemon: &Daemon) -> String {
 }
 
 /// The line `/trust` leads with: whether all is well, in plain words.
-fn trust_verdict(
+pub(super) fn trust_verdict(
     st: &aromba_warden_proto::Status,
     anchor: Option<&super::events::Anchor>,
 ) -> String {
@@ -562,15 +587,7 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
         if button == super::undo::BUTTON
             && let Some(undo_id) = super::undo::offered(daemon, message)
         {
-            let proposal = super::schedule::propose(
-                daemon,
-                &Request::ProposeUndo { undo_id },
-                aromba_words::chores::THE_UNDO,
-            )
-            .await;
-            if let Some(proposal) = proposal {
-                super::shown::update(daemon, proposal, |s| s.undo_of = Some(message));
-            }
+            super::undo::propose(daemon, message, undo_id).await;
         } else {
             daemon.say(words::BUTTON_DOES_NOTHING.into(), vec![]).await;
         }

@@ -58,24 +58,63 @@ fn closed(text: &str) -> AppAnswer {
     AppAnswer {
         kind: AppAnswerKind::Closed,
         text: text.to_string(),
+        sections: Vec::new(),
     }
 }
 
-/// The app asked `ask` with `launch` (and, approving an action that needs
-/// the PIN, the PIN the page sealed for the Warden, passed on as it came:
-/// the Worker cannot open it); the answer goes back under `request`. An
-/// approval is answered as soon as it is on its way to the Warden (a chore
-/// may run for long; the chat says how it went).
-pub async fn asked(
-    daemon: &Daemon,
-    request: Uuid,
-    ask: AppAsk,
-    launch: &str,
-    sealed_pin: Option<String>,
-) {
+/// What the app asked, as the relay delivered it.
+pub struct Asked {
+    /// The page's request, to answer under.
+    pub request: Uuid,
+    pub ask: AppAsk,
+    /// The launch as Telegram made it (the Warden checks its signature).
+    pub launch: String,
+    /// Approving an action that needs the PIN: the PIN the page sealed for
+    /// the Warden, passed on as it came (the Worker cannot open it).
+    pub sealed_pin: Option<String>,
+    /// An Undo link's undo id.
+    pub undo: Option<String>,
+}
+
+/// The app asked: the answer goes back under the request. An approval is
+/// answered as soon as it is on its way to the Warden (a chore may run for
+/// long; the chat says how it went).
+pub async fn asked(daemon: &Daemon, asked: Asked) {
+    let Asked {
+        request,
+        ask,
+        launch,
+        sealed_pin,
+        undo,
+    } = asked;
     match ask {
-        AppAsk::View => answer(daemon, request, view(daemon, launch)).await,
-        AppAsk::Approve => match approvable(daemon, launch) {
+        AppAsk::View => answer(daemon, request, view(daemon, &launch)).await,
+        AppAsk::Trust | AppAsk::Policy | AppAsk::Undo if !from_trust(&launch) => {
+            answer(daemon, request, closed(words::APP_NOT_A_PROPOSAL)).await
+        }
+        // The page is one command, however many sections it has.
+        AppAsk::Trust | AppAsk::Policy | AppAsk::Undo if !daemon.take_read() => {
+            let busy = daemon.busy();
+            answer(daemon, request, closed(&busy)).await;
+        }
+        AppAsk::Trust => answer(daemon, request, super::trust_page::page(daemon).await).await,
+        AppAsk::Policy => answer(daemon, request, super::trust_page::policy(daemon).await).await,
+        AppAsk::Undo => {
+            let offer = undo.and_then(|id| {
+                super::undo::live(daemon)
+                    .into_iter()
+                    .find(|(_, live, _)| *live == id)
+            });
+            match offer {
+                None => answer(daemon, request, closed(words::APP_UNDO_GONE)).await,
+                Some((message, undo_id, _)) => {
+                    let sent = AppAnswer::said(AppAnswerKind::Outcome, words::APP_UNDO_PROPOSED);
+                    answer(daemon, request, sent).await;
+                    super::undo::propose(daemon, message, undo_id).await;
+                }
+            }
+        }
+        AppAsk::Approve => match approvable(daemon, &launch) {
             Err(refused) => answer(daemon, request, refused).await,
             Ok(message) => {
                 if !daemon.take_read() {
@@ -84,19 +123,22 @@ pub async fn asked(
                     answer(daemon, request, closed(&busy)).await;
                     return;
                 }
-                let sent = AppAnswer {
-                    kind: AppAnswerKind::Outcome,
-                    text: words::APP_SENT.into(),
-                };
+                let sent = AppAnswer::said(AppAnswerKind::Outcome, words::APP_SENT);
                 answer(daemon, request, sent).await;
-                let approval = Request::ApproveInApp {
-                    launch: launch.to_string(),
-                    sealed_pin,
-                };
+                let approval = Request::ApproveInApp { launch, sealed_pin };
                 super::chat::carry(daemon, message, true, &approval).await;
             }
         },
     }
+}
+
+/// The parameter `/trust`'s button opens the app with.
+pub const TRUST: &str = "trust";
+
+/// Whether the launch is the Trust page's (opened from `/trust`'s
+/// button): what a page opened from a proposal cannot ask.
+fn from_trust(launch: &str) -> bool {
+    start_param(launch) == Some(TRUST)
 }
 
 async fn answer(daemon: &Daemon, request: Uuid, answer: AppAnswer) {
@@ -118,6 +160,7 @@ fn view(daemon: &Daemon, launch: &str) -> AppAnswer {
         Some(s) => AppAnswer {
             kind: AppAnswerKind::Proposal,
             text: s.text,
+            sections: Vec::new(),
         },
         None => closed(words::APP_NOTHING_OPEN),
     }

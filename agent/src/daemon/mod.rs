@@ -34,6 +34,7 @@ pub mod scan;
 pub mod schedule;
 pub mod shown;
 mod start;
+pub mod trust_page;
 pub mod undo;
 pub mod update;
 
@@ -83,6 +84,9 @@ pub struct Daemon {
     pub updates: Option<update::UpdateSource>,
     /// The assistant, when `network.toml` names a model and its host.
     pub assistant: Option<std::sync::Arc<crate::assistant::Assistant>>,
+    /// The hosts `network.toml` lets the Worker reach (`name:port`), for
+    /// the Trust page.
+    pub network_hosts: Vec<String>,
     /// The chat's pace: deliveries answered, whatever they ask.
     pub replies: std::sync::Mutex<replies::Replies>,
     /// The messages with buttons sent, for their taps ([`shown`]).
@@ -324,6 +328,7 @@ pub(super) async fn serve(
     endpoint: Endpoint,
     updates: Option<update::UpdateSource>,
     assistant: Option<Arc<crate::assistant::Assistant>>,
+    network_hosts: Vec<String>,
 ) -> Result<(), DaemonError> {
     let (to_relay, outgoing) = mpsc::channel(OUTGOING);
     let (deliveries_tx, deliveries) = mpsc::channel(INCOMING);
@@ -343,6 +348,7 @@ pub(super) async fn serve(
         anchor_checked: Default::default(),
         updates,
         assistant,
+        network_hosts,
         replies: Default::default(),
     });
     // Proposals a Worker stopped mid-run left "running…" say so.

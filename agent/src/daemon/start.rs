@@ -106,6 +106,11 @@ pub fn run(paths: Paths) -> Result<(), DaemonError> {
         }
         None => None,
     };
+    let network_hosts = network
+        .hosts
+        .iter()
+        .map(|h| format!("{}:{}", h.name, h.port))
+        .collect();
     endpoint.dialer = Arc::new(
         Gate::new(network)
             .paused_by(paths.pairing_marker())
@@ -116,5 +121,5 @@ pub fn run(paths: Paths) -> Result<(), DaemonError> {
         .enable_all()
         .build()
         .map_err(|e| DaemonError::Setup(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(serve(paths, endpoint, updates, assistant))
+    runtime.block_on(serve(paths, endpoint, updates, assistant, network_hosts))
 }

@@ -98,6 +98,34 @@ pub fn withdraw(daemon: &Daemon, message: Uuid) {
     }
 }
 
+/// The runs that can still be undone, newest first: the receipt's
+/// message, the undo id, and until when (Unix seconds).
+pub fn live(daemon: &Daemon) -> Vec<(Uuid, String, i64)> {
+    let mut offers: Vec<_> = load(daemon)
+        .0
+        .into_iter()
+        .map(|(m, (id, at))| (m, id, at + OFFERED_FOR_S))
+        .collect();
+    offers.sort_by_key(|(_, _, until)| std::cmp::Reverse(*until));
+    offers
+}
+
+/// Asks the Warden to propose undoing `undo_id`, offered on the receipt
+/// `message`; its proposal goes to the chat, to be approved there.
+pub async fn propose(daemon: &Daemon, message: Uuid, undo_id: String) -> bool {
+    let proposal = super::schedule::propose(
+        daemon,
+        &aromba_warden_proto::Request::ProposeUndo { undo_id },
+        aromba_words::chores::THE_UNDO,
+    )
+    .await;
+    if let Some(proposal) = proposal {
+        super::shown::update(daemon, proposal, |s| s.undo_of = Some(message));
+        return true;
+    }
+    false
+}
+
 /// The undo id the Undo button on `message` offered, if still offered.
 pub fn offered(daemon: &Daemon, message: Uuid) -> Option<String> {
     load(daemon).0.get(&message).map(|(id, _)| id.clone())

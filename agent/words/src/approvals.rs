@@ -109,4 +109,11 @@ pub fn pair_not_confirmed(reason: &str) -> String {
 
 /// The app's answer once an approval is on its way to the Warden (the
 /// outcome is said in the chat, as a receipt or a reason).
+/// The Trust page opened while `aromba pair` waits for the confirmation.
+pub const APP_PAIRING_FIRST: &str = "Confirm the pairing first: tap the button under \"Paired.\" in the chat. The Trust page opens from /trust once it is done.";
+/// An Undo link of the Trust page whose run can no longer be undone.
+pub const APP_UNDO_GONE: &str = "Not proposed: that run can no longer be undone (its 7 days are over, or it was undone already).";
+/// An Undo link of the Trust page, proposed in the chat.
+pub const APP_UNDO_PROPOSED: &str = "Proposed in your chat: close this and approve the Undo there (its button opens this app again). Nothing is undone until you do.";
+
 pub const APP_SENT: &str = "Sent to your server. Its Warden checks Telegram's signature on this approval, then carries it out: what happens is said in the chat.";

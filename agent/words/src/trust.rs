@@ -95,3 +95,131 @@ pub fn prod_mode(state: &str, on: bool) -> String {
         }
     )
 }
+
+/// The Trust page (the Mini App, opened from `/trust`): its headings and
+/// the lines the status does not say in the Warden's own words.
+pub mod page {
+    /// `/trust`'s button that opens the page.
+    pub const OPEN: &str = "Open the Trust page";
+    pub const ISOLATION: &str = "Isolation";
+    pub const LADDER: &str = "Ladder";
+    pub const INTEGRITY: &str = "Integrity";
+    pub const JOURNAL: &str = "Journal";
+    pub const PROD_MODE: &str = "Prod mode and fenced folders";
+    pub const CHORES: &str = "Chores";
+    pub const NETWORK: &str = "Network";
+    pub const UPDATES: &str = "Updates";
+    pub const ASSISTANT: &str = "Assistant";
+    pub const APPROVALS: &str = "Approvals";
+    pub const POLICY: &str = "Policy (the Warden's rendering, verbatim)";
+
+    /// The isolation line: the specification's "isolation: none" where no
+    /// cage can be built, and what that means.
+    pub fn isolation(isolation: &str) -> Vec<String> {
+        if isolation.starts_with("none") {
+            vec![
+                "Isolation: none".into(),
+                "This server has no isolation. I only run green system chores here.".into(),
+                format!("Why: {}", isolation.trim_start_matches("none").trim()),
+            ]
+        } else {
+            vec![format!("Isolation: {isolation}")]
+        }
+    }
+
+    /// A move of the ladder, with its local time.
+    pub fn ladder_move(at: &str, from: &str, to: &str, reason: &str) -> String {
+        format!("{at}: {from} → {to}: {reason}")
+    }
+
+    pub const NO_MOVES: &str = "No moves of the ladder yet.";
+    pub const RECENT_MOVES: &str = "Recent moves, newest first:";
+
+    pub fn journal_head(entries: u64, head: &str) -> String {
+        format!("{entries} entries; the last one's fingerprint (SHA-256): {head}")
+    }
+
+    pub fn journal_checked(said: &str) -> String {
+        format!("Verification: {said}")
+    }
+
+    pub fn policy_fingerprint(sha256: &str) -> String {
+        format!("Policy rendering's fingerprint (SHA-256): {sha256}")
+    }
+
+    pub const NO_FENCES: &str =
+        "Fenced folders: none (no chore may touch a fenced folder; none is listed yet).";
+    pub const FENCES: &str = "Fenced folders (no chore may touch them):";
+
+    pub fn more_fences(more: u64) -> String {
+        format!("… and {more} more (`sudo cat /etc/aromba/warden/fences` lists them all).")
+    }
+
+    pub const NO_CHORES: &str = "No chores here.";
+
+    pub fn chore(name: &str, color: &str, schedule: &str, last: &str) -> String {
+        let last = if last.is_empty() { "not run yet" } else { last };
+        format!("{name} ({color}, {schedule}); last: {last}")
+    }
+
+    /// The heading of an Undo link's section.
+    pub fn undo_heading(chore: Option<&str>) -> String {
+        match chore {
+            Some(c) => format!("Undo: {c}"),
+            None => "Undo: a run".into(),
+        }
+    }
+
+    pub fn undo_until(until: &str) -> String {
+        format!(
+            "This run can be undone until {until}. Undo proposes it in your chat, where you approve it."
+        )
+    }
+
+    pub const NO_HOSTS: &str = "The Worker may reach no host (network.toml lists none).";
+    pub const HOSTS: &str = "The only hosts the Worker may reach:";
+
+    pub fn running(version: &str) -> String {
+        format!("Running: Aromba {version}")
+    }
+
+    pub fn installed(current: Option<&str>, previous: Option<&str>) -> String {
+        format!(
+            "Installed release: {}; the one before: {}",
+            current.unwrap_or("none recorded"),
+            previous.unwrap_or("none")
+        )
+    }
+
+    pub const NO_ASSISTANT: &str = "No assistant: no model is set for this server.";
+
+    pub fn approvals(user: Option<u64>, key: &str) -> Vec<String> {
+        match user {
+            Some(id) => vec![
+                format!(
+                    "Red chores, Undo, installs and prod mode off are approved only in this app, by Telegram account {id}."
+                ),
+                format!("Telegram's signature is checked with {key}."),
+            ],
+            None => vec![
+                "No Telegram account is pinned: run `sudo aromba pair` to approve in this app."
+                    .into(),
+            ],
+        }
+    }
+
+    /// A section that could not be read, in one sentence.
+    pub fn unread(why: &str) -> String {
+        format!("Not read just now: {why}")
+    }
+
+    /// The policy section's answer when it could not be read.
+    pub const POLICY_UNREAD: &str = "The policy could not be read just now. Try again in a minute.";
+    /// The policy answer's verdict.
+    pub const POLICY_IS: &str =
+        "What the Warden may run here: its compiled-in list, as it renders it. Nothing else runs.";
+    /// A section too long for the page, cut.
+    pub fn cut(more: usize) -> String {
+        format!("… {more} more lines not shown here.")
+    }
+}

@@ -168,6 +168,46 @@ pub enum AppAsk {
     View,
     /// The person tapped Approve (or Confirm, for the pairing) in the app.
     Approve,
+    /// The Trust page (opened from `/trust`): what Aromba may do here and
+    /// whether its record holds, read-only.
+    Trust,
+    /// The Trust page's policy section: the Warden's rendering verbatim
+    /// (asked apart, to keep each answer within a frame).
+    Policy,
+    /// An Undo link of the Trust page: propose undoing the run whose undo
+    /// id comes with the ask (the proposal goes to the chat, approved
+    /// there as any Undo).
+    Undo,
+}
+
+/// The longest answer to the Mini App, as JSON: within one frame, with
+/// room for the frame around it.
+pub const MAX_APP_ANSWER: usize = 20 * 1024;
+/// Sections an answer may have.
+pub const MAX_APP_SECTIONS: usize = 32;
+/// A section's heading, in characters.
+pub const MAX_APP_HEADING_CHARS: usize = 80;
+/// Lines a section may have (the policy rendering is one section).
+pub const MAX_APP_LINES: usize = 512;
+
+/// An undo id's shape: 32 lowercase hex digits.
+pub fn valid_undo_id(id: &str) -> bool {
+    is_lower_hex(id, 32)
+}
+
+/// One section of a page the app shows (the Trust page): a heading and
+/// its lines, shown as text. `verbatim` lines keep their spacing (the
+/// policy rendering); a section with `undo` carries a link that proposes
+/// undoing that run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppSection {
+    pub heading: String,
+    pub lines: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verbatim: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo: Option<String>,
 }
 
 /// The server's answer to the Mini App, shown as it is.
@@ -177,6 +217,47 @@ pub struct AppAnswer {
     pub kind: AppAnswerKind,
     /// Plain words (a proposal's text, a verdict), no markup.
     pub text: String,
+    /// A page's sections under the verdict in `text` (the Trust page).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sections: Vec<AppSection>,
+}
+
+impl AppAnswer {
+    /// An answer of plain words.
+    pub fn said(kind: AppAnswerKind, text: &str) -> AppAnswer {
+        AppAnswer {
+            kind,
+            text: text.to_string(),
+            sections: Vec::new(),
+        }
+    }
+
+    /// Checks what serde cannot: the text, the sections' shapes, and the
+    /// whole within [`MAX_APP_ANSWER`].
+    pub fn check(&self) -> Result<(), ContentError> {
+        check_text(&self.text)?;
+        if self.sections.len() > MAX_APP_SECTIONS {
+            return Err(ContentError::AppSections);
+        }
+        for s in &self.sections {
+            let heading = s.heading.chars().count();
+            let shaped = (1..=MAX_APP_HEADING_CHARS).contains(&heading)
+                && !s.heading.chars().any(char::is_control)
+                && s.lines.len() <= MAX_APP_LINES
+                && s.lines.iter().all(|l| {
+                    l.chars().count() <= MAX_TEXT_CHARS
+                        && !l.chars().any(|c| c.is_control() && c != '\t')
+                })
+                && s.undo.as_deref().is_none_or(valid_undo_id);
+            if !shaped {
+                return Err(ContentError::AppSections);
+            }
+        }
+        match serde_json::to_string(self) {
+            Ok(json) if json.len() <= MAX_APP_ANSWER => Ok(()),
+            _ => Err(ContentError::AppSections),
+        }
+    }
 }
 
 /// How the app shows an answer.
@@ -189,6 +270,8 @@ pub enum AppAnswerKind {
     Outcome,
     /// Nothing to approve (answered already, gone, not this server's).
     Closed,
+    /// A read-only page: a verdict in the text, then the sections.
+    Page,
 }
 
 /// The relay's signature over a tap, in the minisign format, and what it
@@ -277,6 +360,9 @@ pub enum Delivery {
         launch: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sealed_pin: Option<String>,
+        /// With `undo`: the undo id of the run to propose undoing.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        undo: Option<String>,
     },
 }
 
@@ -420,6 +506,12 @@ pub enum ContentError {
     Launch,
     #[error("a sealed PIN comes only with an approval and is 1 to {MAX_SEALED_PIN} of base64url")]
     SealedPin,
+    #[error("an undo id (32 lowercase hex digits) comes with an Undo, and only with one")]
+    UndoId,
+    #[error(
+        "an app answer has at most {MAX_APP_SECTIONS} sections, each a heading of 1 to {MAX_APP_HEADING_CHARS} characters and at most {MAX_APP_LINES} lines without control characters, in {MAX_APP_ANSWER} bytes in all"
+    )]
+    AppSections,
 }
 
 /// Control characters other than line breaks and tabs: never in a chat
@@ -427,6 +519,15 @@ pub enum ContentError {
 fn has_control(text: &str) -> bool {
     text.chars()
         .any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r')
+}
+
+/// An undo id comes with an Undo and an Undo with an undo id.
+pub fn check_undo(ask: AppAsk, undo: Option<&str>) -> Result<(), ContentError> {
+    match (ask, undo) {
+        (AppAsk::Undo, Some(id)) if valid_undo_id(id) => Ok(()),
+        (AppAsk::Undo, _) | (_, Some(_)) => Err(ContentError::UndoId),
+        _ => Ok(()),
+    }
 }
 
 /// Whether a chat message, trimmed, has the shape of the Worker's PIN:
@@ -592,17 +693,18 @@ impl Delivery {
                 launch,
                 ask,
                 sealed_pin,
+                undo,
                 ..
             } => {
                 if launch.is_empty() || launch.len() > MAX_LAUNCH || has_control(launch) {
                     return Err(ContentError::Launch);
                 }
-                match sealed_pin {
-                    Some(s) if *ask != AppAsk::Approve || !valid_sealed_pin(s) => {
-                        Err(ContentError::SealedPin)
-                    }
-                    _ => Ok(()),
+                if let Some(s) = sealed_pin
+                    && (*ask != AppAsk::Approve || !valid_sealed_pin(s))
+                {
+                    return Err(ContentError::SealedPin);
                 }
+                check_undo(*ask, undo.as_deref())
             }
         }
     }
@@ -627,7 +729,7 @@ impl Body {
                 check_buttons(buttons)
             }
             Body::Deliver { delivery, .. } => delivery.check(),
-            Body::AppAnswer { answer, .. } => check_text(&answer.text),
+            Body::AppAnswer { answer, .. } => answer.check(),
             Body::JournalHead { hash, .. } | Body::Anchor { hash, .. } => {
                 if is_lower_hex(hash, 64) {
                     Ok(())
@@ -664,6 +766,62 @@ impl Body {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_app_page_is_checked_for_its_shape_and_its_size() {
+        let section = |lines: Vec<String>| AppSection {
+            heading: "Chores".into(),
+            lines,
+            verbatim: false,
+            undo: None,
+        };
+        let page = |sections| AppAnswer {
+            kind: AppAnswerKind::Page,
+            text: "All good.".into(),
+            sections,
+        };
+        assert_eq!(
+            page(vec![section(vec!["clean-tmp (green)".into()])]).check(),
+            Ok(())
+        );
+        let too_big = page(vec![section(vec!["x".repeat(4000); 6])]);
+        assert_eq!(too_big.check(), Err(ContentError::AppSections));
+        let control = page(vec![section(vec!["a\u{1b}[2Jb".into()])]);
+        assert_eq!(control.check(), Err(ContentError::AppSections));
+        let heading = AppSection {
+            heading: String::new(),
+            ..section(vec![])
+        };
+        assert_eq!(page(vec![heading]).check(), Err(ContentError::AppSections));
+        let bad_undo = AppSection {
+            undo: Some("not an undo id".into()),
+            ..section(vec![])
+        };
+        assert_eq!(page(vec![bad_undo]).check(), Err(ContentError::AppSections));
+        let many = page(vec![section(vec![]); MAX_APP_SECTIONS + 1]);
+        assert_eq!(many.check(), Err(ContentError::AppSections));
+        let body = Body::AppAnswer {
+            request: Uuid::nil(),
+            answer: page(vec![section(vec!["x".repeat(4000); 6])]),
+        };
+        assert_eq!(body.check(), Err(ContentError::AppSections));
+    }
+
+    #[test]
+    fn an_undo_id_comes_with_an_undo_and_only_with_one() {
+        let id = "0123456789abcdef0123456789abcdef";
+        assert_eq!(check_undo(AppAsk::Undo, Some(id)), Ok(()));
+        assert_eq!(check_undo(AppAsk::Trust, None), Ok(()));
+        assert_eq!(check_undo(AppAsk::Undo, None), Err(ContentError::UndoId));
+        assert_eq!(
+            check_undo(AppAsk::Undo, Some("0123")),
+            Err(ContentError::UndoId)
+        );
+        assert_eq!(
+            check_undo(AppAsk::View, Some(id)),
+            Err(ContentError::UndoId)
+        );
+    }
 
     #[test]
     fn refuses_unknown_fields_and_types() {

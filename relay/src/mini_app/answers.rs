@@ -152,6 +152,7 @@ mod tests {
         AppAnswer {
             kind: AppAnswerKind::Proposal,
             text: text.into(),
+            sections: Vec::new(),
         }
     }
 

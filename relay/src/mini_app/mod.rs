@@ -129,6 +129,9 @@ struct Ask {
     /// The PIN sealed for the Warden, with an approval that needs it.
     #[serde(default)]
     sealed_pin: Option<String>,
+    /// With `undo` (the Trust page's Undo link): the run's undo id.
+    #[serde(default)]
+    undo: Option<String>,
 }
 
 /// `POST /app/v1/ask`: what the page asks, passed to the paired server;
@@ -141,6 +144,7 @@ pub async fn ask(State(app): State<App>, body: Bytes) -> Response {
         launch,
         ask,
         sealed_pin,
+        undo,
     }) = serde_json::from_slice::<Ask>(&body)
     else {
         app.metrics.telegram("app_ask_malformed");
@@ -159,6 +163,14 @@ pub async fn ask(State(app): State<App>, body: Bytes) -> Response {
             StatusCode::BAD_REQUEST,
             "bad_request",
             words::APP_PIN_UNREADABLE,
+        );
+    }
+    if aromba_relay_proto::frame::check_undo(ask, undo.as_deref()).is_err() {
+        app.metrics.telegram("app_ask_malformed");
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            words::APP_UNDO_UNREADABLE,
         );
     }
     let now = app.config.clock.now().timestamp();
@@ -213,6 +225,7 @@ pub async fn ask(State(app): State<App>, body: Bytes) -> Response {
         ask,
         launch,
         sealed_pin,
+        undo,
     };
     if delivery.check().is_err() || app.enqueue(server, &delivery).await.is_err() {
         app.app_answers.forget(request);

@@ -67,6 +67,9 @@ pub const APP_NOT_FROM_TELEGRAM: &str = "This page was not opened from Telegram 
 pub const APP_NOT_PAIRED: &str =
     "This Telegram account is not paired with a server, so there is nothing here to approve.";
 pub const APP_SERVER_SILENT: &str = "Your server did not answer within 20 seconds: it may be offline or busy. Nothing was done from this page; if the server comes back within ten minutes it may still carry out an approval, and the chat will say so.";
+/// The Trust page's Undo link came without its run, or with a run on
+/// another ask.
+pub const APP_UNDO_UNREADABLE: &str = "Not sent: that Undo link does not name a run. Open the Trust page again from /trust and try it there.";
 pub const APP_PIN_UNREADABLE: &str = "Not sent: the PIN did not come sealed the way this page seals it. Open the app again from the button and type your PIN there.";
 pub const APP_BUSY: &str = "The relay is busy right now. Try again in a minute.";
 pub const APP_WAITING: &str =

@@ -392,11 +392,21 @@ impl Bot {
         self.ask_app_sealed(launch, "approve", Some(&sealed)).await
     }
 
+    /// The Trust page's Undo link for `undo_id`, followed with `launch`.
+    pub async fn undo_from_app(&self, launch: &str, undo_id: &str) -> AppReply {
+        let body = serde_json::json!({"launch": launch, "ask": "undo", "undo": undo_id});
+        self.ask_app_body(body).await
+    }
+
     async fn ask_app_sealed(&self, launch: &str, ask: &str, sealed: Option<&str>) -> AppReply {
         let mut body = serde_json::json!({"launch": launch, "ask": ask});
         if let Some(sealed) = sealed {
             body["sealed_pin"] = sealed.into();
         }
+        self.ask_app_body(body).await
+    }
+
+    async fn ask_app_body(&self, body: serde_json::Value) -> AppReply {
         let (status, text) = post_ask(self.relay.addr, body.to_string()).await;
         let body = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
         AppReply { status, body }

@@ -30,9 +30,9 @@ pub mod socket_owner;
 pub use frame::{FrameError, MAX_REQUEST, MAX_RESPONSE, read_frame, write_frame};
 pub use hex::{decode_hex, encode_hex};
 pub use message::{
-    Button, ChoreInfo, LadderEvent, Lane, MAX_FENCES_ASKED, MAX_FINDING, MAX_FINDINGS, ProtoError,
-    ReadResult, Request, Response, Status, decode_request, decode_request_in, decode_response,
-    encode_request, encode_request_in, encode_response, printable,
+    Button, ChoreInfo, LadderEvent, Lane, MAX_FENCES_ASKED, MAX_FINDING, MAX_FINDINGS, MAX_LISTED,
+    ProtoError, ReadResult, Request, Response, Status, decode_request, decode_request_in,
+    decode_response, encode_request, encode_request_in, encode_response, printable,
 };
 pub use pin_shape::{
     PIN_LOCK_S, PIN_MAX_CHARS, PIN_MAX_FAILURES, PIN_MIN_CHARS, Pin, could_be_pin,

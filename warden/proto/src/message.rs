@@ -27,6 +27,9 @@ pub enum Request {
     Read { cmd: String, args: Vec<String> },
     /// Worker socket: add a line to the journal.
     Note { text: String },
+    /// Either socket: what the Trust page shows besides the status: the
+    /// policy rendering, the fence list and the journal's last check.
+    Trust,
     /// Either socket: is the Warden there?
     Ping,
     /// Control socket: the Warden's state.
@@ -302,6 +305,17 @@ pub enum Response {
         /// opens the app with it. `None`: a relay-signed tap approves it.
         app: Option<String>,
     },
+    /// What the Trust page shows besides the status (`Request::Trust`).
+    Trust {
+        /// The policy rendering, verbatim (`aromba-warden policy render`).
+        policy: String,
+        /// The fenced folders, at most [`MAX_LISTED`] of them.
+        fences: Vec<String>,
+        /// How many folders the fence list holds in all.
+        fences_total: u64,
+        /// The journal's last verification, in words, with its time.
+        journal: String,
+    },
     /// The Telegram account pinned at pairing, as Telegram's signature
     /// names it: its user id and the name it shows (for root's terminal).
     TelegramAccount {
@@ -498,6 +512,7 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
         Request::Note { text } => object("note", vec![("text", Value::from(text.as_str()))]),
         Request::Ping => object("ping", vec![]),
         Request::Status => object("status", vec![]),
+        Request::Trust => object("trust", vec![]),
         Request::JournalVerify => object("journal_verify", vec![]),
         Request::Panic => object("panic", vec![]),
         Request::Chores => object("chores", vec![]),
@@ -723,6 +738,7 @@ fn request_of(kind: String, mut f: Fields) -> Result<Request, ProtoError> {
         }
         "ping" => Request::Ping,
         "status" => Request::Status,
+        "trust" => Request::Trust,
         "journal_verify" => Request::JournalVerify,
         "panic" => Request::Panic,
         "chores" => Request::Chores,
@@ -1018,6 +1034,20 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                 ("rolled_back", opt_str(rolled_back)),
             ],
         ),
+        Response::Trust {
+            policy,
+            fences,
+            fences_total,
+            journal,
+        } => object(
+            "trust",
+            vec![
+                ("policy", Value::from(policy.as_str())),
+                ("fences", strings_value(fences)),
+                ("fences_total", Value::from(*fences_total)),
+                ("journal", Value::from(journal.as_str())),
+            ],
+        ),
         Response::Uninstalled { removed, kept } => object(
             "uninstalled",
             vec![
@@ -1251,6 +1281,12 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
             failed: f.strings("failed", MAX_LISTED)?,
             rolled_back: f.opt_string("rolled_back")?,
         },
+        "trust" => Response::Trust {
+            policy: f.string("policy")?,
+            fences: f.strings("fences", MAX_LISTED)?,
+            fences_total: f.u64("fences_total")?,
+            journal: f.string("journal")?,
+        },
         "uninstalled" => Response::Uninstalled {
             removed: f.strings("removed", MAX_LISTED)?,
             kept: f.strings("kept", MAX_LISTED)?,
@@ -1430,6 +1466,7 @@ mod tests {
             },
             Request::ProposeRelease,
             Request::Releases,
+            Request::Trust,
             Request::RollbackTold {
                 version: "1.4.2".into(),
             },
@@ -1462,6 +1499,12 @@ mod tests {
             Response::Uninstalled {
                 removed: vec!["/opt/aromba".into()],
                 kept: vec!["/var/lib/aromba-warden/journal".into()],
+            },
+            Response::Trust {
+                policy: "# Rendered by aromba-warden\n".into(),
+                fences: vec!["/srv/app".into()],
+                fences_total: 3,
+                journal: "ok: 12 lines (checked at 2026-12-06T00:00:00Z)".into(),
             },
         ] {
             assert_eq!(decode_response(&encode_response(&r)).unwrap(), r);

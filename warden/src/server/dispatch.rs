@@ -7,7 +7,6 @@ use super::chores::{RunSource, chore_run, chores_list, dry_run_shown};
 use super::event::{Event, Peer};
 use super::owner::{self, Proposal, approve, propose};
 use super::{Shared, Socket, after_move, journal, raise, read, unjournaled};
-use crate::journal::{AuditKey, verify};
 use crate::ladder::{self, Ladder, LadderError, Step};
 use crate::signal::Signal;
 use crate::system::PeerCred;
@@ -48,6 +47,9 @@ pub(super) fn serve(
         // The Worker shows the same state in the chat (`/trust`): nothing
         // in it is a secret (whether a PIN is set, never the PIN).
         (_, Request::Status) => status(shared),
+        // The Trust page: the policy rendering (the same file anyone can
+        // read), the fence list and the journal's last check.
+        (_, Request::Trust) => super::trust::trust(shared),
         (Socket::Worker, Request::Panic) => move_ladder(shared, Ladder::panic_from_chat),
         (Socket::Control, Request::Panic) => move_ladder(shared, Ladder::disarm),
         // Moving up is never held back by a journal that cannot be written
@@ -230,25 +232,8 @@ pub(super) fn serve(
             )
         }
         (Socket::Control, Request::JournalVerify) => {
-            let path = shared.options.layout.journal_file();
-            let key = match shared.options.layout.audit_key() {
-                k if k.exists() => {
-                    AuditKey::load(&k, Some(&shared.options.layout.journal_dir)).ok()
-                }
-                _ => None,
-            };
-            // Hold the journal still while it is read.
-            let _j = shared.journal.lock().unwrap_or_else(|p| p.into_inner());
-            match verify(&path, key.as_ref()) {
-                Ok(r) => Response::Verified {
-                    ok: true,
-                    report: r.to_string(),
-                },
-                Err(e) => Response::Verified {
-                    ok: false,
-                    report: e.to_string(),
-                },
-            }
+            let (ok, report) = super::trust::verify_journal(shared);
+            Response::Verified { ok, report }
         }
         (socket, other) => {
             let request = without_pin(other);

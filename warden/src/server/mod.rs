@@ -51,6 +51,7 @@ mod owner;
 mod pace;
 mod read;
 mod scan;
+mod trust;
 mod uninstall;
 mod update;
 mod watch;
@@ -295,6 +296,8 @@ struct Shared {
     /// The baseline read at start; re-taken only through `state::change`.
     baseline: Mutex<Option<Baseline>>,
     integrity: Mutex<String>,
+    /// The journal's last verification, in words (`trust.rs`).
+    journal_checked: Mutex<String>,
     isolation: String,
     /// One PIN check at a time: the count of wrong PINs (in the Warden's
     /// state, `pin::Attempts`) is read, counted and written under it, so
@@ -538,6 +541,7 @@ impl Server {
             ladder: Mutex::new(ladder),
             pacing: Mutex::default(),
             integrity: Mutex::new(String::from("not checked yet")),
+            journal_checked: Mutex::new(String::from("not checked yet")),
             baseline: Mutex::new(baseline.as_ref().ok().cloned().flatten()),
             pin_check: Mutex::default(),
             schedule_check: Mutex::default(),

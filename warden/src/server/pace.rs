@@ -166,6 +166,7 @@ fn pace_of(shared: &Shared, step: Step, request: &Request) -> Pace {
         | Request::Events { .. }
         | Request::Panic
         | Request::Status
+        | Request::Trust
         | Request::SocketOwner { .. }
         | Request::ProposeStepDown => Pace::Always,
         Request::Read { .. }

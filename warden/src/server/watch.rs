@@ -86,6 +86,8 @@ pub(super) fn check_integrity(shared: &Shared) {
 /// integrity check every `integrity_interval`.
 pub(super) fn watch(shared: &Shared) {
     let mut last_integrity = std::time::Instant::now();
+    // The journal's first verification, off the start's path.
+    super::trust::check_journal(shared);
     let mut untrusted_network: Option<String> = None;
     let mut unfit_layout: Option<String> = None;
     while !shared.shutdown.load(Ordering::SeqCst) {
@@ -147,6 +149,7 @@ pub(super) fn watch(shared: &Shared) {
         if last_integrity.elapsed() >= shared.options.integrity_interval {
             last_integrity = std::time::Instant::now();
             check_integrity(shared);
+            super::trust::check_journal(shared);
             super::honeypots::check_honeypots(shared);
             // The chain of directories bind checked: one made writable by
             // another account since is an integrity failure, said once for

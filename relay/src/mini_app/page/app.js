@@ -10,6 +10,8 @@
   var launch = params.get("tgWebAppData") || "";
   var startParam = new URLSearchParams(launch).get("start_param") || "";
   var pairing = startParam.indexOf("pair_") === 0;
+  // Opened from /trust: the Trust page, read-only.
+  var trust = startParam === "trust";
   // An action that needs the PIN names the key to seal it for (seal.js),
   // in the start_param Telegram signed.
   var needsPin = !pairing && !!(window.ArombaSeal && window.ArombaSeal.wardenKey(startParam));
@@ -69,10 +71,13 @@
     el("status").textContent = words;
   }
 
-  function ask(what, sealedPin) {
+  function ask(what, sealedPin, undo) {
     var body = { launch: launch, ask: what };
     if (sealedPin) {
       body.sealed_pin = sealedPin;
+    }
+    if (undo) {
+      body.undo = undo;
     }
     return fetch("v1/ask", {
       method: "POST",
@@ -164,6 +169,93 @@
       );
   }
 
+  // One section of the Trust page: its heading and lines, as text only.
+  function section(s) {
+    var box = document.createElement("section");
+    var h = document.createElement("h2");
+    h.textContent = s.heading;
+    box.appendChild(h);
+    if (s.verbatim) {
+      var pre = document.createElement("pre");
+      pre.className = "verbatim";
+      pre.textContent = s.lines.join("\n");
+      pre.tabIndex = 0;
+      box.appendChild(pre);
+    } else {
+      var list = document.createElement("ul");
+      s.lines.forEach(function (line) {
+        var li = document.createElement("li");
+        li.textContent = line;
+        list.appendChild(li);
+      });
+      box.appendChild(list);
+    }
+    if (s.undo) {
+      var said = document.createElement("p");
+      said.className = "said";
+      said.setAttribute("role", "status");
+      var undo = document.createElement("button");
+      undo.type = "button";
+      undo.textContent = "Undo";
+      undo.addEventListener("click", function () {
+        undo.disabled = true;
+        said.textContent = "Asking your server…";
+        ask("undo", null, s.undo).then(
+          function (answer) {
+            said.textContent = answer.text;
+          },
+          function (e) {
+            said.textContent = e.message;
+          }
+        );
+      });
+      var actions = document.createElement("div");
+      actions.className = "actions";
+      actions.appendChild(undo);
+      box.appendChild(actions);
+      box.appendChild(said);
+    }
+    el("sections").appendChild(box);
+  }
+
+  function showPage(answer) {
+    say(answer.text);
+    (answer.sections || []).forEach(section);
+    el("sections").hidden = false;
+    el("done").hidden = false;
+  }
+
+  // The Trust page: the sections, then the policy, asked apart (each
+  // answer fits one message between server and relay).
+  function startTrust() {
+    el("title").textContent = "Trust";
+    ask("trust")
+      .then(function (answer) {
+        if (answer.kind !== "page") {
+          finish(answer.text);
+          return null;
+        }
+        showPage(answer);
+        return ask("policy");
+      })
+      .then(
+        function (policy) {
+          if (policy && policy.kind === "page") {
+            (policy.sections || []).forEach(section);
+          } else if (policy) {
+            section({ heading: "Policy", lines: [policy.text] });
+          }
+        },
+        function (e) {
+          if (el("sections").hidden) {
+            finish(e.message);
+          } else {
+            section({ heading: "Policy", lines: [e.message] });
+          }
+        }
+      );
+  }
+
   function start() {
     applyTheme();
     postEvent("web_app_ready");
@@ -180,6 +272,12 @@
     });
     if (!launch) {
       finish("This page opens from a button in your Aromba chat in Telegram.");
+      return;
+    }
+    if (trust) {
+      el("note").textContent =
+        "Read-only: what your server's Warden says of itself, asked when you opened this. Nothing here changes anything without your approval.";
+      startTrust();
       return;
     }
     ask("view").then(show, function (e) {
