@@ -132,33 +132,7 @@ async fn a_red_chore_in_the_first_week_is_explained_and_its_big_cap_confirmed_fi
 
 #[sqlx::test(migrations = false)]
 async fn a_red_chore_is_shown_dry_approved_by_a_tap_run_in_the_cage_and_undone(db: PgPool) {
-    let dir = std::path::PathBuf::from(format!("/var/tmp/aromba-e2e-wipe-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("the chore's folder");
-    std::fs::write(dir.join("notes.txt"), "mine\n").expect("a file");
-    let script = format!(
-        "#!/bin/sh\n# aromba-chore: 1\n# name: wipe\n# description: Empties a folder\n# color: red\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would remove notes.txt; exit 0; fi\nrm -f {d}/notes.txt\n",
-        d = dir.display()
-    );
-    // Eight days after install: red chores may run, with a tap.
-    let p = paired_with(
-        db,
-        "e2e-wipe",
-        Setup {
-            days_ago: 8,
-            ..Setup::default()
-        },
-        |w| {
-            use std::os::unix::fs::PermissionsExt;
-            let mine = w.layout().config_dir.join("mine");
-            std::fs::create_dir_all(&mine).expect("mine/");
-            std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).expect("0755");
-            std::fs::write(mine.join("wipe.sh"), &script).expect("the chore");
-            std::fs::set_permissions(mine.join("wipe.sh"), std::fs::Permissions::from_mode(0o644))
-                .expect("0644");
-        },
-    )
-    .await;
+    let (p, dir) = aromba_testkit::paired::with_red_wipe(db, "e2e-wipe").await;
 
     // The first time: its dry run, shown, and nothing changed.
     let dry = p

@@ -345,6 +345,31 @@ pub async fn with_counting_chore(db: PgPool, name: &str) -> (Paired, PathBuf) {
     with_counting_chore_in(db, name, dir).await
 }
 
+/// Paired eight days after install, with the owner's red chore `wipe`,
+/// which removes `notes.txt` ("mine") from a folder of the test's own: the
+/// stack and the folder (its dry run not yet shown).
+pub async fn with_red_wipe(db: PgPool, name: &str) -> (Paired, PathBuf) {
+    let dir = PathBuf::from(format!("/var/tmp/aromba-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the chore's folder");
+    std::fs::write(dir.join("notes.txt"), "mine\n").expect("a file");
+    let script = format!(
+        "#!/bin/sh\n# aromba-chore: 1\n# name: wipe\n# description: Empties a folder\n# color: red\n# touches: {d}\n# network: no\n# schedule: manual\n# end\nif [ \"$1\" = --dry-run ]; then echo would remove notes.txt; exit 0; fi\nrm -f {d}/notes.txt\n",
+        d = dir.display()
+    );
+    let p = paired_with(
+        db,
+        name,
+        Setup {
+            days_ago: 8,
+            ..Setup::default()
+        },
+        |w| write_mine(w, "wipe", &script),
+    )
+    .await;
+    (p, dir)
+}
+
 /// How many times [`counting_chore`] really ran in `dir`.
 pub fn runs(dir: &Path) -> usize {
     std::fs::read_to_string(dir.join("runs"))
@@ -595,15 +620,19 @@ impl Paired {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let all: Vec<String> = self
-            .bot
+        let all = self.chat_texts();
+        let status = support::text(&self.warden.aromba_as("root", &["status"]).stdout);
+        panic!("no such message; the chat has: {all:#?}\nthe Warden: {status}");
+    }
+
+    /// The texts of the chat's messages so far, oldest first.
+    pub fn chat_texts(&self) -> Vec<String> {
+        self.bot
             .fake
             .sent_to(CHAT)
             .into_iter()
             .map(|m| m.text)
-            .collect();
-        let status = support::text(&self.warden.aromba_as("root", &["status"]).stdout);
-        panic!("no such message; the chat has: {all:#?}\nthe Warden: {status}");
+            .collect()
     }
 
     /// The person sends `text`; the first reply after it that `want` takes.

@@ -7,7 +7,7 @@ use super::Daemon;
 use crate::warden_client;
 use aromba_relay_proto::client::Incoming;
 use aromba_relay_proto::commands::{COMMANDS, Command};
-use aromba_relay_proto::frame::{Button, Delivery, Span, TapProof};
+use aromba_relay_proto::frame::{AppAsk, Button, Delivery, Span, TapProof};
 use aromba_warden_proto::{Pin, Request, Response, printable};
 use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc};
@@ -98,14 +98,39 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
         // `paired`, a kind added later); past the pace it is dropped, and
         // the chat told so once: a relay delivering without end must not
         // make the Worker answer without end.
-        if matches!(&incoming, Incoming::Delivery { .. }) {
-            match daemon.take_reply() {
-                super::replies::Turn::Answer => {}
-                super::replies::Turn::FirstSkipped => {
+        // The Trust page's policy section rides on the turn of the page
+        // it belongs to. A page past the pace is told so at once (it would
+        // wait for nothing otherwise): no more than the acknowledgement
+        // every delivery gets anyway.
+        let app = match &incoming {
+            Incoming::Delivery {
+                delivery:
+                    Delivery::App {
+                        request,
+                        ask,
+                        launch,
+                        ..
+                    },
+                ..
+            } => Some((
+                *request,
+                *ask == AppAsk::Policy && super::trust_page::policy_is_owed(&daemon, launch),
+            )),
+            _ => None,
+        };
+        let owed = app.is_some_and(|(_, owed)| owed);
+        if matches!(&incoming, Incoming::Delivery { .. }) && !owed {
+            match (daemon.take_reply(), app) {
+                (super::replies::Turn::Answer, _) => {}
+                (_, Some((request, _))) => {
+                    super::in_app::too_many(&daemon, request).await;
+                    continue;
+                }
+                (super::replies::Turn::FirstSkipped, None) => {
                     daemon.say(words::TOO_MANY.into(), vec![]).await;
                     continue;
                 }
-                super::replies::Turn::Skipped => continue,
+                (super::replies::Turn::Skipped, None) => continue,
             }
         }
         match incoming {
@@ -587,7 +612,13 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
         if button == super::undo::BUTTON
             && let Some(undo_id) = super::undo::offered(daemon, message)
         {
-            super::undo::propose(daemon, message, undo_id).await;
+            if super::undo::propose(daemon, message, undo_id).await
+                == super::undo::Proposed::Already
+            {
+                daemon
+                    .say(words::UNDO_PROPOSED_ALREADY.into(), vec![])
+                    .await;
+            }
         } else {
             daemon.say(words::BUTTON_DOES_NOTHING.into(), vec![]).await;
         }

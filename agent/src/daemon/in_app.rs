@@ -92,13 +92,23 @@ pub async fn asked(daemon: &Daemon, asked: Asked) {
         AppAsk::Trust | AppAsk::Policy | AppAsk::Undo if !from_trust(&launch) => {
             answer(daemon, request, closed(words::APP_NOT_A_PROPOSAL)).await
         }
-        // The page is one command, however many sections it has.
+        // The page is one command, its policy section included.
+        AppAsk::Policy if super::trust_page::policy_is_owed(daemon, &launch) => {
+            let policy = super::trust_page::policy(daemon, &launch).await;
+            answer(daemon, request, policy).await
+        }
         AppAsk::Trust | AppAsk::Policy | AppAsk::Undo if !daemon.take_read() => {
             let busy = daemon.busy();
             answer(daemon, request, closed(&busy)).await;
         }
-        AppAsk::Trust => answer(daemon, request, super::trust_page::page(daemon).await).await,
-        AppAsk::Policy => answer(daemon, request, super::trust_page::policy(daemon).await).await,
+        AppAsk::Trust => {
+            let page = super::trust_page::page(daemon, &launch).await;
+            answer(daemon, request, page).await
+        }
+        AppAsk::Policy => {
+            let policy = super::trust_page::policy(daemon, &launch).await;
+            answer(daemon, request, policy).await
+        }
         AppAsk::Undo => {
             let offer = undo.and_then(|id| {
                 super::undo::live(daemon)
@@ -108,9 +118,17 @@ pub async fn asked(daemon: &Daemon, asked: Asked) {
             match offer {
                 None => answer(daemon, request, closed(words::APP_UNDO_GONE)).await,
                 Some((message, undo_id, _)) => {
-                    let sent = AppAnswer::said(AppAnswerKind::Outcome, words::APP_UNDO_PROPOSED);
-                    answer(daemon, request, sent).await;
-                    super::undo::propose(daemon, message, undo_id).await;
+                    let said = match super::undo::propose(daemon, message, undo_id).await {
+                        super::undo::Proposed::Now => words::APP_UNDO_PROPOSED,
+                        super::undo::Proposed::Already => words::APP_UNDO_PROPOSED_ALREADY,
+                        super::undo::Proposed::Not => words::APP_UNDO_NOT_PROPOSED,
+                    };
+                    answer(
+                        daemon,
+                        request,
+                        AppAnswer::said(AppAnswerKind::Outcome, said),
+                    )
+                    .await;
                 }
             }
         }
@@ -139,6 +157,12 @@ pub const TRUST: &str = "trust";
 /// button): what a page opened from a proposal cannot ask.
 fn from_trust(launch: &str) -> bool {
     start_param(launch) == Some(TRUST)
+}
+
+/// The page asked past the chat's pace: told so at once, rather than left
+/// to wait for an answer that will not come.
+pub async fn too_many(daemon: &Daemon, request: Uuid) {
+    answer(daemon, request, closed(words::APP_TOO_MANY)).await;
 }
 
 async fn answer(daemon: &Daemon, request: Uuid, answer: AppAnswer) {

@@ -87,6 +87,9 @@ pub struct Daemon {
     /// The hosts `network.toml` lets the Worker reach (`name:port`), for
     /// the Trust page.
     pub network_hosts: Vec<String>,
+    /// The policy a Trust page just shown asks for next
+    /// ([`trust_page::owed`]).
+    pub policy_owed: std::sync::Mutex<Option<trust_page::Owed>>,
     /// The chat's pace: deliveries answered, whatever they ask.
     pub replies: std::sync::Mutex<replies::Replies>,
     /// The messages with buttons sent, for their taps ([`shown`]).
@@ -349,6 +352,7 @@ pub(super) async fn serve(
         updates,
         assistant,
         network_hosts,
+        policy_owed: Default::default(),
         replies: Default::default(),
     });
     // Proposals a Worker stopped mid-run left "running…" say so.

@@ -97,6 +97,21 @@ pub fn with_app(daemon: &Daemon, start_param: &str) -> Option<Shown> {
     })
 }
 
+/// Whether an Undo of the run on the receipt `receipt` was proposed less
+/// than `within_s` seconds ago and is not answered yet.
+pub fn undo_open(daemon: &Daemon, receipt: Uuid, within_s: i64) -> bool {
+    let now = now_s();
+    with(daemon, |record| {
+        (
+            record
+                .0
+                .iter()
+                .any(|s| s.undo_of == Some(receipt) && !s.answered && now - s.at < within_s),
+            false,
+        )
+    })
+}
+
 /// The message `message`, when it is remembered.
 pub fn get(daemon: &Daemon, message: Uuid) -> Option<Shown> {
     with(daemon, |record| {

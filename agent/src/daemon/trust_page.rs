@@ -11,6 +11,42 @@ use aromba_relay_proto::frame::{AppAnswer, AppAnswerKind, AppSection, MAX_APP_AN
 use aromba_warden_proto::{Request, Response};
 use aromba_words::trust::page as words;
 
+/// How long the policy stays owed to the page that was just shown.
+const OWED_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The policy rendering the Trust page shown to `launch` asks for next:
+/// one look at the page is one turn of the chat and one read, its policy
+/// section included (found by the attack round: a look cost two of each,
+/// and ten looks took the person's next command).
+#[derive(Debug)]
+pub struct Owed {
+    launch: String,
+    at: tokio::time::Instant,
+    policy: String,
+}
+
+/// Whether the page shown to `launch` is owed its policy section.
+pub fn owed(daemon: &Daemon, launch: &str) -> bool {
+    daemon
+        .policy_owed
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .is_some_and(|o| o.launch == launch && o.at.elapsed() < OWED_FOR)
+}
+
+/// The policy owed to `launch`, once.
+fn take_owed(daemon: &Daemon, launch: &str) -> Option<String> {
+    let mut owed = daemon.policy_owed.lock().unwrap_or_else(|p| p.into_inner());
+    match owed.take() {
+        Some(o) if o.launch == launch && o.at.elapsed() < OWED_FOR => Some(o.policy),
+        other => {
+            *owed = other;
+            None
+        }
+    }
+}
+
 /// Moves of the ladder shown, newest first.
 const MOVES_SHOWN: usize = 10;
 /// Undo links shown, newest first.
@@ -47,8 +83,9 @@ fn step_name(step: u64) -> &'static str {
     }
 }
 
-/// The Trust page: the verdict `/trust` leads with, then a section each.
-pub async fn page(daemon: &Daemon) -> AppAnswer {
+/// The Trust page shown to `launch`: the verdict `/trust` leads with,
+/// then a section each.
+pub async fn page(daemon: &Daemon, launch: &str) -> AppAnswer {
     let warden = daemon.warden();
     let st = match warden.status().await {
         Ok(st) => st,
@@ -62,6 +99,13 @@ pub async fn page(daemon: &Daemon) -> AppAnswer {
         .unwrap_or_else(|p| p.into_inner())
         .clone();
     let facts = warden.trust().await;
+    if let Ok(f) = &facts {
+        *daemon.policy_owed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Owed {
+            launch: launch.to_string(),
+            at: tokio::time::Instant::now(),
+            policy: f.policy.clone(),
+        });
+    }
     let mut sections = vec![section(words::ISOLATION, words::isolation(&st.isolation))];
 
     let mut ladder = vec![format!("Now: {} (step {})", st.ladder_name, st.ladder_step)];
@@ -122,14 +166,24 @@ pub async fn page(daemon: &Daemon) -> AppAnswer {
     }
     sections.push(section(words::PROD_MODE, prod));
 
-    let chores = warden.chores().await;
+    // From Slow up the Warden lets the person one request a minute, and
+    // the chore list and the releases are such requests: the page leaves
+    // them to the person's own commands rather than take that minute
+    // (found by the attack round).
+    let slowed = st.ladder_step >= 1;
+    let chores = if slowed {
+        Err(words::HELD_AT_SLOW.to_string())
+    } else {
+        warden.chores().await.map_err(|e| super::chat::said(&e))
+    };
     let chore_lines = match &chores {
         Ok(c) if c.is_empty() => vec![words::NO_CHORES.into()],
         Ok(c) => c
             .iter()
             .map(|c| words::chore(&c.name, &c.color, &c.schedule, &c.last_receipt))
             .collect(),
-        Err(e) => vec![words::unread(&super::chat::said(e))],
+        Err(e) if slowed => vec![e.clone()],
+        Err(e) => vec![words::unread(e)],
     };
     sections.push(section(words::CHORES, chore_lines));
     for (_, undo_id, until) in super::undo::live(daemon).into_iter().take(UNDO_SHOWN) {
@@ -157,7 +211,9 @@ pub async fn page(daemon: &Daemon) -> AppAnswer {
     sections.push(section(words::NETWORK, hosts));
 
     let mut updates = vec![words::running(env!("CARGO_PKG_VERSION"))];
-    if let Ok(Response::Releases {
+    if slowed {
+        updates.push(words::RELEASES_HELD_AT_SLOW.into());
+    } else if let Ok(Response::Releases {
         current, previous, ..
     }) = super::chat::ask(daemon, &Request::Releases).await
     {
@@ -185,18 +241,26 @@ pub async fn page(daemon: &Daemon) -> AppAnswer {
     })
 }
 
-/// The policy section, asked apart: the Warden's rendering verbatim.
-pub async fn policy(daemon: &Daemon) -> AppAnswer {
-    match daemon.warden().trust().await {
-        Ok(f) => fit(AppAnswer {
+/// Whether `policy` for `launch` comes without a read: the page shown to
+/// it just now is owed its policy section.
+pub fn policy_is_owed(daemon: &Daemon, launch: &str) -> bool {
+    owed(daemon, launch)
+}
+
+/// The policy section, asked apart: the Warden's rendering verbatim, the
+/// one the page shown to `launch` is owed, or asked of the Warden.
+pub async fn policy(daemon: &Daemon, launch: &str) -> AppAnswer {
+    let rendering = match take_owed(daemon, launch) {
+        Some(p) => Ok(p),
+        None => daemon.warden().trust().await.map(|f| f.policy),
+    };
+    match rendering {
+        Ok(policy) => fit(AppAnswer {
             kind: AppAnswerKind::Page,
             text: words::POLICY_IS.into(),
             sections: vec![AppSection {
                 verbatim: true,
-                ..section(
-                    words::POLICY,
-                    f.policy.lines().map(str::to_string).collect(),
-                )
+                ..section(words::POLICY, policy.lines().map(str::to_string).collect())
             }],
         }),
         Err(_) => AppAnswer::said(AppAnswerKind::Closed, words::POLICY_UNREAD),

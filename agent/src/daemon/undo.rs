@@ -110,20 +110,42 @@ pub fn live(daemon: &Daemon) -> Vec<(Uuid, String, i64)> {
     offers
 }
 
+/// An Undo proposed this recently and not answered is not proposed again:
+/// a second tap on Undo, or the Trust page's link followed twice, points
+/// to the one in the chat. Past it, the person asking again gets a fresh
+/// proposal (the first may have scrolled away).
+const PROPOSED_AGAIN_AFTER_S: i64 = 600;
+
+/// What became of asking to undo a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proposed {
+    /// The Warden's proposal is in the chat now.
+    Now,
+    /// One is in the chat already, not answered: nothing new.
+    Already,
+    /// The Warden did not propose it (the chat was told why).
+    Not,
+}
+
 /// Asks the Warden to propose undoing `undo_id`, offered on the receipt
 /// `message`; its proposal goes to the chat, to be approved there.
-pub async fn propose(daemon: &Daemon, message: Uuid, undo_id: String) -> bool {
+pub async fn propose(daemon: &Daemon, message: Uuid, undo_id: String) -> Proposed {
+    if super::shown::undo_open(daemon, message, PROPOSED_AGAIN_AFTER_S) {
+        return Proposed::Already;
+    }
     let proposal = super::schedule::propose(
         daemon,
         &aromba_warden_proto::Request::ProposeUndo { undo_id },
         aromba_words::chores::THE_UNDO,
     )
     .await;
-    if let Some(proposal) = proposal {
-        super::shown::update(daemon, proposal, |s| s.undo_of = Some(message));
-        return true;
+    match proposal {
+        Some(proposal) => {
+            super::shown::update(daemon, proposal, |s| s.undo_of = Some(message));
+            Proposed::Now
+        }
+        None => Proposed::Not,
     }
-    false
 }
 
 /// The undo id the Undo button on `message` offered, if still offered.

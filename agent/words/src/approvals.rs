@@ -113,6 +113,15 @@ pub fn pair_not_confirmed(reason: &str) -> String {
 pub const APP_PAIRING_FIRST: &str = "Confirm the pairing first: tap the button under \"Paired.\" in the chat. The Trust page opens from /trust once it is done.";
 /// An Undo link of the Trust page whose run can no longer be undone.
 pub const APP_UNDO_GONE: &str = "Not proposed: that run can no longer be undone (its 7 days are over, or it was undone already).";
+/// The app asked past the chat's pace.
+pub const APP_TOO_MANY: &str =
+    "Your server is answering a lot at once: close this and open it again in a minute.";
+/// The Trust page's Undo link followed while its Undo waits in the chat.
+pub const APP_UNDO_PROPOSED_ALREADY: &str =
+    "Proposed already: the Undo is waiting in your chat. Close this and approve it there.";
+/// The Trust page's Undo link, not proposed by the Warden (the chat says why).
+pub const APP_UNDO_NOT_PROPOSED: &str =
+    "Not proposed: your server's Warden did not propose this Undo, and the chat says why.";
 /// An Undo link of the Trust page, proposed in the chat.
 pub const APP_UNDO_PROPOSED: &str = "Proposed in your chat: close this and approve the Undo there (its button opens this app again). Nothing is undone until you do.";
 

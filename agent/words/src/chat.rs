@@ -91,6 +91,9 @@ pub fn warden_not_asked(error: &dyn Display) -> String {
 
 /// A tap on a button that no longer does anything (an Undo whose run the
 /// Worker no longer offers to undo).
+/// A second tap on a receipt's Undo while its Undo waits in the chat.
+pub const UNDO_PROPOSED_ALREADY: &str =
+    "The Undo is proposed already, just above: approve it there.";
 pub const BUTTON_DOES_NOTHING: &str = "That button does nothing any more.";
 
 /// `/logs` without a service.

@@ -156,6 +156,10 @@ pub mod page {
     }
 
     pub const NO_CHORES: &str = "No chores here.";
+    /// The chores, not asked while the ladder is at Slow or above.
+    pub const HELD_AT_SLOW: &str = "Not asked while I'm slowed down: the one request a minute the Warden allows is kept for your commands. /chores lists them.";
+    /// The releases installed, not asked at Slow or above.
+    pub const RELEASES_HELD_AT_SLOW: &str = "Installed releases: not asked while I'm slowed down (the one request a minute is kept for your commands).";
 
     pub fn chore(name: &str, color: &str, schedule: &str, last: &str) -> String {
         let last = if last.is_empty() { "not run yet" } else { last };
