@@ -535,7 +535,7 @@ fn status(root: Option<PathBuf>) -> ExitCode {
                     st.telegram_key
                 ),
                 None if st.paired => out!(
-                    "approvals in the app: none yet — this server was paired before the Mini App, so the relay's signed taps approve red actions; run `aromba pair` again to bind approvals to your Telegram account"
+                    "approvals in the app: none — this server was paired before the Mini App, so red chores, Undo, caps above the default, installs and prod mode off are not proposed in the chat until it is bound to your Telegram account: send /unpair in the chat, then run `sudo aromba pair`"
                 ),
                 None => out!("approvals in the app: not paired yet"),
             }

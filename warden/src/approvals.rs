@@ -237,21 +237,25 @@ const APP_ROUTE: &str = "app";
 /// is sealed for in the app (the record is the Warden's, mode 0600).
 const SEAL_SECRET: &str = "seal_secret";
 
-/// The route of `action` on a server paired with a Telegram account
-/// (`telegram-account`; one paired before the Mini App has only the
-/// relay's): a green or yellow chore's run is approved with a relay-signed
-/// tap; a red run, a cap above the default, an undo, a release install and
-/// "Was that you?" only in the app (a relay that could step the ladder
-/// down could undo what its own behaviour raised), and prod mode off,
-/// whose PIN the page seals for the Warden (`seal.rs`).
-pub fn route(action: &Action, facts: &Facts<'_>, account_pinned: bool) -> Route {
+/// The route of `action`: a green or yellow chore's run is approved with
+/// a relay-signed tap; a red run, a cap above the default, an undo, a
+/// release install and "Was that you?" only in the app (a relay that could
+/// step the ladder down could undo what its own behaviour raised), and
+/// prod mode off, whose PIN the page seals for the Warden (`seal.rs`). On
+/// a server bound to no Telegram account (paired before the Mini App) an
+/// action of the app's route is not proposed at all ([`NO_ACCOUNT`]): the
+/// relay's tap never stands in for the person's.
+pub fn route(action: &Action, facts: &Facts<'_>) -> Route {
     use crate::chores::header::Color;
     match (action, facts) {
-        _ if !account_pinned => Route::Relay,
         (Action::Run { .. }, Facts::Chore(c)) if c.header.color != Color::Red => Route::Relay,
         _ => Route::App,
     }
 }
+
+/// Why an action of the app's route is not proposed on a server bound to
+/// no Telegram account.
+pub const NO_ACCOUNT: &str = "this is approved only in the Mini App, by the Telegram account bound at pairing, and this server has none (it was paired before the Mini App): send /unpair in the chat, then run `sudo aromba pair` on the server to bind it; meanwhile root can do it with `sudo aromba`";
 
 /// The route an action record was issued with.
 fn route_of_record(recorded: &[u8]) -> Route {
@@ -1060,9 +1064,7 @@ mod tests {
             (Action::ProdModeOff, Facts::Nothing, Route::App),
         ];
         for (action, facts, want) in &cases {
-            assert_eq!(route(action, facts, true), *want, "{action:?}");
-            // A server paired before the Mini App: the relay's taps.
-            assert_eq!(route(action, facts, false), Route::Relay, "{action:?}");
+            assert_eq!(route(action, facts), *want, "{action:?}");
         }
     }
 

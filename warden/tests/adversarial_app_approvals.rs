@@ -16,7 +16,7 @@ use support::{Warden, refused};
 fn a_relay_signed_approve_on_a_red_run_runs_nothing_and_is_a_signal() {
     let w = support::bound("app-attack-relay-tap");
     let (action, server, _) = w.proposed_wipe();
-    let why = refused(w.ask(&w.tap(&server, &action, "approve", None)));
+    let why = refused(w.ask(&w.relay_tap(&server, &action, "approve", None)));
     assert!(why.contains("only in the Mini App"), "{why}");
     assert!(!w.touched.join("wiped").exists());
     assert_eq!(w.ladder(), 1, "a tap the person could not have made");
@@ -163,7 +163,7 @@ fn the_worker_cannot_pin_a_telegram_account() {
 
 #[test]
 fn pinning_needs_the_launch_of_the_pairings_own_button() {
-    let w = Warden::start("app-attack-pairing", true, &[]);
+    let w = Warden::start_unbound("app-attack-pairing", &[]);
     let now = w.clock.now();
     for (launch, param) in [
         // Opened from another button (an action's, the Trust page's).
@@ -197,7 +197,7 @@ fn a_relay_signed_yes_cannot_step_the_ladder_down_once_bound() {
     assert_eq!(w.ladder(), 1);
     let (action, server, param) = w.proposal(&Request::ProposeStepDown);
     assert!(param.is_some(), "\"Was that you?\" is answered in the app");
-    refused(w.ask(&w.tap(&server, &action, "approve", None)));
+    refused(w.ask(&w.relay_tap(&server, &action, "approve", None)));
     // The forged yes is one more signal: the ladder climbs, and the
     // question about the last move is withdrawn.
     let st = w.reaches("freeze");

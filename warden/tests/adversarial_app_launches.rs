@@ -290,25 +290,29 @@ fn a_launch_on_the_prod_mode_off_proposal_does_not_skip_the_pin() {
 }
 
 #[test]
-fn a_red_run_proposed_before_the_account_was_pinned_needs_the_app_after() {
+fn a_red_run_asked_before_the_account_was_pinned_needs_the_app_after() {
     // A hostile relay types `/run wipe` as the person just before root's
     // `sudo aromba pair` (the relay runs the pairing's flow and knows when
-    // it happens). The proposal is recorded with the relay's route; once
-    // the account is pinned, SECURITY.md says a red run needs the person
-    // in the Mini App — but the relay's own tap still approves it, for 24 h.
-    let w = Warden::start("app-r2-before-pin", true, &[support::wipe_chore()]);
+    // it happens). Found by the attack round when such a run was proposed
+    // with the relay's route and stayed approvable by its tap for 24 h;
+    // now a server without an account proposes no action of the app's
+    // route at all, and once it has one the relay's tap approves none.
+    let w = Warden::start_unbound("app-r2-before-pin", &[support::wipe_chore()]);
     w.dry_run_shown("wipe");
-    let (action, server, app) = w.proposal(&Request::Propose {
+    let why = refused(w.ask(&Request::Propose {
         chore: "wipe".into(),
-    });
-    assert!(app.is_none(), "no account pinned yet: the relay's tap");
+    }));
+    assert!(why.contains("sudo aromba pair"), "{why}");
     assert!(matches!(
         w.pin_telegram_account(PERSON),
         Response::TelegramAccount { .. }
     ));
     assert_eq!(w.status().telegram_user, Some(PERSON as u64));
-    w.clock.advance(3600);
-    let r = w.ask(&w.tap(&server, &action, "approve", None));
+    let (action, server, app) = w.proposal(&Request::Propose {
+        chore: "wipe".into(),
+    });
+    assert!(app.is_some(), "bound: approved in the app");
+    let r = w.ask(&w.relay_tap(&server, &action, "approve", None));
     assert!(
         !w.touched.join("wiped").exists(),
         "a red run approved by the relay alone after the account was pinned: {r:?}"
@@ -319,20 +323,21 @@ fn a_red_run_proposed_before_the_account_was_pinned_needs_the_app_after() {
 fn a_step_down_asked_before_the_account_was_pinned_needs_the_app_after() {
     // The same for "Was that you?": a relay that can step the ladder down
     // can undo what its own behaviour raised.
-    let w = Warden::start("app-r2-step-before-pin", true, &[support::wipe_chore()]);
+    let w = Warden::start_unbound("app-r2-step-before-pin", &[support::wipe_chore()]);
     assert!(matches!(
         w.ask(&support::deny_list_hit()),
         Response::Refused { .. }
     ));
     assert_eq!(w.ladder(), 1);
-    let (action, server, app) = w.proposal(&Request::ProposeStepDown);
-    assert!(app.is_none());
+    refused(w.ask(&Request::ProposeStepDown));
     assert!(matches!(
         w.pin_telegram_account(PERSON),
         Response::TelegramAccount { .. }
     ));
+    let (action, server, app) = w.proposal(&Request::ProposeStepDown);
+    assert!(app.is_some());
     w.clock.advance(120);
-    let r = w.ask(&w.tap(&server, &action, "approve", None));
+    let r = w.ask(&w.relay_tap(&server, &action, "approve", None));
     assert_ne!(
         w.status().ladder_name,
         "normal",

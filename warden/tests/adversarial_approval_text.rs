@@ -15,8 +15,10 @@ use aromba_warden::ladder::Clock;
 use aromba_warden_proto::{Request, Response};
 use support::{TEST_KEY, Warden, owner_chore, signed_over};
 
-/// A yellow chore that writes a greeting, and a red one that empties the
-/// touched folder.
+/// A yellow chore that writes a greeting, and another that empties the
+/// touched folder (yellow too: a relay-signed tap approves both, and the
+/// text it signed is what these attacks bend; a red one is approved only
+/// in the Mini App, `app_approvals.rs`).
 fn chores() -> Vec<(String, String)> {
     vec![
         owner_chore(
@@ -27,9 +29,15 @@ fn chores() -> Vec<(String, String)> {
         ),
         owner_chore(
             "wipe",
-            "red",
+            "yellow",
             "",
             "[ \"$1\" = --dry-run ] && { echo would-wipe; exit 0; }\nrm -f TOUCHED/precious",
+        ),
+        owner_chore(
+            "purge",
+            "red",
+            "",
+            "[ \"$1\" = --dry-run ] && { echo would-purge; exit 0; }\nrm -f TOUCHED/precious",
         ),
     ]
 }
@@ -39,6 +47,7 @@ fn warden(name: &str) -> Warden {
     std::fs::write(w.touched.join("precious"), "the owner's data\n").unwrap();
     w.dry_run_shown("hello");
     w.dry_run_shown("wipe");
+    w.dry_run_shown("purge");
     w
 }
 
@@ -178,13 +187,13 @@ fn a_chore_changed_after_its_proposal_does_not_run_on_that_tap() {
 #[test]
 fn the_wardens_text_is_the_same_for_the_same_action_and_says_what_it_does() {
     let w = warden("rendering");
-    let (a, _) = propose(&w, "wipe");
-    let (b, _) = propose(&w, "wipe");
+    let (a, _) = propose(&w, "purge");
+    let (b, _) = propose(&w, "purge");
     assert_ne!(a, b, "two action ids");
     let text = w.text_of(&a);
     assert_eq!(text, w.text_of(&b), "the rendering is deterministic");
     for said in [
-        "red chore \"wipe\"",
+        "red chore \"purge\"",
         "A chore of the tests",
         &*w.touched.to_string_lossy(),
         "Undo for 7 days",
@@ -196,7 +205,7 @@ fn the_wardens_text_is_the_same_for_the_same_action_and_says_what_it_does() {
     assert_ne!(text, w.text_of(&propose(&w, "hello").0));
     // The proposal's buttons are the Warden's, to be sent as they are.
     let Response::Proposed { buttons, .. } = w.ask(&Request::Propose {
-        chore: "wipe".into(),
+        chore: "purge".into(),
     }) else {
         panic!("not proposed")
     };

@@ -475,7 +475,7 @@ fn hostile_workers_script(name: &str) -> Warden {
     });
     // (The ladder is back at normal after each request: see
     // `ask_then_normal`.)
-    let mut forged = w.tap(&server_id, &action_id, "approve", None);
+    let mut forged = w.relay_tap(&server_id, &action_id, "approve", None);
     if let Request::Approve { chat, .. } = &mut forged {
         *chat = "9999".into();
     }
@@ -491,8 +491,8 @@ fn hostile_workers_script(name: &str) -> Warden {
             support::TEST_KEY,
         ),
     );
-    // The person's own tap: the red run, then its undo from the root
-    // terminal.
+    // The person's own approval, in the app: the red run, then its undo
+    // from the root terminal.
     let ran = ask_then_normal(&w, &w.tap(&server_id, &action_id, "approve", None));
     if let Response::Receipt { receipt, .. } = &ran
         && let Some(at) = receipt.find("undo id ")
@@ -654,6 +654,11 @@ const SHAPES_BEFORE_TYPING: &[&str] = &[
     "undo outcome undone: conflicts,intent_seq,kind,phase,quarantined,receipt,restored,undo_id,verdict",
     "warden-started - -: kind",
     "worker-note - -: kind,peer_pid,peer_uid,socket,text",
+    // Since the Mini App (after typing): the account pinned at pairing,
+    // and the person's approval in the app, with Telegram's signature.
+    "telegram-account-pinned intent -: approval,bot_id,kind,phase,telegram_signature,telegram_user",
+    "telegram-account-pinned outcome done: intent_seq,kind,phase,verdict",
+    "approval intent -: action_id,button,kind,opened_at,peer_pid,peer_uid,phase,socket,telegram_signature,telegram_user,via",
     "wrong-socket - -: kind,peer_pid,peer_uid,request,socket",
 ];
 
@@ -748,9 +753,20 @@ fn a_hostile_workers_requests_leave_only_lines_of_the_shapes_written_before_typi
             })
             .collect()
     };
+    // The red run's tap through the relay (its chat changed after
+    // signing) and one for an id never issued are refused; the person's
+    // own approval, in the app, is the one verified.
     assert_eq!(verdict_of("9999"), vec![Value::from("refused")]);
-    assert_eq!(
-        verdict_of("4242"),
-        vec![Value::from("refused"), Value::from("verified")]
-    );
+    assert_eq!(verdict_of("4242"), vec![Value::from("refused")]);
+    let in_app: Vec<Value> = lines
+        .iter()
+        .filter(|l| l["kind"] == "approval" && l.get("telegram_signature").is_some())
+        .map(|intent| {
+            lines
+                .iter()
+                .find(|o| o.get("intent_seq") == Some(&intent["seq"]))
+                .map_or(Value::Null, |o| o["verdict"].clone())
+        })
+        .collect();
+    assert_eq!(in_app, vec![Value::from("verified")]);
 }

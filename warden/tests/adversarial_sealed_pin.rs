@@ -44,7 +44,7 @@ fn a_relay_signed_tap_with_the_pin_cannot_turn_prod_mode_off() {
         "on a bound server prod mode off is in the app"
     );
     // The relay learned the PIN somehow, and signs the tap itself.
-    let why = refused(w.ask(&w.tap(&server, &action, "approve", Some(PIN))));
+    let why = refused(w.ask(&w.relay_tap(&server, &action, "approve", Some(PIN))));
     assert!(why.contains("only in the Mini App"), "{why}");
     assert!(prod_mode_on(&w));
     assert!(
@@ -477,16 +477,17 @@ fn a_seal_that_did_not_open_spent_the_action_and_the_same_launch_is_no_free_retr
 
 #[test]
 fn a_server_without_a_telegram_account_takes_no_sealed_pin_from_the_app() {
-    // Paired before the Mini App: prod mode off is the chat's (relay
-    // route). A Worker passing an app approval with a seal gets nothing.
-    let w = Warden::start("adv-seal-legacy", true, &[]);
+    // Paired before the Mini App: prod mode off is not proposed at all (it
+    // is approved only in the app, and there is no account to approve
+    // it). A Worker passing an app approval with a seal gets nothing.
+    let w = Warden::start_unbound("adv-seal-legacy", &[]);
     w.set_pin_and_prod_mode_on(PIN);
-    let (action, _, app) = w.proposal(&Request::ProposeProdModeOff);
-    assert!(app.is_none(), "no app button without an account");
+    let why = refused(w.ask(&Request::ProposeProdModeOff));
+    assert!(why.contains("sudo aromba pair"), "{why}");
     let key = SealKey::generate().unwrap();
     let param = action_param(
-        &action,
-        &text_sha256(&w.text_of(&action)),
+        &"0".repeat(32),
+        &text_sha256("Turn prod mode off?"),
         Some(&key.public_hex()),
     );
     let why = refused(approve(&w, &param, Some(seal_pin(&param, PIN))));

@@ -448,12 +448,12 @@ fn a_worker_alone_never_steps_slow_or_freeze_down() {
 fn a_yes_replayed_is_refused_and_a_double_tap_is_already_answered() {
     let w = slowed("replay");
     let (action, server) = asked(&w);
-    let yes = w.signed(&server, &action, "approve", w.clock.now(), TEST_KEY);
+    let yes = w.tap(&server, &action, "approve", None);
     assert!(matches!(w.ask(&yes), Response::Ladder { step: 0, .. }));
-    // The person's second tap (signed a second later): already answered,
-    // nothing moves.
+    // The person's second tap in the app (opened a second later): already
+    // answered, nothing moves.
     w.clock.advance(1);
-    let again = w.signed(&server, &action, "approve", w.clock.now(), TEST_KEY);
+    let again = w.tap(&server, &action, "approve", None);
     assert!(matches!(w.ask(&again), Response::AlreadyAnswered { .. }));
     assert_eq!(w.ladder(), 0);
     // The very tap that stepped down, sent again: the Worker's replay, a
@@ -665,13 +665,12 @@ fn hostile_reasons_are_rendered_safely_and_still_answered() {
         asked_about += 1;
         let reason = w.status().ladder_reason;
         let Response::Proposed {
-            action_id,
-            server_id,
             text,
+            app: Some(param),
             ..
         } = w.ask(&Request::ProposeStepDown)
         else {
-            panic!("no question for {reason:?}")
+            panic!("no question in the app for {reason:?}")
         };
         assert!(text.starts_with("Was that you?"), "{text}");
         assert!(text.len() <= 4096, "{} bytes", text.len());
@@ -687,17 +686,9 @@ fn hostile_reasons_are_rendered_safely_and_still_answered() {
             text.lines().nth(1).unwrap().starts_with("What I saw: "),
             "{text}"
         );
-        // Rendered the same on the tap: the person's Yes steps down.
-        let tap = support::signed_over(
-            &text,
-            &server_id,
-            &action_id,
-            "approve",
-            w.clock.now(),
-            TEST_KEY,
-            None,
-        );
-        let r = w.ask(&tap);
+        // The same text the launch's start_param names: the person's Yes,
+        // in the app, steps down.
+        let r = w.ask(&w.in_app(aromba_testkit::telegram::PERSON, &param));
         assert!(matches!(r, Response::Ladder { step: 0, .. }), "{r:?}");
     }
     assert!(

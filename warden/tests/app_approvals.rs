@@ -11,7 +11,7 @@ use aromba_testkit::warden as support;
 
 use aromba_warden::ladder::Clock;
 use aromba_warden_proto::{Request, Response};
-use support::{Warden, owner_chore};
+use support::{Warden, owner_chore, refused};
 
 fn chores() -> Vec<(String, String)> {
     vec![
@@ -114,19 +114,31 @@ fn a_yellow_chore_keeps_the_relay_signed_tap() {
 }
 
 #[test]
-fn a_server_paired_before_the_mini_app_keeps_relay_signed_taps_and_says_so() {
-    let w = Warden::start("app-legacy", true, &chores());
+fn a_server_paired_before_the_mini_app_proposes_nothing_the_app_approves_and_says_how() {
+    // Only the relay's key is pinned: its signed taps still approve what
+    // they approve everywhere (a yellow run), and nothing else is proposed
+    // — a red run would otherwise be the relay's alone to approve.
+    let w = Warden::start_unbound("app-legacy", &chores());
     w.dry_run_shown("wipe");
-    let (action, server, app) = w.proposal(&Request::Propose {
+    let why = refused(w.ask(&Request::Propose {
         chore: "wipe".into(),
+    }));
+    assert!(
+        why.contains("/unpair") && why.contains("sudo aromba pair"),
+        "{why}"
+    );
+    assert!(!w.touched.join("wiped").exists());
+    w.dry_run_shown("hello");
+    let (action, server, app) = w.proposal(&Request::Propose {
+        chore: "hello".into(),
     });
-    assert_eq!(app, None, "no account is pinned: no app button");
+    assert_eq!(app, None, "a yellow run: the relay's tap");
     assert!(matches!(
         w.ask(&w.tap(&server, &action, "approve", None)),
         Response::Receipt { ok: true, .. }
     ));
-    let status = w.status();
-    assert!(status.telegram_user.is_none(), "{status:?}");
+    assert!(w.status().telegram_user.is_none());
+    assert_eq!(w.ladder(), 0, "nothing here is an anomaly");
 }
 
 #[test]
@@ -243,12 +255,17 @@ fn a_wrong_pin_sealed_in_the_app_is_a_wrong_pin_and_counted() {
 }
 
 #[test]
-fn prod_mode_off_on_a_server_paired_before_the_app_keeps_the_tap_and_the_chat_pin() {
-    let w = support::Warden::start("prod-off-legacy", true, &[]);
+fn prod_mode_off_on_a_server_paired_before_the_app_is_roots_alone() {
+    let w = support::Warden::start_unbound("prod-off-legacy", &[]);
     w.set_pin_and_prod_mode_on(PIN);
-    let (action, server, app) = w.proposal(&Request::ProposeProdModeOff);
-    assert_eq!(app, None, "no account is pinned: no app button");
-    let r = w.ask(&w.tap(&server, &action, "approve", Some(PIN)));
+    let why = refused(w.ask(&Request::ProposeProdModeOff));
+    assert!(why.contains("sudo aromba pair"), "{why}");
+    assert_ne!(w.status().prod_mode, "off");
+    // Root's terminal, with the PIN, still turns it off.
+    let r = w.control(&Request::ProdMode {
+        on: false,
+        pin: Some(PIN.into()),
+    });
     assert!(matches!(r, Response::Noted { .. }), "{r:?}");
     assert_eq!(w.status().prod_mode, "off");
 }

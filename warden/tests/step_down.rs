@@ -1,7 +1,7 @@
 //! "Was that you?": at Slow and Freeze the Warden asks the person, in
-//! plain words, with buttons of its own. "Yes, it was me" — a relay-signed
-//! tap the Warden verifies like any approval — brings the ladder back to
-//! normal; "No, stop Aromba" runs nothing here (the Worker then sends
+//! plain words, with buttons of its own. "Yes, it was me" — approved in the
+//! Mini App, Telegram's signature verified by the Warden — brings the
+//! ladder back to normal; "No, stop Aromba" runs nothing here (the Worker then sends
 //! `/panic`). Cut and Disarm are never stepped down from the chat. At Slow
 //! the person's commands and the Worker's background work are paced apart,
 //! so the Worker's own reads never take the minute a person waits for.
@@ -52,7 +52,7 @@ fn at_slow_the_warden_asks_in_plain_words_with_yes_and_no() {
 fn yes_it_was_me_brings_slow_back_to_normal() {
     let w = slowed("yes");
     let (action, server, _) = asked(&w);
-    let tap = w.signed(&server, &action, "approve", w.clock.now(), TEST_KEY);
+    let tap = w.tap(&server, &action, "approve", None);
     assert!(
         matches!(w.ask(&tap), Response::Ladder { step: 0, .. }),
         "not stepped down"
@@ -69,7 +69,7 @@ fn yes_it_was_me_brings_freeze_back_to_normal() {
     assert_eq!(w.ladder(), 2);
     let (action, server, text) = asked(&w);
     assert!(text.contains("stopped my schedule"), "{text}");
-    let tap = w.signed(&server, &action, "approve", w.clock.now(), TEST_KEY);
+    let tap = w.tap(&server, &action, "approve", None);
     assert!(matches!(w.ask(&tap), Response::Ladder { step: 0, .. }));
 }
 
@@ -155,7 +155,7 @@ fn one_question_is_asked_per_move() {
     };
     assert!(reason.contains("asked already"), "{reason}");
     // The first is still the one to answer.
-    let tap = w.signed(&server, &first, "approve", w.clock.now(), TEST_KEY);
+    let tap = w.tap(&server, &first, "approve", None);
     assert!(matches!(w.ask(&tap), Response::Ladder { step: 0, .. }));
 }
 

@@ -33,8 +33,30 @@ pub struct Warden {
     /// The text the Warden gave with each action id it proposed: what the
     /// relay delivers with the buttons, and whose SHA-256 a tap signs.
     texts: Mutex<HashMap<String, String>>,
+    /// The app's `start_param` of each action id proposed with one.
+    apps: Mutex<HashMap<String, String>>,
     adjust: fn(&mut ServeOptions),
     journal_made_immutable: std::sync::atomic::AtomicBool,
+}
+
+/// How far a test Warden is paired.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pairing {
+    None,
+    /// Before the Mini App: the relay's key only.
+    RelayOnly,
+    /// As `aromba pair` pairs: the relay's key and the person's account.
+    Bound,
+}
+
+impl Pairing {
+    fn of(paired: bool) -> Pairing {
+        if paired {
+            Pairing::Bound
+        } else {
+            Pairing::None
+        }
+    }
 }
 
 impl Drop for Warden {
@@ -84,12 +106,7 @@ pub fn wipe_chore() -> (String, String) {
 /// A paired Warden named `name` with [`wipe_chore`], bound to the test
 /// person's Telegram account (pinned as `aromba pair` pins it).
 pub fn bound(name: &str) -> Warden {
-    let w = Warden::start(name, true, &[wipe_chore()]);
-    assert!(matches!(
-        w.pin_telegram_account(crate::telegram::PERSON),
-        Response::TelegramAccount { .. }
-    ));
-    w
+    Warden::start(name, true, &[wipe_chore()])
 }
 
 /// The reason of a refusal (panics on any other answer).
@@ -193,10 +210,18 @@ impl Warden {
         assert_eq!(self.status().ladder_name, "normal");
     }
 
-    /// Installed and eight days old; paired (the relay's test key pinned
-    /// before install, as pairing will) when `paired`.
+    /// Installed and eight days old; paired when `paired`, as `aromba
+    /// pair` pairs: the relay's test key pinned before install, and the
+    /// test person's Telegram account once it serves.
     pub fn start(name: &str, paired: bool, chores: &[(String, String)]) -> Warden {
         Warden::start_with(name, paired, chores, |_| {})
+    }
+
+    /// As [`Warden::start`] paired before the Mini App: the relay's key
+    /// pinned, no Telegram account.
+    pub fn start_unbound(name: &str, chores: &[(String, String)]) -> Warden {
+        let root = std::env::temp_dir().join(format!("aromba-{name}-{}", std::process::id()));
+        Warden::start_between(root, name, Pairing::RelayOnly, chores, |_| {}, |_| {})
     }
 
     pub fn start_with(
@@ -206,13 +231,13 @@ impl Warden {
         adjust: fn(&mut ServeOptions),
     ) -> Warden {
         let root = std::env::temp_dir().join(format!("aromba-{name}-{}", std::process::id()));
-        Warden::start_at(root, name, paired, chores, adjust)
+        Warden::start_at(root, name, Pairing::of(paired), chores, adjust)
     }
 
     /// As [`Warden::start`], with the Warden's directories under `root`
     /// (one outside `/tmp`, which a chore may declare as a read).
     pub fn start_rooted(root: PathBuf, name: &str, chores: &[(String, String)]) -> Warden {
-        Warden::start_at(root, name, false, chores, |_| {})
+        Warden::start_at(root, name, Pairing::None, chores, |_| {})
     }
 
     /// As [`Warden::start`], with `between` run once the Warden is bound
@@ -220,23 +245,23 @@ impl Warden {
     /// Warden's process started.
     pub fn start_then(name: &str, between: fn(&Layout)) -> Warden {
         let root = std::env::temp_dir().join(format!("aromba-{name}-{}", std::process::id()));
-        Warden::start_between(root, name, false, &[], |_| {}, between)
+        Warden::start_between(root, name, Pairing::None, &[], |_| {}, between)
     }
 
     fn start_at(
         root: PathBuf,
         name: &str,
-        paired: bool,
+        pairing: Pairing,
         chores: &[(String, String)],
         adjust: fn(&mut ServeOptions),
     ) -> Warden {
-        Warden::start_between(root, name, paired, chores, adjust, |_| {})
+        Warden::start_between(root, name, pairing, chores, adjust, |_| {})
     }
 
     fn start_between(
         root: PathBuf,
         name: &str,
-        paired: bool,
+        pairing: Pairing,
         chores: &[(String, String)],
         adjust: fn(&mut ServeOptions),
         between: fn(&Layout),
@@ -247,7 +272,7 @@ impl Warden {
         std::fs::create_dir_all(&touched).unwrap();
         let layout = Layout::rooted(&root);
         std::fs::create_dir_all(&layout.state_dir).unwrap();
-        if paired {
+        if pairing != Pairing::None {
             std::fs::write(relay_key_file(&layout), TEST_PUB).unwrap();
         }
         let mine = layout.config_dir.join("mine");
@@ -274,15 +299,23 @@ impl Warden {
         .unwrap();
         let clock = ManualClock::new(now() + 8 * 86_400);
         let serving = serve(layout, clock.clone(), adjust, between);
-        Warden {
+        let w = Warden {
             root,
             serving,
             clock,
             touched,
             texts: Mutex::default(),
+            apps: Mutex::default(),
             adjust,
             journal_made_immutable: Default::default(),
+        };
+        if pairing == Pairing::Bound {
+            match w.pin_telegram_account(crate::telegram::PERSON) {
+                Response::TelegramAccount { .. } => {}
+                other => panic!("the test account was not pinned: {other:?}"),
+            }
         }
+        w
     }
 
     pub fn stop(&mut self) {
@@ -378,9 +411,13 @@ impl Warden {
                 server_id,
                 text,
                 needs_pin,
+                app,
                 ..
             } => {
                 self.texts.lock().unwrap().insert(action_id.clone(), text);
+                if let Some(app) = app {
+                    self.apps.lock().unwrap().insert(action_id.clone(), app);
+                }
                 (action_id, server_id, needs_pin)
             }
             other => panic!("not proposed: {other:?}"),
@@ -492,6 +529,12 @@ impl Warden {
                 ..
             } => {
                 self.texts.lock().unwrap().insert(action_id.clone(), text);
+                if let Some(app) = &app {
+                    self.apps
+                        .lock()
+                        .unwrap()
+                        .insert(action_id.clone(), app.clone());
+                }
                 (action_id, server_id, app)
             }
             other => panic!("not proposed: {other:?}"),
@@ -508,9 +551,32 @@ impl Warden {
             .expect("an action id this test proposed")
     }
 
-    /// A tap on `button` for `action_id`, shown with the Warden's own text
-    /// for it, signed now with the test key.
+    /// The person's tap on `button` for `action_id`, as it reaches the
+    /// Warden: Approve on an action of the app's route in the app (the
+    /// launch Telegram signs, `pin` typed in the page and sealed), any other
+    /// tap shown with the Warden's own text and signed now with the relay's
+    /// test key (`pin` with it).
     pub fn tap(
+        &self,
+        server_id: &str,
+        action_id: &str,
+        button: &str,
+        pin: Option<&str>,
+    ) -> Request {
+        let app = self.apps.lock().unwrap().get(action_id).cloned();
+        match (app, button, pin) {
+            (Some(param), "approve", Some(pin)) => {
+                self.in_app_with_pin(crate::telegram::PERSON, &param, pin)
+            }
+            (Some(param), "approve", None) => self.in_app(crate::telegram::PERSON, &param),
+            _ => self.relay_tap(server_id, action_id, button, pin),
+        }
+    }
+
+    /// A tap on `button` for `action_id` through the relay, shown with the
+    /// Warden's own text for it, signed now with the relay's test key,
+    /// whatever the action's route.
+    pub fn relay_tap(
         &self,
         server_id: &str,
         action_id: &str,

@@ -343,12 +343,14 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
     };
     let (text, route) = match subject_of(shared, &action).and_then(|subject| {
         let facts = subject.facts();
-        let pinned = matches!(crate::telegram::account(layout), Ok(Some(_)));
-        approvals::render(&action, &facts).map(|t| (t, approvals::route(&action, &facts, pinned)))
+        approvals::render(&action, &facts).map(|t| (t, approvals::route(&action, &facts)))
     }) {
         Ok(t) => t,
         Err(e) => return refuse(e),
     };
+    if route == approvals::Route::App && !matches!(crate::telegram::account(layout), Ok(Some(_))) {
+        return refuse(approvals::NO_ACCOUNT);
+    }
     let now = shared.options.clock.now();
     let reserved = approvals::reserve(layout, now)
         .and_then(|id| approvals::server_id(layout).map(|server| (id, server)));
