@@ -134,6 +134,16 @@ async fn a_major_release_is_proposed_in_the_chat_and_installed_on_a_tap(db: PgPo
         "{seen:?}"
     );
 
+    // An install is approved in the Mini App, where Telegram signs the
+    // person's tap.
+    assert!(
+        proposal
+            .buttons
+            .iter()
+            .flatten()
+            .any(|(l, d)| l == "Approve (opens the app)" && aromba_botfake::is_link(d)),
+        "{proposal:?}"
+    );
     let before = p.bot.fake.sent_to(paired::CHAT).len();
     p.tap(&proposal, "Approve").await;
     p.next(before, |t| t.starts_with("Installing Aromba 1.0.0"))
@@ -155,6 +165,37 @@ async fn a_major_release_is_proposed_in_the_chat_and_installed_on_a_tap(db: PgPo
         "{}",
         support::text(&status.stdout)
     );
+}
+
+/// A relay taken over (its tap key, its database) signs Approve on the
+/// proposal of a major release: nothing is installed, the refusal is
+/// journaled and the ladder moves.
+#[sqlx::test(migrations = false)]
+async fn a_relay_that_signs_approve_on_a_release_installs_nothing(db: PgPool) {
+    let files = scratch("major-relay");
+    publish(&files.0, "1.0.0");
+    let (url, _) = serve(files.0.clone());
+    let p = paired_with(db, "update-relay", setup(&url), installed_as_this_version).await;
+    let proposal = p
+        .next(0, |t| t.starts_with("Update Aromba to 1.0.0?"))
+        .await;
+    p.bot.wait_recorded(&proposal).await;
+    let server = aromba_testkit::taken_over::server(&p).await;
+    let k = aromba_testkit::taken_over::known(&p, &proposal).await;
+    let tap = aromba_testkit::taken_over::signed_tap(&p, &k, "approve", "Approve").await;
+    aromba_testkit::taken_over::delivers(&p, &server, &tap).await;
+    let moved = p.ladder_moves().await;
+    assert!(!moved.contains("ladder: normal"), "{moved}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        current(&p.warden),
+        Some(PathBuf::from(format!(
+            "releases/{}",
+            env!("CARGO_PKG_VERSION")
+        ))),
+        "the relay's own signature installed a release"
+    );
+    assert!(p.warden.journal().contains("approved only in the Mini App"));
 }
 
 /// `TZ` for a clock whose local hour is 4, in the quiet window.
