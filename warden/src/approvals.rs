@@ -116,9 +116,11 @@ impl Action {
         let mut m = Map::new();
         m.insert("issued_at".into(), Value::from(now));
         m.insert("text_sha256".into(), Value::from(text_sha256));
-        if route == Route::App {
-            m.insert("route".into(), Value::from(APP_ROUTE));
-        }
+        let route = match route {
+            Route::App => APP_ROUTE,
+            Route::Relay => RELAY_ROUTE,
+        };
+        m.insert("route".into(), Value::from(route));
         if let Some(key) = seal {
             m.insert(SEAL_SECRET.into(), Value::from(key.secret_hex()));
         }
@@ -232,6 +234,8 @@ pub enum Route {
 
 /// The record's word for [`Route::App`].
 const APP_ROUTE: &str = "app";
+/// The route word of an action a relay-signed tap approves.
+const RELAY_ROUTE: &str = "relay";
 
 /// The record's field holding the secret half of the key an action's PIN
 /// is sealed for in the app (the record is the Warden's, mode 0600).
@@ -257,13 +261,31 @@ pub fn route(action: &Action, facts: &Facts<'_>) -> Route {
 /// no Telegram account.
 pub const NO_ACCOUNT: &str = "this is approved only in the Mini App, by the Telegram account bound at pairing, and this server has none (it was paired before the Mini App): send /unpair in the chat, then run `sudo aromba pair` on the server to bind it; meanwhile root can do it with `sudo aromba`";
 
-/// The route an action record was issued with.
-fn route_of_record(recorded: &[u8]) -> Route {
-    let app = serde_json::from_slice::<Value>(recorded)
-        .ok()
-        .is_some_and(|v| v.get("route").and_then(Value::as_str) == Some(APP_ROUTE));
-    if app { Route::App } else { Route::Relay }
+/// The route an action record was issued with; `None` for a record
+/// without one (issued before every record named its route, when a
+/// server without an account took the relay's tap for everything), which
+/// neither route approves: it fails closed (found by a review: such a
+/// record of a red run stayed approvable by the relay's tap).
+fn route_of_record(recorded: &[u8]) -> Option<Route> {
+    let value = serde_json::from_slice::<Value>(recorded).ok()?;
+    match value.get("route").and_then(Value::as_str) {
+        Some(APP_ROUTE) => Some(Route::App),
+        Some(RELAY_ROUTE) => Some(Route::Relay),
+        _ => None,
+    }
 }
+
+/// When the record was issued (Unix seconds).
+fn issued_at(recorded: &[u8]) -> Option<u64> {
+    serde_json::from_slice::<Value>(recorded)
+        .ok()?
+        .get("issued_at")
+        .and_then(Value::as_u64)
+}
+
+/// Why a proposal is no longer approvable, said to the person who taps
+/// it: no anomaly (it is their own old message).
+pub const OUTDATED: &str = "this proposal is out of date (made before the last update, or more than a day ago): ask for it again";
 
 /// The buttons a proposal's message carries: callback data and label. Only
 /// `approve` goes ahead; the relay signs the label of the tapped one.
@@ -753,6 +775,9 @@ pub enum TapRefusal {
     /// another tap: what a person's double tap (or Approve after Cancel)
     /// is. Nothing is done, and it is no anomaly.
     AlreadyAnswered,
+    /// A proposal too old to approve ([`OUTDATED`]): the person's own old
+    /// message, tapped; nothing is done, and it is no anomaly.
+    Outdated,
     /// Anything else: a tap the person could not have made (or the very tap
     /// that answered it, sent again), a ladder signal.
     Invalid(String),
@@ -831,13 +856,23 @@ pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verif
         Err(_) => return Err("the action id was not issued by this Warden".into()),
     };
     let text_hash = recorded_text_sha256(&recorded)?;
-    if a.button == "approve" && route_of_record(&recorded) == Route::App {
-        // Checked before the signature: whatever the relay signed, only
-        // Telegram's signature over the person's launch approves this.
-        return Err(
-            "this action is approved only in the Mini App, with Telegram's signature; a tap the relay signed does not approve it"
-                .into(),
-        );
+    if a.button == "approve" {
+        match route_of_record(&recorded) {
+            Some(Route::Relay) => {}
+            // Checked before the signature: whatever the relay signed,
+            // only Telegram's signature over the person's launch approves
+            // this.
+            Some(Route::App) => {
+                return Err(
+                    "this action is approved only in the Mini App, with Telegram's signature; a tap the relay signed does not approve it"
+                        .into(),
+                );
+            }
+            None => return Err(TapRefusal::Outdated),
+        }
+        if issued_at(&recorded).is_none_or(|at| now.saturating_sub(at) > OPEN_FOR_S) {
+            return Err(TapRefusal::Outdated);
+        }
     }
     // The message is the Warden's: its recorded hash of its own text, the
     // label it gave the button. A tap shown with other words, or on a
@@ -918,6 +953,7 @@ pub fn spend_in_app(
     layout: &Layout,
     param: &ActionParam<'_>,
     signature: &str,
+    now: u64,
 ) -> Result<InApp, TapRefusal> {
     let action_id = param.action_id;
     if !is_action_id(action_id) {
@@ -940,9 +976,16 @@ pub fn spend_in_app(
         Err(_) => return Err("the action id was not issued by this Warden".into()),
     };
     let recorded_hash = recorded_text_sha256(&recorded)?;
-    if route_of_record(&recorded) != Route::App {
+    match route_of_record(&recorded) {
+        Some(Route::App) => {}
         // Never offered in the app: its Approve is a tap in the chat.
-        return Err("this action is approved with a tap in the chat, not in the app".into());
+        Some(Route::Relay) => {
+            return Err("this action is approved with a tap in the chat, not in the app".into());
+        }
+        None => return Err(TapRefusal::Outdated),
+    }
+    if issued_at(&recorded).is_none_or(|at| now.saturating_sub(at) > OPEN_FOR_S) {
+        return Err(TapRefusal::Outdated);
     }
     if recorded_hash != param.text_sha256 {
         return Err("the app was opened for another text than the Warden's for this action".into());

@@ -412,3 +412,64 @@ fn a_stale_launch_replayed_in_a_flood_at_slow_does_not_fill_the_journal() {
     );
     assert!(w.ladder() >= 2, "the flood is a signal");
 }
+
+/// The record of `action` on `w`'s disk.
+fn record_of(w: &Warden, action: &str) -> std::path::PathBuf {
+    w.layout()
+        .state_dir
+        .join("actions")
+        .join(format!("{action}.json"))
+}
+
+#[test]
+fn a_record_from_before_every_record_named_its_route_takes_no_relay_tap() {
+    // Records issued before this version name no route: on a server paired
+    // before the Mini App every action's was the relay's, a red run's
+    // included. Found by a review: such a record stayed approvable by the
+    // relay's tap after the update. It fails closed, and the person who
+    // taps their own old message is told to ask again — no anomaly.
+    let w = support::bound("app-r3-no-route");
+    let (action, server, _) = w.proposed_wipe();
+    let path = record_of(&w, &action);
+    let text = std::fs::read_to_string(&path).expect("the record");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    v.as_object_mut().expect("an object").remove("route");
+    std::fs::write(&path, v.to_string()).expect("the record as it was");
+    let why = refused(w.ask(&w.relay_tap(&server, &action, "approve", None)));
+    assert!(why.contains("out of date"), "{why}");
+    assert!(!w.touched.join("wiped").exists(), "the relay's tap ran it");
+    assert_eq!(w.ladder(), 0, "the person's own old message is no anomaly");
+}
+
+#[test]
+fn a_proposal_older_than_a_day_is_approved_by_nothing() {
+    let w = Warden::start(
+        "app-r3-old",
+        true,
+        &[
+            support::owner_chore(
+                "hello",
+                "yellow",
+                "",
+                "[ \"$1\" = --dry-run ] && exit 0\necho hello > TOUCHED/hello",
+            ),
+            support::wipe_chore(),
+        ],
+    );
+    w.dry_run_shown("hello");
+    let (action, server, app) = w.proposal(&Request::Propose {
+        chore: "hello".into(),
+    });
+    assert!(app.is_none(), "a yellow run: the relay's tap");
+    w.clock.advance(86_401);
+    let why = refused(w.ask(&w.relay_tap(&server, &action, "approve", None)));
+    assert!(why.contains("out of date"), "{why}");
+    assert!(!w.touched.join("hello").exists());
+    assert_eq!(w.ladder(), 0);
+    // In the app too: a red run proposed, opened a day later.
+    let (_, _, param) = w.proposed_wipe();
+    w.clock.advance(86_401);
+    let why = refused(w.ask(&w.in_app(PERSON, &param)));
+    assert!(why.contains("out of date"), "{why}");
+    assert!(!w.touched.join("wiped").exists());
+}

@@ -113,7 +113,7 @@ pub(super) fn approve_in_app(
         Ok(i) => i,
         Err(e) => return e.into(),
     };
-    match approvals::spend_in_app(layout, &param, &verified.signature) {
+    match approvals::spend_in_app(layout, &param, &verified.signature, now) {
         Ok(InApp { verified: v, seal }) => {
             let pin = match (seal, v.action.needs_pin()) {
                 (_, false) => None,
@@ -142,6 +142,15 @@ pub(super) fn approve_in_app(
         Err(TapRefusal::AlreadyAnswered) => {
             let seq = intent.outcome(shared, Outcome::AlreadyAnswered);
             Response::AlreadyAnswered { journal_seq: seq }
+        }
+        // The person's own old proposal: refused, and no anomaly.
+        Err(TapRefusal::Outdated) => {
+            let reason = approvals::OUTDATED;
+            let seq = intent.outcome(shared, Outcome::Refused { reason });
+            Response::Refused {
+                reason: reason.into(),
+                journal_seq: seq,
+            }
         }
         Err(TapRefusal::Invalid(why)) => {
             let seq = intent.outcome(shared, Outcome::Refused { reason: &why });

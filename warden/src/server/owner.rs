@@ -524,6 +524,8 @@ pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option
             let seq = intent.outcome(shared, Outcome::AlreadyAnswered);
             return Response::AlreadyAnswered { journal_seq: seq };
         }
+        // The person's own old proposal: refused, and no anomaly.
+        Err(approvals::TapRefusal::Outdated) => return refused(approvals::OUTDATED.into()),
         Err(approvals::TapRefusal::Invalid(why)) => {
             let answer = refused(why);
             // An approval that does not verify is an action without one.
