@@ -177,7 +177,7 @@ pub async fn page(daemon: &Daemon, launch: &str) -> AppAnswer {
         warden.chores().await.map_err(|e| super::chat::said(&e))
     };
     let chore_lines = match &chores {
-        Ok(c) if c.is_empty() => vec![words::NO_CHORES.into()],
+        Ok(c) if c.is_empty() => vec![aromba_words::chat::NO_CHORES.into()],
         Ok(c) => c
             .iter()
             .map(|c| words::chore(&c.name, &c.color, &c.schedule, &c.last_receipt))

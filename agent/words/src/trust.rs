@@ -155,7 +155,6 @@ pub mod page {
         format!("… and {more} more (`sudo cat /etc/aromba/warden/fences` lists them all).")
     }
 
-    pub const NO_CHORES: &str = "No chores here.";
     /// The chores, not asked while the ladder is at Slow or above.
     pub const HELD_AT_SLOW: &str = "Not asked while I'm slowed down: the one request a minute the Warden allows is kept for your commands. /chores lists them.";
     /// The releases installed, not asked at Slow or above.
