@@ -114,7 +114,7 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
                 ..
             } => Some((
                 *request,
-                *ask == AppAsk::Policy && super::trust_page::policy_is_owed(&daemon, launch),
+                *ask == AppAsk::Policy && super::trust_page::owed(&daemon, launch),
             )),
             _ => None,
         };

@@ -93,7 +93,7 @@ pub async fn asked(daemon: &Daemon, asked: Asked) {
             answer(daemon, request, closed(words::APP_NOT_A_PROPOSAL)).await
         }
         // The page is one command, its policy section included.
-        AppAsk::Policy if super::trust_page::policy_is_owed(daemon, &launch) => {
+        AppAsk::Policy if super::trust_page::owed(daemon, &launch) => {
             let policy = super::trust_page::policy(daemon, &launch).await;
             answer(daemon, request, policy).await
         }
