@@ -219,30 +219,6 @@ async fn flood(relay: &PlayedRelay, delivery: Delivery, n: usize) -> usize {
     acks(relay) - before
 }
 
-/// A relay delivering `secret` without end (the frame it uses for a PIN
-/// it deleted from the chat): each is answered "That message looked like
-/// a PIN …", outside the chat's pace.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_relay_flooding_secret_deliveries_gets_paced_answers() {
-    let _one = hostile_relay::alone().await;
-    let (_w, relay, _d) = up("r29-secret-flood").await;
-    let before = sent_texts(&relay).len();
-    let took = flood(
-        &relay,
-        Delivery::Secret {
-            text: "Tr0ub4dor&3".into(),
-        },
-        2_000,
-    )
-    .await;
-    let answers = sent_texts(&relay).len() - before;
-    assert!(
-        answers <= 40,
-        "{answers} messages sent for {took} secret deliveries (the pace answers about {} for a flood of messages)",
-        20 + 1
-    );
-}
-
 /// A relay delivering `paired` without end: "This chat is paired with the
 /// server …" for each, outside the chat's pace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -217,8 +217,8 @@ async fn five_wrong_pins_in_the_app_lock_pin_actions(db: PgPool) {
 }
 
 /// The person types the PIN into the chat while the proposal is open (out
-/// of habit): the relay deletes it as soon as it reads it, even with its
-/// mark lost, and it approves nothing; the proposal still opens in the
+/// of habit): the relay deletes it as soon as it reads it and passes it on
+/// to nobody, and it approves nothing; the proposal still opens in the
 /// app.
 #[sqlx::test(migrations = false)]
 async fn a_pin_typed_into_the_chat_while_the_app_waits_is_deleted_and_goes_nowhere(db: PgPool) {
@@ -226,14 +226,12 @@ async fn a_pin_typed_into_the_chat_while_the_app_waits_is_deleted_and_goes_nowhe
     let proposal = p
         .ask("/prodmode off", |t| t.starts_with("Turn prod mode off?"))
         .await;
-    sqlx::query("UPDATE pairings SET secret_until = NULL")
-        .execute(&p.bot.db)
-        .await
-        .expect("no mark");
     let before = p.bot.fake.sent_to(CHAT).len();
     p.bot.fake.user_message(CHAT, PIN);
     let told = p
-        .next(before, |t| t.starts_with("That message looked like a PIN"))
+        .next(before, |t| {
+            t.starts_with("Deleted: that message looked like a PIN")
+        })
         .await;
     assert!(!told.text.contains(PIN));
     assert_eq!(p.wrong_pins(), 0, "no PIN was checked");
@@ -267,7 +265,7 @@ async fn a_command_while_the_app_waits_is_answered_and_never_taken_for_the_pin(d
 /// Found by the review: a PIN typed where none was asked for (after a
 /// model asked for it in the Worker's words) stayed in the chat, and went
 /// on as a question. The relay now deletes any message with a PIN's shape
-/// and the Worker uses it for nothing.
+/// and passes it on to nobody: the Worker never sees it.
 #[sqlx::test(migrations = false)]
 async fn a_pin_typed_where_none_was_asked_for_is_deleted_from_the_chat_and_used_for_nothing(
     db: PgPool,
@@ -276,7 +274,9 @@ async fn a_pin_typed_where_none_was_asked_for_is_deleted_from_the_chat_and_used_
     let before = p.bot.fake.sent_to(CHAT).len();
     p.bot.fake.user_message(CHAT, PIN);
     let told = p
-        .next(before, |t| t.starts_with("That message looked like a PIN"))
+        .next(before, |t| {
+            t.starts_with("Deleted: that message looked like a PIN")
+        })
         .await;
     assert!(!told.text.contains(PIN));
     p.deleted_once().await;
@@ -284,7 +284,7 @@ async fn a_pin_typed_where_none_was_asked_for_is_deleted_from_the_chat_and_used_
     // A question in a few words is not taken for one.
     let answer = p
         .ask("is 7 the answer?", |t| {
-            !t.starts_with("That message looked")
+            !t.starts_with("Deleted: that message looked")
         })
         .await;
     assert!(!answer.text.contains("PIN"), "{}", answer.text);

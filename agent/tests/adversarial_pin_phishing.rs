@@ -38,8 +38,10 @@ async fn a_pin_the_model_asks_for_never_reaches_the_model_and_is_deleted(db: PgP
     let asked_before = model.asked().len();
     let before = p.bot.fake.sent_to(CHAT).len();
     p.bot.fake.user_message(CHAT, PIN);
-    p.next(before, |t| t.starts_with("That message looked like a PIN"))
-        .await;
+    p.next(before, |t| {
+        t.starts_with("Deleted: that message looked like a PIN")
+    })
+    .await;
     p.deleted_once().await;
     // And in the words around it, sent as a question: kept from the model.
     let before = p.bot.fake.sent_to(CHAT).len();

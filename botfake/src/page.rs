@@ -319,9 +319,6 @@ fn snapshot(page: &Page) -> Value {
         ));
     }
     messages.sort_by_key(|(id, _)| *id);
-    let asks_pin = messages
-        .last()
-        .is_some_and(|(_, m)| m["from"] == "bot" && asks_for_pin(m["text"].as_str().unwrap_or("")));
     let skip = messages.len().saturating_sub(SHOWN);
     let messages: Vec<Value> = messages.into_iter().skip(skip).map(|(_, m)| m).collect();
     let taps: Vec<Value> = {
@@ -351,7 +348,6 @@ fn snapshot(page: &Page) -> Value {
         "messages": messages,
         "commands": commands,
         "taps": taps,
-        "asks_pin": asks_pin,
     })
 }
 
@@ -367,13 +363,6 @@ fn menu(state: &FakeState, chat: i64) -> Vec<(String, String)> {
         }
     }
     Vec::new()
-}
-
-/// Whether a bot's message asks for the PIN as the next message: the page
-/// then takes the next message in a masked field, as a person would keep
-/// it off a screen others see (the bot deletes it from the chat once read).
-fn asks_for_pin(text: &str) -> bool {
-    text.starts_with("Send your PIN")
 }
 
 async fn chat_json(State(page): State<Page>) -> Response {
@@ -538,15 +527,5 @@ mod tests {
         ] {
             assert!(!loopback_host(bad), "{bad}");
         }
-    }
-
-    #[test]
-    fn a_pin_is_asked_for_by_the_workers_words() {
-        assert!(asks_for_pin(
-            "Send your PIN as your next message. I delete it from the chat as soon as I have read it."
-        ));
-        assert!(!asks_for_pin(
-            "Turn prod mode off? Send your PIN after tapping."
-        ));
     }
 }

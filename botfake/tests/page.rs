@@ -253,21 +253,6 @@ async fn the_menu_is_the_narrowest_scope_the_bot_set() {
     );
 }
 
-#[tokio::test]
-async fn the_pin_prompt_is_on_while_the_bots_last_word_asks_for_it() {
-    let p = Page::start().await;
-    p.post("send", json!({"text": "/prodmode off"})).await;
-    assert_eq!(p.chat().await["asks_pin"], false);
-    p.bot(
-        "sendMessage",
-        json!({"chat_id": CHAT, "text": "Send your PIN as your next message."}),
-    )
-    .await;
-    assert_eq!(p.chat().await["asks_pin"], true);
-    p.post("send", json!({"text": "583016"})).await;
-    assert_eq!(p.chat().await["asks_pin"], false);
-}
-
 /// Reads the stream until one whole `chat` event arrives; returns its data.
 async fn next_event(response: &mut reqwest::Response, buffer: &mut String) -> Value {
     loop {

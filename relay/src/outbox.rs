@@ -238,22 +238,47 @@ pub struct Pending {
     pub delivery: Delivery,
 }
 
-/// The server's rows after `after`, oldest first, at most `limit`.
+/// The server's rows after `after`, oldest first, at most `limit` of them
+/// read.
+pub struct PendingBatch {
+    pub rows: Vec<Pending>,
+    /// As many rows were read as asked for: there may be more.
+    pub full: bool,
+}
+
+/// The server's rows after `after`, oldest first, at most `limit`. A row
+/// this relay cannot read (a delivery of a kind an older relay queued and
+/// this one no longer has) is erased and skipped: left, it would end every
+/// connection of its server at the same row, and nothing behind it would
+/// ever be delivered.
 pub async fn pending_after(
     db: &PgPool,
     server: Uuid,
     after: i64,
     limit: i64,
-) -> Result<Vec<Pending>, OutboxError> {
+) -> Result<PendingBatch, OutboxError> {
     let rows = store::outbox::after(db, server, after, limit).await?;
-    rows.into_iter()
-        .map(|r| {
-            Ok(Pending {
-                id: r.id,
-                delivery: serde_json::from_value(r.delivery)?,
-            })
-        })
-        .collect()
+    let full = i64::try_from(rows.len()).unwrap_or(i64::MAX) >= limit;
+    let mut pending = Vec::with_capacity(rows.len());
+    let mut unreadable = Vec::new();
+    for r in rows {
+        match serde_json::from_value(r.delivery) {
+            Ok(delivery) => pending.push(Pending { id: r.id, delivery }),
+            Err(_) => unreadable.push((server, r.id)),
+        }
+    }
+    if !unreadable.is_empty() {
+        tracing::warn!(
+            server = %server,
+            rows = unreadable.len(),
+            "deliveries of a kind this relay does not know were erased"
+        );
+        acknowledge_batch(db, &unreadable).await?;
+    }
+    Ok(PendingBatch {
+        rows: pending,
+        full,
+    })
 }
 
 /// The server acknowledged row `id`: its body goes now. Returns when it was

@@ -2,8 +2,7 @@
 //! keep past a time goes at that time.
 //!
 //! - unpaired servers, 24 hours after they registered;
-//! - deliveries and chat messages, 24 hours after they were queued, and a
-//!   secret as soon as no server would take it (`SECRET_WITHIN_S`);
+//! - deliveries and chat messages, 24 hours after they were queued;
 //! - duplicate cases the chat has not decided, 24 hours after they opened;
 //! - registration counts, once their day is over.
 
@@ -30,12 +29,6 @@ pub(crate) async fn sweep_once(app: &App) -> Result<Swept, sqlx::Error> {
     let cutoff = now - Duration::hours(RETENTION_HOURS);
     let servers = store::servers::delete_unpaired(&app.db, cutoff).await?;
     let deliveries = store::outbox::delete_older(&app.db, cutoff).await?;
-    // A secret (a PIN) is of use only while the server waits for it, as
-    // long as the chat's message is taken for one: one no server took by
-    // then goes (found by the attack round: it waited the 24 hours).
-    let secrets_cutoff = now - Duration::seconds(crate::ws::SECRET_WITHIN_S);
-    let secrets = store::outbox::delete_secrets_older(&app.db, secrets_cutoff).await?;
-    let deliveries = deliveries + secrets;
     let chat_messages = store::chat_outbox::delete_older(&app.db, cutoff).await?;
     store::duplicate_cases::delete_older(&app.db, cutoff).await?;
     forget_telegram(app, now).await?;

@@ -483,15 +483,15 @@ async fn run(
             }
             () = slot.wake.notified() => {
                 loop {
-                    let rows = match outbox::pending_after(&app.db, server, sent_up_to, BATCH).await {
-                        Ok(rows) => rows,
+                    let batch = match outbox::pending_after(&app.db, server, sent_up_to, BATCH).await {
+                        Ok(batch) => batch,
                         Err(e) => {
                             tracing::warn!(server = %server, error = %e, "outbox read failed");
                             return End::Failed;
                         }
                     };
-                    let full = rows.len() as i64 == BATCH;
-                    for row in rows {
+                    let full = batch.full;
+                    for row in batch.rows {
                         let frame = sealer.seal(&Body::Deliver { id: row.id, delivery: row.delivery }, now_ms());
                         if send(socket, Message::Text(frame.into())).await.is_err() {
                             return End::Gone;
@@ -635,18 +635,6 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
             }
         }
         Body::PairingRequest {} => pairing_code(app, server).await,
-        Body::ExpectSecret {} => {
-            let until = app.config.clock.now() + chrono::Duration::seconds(SECRET_WITHIN_S);
-            let marked = store::pairings::expect_secret(&app.db, server, until).await;
-            match marked {
-                Ok(1) => Ok(None),
-                Ok(_) => Err(Handled::Refused("secret_unpaired")),
-                Err(e) => {
-                    tracing::warn!(server = %server, error = %e, "secret mark failed");
-                    Err(Handled::Failed)
-                }
-            }
-        }
         Body::AppAnswer { request, answer } => {
             crate::mini_app::forward_answer(app, server, request, &answer).await;
             Ok(None)
@@ -655,10 +643,6 @@ async fn handle(app: &App, server: Uuid, body: Body) -> Result<Option<Body>, Han
         _ => Err(Handled::Refused("unexpected_frame")),
     }
 }
-
-/// How long the chat's next message is taken for a secret after the server
-/// asked.
-pub(crate) const SECRET_WITHIN_S: i64 = 300;
 
 /// A pairing code for `server`, with the link that carries it to the bot.
 /// A relay without a bot refuses the request; a bot whose name is not known

@@ -16,7 +16,7 @@ use support::{Warden, refused};
 fn a_relay_signed_approve_on_a_red_run_runs_nothing_and_is_a_signal() {
     let w = support::bound("app-attack-relay-tap");
     let (action, server, _) = w.proposed_wipe();
-    let why = refused(w.ask(&w.relay_tap(&server, &action, "approve", None)));
+    let why = refused(w.ask(&w.relay_tap(&server, &action, "approve")));
     assert!(why.contains("only in the Mini App"), "{why}");
     assert!(!w.touched.join("wiped").exists());
     assert_eq!(w.ladder(), 1, "a tap the person could not have made");
@@ -197,7 +197,7 @@ fn a_relay_signed_yes_cannot_step_the_ladder_down_once_bound() {
     assert_eq!(w.ladder(), 1);
     let (action, server, param) = w.proposal(&Request::ProposeStepDown);
     assert!(param.is_some(), "\"Was that you?\" is answered in the app");
-    refused(w.ask(&w.relay_tap(&server, &action, "approve", None)));
+    refused(w.ask(&w.relay_tap(&server, &action, "approve")));
     // The forged yes is one more signal: the ladder climbs, and the
     // question about the last move is withdrawn.
     let st = w.reaches("freeze");

@@ -312,7 +312,7 @@ fn a_red_run_asked_before_the_account_was_pinned_needs_the_app_after() {
         chore: "wipe".into(),
     });
     assert!(app.is_some(), "bound: approved in the app");
-    let r = w.ask(&w.relay_tap(&server, &action, "approve", None));
+    let r = w.ask(&w.relay_tap(&server, &action, "approve"));
     assert!(
         !w.touched.join("wiped").exists(),
         "a red run approved by the relay alone after the account was pinned: {r:?}"
@@ -337,7 +337,7 @@ fn a_step_down_asked_before_the_account_was_pinned_needs_the_app_after() {
     let (action, server, app) = w.proposal(&Request::ProposeStepDown);
     assert!(app.is_some());
     w.clock.advance(120);
-    let r = w.ask(&w.relay_tap(&server, &action, "approve", None));
+    let r = w.ask(&w.relay_tap(&server, &action, "approve"));
     assert_ne!(
         w.status().ladder_name,
         "normal",
@@ -435,7 +435,7 @@ fn a_record_from_before_every_record_named_its_route_takes_no_relay_tap() {
     let mut v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
     v.as_object_mut().expect("an object").remove("route");
     std::fs::write(&path, v.to_string()).expect("the record as it was");
-    let why = refused(w.ask(&w.relay_tap(&server, &action, "approve", None)));
+    let why = refused(w.ask(&w.relay_tap(&server, &action, "approve")));
     assert!(why.contains("out of date"), "{why}");
     assert!(!w.touched.join("wiped").exists(), "the relay's tap ran it");
     assert_eq!(w.ladder(), 0, "the person's own old message is no anomaly");
@@ -462,7 +462,7 @@ fn a_proposal_older_than_a_day_is_approved_by_nothing() {
     });
     assert!(app.is_none(), "a yellow run: the relay's tap");
     w.clock.advance(86_401);
-    let why = refused(w.ask(&w.relay_tap(&server, &action, "approve", None)));
+    let why = refused(w.ask(&w.relay_tap(&server, &action, "approve")));
     assert!(why.contains("out of date"), "{why}");
     assert!(!w.touched.join("hello").exists());
     assert_eq!(w.ladder(), 0);

@@ -81,7 +81,6 @@ fn a_tap_signed_over_another_actions_text_is_refused() {
         "approve",
         w.clock.now(),
         TEST_KEY,
-        None,
     );
     let why = refused(w.ask(&tap));
     assert!(why.contains("does not verify"), "{why}");
@@ -99,7 +98,6 @@ fn a_tap_signed_over_another_actions_text_is_refused() {
         "approve",
         w.clock.now(),
         TEST_KEY,
-        None,
     );
     refused(w.ask(&tap));
     assert!(w.touched.join("precious").exists(), "wipe ran");
@@ -110,15 +108,7 @@ fn a_tap_over_the_wardens_text_is_accepted() {
     let w = warden("own-text");
     let (wipe, server) = propose(&w, "wipe");
     let text = w.text_of(&wipe);
-    let tap = signed_over(
-        &text,
-        &server,
-        &wipe,
-        "approve",
-        w.clock.now(),
-        TEST_KEY,
-        None,
-    );
+    let tap = signed_over(&text, &server, &wipe, "approve", w.clock.now(), TEST_KEY);
     match w.ask(&tap) {
         Response::Receipt { ok, receipt, .. } => assert!(ok, "{receipt}"),
         other => panic!("did not run: {other:?}"),
@@ -159,7 +149,6 @@ fn a_button_the_worker_relabelled_is_refused() {
         chat: a.chat,
         time: a.time,
         signature: a.signature,
-        pin: None,
     }));
     assert!(why.contains("does not verify"), "{why}");
     assert!(w.touched.join("precious").exists(), "wipe ran");

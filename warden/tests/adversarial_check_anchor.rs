@@ -542,7 +542,6 @@ fn signature_shapes_are_refused_without_moving_the_ladder() {
         "approve",
         support::now(),
         support::TEST_KEY,
-        None,
     );
     let Request::Approve {
         signature: tap_sig, ..

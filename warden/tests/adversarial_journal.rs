@@ -475,7 +475,7 @@ fn hostile_workers_script(name: &str) -> Warden {
     });
     // (The ladder is back at normal after each request: see
     // `ask_then_normal`.)
-    let mut forged = w.relay_tap(&server_id, &action_id, "approve", None);
+    let mut forged = w.relay_tap(&server_id, &action_id, "approve");
     if let Request::Approve { chat, .. } = &mut forged {
         *chat = "9999".into();
     }

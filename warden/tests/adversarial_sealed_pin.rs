@@ -43,8 +43,21 @@ fn a_relay_signed_tap_with_the_pin_cannot_turn_prod_mode_off() {
         app.is_some(),
         "on a bound server prod mode off is in the app"
     );
-    // The relay learned the PIN somehow, and signs the tap itself.
-    let why = refused(w.ask(&w.relay_tap(&server, &action, "approve", Some(PIN))));
+    // The relay learned the PIN somehow, and signs the tap itself: a
+    // relay tap has no field for a PIN, so with one the request does not
+    // decode, and without one it is of the wrong route.
+    let tap = aromba_warden_proto::encode_request(&w.relay_tap(&server, &action, "approve"));
+    let with_pin =
+        String::from_utf8(tap)
+            .unwrap()
+            .replacen('{', &format!(r#"{{"pin":"{PIN}","#), 1);
+    let answer = w.ask_raw(with_pin.as_bytes());
+    assert!(
+        matches!(&answer, Response::Error { message } if message.starts_with("malformed request")),
+        "a relay tap with a PIN: {answer:?}"
+    );
+    assert!(!format!("{answer:?}").contains(PIN), "{answer:?}");
+    let why = refused(w.ask(&w.relay_tap(&server, &action, "approve")));
     assert!(why.contains("only in the Mini App"), "{why}");
     assert!(prod_mode_on(&w));
     assert!(

@@ -420,7 +420,6 @@ fn a_worker_alone_never_steps_slow_or_freeze_down() {
             chat: "4242".into(),
             time: w.clock.now(),
             signature: String::new(),
-            pin: None,
         },
         w.signed(&server, &action, "yes", w.clock.now(), TEST_KEY),
         support::signed_over(
@@ -430,7 +429,6 @@ fn a_worker_alone_never_steps_slow_or_freeze_down() {
             "approve",
             w.clock.now(),
             TEST_KEY,
-            None,
         ),
         w.signed(&server, &action, "approve", w.clock.now() + 3600, TEST_KEY),
         w.signed(&server, &action, "approve", w.clock.now() - 3600, TEST_KEY),
@@ -637,7 +635,6 @@ fn hostile_reasons_are_rendered_safely_and_still_answered() {
         chat: "4242".into(),
         time: 0,
         signature: String::new(),
-        pin: None,
     };
     // Signals whose reason carries the Worker's words: a path it asked
     // for, an action id it made up.

@@ -696,6 +696,7 @@ const OUR_OPENINGS: &[&str] = &[
     "i was not waiting for a pin",
     "that message reached me",
     "that message looked like a pin",
+    "deleted: that message",
     "that looks like a pin",
     // The assistant's frame.
     "assistant (ai",

@@ -8,14 +8,14 @@ use crate::warden_client;
 use aromba_relay_proto::client::Incoming;
 use aromba_relay_proto::commands::{COMMANDS, Command};
 use aromba_relay_proto::frame::{AppAsk, Button, Delivery, Span, TapProof};
-use aromba_warden_proto::{Pin, Request, Response, printable};
+use aromba_warden_proto::{Request, Response, printable};
 use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc};
 
 use aromba_words::approvals::{
     ALREADY_ANSWERED, ANSWERED_BEFORE, APPROVED_DONE, APPROVED_INSTALLING, APPROVED_NOT_DONE,
     APPROVED_RUNNING, APPROVED_WENT_BADLY, CANCELLED, IT_WAS_ME, IT_WAS_NOT_ME, NOT_DONE_WRONG_PIN,
-    PIN_UNASKED, SEND_PIN, STEPPING_BACK, UNDONE, UNMARKED_PIN, YES_NOT_DONE,
+    STEPPING_BACK, UNDONE, YES_NOT_DONE,
 };
 use aromba_words::{assistant as ai_words, chat as words, trust as trust_words};
 
@@ -138,10 +138,6 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
                 delivery: Delivery::Message { text },
                 ..
             } => {
-                if command(&text).is_none() && pin_came_unmarked(&daemon) {
-                    daemon.say(UNMARKED_PIN.into(), vec![]).await;
-                    continue;
-                }
                 // A question: answered by a task of its own while the chat
                 // goes on.
                 if command(&text).is_none()
@@ -188,10 +184,6 @@ pub async fn serve(daemon: Arc<Daemon>, deliveries: Arc<Mutex<mpsc::Receiver<Inc
                 };
                 super::in_app::asked(&daemon, asked).await
             }
-            Incoming::Delivery {
-                delivery: Delivery::Secret { text },
-                ..
-            } => pin_given(&daemon, Pin::new(text.into_inner())).await,
             Incoming::Anchor {
                 seq,
                 hash,
@@ -624,28 +616,7 @@ async fn tap(daemon: &Daemon, message: uuid::Uuid, button: &str, proof: &TapProo
         }
         return;
     };
-    if button == "approve" && takes_pin(daemon, action_id) {
-        *daemon.pending_pin.lock().unwrap_or_else(|p| p.into_inner()) = Some(PendingPin {
-            message,
-            action_id: action_id.clone(),
-            button: button.to_string(),
-            proof: proof.clone(),
-            at: tokio::time::Instant::now(),
-        });
-        let expect =
-            aromba_relay_proto::client::Outgoing(aromba_relay_proto::frame::Body::ExpectSecret {});
-        if daemon.to_relay.send(expect).await.is_err() {
-            tracing::warn!("the relay link is gone; the PIN cannot be asked for");
-            return;
-        }
-        // The proposal's text is left as it is: the relay signs a tap over
-        // the text it shows, and the Warden over its own, so a message
-        // with live buttons is never edited (found by the attack round:
-        // a note under it made the next tap on it a forged one).
-        daemon.say(SEND_PIN.into(), vec![]).await;
-        return;
-    }
-    approve(daemon, message, action_id, button, proof, None).await;
+    approve(daemon, message, action_id, button, proof).await;
 }
 
 /// What the chat is told after a wrong PIN: the approval is spent, so the
@@ -656,83 +627,6 @@ pub fn wrong_pin(locked: bool) -> String {
         aromba_warden_proto::PIN_MAX_FAILURES,
         aromba_warden_proto::PIN_LOCK_S / 60,
     )
-}
-
-/// A tap on a PIN action, waiting for the PIN.
-pub struct PendingPin {
-    message: uuid::Uuid,
-    action_id: String,
-    button: String,
-    proof: TapProof,
-    at: tokio::time::Instant,
-}
-
-/// How long a tap waits for its PIN (the relay takes the next message for
-/// a secret for as long).
-const PIN_WITHIN: std::time::Duration = std::time::Duration::from_secs(300);
-/// PIN actions remembered at most.
-const MAX_PIN_ACTIONS: usize = 16;
-
-/// Remembers that `action_id` needs the PIN.
-pub fn expect_pin_for(daemon: &Daemon, action_id: &str) {
-    let mut ids = daemon.pin_actions.lock().unwrap_or_else(|p| p.into_inner());
-    ids.push_back(action_id.to_string());
-    while ids.len() > MAX_PIN_ACTIONS {
-        ids.pop_front();
-    }
-}
-
-fn takes_pin(daemon: &Daemon, action_id: &str) -> bool {
-    daemon
-        .pin_actions
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .any(|a| a == action_id)
-}
-
-/// The PIN, as the relay delivered it (and deleted it from the chat): it
-/// goes to the Warden with the waiting tap, and is dropped.
-async fn pin_given(daemon: &Daemon, pin: Pin) {
-    let pending = daemon
-        .pending_pin
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-        .filter(|p| p.at.elapsed() <= PIN_WITHIN);
-    let Some(p) = pending else {
-        daemon.say(PIN_UNASKED.into(), vec![]).await;
-        return;
-    };
-    daemon
-        .pin_actions
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .retain(|a| *a != p.action_id);
-    approve(
-        daemon,
-        p.message,
-        &p.action_id,
-        &p.button,
-        &p.proof,
-        Some(pin),
-    )
-    .await;
-}
-
-/// Whether a PIN is awaited, which an ordinary (not a command) message
-/// answers: the relay never took the `expect_secret` (lost with its
-/// connection, or refused), so that message, likely the PIN, was neither
-/// deleted nor marked as one (found by the attack round: it was answered as
-/// an unknown command and left in the chat unmentioned). The wait ends;
-/// the tap, never sent to the Warden, is good for another try.
-fn pin_came_unmarked(daemon: &Daemon) -> bool {
-    daemon
-        .pending_pin
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-        .is_some_and(|p| p.at.elapsed() <= PIN_WITHIN)
 }
 
 /// `/prodmode off`: the Warden's proposal, which needs the PIN; `/prodmode`
@@ -760,31 +654,23 @@ async fn prod_mode(daemon: &Daemon, arg: Option<&str>) {
     }
 }
 
-/// The tap, and the PIN when its action needs one, to the Warden; the
-/// Warden's answer to the chat, and under the proposal.
+/// The relay-signed tap to the Warden (never with a PIN: an action that
+/// needs one is approved in the Mini App); the Warden's answer to the
+/// chat, and under the proposal.
 async fn approve(
     daemon: &Daemon,
     message: uuid::Uuid,
     action_id: &str,
     button: &str,
     proof: &TapProof,
-    pin: Option<Pin>,
 ) {
     let approving = button == "approve";
-    if !approving {
-        // Cancel while the PIN is awaited: no PIN is awaited any more.
-        let mut pending = daemon.pending_pin.lock().unwrap_or_else(|p| p.into_inner());
-        if pending.as_ref().is_some_and(|p| p.message == message) {
-            *pending = None;
-        }
-    }
     let request = Request::Approve {
         action_id: action_id.to_string(),
         button: button.to_string(),
         chat: proof.chat.to_string(),
         time: proof.time,
         signature: proof.signature.clone(),
-        pin,
     };
     carry(daemon, message, approving, &request).await;
 }

@@ -70,11 +70,6 @@ pub struct Daemon {
     pub background_reads: std::sync::Mutex<std::collections::VecDeque<tokio::time::Instant>>,
     /// The ladder's step as the Warden's events last said it.
     pub step: std::sync::atomic::AtomicU64,
-    /// The PIN actions proposed and not yet approved: a tap on their
-    /// Approve asks for the PIN first.
-    pub pin_actions: std::sync::Mutex<std::collections::VecDeque<String>>,
-    /// A tap waiting for its PIN (the chat's next message, deleted there).
-    pub pending_pin: std::sync::Mutex<Option<chat::PendingPin>>,
     /// The journal head the relay holds, and what the Warden made of it.
     pub anchor: std::sync::Mutex<Option<events::Anchor>>,
     /// The anchor last asked about, and when ([`events::check_anchor`]).
@@ -345,8 +340,6 @@ pub(super) async fn serve(
         reads: Default::default(),
         background_reads: Default::default(),
         step: Default::default(),
-        pin_actions: Default::default(),
-        pending_pin: Default::default(),
         anchor: Default::default(),
         anchor_checked: Default::default(),
         updates,

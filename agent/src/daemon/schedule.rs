@@ -307,15 +307,11 @@ pub async fn propose(daemon: &Daemon, request: &Request, name: &str) -> Option<u
             action_id,
             text,
             buttons,
-            needs_pin,
             app,
             ..
         }) => {
-            // In the app the PIN is typed in the page, sealed for the
-            // Warden; only a tap in the chat asks for it here.
-            if needs_pin && app.is_none() {
-                super::chat::expect_pin_for(daemon, &action_id);
-            }
+            // A PIN, when the action needs one, is typed in the app's page
+            // and sealed for the Warden: the chat never asks for it.
             let buttons = super::in_app::buttons(&action_id, buttons, app.as_deref());
             let message = daemon.say(text, buttons).await;
             super::in_app::remember(daemon, message, app);

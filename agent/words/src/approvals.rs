@@ -3,9 +3,6 @@
 //! tap is told. The proposals themselves (what a chore does, what it may
 //! change) are the Warden's words, written in its policy.
 
-/// What the chat says when Approve on a PIN action was tapped.
-pub const SEND_PIN: &str = "Send your PIN as your next message. I delete it from the chat as soon as I have read it, and keep it nowhere.";
-
 /// Under a proposal approved, while it runs.
 pub const APPROVED_RUNNING: &str = "Approved ✓ — running…";
 /// Under a proposal approved and done (its receipt follows).
@@ -61,14 +58,6 @@ pub fn wrong_pin(locked: bool, failures: u32, lock_minutes: u64) -> String {
         )
     }
 }
-
-/// What the chat is told when a message with a PIN's shape came while no
-/// PIN was asked for (the relay deleted it from the chat).
-pub const PIN_UNASKED: &str = "That message looked like a PIN, so it was deleted from the chat and not passed on: I was not waiting for one. I ask for your PIN only right after you tap Approve on an action that needs it. If it was a question, ask it in a few words.";
-
-/// What the chat is told when its text comes as an ordinary message while
-/// a PIN is awaited.
-pub const UNMARKED_PIN: &str = "That message reached me as an ordinary one, not as your PIN, so it was not deleted from the chat: delete it yourself. I did not use it. Tap Approve again and I will ask for the PIN again.";
 
 /// A release's install approved: the services restart.
 pub fn installing(version: &str) -> String {

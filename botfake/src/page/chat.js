@@ -9,7 +9,6 @@
   const linkState = document.getElementById("link-state");
   const form = document.getElementById("send-form");
   const input = document.getElementById("text");
-  const inputLabel = document.getElementById("text-label");
   const menuButton = document.getElementById("menu-button");
   const menu = document.getElementById("menu");
   const toast = document.getElementById("toast");
@@ -246,17 +245,6 @@
     if (!menu.hidden && !menu.contains(e.target) && e.target !== menuButton) closeMenu(false);
   });
 
-  function setPinMode(on) {
-    const isPin = input.classList.contains("pin");
-    if (on === isPin) return;
-    input.classList.toggle("pin", on);
-    input.type = on ? "password" : "text";
-    input.inputMode = on ? "numeric" : "text";
-    input.placeholder = on ? "Your PIN" : "Message";
-    inputLabel.textContent = on ? "PIN (the bot deletes it from the chat once read)" : "Message";
-    if (on) input.focus();
-  }
-
   function render(chat) {
     document.getElementById("bot-name").textContent = chat.bot.name;
     const nearBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 80;
@@ -283,7 +271,6 @@
       const id = b.closest(".msg").dataset.id;
       if (!pending.has(tapKey(Number(id), b.dataset.data))) b.removeAttribute("aria-busy");
     }
-    setPinMode(chat.asks_pin);
     if (nearBottom || firstSnapshot) log.scrollTop = log.scrollHeight;
     firstSnapshot = false;
   }
@@ -303,7 +290,7 @@
     const text = input.value.trim();
     if (text === "") return;
     input.value = "";
-    if (!(await sendText(text)) && !input.classList.contains("pin")) input.value = text;
+    if (!(await sendText(text))) input.value = text;
     input.focus();
   });
 

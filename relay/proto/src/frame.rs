@@ -344,9 +344,6 @@ pub enum Delivery {
         bot_id: u64,
         confirm: String,
     },
-    /// The message the server asked for with `expect_secret` (a PIN): the
-    /// relay deleted it from the chat as soon as it read it.
-    Secret { text: SecretText },
     /// The paired person opened the Mini App: the launch as Telegram made
     /// it (checked by the relay with the bot token only to refuse junk
     /// early; the Warden checks Telegram's own signature), and what the app
@@ -364,42 +361,6 @@ pub enum Delivery {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         undo: Option<String>,
     },
-}
-
-/// What the person typed where a secret (a PIN) was asked for: a string
-/// on the wire, and never printed — its `Debug` is `[secret]`, so a
-/// delivery or a frame logged whole does not carry it.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct SecretText(String);
-
-impl SecretText {
-    /// The text itself, for the one place that passes it on.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    pub fn into_inner(self) -> String {
-        self.0
-    }
-}
-
-impl std::fmt::Debug for SecretText {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("[secret]")
-    }
-}
-
-impl From<String> for SecretText {
-    fn from(text: String) -> SecretText {
-        SecretText(text)
-    }
-}
-
-impl From<&str> for SecretText {
-    fn from(text: &str) -> SecretText {
-        SecretText(text.to_string())
-    }
 }
 
 /// Every frame after the hello.
@@ -438,10 +399,6 @@ pub enum Body {
     AckMessage { id: Uuid },
     /// Server → relay: a pairing code, please.
     PairingRequest {},
-    /// Server → relay: the chat's next text message (not a command), within
-    /// five minutes, is a secret: delete it from the chat once read and
-    /// deliver it as `secret`.
-    ExpectSecret {},
     /// Relay → server: the code to show, the link that carries it to the
     /// bot, and until when it holds (milliseconds since the Unix epoch).
     PairingCode {
@@ -533,8 +490,9 @@ pub fn check_undo(ask: AppAsk, undo: Option<&str>) -> Result<(), ContentError> {
 /// Whether a chat message, trimmed, has the shape of the Worker's PIN:
 /// one word of 6 to 64 characters with a digit, no whitespace, control or
 /// invisible character, not a command. The relay deletes such a message
-/// from the chat as soon as it has read it, asked for or not, and delivers
-/// it as a secret. The Warden's protocol keeps the same rule
+/// from the chat as soon as it has read it and passes it on to nobody: a
+/// PIN is typed only in the Mini App, sealed for the Warden. The Warden's
+/// protocol keeps the same rule
 /// (`aromba_warden_proto::could_be_pin`, which the Warden enforces on a
 /// new PIN); a test in the Worker holds the two equal.
 pub fn could_be_pin(text: &str) -> bool {
@@ -653,7 +611,6 @@ impl Delivery {
     pub fn check(&self) -> Result<(), ContentError> {
         match self {
             Delivery::Message { text } => check_text(text),
-            Delivery::Secret { text } => check_text(text.expose()),
             Delivery::Tap { button, proof, .. } => {
                 if !valid_button_id(button) {
                     return Err(ContentError::ButtonId);
@@ -751,7 +708,6 @@ impl Body {
             Body::AckDelivery { .. } => "ack_delivery",
             Body::AckMessage { .. } => "ack_message",
             Body::PairingRequest {} => "pairing_request",
-            Body::ExpectSecret {} => "expect_secret",
             Body::PairingCode { .. } => "pairing_code",
             Body::AlreadyPaired {} => "already_paired",
             Body::JournalHead { .. } => "journal_head",

@@ -1,11 +1,9 @@
 //! A hostile chat (or a careless table edit) against the commands' table
 //! (`aromba_relay_proto::commands`), which drives the relay's Telegram
-//! menu, the Worker's `/help` and which handler answers; and the PIN on
-//! its way from the relay to the Worker (`Delivery::Secret`), before it
-//! becomes an `aromba_warden_proto::Pin`.
+//! menu, the Worker's `/help` and which handler answers; and a PIN sent
+//! the way it went before the Mini App (`secret`), which is no frame now.
 //!
-//! Each attack is a plain test: the code holds it, or was fixed to (the
-//! PIN's `Debug` on this leg).
+//! Each attack is a plain test: the code holds it, or was fixed to.
 
 use aromba_relay_proto::commands::{COMMANDS, Command};
 use aromba_relay_proto::frame::{Body, Delivery};
@@ -103,37 +101,22 @@ fn panic_and_trust_are_rows_of_their_own() {
 
 const THE_PIN: &str = "428193";
 
-/// The PIN travels from the relay to the Worker as `Delivery::Secret`:
-/// printing the delivery, or the `deliver` frame that holds it, never
-/// shows it (found by the attack round: a plain `String` with a derived
-/// `Debug` did; it is `SecretText` now, and the Worker makes it a `Pin`
-/// as it arrives).
+/// The PIN no longer travels from the relay to the Worker at all: a PIN
+/// is typed only in the Mini App, sealed for the Warden. A `secret`
+/// delivery (what a relay of before the Mini App sent) and an
+/// `expect_secret` request are frames of no kind, refused as they are
+/// read — and the refusal does not echo the PIN it carried.
 #[test]
-fn a_secret_delivery_never_prints_its_pin() {
-    let delivery = Delivery::Secret {
-        text: THE_PIN.into(),
-    };
-    let frame = Body::Deliver {
-        id: 7,
-        delivery: delivery.clone(),
-    };
-    for shown in [
-        format!("{delivery:?}"),
-        format!("{frame:?}"),
-        format!("{frame:#?}"),
+fn a_secret_delivery_and_expect_secret_are_no_frames_and_echo_no_pin() {
+    for frame in [
+        format!(r#"{{"type":"deliver","id":7,"delivery":{{"kind":"secret","text":"{THE_PIN}"}}}}"#),
+        r#"{"type":"expect_secret"}"#.to_string(),
     ] {
+        let e = serde_json::from_str::<Body>(&frame).expect_err("not a frame");
+        let shown = format!("{e} {e:?}");
         assert!(!shown.contains(THE_PIN), "{shown}");
     }
-}
-
-/// A secret that fails the relay's content check is refused without its
-/// text in the error: the error is a kind, not the message.
-#[test]
-fn a_refused_secret_does_not_echo_it() {
-    let text = format!("{THE_PIN}{}", "\u{1b}".repeat(3));
-    let e = Delivery::Secret { text: text.into() }
-        .check()
-        .expect_err("a control character is refused");
-    let shown = format!("{e} {e:?}");
-    assert!(!shown.contains(THE_PIN), "{shown}");
+    let delivery =
+        serde_json::from_str::<Delivery>(&format!(r#"{{"kind":"secret","text":"{THE_PIN}"}}"#));
+    assert!(delivery.is_err(), "a secret is no delivery");
 }

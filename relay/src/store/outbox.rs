@@ -1,4 +1,4 @@
-//! `outbox`: what waits for a server (a chat message, a tap, a secret) as
+//! `outbox`: what waits for a server (a chat message, a tap, an app's ask) as
 //! a JSON delivery, by a row id that only grows, until the server
 //! acknowledges it or the sweep erases it.
 //!
@@ -155,23 +155,6 @@ pub(crate) async fn delete_older(
     Ok(sqlx::query!(
         "DELETE FROM outbox WHERE id IN (
              SELECT id FROM outbox WHERE created_at <= $1 ORDER BY id FOR UPDATE)",
-        cutoff
-    )
-    .execute(db)
-    .await?
-    .rows_affected())
-}
-
-/// Erases the secrets queued by `cutoff`, locked in id order; how many.
-pub(crate) async fn delete_secrets_older(
-    db: impl sqlx::PgExecutor<'_>,
-    cutoff: DateTime<Utc>,
-) -> Result<u64, sqlx::Error> {
-    Ok(sqlx::query!(
-        "DELETE FROM outbox WHERE id IN (
-             SELECT id FROM outbox
-             WHERE delivery->>'kind' = 'secret' AND created_at <= $1
-             ORDER BY id FOR UPDATE)",
         cutoff
     )
     .execute(db)

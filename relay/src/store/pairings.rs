@@ -70,44 +70,6 @@ pub(crate) async fn delete(
     .rows_affected())
 }
 
-/// The chat's next message is a secret until `until`; the rows marked (0
-/// when the server is not paired).
-pub(crate) async fn expect_secret(
-    db: impl sqlx::PgExecutor<'_>,
-    server: Uuid,
-    until: DateTime<Utc>,
-) -> Result<u64, sqlx::Error> {
-    Ok(sqlx::query!(
-        "UPDATE pairings SET secret_until = $2 WHERE server_id = $1",
-        server,
-        until,
-    )
-    .execute(db)
-    .await?
-    .rows_affected())
-}
-
-/// Clears the mark of a secret asked for, if it is still live at `now`;
-/// whether there was one.
-pub(crate) async fn take_secret_mark(
-    db: impl sqlx::PgExecutor<'_>,
-    server: Uuid,
-    chat: i64,
-    now: DateTime<Utc>,
-) -> Result<bool, sqlx::Error> {
-    let marked = sqlx::query_scalar!(
-        r#"UPDATE pairings SET secret_until = NULL
-                       WHERE server_id = $1 AND chat_id = $2 AND secret_until > $3
-                       RETURNING 1 AS "one!""#,
-        server,
-        chat,
-        now,
-    )
-    .fetch_optional(db)
-    .await?;
-    Ok(marked.is_some())
-}
-
 /// Notes that a server's message went out at `at`, for the order of the
 /// sender's rounds.
 pub(crate) async fn served(

@@ -174,22 +174,19 @@ async fn on_message(
                 say(app, telegram, chat, words::TEXT_ONLY);
                 return Ok(());
             };
-            // A secret the server asked for (a PIN) is taken from the chat
-            // as soon as it is read; a command never is one. So is a
-            // message with the PIN's shape nobody asked for: typed at the
-            // wrong time (or where a model asked for it), it must not stay
-            // in the chat nor reach the server as a question.
-            let asked = !text.starts_with('/')
-                && store::pairings::take_secret_mark(&app.db, server, chat, app.config.clock.now())
-                    .await?;
-            let secret = asked || aromba_relay_proto::frame::could_be_pin(text);
-            let delivery = if secret {
+            // A message with the PIN's shape is taken from the chat as soon
+            // as it is read and passed on to nobody: a PIN is typed only in
+            // the Mini App, sealed for the Warden, so one typed here (out of
+            // habit, or because a model asked for it) is never of use, and
+            // must neither stay in the chat nor reach the server.
+            if aromba_relay_proto::frame::could_be_pin(text) {
                 forget_secret(app, telegram, chat, i64::from(message.id.0));
-                Delivery::Secret { text: text.into() }
-            } else {
-                Delivery::Message {
-                    text: text.to_string(),
-                }
+                app.metrics.telegram("pin_shaped_deleted");
+                say(app, telegram, chat, words::PIN_SHAPED);
+                return Ok(());
+            }
+            let delivery = Delivery::Message {
+                text: text.to_string(),
             };
             if delivery.check().is_err() {
                 app.metrics.telegram("message_refused");

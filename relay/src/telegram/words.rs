@@ -21,6 +21,10 @@ pub const START_WHEN_PAIRED: &str =
 
 pub const TEXT_ONLY: &str = "Your server reads text messages only.";
 
+/// A message with the PIN's shape, deleted as soon as it was read and
+/// passed on to nobody.
+pub const PIN_SHAPED: &str = "Deleted: that message looked like a PIN, so I took it out of the chat and passed it on to nobody. Your PIN is typed only in the app, after you tap Approve on an action that needs it — never in the chat. If it was a question, ask it in a few words.";
+
 pub const EXPIRED: &str = "This button has expired.";
 
 /// A tap's answer (the toast) once the tap is on its way to the server,

@@ -345,6 +345,14 @@ impl Warden {
         self.on(self.layout().worker_socket(), r)
     }
 
+    /// `frame`'s bytes as they are, on the Worker socket: for a request
+    /// no `Request` can encode.
+    pub fn ask_raw(&self, frame: &[u8]) -> Response {
+        let mut s = UnixStream::connect(self.layout().worker_socket()).unwrap();
+        write_frame(&mut s, frame, 1 << 16).unwrap();
+        decode_response(&read_frame(&mut s, MAX_RESPONSE).unwrap()).unwrap()
+    }
+
     /// On the Worker socket, in the background's lane (the Worker's own
     /// work: health, the schedule).
     pub fn ask_in_background(&self, r: &Request) -> Response {
@@ -461,7 +469,7 @@ impl Warden {
             .get(action_id)
             .cloned()
             .unwrap_or_default();
-        signed_over(&text, server_id, action_id, button, time, key, None)
+        signed_over(&text, server_id, action_id, button, time, key)
     }
 
     /// Pins the test person's Telegram account, as `aromba pair` does from
@@ -569,20 +577,17 @@ impl Warden {
                 self.in_app_with_pin(crate::telegram::PERSON, &param, pin)
             }
             (Some(param), "approve", None) => self.in_app(crate::telegram::PERSON, &param),
-            _ => self.relay_tap(server_id, action_id, button, pin),
+            (_, _, None) => self.relay_tap(server_id, action_id, button),
+            (_, _, Some(_)) => {
+                panic!("a relay tap carries no PIN: {action_id} was not proposed in the app")
+            }
         }
     }
 
     /// A tap on `button` for `action_id` through the relay, shown with the
     /// Warden's own text for it, signed now with the relay's test key,
     /// whatever the action's route.
-    pub fn relay_tap(
-        &self,
-        server_id: &str,
-        action_id: &str,
-        button: &str,
-        pin: Option<&str>,
-    ) -> Request {
+    pub fn relay_tap(&self, server_id: &str, action_id: &str, button: &str) -> Request {
         signed_over(
             &self.text_of(action_id),
             server_id,
@@ -590,7 +595,6 @@ impl Warden {
             button,
             self.clock.now(),
             TEST_KEY,
-            pin,
         )
     }
 }
@@ -624,7 +628,6 @@ pub fn signed_over(
     button: &str,
     time: u64,
     key: &str,
-    pin: Option<&str>,
 ) -> Request {
     let mut a = Approval {
         action_id: action_id.into(),
@@ -662,7 +665,6 @@ pub fn signed_over(
         chat: a.chat,
         time: a.time,
         signature: a.signature,
-        pin: pin.map(aromba_warden_proto::Pin::new),
     }
 }
 

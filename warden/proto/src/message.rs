@@ -81,15 +81,16 @@ pub enum Request {
     /// runs it when it is green, its dry run was seen, and it did not run
     /// on its schedule too recently.
     RunDue { chore: String },
-    /// Worker socket: a relay-signed button tap approving an action; `pin`
-    /// only for a PIN action.
+    /// Worker socket: a relay-signed button tap approving an action. It
+    /// carries no PIN: every action that needs one is approved in the Mini
+    /// App, where the PIN comes sealed (`ApproveInApp`), so a `pin` here is
+    /// a field the request does not have, and refused.
     Approve {
         action_id: String,
         button: String,
         chat: String,
         time: u64,
         signature: String,
-        pin: Option<Pin>,
     },
     /// Worker socket: the person approved an action in the Mini App:
     /// the launch data Telegram signed when they opened it from the
@@ -535,7 +536,6 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
             chat,
             time,
             signature,
-            pin,
         } => object(
             "approve",
             vec![
@@ -544,7 +544,6 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
                 ("chat", Value::from(chat.as_str())),
                 ("time", Value::from(*time)),
                 ("signature", Value::from(signature.as_str())),
-                ("pin", opt_pin(pin)),
             ],
         ),
         Request::ApproveInApp { launch, sealed_pin } => object(
@@ -760,7 +759,6 @@ fn request_of(kind: String, mut f: Fields) -> Result<Request, ProtoError> {
             chat: f.string("chat")?,
             time: f.u64("time")?,
             signature: f.string("signature")?,
-            pin: f.opt_string("pin")?.map(Pin::new),
         },
         "approve_in_app" => Request::ApproveInApp {
             launch: f.string("launch")?,
@@ -1366,7 +1364,6 @@ mod tests {
                 chat: "42".into(),
                 time: 9,
                 signature: "sig".into(),
-                pin: Some("472913".into()),
             },
             Request::ProposeConfirmCap {
                 chore: "big".into(),

@@ -212,11 +212,10 @@ pub(super) fn serve(
                 chat,
                 time,
                 signature,
-                pin,
             },
         ) => {
-            // An approval may hash a PIN and run a chore or an undo: it
-            // takes a running slot like a read.
+            // An approval may run a chore or an undo: it takes a running
+            // slot like a read.
             let _slot = shared.running.take();
             approve(
                 shared,
@@ -228,7 +227,6 @@ pub(super) fn serve(
                     time,
                     signature,
                 },
-                pin,
             )
         }
         (Socket::Control, Request::JournalVerify) => {

@@ -479,8 +479,9 @@ fn check_pin(shared: &Shared, peer: Option<&PeerCred>, given: Option<&str>) -> R
 
 /// A relay-signed tap, from the Worker. The tap is journaled before it is
 /// verified or spent; the verdict after; the act it approves then journals
-/// its own intent before it acts.
-pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option<Pin>) -> Response {
+/// its own intent before it acts. It carries no PIN: an action that needs
+/// one is of the app's route, which no relay tap approves.
+pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval) -> Response {
     let tapped = Peer::worker(peer);
     let now = shared.options.clock.now();
     let step = shared.step();
@@ -545,7 +546,7 @@ pub(super) fn approve(shared: &Shared, peer: &PeerCred, a: Approval, pin: Option
         &intent,
         verified,
         &a.button,
-        pin,
+        None,
         a.action_id.clone(),
     )
 }
