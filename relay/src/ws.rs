@@ -456,7 +456,12 @@ async fn run(
                 };
                 let body = match opener.open(text.as_bytes(), now_ms()) {
                     Ok(body) => body,
-                    Err(refusal) => return End::Refused(refusal.reason()),
+                    Err(refusal) => {
+                        if let Refusal::AppAnswerContent { request } = refusal {
+                            crate::mini_app::answer_unreadable(app, server, request).await;
+                        }
+                        return End::Refused(refusal.reason());
+                    }
                 };
                 app.metrics.frame("in");
                 if let Body::AckDelivery { id } = body {

@@ -89,6 +89,11 @@ pub enum Refusal {
     Stale,
     #[error("the frame's content is out of bounds")]
     Content,
+    /// An `app_answer` whose content is out of bounds: the request it
+    /// answered, so that the page waiting for it is told at once rather
+    /// than when its wait runs out.
+    #[error("the frame's content is out of bounds")]
+    AppAnswerContent { request: uuid::Uuid },
 }
 
 impl Refusal {
@@ -101,7 +106,7 @@ impl Refusal {
             Refusal::Replay => "replay",
             Refusal::Reorder => "reorder",
             Refusal::Stale => "stale",
-            Refusal::Content => "content",
+            Refusal::Content | Refusal::AppAnswerContent { .. } => "content",
         }
     }
 }
@@ -238,7 +243,12 @@ impl Opener {
         if !within_skew(inner.t, now_ms) {
             return Err(Refusal::Stale);
         }
-        inner.b.check().map_err(|_| Refusal::Content)?;
+        if inner.b.check().is_err() {
+            return Err(match inner.b {
+                Body::AppAnswer { request, .. } => Refusal::AppAnswerContent { request },
+                _ => Refusal::Content,
+            });
+        }
         self.last = inner.n;
         Ok(inner.b)
     }
@@ -349,6 +359,33 @@ mod tests {
             Err(Refusal::Forged)
         );
         assert!(Opener::new(up).open(frame.as_bytes(), now).is_ok());
+    }
+
+    #[test]
+    fn an_app_answer_out_of_bounds_is_refused_with_the_request_it_answered() {
+        let (mut s, mut o, _) = pair();
+        let request = uuid::Uuid::new_v4();
+        let answer = |text: &str| Body::AppAnswer {
+            request,
+            answer: crate::frame::AppAnswer::said(crate::frame::AppAnswerKind::Outcome, text),
+        };
+        let now = now_ms();
+        let bad = s.seal(&answer("Done.\u{1b}[2J"), now);
+        assert_eq!(
+            o.open(bad.as_bytes(), now),
+            Err(Refusal::AppAnswerContent { request })
+        );
+        assert_eq!(Refusal::AppAnswerContent { request }.reason(), "content");
+        // Any other frame out of bounds names no request.
+        let (mut s, mut o, _) = pair();
+        let message = Body::Send {
+            id: request,
+            text: "\u{0}".into(),
+            buttons: Vec::new(),
+            monospace: Vec::new(),
+        };
+        let sealed = s.seal(&message, now);
+        assert_eq!(o.open(sealed.as_bytes(), now), Err(Refusal::Content));
     }
 
     #[test]

@@ -27,7 +27,9 @@ pub mod launch;
 
 use crate::state::App;
 use crate::telegram::words;
-use aromba_relay_proto::frame::{AppAnswer, AppAsk, Delivery, MAX_LAUNCH, MAX_SEALED_PIN};
+use aromba_relay_proto::frame::{
+    AppAnswer, AppAnswerKind, AppAsk, Delivery, MAX_LAUNCH, MAX_SEALED_PIN,
+};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -255,6 +257,16 @@ fn answered(answer: AppAnswer) -> Response {
     r.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
+}
+
+/// `server` answered `request` with an answer out of bounds (refused, and
+/// its connection ended): the page waiting for it is told so now, in the
+/// relay's words, rather than after [`ANSWER_WITHIN`]. Only a page waiting
+/// for this server's own request takes it.
+pub async fn answer_unreadable(app: &App, server: Uuid, request: Uuid) {
+    app.metrics.telegram("app_answer_unreadable");
+    let answer = AppAnswer::said(AppAnswerKind::Closed, words::APP_ANSWER_UNREADABLE);
+    forward_answer(app, server, request, &answer).await;
 }
 
 /// An `app_answer` frame from `server`'s connection: to the page, wherever

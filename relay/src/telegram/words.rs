@@ -71,6 +71,9 @@ pub const APP_NOT_FROM_TELEGRAM: &str = "This page was not opened from Telegram 
 pub const APP_NOT_PAIRED: &str =
     "This Telegram account is not paired with a server, so there is nothing here to approve.";
 pub const APP_SERVER_SILENT: &str = "Your server did not answer within 20 seconds: it may be offline or busy. Nothing was done from this page; if the server comes back within ten minutes it may still carry out an approval, and the chat will say so.";
+/// The server answered the page with something out of bounds: the relay
+/// refused it, so it cannot say what the server did.
+pub const APP_ANSWER_UNREADABLE: &str = "Your server's answer could not be shown: it was not one this page can read. So this page cannot say what happened — look in the chat, where your server says what it did.";
 /// The Trust page's Undo link came without its run, or with a run on
 /// another ask.
 pub const APP_UNDO_UNREADABLE: &str = "Not sent: that Undo link does not name a run. Open the Trust page again from /trust and try it there.";
