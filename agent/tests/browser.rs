@@ -785,3 +785,118 @@ async fn the_chat_page_fits_a_375_pixel_phone_and_shows_each_messages_time(db: P
     screenshot(&c, "phone.png").await;
     c.close().await.expect("the browser closes");
 }
+
+/// The Trust page on a 375-pixel phone, used from the keyboard alone:
+/// `/trust`'s button opens it with Enter, nothing in it runs off the side
+/// (the policy's long lines scroll inside their own box), Tab reaches that
+/// box — so it can be scrolled without a mouse — and then Close, and Enter
+/// on Close closes the panel.
+#[sqlx::test(migrations = false)]
+async fn the_trust_page_fits_a_375_pixel_phone_and_works_from_the_keyboard(db: PgPool) {
+    let driver = Driver::start().await;
+    let p = paired(db, "browser-trust-phone").await;
+    let c = open_page(&p, &driver).await;
+    c.set_window_size(375, 740).await.expect("a phone's width");
+    message(&c, 0, |t| t.starts_with("Paired.")).await;
+    let before = type_and_send(&c, "/trust").await;
+    let trust = message(&c, before, |t| t.contains("\nLadder:")).await;
+    let enter = fantoccini::key::Key::Enter.to_string();
+    let tab = fantoccini::key::Key::Tab.to_string();
+    trust
+        .find(Locator::XPath(
+            ".//div[@class='keyboard']//button[normalize-space(.)='Open the Trust page']",
+        ))
+        .await
+        .expect("the Trust page's button")
+        .send_keys(&enter)
+        .await
+        .expect("Enter on the button");
+    enter_app(&c).await;
+    let mut policy = None;
+    for _ in 0..150 {
+        if let Ok(pre) = c.find(Locator::Css("#sections pre.verbatim")).await {
+            policy = Some(pre);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(policy.is_some(), "the policy came");
+    let fits = c
+        .execute(
+            "const pre = document.querySelector('#sections pre.verbatim');
+             return [window.innerWidth, document.documentElement.scrollWidth,
+                     Math.ceil(pre.getBoundingClientRect().right), pre.scrollWidth, pre.clientWidth];",
+            vec![],
+        )
+        .await
+        .expect("the page's measures");
+    let [inner, scroll, right, pre_scroll, pre_client] =
+        [0, 1, 2, 3, 4].map(|i| fits[i].as_i64().expect("a number"));
+    assert!(inner <= 375, "the app is {inner} px wide");
+    assert!(scroll <= inner, "the app is {scroll} px wide on {inner} px");
+    assert!(
+        right <= inner,
+        "the policy ends at {right} px on {inner} px"
+    );
+    assert!(
+        pre_scroll > pre_client,
+        "the policy's long lines scroll in their box ({pre_scroll} in {pre_client}): the check above measured a box that needed it"
+    );
+    // From the top of the page, Tab by Tab: the policy's box, then Close.
+    c.execute(
+        "document.activeElement && document.activeElement.blur(); window.focus();",
+        vec![],
+    )
+    .await
+    .expect("focus at the top");
+    let mut reached = Vec::new();
+    for _ in 0..12 {
+        c.active_element()
+            .await
+            .expect("the focus")
+            .send_keys(&tab)
+            .await
+            .expect("Tab");
+        let focused = c
+            .execute(
+                "const e = document.activeElement;
+                 return e ? (e.id || e.tagName.toLowerCase() + '.' + e.className) : '';",
+                vec![],
+            )
+            .await
+            .expect("what has the focus");
+        let focused = focused.as_str().unwrap_or_default().to_string();
+        let done = focused == "close";
+        reached.push(focused);
+        if done {
+            break;
+        }
+    }
+    assert!(
+        reached.iter().any(|f| f == "pre.verbatim"),
+        "Tab never reached the policy's box: {reached:?}"
+    );
+    assert_eq!(
+        reached.last().map(String::as_str),
+        Some("close"),
+        "{reached:?}"
+    );
+    c.active_element()
+        .await
+        .expect("Close has the focus")
+        .send_keys(&enter)
+        .await
+        .expect("Enter on Close");
+    c.enter_parent_frame().await.expect("out of the app");
+    let mut closed = false;
+    for _ in 0..50 {
+        let panel = c.find(Locator::Id("app-panel")).await.expect("the panel");
+        if panel.attr("hidden").await.expect("hidden").is_some() {
+            closed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(closed, "Enter on Close did not close the app");
+    c.close().await.expect("the browser closes");
+}
