@@ -2,14 +2,17 @@
 //! token — against a server bound to the person's Telegram account: it
 //! types `/run` and signs the Approve the Warden offers only in the Mini
 //! App, signs Approve on an Undo, and forges the app's launch with a key of
-//! its own (its HMAC with the bot token passes at the relay). No red chore
-//! runs, nothing is undone, and each forgery is a ladder signal; the same
+//! its own (its HMAC with the bot token passes at the relay); signs Approve
+//! on a release's install, and on prod mode off, then types the PIN. No
+//! red chore runs, nothing is undone or installed, prod mode stays on, and
+//! each forgery is a ladder signal; the same
 //! flows with the person in the app succeed (`end_to_end.rs`, and below).
 //! A real relay with the fake Bot API, a real Warden, `aromba run`.
 
 use aromba_testkit::paired;
 use aromba_testkit::relay as relay_support;
 use aromba_testkit::taken_over;
+use aromba_testkit::updates;
 use aromba_testkit::worker as support;
 
 use aromba_botfake::state::Sent;
@@ -141,4 +144,89 @@ async fn an_undo_the_relay_signs_undoes_nothing_and_the_persons_does(db: PgPool)
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(runs(&dir), 1, "the relay's signature undid the run");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A relay taken over (its tap key, its database) signs Approve on the
+/// proposal of a major release: nothing is installed, the refusal is
+/// journaled and the ladder moves.
+#[sqlx::test(migrations = false)]
+async fn a_relay_that_signs_approve_on_a_release_installs_nothing(db: PgPool) {
+    let files = updates::scratch("major-relay");
+    updates::publish(&files.0, "1.0.0");
+    let (url, _) = updates::serve(files.0.clone());
+    let p = paired::paired_with(
+        db,
+        "update-relay",
+        updates::setup(&url),
+        updates::installed_as_this_version,
+    )
+    .await;
+    let proposal = p
+        .next(0, |t| t.starts_with("Update Aromba to 1.0.0?"))
+        .await;
+    p.bot.wait_recorded(&proposal).await;
+    let server = taken_over::server(&p).await;
+    let k = taken_over::known(&p, &proposal).await;
+    let tap = taken_over::signed_tap(&p, &k, "approve", "Approve").await;
+    taken_over::delivers(&p, &server, &tap).await;
+    let moved = p.ladder_moves().await;
+    assert!(!moved.contains("ladder: normal"), "{moved}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        updates::current(&p.warden),
+        Some(updates::this_version()),
+        "the relay's own signature installed a release"
+    );
+    assert!(p.warden.journal().contains("approved only in the Mini App"));
+}
+
+/// The line of `aromba status` about prod mode.
+fn prod_mode(p: &Paired) -> String {
+    status(p)
+        .lines()
+        .find(|l| l.contains("prod mode:"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A relay taken over types `/prodmode off`, signs Approve on the
+/// Warden's proposal, then types the PIN it learned as if the person had:
+/// prod mode stays on, no PIN is checked (the PIN-shaped message is kept
+/// from everything, and a relay tap carries none), and the forged tap is
+/// a ladder signal.
+#[sqlx::test(migrations = false)]
+async fn a_relay_that_types_prodmode_off_and_signs_approve_turns_nothing_off(db: PgPool) {
+    let setup = paired::Setup {
+        pin: "Qz4rPin91",
+        ..paired::Setup::default()
+    };
+    let p = paired::paired_with(db, "adv-relay-prod", setup, |_| {}).await;
+    let on = p.warden.aromba_as("root", &["prod-mode", "on"]);
+    assert!(on.status.success(), "{}", support::text(&on.stderr));
+    assert!(prod_mode(&p).contains("on"), "{}", prod_mode(&p));
+    let server = taken_over::server(&p).await;
+    let before = p.bot.fake.sent_to(CHAT).len();
+    relay_types(&p, &server, "/prodmode off").await;
+    let proposal = p
+        .next(before, |t| t.starts_with("Turn prod mode off?"))
+        .await;
+    p.bot.wait_recorded(&proposal).await;
+    let k = taken_over::known(&p, &proposal).await;
+    let tap = taken_over::signed_tap(&p, &k, "approve", "Approve").await;
+    taken_over::delivers(&p, &server, &tap).await;
+    relay_types(&p, &server, "Qz4rPin91").await;
+    let moved = p.ladder_moves().await;
+    assert!(!moved.contains("ladder: normal"), "{moved}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(prod_mode(&p).contains("on"), "{}", prod_mode(&p));
+    let journal = p.warden.journal();
+    assert!(
+        journal.contains("approved only in the Mini App"),
+        "{journal}"
+    );
+    assert!(!journal.contains("Qz4rPin91"), "the PIN is in the journal");
+    assert!(
+        !journal.contains("pin-wrong"),
+        "a PIN was checked: {journal}"
+    );
 }

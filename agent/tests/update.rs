@@ -9,80 +9,19 @@
 
 use aromba_testkit::paired;
 use aromba_testkit::release as releases;
+use aromba_testkit::updates;
 use aromba_testkit::worker as support;
 
-use aromba_warden::server::ServeOptions;
 use aromba_warden::update::Releases;
 use paired::{Setup, paired_with};
 use releases::{RELEASE_PUB, Release, key_line};
 use sqlx::PgPool;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::{TestWarden, account, aromba};
-
-/// The Warden checks releases with the test key and installs them under
-/// the test's root.
-fn with_test_releases(o: &mut ServeOptions) {
-    let root = o.layout.state_dir.parent().expect("a root").to_path_buf();
-    o.releases = Releases::rooted(&root);
-    o.release_keys = Some(vec![key_line(RELEASE_PUB)]);
-}
-
-/// A release `version` in `dir/stable/`, signed with the test key; each
-/// binary a few bytes naming itself and the version.
-fn publish(dir: &Path, version: &str) {
-    let worker = format!("aromba {version}");
-    let warden = format!("aromba-warden {version}");
-    Release::of(version, worker.as_bytes(), warden.as_bytes()).write(&dir.join("stable"));
-}
-
-/// Serves `dir`: the base URL and the paths asked.
-fn serve(dir: PathBuf) -> (String, Arc<Mutex<Vec<String>>>) {
-    let served = releases::serve(dir);
-    (served.url, served.asked)
-}
-
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("aromba-releases-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch");
-    Scratch(dir)
-}
-
-fn current(w: &TestWarden) -> Option<PathBuf> {
-    std::fs::read_link(w.root.join("opt/aromba/current")).ok()
-}
-
-/// What install.sh leaves: this build's version unpacked and linked.
-fn installed_as_this_version(w: &TestWarden) {
-    let version = env!("CARGO_PKG_VERSION");
-    let release = w.root.join("opt/aromba/releases").join(version);
-    std::fs::create_dir_all(&release).expect("the release folder");
-    std::fs::write(release.join("aromba"), b"this Worker").expect("a binary");
-    std::os::unix::fs::symlink(
-        format!("releases/{version}"),
-        w.root.join("opt/aromba/current"),
-    )
-    .expect("the link");
-}
-
-fn setup(url: &str) -> Setup {
-    Setup {
-        releases: Some(format!("{url}/stable")),
-        daemon_env: vec![("AROMBA_RELEASE_KEYS", key_line(RELEASE_PUB))],
-        adjust: with_test_releases,
-        ..Setup::default()
-    }
-}
+use updates::{
+    current, installed_as_this_version, publish, scratch, serve, setup, with_test_releases,
+};
 
 #[sqlx::test(migrations = false)]
 async fn a_major_release_is_proposed_in_the_chat_and_installed_on_a_tap(db: PgPool) {
@@ -165,37 +104,6 @@ async fn a_major_release_is_proposed_in_the_chat_and_installed_on_a_tap(db: PgPo
         "{}",
         support::text(&status.stdout)
     );
-}
-
-/// A relay taken over (its tap key, its database) signs Approve on the
-/// proposal of a major release: nothing is installed, the refusal is
-/// journaled and the ladder moves.
-#[sqlx::test(migrations = false)]
-async fn a_relay_that_signs_approve_on_a_release_installs_nothing(db: PgPool) {
-    let files = scratch("major-relay");
-    publish(&files.0, "1.0.0");
-    let (url, _) = serve(files.0.clone());
-    let p = paired_with(db, "update-relay", setup(&url), installed_as_this_version).await;
-    let proposal = p
-        .next(0, |t| t.starts_with("Update Aromba to 1.0.0?"))
-        .await;
-    p.bot.wait_recorded(&proposal).await;
-    let server = aromba_testkit::taken_over::server(&p).await;
-    let k = aromba_testkit::taken_over::known(&p, &proposal).await;
-    let tap = aromba_testkit::taken_over::signed_tap(&p, &k, "approve", "Approve").await;
-    aromba_testkit::taken_over::delivers(&p, &server, &tap).await;
-    let moved = p.ladder_moves().await;
-    assert!(!moved.contains("ladder: normal"), "{moved}");
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(
-        current(&p.warden),
-        Some(PathBuf::from(format!(
-            "releases/{}",
-            env!("CARGO_PKG_VERSION")
-        ))),
-        "the relay's own signature installed a release"
-    );
-    assert!(p.warden.journal().contains("approved only in the Mini App"));
 }
 
 /// `TZ` for a clock whose local hour is 4, in the quiet window.

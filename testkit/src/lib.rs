@@ -42,5 +42,6 @@ pub mod release;
 pub mod serving;
 pub mod taken_over;
 pub mod telegram;
+pub mod updates;
 pub mod warden;
 pub mod worker;
