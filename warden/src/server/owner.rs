@@ -51,6 +51,13 @@ pub(super) fn above_default(c: &Chore) -> bool {
     c.header.max_files > DEFAULT_MAX_FILES || c.header.max_gb > DEFAULT_MAX_GB
 }
 
+/// Who confirmed a cap, as its record says: in the Mini App, or from a
+/// root terminal. A record that names neither was written when the
+/// relay's own tap could confirm a cap (before the Mini App), so it
+/// confirms nothing now: the person confirms it again, where the relay
+/// cannot (found by the review of the route change).
+const CONFIRMED_BY: [&str; 2] = ["app", "terminal"];
+
 /// Whether the owner confirmed this chore's cap, for this very script: an
 /// edited script or a changed cap needs confirming again.
 pub(super) fn cap_confirmed(shared: &Shared, c: &Chore) -> bool {
@@ -73,6 +80,9 @@ pub(super) fn cap_confirmed(shared: &Shared, c: &Chore) -> bool {
         v.get("max_files").and_then(Value::as_u64) == Some(max_files)
             && v.get("max_gb").and_then(Value::as_u64) == Some(max_gb)
             && v.get("script_sha256").and_then(Value::as_str) == Some(script_sha256.as_str())
+            && v.get("by")
+                .and_then(Value::as_str)
+                .is_some_and(|by| CONFIRMED_BY.contains(&by))
     })
 }
 
@@ -95,6 +105,11 @@ fn confirm_cap(shared: &Shared, action: &Action, source: RunSource) -> Response 
             "{chore} changed since its damage cap was proposed; propose it again"
         ));
     }
+    // A cap is confirmed only on the app's route or from root's terminal.
+    let by = match source {
+        RunSource::RootTerminal => CONFIRMED_BY[1],
+        _ => CONFIRMED_BY[0],
+    };
     let act = Event::CapConfirmed {
         chore,
         max_files: *max_files,
@@ -110,6 +125,7 @@ fn confirm_cap(shared: &Shared, action: &Action, source: RunSource) -> Response 
     entry.insert("max_files".into(), Value::from(*max_files));
     entry.insert("max_gb".into(), Value::from(*max_gb));
     entry.insert("script_sha256".into(), Value::from(script_sha256.as_str()));
+    entry.insert("by".into(), Value::from(by));
     let changed = shared.change_state_with(CONFIRMED_CAPS, |current| {
         let mut all = match current {
             Some(b) => match serde_json::from_slice::<Value>(&b) {

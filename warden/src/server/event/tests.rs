@@ -845,6 +845,11 @@ const NOT_JOURNAL_LINES: &[(&str, &str, &str)] = &[
         r#"entry.insert("script_sha256".into(), Value::from(script_sha256.as_str()));"#,
         "the confirmed-caps state record",
     ),
+    (
+        "owner.rs",
+        r#"entry.insert("by".into(), Value::from(by));"#,
+        "the confirmed-caps state record: who confirmed it",
+    ),
 ];
 
 /// The server's source outside this module, and the binary's (tests too:
