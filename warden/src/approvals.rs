@@ -636,6 +636,15 @@ pub const MAX_OPEN: usize = 256;
 /// An unanswered proposal older than this is dropped to make room.
 pub const OPEN_FOR_S: u64 = 86_400;
 
+/// Whether a proposal issued at `at` is still open at `now`: issued at
+/// most [`OPEN_FOR_S`] ago, and not later than a tap's freshness allows
+/// (found by the attack round: a record "issued" in the future — what a
+/// clock stepped back leaves — counted as age 0 and stayed approvable for
+/// the step back plus a day).
+fn still_open(at: u64, now: u64) -> bool {
+    at <= now.saturating_add(FRESH_S) && now.saturating_sub(at) <= OPEN_FOR_S
+}
+
 /// Drops unanswered proposals older than [`OPEN_FOR_S`]; returns how many
 /// are still open.
 fn prune_open(dir: &std::path::Path, now: u64) -> std::io::Result<usize> {
@@ -650,7 +659,7 @@ fn prune_open(dir: &std::path::Path, now: u64) -> std::io::Result<usize> {
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
             .and_then(|v| v.get("issued_at").and_then(Value::as_u64));
         match issued {
-            Some(at) if now.saturating_sub(at) <= OPEN_FOR_S => open += 1,
+            Some(at) if still_open(at, now) => open += 1,
             _ => std::fs::remove_file(&path)?,
         }
     }
@@ -870,7 +879,7 @@ pub fn verify_and_spend(layout: &Layout, a: &Approval, now: u64) -> Result<Verif
             }
             None => return Err(TapRefusal::Outdated),
         }
-        if issued_at(&recorded).is_none_or(|at| now.saturating_sub(at) > OPEN_FOR_S) {
+        if issued_at(&recorded).is_none_or(|at| !still_open(at, now)) {
             return Err(TapRefusal::Outdated);
         }
     }
@@ -984,7 +993,7 @@ pub fn spend_in_app(
         }
         None => return Err(TapRefusal::Outdated),
     }
-    if issued_at(&recorded).is_none_or(|at| now.saturating_sub(at) > OPEN_FOR_S) {
+    if issued_at(&recorded).is_none_or(|at| !still_open(at, now)) {
         return Err(TapRefusal::Outdated);
     }
     if recorded_hash != param.text_sha256 {

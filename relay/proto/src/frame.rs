@@ -501,11 +501,30 @@ pub fn could_be_pin(text: &str) -> bool {
     (6..=64).contains(&n)
         && !text.starts_with('/')
         && text.chars().any(|c| c.is_numeric())
-        && !text.chars().any(|c| {
-            c.is_whitespace()
-                || c.is_control()
-                || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{00AD}')
-        })
+        && !text
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || is_invisible(c))
+}
+
+/// A character that shows nothing: zero-width and joining marks, bidi
+/// controls, the soft hyphen, fillers.
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}'
+        | '\u{FEFF}' | '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{180E}'
+        | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}')
+}
+
+/// Whether a chat message may hold the PIN: it has the PIN's shape once
+/// the characters that show nothing are taken out. [`could_be_pin`] says
+/// whether a text may *be* a PIN (the Warden refuses a new PIN with an
+/// invisible character); this says whether a message typed or pasted may
+/// *hold* one — found by the attack round: "472913" with a zero-width
+/// space after it, or a soft hyphen in it, stayed in the chat and went on
+/// to the server.
+pub fn holds_a_pin(text: &str) -> bool {
+    let visible: String = text.chars().filter(|c| !is_invisible(*c)).collect();
+    could_be_pin(&visible)
 }
 
 /// A character that may not stand in a field of a signed tap: any control
@@ -722,6 +741,25 @@ impl Body {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_holds_a_pin_once_what_shows_nothing_is_taken_out() {
+        for held in [
+            "472913",
+            "472913\u{200B}",
+            "\u{2068}472913\u{2069}",
+            "\u{FEFF}472913",
+            "472\u{00AD}913",
+            "Tr0ub4dor&3\u{3164}",
+        ] {
+            assert!(holds_a_pin(held), "{held:?}");
+        }
+        for not_held in ["hello", "is disk 2 full?", "/run tidy2024", "12345\u{200B}"] {
+            assert!(!holds_a_pin(not_held), "{not_held:?}");
+        }
+        // A new PIN may not hold an invisible character at all.
+        assert!(!could_be_pin("472913\u{200B}"));
+    }
 
     #[test]
     fn an_app_page_is_checked_for_its_shape_and_its_size() {

@@ -114,6 +114,10 @@ pub async fn handle(app: &App, update: Update) {
     let outcome = match update.kind {
         UpdateKind::Message(message) => on_message(app, &telegram, &message, server).await,
         UpdateKind::CallbackQuery(query) => on_tap(app, &telegram, &query).await,
+        UpdateKind::EditedMessage(message) => {
+            on_edit(app, &telegram, &message, server);
+            Ok(())
+        }
         UpdateKind::MyChatMember(_) => {
             app.metrics.telegram("member_change");
             Ok(())
@@ -169,22 +173,14 @@ async fn on_message(
         }
         (_, None) => foreign(app, telegram, chat, None).await,
         (_, Some(server)) => {
+            if pin_taken(app, telegram, message) {
+                return Ok(());
+            }
             let Some(text) = text else {
                 app.metrics.telegram("message_not_text");
                 say(app, telegram, chat, words::TEXT_ONLY);
                 return Ok(());
             };
-            // A message with the PIN's shape is taken from the chat as soon
-            // as it is read and passed on to nobody: a PIN is typed only in
-            // the Mini App, sealed for the Warden, so one typed here (out of
-            // habit, or because a model asked for it) is never of use, and
-            // must neither stay in the chat nor reach the server.
-            if aromba_relay_proto::frame::could_be_pin(text) {
-                forget_secret(app, telegram, chat, i64::from(message.id.0));
-                app.metrics.telegram("pin_shaped_deleted");
-                say(app, telegram, chat, words::PIN_SHAPED);
-                return Ok(());
-            }
             let delivery = Delivery::Message {
                 text: text.to_string(),
             };
@@ -196,6 +192,36 @@ async fn on_message(
             app.metrics.telegram("message_forwarded");
             Ok(())
         }
+    }
+}
+
+/// A paired chat's message that may hold the PIN — its text, or a photo's
+/// caption — is taken from the chat as soon as it is read, the chat told
+/// so, and passed on to nobody: a PIN is typed only in the Mini App, sealed
+/// for the Warden, so one typed here (out of habit, or because a model
+/// asked for it) is never of use, and must neither stay in the chat nor
+/// reach the server. Whether it was.
+fn pin_taken(app: &App, telegram: &Arc<Telegram>, message: &Message) -> bool {
+    let holds = message
+        .text()
+        .or(message.caption())
+        .is_some_and(aromba_relay_proto::frame::holds_a_pin);
+    if holds {
+        let chat = message.chat.id.0;
+        forget_secret(app, telegram, chat, i64::from(message.id.0));
+        app.metrics.telegram("pin_shaped_deleted");
+        say(app, telegram, chat, words::PIN_SHAPED);
+    }
+    holds
+}
+
+/// A message edited after it was sent: nothing goes to the server (it had
+/// the message as first sent), but one edited into the PIN's shape is
+/// taken from the chat like a new one (found by the attack round: it
+/// stayed there).
+fn on_edit(app: &App, telegram: &Arc<Telegram>, message: &Message, server: Option<uuid::Uuid>) {
+    if server.is_none() || !pin_taken(app, telegram, message) {
+        app.metrics.telegram("update_ignored");
     }
 }
 
