@@ -57,9 +57,7 @@ async fn a_relay_that_types_run_and_signs_approve_runs_no_red_chore(db: PgPool) 
             .any(|(l, d)| l == "Approve (opens the app)" && aromba_botfake::is_link(d)),
         "the Approve of a red run opens the app: {proposal:?}"
     );
-    let k = taken_over::known(&p, &proposal).await;
-    let tap = taken_over::signed_tap(&p, &k, "approve", "Approve").await;
-    taken_over::delivers(&p, &server, &tap).await;
+    taken_over::approves(&p, &server, &proposal).await;
     let moved = p.ladder_moves().await;
     assert!(!moved.contains("ladder: normal"), "{moved}");
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -136,10 +134,7 @@ async fn an_undo_the_relay_signs_undoes_nothing_and_the_persons_does(db: PgPool)
     let undo = p
         .next(before, |t| t.starts_with("Undo the run of \"count\""))
         .await;
-    p.bot.wait_recorded(&undo).await;
-    let k = taken_over::known(&p, &undo).await;
-    let tap = taken_over::signed_tap(&p, &k, "approve", "Approve").await;
-    taken_over::delivers(&p, &server, &tap).await;
+    taken_over::approves(&p, &server, &undo).await;
     p.ladder_moves().await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(runs(&dir), 1, "the relay's signature undid the run");
@@ -164,11 +159,8 @@ async fn a_relay_that_signs_approve_on_a_release_installs_nothing(db: PgPool) {
     let proposal = p
         .next(0, |t| t.starts_with("Update Aromba to 1.0.0?"))
         .await;
-    p.bot.wait_recorded(&proposal).await;
     let server = taken_over::server(&p).await;
-    let k = taken_over::known(&p, &proposal).await;
-    let tap = taken_over::signed_tap(&p, &k, "approve", "Approve").await;
-    taken_over::delivers(&p, &server, &tap).await;
+    taken_over::approves(&p, &server, &proposal).await;
     let moved = p.ladder_moves().await;
     assert!(!moved.contains("ladder: normal"), "{moved}");
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -210,10 +202,7 @@ async fn a_relay_that_types_prodmode_off_and_signs_approve_turns_nothing_off(db:
     let proposal = p
         .next(before, |t| t.starts_with("Turn prod mode off?"))
         .await;
-    p.bot.wait_recorded(&proposal).await;
-    let k = taken_over::known(&p, &proposal).await;
-    let tap = taken_over::signed_tap(&p, &k, "approve", "Approve").await;
-    taken_over::delivers(&p, &server, &tap).await;
+    taken_over::approves(&p, &server, &proposal).await;
     relay_types(&p, &server, "Qz4rPin91").await;
     let moved = p.ladder_moves().await;
     assert!(!moved.contains("ladder: normal"), "{moved}");

@@ -11,25 +11,17 @@ use aromba_testkit::relay as support;
 use aromba_testkit::telegram::{Person, launch};
 
 use aromba_relay::telegram::words;
-use aromba_relay_proto::client::{Session, Socket};
 use aromba_relay_proto::frame::{AppAnswer, AppAnswerKind, Body, Delivery};
 use serde_json::json;
 use sqlx::PgPool;
 use std::time::Duration;
-use support::bot::{BOT_TOKEN, Bot, eventually, next_delivery, paired, post_ask, start_bot};
+use support::bot::{
+    BOT_TOKEN, Bot, eventually, next_delivery, next_is_message, paired, post_ask, rows_holding,
+    start_bot,
+};
 
 const CHAT_A: i64 = 8_200_000_001;
 const CHAT_B: i64 = 8_200_000_002;
-
-/// The person writes `text` in `chat`; the message's id in the chat.
-fn write(bot: &Bot, chat: i64, text: &str) -> i64 {
-    bot.fake.user_message(chat, text);
-    *bot.fake
-        .state()
-        .last_message_id
-        .get(&chat)
-        .expect("the chat's message")
-}
 
 /// An update of kind `kind` (`message`, `edited_message`, …) about a
 /// message of the person's in `chat`, with `fields` added: queued as
@@ -58,26 +50,6 @@ fn inject(
     message_id
 }
 
-/// Waits until the relay has said all it says at pairing, so the next Bot
-/// API call is the test's.
-async fn settled(bot: &Bot, chat: i64) {
-    eventually("the pairing's reply and menu", || {
-        let state = bot.fake.state();
-        (state.sent.iter().any(|m| m.chat_id == chat)
-            && state.commands.contains_key(&format!("chat:{chat}")))
-        .then_some(())
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-}
-
-fn deleted(bot: &Bot, chat: i64, message_id: i64) -> bool {
-    bot.fake
-        .state()
-        .deleted_by_bot
-        .contains(&(chat, message_id))
-}
-
 fn pin_replies(bot: &Bot, chat: i64) -> usize {
     bot.fake
         .state()
@@ -85,38 +57,6 @@ fn pin_replies(bot: &Bot, chat: i64) -> usize {
         .iter()
         .filter(|m| m.chat_id == chat && m.text == words::PIN_SHAPED)
         .count()
-}
-
-/// The next delivery is `text` as an ordinary message: nothing the chat
-/// wrote before it was queued for the server (deliveries come in order).
-async fn next_is_message(ws: &mut Socket, session: &mut Session, text: &str) {
-    assert_eq!(
-        next_delivery(ws, session).await,
-        Delivery::Message { text: text.into() }
-    );
-}
-
-/// Every row of every table of the relay's, as text, that holds `needle`.
-async fn rows_holding(db: &PgPool, needle: &str) -> Vec<String> {
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT table_name::text FROM information_schema.tables
-         WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
-    )
-    .fetch_all(db)
-    .await
-    .expect("the tables");
-    let mut found = Vec::new();
-    for table in tables {
-        let rows: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-            "SELECT t::text FROM \"{table}\" t WHERE t::text LIKE '%' || $1 || '%'"
-        )))
-        .bind(needle)
-        .fetch_all(db)
-        .await
-        .expect("a table");
-        found.extend(rows.into_iter().map(|r| format!("{table}: {r}")));
-    }
-    found
 }
 
 // ---------------------------------------------------------------------------
@@ -129,7 +69,7 @@ async fn rows_holding(db: &PgPool, needle: &str) -> Vec<String> {
 async fn a_pin_in_other_scripts_digits_is_deleted_and_reaches_no_server(db: PgPool) {
     let bot = start_bot(db, false).await;
     let (_a, mut ws, mut session, _) = paired(&bot, CHAT_A).await;
-    settled(&bot, CHAT_A).await;
+    bot.settled(CHAT_A).await;
     let pins = [
         "４７２９１３",
         "٤٧٢٩١٣",
@@ -137,13 +77,11 @@ async fn a_pin_in_other_scripts_digits_is_deleted_and_reaches_no_server(db: PgPo
         "472913.",
         "4\u{fe0f}\u{20e3}7\u{fe0f}\u{20e3}2\u{fe0f}\u{20e3}",
     ];
-    let ids: Vec<i64> = pins.iter().map(|p| write(&bot, CHAT_A, p)).collect();
-    write(&bot, CHAT_A, "after the pins");
+    let ids: Vec<i64> = pins.iter().map(|p| bot.write(CHAT_A, p)).collect();
+    bot.write(CHAT_A, "after the pins");
     next_is_message(&mut ws, &mut session, "after the pins").await;
     eventually("every PIN deleted", || {
-        ids.iter()
-            .all(|id| deleted(&bot, CHAT_A, *id))
-            .then_some(())
+        ids.iter().all(|id| bot.deleted(CHAT_A, *id)).then_some(())
     })
     .await;
     bot.relay.stop().await;
@@ -159,15 +97,15 @@ async fn a_pin_in_other_scripts_digits_is_deleted_and_reaches_no_server(db: PgPo
 async fn a_pin_with_an_invisible_character_around_it_is_deleted_and_reaches_no_server(db: PgPool) {
     let bot = start_bot(db.clone(), false).await;
     let (_a, mut ws, mut session, _) = paired(&bot, CHAT_A).await;
-    settled(&bot, CHAT_A).await;
+    bot.settled(CHAT_A).await;
     let pins = [
         "472913\u{200b}",
         "\u{2068}472913\u{2069}",
         "\u{feff}472913",
         "472\u{00ad}913",
     ];
-    let ids: Vec<i64> = pins.iter().map(|p| write(&bot, CHAT_A, p)).collect();
-    write(&bot, CHAT_A, "after the pins");
+    let ids: Vec<i64> = pins.iter().map(|p| bot.write(CHAT_A, p)).collect();
+    bot.write(CHAT_A, "after the pins");
     let mut reached = Vec::new();
     loop {
         match next_delivery(&mut ws, &mut session).await {
@@ -180,7 +118,7 @@ async fn a_pin_with_an_invisible_character_around_it_is_deleted_and_reaches_no_s
     let left: Vec<String> = pins
         .iter()
         .zip(&ids)
-        .filter(|(_, id)| !deleted(&bot, CHAT_A, **id))
+        .filter(|(_, id)| !bot.deleted(CHAT_A, **id))
         .map(|(p, _)| format!("{p:?}"))
         .collect();
     assert!(
@@ -198,8 +136,8 @@ async fn a_pin_with_an_invisible_character_around_it_is_deleted_and_reaches_no_s
 async fn a_message_edited_into_the_pins_shape_is_deleted_from_the_chat(db: PgPool) {
     let bot = start_bot(db, false).await;
     let (_a, mut ws, mut session, _) = paired(&bot, CHAT_A).await;
-    settled(&bot, CHAT_A).await;
-    let id = write(&bot, CHAT_A, "hello there");
+    bot.settled(CHAT_A).await;
+    let id = bot.write(CHAT_A, "hello there");
     next_is_message(&mut ws, &mut session, "hello there").await;
     inject(
         &bot,
@@ -208,11 +146,11 @@ async fn a_message_edited_into_the_pins_shape_is_deleted_from_the_chat(db: PgPoo
         Some(id),
         json!({"edit_date": 1_700_000_100, "text": "472913"}),
     );
-    write(&bot, CHAT_A, "after the edit");
+    bot.write(CHAT_A, "after the edit");
     next_is_message(&mut ws, &mut session, "after the edit").await;
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     assert!(
-        deleted(&bot, CHAT_A, id),
+        bot.deleted(CHAT_A, id),
         "the PIN edited into a message stays in the chat; said {} times",
         pin_replies(&bot, CHAT_A)
     );
@@ -226,7 +164,7 @@ async fn a_message_edited_into_the_pins_shape_is_deleted_from_the_chat(db: PgPoo
         Some(id),
         json!({"edit_date": 1_700_000_200, "text": "hello again"}),
     );
-    write(&bot, CHAT_A, "after the second edit");
+    bot.write(CHAT_A, "after the second edit");
     next_is_message(&mut ws, &mut session, "after the second edit").await;
     assert!(bot.metric("update_ignored").await >= 1);
     assert_eq!(bot.metric("pin_shaped_deleted").await, 1);
@@ -240,7 +178,7 @@ async fn a_message_edited_into_the_pins_shape_is_deleted_from_the_chat(db: PgPoo
 async fn a_pin_in_a_caption_reaches_no_server_and_is_deleted(db: PgPool) {
     let bot = start_bot(db.clone(), false).await;
     let (_a, mut ws, mut session, _) = paired(&bot, CHAT_A).await;
-    settled(&bot, CHAT_A).await;
+    bot.settled(CHAT_A).await;
     let id = inject(
         &bot,
         CHAT_A,
@@ -251,12 +189,12 @@ async fn a_pin_in_a_caption_reaches_no_server_and_is_deleted(db: PgPool) {
             "caption": "CAPTIONPIN-40417",
         }),
     );
-    write(&bot, CHAT_A, "after the photo");
+    bot.write(CHAT_A, "after the photo");
     next_is_message(&mut ws, &mut session, "after the photo").await;
     assert!(rows_holding(&db, "CAPTIONPIN-40417").await.is_empty());
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     assert!(
-        deleted(&bot, CHAT_A, id),
+        bot.deleted(CHAT_A, id),
         "a PIN-shaped caption stays in the chat"
     );
     assert_eq!(bot.metric("pin_shaped_deleted").await, 1);
@@ -270,8 +208,8 @@ async fn a_pin_in_a_caption_reaches_no_server_and_is_deleted(db: PgPool) {
 async fn a_forwarded_or_replying_pin_is_deleted_and_reaches_no_server(db: PgPool) {
     let bot = start_bot(db, false).await;
     let (_a, mut ws, mut session, _) = paired(&bot, CHAT_A).await;
-    settled(&bot, CHAT_A).await;
-    let first = write(&bot, CHAT_A, "something to reply to");
+    bot.settled(CHAT_A).await;
+    let first = bot.write(CHAT_A, "something to reply to");
     next_is_message(&mut ws, &mut session, "something to reply to").await;
     let forwarded = inject(
         &bot,
@@ -299,10 +237,10 @@ async fn a_forwarded_or_replying_pin_is_deleted_and_reaches_no_server(db: PgPool
             "text": "REPLYPIN-7734",
         }),
     );
-    write(&bot, CHAT_A, "after them");
+    bot.write(CHAT_A, "after them");
     next_is_message(&mut ws, &mut session, "after them").await;
     eventually("the forwarded and the replying PIN deleted", || {
-        (deleted(&bot, CHAT_A, forwarded) && deleted(&bot, CHAT_A, reply)).then_some(())
+        (bot.deleted(CHAT_A, forwarded) && bot.deleted(CHAT_A, reply)).then_some(())
     })
     .await;
     bot.relay.stop().await;
@@ -316,18 +254,16 @@ async fn a_forwarded_or_replying_pin_is_deleted_and_reaches_no_server(db: PgPool
 async fn a_flood_of_pins_is_deleted_whole_and_the_reply_does_not_amplify(db: PgPool) {
     let bot = start_bot(db, false).await;
     let (_a, mut ws, mut session, _) = paired(&bot, CHAT_A).await;
-    settled(&bot, CHAT_A).await;
+    bot.settled(CHAT_A).await;
     let before = bot.fake.sent_to(CHAT_A).len();
     let n = 40;
     let ids: Vec<i64> = (0..n)
-        .map(|i| write(&bot, CHAT_A, &format!("FLOODPIN-{i:04}")))
+        .map(|i| bot.write(CHAT_A, &format!("FLOODPIN-{i:04}")))
         .collect();
-    write(&bot, CHAT_A, "after the flood");
+    bot.write(CHAT_A, "after the flood");
     next_is_message(&mut ws, &mut session, "after the flood").await;
     eventually("every PIN of the flood deleted", || {
-        ids.iter()
-            .all(|id| deleted(&bot, CHAT_A, *id))
-            .then_some(())
+        ids.iter().all(|id| bot.deleted(CHAT_A, *id)).then_some(())
     })
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;

@@ -11,75 +11,23 @@ use aromba_testkit::relay as support;
 
 use aromba_botfake::state::Injected;
 use aromba_relay::telegram::words;
-use aromba_relay_proto::client::{Session, Socket, dial, handshake};
+use aromba_relay_proto::client::{dial, handshake};
 use aromba_relay_proto::frame::{Body, Delivery};
 use aromba_relay_proto::session::{now_ms, seal_raw, seal_raw_json};
 use futures_util::SinkExt;
 use sqlx::PgPool;
 use std::io::Read;
 use std::time::Duration;
-use support::bot::{BOT_TOKEN, Bot, ask_code, eventually, fake, next_delivery, paired, start_bot};
+use support::bot::{
+    BOT_TOKEN, Bot, ask_code, eventually, fake, next_delivery, next_is_message, paired,
+    rows_holding, start_bot,
+};
 use support::{
     RelayProcess, Server, TestRelay, closed_with, config, connect, connected, free_port, start,
 };
 use tokio_tungstenite::tungstenite::Message;
 
 const CHAT_A: i64 = 8_100_000_001;
-
-/// The person writes `text` in `chat`; the message's id in the chat.
-fn write(bot: &Bot, chat: i64, text: &str) -> i64 {
-    bot.fake.user_message(chat, text);
-    *bot.fake
-        .state()
-        .last_message_id
-        .get(&chat)
-        .expect("the chat's message")
-}
-
-/// Waits until the relay has said all it says at pairing (its reply and
-/// the chat's command menu), so the next Bot API call is the test's.
-async fn settled(bot: &Bot, chat: i64) {
-    eventually("the pairing's reply and menu", || {
-        let state = bot.fake.state();
-        (state.sent.iter().any(|m| m.chat_id == chat)
-            && state.commands.contains_key(&format!("chat:{chat}")))
-        .then_some(())
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-}
-
-fn deleted(bot: &Bot, chat: i64, message_id: i64) -> bool {
-    bot.fake
-        .state()
-        .deleted_by_bot
-        .contains(&(chat, message_id))
-}
-
-/// Every row of every table of the relay's, as text, that holds `needle`.
-async fn rows_holding(db: &PgPool, needle: &str) -> Vec<String> {
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT table_name::text FROM information_schema.tables
-         WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
-    )
-    .fetch_all(db)
-    .await
-    .expect("the tables");
-    assert!(tables.iter().any(|t| t == "outbox"), "{tables:?}");
-    let mut found = Vec::new();
-    for table in tables {
-        // The table names are the database's own.
-        let rows: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-            "SELECT t::text FROM \"{table}\" t WHERE t::text LIKE '%' || $1 || '%'"
-        )))
-        .bind(needle)
-        .fetch_all(db)
-        .await
-        .expect("a table");
-        found.extend(rows.into_iter().map(|r| format!("{table}: {r}")));
-    }
-    found
-}
 
 // ---------------------------------------------------------------------------
 // A PIN typed into the chat
@@ -95,18 +43,9 @@ async fn deleted_and_said(bot: &Bot, chat: i64, message_id: i64, times: usize) {
             .iter()
             .filter(|m| m.chat_id == chat && m.text == words::PIN_SHAPED)
             .count();
-        (deleted(bot, chat, message_id) && said >= times).then_some(())
+        (bot.deleted(chat, message_id) && said >= times).then_some(())
     })
     .await;
-}
-
-/// The next delivery is `text` as an ordinary message: nothing the chat
-/// wrote before it was queued for the server (deliveries come in order).
-async fn next_is_message(ws: &mut Socket, session: &mut Session, text: &str) {
-    assert_eq!(
-        next_delivery(ws, session).await,
-        Delivery::Message { text: text.into() }
-    );
 }
 
 /// Found by the review: a PIN typed where none was asked for (after a
@@ -118,18 +57,18 @@ async fn next_is_message(ws: &mut Socket, session: &mut Session, text: &str) {
 async fn a_message_with_the_pins_shape_is_deleted_and_reaches_no_server(db: PgPool) {
     let bot = start_bot(db, false).await;
     let (_a, mut ws, mut session, _) = paired(&bot, CHAT_A).await;
-    settled(&bot, CHAT_A).await;
+    bot.settled(CHAT_A).await;
     let pins = ["Tr0ub4dor&3", "472913", "  4729135\n"];
     for (n, pin) in pins.iter().enumerate() {
-        let id = write(&bot, CHAT_A, pin);
+        let id = bot.write(CHAT_A, pin);
         deleted_and_said(&bot, CHAT_A, id, n + 1).await;
     }
-    let words_id = write(&bot, CHAT_A, "is disk 2 full?");
+    let words_id = bot.write(CHAT_A, "is disk 2 full?");
     next_is_message(&mut ws, &mut session, "is disk 2 full?").await;
-    let command = write(&bot, CHAT_A, "/run tidy2024");
+    let command = bot.write(CHAT_A, "/run tidy2024");
     next_is_message(&mut ws, &mut session, "/run tidy2024").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!deleted(&bot, CHAT_A, words_id) && !deleted(&bot, CHAT_A, command));
+    assert!(!bot.deleted(CHAT_A, words_id) && !bot.deleted(CHAT_A, command));
     assert_eq!(bot.metric("pin_shaped_deleted").await, 3);
 }
 
@@ -139,14 +78,14 @@ async fn a_message_with_the_pins_shape_is_deleted_and_reaches_no_server(db: PgPo
 async fn a_pin_typed_into_the_chat_is_in_no_table(db: PgPool) {
     let bot = start_bot(db, false).await;
     let (_a, ws, session, _) = paired(&bot, CHAT_A).await;
-    settled(&bot, CHAT_A).await;
+    bot.settled(CHAT_A).await;
     let secret = "SECRETPIN-8375-qz";
-    let id = write(&bot, CHAT_A, secret);
+    let id = bot.write(CHAT_A, secret);
     deleted_and_said(&bot, CHAT_A, id, 1).await;
     // A message after it, left unacknowledged: once it is in the outbox,
     // the PIN (read first) would be there before it — and the search finds
     // what is there.
-    write(&bot, CHAT_A, "visible in the outbox");
+    bot.write(CHAT_A, "visible in the outbox");
     let mut queued = false;
     for _ in 0..250 {
         if !rows_holding(&bot.db, "visible in the outbox")
@@ -168,13 +107,13 @@ async fn a_pin_typed_into_the_chat_is_in_no_table(db: PgPool) {
 async fn a_pin_whose_deletion_meets_a_429_is_deleted_after_the_wait(db: PgPool) {
     let bot = start_bot(db, false).await;
     let (_a, _ws, _session, _) = paired(&bot, CHAT_A).await;
-    settled(&bot, CHAT_A).await;
+    bot.settled(CHAT_A).await;
     // Telegram asks the bot to wait just as the PIN is to be deleted.
     bot.fake
         .inject(Injected::TooManyRequests { retry_after: 1 });
-    let pin = write(&bot, CHAT_A, "4729135");
+    let pin = bot.write(CHAT_A, "4729135");
     for _ in 0..500 {
-        if deleted(&bot, CHAT_A, pin) {
+        if bot.deleted(CHAT_A, pin) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -186,11 +125,11 @@ async fn a_pin_whose_deletion_meets_a_429_is_deleted_after_the_wait(db: PgPool) 
 async fn a_pin_whose_deletion_fails_on_the_way_is_deleted_on_a_second_try(db: PgPool) {
     let bot = start_bot(db, false).await;
     let (_a, _ws, _session, _) = paired(&bot, CHAT_A).await;
-    settled(&bot, CHAT_A).await;
+    bot.settled(CHAT_A).await;
     bot.fake.inject(Injected::Hangup);
-    let pin = write(&bot, CHAT_A, "4729135");
+    let pin = bot.write(CHAT_A, "4729135");
     for _ in 0..500 {
-        if deleted(&bot, CHAT_A, pin) {
+        if bot.deleted(CHAT_A, pin) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -488,7 +427,7 @@ async fn first_frame_json(relay: &TestRelay, server: &Server, body: &str) -> u16
 async fn a_server_cannot_ask_for_the_chats_next_message_as_a_secret(db: PgPool) {
     let bot = start_bot(db, false).await;
     let (a, ws, session, _) = paired(&bot, CHAT_A).await;
-    settled(&bot, CHAT_A).await;
+    bot.settled(CHAT_A).await;
     drop((ws, session));
     assert_eq!(
         first_frame_json(&bot.relay, &a, r#"{"type":"expect_secret"}"#).await,
@@ -497,11 +436,11 @@ async fn a_server_cannot_ask_for_the_chats_next_message_as_a_secret(db: PgPool) 
     let secret = r#"{"type":"deliver","id":1,"delivery":{"kind":"secret","text":"1234567"}}"#;
     assert_eq!(first_frame_json(&bot.relay, &a, secret).await, 1008);
     let (mut ws2, mut session2) = connect(&bot.relay, &a).await;
-    let kept = write(&bot, CHAT_A, "four seven 2");
+    let kept = bot.write(CHAT_A, "four seven 2");
     next_is_message(&mut ws2, &mut session2, "four seven 2").await;
-    let pin = write(&bot, CHAT_A, "4729135");
+    let pin = bot.write(CHAT_A, "4729135");
     deleted_and_said(&bot, CHAT_A, pin, 1).await;
-    assert!(!deleted(&bot, CHAT_A, kept));
+    assert!(!bot.deleted(CHAT_A, kept));
 }
 
 /// A relay upgraded with a `secret` still queued for a server (typed in the

@@ -111,3 +111,13 @@ pub async fn server(p: &Paired) -> String {
         .await
         .expect("the chat is paired")
 }
+
+/// The relay signs Approve on the message `shown` (once it is recorded)
+/// with its own key and delivers the tap to `server`, as if the person had
+/// tapped it.
+pub async fn approves(p: &Paired, server: &str, shown: &Sent) {
+    p.bot.wait_recorded(shown).await;
+    let k = known(p, shown).await;
+    let tap = signed_tap(p, &k, "approve", "Approve").await;
+    delivers(p, server, &tap).await;
+}

@@ -455,25 +455,12 @@ fn a_cap_confirmation_naming_anyone_but_the_app_or_the_terminal_confirms_nothing
     let r = w.ask_raw(br#"{"type":"confirm_cap","chore":"capa","by":"app"}"#);
     assert!(!matches!(r, Response::Noted { .. }), "{r:?}");
     // The record rewritten, each cap naming someone else.
-    w.stop();
-    let layout = w.layout();
-    let record = aromba_warden::state::read(&layout, "confirmed-caps")
-        .unwrap()
-        .expect("the confirmed caps");
-    let mut all: serde_json::Value = serde_json::from_slice(&record).unwrap();
-    assert_eq!(all["kept"]["by"], "terminal", "{all}");
-    for (name, by) in names.iter().zip(&bys) {
-        all[name.as_str()]["by"] = by.clone();
-    }
-    let mut baseline = aromba_warden::integrity::Baseline::read(&layout).unwrap();
-    aromba_warden::state::change(
-        &layout,
-        &mut baseline,
-        "confirmed-caps",
-        Some(&serde_json::to_vec(&all).unwrap()),
-    )
-    .unwrap();
-    w.restart();
+    w.rewrite_confirmed_caps(|all| {
+        assert_eq!(all["kept"]["by"], "terminal", "{all}");
+        for (name, by) in names.iter().zip(&bys) {
+            all[name.as_str()]["by"] = by.clone();
+        }
+    });
     for (name, by) in names.iter().zip(&bys) {
         assert!(
             cap_waits_for_confirmation(&w, name),

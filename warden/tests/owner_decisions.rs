@@ -299,24 +299,10 @@ fn a_cap_confirmed_before_the_mini_app_must_be_confirmed_again() {
     // The record as the Warden wrote it before: the same cap and script,
     // and no word of who confirmed it (the baseline re-taken with it, as
     // that Warden did).
-    w.stop();
-    let layout = w.layout();
-    let record = aromba_warden::state::read(&layout, "confirmed-caps")
-        .unwrap()
-        .expect("the confirmed caps");
-    let mut all: serde_json::Value = serde_json::from_slice(&record).unwrap();
-    assert_eq!(all["big"]["by"], "terminal", "{all}");
-    all["big"].as_object_mut().unwrap().remove("by");
-    let mut baseline = aromba_warden::integrity::Baseline::read(&layout).unwrap();
-    assert!(baseline.is_some(), "installed: a baseline to keep");
-    aromba_warden::state::change(
-        &layout,
-        &mut baseline,
-        "confirmed-caps",
-        Some(&serde_json::to_vec(&all).unwrap()),
-    )
-    .unwrap();
-    w.restart();
+    w.rewrite_confirmed_caps(|all| {
+        assert_eq!(all["big"]["by"], "terminal", "{all}");
+        all["big"].as_object_mut().unwrap().remove("by");
+    });
     let why = refused(run(&w, "big", true));
     assert!(why.contains("confirm"), "{why}");
     assert_eq!(w.ladder(), 0, "the person's own old record is no anomaly");

@@ -426,3 +426,72 @@ pub async fn post_ask(relay: std::net::SocketAddr, body: String) -> (u16, String
     let status = response.status().as_u16();
     (status, response.text().await.unwrap_or_default())
 }
+
+impl Bot {
+    /// The person writes `text` in `chat`; the message's id in the chat.
+    pub fn write(&self, chat: i64, text: &str) -> i64 {
+        self.fake.user_message(chat, text);
+        *self
+            .fake
+            .state()
+            .last_message_id
+            .get(&chat)
+            .expect("the chat's message")
+    }
+
+    /// Waits until the relay has said all it says at pairing (its reply
+    /// and the chat's command menu), so the next Bot API call is the
+    /// test's.
+    pub async fn settled(&self, chat: i64) {
+        eventually("the pairing's reply and menu", || {
+            let state = self.fake.state();
+            (state.sent.iter().any(|m| m.chat_id == chat)
+                && state.commands.contains_key(&format!("chat:{chat}")))
+            .then_some(())
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+
+    /// Whether the bot deleted `message_id` from `chat`.
+    pub fn deleted(&self, chat: i64, message_id: i64) -> bool {
+        self.fake
+            .state()
+            .deleted_by_bot
+            .contains(&(chat, message_id))
+    }
+}
+
+/// The next delivery is `text` as an ordinary message: nothing the chat
+/// wrote before it was queued for the server (deliveries come in order).
+pub async fn next_is_message(ws: &mut Socket, session: &mut Session, text: &str) {
+    assert_eq!(
+        next_delivery(ws, session).await,
+        Delivery::Message { text: text.into() }
+    );
+}
+
+/// Every row of every table of the relay's, as text, that holds `needle`.
+pub async fn rows_holding(db: &PgPool, needle: &str) -> Vec<String> {
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables
+         WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
+    )
+    .fetch_all(db)
+    .await
+    .expect("the tables");
+    assert!(tables.iter().any(|t| t == "outbox"), "{tables:?}");
+    let mut found = Vec::new();
+    for table in tables {
+        // The table names are the database's own.
+        let rows: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT t::text FROM \"{table}\" t WHERE t::text LIKE '%' || $1 || '%'"
+        )))
+        .bind(needle)
+        .fetch_all(db)
+        .await
+        .expect("a table");
+        found.extend(rows.into_iter().map(|r| format!("{table}: {r}")));
+    }
+    found
+}

@@ -330,6 +330,30 @@ impl Warden {
         self.serving = serve(self.layout(), self.clock.clone(), self.adjust, |_| {});
     }
 
+    /// Stops this Warden, rewrites its confirmed damage caps with `edit`
+    /// as a Warden of another version would have written them (the
+    /// baseline re-taken with them, as that Warden did), and starts it
+    /// again.
+    pub fn rewrite_confirmed_caps(&mut self, edit: impl FnOnce(&mut serde_json::Value)) {
+        self.stop();
+        let layout = self.layout();
+        let record = aromba_warden::state::read(&layout, "confirmed-caps")
+            .unwrap()
+            .expect("the confirmed caps");
+        let mut all: serde_json::Value = serde_json::from_slice(&record).unwrap();
+        edit(&mut all);
+        let mut baseline = aromba_warden::integrity::Baseline::read(&layout).unwrap();
+        assert!(baseline.is_some(), "installed: a baseline to keep");
+        aromba_warden::state::change(
+            &layout,
+            &mut baseline,
+            "confirmed-caps",
+            Some(&serde_json::to_vec(&all).unwrap()),
+        )
+        .unwrap();
+        self.restart();
+    }
+
     pub fn layout(&self) -> Layout {
         Layout::rooted(&self.root)
     }
