@@ -174,12 +174,19 @@ impl Sealer {
 
 fn seal_with(key: &Key, inner: &Inner<'_>) -> String {
     // Serialising these types cannot fail: no maps with non-string keys.
-    let f = serde_json::to_string(inner).unwrap_or_default();
+    seal_text(key, serde_json::to_string(inner).unwrap_or_default())
+}
+
+/// MACs the inner frame `f` and wraps it; `f` that is not JSON makes an
+/// empty frame (only a test's hand-made body can be such).
+fn seal_text(key: &Key, f: String) -> String {
     let mut m = mac(key);
     m.update(f.as_bytes());
     let tag = hex(&m.finalize().into_bytes());
-    let raw = RawValue::from_string(f).unwrap_or_else(|_| unreachable!("serde_json wrote it"));
-    serde_json::to_string(&WireOut { m: tag, f: &raw }).unwrap_or_default()
+    match RawValue::from_string(f) {
+        Ok(raw) => serde_json::to_string(&WireOut { m: tag, f: &raw }).unwrap_or_default(),
+        Err(_) => String::new(),
+    }
 }
 
 /// Seals a frame with a counter and timestamp of the caller's choice: for
@@ -199,16 +206,9 @@ pub fn seal_raw(key: &Key, counter: u64, ts_ms: i64, body: &Body) -> String {
 /// caller's choice: for tests that play a hostile peer sending a body no
 /// `Body` can hold (a frame of a kind that is gone, say).
 pub fn seal_raw_json(key: &Key, counter: u64, ts_ms: i64, body: &str) -> String {
-    let f = format!(r#"{{"n":{counter},"t":{ts_ms},"b":{body}}}"#);
-    let mut m = mac(key);
-    m.update(f.as_bytes());
-    let tag = hex(&m.finalize().into_bytes());
     // A body that is not JSON makes a frame that is not either: the peer
     // under test refuses it as it would any.
-    match RawValue::from_string(f) {
-        Ok(raw) => serde_json::to_string(&WireOut { m: tag, f: &raw }).unwrap_or_default(),
-        Err(_) => String::new(),
-    }
+    seal_text(key, format!(r#"{{"n":{counter},"t":{ts_ms},"b":{body}}}"#))
 }
 
 /// Opens the frames of one direction.

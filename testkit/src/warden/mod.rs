@@ -435,17 +435,21 @@ impl Warden {
     }
 
     /// Proposes `r`; the action id, the server id and whether it needs
-    /// the PIN. The text the Warden gave is kept for [`Warden::tap`].
+    /// the PIN (its app's `start_param` names a key to seal it for). The
+    /// text the Warden gave is kept for [`Warden::tap`].
     pub fn propose(&self, r: &Request) -> (String, String, bool) {
         match self.ask(r) {
             Response::Proposed {
                 action_id,
                 server_id,
                 text,
-                needs_pin,
                 app,
                 ..
             } => {
+                let needs_pin = app
+                    .as_deref()
+                    .and_then(aromba_warden::telegram::parse_action_param)
+                    .is_some_and(|p| p.seal_key.is_some());
                 self.texts.lock().unwrap().insert(action_id.clone(), text);
                 if let Some(app) = app {
                     self.apps.lock().unwrap().insert(action_id.clone(), app);

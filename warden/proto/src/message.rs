@@ -293,14 +293,13 @@ pub enum Response {
     /// An action id for a proposed action, the server id the relay signs,
     /// the message text and buttons the Worker must send verbatim (the
     /// Warden's rendering: a tap verifies only when the relay signed the
-    /// SHA-256 of exactly this text and the label it gave the button), and
-    /// whether it needs the PIN.
+    /// SHA-256 of exactly this text and the label it gave the button). An
+    /// action that needs the PIN names the key it is sealed for in `app`.
     Proposed {
         action_id: String,
         server_id: String,
         text: String,
         buttons: Vec<Button>,
-        needs_pin: bool,
         /// The Mini App's `start_param` when the action is approved there
         /// (Telegram signs the tap, not the relay): the Approve button
         /// opens the app with it. `None`: a relay-signed tap approves it.
@@ -948,7 +947,6 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
             server_id,
             text,
             buttons,
-            needs_pin,
             app,
         } => object(
             "proposed",
@@ -960,7 +958,6 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                     "buttons",
                     Value::Array(buttons.iter().map(button_value).collect()),
                 ),
-                ("needs_pin", Value::from(*needs_pin)),
                 ("app", app.as_deref().map_or(Value::Null, Value::from)),
             ],
         ),
@@ -1240,7 +1237,6 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
             server_id: f.string("server_id")?,
             text: f.string("text")?,
             buttons: buttons_from(f.take("buttons")?)?,
-            needs_pin: f.bool("needs_pin")?,
             app: f.opt_string("app")?,
         },
         "telegram_account" => Response::TelegramAccount {
@@ -1413,7 +1409,6 @@ mod tests {
                 data: "approve".into(),
                 label: "Approve".into(),
             }],
-            needs_pin: true,
             app: None,
         };
         assert_eq!(decode_response(&encode_response(&p)).unwrap(), p);
@@ -1422,7 +1417,6 @@ mod tests {
             server_id: "s".into(),
             text: "Run the red chore \"wipe\" now?".into(),
             buttons: vec![],
-            needs_pin: false,
             app: Some("0123_abcd".into()),
         };
         assert_eq!(decode_response(&encode_response(&in_app)).unwrap(), in_app);

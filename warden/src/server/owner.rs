@@ -427,7 +427,6 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
                 label: (*label).into(),
             })
             .collect(),
-        needs_pin: action.needs_pin(),
         app,
     }
 }
