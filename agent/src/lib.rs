@@ -21,4 +21,6 @@ pub mod net;
 pub mod pair;
 pub mod paths;
 pub mod register;
+pub mod skills_cli;
+pub mod terminal;
 pub mod warden_client;

@@ -3,8 +3,9 @@
 
 #![forbid(unsafe_code)]
 
+use aromba::terminal::read_secret_line;
 use aromba::warden_client::control;
-use aromba::{daemon, lifecycle, out, pair, paths, warden_client};
+use aromba::{daemon, lifecycle, out, pair, paths, skills_cli, warden_client};
 use aromba_warden_proto::{Request, Response, printable, socket_paths};
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -168,6 +169,12 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },
+    /// Skills: signed bundles of chores and assistant tools, each bounded
+    /// by a manifest shown before install (run as root).
+    Skill {
+        #[command(subcommand)]
+        verb: SkillVerb,
+    },
     /// Prod mode: every chore red, nothing deleted, the assistant only
     /// proposes (run as root). Turning it off needs the PIN.
     ProdMode {
@@ -192,6 +199,53 @@ enum PinVerb {
     /// Set or replace the PIN: typed without echo at a terminal, or one
     /// line of standard input when that is a pipe.
     Set {
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum SkillVerb {
+    /// Show what the skill bundle FILE asks for (what more than the
+    /// version installed, first), then install it when you say yes; its
+    /// hosts need the PIN.
+    Install {
+        file: PathBuf,
+        /// Do not ask first (the PIN is still asked for when needed).
+        #[arg(long)]
+        yes: bool,
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+    /// The skills installed here, and what each may do on the network.
+    List {
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+    /// One installed skill's manifest, in plain words.
+    Show {
+        name: String,
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+    /// Remove a skill: its bundle, its chores, their records, its hosts.
+    Remove {
+        name: String,
+        /// Do not ask first.
+        #[arg(long)]
+        yes: bool,
         /// The folder of a Warden started with `aromba-warden serve --root
         /// DIR` (the demo's: ./scripts/demo prints it). Default: the
         /// installed system's sockets under /run/aromba.
@@ -281,6 +335,12 @@ fn main() -> ExitCode {
             Err(code) => code,
         },
         Command::ProdMode { state, root } => prod_mode(root, state),
+        Command::Skill { verb } => match verb {
+            SkillVerb::Install { file, yes, root } => skills_cli::install(root, &file, yes),
+            SkillVerb::List { root } => skills_cli::list(root, None),
+            SkillVerb::Show { name, root } => skills_cli::list(root, Some(&name)),
+            SkillVerb::Remove { name, yes, root } => skills_cli::remove(root, &name, yes),
+        },
         Command::Update {
             from,
             releases,
@@ -353,40 +413,6 @@ fn pair_verb(options: pair::PairOptions) -> ExitCode {
         Err(e) => {
             eprintln!("aromba: {e}");
             ExitCode::from(1)
-        }
-    }
-}
-
-/// The PIN, typed at a terminal without echo (the prompt and the reading
-/// go through the terminal, as `sudo` and `ssh` do), or one line of
-/// standard input without its line break when that is not a terminal (a
-/// pipe, in scripts and tests). An empty PIN is refused here: sent, it would
-/// count as a wrong one.
-fn read_secret_line(prompt: &str) -> Result<String, ExitCode> {
-    use std::io::{BufRead, IsTerminal};
-    let read = if std::io::stdin().is_terminal() {
-        rpassword::prompt_password(prompt).map(Some)
-    } else {
-        let mut line = String::new();
-        match std::io::stdin().lock().read_line(&mut line) {
-            Ok(0) => Ok(None),
-            Ok(_) => Ok(Some(line.trim_end_matches(['\n', '\r']).to_string())),
-            Err(e) => Err(e),
-        }
-    };
-    match read {
-        Ok(None) => {
-            eprintln!("aromba: no PIN on standard input");
-            Err(ExitCode::from(2))
-        }
-        Ok(Some(pin)) if pin.is_empty() => {
-            eprintln!("aromba: the PIN is empty; nothing was sent");
-            Err(ExitCode::from(2))
-        }
-        Ok(Some(pin)) => Ok(pin),
-        Err(e) => {
-            eprintln!("aromba: cannot read the PIN: {e}");
-            Err(ExitCode::from(2))
         }
     }
 }

@@ -36,6 +36,20 @@ impl Keys {
         !compiled::COMPILED.is_empty()
     }
 
+    /// Whether one of these keys signed `bytes` with `signature` (a
+    /// minisign signature file's text; its trusted comment is signed too).
+    pub fn signed(&self, bytes: &[u8], signature: &str) -> Result<(), ReleaseError> {
+        let sig = minisign_verify::Signature::decode(signature)
+            .map_err(|e| ReleaseError::BadSignature(format!("not a minisign signature: {e}")))?;
+        if self.0.iter().any(|k| k.verify(bytes, &sig, false).is_ok()) {
+            Ok(())
+        } else {
+            Err(ReleaseError::BadSignature(
+                "no trusted key signed it".into(),
+            ))
+        }
+    }
+
     pub(crate) fn all(&self) -> &[PublicKey] {
         &self.0
     }

@@ -40,6 +40,7 @@ pub mod redaction;
 pub mod relay;
 pub mod release;
 pub mod serving;
+pub mod skills;
 pub mod taken_over;
 pub mod telegram;
 pub mod updates;

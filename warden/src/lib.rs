@@ -38,6 +38,7 @@ pub mod redact_cmd;
 pub mod seal;
 pub mod server;
 pub mod signal;
+pub mod skills;
 pub mod state;
 pub mod system;
 pub mod telegram;

@@ -229,8 +229,9 @@ fn without_isolation_only_green_system_chores_run() {
         ("yellow", Origin::System),
         ("red", Origin::System),
         ("green", Origin::Mine),
+        ("green", Origin::Skill("certs".into())),
     ] {
-        let c = chore(color, &d.touched, "", "true", origin);
+        let c = chore(color, &d.touched, "", "true", origin.clone());
         let Err(RunError::Refused(why)) = run(&c, Mode::Real, &ctx(&layout, isolation, 30)) else {
             panic!("{color} {origin:?} ran without isolation")
         };

@@ -158,6 +158,33 @@ pub enum Request {
     /// the releases, the Worker's state and user; the journal is kept
     /// unless `purge`.
     Uninstall { purge: bool },
+    /// Control socket: read the skill bundle at `path` and say what it
+    /// asks for (and what more than the installed version), installing
+    /// nothing.
+    SkillCheck { path: String },
+    /// Control socket: install the bundle at `path`, which must still be
+    /// the one shown (`sha256`); `pin` when it asks for hosts not granted.
+    SkillInstall {
+        path: String,
+        sha256: String,
+        pin: Option<Pin>,
+    },
+    /// Control socket: remove skill `name` and everything of its.
+    SkillRemove { name: String },
+    /// Either socket: the skills installed here.
+    Skills,
+}
+
+/// One installed skill, as `aromba skill list` and `/skills` show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkillInfo {
+    pub name: String,
+    pub version: String,
+    pub publisher: String,
+    /// Its manifest in plain words.
+    pub text: String,
+    /// What it may do on the network now, in words.
+    pub network: String,
 }
 
 /// One line of `aromba chores`.
@@ -347,6 +374,26 @@ pub enum Response {
         added: Vec<String>,
         refused: Vec<String>,
         journal_seq: Option<u64>,
+    },
+    /// What a skill bundle asks for (`Request::SkillCheck`).
+    SkillShown {
+        name: String,
+        version: String,
+        /// The bundle's SHA-256, which the install must name.
+        sha256: String,
+        /// The manifest in plain words.
+        text: String,
+        /// The version installed now, if any.
+        installed: Option<String>,
+        /// What it asks for beyond the installed version, a line each.
+        widening: Vec<String>,
+        /// Installing it needs the PIN (hosts not granted before).
+        needs_pin: bool,
+    },
+    /// The skills installed here, and each that no longer verifies, why.
+    Skills {
+        skills: Vec<SkillInfo>,
+        refused: Vec<String>,
     },
     /// What one chore run did: the receipt, and its redacted output.
     Receipt {
@@ -628,6 +675,21 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
         Request::InstallRelease { dir } => object("install_release", vec![("dir", opt_str(dir))]),
         Request::ProposeRelease => object("propose_release", vec![]),
         Request::Releases => object("releases", vec![]),
+        Request::SkillCheck { path } => {
+            object("skill_check", vec![("path", Value::from(path.as_str()))])
+        }
+        Request::SkillInstall { path, sha256, pin } => object(
+            "skill_install",
+            vec![
+                ("path", Value::from(path.as_str())),
+                ("sha256", Value::from(sha256.as_str())),
+                ("pin", opt_pin(pin)),
+            ],
+        ),
+        Request::SkillRemove { name } => {
+            object("skill_remove", vec![("name", Value::from(name.as_str()))])
+        }
+        Request::Skills => object("skills", vec![]),
         Request::RollbackTold { version } => object(
             "rollback_told",
             vec![("version", Value::from(version.as_str()))],
@@ -826,6 +888,18 @@ fn request_of(kind: String, mut f: Fields) -> Result<Request, ProtoError> {
         },
         "propose_release" => Request::ProposeRelease,
         "releases" => Request::Releases,
+        "skill_check" => Request::SkillCheck {
+            path: f.string("path")?,
+        },
+        "skill_install" => Request::SkillInstall {
+            path: f.string("path")?,
+            sha256: f.string("sha256")?,
+            pin: f.opt_string("pin")?.map(Pin::new),
+        },
+        "skill_remove" => Request::SkillRemove {
+            name: f.string("name")?,
+        },
+        "skills" => Request::Skills,
         "rollback_told" => Request::RollbackTold {
             version: f.string("version")?,
         },
@@ -987,6 +1061,36 @@ pub fn encode_response(r: &Response) -> Vec<u8> {
                 ),
             )],
         ),
+        Response::SkillShown {
+            name,
+            version,
+            sha256,
+            text,
+            installed,
+            widening,
+            needs_pin,
+        } => object(
+            "skill_shown",
+            vec![
+                ("name", Value::from(name.as_str())),
+                ("version", Value::from(version.as_str())),
+                ("sha256", Value::from(sha256.as_str())),
+                ("text", Value::from(text.as_str())),
+                ("installed", opt_str(installed)),
+                ("widening", strings_value(widening)),
+                ("needs_pin", Value::from(*needs_pin)),
+            ],
+        ),
+        Response::Skills { skills, refused } => object(
+            "skills",
+            vec![
+                (
+                    "skills",
+                    Value::Array(skills.iter().map(skill_value).collect()),
+                ),
+                ("refused", strings_value(refused)),
+            ],
+        ),
         Response::Chores { chores } => object(
             "chores",
             vec![(
@@ -1101,6 +1205,16 @@ fn buttons_from(v: Value) -> Result<Vec<Button>, ProtoError> {
         .collect()
 }
 
+fn skill_value(s: &SkillInfo) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), Value::from(s.name.as_str()));
+    m.insert("version".into(), Value::from(s.version.as_str()));
+    m.insert("publisher".into(), Value::from(s.publisher.as_str()));
+    m.insert("text".into(), Value::from(s.text.as_str()));
+    m.insert("network".into(), Value::from(s.network.as_str()));
+    Value::Object(m)
+}
+
 fn chore_value(c: &ChoreInfo) -> Value {
     let mut m = Map::new();
     m.insert("name".into(), Value::from(c.name.as_str()));
@@ -1205,6 +1319,45 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             Response::Health { reads }
+        }
+        "skill_shown" => Response::SkillShown {
+            name: f.string("name")?,
+            version: f.string("version")?,
+            sha256: f.string("sha256")?,
+            text: f.string("text")?,
+            installed: f.opt_string("installed")?,
+            widening: f.strings("widening", MAX_LISTED)?,
+            needs_pin: f.bool("needs_pin")?,
+        },
+        "skills" => {
+            let Value::Array(items) = f.take("skills")? else {
+                return Err(err("\"skills\" must be an array"));
+            };
+            if items.len() > MAX_LISTED {
+                return Err(err("\"skills\" has too many items"));
+            }
+            let skills = items
+                .into_iter()
+                .map(|v| {
+                    let Value::Object(map) = v else {
+                        return Err(err("a skill must be an object"));
+                    };
+                    let mut c = Fields(map);
+                    let info = SkillInfo {
+                        name: c.string("name")?,
+                        version: c.string("version")?,
+                        publisher: c.string("publisher")?,
+                        text: c.string("text")?,
+                        network: c.string("network")?,
+                    };
+                    c.done("skill")?;
+                    Ok(info)
+                })
+                .collect::<Result<_, _>>()?;
+            Response::Skills {
+                skills,
+                refused: f.strings("refused", MAX_LISTED)?,
+            }
         }
         "chores" => {
             let Value::Array(items) = f.take("chores")? else {
@@ -1458,6 +1611,18 @@ mod tests {
             Request::ProposeRelease,
             Request::Releases,
             Request::Trust,
+            Request::SkillCheck {
+                path: "/root/tls-certs.skill".into(),
+            },
+            Request::SkillInstall {
+                path: "/root/tls-certs.skill".into(),
+                sha256: "ab".repeat(32),
+                pin: Some(Pin::new("4729135")),
+            },
+            Request::SkillRemove {
+                name: "tls-certs".into(),
+            },
+            Request::Skills,
             Request::RollbackTold {
                 version: "1.4.2".into(),
             },
@@ -1496,6 +1661,25 @@ mod tests {
                 fences: vec!["/srv/app".into()],
                 fences_total: 3,
                 journal: "ok: 12 lines (checked at 2026-12-06T00:00:00Z)".into(),
+            },
+            Response::SkillShown {
+                name: "tls-certs".into(),
+                version: "1.1.0".into(),
+                sha256: "cd".repeat(32),
+                text: "tls-certs 1.1.0, from the publisher aromba".into(),
+                installed: Some("1.0.0".into()),
+                widening: vec!["talk to example.org:443".into()],
+                needs_pin: true,
+            },
+            Response::Skills {
+                skills: vec![SkillInfo {
+                    name: "tls-certs".into(),
+                    version: "1.0.0".into(),
+                    publisher: "aromba".into(),
+                    text: "tls-certs 1.0.0".into(),
+                    network: "none".into(),
+                }],
+                refused: vec!["the installed skill x no longer verifies".into()],
             },
         ] {
             assert_eq!(decode_response(&encode_response(&r)).unwrap(), r);

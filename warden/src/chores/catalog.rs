@@ -7,6 +7,7 @@
 use super::header::Header;
 use super::run::{Chore, Origin};
 use crate::layout::Layout;
+use crate::skills::Publishers;
 use std::os::unix::fs::MetadataExt;
 
 /// The system chores, compiled in.
@@ -82,9 +83,10 @@ pub fn mine(layout: &Layout) -> (Vec<Chore>, Vec<String>) {
     (chores, refused)
 }
 
-/// Every chore by name: the system's first; an owner's chore may not take
-/// a system chore's name.
-pub fn all(layout: &Layout) -> (Vec<Chore>, Vec<String>) {
+/// Every chore by name: the system's first, then the owner's, then the
+/// installed skills' (each verified again, each chore within its
+/// manifest); a chore may not take an earlier one's name.
+pub fn all(layout: &Layout, publishers: &Publishers<'_>) -> (Vec<Chore>, Vec<String>) {
     let mut chores = system();
     let (mine, mut refused) = mine(layout);
     for c in mine {
@@ -92,6 +94,26 @@ pub fn all(layout: &Layout) -> (Vec<Chore>, Vec<String>) {
             refused.push(format!("{}: a system chore has that name", c.header.name));
         } else {
             chores.push(c);
+        }
+    }
+    let (skills, skills_refused) = crate::skills::all_installed(layout, publishers);
+    refused.extend(skills_refused);
+    for skill in skills {
+        for (header, script) in skill.chores {
+            if let Some(taken) = chores.iter().find(|c| c.header.name == header.name) {
+                refused.push(format!(
+                    "{}'s chore {}: {} has that name",
+                    skill.manifest.name,
+                    header.name,
+                    taken.origin.described()
+                ));
+                continue;
+            }
+            chores.push(Chore {
+                header,
+                script,
+                origin: Origin::Skill(skill.manifest.name.clone()),
+            });
         }
     }
     (chores, refused)

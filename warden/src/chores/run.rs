@@ -22,12 +22,34 @@ pub const NO_ISOLATION: &str = "This server has no isolation. I only run green s
 pub const EROFS_MESSAGE: &[u8] = b"Read-only file system";
 pub const FIRST_WEEK: &str = "For the first 7 days after install only green chores run.";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
     /// Embedded in the Warden binary.
     System,
     /// The owner's, from `mine/` under the Warden's configuration directory.
     Mine,
+    /// Of the installed skill of this name, within its manifest.
+    Skill(String),
+}
+
+impl Origin {
+    /// Whose chore it is, in words.
+    pub fn described(&self) -> String {
+        match self {
+            Origin::System => "a system chore".into(),
+            Origin::Mine => "one of your own chores".into(),
+            Origin::Skill(name) => format!("the skill {name}'s chore"),
+        }
+    }
+
+    /// Its short name, as `/chores` shows it.
+    pub fn short(&self) -> String {
+        match self {
+            Origin::System => "system".into(),
+            Origin::Mine => "mine".into(),
+            Origin::Skill(name) => format!("skill {name}"),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -283,7 +305,9 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
         let spec = CageSpec {
             touches,
             reads,
-            network: h.network,
+            // A skill's chore reaches only its manifest's hosts, through
+            // the Warden's proxy; until that runs, it has no network at all.
+            network: h.network && !matches!(chore.origin, Origin::Skill(_)),
             env,
             hide: hidden(&h.touches, ctx.layout),
             nothing_writable: false,

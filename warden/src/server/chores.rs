@@ -21,10 +21,18 @@ pub(super) fn runs_dir(shared: &Shared) -> std::path::PathBuf {
     shared.options.layout.state_dir.join("runs")
 }
 
+/// The publishers whose skills this server trusts.
+pub(super) fn publishers(shared: &Shared) -> crate::skills::Publishers<'_> {
+    crate::skills::Publishers {
+        layout: &shared.options.layout,
+        release_keys: shared.options.release_keys.as_deref(),
+    }
+}
+
 /// Every chore as it stands here: in prod mode every one is red.
 fn chores_here(shared: &Shared) -> Vec<Chore> {
     let layout = &shared.options.layout;
-    let (mut chores, _refused) = crate::chores::catalog::all(layout);
+    let (mut chores, _refused) = crate::chores::catalog::all(layout, &publishers(shared));
     if crate::chores::quarantine::prod_mode_file(layout).exists() {
         for c in &mut chores {
             c.header.color = Color::Red;
@@ -54,10 +62,7 @@ pub(super) fn chores_list(shared: &Shared) -> Response {
                 name: c.header.name.clone(),
                 color: c.header.color.name().into(),
                 schedule: c.header.schedule.to_string(),
-                origin: match c.origin {
-                    crate::chores::run::Origin::System => "system".into(),
-                    crate::chores::run::Origin::Mine => "mine".into(),
-                },
+                origin: c.origin.short(),
                 last_receipt: std::fs::read_to_string(runs.join(format!("{}.last", c.header.name)))
                     .map(|s| s.trim().to_string())
                     .unwrap_or_else(|_| "never run".into()),

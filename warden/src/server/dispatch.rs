@@ -229,6 +229,20 @@ pub(super) fn serve(
                 },
             )
         }
+        (Socket::Control, Request::SkillCheck { path }) => {
+            // Reading and verifying a bundle takes a running slot like a read.
+            let _slot = shared.running.take();
+            super::skills::check(shared, &path)
+        }
+        (Socket::Control, Request::SkillInstall { path, sha256, pin }) => {
+            let _slot = shared.running.take();
+            super::skills::install(shared, &path, &sha256, pin.as_ref().map(Pin::expose))
+        }
+        (Socket::Control, Request::SkillRemove { name }) => super::skills::remove(shared, &name),
+        (_, Request::Skills) => {
+            let _slot = shared.running.take();
+            super::skills::list(shared)
+        }
         (Socket::Control, Request::JournalVerify) => {
             let (ok, report) = super::trust::verify_journal(shared);
             Response::Verified { ok, report }

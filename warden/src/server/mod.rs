@@ -51,6 +51,7 @@ mod owner;
 mod pace;
 mod read;
 mod scan;
+mod skills;
 mod trust;
 mod uninstall;
 mod update;

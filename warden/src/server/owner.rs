@@ -148,7 +148,7 @@ fn confirm_cap(shared: &Shared, action: &Action, source: RunSource) -> Response 
 }
 
 /// The outcome line of a change to the Warden's state, and the answer.
-fn noted_outcome(
+pub(super) fn noted_outcome(
     shared: &Shared,
     intent: &Intent,
     changed: Result<(), String>,
@@ -436,7 +436,11 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
 /// a ladder signal. The attempt is counted, and written, before the hash is
 /// checked, so a Warden killed mid-check has counted it; a count that
 /// cannot be read or written refuses the check.
-fn check_pin(shared: &Shared, peer: Option<&PeerCred>, given: Option<&str>) -> Result<(), String> {
+pub(super) fn check_pin(
+    shared: &Shared,
+    peer: Option<&PeerCred>,
+    given: Option<&str>,
+) -> Result<(), String> {
     let now = shared.options.clock.now();
     let layout = &shared.options.layout;
     let _one_at_a_time = shared.pin_check.lock().unwrap_or_else(|p| p.into_inner());

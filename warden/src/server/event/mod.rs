@@ -347,6 +347,21 @@ pub(super) enum Event<'a> {
     },
     /// `uninstall` (an intent), from a root terminal.
     Uninstall { purge: bool },
+
+    // Skills, from a root terminal.
+    /// `skill-install` (an intent): the skill, its bundle's SHA-256, the
+    /// hosts granted and what it asked beyond the version before.
+    SkillInstall {
+        name: &'a str,
+        version: &'a str,
+        publisher: &'a str,
+        sha256: &'a str,
+        previous: Option<&'a str>,
+        hosts: &'a [String],
+        widening: &'a [String],
+    },
+    /// `skill-remove` (an intent).
+    SkillRemove { name: &'a str, version: &'a str },
 }
 
 /// What an act came to: the second line of its kind (`"phase":"outcome"`).
@@ -1015,6 +1030,28 @@ impl Event<'_> {
             Event::ReleaseInstall { origin } => {
                 release_origin(&mut f, origin);
                 "release-install"
+            }
+            Event::SkillInstall {
+                name,
+                version,
+                publisher,
+                sha256,
+                previous,
+                hosts,
+                widening,
+            } => {
+                f.put("skill", *name)
+                    .put("version", *version)
+                    .put("publisher", *publisher)
+                    .put("bundle_sha256", *sha256)
+                    .put_some("previous", *previous)
+                    .put("hosts", hosts.to_vec())
+                    .put("widening", widening.to_vec());
+                "skill-install"
+            }
+            Event::SkillRemove { name, version } => {
+                f.put("skill", *name).put("version", *version);
+                "skill-remove"
             }
             Event::ReleaseInstallRefused { peer, dir } => {
                 f.peer(*peer).put("dir", *dir).verdict("refused");

@@ -1,0 +1,151 @@
+//! `aromba skill install|list|show|remove`, from a root terminal. The
+//! Warden reads and verifies the bundle itself; this shows what it says
+//! the skill asks for — what more than the version installed, first —
+//! asks, takes the PIN when it has hosts not granted before, and asks the
+//! Warden to install exactly the bundle it showed.
+
+use crate::terminal::{confirmed, read_secret_line};
+use crate::warden_client::control;
+use aromba_warden_proto::{Request, Response, printable};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+fn fail(why: impl std::fmt::Display) -> ExitCode {
+    eprintln!("aromba: {why}");
+    ExitCode::from(1)
+}
+
+/// `aromba skill install FILE`.
+pub fn install(root: Option<PathBuf>, file: &Path, yes: bool) -> ExitCode {
+    let path = match std::path::absolute(file) {
+        Ok(p) => p.to_string_lossy().into_owned(),
+        Err(e) => return fail(format!("{}: {e}", file.display())),
+    };
+    let shown = match control(
+        root.clone(),
+        &Request::SkillCheck { path: path.clone() },
+        "skill install",
+    ) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let (name, version, sha256, needs_pin) = match shown {
+        Response::SkillShown {
+            name,
+            version,
+            sha256,
+            text,
+            installed,
+            widening,
+            needs_pin,
+        } => {
+            match &installed {
+                Some(old) if widening.is_empty() => out!(
+                    "Update {name} from {old} to {version}: it asks for nothing more than {old} did.\n"
+                ),
+                Some(old) => {
+                    out!(
+                        "Update {name} from {old} to {version}: this is a new install, because it asks for more than {old} did:"
+                    );
+                    for w in &widening {
+                        out!("  + {}", printable(w.as_bytes()));
+                    }
+                    out!("");
+                }
+                None => out!("Install the skill {name} {version}?\n"),
+            }
+            out!("{}\n", printable(text.as_bytes()));
+            (name, version, sha256, needs_pin)
+        }
+        Response::Refused { reason, .. } => return fail(format!("not installed: {reason}")),
+        other => return fail(format!("unexpected answer from the Warden: {other:?}")),
+    };
+    if let Err(why) = confirmed(&format!("Install {name} {version}?"), yes, "skill install") {
+        return fail(why);
+    }
+    let pin = if needs_pin {
+        out!("It talks to hosts on the network: your PIN gives it that.");
+        match read_secret_line("PIN: ") {
+            Ok(p) => Some(p.into()),
+            Err(code) => return code,
+        }
+    } else {
+        None
+    };
+    match control(
+        root,
+        &Request::SkillInstall { path, sha256, pin },
+        "skill install",
+    ) {
+        Ok(Response::Noted { journal_seq }) => {
+            out!("{name} {version} is installed (journal seq {journal_seq}).");
+            ExitCode::SUCCESS
+        }
+        Ok(Response::Refused { reason, .. }) => fail(format!("not installed: {reason}")),
+        Ok(other) => fail(format!("unexpected answer from the Warden: {other:?}")),
+        Err(code) => code,
+    }
+}
+
+/// `aromba skill list` (`name = None`) and `aromba skill show NAME`.
+pub fn list(root: Option<PathBuf>, name: Option<&str>) -> ExitCode {
+    let (skills, refused) = match control(root, &Request::Skills, "skill list") {
+        Ok(Response::Skills { skills, refused }) => (skills, refused),
+        Ok(other) => return fail(format!("unexpected answer from the Warden: {other:?}")),
+        Err(code) => return code,
+    };
+    if let Some(name) = name {
+        let Some(s) = skills.iter().find(|s| s.name == name) else {
+            return fail(format!("no skill named {name} is installed"));
+        };
+        out!("{}\n", printable(s.text.as_bytes()));
+        out!("Network now: {}", printable(s.network.as_bytes()));
+        return ExitCode::SUCCESS;
+    }
+    if skills.is_empty() && refused.is_empty() {
+        out!("No skill is installed.");
+    }
+    for s in &skills {
+        out!(
+            "{} {} (from {}) — network: {}",
+            s.name,
+            s.version,
+            s.publisher,
+            printable(s.network.as_bytes())
+        );
+    }
+    for r in &refused {
+        out!("refused: {}", printable(r.as_bytes()));
+    }
+    if refused.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// `aromba skill remove NAME`.
+pub fn remove(root: Option<PathBuf>, name: &str, yes: bool) -> ExitCode {
+    if let Err(why) = confirmed(
+        &format!("This removes the skill {name}, its chores and their records."),
+        yes,
+        "skill remove",
+    ) {
+        return fail(why);
+    }
+    match control(
+        root,
+        &Request::SkillRemove {
+            name: name.to_string(),
+        },
+        "skill remove",
+    ) {
+        Ok(Response::Noted { journal_seq }) => {
+            out!("{name} is removed (journal seq {journal_seq}).");
+            ExitCode::SUCCESS
+        }
+        Ok(Response::Refused { reason, .. }) => fail(format!("not removed: {reason}")),
+        Ok(other) => fail(format!("unexpected answer from the Warden: {other:?}")),
+        Err(code) => code,
+    }
+}

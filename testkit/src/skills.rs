@@ -1,0 +1,139 @@
+//! Skill bundles for the tests, made as a publisher makes them: a manifest
+//! naming each file's SHA-256, signed with the publisher's minisign key
+//! (a fresh key per publisher, or the test release key for `aromba`).
+
+use crate::warden::Warden;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// A publisher: its name and minisign key pair.
+pub struct Publisher {
+    pub name: String,
+    secret: String,
+    /// The public key file's text (`NAME.pub`).
+    pub public: String,
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Publisher {
+    /// A publisher with a key of its own.
+    pub fn new(name: &str) -> Publisher {
+        let kp = minisign::KeyPair::generate_unencrypted_keypair().expect("a key pair");
+        Publisher {
+            name: name.into(),
+            secret: kp.sk.to_box(None).expect("boxed").to_string(),
+            public: kp.pk.to_box().expect("boxed").to_string(),
+        }
+    }
+
+    /// `aromba`, whose key is the (test) release key.
+    pub fn release() -> Publisher {
+        Publisher {
+            name: "aromba".into(),
+            secret: crate::release::RELEASE_KEY.into(),
+            public: crate::release::RELEASE_PUB.into(),
+        }
+    }
+
+    /// Root trusts this publisher on `w`: its key in `publishers/`.
+    pub fn trust(&self, w: &Warden) {
+        let dir = w.layout().config_dir.join("publishers");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let file = dir.join(format!("{}.pub", self.name));
+        std::fs::write(&file, &self.public).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+
+    /// `text` signed with this publisher's key.
+    pub fn sign(&self, text: &str) -> String {
+        crate::release::sign(text.as_bytes(), &self.secret)
+    }
+
+    /// A bundle of `manifest` (each file's `sha256` filled in from
+    /// `files`) and `files`, signed by this publisher.
+    pub fn bundle(&self, mut manifest: Value, files: &[(&str, &str)]) -> Vec<u8> {
+        for list in ["chores", "tools"] {
+            if let Some(Value::Array(items)) = manifest.get_mut(list) {
+                for item in items {
+                    let file = item["file"].as_str().unwrap_or_default().to_string();
+                    if let Some((_, text)) = files.iter().find(|(p, _)| *p == file) {
+                        item["sha256"] = Value::from(sha256_hex(text.as_bytes()));
+                    }
+                }
+            }
+        }
+        let text = serde_json::to_string_pretty(&manifest).unwrap();
+        let signature = self.sign(&text);
+        bundle_of(&text, &signature, files)
+    }
+}
+
+/// A bundle of these parts as they are (for tampering).
+pub fn bundle_of(manifest: &str, signature: &str, files: &[(&str, &str)]) -> Vec<u8> {
+    let files: serde_json::Map<String, Value> = files
+        .iter()
+        .map(|(p, t)| ((*p).to_string(), Value::from(*t)))
+        .collect();
+    serde_json::to_vec(&json!({
+        "format": "aromba-skill-bundle-1",
+        "manifest": manifest,
+        "signature": signature,
+        "files": files,
+    }))
+    .unwrap()
+}
+
+/// A manifest of skill `name`, writing `writes`, with one chore file per
+/// name in `chores` and no host, root command or tool.
+pub fn manifest(
+    name: &str,
+    version: &str,
+    publisher: &str,
+    writes: &Path,
+    chores: &[&str],
+) -> Value {
+    json!({
+        "format": "aromba-skill-1",
+        "name": name,
+        "version": version,
+        "publisher": publisher,
+        "description": "A skill of the tests",
+        "writes": [writes],
+        "reads": [],
+        "root_commands": [],
+        "hosts": [],
+        "chores": chores.iter().map(|c| json!({"file": format!("chores/{c}.sh"), "sha256": ""})).collect::<Vec<_>>(),
+        "tools": [],
+    })
+}
+
+/// A chore script: `extra` header lines go before `schedule` (with
+/// `network: no` unless they say otherwise).
+pub fn chore(name: &str, color: &str, touches: &Path, extra: &str, body: &str) -> String {
+    let network = if extra.contains("# network:") {
+        ""
+    } else {
+        "# network: no\n"
+    };
+    format!(
+        "#!/bin/sh\n# aromba-chore: 1\n# name: {name}\n# description: A skill chore of the tests\n# color: {color}\n# touches: {}\n{extra}{network}# schedule: manual\n# end\n{body}\n",
+        touches.display()
+    )
+}
+
+/// Writes `bytes` to a fresh file of root's under the Warden's root, and
+/// its path.
+pub fn bundle_file(w: &Warden, name: &str, bytes: &[u8]) -> String {
+    let path = w.root.join(format!("{name}.skill"));
+    std::fs::write(&path, bytes).unwrap();
+    path.to_string_lossy().into_owned()
+}

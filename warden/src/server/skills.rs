@@ -1,0 +1,327 @@
+//! The skill requests: what a bundle asks for (nothing installed), its
+//! install from a root terminal (the bundle shown must be the one
+//! installed; hosts not granted before need the PIN), its removal (the
+//! bundle, the hosts granted and every record of its chores' runs), and
+//! the list. `skills/` verifies; this file decides and journals.
+
+#![forbid(unsafe_code)]
+
+use super::Shared;
+use super::chores::{frozen, publishers, runs_dir};
+use super::event::{Event, Outcome};
+use super::intent::intend;
+use super::owner::{check_pin, noted_outcome};
+use crate::chores::run::{NO_ISOLATION, Origin};
+use crate::skills::{self, Skill};
+use aromba_warden_proto::{Response, SkillInfo};
+use std::io::Read;
+use std::path::Path;
+
+fn refuse(reason: impl Into<String>) -> Response {
+    Response::Refused {
+        reason: reason.into(),
+        journal_seq: None,
+    }
+}
+
+/// The bundle's bytes at `path`, read within the bound.
+fn read_bundle(path: &str) -> Result<Vec<u8>, String> {
+    let p = Path::new(path);
+    if !p.is_absolute() {
+        return Err(format!("{path} is not an absolute path"));
+    }
+    let file = std::fs::File::open(p).map_err(|e| format!("cannot open {path}: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{path} is not a file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(skills::MAX_BUNDLE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
+    if bytes.len() as u64 > skills::MAX_BUNDLE {
+        return Err(format!(
+            "{path} is over {} bytes: no skill bundle is that large",
+            skills::MAX_BUNDLE
+        ));
+    }
+    Ok(bytes)
+}
+
+/// A bundle judged for install here: the skill, the version installed
+/// now, what it asks beyond it, and whether it needs the PIN.
+struct Judged {
+    skill: Skill,
+    installed: Option<Skill>,
+    widening: Vec<String>,
+    needs_pin: bool,
+}
+
+fn judge(shared: &Shared, bytes: &[u8]) -> Result<Judged, String> {
+    let layout = &shared.options.layout;
+    let trusted = publishers(shared);
+    let skill = Skill::verify(bytes, &trusted)?;
+    let name = &skill.manifest.name;
+    // The specification's rule: no isolation, no skill chore; one that
+    // could never run is not installed.
+    if !shared.isolation.starts_with(super::watch::ISOLATED) {
+        return Err(NO_ISOLATION.into());
+    }
+    let installed = match skills::installed(layout, &trusted, name) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        // A record that no longer verifies is replaced only after it is
+        // removed: `aromba skill remove` says what it held.
+        Some(Err(e)) => return Err(format!("{e}; remove it first")),
+    };
+    if let Some(old) = &installed {
+        if old.sha256 == skill.sha256 {
+            return Err(format!(
+                "{name} {} is installed already",
+                skill.manifest.version
+            ));
+        }
+        if skill.manifest.version <= old.manifest.version {
+            return Err(format!(
+                "{name} {} is installed; {} is not newer, and a skill only moves up",
+                old.manifest.version, skill.manifest.version
+            ));
+        }
+    } else if skills::installed_names(layout).len() >= skills::MAX_INSTALLED {
+        return Err(format!(
+            "{} skills are installed, the most one server holds",
+            skills::MAX_INSTALLED
+        ));
+    }
+    // Its chores may take no name another chore has here.
+    let (chores, _) = crate::chores::catalog::all(layout, &trusted);
+    for (header, _) in &skill.chores {
+        if let Some(other) = chores
+            .iter()
+            .find(|c| c.header.name == header.name && c.origin != Origin::Skill(name.clone()))
+        {
+            return Err(format!(
+                "its chore {} has the name of {}",
+                header.name,
+                other.origin.described()
+            ));
+        }
+    }
+    let widening = installed
+        .as_ref()
+        .map(|old| skill.manifest.widening(&old.manifest))
+        .unwrap_or_default();
+    let granted = skills::network_granted(layout, name);
+    let needs_pin = skill
+        .manifest
+        .hosts
+        .iter()
+        .any(|h| !granted.contains(&h.address()));
+    Ok(Judged {
+        skill,
+        installed,
+        widening,
+        needs_pin,
+    })
+}
+
+/// `aromba skill install` before it asks: what the bundle at `path` asks.
+pub(super) fn check(shared: &Shared, path: &str) -> Response {
+    let judged = match read_bundle(path).and_then(|b| judge(shared, &b)) {
+        Ok(j) => j,
+        Err(why) => return refuse(why),
+    };
+    let m = &judged.skill.manifest;
+    Response::SkillShown {
+        name: m.name.clone(),
+        version: m.version.to_string(),
+        sha256: judged.skill.sha256.clone(),
+        text: judged.skill.render(),
+        installed: judged
+            .installed
+            .as_ref()
+            .map(|s| s.manifest.version.to_string()),
+        widening: judged.widening,
+        needs_pin: judged.needs_pin,
+    }
+}
+
+/// Installs the bundle at `path`, the one shown (`sha256`).
+pub(super) fn install(shared: &Shared, path: &str, sha256: &str, pin: Option<&str>) -> Response {
+    if frozen(shared) {
+        return refuse(
+            "the ladder is at Freeze or above: nothing is installed until it comes down",
+        );
+    }
+    let _changing = match shared.one_change_at_a_time() {
+        Ok(g) => g,
+        Err(why) => return refuse(why),
+    };
+    let bytes = match read_bundle(path) {
+        Ok(b) => b,
+        Err(why) => return refuse(why),
+    };
+    if crate::journal::sha256_hex(&bytes) != sha256 {
+        return refuse(format!(
+            "{path} changed since it was shown; nothing was installed (check it again)"
+        ));
+    }
+    let judged = match judge(shared, &bytes) {
+        Ok(j) => j,
+        Err(why) => return refuse(why),
+    };
+    let m = &judged.skill.manifest;
+    let version = m.version.to_string();
+    let previous = judged
+        .installed
+        .as_ref()
+        .map(|s| s.manifest.version.to_string());
+    let hosts: Vec<String> = m.hosts.iter().map(|h| h.address()).collect();
+    let act = Event::SkillInstall {
+        name: &m.name,
+        version: &version,
+        publisher: &m.publisher,
+        sha256,
+        previous: previous.as_deref(),
+        hosts: &hosts,
+        widening: &judged.widening,
+    };
+    let intent = match intend(shared, act) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
+    if judged.needs_pin
+        && let Err(why) = check_pin(shared, None, pin)
+    {
+        let seq = intent.outcome(shared, Outcome::Refused { reason: &why });
+        return Response::Refused {
+            reason: why,
+            journal_seq: seq,
+        };
+    }
+    // The hosts first: a bundle recorded before its grant would find the
+    // older grant, never a wider one.
+    let network = if hosts.is_empty() {
+        None
+    } else {
+        Some(format!("{}\n", hosts.join("\n")))
+    };
+    let changed = shared
+        .change_state(
+            &skills::network_record(&m.name),
+            network.as_deref().map(str::as_bytes),
+        )
+        .and_then(|()| shared.change_state(&skills::bundle_record(&m.name), Some(&bytes)));
+    if changed.is_ok()
+        && let Some(old) = &judged.installed
+    {
+        // A chore the new version no longer has leaves nothing behind.
+        let kept: Vec<&str> = judged
+            .skill
+            .chores
+            .iter()
+            .map(|(h, _)| h.name.as_str())
+            .collect();
+        for (h, _) in &old.chores {
+            if !kept.contains(&h.name.as_str()) {
+                forget_runs(shared, &h.name);
+            }
+        }
+    }
+    noted_outcome(shared, &intent, changed, "the skill is installed")
+}
+
+/// Removes each record a chore's runs left (its receipt, its dry run's).
+fn forget_runs(shared: &Shared, chore: &str) {
+    let runs = runs_dir(shared);
+    for suffix in ["last", "dry-run-seen", "dry-ran", "scheduled"] {
+        let _ = std::fs::remove_file(runs.join(format!("{chore}.{suffix}")));
+    }
+}
+
+/// `aromba skill remove NAME`: the bundle, the hosts granted, and the
+/// records of its chores' runs. The journal keeps what it did.
+pub(super) fn remove(shared: &Shared, name: &str) -> Response {
+    if !skills::manifest::valid_name(name) {
+        return refuse(format!("{name:?} is not a skill's name"));
+    }
+    let _changing = match shared.one_change_at_a_time() {
+        Ok(g) => g,
+        Err(why) => return refuse(why),
+    };
+    let layout = &shared.options.layout;
+    let trusted = publishers(shared);
+    let Some(found) = skills::installed(layout, &trusted, name) else {
+        return refuse(format!("no skill named {name} is installed"));
+    };
+    // One that no longer verifies is removed all the same: its chores are
+    // named by what its record still parses to, if anything.
+    let (version, chores) = match &found {
+        Ok(s) => (
+            s.manifest.version.to_string(),
+            s.chores.iter().map(|(h, _)| h.name.clone()).collect(),
+        ),
+        Err(_) => ("unverified".to_string(), Vec::new()),
+    };
+    let intent = match intend(
+        shared,
+        Event::SkillRemove {
+            name,
+            version: &version,
+        },
+    ) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
+    let changed = shared
+        .change_state(&skills::bundle_record(name), None)
+        .and_then(|()| shared.change_state(&skills::network_record(name), None));
+    if changed.is_ok() {
+        for chore in &chores {
+            forget_runs(shared, chore);
+        }
+    }
+    noted_outcome(shared, &intent, changed, "the skill is removed")
+}
+
+/// What each installed skill may do on the network now, in words.
+fn network_words(shared: &Shared, skill: &Skill) -> String {
+    if skill.manifest.hosts.is_empty() {
+        return "none: its manifest declares no host".into();
+    }
+    let granted = skills::network_granted(&shared.options.layout, &skill.manifest.name);
+    let hosts: Vec<String> = skill
+        .manifest
+        .hosts
+        .iter()
+        .map(|h| h.address())
+        .filter(|a| granted.contains(a))
+        .collect();
+    if hosts.is_empty() {
+        return "none: the PIN was not typed for its hosts".into();
+    }
+    format!(
+        "none yet: the Warden's proxy for {} is not running on this server, so its chores run without network",
+        hosts.join(", ")
+    )
+}
+
+/// The skills installed here.
+pub(super) fn list(shared: &Shared) -> Response {
+    let (skills, refused) = skills::all_installed(&shared.options.layout, &publishers(shared));
+    Response::Skills {
+        skills: skills
+            .iter()
+            .map(|s| SkillInfo {
+                name: s.manifest.name.clone(),
+                version: s.manifest.version.to_string(),
+                publisher: s.manifest.publisher.clone(),
+                text: s.render(),
+                network: network_words(shared, s),
+            })
+            .collect(),
+        refused,
+    }
+}

@@ -1,0 +1,422 @@
+//! Skills: signed bundles of chores (and assistant tools) bounded by a
+//! manifest the person saw before install. A bundle is one JSON file:
+//!
+//! ```text
+//! {"format": "aromba-skill-bundle-1",
+//!  "manifest": "<skill.json, byte for byte>",
+//!  "signature": "<skill.json.minisig>",
+//!  "files": {"chores/tls-renew.sh": "<the script>", ...}}
+//! ```
+//!
+//! The publisher signs the manifest (minisign), and the manifest names
+//! every file with its SHA-256, so one signature covers the whole skill.
+//! The Warden checks, in this order, before anything is written: the
+//! bundle's shape and size, the signature with the key of the publisher
+//! the manifest names (`publishers/NAME.pub` under the Warden's
+//! configuration, root's alone; `aromba` is the release key), the manifest
+//! ([`manifest`]), each file's hash — no file missing, none extra — and
+//! each chore's header against the manifest ([`Skill::bounded`]): a chore
+//! asking to write, read, run or reach anything the manifest does not
+//! grant is refused with the sentence that says which.
+//!
+//! An installed skill is its bundle, verbatim, as a state record
+//! (`skill-NAME.bundle`, under the integrity baseline), read and verified
+//! again each time its chores are listed; the hosts the PIN was typed for
+//! are a second record (`skill-NAME.network`).
+
+#![forbid(unsafe_code)]
+
+pub mod manifest;
+
+use crate::chores::header::Header;
+use crate::layout::Layout;
+use manifest::Manifest;
+use serde_json::Value;
+use std::os::unix::fs::MetadataExt;
+
+/// The bundle's `format`.
+pub const BUNDLE_FORMAT: &str = "aromba-skill-bundle-1";
+/// A bundle is at most this large.
+pub const MAX_BUNDLE: u64 = 1 << 20;
+/// One file of a bundle is at most this large.
+pub const MAX_FILE: usize = 256 << 10;
+/// The publisher whose key is the release key.
+pub const RELEASE_PUBLISHER: &str = "aromba";
+/// The most skills one server holds.
+pub const MAX_INSTALLED: usize = 32;
+
+/// A skill, verified: its manifest and its chores' scripts and headers.
+#[derive(Clone, Debug)]
+pub struct Skill {
+    pub manifest: Manifest,
+    /// The manifest's bytes, as signed.
+    pub manifest_text: String,
+    pub chores: Vec<(Header, String)>,
+    /// Each tool's name and script.
+    pub tools: Vec<(String, String)>,
+    /// SHA-256 of the bundle's bytes.
+    pub sha256: String,
+}
+
+/// The keys of the publishers the owner trusts.
+pub struct Publishers<'a> {
+    pub layout: &'a Layout,
+    /// The release keys (base64 lines); `None`: the compiled-in ones.
+    pub release_keys: Option<&'a [String]>,
+}
+
+impl Publishers<'_> {
+    /// The folder of the publishers' keys.
+    pub fn dir(layout: &Layout) -> std::path::PathBuf {
+        layout.config_dir.join("publishers")
+    }
+
+    /// The key of `publisher`, or why there is none to trust.
+    fn keys(&self, publisher: &str) -> Result<aromba_release::Keys, String> {
+        if publisher == RELEASE_PUBLISHER {
+            return match self.release_keys {
+                None => aromba_release::Keys::compiled(),
+                Some(list) => {
+                    let refs: Vec<&str> = list.iter().map(String::as_str).collect();
+                    aromba_release::Keys::from_base64(&refs)
+                }
+            }
+            .map_err(|e| e.to_string());
+        }
+        let dir = Publishers::dir(self.layout);
+        let path = dir.join(format!("{publisher}.pub"));
+        let untrusted = || {
+            format!(
+                "the publisher {publisher} is not one this server trusts (no key at {})",
+                path.display()
+            )
+        };
+        for p in [&dir, &path] {
+            let meta = std::fs::symlink_metadata(p).map_err(|_| untrusted())?;
+            let kind_ok = if p == &dir {
+                meta.is_dir()
+            } else {
+                meta.is_file()
+            };
+            if !kind_ok || meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+                return Err(format!(
+                    "{} must be root's and writable by nobody else; the publisher {publisher} is not trusted until it is",
+                    p.display()
+                ));
+            }
+        }
+        let text = std::fs::read_to_string(&path).map_err(|_| untrusted())?;
+        // A minisign public key file: an untrusted comment, then the key.
+        let key = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with("untrusted comment:"))
+            .ok_or_else(|| format!("{} holds no minisign public key", path.display()))?;
+        aromba_release::Keys::from_base64(&[key]).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// Why a bundle is refused, in a sentence.
+fn bad(why: impl Into<String>) -> String {
+    why.into()
+}
+
+impl Skill {
+    /// The skill in `bytes`, verified whole, or the one sentence saying why
+    /// not. Nothing is written.
+    pub fn verify(bytes: &[u8], publishers: &Publishers<'_>) -> Result<Skill, String> {
+        if bytes.len() as u64 > MAX_BUNDLE {
+            return Err(bad(format!("the bundle is over {MAX_BUNDLE} bytes")));
+        }
+        let v: Value = serde_json::from_slice(bytes)
+            .map_err(|e| bad(format!("the file is not a skill bundle (not JSON: {e})")))?;
+        let Value::Object(mut top) = v else {
+            return Err(bad("the file is not a skill bundle (not a JSON object)"));
+        };
+        let mut string = |key: &str| match top.remove(key) {
+            Some(Value::String(s)) => Ok(s),
+            _ => Err(bad(format!(
+                "the file is not a skill bundle (no {key:?} string)"
+            ))),
+        };
+        let format = string("format")?;
+        if format != BUNDLE_FORMAT {
+            return Err(bad(format!(
+                "the bundle's format is {format:?}; this Warden reads {BUNDLE_FORMAT:?}"
+            )));
+        }
+        let manifest_text = string("manifest")?;
+        let signature = string("signature")?;
+        let Some(Value::Object(files)) = top.remove("files") else {
+            return Err(bad("the file is not a skill bundle (no \"files\" object)"));
+        };
+        if let Some(extra) = top.keys().next() {
+            return Err(bad(format!(
+                "the bundle has a field it may not have: {extra:?}"
+            )));
+        }
+        // The publisher's name is read before the signature is checked only
+        // to pick its key; nothing else of the manifest is trusted yet.
+        let claimed = serde_json::from_str::<Value>(&manifest_text)
+            .ok()
+            .and_then(|m| {
+                m.get("publisher")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .ok_or_else(|| bad("the manifest names no publisher"))?;
+        if !manifest::valid_name(&claimed) {
+            return Err(bad(format!(
+                "the publisher's name {claimed:?} is not a name"
+            )));
+        }
+        let keys = publishers.keys(&claimed)?;
+        keys.signed(manifest_text.as_bytes(), &signature)
+            .map_err(|_| {
+                bad(format!(
+                    "the manifest's signature does not verify with the key of {claimed}, the publisher it names: the bundle was changed or not signed by them"
+                ))
+            })?;
+        let manifest = Manifest::parse(manifest_text.as_bytes())?;
+        let mut chores = Vec::new();
+        let mut tools = Vec::new();
+        for (path, v) in &files {
+            if !manifest.files().any(|f| &f.path == path) {
+                return Err(bad(format!(
+                    "the bundle holds {path:?}, which its manifest does not name"
+                )));
+            }
+            if !v.is_string() {
+                return Err(bad(format!("the bundle's {path:?} is not text")));
+            }
+        }
+        for f in manifest.files() {
+            let Some(Value::String(text)) = files.get(&f.path) else {
+                return Err(bad(format!(
+                    "the bundle lacks {}, which its manifest names",
+                    f.path
+                )));
+            };
+            if text.len() > MAX_FILE {
+                return Err(bad(format!("{} is over {MAX_FILE} bytes", f.path)));
+            }
+            if crate::journal::sha256_hex(text.as_bytes()) != f.sha256 {
+                return Err(bad(format!(
+                    "{} is not the file its signed manifest names (its SHA-256 differs)",
+                    f.path
+                )));
+            }
+        }
+        for f in &manifest.chores {
+            let Some(Value::String(script)) = files.get(&f.path) else {
+                continue;
+            };
+            let header = Header::parse(script).map_err(|e| bad(format!("{}: {e}", f.path)))?;
+            chores.push((header, script.clone()));
+        }
+        for t in &manifest.tools {
+            if let Some(Value::String(script)) = files.get(&t.file.path) {
+                tools.push((t.name.clone(), script.clone()));
+            }
+        }
+        let skill = Skill {
+            manifest,
+            manifest_text,
+            chores,
+            tools,
+            sha256: crate::journal::sha256_hex(bytes),
+        };
+        for (header, _) in &skill.chores {
+            skill.bounded(header)?;
+        }
+        let mut names: Vec<&str> = skill.chores.iter().map(|(h, _)| h.name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(bad(format!("two of its chores are named {}", w[0])));
+        }
+        Ok(skill)
+    }
+
+    /// Whether `header` stays within the manifest: every touch a path it
+    /// may write, every read one it may read, every action one of its root
+    /// commands, network only with hosts declared.
+    pub fn bounded(&self, header: &Header) -> Result<(), String> {
+        let m = &self.manifest;
+        let who = format!("{}'s chore {}", m.name, header.name);
+        if let Some(t) = header.touches.iter().find(|t| !m.grants_write(t)) {
+            return Err(format!(
+                "{who} asks to write {}, which its manifest does not grant",
+                t.display()
+            ));
+        }
+        if let Some(r) = header.reads.iter().find(|r| !m.grants_read(r)) {
+            return Err(format!(
+                "{who} asks to read {}, which its manifest does not grant",
+                r.display()
+            ));
+        }
+        if let Some(a) = header
+            .actions
+            .iter()
+            .find(|a| !m.root_commands.iter().any(|c| &&c.command == a))
+        {
+            return Err(format!(
+                "{who} asks the Warden to run {}, which its manifest does not list",
+                a.join(" ")
+            ));
+        }
+        if header.network && m.hosts.is_empty() {
+            return Err(format!(
+                "{who} asks for the network, and its manifest declares no host"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The manifest in plain words, as the person sees it before install.
+    pub fn render(&self) -> String {
+        let m = &self.manifest;
+        let mut out = format!(
+            "{} {}, from the publisher {}\n{}\n",
+            m.name, m.version, m.publisher, m.description
+        );
+        let list = |out: &mut String, title: &str, lines: Vec<String>| {
+            if !lines.is_empty() {
+                out.push('\n');
+                out.push_str(title);
+                out.push('\n');
+                for l in lines {
+                    out.push_str("  ");
+                    out.push_str(&l);
+                    out.push('\n');
+                }
+            }
+        };
+        list(
+            &mut out,
+            "It will be able to write:",
+            m.writes.iter().map(|p| p.display().to_string()).collect(),
+        );
+        list(
+            &mut out,
+            "It may read:",
+            m.reads.iter().map(|p| p.display().to_string()).collect(),
+        );
+        list(
+            &mut out,
+            "It asks the Warden to run, as root, after a clean run:",
+            m.root_commands
+                .iter()
+                .map(|c| format!("{} — {}", c.command.join(" "), c.why))
+                .collect(),
+        );
+        if m.hosts.is_empty() {
+            out.push_str("\nIt has no network.\n");
+        } else {
+            list(
+                &mut out,
+                "It talks to (only these; installing needs your PIN):",
+                m.hosts
+                    .iter()
+                    .map(|h| format!("{} — {}", h.address(), h.why))
+                    .collect(),
+            );
+        }
+        list(
+            &mut out,
+            "Its chores:",
+            self.chores
+                .iter()
+                .map(|(h, _)| {
+                    format!(
+                        "{} ({}, {}) — {}",
+                        h.name,
+                        h.color.name(),
+                        h.schedule,
+                        h.description
+                    )
+                })
+                .collect(),
+        );
+        list(
+            &mut out,
+            "Its tools for the assistant (they run with nothing writable):",
+            m.tools
+                .iter()
+                .map(|t| format!("{} — {}", t.name, t.description))
+                .collect(),
+        );
+        out.trim_end().to_string()
+    }
+}
+
+/// The state record holding skill `name`'s bundle.
+pub fn bundle_record(name: &str) -> String {
+    format!("skill-{name}.bundle")
+}
+
+/// The state record holding the hosts the PIN was typed for.
+pub fn network_record(name: &str) -> String {
+    format!("skill-{name}.network")
+}
+
+/// The names of the skills installed here, in order.
+pub fn installed_names(layout: &Layout) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(&layout.state_dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let skill = name.strip_prefix("skill-")?.strip_suffix(".bundle")?;
+            manifest::valid_name(skill).then(|| skill.to_string())
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Skill `name` as installed, verified again; `None` when it is not.
+pub fn installed(
+    layout: &Layout,
+    publishers: &Publishers<'_>,
+    name: &str,
+) -> Option<Result<Skill, String>> {
+    let bytes = crate::state::read(layout, &bundle_record(name)).ok()??;
+    Some(
+        Skill::verify(&bytes, publishers)
+            .and_then(|s| {
+                if s.manifest.name == name {
+                    Ok(s)
+                } else {
+                    Err(format!("its record holds the skill {}", s.manifest.name))
+                }
+            })
+            .map_err(|e| format!("the installed skill {name} no longer verifies: {e}")),
+    )
+}
+
+/// Every skill installed here, and each one that no longer verifies with
+/// why.
+pub fn all_installed(layout: &Layout, publishers: &Publishers<'_>) -> (Vec<Skill>, Vec<String>) {
+    let mut skills = Vec::new();
+    let mut refused = Vec::new();
+    for name in installed_names(layout) {
+        match installed(layout, publishers, &name) {
+            Some(Ok(s)) => skills.push(s),
+            Some(Err(e)) => refused.push(e),
+            None => {}
+        }
+    }
+    (skills, refused)
+}
+
+/// The hosts (`name:port`) the PIN was typed for, for skill `name`.
+pub fn network_granted(layout: &Layout, name: &str) -> Vec<String> {
+    crate::state::read(layout, &network_record(name))
+        .ok()
+        .flatten()
+        .and_then(|b| String::from_utf8(b).ok())
+        .map(|s| s.lines().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
