@@ -81,7 +81,12 @@ impl Publishers<'_> {
                     aromba_release::Keys::from_base64(&refs)
                 }
             }
-            .map_err(|e| e.to_string());
+            .map_err(|e| match e {
+                aromba_release::ReleaseError::NoKeys => format!(
+                    "this build carries no release key, so it trusts no skill of the publisher {RELEASE_PUBLISHER}"
+                ),
+                e => e.to_string(),
+            });
         }
         let dir = Publishers::dir(self.layout);
         let path = dir.join(format!("{publisher}.pub"));
