@@ -23,6 +23,7 @@ pub mod atomic_file;
 pub mod cage;
 pub mod chores;
 pub mod cli;
+pub mod egress;
 pub mod exec;
 pub mod fences;
 pub mod init_data;

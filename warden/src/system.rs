@@ -72,7 +72,15 @@ pub fn confine_child(
         // async-signal-safe and touch no memory of the parent; this runs in
         // the forked child.
         unsafe {
-            // Into the cage's cgroups first: nothing it runs is outside
+            // Into the run's own network namespace first (a skill's run
+            // whose only way out is the Warden's proxy): bubblewrap then
+            // keeps it (`--share-net`) and unshares the rest.
+            if let Some(fd) = join.net()
+                && libc::setns(fd, libc::CLONE_NEWNET) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            // Into the cage's cgroups next: nothing it runs is outside
             // them ("0" is the writing process).
             for &fd in join.as_slice() {
                 if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
@@ -131,6 +139,59 @@ pub fn confine_child(
     unsafe {
         cmd.pre_exec(hook);
     }
+}
+
+/// A network namespace of its own with only loopback, brought up, and a
+/// TCP listener on 127.0.0.1 in it (its port chosen by the kernel): the
+/// namespace's descriptor and the listener. Made by a thread of its own,
+/// which alone enters the namespace and then ends; the descriptor and the
+/// listening socket keep the namespace, whichever thread serves it.
+pub fn loopback_namespace() -> io::Result<(std::os::fd::OwnedFd, std::net::TcpListener)> {
+    std::thread::Builder::new()
+        .name("netns".into())
+        .spawn(
+            || -> io::Result<(std::os::fd::OwnedFd, std::net::TcpListener)> {
+                // SAFETY: unshare takes flags only; CLONE_NEWNET moves this
+                // thread alone into a new network namespace.
+                if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                loopback_up()?;
+                let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+                let ns = std::fs::File::open("/proc/thread-self/ns/net")?;
+                Ok((std::os::fd::OwnedFd::from(ns), listener))
+            },
+        )?
+        .join()
+        .map_err(|_| io::Error::other("the network namespace's thread panicked"))?
+}
+
+/// Brings `lo` up in the calling thread's network namespace.
+fn loopback_up() -> io::Result<()> {
+    // SAFETY: socket takes integers and returns a new descriptor or -1.
+    let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a descriptor just made and owned by nothing else.
+    let sock = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+    // SAFETY: `ifreq` is plain data; all zeroes is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (to, from) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *to = *from as libc::c_char;
+    }
+    // SAFETY: `req` is a valid `ifreq` the kernel reads and writes for
+    // these two requests; the descriptor is borrowed for each call.
+    unsafe {
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &raw mut req) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &raw const req) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// `struct perf_event_attr` as of its first version (64 bytes), which every

@@ -65,6 +65,7 @@ fn ctx(layout: &Layout, isolation: bool, days: u64) -> Context<'_> {
         cap_interval: Duration::from_millis(100),
         timeout: Duration::from_secs(60),
         halt: None,
+        egress: None,
     }
 }
 

@@ -185,7 +185,7 @@ fn a_skill_chore_writing_outside_its_touches_is_stopped_by_the_cage() {
 }
 
 #[test]
-fn a_skill_chore_asking_for_the_network_runs_without_any_until_the_proxy_serves_it() {
+fn a_skill_chore_with_network_sees_only_its_own_loopback_and_needs_the_pin_first() {
     let w = Warden::start("skill-nonet", true, &[]);
     let acme = Publisher::new("acme-tools");
     acme.trust(&w);
@@ -248,10 +248,9 @@ fn a_skill_chore_asking_for_the_network_runs_without_any_until_the_proxy_serves_
     let Response::Skills { skills, .. } = w.control(&Request::Skills) else {
         panic!()
     };
-    assert!(
-        skills[0].network.starts_with("none yet"),
-        "{}",
-        skills[0].network
+    assert_eq!(
+        skills[0].network,
+        "only example.org:443, through the Warden's proxy, each connection journaled"
     );
 }
 

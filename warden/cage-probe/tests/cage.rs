@@ -537,6 +537,7 @@ fn bwrap_argument_vector_is_exactly_this() {
         touches: vec![PathBuf::from("/var/cache/apt")],
         reads: vec![PathBuf::from("/var/lib/dpkg")],
         network: false,
+        join_net: None,
         env: vec![("LANG".into(), "C.UTF-8".into())],
         hide: vec![
             Hidden::Dir("/root/.ssh".into()),
@@ -781,6 +782,18 @@ fn bwrap_argument_vector_is_exactly_this() {
             "--share-net"
         ]
     );
+    // A skill's run keeps the namespace it entered before bubblewrap
+    // (its own, with only the Warden's proxy), never the host's.
+    let joined = bwrap_args(
+        &CageSpec {
+            join_net: Some(9),
+            ..CageSpec::default()
+        },
+        3,
+        "/bin/true",
+        &[],
+    );
+    assert_eq!(&joined[..4], &with_net[..4]);
 }
 
 #[test]

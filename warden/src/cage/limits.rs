@@ -253,18 +253,31 @@ pub struct CageGroup {
     counting: Option<PathBuf>,
 }
 
-/// The descriptors a child writes `0` to, to join its groups: at most
-/// three (v1's memory and pids, and a hybrid host's v2 group), copied into
-/// the child without allocating.
+/// What a child joins before it execs: the descriptors it writes `0` to,
+/// to join its groups — at most three (v1's memory and pids, and a hybrid
+/// host's v2 group) — and the network namespace of a skill's run, copied
+/// into the child without allocating.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct JoinFds {
     fds: [RawFd; 3],
     len: usize,
+    net: Option<RawFd>,
 }
 
 impl JoinFds {
     pub fn as_slice(&self) -> &[RawFd] {
         &self.fds[..self.len]
+    }
+
+    /// The network namespace to enter first, if any.
+    pub fn net(&self) -> Option<RawFd> {
+        self.net
+    }
+
+    /// These groups, and the network namespace `net` (a descriptor the
+    /// caller keeps open until the child has started).
+    pub fn with_net(self, net: Option<RawFd>) -> JoinFds {
+        JoinFds { net, ..self }
     }
 }
 

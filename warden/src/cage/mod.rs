@@ -47,6 +47,10 @@ pub struct CageSpec {
     pub reads: Vec<PathBuf>,
     /// Keep the host's network (only when the chore's header asks).
     pub network: bool,
+    /// The network namespace (a descriptor, open until the run ends) the
+    /// cage enters before bubblewrap starts and keeps: a skill's run, whose
+    /// only way out is the Warden's proxy on its loopback.
+    pub join_net: Option<std::os::fd::RawFd>,
     /// The environment, beyond `PATH`.
     pub env: Vec<(String, String)>,
     /// Secret paths to make invisible: directories get an empty tmpfs,
@@ -65,6 +69,7 @@ pub fn tool_spec(layout: &Layout, env: Vec<(String, String)>) -> CageSpec {
         touches: Vec::new(),
         reads: Vec::new(),
         network: false,
+        join_net: None,
         env,
         hide: secret_paths(layout),
         nothing_writable: true,
@@ -463,7 +468,7 @@ pub fn bwrap_args_with(
         .iter()
         .map(|s| s.to_string())
         .collect();
-    if spec.network {
+    if spec.network || spec.join_net.is_some() {
         v.push("--share-net".into());
     }
     v.extend(
@@ -696,7 +701,7 @@ fn run_caged_on(
             });
     let bounds = Bounds {
         keep_fd: Some(fd),
-        cgroup: group.join_fds(),
+        cgroup: group.join_fds().with_net(spec.join_net),
         tripwire,
         ..bounds.clone()
     };

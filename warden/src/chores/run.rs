@@ -8,6 +8,7 @@
 use super::header::{Color, DEFAULT_MAX_FILES, DEFAULT_MAX_GB, Header};
 use super::tree::{self, Gained, changes};
 use crate::cage::{self, CageSpec};
+use crate::egress;
 use crate::exec::{self, Bounds, Outcome};
 use crate::layout::Layout;
 use std::path::{Path, PathBuf};
@@ -81,6 +82,9 @@ pub struct Context<'a> {
     /// Thrown from another thread to stop the run (the ladder reached
     /// Freeze); `None`: only the damage cap and the timeout stop it.
     pub halt: Option<Arc<AtomicBool>>,
+    /// A skill's chore with `network: yes`: the hosts its proxy lets it
+    /// reach. `None` (or no host): it has no network at all.
+    pub egress: Option<egress::Plan<'a>>,
 }
 
 #[derive(Debug)]
@@ -302,17 +306,32 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
         })
     };
     let outcome = if ctx.isolation {
-        let spec = CageSpec {
-            touches,
-            reads,
-            // A skill's chore reaches only its manifest's hosts, through
-            // the Warden's proxy; until that runs, it has no network at all.
-            network: h.network && !matches!(chore.origin, Origin::Skill(_)),
-            env,
-            hide: hidden(&h.touches, ctx.layout),
-            nothing_writable: false,
+        let skill = matches!(chore.origin, Origin::Skill(_));
+        let caged = |way: Option<egress::Way>| {
+            let mut env = env.clone();
+            env.extend(way.map(|w| w.env()).unwrap_or_default());
+            let spec = CageSpec {
+                touches: touches.clone(),
+                reads: reads.clone(),
+                // A skill's chore never shares the host's network: it
+                // reaches its manifest's hosts through the Warden's proxy,
+                // or nothing.
+                network: h.network && !skill,
+                join_net: way.map(|w| w.netns),
+                env,
+                hide: hidden(&h.touches, ctx.layout),
+                nothing_writable: false,
+            };
+            cage::run_caged(&spec, Path::new("/bin/sh"), &args, &bounds).map_err(RunError::Cage)
         };
-        cage::run_caged(&spec, Path::new("/bin/sh"), &args, &bounds).map_err(RunError::Cage)
+        match &ctx.egress {
+            Some(plan) if skill && h.network && !plan.hosts.is_empty() => {
+                egress::with_proxy(plan, |way| caged(Some(way)))
+                    .map_err(RunError::Refused)
+                    .and_then(|r| r)
+            }
+            _ => caged(None),
+        }
     } else {
         // No namespaces here: only green system chores get this far.
         exec::run_program(Path::new("/bin/sh"), &args, &env, &bounds).map_err(RunError::Exec)

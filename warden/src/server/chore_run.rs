@@ -76,6 +76,42 @@ struct Admitted<'a> {
     _changing: Option<std::sync::MutexGuard<'a, ()>>,
 }
 
+/// The hosts a skill's chore with network may reach through the proxy:
+/// those its manifest declares and the PIN granted; `None` for any other
+/// chore, which gets no proxy.
+fn egress_plan<'a>(shared: &'a Shared, chore: &Chore) -> Option<crate::egress::Plan<'a>> {
+    let crate::chores::run::Origin::Skill(skill) = &chore.origin else {
+        return None;
+    };
+    if !chore.header.network {
+        return None;
+    }
+    let layout = &shared.options.layout;
+    let installed = crate::skills::installed(layout, &super::chores::publishers(shared), skill)?;
+    let manifest = installed.ok()?.manifest;
+    let granted = crate::skills::network_granted(layout, skill);
+    let hosts = manifest
+        .hosts
+        .iter()
+        .filter(|h| granted.contains(&h.address()))
+        .map(|h| (h.name.clone(), h.port))
+        .collect();
+    let name = chore.header.name.clone();
+    Some(crate::egress::Plan {
+        hosts,
+        resolver: &shared.options.egress_resolver,
+        journal: Box::new(move |connection| {
+            journal(
+                shared,
+                Event::Egress {
+                    chore: &name,
+                    connection,
+                },
+            );
+        }),
+    })
+}
+
 /// Phase 1: whether the run may start; its intent journaled.
 fn admit<'a>(
     shared: &'a Shared,
@@ -123,6 +159,7 @@ fn admit<'a>(
         cap_interval: Duration::from_secs(5),
         timeout: Duration::from_secs(900),
         halt: Some(shared.run_switch()),
+        egress: egress_plan(shared, chore),
     };
     let changing = if mode == Mode::Real {
         match shared.one_change_at_a_time() {

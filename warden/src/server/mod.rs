@@ -163,6 +163,9 @@ pub struct ServeOptions {
     /// The release public keys (base64 lines); `None`: the compiled-in
     /// ones (a build without them refuses to update).
     pub release_keys: Option<Vec<String>>,
+    /// How the egress proxy looks up a skill's hosts (tests name their own
+    /// loopback servers).
+    pub egress_resolver: crate::egress::Resolver,
     /// The release channel this server follows.
     pub channel: String,
     /// `systemctl`, which restarts both services after an update (a
@@ -208,6 +211,7 @@ impl ServeOptions {
             snapshot_keep_free: crate::chores::snapshot::KeepFree::default(),
             releases: crate::update::Releases::system(),
             release_keys: None,
+            egress_resolver: crate::egress::Resolver::System,
             channel: "stable".into(),
             systemctl: PathBuf::from("/usr/bin/systemctl"),
             host: Some(uninstall::HostParts::system()),

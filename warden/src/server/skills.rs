@@ -303,7 +303,7 @@ fn network_words(shared: &Shared, skill: &Skill) -> String {
         return "none: the PIN was not typed for its hosts".into();
     }
     format!(
-        "none yet: the Warden's proxy for {} is not running on this server, so its chores run without network",
+        "only {}, through the Warden's proxy, each connection journaled",
         hosts.join(", ")
     )
 }

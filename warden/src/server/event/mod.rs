@@ -362,6 +362,12 @@ pub(super) enum Event<'a> {
     },
     /// `skill-remove` (an intent).
     SkillRemove { name: &'a str, version: &'a str },
+    /// `egress`: one connection of a skill's chore through the Warden's
+    /// proxy, let through (with the address dialed) or refused and why.
+    Egress {
+        chore: &'a str,
+        connection: &'a crate::egress::Connection,
+    },
 }
 
 /// What an act came to: the second line of its kind (`"phase":"outcome"`).
@@ -1052,6 +1058,16 @@ impl Event<'_> {
             Event::SkillRemove { name, version } => {
                 f.put("skill", *name).put("version", *version);
                 "skill-remove"
+            }
+            Event::Egress { chore, connection } => {
+                f.put("chore", *chore)
+                    .put("target", connection.target.as_str())
+                    .put_some("address", connection.address.map(|a| a.to_string()));
+                match &connection.verdict {
+                    Ok(()) => f.verdict("allowed"),
+                    Err(why) => f.refused(why),
+                };
+                "egress"
             }
             Event::ReleaseInstallRefused { peer, dir } => {
                 f.peer(*peer).put("dir", *dir).verdict("refused");
