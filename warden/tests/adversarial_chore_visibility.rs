@@ -287,6 +287,7 @@ fn a_read_of_the_wardens_own_files_fenced_data_or_through_a_symlink_is_refused()
         cap_interval: Duration::from_millis(100),
         timeout: Duration::from_secs(60),
         halt: None,
+        egress: None,
     };
     let refused = |read: &Path| match run(&chore_reading(read, &touched), Mode::DryRun, &ctx) {
         Err(RunError::Refused(why)) => why,

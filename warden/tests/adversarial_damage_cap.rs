@@ -271,6 +271,7 @@ fn setuid_and_capabilities_given_by_a_chore_run_without_the_cage_are_taken_back(
         cap_interval: Duration::from_secs(5),
         timeout: Duration::from_secs(60),
         halt: None,
+        egress: None,
     };
     let r = run(&chore, Mode::Real, &ctx).expect("runs");
     assert_eq!(r.outcome.exit_code, Some(0), "{r:?}");

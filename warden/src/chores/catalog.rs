@@ -7,7 +7,7 @@
 use super::header::Header;
 use super::run::{Chore, Origin};
 use crate::layout::Layout;
-use crate::skills::Publishers;
+use crate::skills::Trust;
 use std::os::unix::fs::MetadataExt;
 
 /// The system chores, compiled in.
@@ -86,7 +86,7 @@ pub fn mine(layout: &Layout) -> (Vec<Chore>, Vec<String>) {
 /// Every chore by name: the system's first, then the owner's, then the
 /// installed skills' (each verified again, each chore within its
 /// manifest); a chore may not take an earlier one's name.
-pub fn all(layout: &Layout, publishers: &Publishers<'_>) -> (Vec<Chore>, Vec<String>) {
+pub fn all(layout: &Layout, publishers: &Trust<'_>) -> (Vec<Chore>, Vec<String>) {
     let mut chores = system();
     let (mine, mut refused) = mine(layout);
     for c in mine {
@@ -96,7 +96,7 @@ pub fn all(layout: &Layout, publishers: &Publishers<'_>) -> (Vec<Chore>, Vec<Str
             chores.push(c);
         }
     }
-    let (skills, skills_refused) = crate::skills::all_installed(layout, publishers);
+    let (skills, skills_refused) = crate::skills::all_installed(publishers);
     refused.extend(skills_refused);
     for skill in skills {
         for (header, script) in skill.chores {

@@ -86,10 +86,10 @@ fn egress_plan<'a>(shared: &'a Shared, chore: &Chore) -> Option<crate::egress::P
     if !chore.header.network {
         return None;
     }
-    let layout = &shared.options.layout;
-    let installed = crate::skills::installed(layout, &super::chores::publishers(shared), skill)?;
+    let trust = super::chores::skill_trust(shared);
+    let installed = crate::skills::installed(&trust, skill)?;
     let manifest = installed.ok()?.manifest;
-    let granted = crate::skills::network_granted(layout, skill);
+    let granted = crate::skills::network_granted(&trust, skill);
     let hosts = manifest
         .hosts
         .iter()
@@ -142,9 +142,9 @@ fn admit<'a>(
     }
     let runs = runs_dir(shared);
     let seen = runs.join(format!("{name}.dry-run-seen"));
-    if mode == Mode::Real && !seen.exists() {
+    if mode == Mode::Real && !super::chores::dry_run_seen(shared, chore) {
         return Break(refuse(format!(
-            "{name}'s first real run needs a dry run you saw first: `aromba chore run {name} --dry-run`"
+            "{name}'s first real run needs a dry run of this script you saw first: `aromba chore run {name} --dry-run`"
         )));
     }
     let now = shared.options.clock.now();
@@ -531,7 +531,10 @@ fn deliver(shared: &Shared, chore: &Chore, admitted: &Admitted<'_>, s: Settled) 
         } else {
             admitted.runs.join(format!("{name}.dry-ran"))
         };
-        let _ = std::fs::write(&record, receipt.as_bytes());
+        let _ = std::fs::write(
+            &record,
+            super::chores::dry_run_record(&chore.script, &receipt).as_bytes(),
+        );
     }
     let _ = std::fs::write(
         admitted.runs.join(format!("{name}.last")),

@@ -21,18 +21,45 @@ pub(super) fn runs_dir(shared: &Shared) -> std::path::PathBuf {
     shared.options.layout.state_dir.join("runs")
 }
 
+/// What a dry run's record starts with: the SHA-256 of the script that ran
+/// (then the receipt). A real run counts on a dry run of its own script
+/// only: an edited chore, a skill's update or a release's new script needs
+/// a dry run shown again.
+pub(super) fn dry_run_record(script: &str, receipt: &str) -> String {
+    format!(
+        "script_sha256={}\n{receipt}",
+        crate::journal::sha256_hex(script.as_bytes())
+    )
+}
+
+/// Whether a dry run of exactly `c`'s script was shown.
+pub(super) fn dry_run_seen(shared: &Shared, c: &Chore) -> bool {
+    let seen = runs_dir(shared).join(format!("{}.dry-run-seen", c.header.name));
+    let want = format!(
+        "script_sha256={}",
+        crate::journal::sha256_hex(c.script.as_bytes())
+    );
+    std::fs::read_to_string(seen).is_ok_and(|s| s.lines().next() == Some(want.as_str()))
+}
+
 /// The publishers whose skills this server trusts.
-pub(super) fn publishers(shared: &Shared) -> crate::skills::Publishers<'_> {
-    crate::skills::Publishers {
+pub(super) fn skill_trust(shared: &Shared) -> crate::skills::Trust<'_> {
+    crate::skills::Trust {
         layout: &shared.options.layout,
         release_keys: shared.options.release_keys.as_deref(),
+        written: shared
+            .baseline
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|b| b.state.clone()),
     }
 }
 
 /// Every chore as it stands here: in prod mode every one is red.
 fn chores_here(shared: &Shared) -> Vec<Chore> {
     let layout = &shared.options.layout;
-    let (mut chores, _refused) = crate::chores::catalog::all(layout, &publishers(shared));
+    let (mut chores, _refused) = crate::chores::catalog::all(layout, &skill_trust(shared));
     if crate::chores::quarantine::prod_mode_file(layout).exists() {
         for c in &mut chores {
             c.header.color = Color::Red;
@@ -66,9 +93,7 @@ pub(super) fn chores_list(shared: &Shared) -> Response {
                 last_receipt: std::fs::read_to_string(runs.join(format!("{}.last", c.header.name)))
                     .map(|s| s.trim().to_string())
                     .unwrap_or_else(|_| "never run".into()),
-                dry_run_seen: runs
-                    .join(format!("{}.dry-run-seen", c.header.name))
-                    .exists(),
+                dry_run_seen: dry_run_seen(shared, c),
                 cap_unconfirmed: super::owner::above_default(c)
                     && !super::owner::cap_confirmed(shared, c),
             })
@@ -452,7 +477,7 @@ pub(super) fn run_due(shared: &Shared, peer: &PeerCred, chore: &str) -> Response
             now.saturating_sub(last) / 60
         ));
     }
-    if !runs.join(format!("{name}.dry-run-seen")).exists() {
+    if !dry_run_seen(shared, &c) {
         return refuse(format!(
             "{name}'s first real run needs a dry run shown in the chat first"
         ));

@@ -7,7 +7,7 @@
 #![forbid(unsafe_code)]
 
 use super::Shared;
-use super::chores::{frozen, publishers, runs_dir};
+use super::chores::{frozen, runs_dir, skill_trust};
 use super::event::{Event, Outcome};
 use super::intent::intend;
 use super::owner::{check_pin, noted_outcome};
@@ -15,6 +15,7 @@ use crate::chores::run::{NO_ISOLATION, Origin};
 use crate::skills::{self, Skill};
 use aromba_warden_proto::{Response, SkillInfo};
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 fn refuse(reason: impl Into<String>) -> Response {
@@ -30,7 +31,14 @@ fn read_bundle(path: &str) -> Result<Vec<u8>, String> {
     if !p.is_absolute() {
         return Err(format!("{path} is not an absolute path"));
     }
-    let file = std::fs::File::open(p).map_err(|e| format!("cannot open {path}: {e}"))?;
+    // Without blocking: a FIFO's open would wait for a writer, holding a
+    // running slot (and, for an install, every other change) meanwhile.
+    // What was opened is then checked to be a regular file.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(p)
+        .map_err(|e| format!("cannot open {path}: {e}"))?;
     let meta = file
         .metadata()
         .map_err(|e| format!("cannot read {path}: {e}"))?;
@@ -61,7 +69,7 @@ struct Judged {
 
 fn judge(shared: &Shared, bytes: &[u8]) -> Result<Judged, String> {
     let layout = &shared.options.layout;
-    let trusted = publishers(shared);
+    let trusted = skill_trust(shared);
     let skill = Skill::verify(bytes, &trusted)?;
     let name = &skill.manifest.name;
     // The specification's rule: no isolation, no skill chore; one that
@@ -69,7 +77,7 @@ fn judge(shared: &Shared, bytes: &[u8]) -> Result<Judged, String> {
     if !shared.isolation.starts_with(super::watch::ISOLATED) {
         return Err(NO_ISOLATION.into());
     }
-    let installed = match skills::installed(layout, &trusted, name) {
+    let installed = match skills::installed(&trusted, name) {
         None => None,
         Some(Ok(s)) => Some(s),
         // A record that no longer verifies is replaced only after it is
@@ -77,6 +85,12 @@ fn judge(shared: &Shared, bytes: &[u8]) -> Result<Judged, String> {
         Some(Err(e)) => return Err(format!("{e}; remove it first")),
     };
     if let Some(old) = &installed {
+        if old.manifest.publisher != skill.manifest.publisher {
+            return Err(format!(
+                "{name} is installed from the publisher {}; this one is from {}. A skill of another publisher takes its name only after `aromba skill remove {name}`",
+                old.manifest.publisher, skill.manifest.publisher
+            ));
+        }
         if old.sha256 == skill.sha256 {
             return Err(format!(
                 "{name} {} is installed already",
@@ -111,9 +125,9 @@ fn judge(shared: &Shared, bytes: &[u8]) -> Result<Judged, String> {
     }
     let widening = installed
         .as_ref()
-        .map(|old| skill.manifest.widening(&old.manifest))
+        .map(|old| skill.widening(old))
         .unwrap_or_default();
-    let granted = skills::network_granted(layout, name);
+    let granted = skills::network_granted(&trusted, name);
     let needs_pin = skill
         .manifest
         .hosts
@@ -155,12 +169,13 @@ pub(super) fn install(shared: &Shared, path: &str, sha256: &str, pin: Option<&st
             "the ladder is at Freeze or above: nothing is installed until it comes down",
         );
     }
-    let _changing = match shared.one_change_at_a_time() {
-        Ok(g) => g,
-        Err(why) => return refuse(why),
-    };
+    // Read before the change lock: nothing of the file's holds it.
     let bytes = match read_bundle(path) {
         Ok(b) => b,
+        Err(why) => return refuse(why),
+    };
+    let _changing = match shared.one_change_at_a_time() {
+        Ok(g) => g,
         Err(why) => return refuse(why),
     };
     if crate::journal::sha256_hex(&bytes) != sha256 {
@@ -224,20 +239,31 @@ pub(super) fn install(shared: &Shared, path: &str, sha256: &str, pin: Option<&st
             .iter()
             .map(|(h, _)| h.name.as_str())
             .collect();
-        for (h, _) in &old.chores {
-            if !kept.contains(&h.name.as_str()) {
-                forget_runs(shared, &h.name);
-            }
-        }
+        let dropped: Vec<String> = old
+            .chores
+            .iter()
+            .map(|(h, _)| h.name.clone())
+            .filter(|n| !kept.contains(&n.as_str()))
+            .collect();
+        forget_runs(shared, &dropped);
     }
     noted_outcome(shared, &intent, changed, "the skill is installed")
 }
 
-/// Removes each record a chore's runs left (its receipt, its dry run's).
-fn forget_runs(shared: &Shared, chore: &str) {
+/// Removes each record the runs of `chores` (of a skill just removed or
+/// updated without them) left: the receipt, the dry run's, the schedule's
+/// stamp. A name another chore has now (an owner's chore written since)
+/// keeps its records: they are that chore's.
+fn forget_runs(shared: &Shared, chores: &[String]) {
+    let (now, _) = crate::chores::catalog::all(&shared.options.layout, &skill_trust(shared));
     let runs = runs_dir(shared);
-    for suffix in ["last", "dry-run-seen", "dry-ran", "scheduled"] {
-        let _ = std::fs::remove_file(runs.join(format!("{chore}.{suffix}")));
+    for chore in chores {
+        if now.iter().any(|c| &c.header.name == chore) {
+            continue;
+        }
+        for suffix in ["last", "dry-run-seen", "dry-ran", "scheduled"] {
+            let _ = std::fs::remove_file(runs.join(format!("{chore}.{suffix}")));
+        }
     }
 }
 
@@ -251,9 +277,8 @@ pub(super) fn remove(shared: &Shared, name: &str) -> Response {
         Ok(g) => g,
         Err(why) => return refuse(why),
     };
-    let layout = &shared.options.layout;
-    let trusted = publishers(shared);
-    let Some(found) = skills::installed(layout, &trusted, name) else {
+    let trusted = skill_trust(shared);
+    let Some(found) = skills::installed(&trusted, name) else {
         return refuse(format!("no skill named {name} is installed"));
     };
     // One that no longer verifies is removed all the same: its chores are
@@ -263,7 +288,14 @@ pub(super) fn remove(shared: &Shared, name: &str) -> Response {
             s.manifest.version.to_string(),
             s.chores.iter().map(|(h, _)| h.name.clone()).collect(),
         ),
-        Err(_) => ("unverified".to_string(), Vec::new()),
+        Err(_) => (
+            "unverified".to_string(),
+            crate::state::read(&shared.options.layout, &skills::bundle_record(name))
+                .ok()
+                .flatten()
+                .map(|b| skills::chore_names_unverified(&b))
+                .unwrap_or_default(),
+        ),
     };
     let intent = match intend(
         shared,
@@ -279,9 +311,7 @@ pub(super) fn remove(shared: &Shared, name: &str) -> Response {
         .change_state(&skills::bundle_record(name), None)
         .and_then(|()| shared.change_state(&skills::network_record(name), None));
     if changed.is_ok() {
-        for chore in &chores {
-            forget_runs(shared, chore);
-        }
+        forget_runs(shared, &chores);
     }
     noted_outcome(shared, &intent, changed, "the skill is removed")
 }
@@ -291,7 +321,7 @@ fn network_words(shared: &Shared, skill: &Skill) -> String {
     if skill.manifest.hosts.is_empty() {
         return "none: its manifest declares no host".into();
     }
-    let granted = skills::network_granted(&shared.options.layout, &skill.manifest.name);
+    let granted = skills::network_granted(&skill_trust(shared), &skill.manifest.name);
     let hosts: Vec<String> = skill
         .manifest
         .hosts
@@ -310,7 +340,7 @@ fn network_words(shared: &Shared, skill: &Skill) -> String {
 
 /// The skills installed here.
 pub(super) fn list(shared: &Shared) -> Response {
-    let (skills, refused) = skills::all_installed(&shared.options.layout, &publishers(shared));
+    let (skills, refused) = skills::all_installed(&skill_trust(shared));
     Response::Skills {
         skills: skills
             .iter()

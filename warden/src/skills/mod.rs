@@ -58,14 +58,37 @@ pub struct Skill {
     pub sha256: String,
 }
 
-/// The keys of the publishers the owner trusts.
-pub struct Publishers<'a> {
+/// What a skill is checked against: the keys of the publishers the owner
+/// trusts, and the state records as the Warden last wrote them.
+pub struct Trust<'a> {
     pub layout: &'a Layout,
     /// The release keys (base64 lines); `None`: the compiled-in ones.
     pub release_keys: Option<&'a [String]>,
+    /// Each state record's SHA-256 as the Warden last wrote it (the running
+    /// integrity baseline's); `None` where there is no baseline (not
+    /// installed). A skill record that differs is not read: an older
+    /// signed bundle or a grant written by anything else would otherwise
+    /// count until the next integrity check.
+    pub written: Option<std::collections::BTreeMap<String, String>>,
 }
 
-impl Publishers<'_> {
+impl Trust<'_> {
+    /// State record `name`, if it exists and is as the Warden wrote it.
+    fn record(&self, name: &str) -> Result<Option<Vec<u8>>, String> {
+        let bytes = crate::state::read(self.layout, name).map_err(|e| e.to_string())?;
+        match (&bytes, &self.written) {
+            (Some(b), Some(written))
+                if written.get(name).map(String::as_str)
+                    != Some(crate::journal::sha256_hex(b).as_str()) =>
+            {
+                Err(format!(
+                    "its record {name} is not what the Warden wrote (changed behind its back)"
+                ))
+            }
+            _ => Ok(bytes),
+        }
+    }
+
     /// The folder of the publishers' keys.
     pub fn dir(layout: &Layout) -> std::path::PathBuf {
         layout.config_dir.join("publishers")
@@ -88,7 +111,7 @@ impl Publishers<'_> {
                 e => e.to_string(),
             });
         }
-        let dir = Publishers::dir(self.layout);
+        let dir = Trust::dir(self.layout);
         let path = dir.join(format!("{publisher}.pub"));
         let untrusted = || {
             format!(
@@ -129,7 +152,7 @@ fn bad(why: impl Into<String>) -> String {
 impl Skill {
     /// The skill in `bytes`, verified whole, or the one sentence saying why
     /// not. Nothing is written.
-    pub fn verify(bytes: &[u8], publishers: &Publishers<'_>) -> Result<Skill, String> {
+    pub fn verify(bytes: &[u8], publishers: &Trust<'_>) -> Result<Skill, String> {
         if bytes.len() as u64 > MAX_BUNDLE {
             return Err(bad(format!("the bundle is over {MAX_BUNDLE} bytes")));
         }
@@ -278,6 +301,40 @@ impl Skill {
         Ok(())
     }
 
+    /// What this version asks for beyond `older`, a line each: the
+    /// manifest's rights, and each chore new, asking for fewer taps (a
+    /// colour nearer green) or running by itself (a schedule where there was
+    /// none).
+    pub fn widening(&self, older: &Skill) -> Vec<String> {
+        let mut more = self.manifest.widening(&older.manifest);
+        for (h, _) in &self.chores {
+            match older.chores.iter().find(|(o, _)| o.name == h.name) {
+                None => more.push(format!(
+                    "a new chore {} ({}, {})",
+                    h.name,
+                    h.color.name(),
+                    h.schedule
+                )),
+                Some((o, _)) => {
+                    if h.color < o.color {
+                        more.push(format!(
+                            "{} runs as {} (was {})",
+                            h.name,
+                            h.color.name(),
+                            o.color.name()
+                        ));
+                    }
+                    if o.schedule == crate::chores::header::Schedule::Manual
+                        && h.schedule != o.schedule
+                    {
+                        more.push(format!("{} runs by itself, {}", h.name, h.schedule));
+                    }
+                }
+            }
+        }
+        more
+    }
+
     /// The manifest in plain words, as the person sees it before install.
     pub fn render(&self) -> String {
         let m = &self.manifest;
@@ -382,12 +439,15 @@ pub fn installed_names(layout: &Layout) -> Vec<String> {
 }
 
 /// Skill `name` as installed, verified again; `None` when it is not.
-pub fn installed(
-    layout: &Layout,
-    publishers: &Publishers<'_>,
-    name: &str,
-) -> Option<Result<Skill, String>> {
-    let bytes = crate::state::read(layout, &bundle_record(name)).ok()??;
+pub fn installed(publishers: &Trust<'_>, name: &str) -> Option<Result<Skill, String>> {
+    let bytes = match publishers.record(&bundle_record(name)) {
+        Ok(b) => b?,
+        Err(e) => {
+            return Some(Err(format!(
+                "the installed skill {name} no longer verifies: {e}"
+            )));
+        }
+    };
     Some(
         Skill::verify(&bytes, publishers)
             .and_then(|s| {
@@ -403,11 +463,11 @@ pub fn installed(
 
 /// Every skill installed here, and each one that no longer verifies with
 /// why.
-pub fn all_installed(layout: &Layout, publishers: &Publishers<'_>) -> (Vec<Skill>, Vec<String>) {
+pub fn all_installed(publishers: &Trust<'_>) -> (Vec<Skill>, Vec<String>) {
     let mut skills = Vec::new();
     let mut refused = Vec::new();
-    for name in installed_names(layout) {
-        match installed(layout, publishers, &name) {
+    for name in installed_names(publishers.layout) {
+        match installed(publishers, &name) {
             Some(Ok(s)) => skills.push(s),
             Some(Err(e)) => refused.push(e),
             None => {}
@@ -416,12 +476,32 @@ pub fn all_installed(layout: &Layout, publishers: &Publishers<'_>) -> (Vec<Skill
     (skills, refused)
 }
 
-/// The hosts (`name:port`) the PIN was typed for, for skill `name`.
-pub fn network_granted(layout: &Layout, name: &str) -> Vec<String> {
-    crate::state::read(layout, &network_record(name))
+/// The hosts (`name:port`) the PIN was typed for, for skill `name`; none
+/// when the record is not as the Warden wrote it.
+pub fn network_granted(trust: &Trust<'_>, name: &str) -> Vec<String> {
+    trust
+        .record(&network_record(name))
         .ok()
         .flatten()
         .and_then(|b| String::from_utf8(b).ok())
         .map(|s| s.lines().map(str::to_owned).collect())
         .unwrap_or_default()
+}
+
+/// The chore names a bundle's scripts declare, read without verifying
+/// anything (a record that no longer verifies, being removed).
+pub fn chore_names_unverified(bytes: &[u8]) -> Vec<String> {
+    let Ok(Value::Object(top)) = serde_json::from_slice::<Value>(bytes) else {
+        return Vec::new();
+    };
+    let Some(Value::Object(files)) = top.get("files") else {
+        return Vec::new();
+    };
+    files
+        .iter()
+        .filter(|(path, _)| path.starts_with("chores/"))
+        .filter_map(|(_, v)| Header::parse(v.as_str()?).ok())
+        .map(|h| h.name)
+        .filter(|n| !n.is_empty())
+        .collect()
 }
