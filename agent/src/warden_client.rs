@@ -262,6 +262,16 @@ impl Warden {
         })
     }
 
+    /// The skills installed, and each that no longer verifies, why.
+    pub async fn skills(
+        &self,
+    ) -> Result<(Vec<aromba_warden_proto::SkillInfo>, Vec<String>), WardenError> {
+        expect(self.ask(&Request::Skills).await, |r| match r {
+            Response::Skills { skills, refused } => Ok((skills, refused)),
+            other => Err(Box::new(other)),
+        })
+    }
+
     /// The health set: each read by its name, with its own answer.
     pub async fn health(&self) -> Result<Vec<(String, Response)>, WardenError> {
         expect(self.ask(&Request::Health).await, |r| match r {

@@ -136,7 +136,13 @@ async fn a_relay_flooding_commands_that_ask_the_warden_does_not_move_the_ladder(
     paired_with(&warden, &relay).await;
     let mut flood = Vec::new();
     for _ in 0..100 {
-        for command in ["/trust", "/chores", "/prodmode", "/run apt-clean"] {
+        for command in [
+            "/trust",
+            "/chores",
+            "/skills",
+            "/prodmode",
+            "/run apt-clean",
+        ] {
             flood.push(command.to_string());
         }
     }

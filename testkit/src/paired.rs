@@ -407,6 +407,7 @@ pub fn trust_page_headings(chore: &str) -> Vec<String> {
         w::CHORES.into(),
         w::undo_heading(Some(chore)),
         w::NETWORK.into(),
+        w::SKILLS.into(),
         w::UPDATES.into(),
         w::ASSISTANT.into(),
         w::APPROVALS.into(),

@@ -46,7 +46,12 @@ impl Publisher {
 
     /// Root trusts this publisher on `w`: its key in `publishers/`.
     pub fn trust(&self, w: &Warden) {
-        let dir = w.layout().config_dir.join("publishers");
+        self.trust_at(&w.layout().config_dir);
+    }
+
+    /// Root trusts this publisher on the Warden configured in `config_dir`.
+    pub fn trust_at(&self, config_dir: &Path) {
+        let dir = config_dir.join("publishers");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let file = dir.join(format!("{}.pub", self.name));

@@ -297,10 +297,13 @@ async fn answer(daemon: &Daemon, text: &str) -> Reply {
         // Each asks the Warden: out of the same budget as the reads, so
         // that no command, however often delivered, takes the Worker past
         // the Warden's count.
-        Command::Chores | Command::ProdMode | Command::Run if !daemon.take_read() => {
+        Command::Chores | Command::Skills | Command::ProdMode | Command::Run
+            if !daemon.take_read() =>
+        {
             daemon.busy().into()
         }
         Command::Chores => chores(daemon).await.into(),
+        Command::Skills => skills(daemon).await.into(),
         Command::Ai if daemon.assistant.is_none() => ai_words::NO_AI_KEY.to_string().into(),
         Command::Ai => super::ask::budget(daemon, &args).into(),
         Command::ProdMode => {
@@ -519,6 +522,26 @@ async fn chores(daemon: &Daemon) -> String {
             .map(|c| words::chore_line(&c.name, &c.color, &c.schedule))
             .collect::<Vec<_>>()
             .join("\n"),
+        Err(e) => said(&e),
+    }
+}
+
+/// `/skills`: each skill installed, from whom, and what it may reach on
+/// the network now; each that no longer loads, with the Warden's why.
+async fn skills(daemon: &Daemon) -> String {
+    match daemon.warden().skills().await {
+        Ok((skills, refused)) if skills.is_empty() && refused.is_empty() => words::NO_SKILLS.into(),
+        Ok((skills, refused)) => {
+            let mut lines = vec![words::skills_verdict(skills.len(), refused.len())];
+            lines.extend(
+                skills
+                    .iter()
+                    .map(|s| words::skill_line(&s.name, &s.version, &s.publisher, &s.network)),
+            );
+            lines.extend(refused.iter().map(|r| words::skill_not_loaded(r)));
+            lines.push(words::SKILLS_MORE.into());
+            lines.join("\n")
+        }
         Err(e) => said(&e),
     }
 }

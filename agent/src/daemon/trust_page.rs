@@ -211,6 +211,30 @@ pub async fn page(daemon: &Daemon, launch: &str) -> AppAnswer {
     }
     sections.push(section(words::NETWORK, hosts));
 
+    // Each skill as the Warden renders its manifest (what it may write,
+    // run and reach), and what it may reach now.
+    let skills = if slowed {
+        vec![words::SKILLS_HELD_AT_SLOW.to_string()]
+    } else {
+        match warden.skills().await {
+            Ok((s, r)) if s.is_empty() && r.is_empty() => {
+                vec![aromba_words::chat::NO_SKILLS.into()]
+            }
+            Ok((s, r)) => s
+                .iter()
+                .flat_map(|s| {
+                    s.text
+                        .lines()
+                        .map(str::to_string)
+                        .chain([words::skill_network(&s.network)])
+                })
+                .chain(r.iter().map(|r| words::skill_not_loaded(r)))
+                .collect(),
+            Err(e) => vec![words::unread(&super::chat::said(&e))],
+        }
+    };
+    sections.push(section(words::SKILLS, skills));
+
     let mut updates = vec![words::running(env!("CARGO_PKG_VERSION"))];
     if slowed {
         updates.push(words::RELEASES_HELD_AT_SLOW.into());

@@ -142,6 +142,34 @@ pub fn chore_line(name: &str, color: &str, schedule: &str) -> String {
     format!("{name} ({color}): {schedule}")
 }
 
+/// `/skills` on a server with none.
+pub const NO_SKILLS: &str = "No skill is installed. A skill adds chores a publisher signed; root installs one on the server with `aromba skill install FILE`, after reading what it may do.";
+
+/// The first line of `/skills`.
+pub fn skills_verdict(loaded: usize, not_loaded: usize) -> String {
+    let n = |k: usize| if k == 1 { "skill" } else { "skills" };
+    match not_loaded {
+        0 => format!("{loaded} {} installed:", n(loaded)),
+        _ => format!(
+            "{loaded} {} installed, and {not_loaded} that no longer load (their chores do not run):",
+            n(loaded)
+        ),
+    }
+}
+
+/// A line of `/skills`: the Warden's words for its network.
+pub fn skill_line(name: &str, version: &str, publisher: &str, network: &str) -> String {
+    format!("{name} {version}, from {publisher}. Network: {network}")
+}
+
+/// A skill of `/skills` that no longer verifies: the Warden's why.
+pub fn skill_not_loaded(why: &str) -> String {
+    format!("Not loaded: {why}")
+}
+
+/// The last line of `/skills`.
+pub const SKILLS_MORE: &str = "What each may write and run: the Trust page (/trust), or `aromba skill show NAME` on the server.";
+
 /// `/run` without a chore's name (or with one no chore can have).
 pub const WHICH_CHORE: &str = "Which chore? /chores lists them; then, for example, /run apt-clean";
 

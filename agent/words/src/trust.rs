@@ -108,6 +108,17 @@ pub mod page {
     pub const PROD_MODE: &str = "Prod mode and fenced folders";
     pub const CHORES: &str = "Chores";
     pub const NETWORK: &str = "Network";
+    /// The skills installed, each as the Warden renders its manifest.
+    pub const SKILLS: &str = "Skills";
+    pub const SKILLS_HELD_AT_SLOW: &str = "Not asked while I'm slowed down: the one request a minute the Warden allows is kept for your commands. /skills lists them.";
+    /// A skill that no longer verifies: the Warden's why.
+    pub fn skill_not_loaded(why: &str) -> String {
+        format!("Not loaded (its chores do not run): {why}")
+    }
+    /// What a skill may reach now: the Warden's words.
+    pub fn skill_network(network: &str) -> String {
+        format!("Network now: {network}")
+    }
     pub const UPDATES: &str = "Updates";
     pub const ASSISTANT: &str = "Assistant";
     pub const APPROVALS: &str = "Approvals";

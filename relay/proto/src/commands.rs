@@ -22,6 +22,7 @@ pub enum Command {
     Updates,
     Logs,
     Chores,
+    Skills,
     Run,
     Trust,
     Digest,
@@ -80,6 +81,12 @@ pub const COMMANDS: &[Row] = &[
         name: "chores",
         menu: "The chores and when they run",
         help: "/chores: the chores and when they run",
+    },
+    Row {
+        command: Command::Skills,
+        name: "skills",
+        menu: "The skills installed, and what each may reach",
+        help: "/skills: the skills installed, and what each may reach on the network",
     },
     Row {
         command: Command::Run,
