@@ -173,6 +173,10 @@ pub enum Request {
     SkillRemove { name: String },
     /// Either socket: the skills installed here.
     Skills,
+    /// Worker socket: run tool `tool` of the installed skill `skill` for
+    /// the assistant: caged with nothing writable, its output capped and
+    /// redacted as a read's (answered as a `Result`).
+    SkillTool { skill: String, tool: String },
 }
 
 /// One installed skill, as `aromba skill list` and `/skills` show it.
@@ -690,6 +694,13 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
             object("skill_remove", vec![("name", Value::from(name.as_str()))])
         }
         Request::Skills => object("skills", vec![]),
+        Request::SkillTool { skill, tool } => object(
+            "skill_tool",
+            vec![
+                ("skill", Value::from(skill.as_str())),
+                ("tool", Value::from(tool.as_str())),
+            ],
+        ),
         Request::RollbackTold { version } => object(
             "rollback_told",
             vec![("version", Value::from(version.as_str()))],
@@ -900,6 +911,10 @@ fn request_of(kind: String, mut f: Fields) -> Result<Request, ProtoError> {
             name: f.string("name")?,
         },
         "skills" => Request::Skills,
+        "skill_tool" => Request::SkillTool {
+            skill: f.string("skill")?,
+            tool: f.string("tool")?,
+        },
         "rollback_told" => Request::RollbackTold {
             version: f.string("version")?,
         },
@@ -1623,6 +1638,10 @@ mod tests {
                 name: "tls-certs".into(),
             },
             Request::Skills,
+            Request::SkillTool {
+                skill: "certs".into(),
+                tool: "certs-expiry".into(),
+            },
             Request::RollbackTold {
                 version: "1.4.2".into(),
             },

@@ -239,6 +239,9 @@ pub(super) fn serve(
             super::skills::install(shared, &path, &sha256, pin.as_ref().map(Pin::expose))
         }
         (Socket::Control, Request::SkillRemove { name }) => super::skills::remove(shared, &name),
+        (Socket::Worker, Request::SkillTool { skill, tool }) => {
+            super::skills::tool(shared, peer, &skill, &tool)
+        }
         (_, Request::Skills) => {
             let _slot = shared.running.take();
             super::skills::list(shared)

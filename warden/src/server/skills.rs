@@ -6,13 +6,15 @@
 
 #![forbid(unsafe_code)]
 
-use super::Shared;
 use super::chores::{frozen, runs_dir, skill_trust};
-use super::event::{Event, Outcome};
+use super::event::{Event, Outcome, Peer, ToolRun};
 use super::intent::intend;
 use super::owner::{check_pin, noted_outcome};
+use super::{Shared, journal};
 use crate::chores::run::{NO_ISOLATION, Origin};
+use crate::exec::Bounds;
 use crate::skills::{self, Skill};
+use crate::system::PeerCred;
 use aromba_warden_proto::{Response, SkillInfo};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -354,4 +356,107 @@ pub(super) fn list(shared: &Shared) -> Response {
             .collect(),
         refused,
     }
+}
+
+/// How long a skill's tool may run.
+const TOOL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// An assistant tool of an installed skill, run for the Worker: in a cage
+/// with nothing writable at all — not even the skill's own paths, because
+/// it runs on the model's word rather than on a button — no network, its
+/// output capped and redacted as a read's, and journaled as one.
+pub(super) fn tool(shared: &Shared, peer: &PeerCred, skill: &str, tool: &str) -> Response {
+    let refused = |why: String| {
+        let line = Event::SkillTool {
+            peer: Peer::worker(peer),
+            skill,
+            tool,
+            ran: Err(&why),
+        };
+        let journal_seq = journal(shared, line);
+        Response::Refused {
+            reason: why,
+            journal_seq,
+        }
+    };
+    if frozen(shared) {
+        return refused(
+            "the ladder is at Freeze or above: nothing runs until it comes down".into(),
+        );
+    }
+    if !shared.isolation.starts_with(super::watch::ISOLATED) {
+        return refused(NO_ISOLATION.into());
+    }
+    let script = match skills::installed(&skill_trust(shared), skill) {
+        None => return refused(format!("no skill named {skill:?} is installed")),
+        Some(Err(e)) => return refused(e),
+        Some(Ok(s)) => match s.tools.into_iter().find(|(name, _)| name == tool) {
+            Some((_, script)) => script,
+            None => return refused(format!("the skill {skill} brings no tool named {tool:?}")),
+        },
+    };
+    let bounds = Bounds {
+        timeout: TOOL_TIMEOUT,
+        max_output_bytes: usize::try_from(crate::policy::LIMITS.max_output_bytes)
+            .unwrap_or(usize::MAX),
+        low_priority: true,
+        keep_fd: None,
+        stop: None,
+        tripwire: None,
+        cgroup: Default::default(),
+    };
+    let spec = crate::cage::tool_spec(&shared.options.layout, Vec::new());
+    let args = vec!["-c".to_string(), script.clone(), tool.to_string()];
+    let slot = shared.running.take();
+    let outcome = crate::cage::run_caged(&spec, Path::new("/bin/sh"), &args, &bounds);
+    drop(slot);
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => return refused(format!("the tool could not run: {e}")),
+    };
+    let (stdout, stderr) = (&outcome.stdout, &outcome.stderr);
+    let mut redactions: Vec<(String, u64)> = Vec::new();
+    for class in aromba_redact::Class::ALL {
+        let n = u64::from(stdout.counts().get(class)) + u64::from(stderr.counts().get(class));
+        if n > 0 {
+            redactions.push((class.name().to_string(), n));
+        }
+    }
+    let duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
+    let script_sha256 = crate::journal::sha256_hex(script.as_bytes());
+    let (stdout_sha256, stderr_sha256) = (
+        crate::journal::sha256_hex(stdout.text()),
+        crate::journal::sha256_hex(stderr.text()),
+    );
+    let run = ToolRun {
+        script_sha256: &script_sha256,
+        exit_code: outcome.exit_code,
+        cut: outcome.cut,
+        timed_out: outcome.timed_out,
+        redactions: &redactions,
+        stdout_sha256: &stdout_sha256,
+        stderr_sha256: &stderr_sha256,
+        duration_ms,
+    };
+    let line = Event::SkillTool {
+        peer: Peer::worker(peer),
+        skill,
+        tool,
+        ran: Ok(&run),
+    };
+    // The answer goes only with its line, as a read's.
+    let Some(journal_seq) = journal(shared, line) else {
+        return super::unjournaled();
+    };
+    Response::Result(aromba_warden_proto::ReadResult {
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        stdout: outcome.stdout.into_text(),
+        stderr: outcome.stderr.into_text(),
+        cut: outcome.cut,
+        timed_out: outcome.timed_out,
+        redactions,
+        journal_seq,
+        duration_ms,
+    })
 }

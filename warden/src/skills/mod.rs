@@ -440,6 +440,9 @@ pub fn installed_names(layout: &Layout) -> Vec<String> {
 
 /// Skill `name` as installed, verified again; `None` when it is not.
 pub fn installed(publishers: &Trust<'_>, name: &str) -> Option<Result<Skill, String>> {
+    if !manifest::valid_name(name) {
+        return None;
+    }
     let bytes = match publishers.record(&bundle_record(name)) {
         Ok(b) => b?,
         Err(e) => {

@@ -362,12 +362,33 @@ pub(super) enum Event<'a> {
     },
     /// `skill-remove` (an intent).
     SkillRemove { name: &'a str, version: &'a str },
+    /// `skill-tool`: an assistant tool of a skill, run for the Worker in a
+    /// cage with nothing writable: refused and why, or how it ran, bound
+    /// to the redacted bytes the Worker got by their hashes.
+    SkillTool {
+        peer: Peer<'a>,
+        skill: &'a str,
+        tool: &'a str,
+        ran: Result<&'a ToolRun<'a>, &'a str>,
+    },
     /// `egress`: one connection of a skill's chore through the Warden's
     /// proxy, let through (with the address dialed) or refused and why.
     Egress {
         chore: &'a str,
         connection: &'a crate::egress::Connection,
     },
+}
+
+/// How a skill's tool ran.
+pub(super) struct ToolRun<'a> {
+    pub script_sha256: &'a str,
+    pub exit_code: Option<i32>,
+    pub cut: bool,
+    pub timed_out: bool,
+    pub redactions: &'a [(String, u64)],
+    pub stdout_sha256: &'a str,
+    pub stderr_sha256: &'a str,
+    pub duration_ms: u64,
 }
 
 /// What an act came to: the second line of its kind (`"phase":"outcome"`).
@@ -1058,6 +1079,36 @@ impl Event<'_> {
             Event::SkillRemove { name, version } => {
                 f.put("skill", *name).put("version", *version);
                 "skill-remove"
+            }
+            Event::SkillTool {
+                peer,
+                skill,
+                tool,
+                ran,
+            } => {
+                f.peer(*peer).put("skill", *skill).put("tool", *tool);
+                match ran {
+                    Err(why) => {
+                        f.refused(why);
+                    }
+                    Ok(r) => {
+                        let redactions: serde_json::Map<String, Value> = r
+                            .redactions
+                            .iter()
+                            .map(|(k, n)| (k.clone(), Value::from(*n)))
+                            .collect();
+                        f.verdict("allowed")
+                            .put("script_sha256", r.script_sha256)
+                            .put_or_null("exit_code", r.exit_code)
+                            .put("cut", r.cut)
+                            .put("timed_out", r.timed_out)
+                            .put("redactions", Value::Object(redactions))
+                            .put("stdout_sha256", r.stdout_sha256)
+                            .put("stderr_sha256", r.stderr_sha256)
+                            .put("duration_ms", r.duration_ms);
+                    }
+                }
+                "skill-tool"
             }
             Event::Egress { chore, connection } => {
                 f.put("chore", *chore)
