@@ -196,3 +196,78 @@ async fn the_chat_lists_the_skills_and_what_each_may_reach(db: PgPool) {
         Some(&"Network now: none: its manifest declares no host")
     );
 }
+
+/// The assistant lists the skills' tools and runs one: the Warden runs it
+/// caged, and what reaches the model is redacted (a password the tool
+/// printed never does).
+#[sqlx::test(migrations = false)]
+async fn the_assistant_runs_a_skills_tool_through_the_warden_and_gets_it_redacted(db: PgPool) {
+    use aromba_testkit::model_fake::{Canned, Script, call, say, with_model_setup};
+    let touched = Touched::new("skill-ai");
+    let dir = touched.0.clone();
+    let script: Script = std::sync::Arc::new(|_, request, _| {
+        let tools: Vec<String> = request["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "tool")
+            .filter_map(|m| m["content"].as_str().map(str::to_string))
+            .collect();
+        match tools.as_slice() {
+            [] => Canned::ok(call("skill_tools", json!({}))),
+            [listed] if listed.contains("tool \"certs-expiry\": When each certificate expires") => {
+                Canned::ok(call(
+                    "skill_tool",
+                    json!({"skill": "certs", "tool": "certs-expiry"}),
+                ))
+            }
+            [_, ran]
+                if ran.contains("example.org: 12 days left") && !ran.contains("hunter2-secret") =>
+            {
+                Canned::ok(say("Your certificate has 12 days left."))
+            }
+            other => Canned::ok(say(&format!("UNEXPECTED {}", other.len()))),
+        }
+    });
+    let (p, _model) = with_model_setup(db, "skill-ai", Setup::default(), script, move |w| {
+        let acme = Publisher::new("acme-tools");
+        acme.trust_at(&w.layout().config_dir);
+        let mut m = manifest("certs", "1.0.0", "acme-tools", &dir, &[]);
+        m["chores"] = json!([]);
+        m["tools"] = json!([{
+            "name": "certs-expiry",
+            "description": "When each certificate expires",
+            "file": "tools/certs-expiry.sh",
+            "sha256": "",
+        }]);
+        let tool = "#!/bin/sh\necho 'example.org: 12 days left'\necho 'password=hunter2-secret'\n";
+        let path = w.root.join("certs.skill");
+        std::fs::write(&path, acme.bundle(m, &[("tools/certs-expiry.sh", tool)])).unwrap();
+        let out = w.aromba_as(
+            "root",
+            &["skill", "install", &path.to_string_lossy(), "--yes"],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    })
+    .await;
+    let answer = p
+        .ask("when does my certificate expire?", |t| {
+            t.contains("tokens in")
+        })
+        .await;
+    assert!(
+        answer
+            .text
+            .contains("Your certificate has 12 days left."),
+        "{}",
+        answer.text
+    );
+    let journal = p.warden.journal();
+    assert!(
+        journal
+            .lines()
+            .any(|l| l.contains("\"skill-tool\"") && l.contains("\"allowed\"")),
+        "{journal}"
+    );
+    assert!(!journal.contains("hunter2-secret"));
+}

@@ -41,6 +41,21 @@ pub trait Host: Sync {
     ) -> impl std::future::Future<Output = Result<String, String>> + Send;
     /// The names of the chores the Warden lists.
     fn chores(&self) -> impl std::future::Future<Output = Vec<String>> + Send;
+    /// The tools the installed skills brought: (skill, tool, what it does).
+    fn skill_tools(
+        &self,
+    ) -> impl std::future::Future<Output = Vec<(String, String, String)>> + Send {
+        async { Vec::new() }
+    }
+    /// Runs a skill's tool through the Warden: its redacted output, or why
+    /// it was refused.
+    fn skill_tool(
+        &self,
+        _skill: String,
+        _tool: String,
+    ) -> impl std::future::Future<Output = Result<String, String>> + Send {
+        async { Err("no skill is installed here".to_string()) }
+    }
     /// The model called these tools (a round of the answer under way).
     fn progress(&self, _tools: &[String]) -> impl std::future::Future<Output = ()> + Send {
         async {}
@@ -562,6 +577,29 @@ async fn serve<H: Host>(host: &H, name: &str, arguments: &str, turn: &mut Turn) 
         }
         return "proposed: the owner will see the chore's own description and its dry run, and decide with a button".into();
     }
+    if let Tool::SkillTools = &tool {
+        let tools = host.skill_tools().await;
+        if tools.is_empty() {
+            return "no skill installed here brought a tool".into();
+        }
+        return tools
+            .iter()
+            .map(|(skill, t, what)| format!("skill {skill:?}, tool {t:?}: {what}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
+    if let Tool::SkillTool { skill, tool: name } = &tool {
+        if turn.reads >= MAX_READS {
+            return format!(
+                "refused: one question may make {MAX_READS} reads and this one has; answer from what you have"
+            );
+        }
+        turn.reads += 1;
+        return match host.skill_tool(skill.clone(), name.clone()).await {
+            Ok(text) => cap(&text, MAX_RESULT_CHARS),
+            Err(reason) => format!("refused by the Warden: {reason}"),
+        };
+    }
     // Where the path really leads: a secret there, or no way to tell, is
     // refused before the Warden (which would climb its ladder for it); the
     // Warden is asked about the path as resolved here, once, so a link
@@ -666,6 +704,67 @@ mod tests {
         async fn chores(&self) -> Vec<String> {
             vec!["tidy-cache".into()]
         }
+        async fn skill_tools(&self) -> Vec<(String, String, String)> {
+            vec![(
+                "certs".into(),
+                "expiry".into(),
+                "When each certificate expires".into(),
+            )]
+        }
+        async fn skill_tool(&self, skill: String, tool: String) -> Result<String, String> {
+            self.asked
+                .lock()
+                .unwrap()
+                .push((format!("skill {skill}"), vec![tool.clone()]));
+            if tool == "expiry" {
+                Ok(self.output.clone())
+            } else {
+                Err(format!("the skill {skill} brings no tool named {tool:?}"))
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_model_lists_the_skills_tools_and_runs_one_through_the_warden() {
+        let model = Scripted::new(vec![
+            calls(&[("skill_tools", "{}")]),
+            calls(&[
+                ("skill_tool", r#"{"skill": "certs", "tool": "expiry"}"#),
+                ("skill_tool", r#"{"skill": "certs", "tool": "other"}"#),
+                ("skill_tool", r#"{"skill": "../certs", "tool": "expiry"}"#),
+            ]),
+        ]);
+        let h = host("example.org: 12 days left");
+        let a = answer(&model, &h, "when do my certificates expire?", LIMITS)
+            .await
+            .unwrap();
+        assert_eq!(a.rounds, 3);
+        let results = tool_results(&model);
+        assert!(
+            results[0].contains("skill \"certs\", tool \"expiry\": When each certificate expires"),
+            "{results:?}"
+        );
+        assert!(
+            results[1].contains("example.org: 12 days left"),
+            "{results:?}"
+        );
+        assert!(
+            results[2]
+                .contains("refused by the Warden: the skill certs brings no tool named \"other\""),
+            "{results:?}"
+        );
+        assert!(
+            results[3].contains("refused: the arguments of skill_tool"),
+            "{results:?}"
+        );
+        // Only the two well-formed calls reached the host.
+        assert_eq!(
+            *h.asked.lock().unwrap(),
+            vec![
+                ("skill certs".to_string(), vec!["expiry".to_string()]),
+                ("skill certs".to_string(), vec!["other".to_string()]),
+            ]
+        );
     }
 
     fn host(output: &str) -> FakeHost {

@@ -67,10 +67,18 @@ pub enum Tool {
         name: String,
         why: String,
     },
+    /// The tools the skills installed here brought, each with what it does.
+    SkillTools,
+    /// Runs tool `tool` of skill `skill`: the Warden runs it caged with
+    /// nothing writable, its output redacted as a read's.
+    SkillTool {
+        skill: String,
+        tool: String,
+    },
 }
 
 /// Every tool's name, as the model calls it.
-pub const NAMES: [&str; 10] = [
+pub const NAMES: [&str; 12] = [
     "disk_usage",
     "journal",
     "service_status",
@@ -81,6 +89,8 @@ pub const NAMES: [&str; 10] = [
     "memory",
     "load",
     "propose_chore",
+    "skill_tools",
+    "skill_tool",
 ];
 
 const MAX_PATH: usize = 256;
@@ -211,6 +221,30 @@ struct NoArgs {}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct SkillToolArgs {
+    skill: String,
+    tool: String,
+}
+
+/// A skill's or a tool's name: `[a-z][a-z0-9-]{1,31}`.
+fn skill_name(tool: &'static str, field: &str, v: &str) -> Result<String, ToolError> {
+    let b = v.as_bytes();
+    let ok = (2..=32).contains(&b.len())
+        && b[0].is_ascii_lowercase()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
+    if ok {
+        Ok(v.to_string())
+    } else {
+        Err(bad(
+            tool,
+            format!("{field} must be 2 to 32 of a-z, 0-9 and -, starting with a letter"),
+        ))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ProposeArgs {
     name: String,
     why: String,
@@ -297,9 +331,17 @@ fn parse_fields(tool_name: &str, arguments: &str) -> Result<Tool, ToolError> {
                 why: a.why,
             }
         }
+        "skill_tool" => {
+            let a: SkillToolArgs = args(tool, arguments)?;
+            Tool::SkillTool {
+                skill: skill_name(tool, "skill", &a.skill)?,
+                tool: skill_name(tool, "tool", &a.tool)?,
+            }
+        }
         other => {
             let _: NoArgs = args(tool, arguments)?;
             match other {
+                "skill_tools" => Tool::SkillTools,
                 "containers" => Tool::Containers,
                 "listening_sockets" => Tool::ListeningSockets,
                 "pending_updates" => Tool::PendingUpdates,
@@ -360,7 +402,9 @@ impl Tool {
             Tool::PendingUpdates => ("apt".into(), v(&["list", "--upgradable"])),
             Tool::Memory => ("free".into(), v(&["-h"])),
             Tool::Load => ("uptime".into(), Vec::new()),
-            Tool::ProposeChore { .. } => return None,
+            Tool::ProposeChore { .. } | Tool::SkillTools | Tool::SkillTool { .. } => {
+                return None;
+            }
         })
     }
 
@@ -476,6 +520,18 @@ pub fn definitions() -> Value {
             json!({"name": {"type": "string"}, "why": {"type": "string", "maxLength": MAX_WHY}}),
             &["name", "why"],
         ),
+        tool(
+            "skill_tools",
+            "The read-only tools the skills installed here brought, each with what it does (a skill is a signed add-on the owner installed).",
+            json!({}),
+            &[]
+        ),
+        tool(
+            "skill_tool",
+            "Run one of the tools skill_tools lists, by its skill's name and its own. It reads only: it can write nothing.",
+            json!({"skill": {"type": "string"}, "tool": {"type": "string"}}),
+            &["skill", "tool"],
+        ),
     ])
 }
 
@@ -518,8 +574,12 @@ mod tests {
             let judged = check(Table::Allow, &cmd, &argv, &Requester::Warden);
             assert!(judged.is_ok(), "{name} {args} → {cmd} {argv:?}: {judged:?}");
         }
-        // Every tool but the proposal is covered.
-        for name in NAMES.iter().filter(|n| **n != "propose_chore") {
+        // Every tool but the proposal and the skills' (the Warden runs those
+        // from the skill's own bundle, not its policy) is covered.
+        for name in NAMES
+            .iter()
+            .filter(|n| !["propose_chore", "skill_tools", "skill_tool"].contains(n))
+        {
             assert!(calls.iter().any(|(n, _)| n == name), "{name} untested");
         }
     }

@@ -636,6 +636,11 @@ const OUR_OPENINGS: &[&str] = &[
     "telegram's signature is checked",
     "no telegram account is pinned",
     "not read just now",
+    // Skills (`/skills` and the Trust page).
+    "no skill is installed",
+    "not loaded",
+    "what each may write and run",
+    "network now:",
     "the policy could not be read",
     "what the warden may run here",
     // The Warden's proposals.

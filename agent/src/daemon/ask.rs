@@ -26,7 +26,7 @@ use crate::assistant::conversation::{self, Answer, Host, Limits};
 use crate::assistant::model::{ModelError, Usage};
 use crate::assistant::{Assistant, Busy, voice};
 use crate::warden_client::WardenError;
-use aromba_warden_proto::{Request, printable};
+use aromba_warden_proto::{Request, Response, printable};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -108,6 +108,19 @@ fn count(daemon: &Daemon, used: u64) {
     keep(daemon, &s);
 }
 
+/// A read's (or a skill tool's) redacted answer as the model gets it.
+fn tool_text(r: &aromba_warden_proto::ReadResult) -> String {
+    let mut text = printable(&r.stdout);
+    let err = printable(&r.stderr);
+    if !err.trim().is_empty() {
+        text.push_str(&format!("\n[stderr]\n{err}"));
+    }
+    if r.exit_code != Some(0) {
+        text.push_str(&format!("\n[exit code {:?}]", r.exit_code));
+    }
+    text
+}
+
 /// The Warden, as the conversation's [`Host`]; each round's tools are
 /// shown by editing the answer's message in place.
 struct Warden<'a> {
@@ -131,17 +144,7 @@ impl Host for Warden<'_> {
             return Err(words::tool::READS_SPENT.into());
         }
         match self.daemon.warden().read(&cmd, args).await {
-            Ok(r) => {
-                let mut text = printable(&r.stdout);
-                let err = printable(&r.stderr);
-                if !err.trim().is_empty() {
-                    text.push_str(&format!("\n[stderr]\n{err}"));
-                }
-                if r.exit_code != Some(0) {
-                    text.push_str(&format!("\n[exit code {:?}]", r.exit_code));
-                }
-                Ok(text)
-            }
+            Ok(r) => Ok(tool_text(&r)),
             Err(WardenError::Refused(reason) | WardenError::Failed(reason)) => Err(reason),
             Err(WardenError::Unexpected(other)) => {
                 Err(words::tool::odd_answer(&format!("{other:?}")))
@@ -154,6 +157,41 @@ impl Host for Warden<'_> {
         match self.daemon.warden().chores().await {
             Ok(chores) => chores.into_iter().map(|c| c.name).collect(),
             Err(_) => Vec::new(),
+        }
+    }
+
+    async fn skill_tools(&self) -> Vec<(String, String, String)> {
+        if !self.daemon.take_read_leaving(LEFT_TO_THE_CHAT) {
+            return Vec::new();
+        }
+        match self.daemon.warden().skills().await {
+            Ok((skills, _)) => skills
+                .into_iter()
+                .flat_map(|s| {
+                    let skill = s.name;
+                    s.tools
+                        .into_iter()
+                        .map(move |(t, what)| (skill.clone(), t, what))
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    async fn skill_tool(&self, skill: String, tool: String) -> Result<String, String> {
+        if !self.daemon.take_read_leaving(LEFT_TO_THE_CHAT) {
+            return Err(words::tool::READS_SPENT.into());
+        }
+        let answer = self
+            .daemon
+            .warden()
+            .ask(&Request::SkillTool { skill, tool })
+            .await;
+        match answer {
+            Ok(Response::Result(r)) => Ok(tool_text(&r)),
+            Ok(Response::Refused { reason, .. }) => Err(reason),
+            Ok(other) => Err(words::tool::odd_answer(&format!("{other:?}"))),
+            Err(e) => Err(aromba_words::chat::warden_not_asked(&e.to_string())),
         }
     }
 

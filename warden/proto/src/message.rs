@@ -189,6 +189,9 @@ pub struct SkillInfo {
     pub text: String,
     /// What it may do on the network now, in words.
     pub network: String,
+    /// Its assistant tools: each name and what it does (the publisher's
+    /// words).
+    pub tools: Vec<(String, String)>,
 }
 
 /// One line of `aromba chores`.
@@ -1220,6 +1223,26 @@ fn buttons_from(v: Value) -> Result<Vec<Button>, ProtoError> {
         .collect()
 }
 
+/// A list of `[a, b]` string pairs.
+fn pairs(v: Value, name: &str, max: usize) -> Result<Vec<(String, String)>, ProtoError> {
+    let Value::Array(items) = v else {
+        return Err(err(format!("{name:?} must be an array of pairs")));
+    };
+    if items.len() > max {
+        return Err(err(format!("{name:?} has more than {max} items")));
+    }
+    items
+        .into_iter()
+        .map(|item| match item {
+            Value::Array(p) => match p.as_slice() {
+                [Value::String(a), Value::String(b)] => Ok((a.clone(), b.clone())),
+                _ => Err(err(format!("{name:?} must hold pairs of strings"))),
+            },
+            _ => Err(err(format!("{name:?} must hold pairs of strings"))),
+        })
+        .collect()
+}
+
 fn skill_value(s: &SkillInfo) -> Value {
     let mut m = Map::new();
     m.insert("name".into(), Value::from(s.name.as_str()));
@@ -1227,6 +1250,15 @@ fn skill_value(s: &SkillInfo) -> Value {
     m.insert("publisher".into(), Value::from(s.publisher.as_str()));
     m.insert("text".into(), Value::from(s.text.as_str()));
     m.insert("network".into(), Value::from(s.network.as_str()));
+    m.insert(
+        "tools".into(),
+        Value::Array(
+            s.tools
+                .iter()
+                .map(|(n, d)| Value::from(vec![n.as_str(), d.as_str()]))
+                .collect(),
+        ),
+    );
     Value::Object(m)
 }
 
@@ -1364,6 +1396,7 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
                         publisher: c.string("publisher")?,
                         text: c.string("text")?,
                         network: c.string("network")?,
+                        tools: pairs(c.take("tools")?, "tools", MAX_LISTED)?,
                     };
                     c.done("skill")?;
                     Ok(info)
@@ -1697,6 +1730,7 @@ mod tests {
                     publisher: "aromba".into(),
                     text: "tls-certs 1.0.0".into(),
                     network: "none".into(),
+                    tools: vec![("tls-expiry".into(), "When each certificate expires".into())],
                 }],
                 refused: vec!["the installed skill x no longer verifies".into()],
             },

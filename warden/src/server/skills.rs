@@ -352,6 +352,12 @@ pub(super) fn list(shared: &Shared) -> Response {
                 publisher: s.manifest.publisher.clone(),
                 text: s.render(),
                 network: network_words(shared, s),
+                tools: s
+                    .manifest
+                    .tools
+                    .iter()
+                    .map(|t| (t.name.clone(), t.description.clone()))
+                    .collect(),
             })
             .collect(),
         refused,
