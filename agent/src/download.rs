@@ -79,6 +79,17 @@ async fn get(
     Ok(answer.body.to_vec())
 }
 
+/// One file at `url` (a folder and the file's name in it), read up to
+/// `cap` bytes and no further.
+pub async fn one_file(
+    dialer: &dyn Dialer,
+    url: &BaseUrl,
+    file: &str,
+    cap: usize,
+) -> Result<Vec<u8>, DownloadError> {
+    get(dialer, url, None, file, cap).await
+}
+
 /// The release `url` offers, its manifest verified with `keys`.
 pub async fn offer(
     dialer: &dyn Dialer,

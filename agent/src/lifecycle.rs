@@ -155,7 +155,7 @@ fn install(root: Option<PathBuf>, dir: &Path) -> ExitCode {
 }
 
 /// A folder only root may enter, made new (never one that was there).
-fn fresh_folder() -> Result<PathBuf, String> {
+pub(crate) fn fresh_folder() -> Result<PathBuf, String> {
     use std::os::unix::fs::DirBuilderExt;
     let dir = PathBuf::from("/var/tmp").join(format!("aromba-update-{}", uuid::Uuid::new_v4()));
     std::fs::DirBuilder::new()
@@ -165,7 +165,7 @@ fn fresh_folder() -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-struct Cleanup(PathBuf);
+pub(crate) struct Cleanup(pub(crate) PathBuf);
 
 impl Drop for Cleanup {
     fn drop(&mut self) {

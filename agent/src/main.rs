@@ -209,11 +209,12 @@ enum PinVerb {
 
 #[derive(Subcommand, Debug)]
 enum SkillVerb {
-    /// Show what the skill bundle FILE asks for (what more than the
-    /// version installed, first), then install it when you say yes; its
-    /// hosts need the PIN.
+    /// Show what the skill bundle FILE (or an https:// URL of one) asks
+    /// for (what more than the version installed, first), then install it
+    /// when you say yes; its hosts need the PIN.
     Install {
-        file: PathBuf,
+        #[arg(value_name = "FILE|URL")]
+        file: String,
         /// Do not ask first (the PIN is still asked for when needed).
         #[arg(long)]
         yes: bool,
@@ -336,7 +337,14 @@ fn main() -> ExitCode {
         },
         Command::ProdMode { state, root } => prod_mode(root, state),
         Command::Skill { verb } => match verb {
-            SkillVerb::Install { file, yes, root } => skills_cli::install(root, &file, yes),
+            SkillVerb::Install { file, yes, root }
+                if file.starts_with("https://") || file.starts_with("http://") =>
+            {
+                skills_cli::install_from(root, &file, yes)
+            }
+            SkillVerb::Install { file, yes, root } => {
+                skills_cli::install(root, std::path::Path::new(&file), yes)
+            }
             SkillVerb::List { root } => skills_cli::list(root, None),
             SkillVerb::Show { name, root } => skills_cli::list(root, Some(&name)),
             SkillVerb::Remove { name, yes, root } => skills_cli::remove(root, &name, yes),

@@ -15,6 +15,61 @@ fn fail(why: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(1)
 }
 
+/// The most a bundle is (the Warden's bound): a download stops there.
+const MAX_BUNDLE: usize = 1 << 20;
+
+/// `aromba skill install URL`: the bundle downloaded into a folder of
+/// root's alone, then installed as a file is (the Warden verifies it).
+pub fn install_from(root: Option<PathBuf>, url: &str, yes: bool) -> ExitCode {
+    let Some((folder, file)) = url.rsplit_once('/') else {
+        return fail(format!("{url} names no file"));
+    };
+    let plain = !file.is_empty()
+        && file.len() <= 128
+        && file
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if !plain || file.starts_with('.') {
+        return fail(format!(
+            "{url} does not end in a plain file name (letters, digits, . _ -)"
+        ));
+    }
+    let base = match crate::config::BaseUrl::parse(folder) {
+        Ok(b) => b,
+        Err(e) => return fail(e.replace("release URL", "skill's URL")),
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(format!("cannot start: {e}")),
+    };
+    out!("downloading {url}");
+    let bytes = runtime.block_on(async {
+        tokio::time::timeout(
+            crate::download::DEADLINE,
+            crate::download::one_file(&aromba_relay_proto::client::Direct, &base, file, MAX_BUNDLE),
+        )
+        .await
+        .map_err(|_| crate::download::DownloadError::Timeout)?
+    });
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(e) => return fail(format!("the skill could not be downloaded: {e}")),
+    };
+    let dir = match crate::lifecycle::fresh_folder() {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    let _cleanup = crate::lifecycle::Cleanup(dir.clone());
+    let path = dir.join("bundle.skill");
+    if let Err(e) = std::fs::write(&path, &bytes) {
+        return fail(format!("cannot write {}: {e}", path.display()));
+    }
+    install(root, &path, yes)
+}
+
 /// `aromba skill install FILE`.
 pub fn install(root: Option<PathBuf>, file: &Path, yes: bool) -> ExitCode {
     let path = match std::path::absolute(file) {

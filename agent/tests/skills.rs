@@ -256,9 +256,7 @@ async fn the_assistant_runs_a_skills_tool_through_the_warden_and_gets_it_redacte
         })
         .await;
     assert!(
-        answer
-            .text
-            .contains("Your certificate has 12 days left."),
+        answer.text.contains("Your certificate has 12 days left."),
         "{}",
         answer.text
     );
@@ -270,4 +268,76 @@ async fn the_assistant_runs_a_skills_tool_through_the_warden_and_gets_it_redacte
         "{journal}"
     );
     assert!(!journal.contains("hunter2-secret"));
+}
+
+#[test]
+fn aromba_skill_install_takes_a_url_and_the_warden_verifies_what_came() {
+    let w = TestWarden::start_installed("skill-url", account("aromba"), Some(8), |_| {});
+    let touched = Touched::new("skill-url");
+    let path = certs_bundle(&w, &touched, json!([]));
+    let served = tempdir_with(&w, &path);
+    let served = aromba_testkit::release::serve(served);
+    let url = format!("{}/certs-1.0.0.skill", served.url);
+    let out = w.aromba_as("root", &["skill", "install", &url, "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("certs 1.0.0 is installed"),
+        "{}",
+        text(&out.stdout)
+    );
+    // Nothing of the download is left behind.
+    assert!(
+        !std::fs::read_dir("/var/tmp")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| std::fs::read_dir(e.path())
+                .ok()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.ok())
+                .any(|f| f.file_name() == "bundle.skill"))
+    );
+    // A URL with no such file, or not ending in a plain name.
+    for (url, want) in [
+        (format!("{}/missing.skill", served.url), "answered 404"),
+        (format!("{}/a b.skill", served.url), "plain file name"),
+        (format!("{}/", served.url), "plain file name"),
+    ] {
+        let out = w.aromba_as("root", &["skill", "install", &url, "--yes"]);
+        assert!(!out.status.success(), "{url}");
+        assert!(
+            text(&out.stderr).contains(want),
+            "{url}: {}",
+            text(&out.stderr)
+        );
+    }
+    // A bundle changed on the way does not verify at the Warden.
+    let bytes = std::fs::read(&path).unwrap();
+    let tampered = String::from_utf8(bytes)
+        .unwrap()
+        .replace("exit 0", "exit 1");
+    std::fs::write(w.root.join("served/evil.skill"), tampered).unwrap();
+    let out = w.aromba_as(
+        "root",
+        &[
+            "skill",
+            "install",
+            &format!("{}/evil.skill", served.url),
+            "--yes",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("its SHA-256 differs"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A folder under the Warden's root holding a copy of the bundle at `path`.
+fn tempdir_with(w: &TestWarden, path: &str) -> PathBuf {
+    let dir = w.root.join("served");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(path, dir.join("certs-1.0.0.skill")).unwrap();
+    dir
 }
