@@ -260,6 +260,21 @@ pub struct Outcome {
     pub duration: Duration,
 }
 
+impl Outcome {
+    /// How much the redactor took out of stdout and stderr together, per
+    /// class, the classes it took nothing of left out.
+    pub fn redactions(&self) -> Vec<(String, u64)> {
+        aromba_redact::Class::ALL
+            .iter()
+            .filter_map(|class| {
+                let n = u64::from(self.stdout.counts().get(*class))
+                    + u64::from(self.stderr.counts().get(*class));
+                (n > 0).then(|| (class.name().to_string(), n))
+            })
+            .collect()
+    }
+}
+
 #[derive(Debug)]
 pub enum ExecError {
     NoBinary { cmd: String, tried: Vec<String> },

@@ -91,13 +91,7 @@ pub(super) fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<Stri
     };
     // Exec hands out output only redacted (as cut when it killed the run).
     let (stdout, stderr) = (&outcome.stdout, &outcome.stderr);
-    let mut counts: Vec<(String, u64)> = Vec::new();
-    for class in aromba_redact::Class::ALL {
-        let n = u64::from(stdout.counts().get(class)) + u64::from(stderr.counts().get(class));
-        if n > 0 {
-            counts.push((class.name().to_string(), n));
-        }
-    }
+    let counts = outcome.redactions();
     let duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
     // The journal binds to exactly the redacted bytes the Worker got.
     let (stdout_sha256, stderr_sha256) = (sha256_hex(stdout.text()), sha256_hex(stderr.text()));

@@ -421,13 +421,7 @@ pub(super) fn tool(shared: &Shared, peer: &PeerCred, skill: &str, tool: &str) ->
         Err(e) => return refused(format!("the tool could not run: {e}")),
     };
     let (stdout, stderr) = (&outcome.stdout, &outcome.stderr);
-    let mut redactions: Vec<(String, u64)> = Vec::new();
-    for class in aromba_redact::Class::ALL {
-        let n = u64::from(stdout.counts().get(class)) + u64::from(stderr.counts().get(class));
-        if n > 0 {
-            redactions.push((class.name().to_string(), n));
-        }
-    }
+    let redactions = outcome.redactions();
     let duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
     let script_sha256 = crate::journal::sha256_hex(script.as_bytes());
     let (stdout_sha256, stderr_sha256) = (

@@ -598,6 +598,16 @@ impl Fields {
     }
 }
 
+/// Redactions per class, as a journal line holds them.
+fn redaction_counts(counts: &[(String, u64)]) -> Value {
+    Value::Object(
+        counts
+            .iter()
+            .map(|(k, n)| (k.clone(), Value::from(*n)))
+            .collect(),
+    )
+}
+
 fn lossy(path: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
@@ -756,11 +766,6 @@ impl Event<'_> {
                         f.put("rule", *rule).verdict("failed").put("error", *error);
                     }
                     ReadVerdict::Allowed(r) => {
-                        let redactions: Map<String, Value> = r
-                            .redactions
-                            .iter()
-                            .map(|(k, n)| (k.clone(), Value::from(*n)))
-                            .collect();
                         f.put("rule", r.rule)
                             .verdict("allowed")
                             .put("bin", lossy(r.bin))
@@ -770,7 +775,7 @@ impl Event<'_> {
                             .put("bytes_out", r.bytes_out)
                             .put("cut", r.cut)
                             .put("timed_out", r.timed_out)
-                            .put("redactions", Value::Object(redactions))
+                            .put("redactions", redaction_counts(r.redactions))
                             .put("stdout_sha256", r.stdout_sha256)
                             .put("stderr_sha256", r.stderr_sha256)
                             .put("duration_ms", r.duration_ms);
@@ -1092,17 +1097,12 @@ impl Event<'_> {
                         f.refused(why);
                     }
                     Ok(r) => {
-                        let redactions: serde_json::Map<String, Value> = r
-                            .redactions
-                            .iter()
-                            .map(|(k, n)| (k.clone(), Value::from(*n)))
-                            .collect();
                         f.verdict("allowed")
                             .put("script_sha256", r.script_sha256)
                             .put_or_null("exit_code", r.exit_code)
                             .put("cut", r.cut)
                             .put("timed_out", r.timed_out)
-                            .put("redactions", Value::Object(redactions))
+                            .put("redactions", redaction_counts(r.redactions))
                             .put("stdout_sha256", r.stdout_sha256)
                             .put("stderr_sha256", r.stderr_sha256)
                             .put("duration_ms", r.duration_ms);
