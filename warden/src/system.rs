@@ -166,6 +166,23 @@ pub fn loopback_namespace() -> io::Result<(std::os::fd::OwnedFd, std::net::TcpLi
         .map_err(|_| io::Error::other("the network namespace's thread panicked"))?
 }
 
+/// The inode of the network namespace socket `fd` belongs to
+/// (`SIOCGSKNS`): how the egress tests tell a run's sockets from the
+/// Warden's others.
+pub fn socket_namespace(fd: RawFd) -> io::Result<u64> {
+    const SIOCGSKNS: libc::c_ulong = 0x894C;
+    // SAFETY: an ioctl on a descriptor number, taking no pointer; a number
+    // that is not a socket (or was closed meanwhile) makes it fail.
+    let ns = unsafe { libc::ioctl(fd, SIOCGSKNS) };
+    if ns < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just gave us this descriptor; nothing else owns it.
+    let ns = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(ns) };
+    let file = std::fs::File::from(ns);
+    Ok(std::os::unix::fs::MetadataExt::ino(&file.metadata()?))
+}
+
 /// Brings `lo` up in the calling thread's network namespace.
 fn loopback_up() -> io::Result<()> {
     // SAFETY: socket takes integers and returns a new descriptor or -1.

@@ -325,7 +325,9 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
             cage::run_caged(&spec, Path::new("/bin/sh"), &args, &bounds).map_err(RunError::Cage)
         };
         match &ctx.egress {
-            Some(plan) if skill && h.network && !plan.hosts.is_empty() => {
+            // A dry run is made without a tap, whatever the colour: it
+            // gets the namespace and no proxy — no network at all.
+            Some(plan) if skill && h.network && mode == Mode::Real && !plan.hosts.is_empty() => {
                 egress::with_proxy(plan, |way| caged(Some(way)))
                     .map_err(RunError::Refused)
                     .and_then(|r| r)

@@ -56,6 +56,14 @@ fn v6_refusal(a: Ipv6Addr) -> Option<&'static str> {
         Some("a private network")
     } else if a.is_multicast() {
         Some("not a unicast internet address")
+    } else if s[0..4] == [0; 4] && s[4] == 0xffff && s[5] == 0 {
+        // IPv4-translated (`::ffff:0:a.b.c.d`): judged as that one.
+        v4_refusal(Ipv4Addr::new(
+            (s[6] >> 8) as u8,
+            s[6] as u8,
+            (s[7] >> 8) as u8,
+            s[7] as u8,
+        ))
     } else if s[0] == 0x64 && s[1] == 0xff9b {
         // NAT64 embeds an IPv4 address: judged as that one.
         v4_refusal(Ipv4Addr::new(
@@ -96,6 +104,7 @@ mod tests {
             "::",
             "::ffff:127.0.0.1",
             "::ffff:169.254.169.254",
+            "::ffff:0:a9fe:a9fe",
             "::127.0.0.1",
             "fe80::1",
             "fd00:ec2::254",

@@ -25,18 +25,22 @@ pub mod connect;
 pub mod hello;
 
 use connect::Target;
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// Connections one run may hold open at once.
 pub const MAX_CONNECTIONS: usize = 16;
-/// How long the client has to send its request, then its ClientHello; and
-/// how long dialing the host may take.
+/// How long the client has to send its request and its ClientHello, in
+/// all; and how long dialing the host may take.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Refused connections journaled one by one in a run; the rest are
+/// counted, and journaled as one line when the run ends.
+pub const MAX_REFUSED_LINES: usize = 32;
 
 /// A stand-in lookup: a name's addresses.
 pub type Lookup = std::sync::Arc<dyn Fn(&str) -> Vec<IpAddr> + Send + Sync>;
@@ -101,7 +105,9 @@ pub struct Plan<'a> {
     /// granted.
     pub hosts: Vec<(String, u16)>,
     pub resolver: &'a Resolver,
-    pub journal: Box<dyn Fn(&Connection) + Sync + 'a>,
+    /// Journals a connection; `false` when the line could not be written
+    /// (then an allowed connection is not made).
+    pub journal: Box<dyn Fn(&Connection) -> bool + Sync + 'a>,
 }
 
 /// The namespace and port a run's cage enters and is told of.
@@ -143,8 +149,10 @@ pub fn with_proxy<R>(plan: &Plan<'_>, run: impl FnOnce(Way) -> R) -> Result<R, S
     let proxy = Proxy {
         plan,
         stop: AtomicBool::new(false),
-        open: Mutex::new(Vec::new()),
+        open: Mutex::new(HashMap::new()),
+        next: AtomicU64::new(0),
         active: AtomicUsize::new(0),
+        refused: AtomicUsize::new(0),
     };
     let way = Way {
         netns: ns.as_raw_fd(),
@@ -154,11 +162,27 @@ pub fn with_proxy<R>(plan: &Plan<'_>, run: impl FnOnce(Way) -> R) -> Result<R, S
         s.spawn(|| proxy.accept_loop(s, &listener));
         let r = run(way);
         proxy.stop.store(true, Ordering::SeqCst);
-        for stream in proxy.open.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        for stream in proxy
+            .open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+        {
             let _ = stream.shutdown(Shutdown::Both);
         }
         r
     });
+    let refused = proxy.refused.load(Ordering::SeqCst);
+    if refused > MAX_REFUSED_LINES {
+        (plan.journal)(&Connection {
+            target: "(more)".into(),
+            address: None,
+            verdict: Err(format!(
+                "{} more connections were refused in this run, not journaled one by one",
+                refused - MAX_REFUSED_LINES
+            )),
+        });
+    }
     drop(ns);
     Ok(result)
 }
@@ -166,9 +190,13 @@ pub fn with_proxy<R>(plan: &Plan<'_>, run: impl FnOnce(Way) -> R) -> Result<R, S
 struct Proxy<'p, 'a> {
     plan: &'p Plan<'a>,
     stop: AtomicBool,
-    /// A clone of every stream opened, shut down when the run ends.
-    open: Mutex<Vec<TcpStream>>,
+    /// A clone of each stream open now, by its number: shut down when the
+    /// run ends, taken out when its connection does.
+    open: Mutex<HashMap<u64, TcpStream>>,
+    next: AtomicU64,
     active: AtomicUsize,
+    /// Refused connections so far in the run.
+    refused: AtomicUsize,
 }
 
 /// Counts a connection while it lives.
@@ -180,12 +208,40 @@ impl Drop for Active<'_> {
     }
 }
 
+/// A stream's clone kept for the run's end, taken out when this drops.
+struct Kept<'c> {
+    open: &'c Mutex<HashMap<u64, TcpStream>>,
+    id: u64,
+}
+
+impl Drop for Kept<'_> {
+    fn drop(&mut self) {
+        self.open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.id);
+    }
+}
+
+/// Reads into `buf` what comes before `deadline`.
+fn read_by(stream: &mut TcpStream, buf: &mut Vec<u8>, deadline: Instant) -> std::io::Result<usize> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(std::io::ErrorKind::TimedOut.into());
+    }
+    stream.set_read_timeout(Some(left))?;
+    let mut chunk = [0u8; 4096];
+    let n = stream.read(&mut chunk)?;
+    buf.extend_from_slice(&chunk[..n]);
+    Ok(n)
+}
+
 impl<'p, 'a> Proxy<'p, 'a> {
     fn accept_loop<'s>(&'s self, s: &'s std::thread::Scope<'s, '_>, listener: &TcpListener) {
         while !self.stop.load(Ordering::SeqCst) {
             match listener.accept() {
                 Ok((stream, _)) => {
-                    if stream.set_nonblocking(false).is_err() || !self.keep(&stream) {
+                    if stream.set_nonblocking(false).is_err() {
                         continue;
                     }
                     if self.active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
@@ -197,8 +253,13 @@ impl<'p, 'a> Proxy<'p, 'a> {
                         );
                         continue;
                     }
+                    let guard = Active(&self.active);
+                    let Some(kept) = self.keep(&stream) else {
+                        continue;
+                    };
                     s.spawn(move || {
-                        let _guard = Active(&self.active);
+                        let _guard = guard;
+                        let _kept = kept;
                         self.serve(s, stream);
                     });
                 }
@@ -210,19 +271,32 @@ impl<'p, 'a> Proxy<'p, 'a> {
         }
     }
 
-    /// Records a clone to shut down at the end; `false` when there is none.
-    fn keep(&self, stream: &TcpStream) -> bool {
-        match stream.try_clone() {
-            Ok(c) => {
-                self.open.lock().unwrap_or_else(|p| p.into_inner()).push(c);
-                // Stopped meanwhile: this one is closed too.
-                if self.stop.load(Ordering::SeqCst) {
-                    let _ = stream.shutdown(Shutdown::Both);
-                    return false;
-                }
-                true
-            }
-            Err(_) => false,
+    /// Keeps a clone to shut down at the run's end; `None` when there is
+    /// none or the run is ending (the stream is then closed).
+    fn keep(&self, stream: &TcpStream) -> Option<Kept<'_>> {
+        let clone = stream.try_clone().ok()?;
+        let id = self.next.fetch_add(1, Ordering::SeqCst);
+        self.open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, clone);
+        let kept = Kept {
+            open: &self.open,
+            id,
+        };
+        // Stopped meanwhile: this one is closed too.
+        if self.stop.load(Ordering::SeqCst) {
+            let _ = stream.shutdown(Shutdown::Both);
+            return None;
+        }
+        Some(kept)
+    }
+
+    /// Journals a refused connection: one by one up to the bound, counted
+    /// past it.
+    fn note_refused(&self, c: &Connection) {
+        if self.refused.fetch_add(1, Ordering::SeqCst) < MAX_REFUSED_LINES {
+            (self.plan.journal)(c);
         }
     }
 
@@ -241,7 +315,7 @@ impl<'p, 'a> Proxy<'p, 'a> {
     /// client speaks TLS there), journals why.
     fn close(&self, stream: TcpStream, target: String, why: String) {
         let _ = stream.shutdown(Shutdown::Both);
-        (self.plan.journal)(&Connection {
+        self.note_refused(&Connection {
             target,
             address: None,
             verdict: Err(why),
@@ -249,7 +323,9 @@ impl<'p, 'a> Proxy<'p, 'a> {
     }
 
     fn serve<'s>(&'s self, s: &'s std::thread::Scope<'s, '_>, mut client: TcpStream) {
-        let _ = client.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
+        // One deadline for the request and the ClientHello together: a
+        // client trickling a byte at a time does not hold its slot longer.
+        let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
         let mut buf = Vec::new();
         let end = loop {
             if let Some(end) = connect::end_of_request(&buf) {
@@ -258,12 +334,11 @@ impl<'p, 'a> Proxy<'p, 'a> {
             if buf.len() >= connect::MAX_REQUEST {
                 return self.refuse(client, "?".into(), "the request is too long".into());
             }
-            let mut chunk = [0u8; 1024];
-            match client.read(&mut chunk) {
+            match read_by(&mut client, &mut buf, deadline) {
                 Ok(0) | Err(_) => {
-                    return self.refuse(client, "?".into(), "no whole request came".into());
+                    return self.refuse(client, "?".into(), "no whole request came in time".into());
                 }
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Ok(_) => {}
             }
         };
         let target = match connect::parse(&buf[..end]) {
@@ -317,12 +392,11 @@ impl<'p, 'a> Proxy<'p, 'a> {
             if record.len() >= hello::MAX_RECORD {
                 break;
             }
-            let mut chunk = [0u8; 4096];
-            match client.read(&mut chunk) {
+            match read_by(&mut client, &mut record, deadline) {
                 Ok(0) | Err(_) => {
-                    return self.close(client, shown, "no TLS ClientHello came".into());
+                    return self.close(client, shown, "no TLS ClientHello came in time".into());
                 }
-                Ok(n) => record.extend_from_slice(&chunk[..n]),
+                Ok(_) => {}
             }
         }
         let first = hello::record_len(&record)
@@ -365,11 +439,22 @@ impl<'p, 'a> Proxy<'p, 'a> {
             return self.close(client, shown, why);
         };
         let addr = SocketAddr::new(ip, port);
+        // Journaled before it is dialed: a connection the journal cannot
+        // hold is not made.
+        let allowed = Connection {
+            target: shown.clone(),
+            address: Some(addr),
+            verdict: Ok(()),
+        };
+        if !(self.plan.journal)(&allowed) {
+            let _ = client.shutdown(Shutdown::Both);
+            return;
+        }
         let upstream = match TcpStream::connect_timeout(&addr, HANDSHAKE_TIMEOUT) {
             Ok(u) => u,
             Err(e) => {
                 let _ = client.shutdown(Shutdown::Both);
-                (self.plan.journal)(&Connection {
+                self.note_refused(&Connection {
                     target: shown,
                     address: Some(addr),
                     verdict: Err(format!("cannot connect: {e}")),
@@ -377,14 +462,10 @@ impl<'p, 'a> Proxy<'p, 'a> {
                 return;
             }
         };
-        if !self.keep(&upstream) {
+        let Some(_kept) = self.keep(&upstream) else {
+            let _ = client.shutdown(Shutdown::Both);
             return;
-        }
-        (self.plan.journal)(&Connection {
-            target: shown,
-            address: Some(addr),
-            verdict: Ok(()),
-        });
+        };
         let _ = client.set_read_timeout(None);
         let mut up_write = upstream;
         if up_write.write_all(&record).is_err() {
@@ -397,11 +478,14 @@ impl<'p, 'a> Proxy<'p, 'a> {
             let _ = up_write.shutdown(Shutdown::Both);
             return;
         };
-        s.spawn(move || {
+        let back = s.spawn(move || {
             let _ = std::io::copy(&mut up_read, &mut client_write);
             let _ = client_write.shutdown(Shutdown::Write);
         });
         let _ = std::io::copy(&mut client, &mut up_write);
         let _ = up_write.shutdown(Shutdown::Write);
+        // The slot is held until both directions end: a half-closed tunnel
+        // still counts against the run's bound.
+        let _ = back.join();
     }
 }

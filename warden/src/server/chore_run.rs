@@ -107,7 +107,8 @@ fn egress_plan<'a>(shared: &'a Shared, chore: &Chore) -> Option<crate::egress::P
                     chore: &name,
                     connection,
                 },
-            );
+            )
+            .is_some()
         }),
     })
 }
