@@ -273,6 +273,23 @@ impl Outcome {
             })
             .collect()
     }
+
+    /// The answer a read or a skill tool sends back: the redacted output,
+    /// how it ended, and the journal line that recorded it.
+    pub fn into_result(self, journal_seq: u64) -> aromba_warden_proto::ReadResult {
+        let redactions = self.redactions();
+        aromba_warden_proto::ReadResult {
+            exit_code: self.exit_code,
+            signal: self.signal,
+            cut: self.cut,
+            timed_out: self.timed_out,
+            redactions,
+            journal_seq,
+            duration_ms: u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
+            stdout: self.stdout.into_text(),
+            stderr: self.stderr.into_text(),
+        }
+    }
 }
 
 #[derive(Debug)]

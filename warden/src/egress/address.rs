@@ -56,16 +56,10 @@ fn v6_refusal(a: Ipv6Addr) -> Option<&'static str> {
         Some("a private network")
     } else if a.is_multicast() {
         Some("not a unicast internet address")
-    } else if s[0..4] == [0; 4] && s[4] == 0xffff && s[5] == 0 {
-        // IPv4-translated (`::ffff:0:a.b.c.d`): judged as that one.
-        v4_refusal(Ipv4Addr::new(
-            (s[6] >> 8) as u8,
-            s[6] as u8,
-            (s[7] >> 8) as u8,
-            s[7] as u8,
-        ))
-    } else if s[0] == 0x64 && s[1] == 0xff9b {
-        // NAT64 embeds an IPv4 address: judged as that one.
+    } else if (s[0..4] == [0; 4] && s[4] == 0xffff && s[5] == 0) || (s[0] == 0x64 && s[1] == 0xff9b)
+    {
+        // IPv4-translated (`::ffff:0:a.b.c.d`) and NAT64 (`64:ff9b::a.b.c.d`)
+        // embed an IPv4 address: judged as that one.
         v4_refusal(Ipv4Addr::new(
             (s[6] >> 8) as u8,
             s[6] as u8,

@@ -9,7 +9,7 @@ use crate::exec::{self, Bounds};
 use crate::journal::sha256_hex;
 use crate::policy::{self, Table};
 use crate::system::PeerCred;
-use aromba_warden_proto::{ReadResult, Response};
+use aromba_warden_proto::Response;
 
 /// The read's journal line.
 fn read_line<'a>(
@@ -113,15 +113,5 @@ pub(super) fn read(shared: &Shared, peer: &PeerCred, cmd: String, args: Vec<Stri
     let Some(journal_seq) = journal(shared, line) else {
         return unjournaled();
     };
-    Response::Result(ReadResult {
-        exit_code: outcome.exit_code,
-        signal: outcome.signal,
-        stdout: outcome.stdout.into_text(),
-        stderr: outcome.stderr.into_text(),
-        cut: outcome.cut,
-        timed_out: outcome.timed_out,
-        redactions: counts,
-        journal_seq,
-        duration_ms,
-    })
+    Response::Result(outcome.into_result(journal_seq))
 }

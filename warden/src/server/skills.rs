@@ -319,11 +319,11 @@ pub(super) fn remove(shared: &Shared, name: &str) -> Response {
 }
 
 /// What each installed skill may do on the network now, in words.
-fn network_words(shared: &Shared, skill: &Skill) -> String {
+fn network_words(trust: &skills::Trust<'_>, skill: &Skill) -> String {
     if skill.manifest.hosts.is_empty() {
         return "none: its manifest declares no host".into();
     }
-    let granted = skills::network_granted(&skill_trust(shared), &skill.manifest.name);
+    let granted = skills::network_granted(trust, &skill.manifest.name);
     let hosts: Vec<String> = skill
         .manifest
         .hosts
@@ -342,7 +342,8 @@ fn network_words(shared: &Shared, skill: &Skill) -> String {
 
 /// The skills installed here.
 pub(super) fn list(shared: &Shared) -> Response {
-    let (skills, refused) = skills::all_installed(&skill_trust(shared));
+    let trust = skill_trust(shared);
+    let (skills, refused) = skills::all_installed(&trust);
     Response::Skills {
         skills: skills
             .iter()
@@ -351,7 +352,7 @@ pub(super) fn list(shared: &Shared) -> Response {
                 version: s.manifest.version.to_string(),
                 publisher: s.manifest.publisher.clone(),
                 text: s.render(),
-                network: network_words(shared, s),
+                network: network_words(&trust, s),
                 tools: s
                     .manifest
                     .tools
@@ -448,15 +449,5 @@ pub(super) fn tool(shared: &Shared, peer: &PeerCred, skill: &str, tool: &str) ->
     let Some(journal_seq) = journal(shared, line) else {
         return super::unjournaled();
     };
-    Response::Result(aromba_warden_proto::ReadResult {
-        exit_code: outcome.exit_code,
-        signal: outcome.signal,
-        stdout: outcome.stdout.into_text(),
-        stderr: outcome.stderr.into_text(),
-        cut: outcome.cut,
-        timed_out: outcome.timed_out,
-        redactions,
-        journal_seq,
-        duration_ms,
-    })
+    Response::Result(outcome.into_result(journal_seq))
 }

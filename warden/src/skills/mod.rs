@@ -144,44 +144,37 @@ impl Trust<'_> {
     }
 }
 
-/// Why a bundle is refused, in a sentence.
-fn bad(why: impl Into<String>) -> String {
-    why.into()
-}
-
 impl Skill {
     /// The skill in `bytes`, verified whole, or the one sentence saying why
     /// not. Nothing is written.
     pub fn verify(bytes: &[u8], publishers: &Trust<'_>) -> Result<Skill, String> {
         if bytes.len() as u64 > MAX_BUNDLE {
-            return Err(bad(format!("the bundle is over {MAX_BUNDLE} bytes")));
+            return Err(format!("the bundle is over {MAX_BUNDLE} bytes"));
         }
         let v: Value = serde_json::from_slice(bytes)
-            .map_err(|e| bad(format!("the file is not a skill bundle (not JSON: {e})")))?;
+            .map_err(|e| format!("the file is not a skill bundle (not JSON: {e})"))?;
         let Value::Object(mut top) = v else {
-            return Err(bad("the file is not a skill bundle (not a JSON object)"));
+            return Err("the file is not a skill bundle (not a JSON object)".to_string());
         };
         let mut string = |key: &str| match top.remove(key) {
             Some(Value::String(s)) => Ok(s),
-            _ => Err(bad(format!(
+            _ => Err(format!(
                 "the file is not a skill bundle (no {key:?} string)"
-            ))),
+            )),
         };
         let format = string("format")?;
         if format != BUNDLE_FORMAT {
-            return Err(bad(format!(
+            return Err(format!(
                 "the bundle's format is {format:?}; this Warden reads {BUNDLE_FORMAT:?}"
-            )));
+            ));
         }
         let manifest_text = string("manifest")?;
         let signature = string("signature")?;
         let Some(Value::Object(files)) = top.remove("files") else {
-            return Err(bad("the file is not a skill bundle (no \"files\" object)"));
+            return Err("the file is not a skill bundle (no \"files\" object)".to_string());
         };
         if let Some(extra) = top.keys().next() {
-            return Err(bad(format!(
-                "the bundle has a field it may not have: {extra:?}"
-            )));
+            return Err(format!("the bundle has a field it may not have: {extra:?}"));
         }
         // The publisher's name is read before the signature is checked only
         // to pick its key; nothing else of the manifest is trusted yet.
@@ -192,54 +185,52 @@ impl Skill {
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             })
-            .ok_or_else(|| bad("the manifest names no publisher"))?;
+            .ok_or_else(|| "the manifest names no publisher".to_string())?;
         if !manifest::valid_name(&claimed) {
-            return Err(bad(format!(
-                "the publisher's name {claimed:?} is not a name"
-            )));
+            return Err(format!("the publisher's name {claimed:?} is not a name"));
         }
         let keys = publishers.keys(&claimed)?;
         keys.signed(manifest_text.as_bytes(), &signature)
             .map_err(|_| {
-                bad(format!(
+                format!(
                     "the manifest's signature does not verify with the key of {claimed}, the publisher it names: the bundle was changed or not signed by them"
-                ))
+                )
             })?;
         let manifest = Manifest::parse(manifest_text.as_bytes())?;
         let mut chores = Vec::new();
         let mut tools = Vec::new();
         for (path, v) in &files {
             if !manifest.files().any(|f| &f.path == path) {
-                return Err(bad(format!(
+                return Err(format!(
                     "the bundle holds {path:?}, which its manifest does not name"
-                )));
+                ));
             }
             if !v.is_string() {
-                return Err(bad(format!("the bundle's {path:?} is not text")));
+                return Err(format!("the bundle's {path:?} is not text"));
             }
         }
         for f in manifest.files() {
             let Some(Value::String(text)) = files.get(&f.path) else {
-                return Err(bad(format!(
+                return Err(format!(
                     "the bundle lacks {}, which its manifest names",
                     f.path
-                )));
+                ));
             };
             if text.len() > MAX_FILE {
-                return Err(bad(format!("{} is over {MAX_FILE} bytes", f.path)));
+                return Err(format!("{} is over {MAX_FILE} bytes", f.path));
             }
             if crate::journal::sha256_hex(text.as_bytes()) != f.sha256 {
-                return Err(bad(format!(
+                return Err(format!(
                     "{} is not the file its signed manifest names (its SHA-256 differs)",
                     f.path
-                )));
+                ));
             }
         }
         for f in &manifest.chores {
             let Some(Value::String(script)) = files.get(&f.path) else {
                 continue;
             };
-            let header = Header::parse(script).map_err(|e| bad(format!("{}: {e}", f.path)))?;
+            let header = Header::parse(script).map_err(|e| format!("{}: {e}", f.path))?;
             chores.push((header, script.clone()));
         }
         for t in &manifest.tools {
@@ -260,7 +251,7 @@ impl Skill {
         let mut names: Vec<&str> = skill.chores.iter().map(|(h, _)| h.name.as_str()).collect();
         names.sort_unstable();
         if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-            return Err(bad(format!("two of its chores are named {}", w[0])));
+            return Err(format!("two of its chores are named {}", w[0]));
         }
         Ok(skill)
     }
