@@ -241,7 +241,21 @@ enum SkillVerb {
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
     },
-    /// Remove a skill: its bundle, its chores, their records, its hosts.
+    /// Set a skill's setting: a text or host setting's VALUE on the
+    /// command line, a secret typed without echo (never on the command
+    /// line); a host setting asks for the PIN.
+    Set {
+        name: String,
+        setting: String,
+        value: Option<String>,
+        /// The folder of a Warden started with `aromba-warden serve --root
+        /// DIR` (the demo's: ./scripts/demo prints it). Default: the
+        /// installed system's sockets under /run/aromba.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+    /// Remove a skill: its bundle, its chores, their records, its hosts and
+    /// settings.
     Remove {
         name: String,
         /// Do not ask first.
@@ -347,6 +361,12 @@ fn main() -> ExitCode {
             }
             SkillVerb::List { root } => skills_cli::list(root, None),
             SkillVerb::Show { name, root } => skills_cli::list(root, Some(&name)),
+            SkillVerb::Set {
+                name,
+                setting,
+                value,
+                root,
+            } => skills_cli::set(root, &name, &setting, value),
             SkillVerb::Remove { name, yes, root } => skills_cli::remove(root, &name, yes),
         },
         Command::Update {

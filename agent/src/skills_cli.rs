@@ -1,10 +1,10 @@
-//! `aromba skill install|list|show|remove`, from a root terminal. The
+//! `aromba skill install|list|show|set|remove`, from a root terminal. The
 //! Warden reads and verifies the bundle itself; this shows what it says
 //! the skill asks for — what more than the version installed, first —
 //! asks, takes the PIN when it has hosts not granted before, and asks the
 //! Warden to install exactly the bundle it showed.
 
-use crate::terminal::{confirmed, read_secret_line};
+use crate::terminal::{confirmed, read_hidden, read_secret_line};
 use crate::warden_client::control;
 use aromba_warden_proto::{Request, Response, printable};
 use std::path::{Path, PathBuf};
@@ -70,6 +70,15 @@ pub fn install_from(root: Option<PathBuf>, url: &str, yes: bool) -> ExitCode {
     install(root, &path, yes)
 }
 
+/// The PIN, after saying `why`, when `needed`.
+fn pin_if(needed: bool, why: &str) -> Result<Option<aromba_warden_proto::Pin>, ExitCode> {
+    if !needed {
+        return Ok(None);
+    }
+    out!("{why}");
+    read_secret_line("PIN: ").map(|p| Some(p.into()))
+}
+
 /// `aromba skill install FILE`.
 pub fn install(root: Option<PathBuf>, file: &Path, yes: bool) -> ExitCode {
     let path = match std::path::absolute(file) {
@@ -118,14 +127,12 @@ pub fn install(root: Option<PathBuf>, file: &Path, yes: bool) -> ExitCode {
     if let Err(why) = confirmed(&format!("Install {name} {version}?"), yes, "skill install") {
         return fail(why);
     }
-    let pin = if needs_pin {
-        out!("It talks to hosts on the network: your PIN gives it that.");
-        match read_secret_line("PIN: ") {
-            Ok(p) => Some(p.into()),
-            Err(code) => return code,
-        }
-    } else {
-        None
+    let pin = match pin_if(
+        needs_pin,
+        "It talks to hosts on the network: your PIN gives it that.",
+    ) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
     match control(
         root,
@@ -155,6 +162,14 @@ pub fn list(root: Option<PathBuf>, name: Option<&str>) -> ExitCode {
         };
         out!("{}\n", printable(s.text.as_bytes()));
         out!("Network now: {}", printable(s.network.as_bytes()));
+        for t in &s.settings {
+            out!(
+                "Setting {} ({}): {}",
+                printable(t.name.as_bytes()),
+                printable(t.kind.as_bytes()),
+                printable(t.shown.as_bytes())
+            );
+        }
         return ExitCode::SUCCESS;
     }
     if skills.is_empty() && refused.is_empty() {
@@ -200,6 +215,74 @@ pub fn remove(root: Option<PathBuf>, name: &str, yes: bool) -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(Response::Refused { reason, .. }) => fail(format!("not removed: {reason}")),
+        Ok(other) => fail(format!("unexpected answer from the Warden: {other:?}")),
+        Err(code) => code,
+    }
+}
+
+/// `aromba skill set NAME SETTING [VALUE]`: a text or host setting's value
+/// on the command line; a secret's typed without echo, never on the
+/// command line (the shell's history and `ps` would keep it). A host
+/// setting takes the PIN: the skill reaches the host it names.
+pub fn set(root: Option<PathBuf>, name: &str, setting: &str, value: Option<String>) -> ExitCode {
+    let skills = match control(root.clone(), &Request::Skills, "skill set") {
+        Ok(Response::Skills { skills, .. }) => skills,
+        Ok(other) => return fail(format!("unexpected answer from the Warden: {other:?}")),
+        Err(code) => return code,
+    };
+    let Some(skill) = skills.iter().find(|s| s.name == name) else {
+        return fail(format!("no skill named {name} is installed"));
+    };
+    let Some(declared) = skill.settings.iter().find(|t| t.name == setting) else {
+        let names: Vec<&str> = skill.settings.iter().map(|t| t.name.as_str()).collect();
+        return fail(if names.is_empty() {
+            format!("{name} has no setting")
+        } else {
+            format!(
+                "{name} has no setting named {setting}; its settings: {}",
+                names.join(", ")
+            )
+        });
+    };
+    let value = match (declared.kind.as_str(), value) {
+        ("secret", Some(_)) => {
+            return fail(format!(
+                "{setting} is a secret: it is never given on the command line, where the shell's history and ps would keep it. Run `aromba skill set {name} {setting}` and type it"
+            ));
+        }
+        ("secret", None) => match read_hidden(&format!("{setting}: "), "the value") {
+            Ok(v) => v,
+            Err(code) => return code,
+        },
+        (_, Some(v)) => v,
+        (_, None) => {
+            return fail(format!(
+                "give {setting}'s value: aromba skill set {name} {setting} VALUE"
+            ));
+        }
+    };
+    let pin = match pin_if(
+        declared.kind == "host",
+        &format!("{setting} names a host {name} will talk to: your PIN allows it."),
+    ) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    match control(
+        root,
+        &Request::SkillSet {
+            name: name.to_string(),
+            setting: setting.to_string(),
+            value: aromba_warden_proto::SettingValue::new(value),
+            pin,
+        },
+        "skill set",
+    ) {
+        Ok(Response::Noted { journal_seq }) => {
+            out!("{name}'s {setting} is set (journal seq {journal_seq}).");
+            ExitCode::SUCCESS
+        }
+        Ok(Response::Refused { reason, .. }) => fail(format!("not set: {reason}")),
         Ok(other) => fail(format!("unexpected answer from the Warden: {other:?}")),
         Err(code) => code,
     }

@@ -1,7 +1,8 @@
 //! Skills from a root terminal and in the chat: `aromba skill install`
 //! shows the Warden's words for what the bundle asks, asks first (or takes
 //! `--yes`), takes the PIN for its hosts, and installs; `list`, `show` and
-//! `remove`; `/skills` in a paired chat.
+//! `remove`; `aromba skill set` (a secret typed, never on the command
+//! line; a host with the PIN); `/skills` in a paired chat.
 
 use aromba_testkit::paired::{CHAT, Setup, paired_with};
 use aromba_testkit::skills::{Publisher, chore, manifest};
@@ -141,6 +142,74 @@ fn aromba_skill_install_takes_the_pin_for_the_hosts_it_declares() {
         "{list}"
     );
     assert!(!w.journal().contains(PIN));
+}
+
+#[test]
+fn aromba_skill_set_takes_a_secret_typed_never_on_the_command_line_and_a_host_with_the_pin() {
+    let w = TestWarden::start_installed("skill-cli-set", account("aromba"), Some(8), |_| {});
+    let touched = Touched::new("skill-cli-set");
+    let acme = Publisher::new("acme-tools");
+    acme.trust_at(&w.layout().config_dir);
+    let mut m = manifest("store", "1.0.0", "acme-tools", &touched.0, &["store-push"]);
+    m["settings"] = json!([
+        {"name": "S3_HOST", "kind": "host", "why": "your storage"},
+        {"name": "PASSWORD", "kind": "secret", "why": "the repository's password"},
+    ]);
+    m["hosts"] = json!([{"name": "@S3_HOST", "port": 443, "why": "the storage you name"}]);
+    let script = chore("store-push", "green", &touched.0, "", "exit 0");
+    let path = w.root.join("store.skill");
+    std::fs::write(&path, acme.bundle(m, &[("chores/store-push.sh", &script)])).unwrap();
+    let out = w.aromba_as(
+        "root",
+        &["skill", "install", &path.to_string_lossy(), "--yes"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = w.aromba_as_with_stdin("root", &["pin", "set"], &format!("{PIN}\n"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let secret = "a-long-repository-password";
+    // On the command line: refused, and said why.
+    let out = w.aromba_as("root", &["skill", "set", "store", "PASSWORD", secret]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("PASSWORD is a secret: it is never given on the command line"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = w.aromba_as_with_stdin(
+        "root",
+        &["skill", "set", "store", "PASSWORD"],
+        &format!("{secret}\n"),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("store's PASSWORD is set (journal seq "));
+    // A host takes the PIN.
+    let out = w.aromba_as_with_stdin(
+        "root",
+        &["skill", "set", "store", "S3_HOST", "s3.example.com"],
+        "1111222\n",
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("not set"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = w.aromba_as_with_stdin(
+        "root",
+        &["skill", "set", "store", "S3_HOST", "s3.example.com"],
+        &format!("{PIN}\n"),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let show = text(&w.aromba_as("root", &["skill", "show", "store"]).stdout);
+    assert!(
+        show.contains("Network now: only s3.example.com:443, through the Warden's proxy")
+            && show.contains("Setting S3_HOST (host): s3.example.com")
+            && show.contains("Setting PASSWORD (secret): set (a secret)"),
+        "{show}"
+    );
+    assert!(!show.contains(secret));
+    let journal = w.journal();
+    assert!(!journal.contains(secret) && !journal.contains(PIN));
 }
 
 #[sqlx::test(migrations = false)]

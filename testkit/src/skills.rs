@@ -117,6 +117,7 @@ pub fn manifest(
         "reads": [],
         "root_commands": [],
         "hosts": [],
+        "settings": [],
         "chores": chores.iter().map(|c| json!({"file": format!("chores/{c}.sh"), "sha256": ""})).collect::<Vec<_>>(),
         "tools": [],
     })

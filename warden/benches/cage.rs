@@ -33,6 +33,7 @@ fn main() {
         stop: None,
         tripwire: None,
         cgroup: Default::default(),
+        known_secrets: Vec::new(),
     };
     let bwrap =
         pick_binary("bwrap", &["/usr/bin/bwrap", "/bin/bwrap"]).expect("bubblewrap is installed");

@@ -69,6 +69,7 @@ fn bare_exec(n: usize) -> (Duration, Duration) {
         stop: None,
         tripwire: None,
         cgroup: Default::default(),
+        known_secrets: Vec::new(),
     };
     let samples = (0..n)
         .map(|_| {

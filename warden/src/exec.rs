@@ -67,6 +67,9 @@ pub struct Bounds {
     pub tripwire: Option<Tripwire>,
     /// The cgroups the child joins before it execs (a cage's).
     pub cgroup: crate::cage::limits::JoinFds,
+    /// Values taken out of the output before anything else reads it (a
+    /// skill's secrets), each as `[redacted:skill-secret]`.
+    pub known_secrets: Vec<String>,
 }
 
 /// The writes a cage refused, as the kernel counts them
@@ -143,6 +146,7 @@ impl Bounds {
             stop: None,
             tripwire: None,
             cgroup: Default::default(),
+            known_secrets: Vec::new(),
         }
     }
 }
@@ -175,15 +179,15 @@ struct RawOutcome {
 
 impl RawOutcome {
     /// The one way out of this module: both streams through the redactor.
-    fn redacted(self) -> Outcome {
+    fn redacted(self, known: &[String]) -> Outcome {
         // Killed before it ended on its own: the last line of each stream
         // may hold the start of a secret, too short for its rule.
         let killed = self.cut || self.timed_out || self.stopped;
         Outcome {
             exit_code: self.exit_code,
             signal: self.signal,
-            stdout: Output::redact(self.stdout, killed),
-            stderr: Output::redact(self.stderr, killed),
+            stdout: Output::redact(self.stdout, killed, known),
+            stderr: Output::redact(self.stderr, killed, known),
             cut: self.cut,
             timed_out: self.timed_out,
             stopped: self.stopped,
@@ -204,11 +208,13 @@ impl Output {
     /// No output at all, for the tests of what is built around one.
     #[cfg(test)]
     pub(crate) fn quiet() -> Output {
-        Output::redact(Vec::new(), false)
+        Output::redact(Vec::new(), false, &[])
     }
 
-    fn redact(raw: Vec<u8>, killed: bool) -> Output {
-        let redacted = if killed {
+    fn redact(raw: Vec<u8>, killed: bool, known: &[String]) -> Output {
+        let redacted = if !known.is_empty() {
+            aromba_redact::redact_known(&raw, known, killed)
+        } else if killed {
             aromba_redact::redact_cut(&raw)
         } else {
             aromba_redact::redact(&raw)
@@ -420,7 +426,7 @@ pub fn run_program(
     env: &[(String, String)],
     bounds: &Bounds,
 ) -> Result<Outcome, ExecError> {
-    run_raw(bin, args, env, bounds).map(RawOutcome::redacted)
+    run_raw(bin, args, env, bounds).map(|raw| raw.redacted(&bounds.known_secrets))
 }
 
 fn run_raw(

@@ -519,6 +519,7 @@ pub fn restart_services(systemctl: &Path) -> Result<(), String> {
         stop: None,
         tripwire: None,
         cgroup: Default::default(),
+        known_secrets: Vec::new(),
     };
     match run_program(systemctl, &args, &[], &bounds) {
         Ok(o) if o.exit_code == Some(0) => Ok(()),

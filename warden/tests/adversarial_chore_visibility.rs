@@ -288,6 +288,8 @@ fn a_read_of_the_wardens_own_files_fenced_data_or_through_a_symlink_is_refused()
         timeout: Duration::from_secs(60),
         halt: None,
         egress: None,
+        settings: Vec::new(),
+        secrets: Vec::new(),
     };
     let refused = |read: &Path| match run(&chore_reading(read, &touched), Mode::DryRun, &ctx) {
         Err(RunError::Refused(why)) => why,

@@ -272,6 +272,8 @@ fn setuid_and_capabilities_given_by_a_chore_run_without_the_cage_are_taken_back(
         timeout: Duration::from_secs(60),
         halt: None,
         egress: None,
+        settings: Vec::new(),
+        secrets: Vec::new(),
     };
     let r = run(&chore, Mode::Real, &ctx).expect("runs");
     assert_eq!(r.outcome.exit_code, Some(0), "{r:?}");

@@ -5,7 +5,9 @@
 //! port, IPv6, a request other than CONNECT, a ClientHello naming another
 //! server, a declared name resolving to the metadata service or a private
 //! network, the host's loopback services and UDP to port 53 are all
-//! refused, and each connection through the proxy is journaled.
+//! refused, and each connection through the proxy is journaled. A host
+//! the owner names by a setting is reached only as set, with the PIN, and
+//! the one it named before is refused once it changes.
 
 use aromba_testkit::skills::{Publisher, bundle_file, chore, manifest};
 use aromba_testkit::warden::Warden;
@@ -31,6 +33,7 @@ fn lookup(name: &str) -> Vec<IpAddr> {
             vec![ip("127.0.0.1")]
         }
         "meta.example.org" => vec![ip("169.254.169.254")],
+        "s3.example.org" | "box.example.org" => vec![ip("127.0.0.1")],
         "inside.example.org" => vec![ip("10.0.0.7"), ip("::1")],
         _ => vec![],
     }
@@ -265,4 +268,131 @@ fn a_caged_skill_chore_reaches_its_declared_host_through_the_proxy_and_nothing_e
             "no refused line for {what} ({why}): {egress:#?}"
         );
     }
+}
+
+#[test]
+fn a_host_named_by_a_setting_is_reached_only_as_set_with_the_pin_and_not_after_it_changes() {
+    let w = Warden::start_with("skill-egress-setting", true, &[], test_resolver);
+    let (port, got) = upstream();
+    let acme = Publisher::new("acme-tools");
+    acme.trust(&w);
+    assert!(matches!(
+        w.control(&Request::SetPin { pin: PIN.into() }),
+        Response::Noted { .. }
+    ));
+    let mut m = manifest("store", "1.0.0", "acme-tools", &w.touched, &["store"]);
+    m["settings"] = json!([{"name": "S3_HOST", "kind": "host", "why": "your storage"}]);
+    m["hosts"] = json!([{"name": "@S3_HOST", "port": port, "why": "the storage you name"}]);
+    let out = w.touched.join("out");
+    let mut program = String::from("port=${https_proxy##*:}\n");
+    for name in ["box.example.org", "s3.example.org"] {
+        program.push_str(&attempt(
+            name,
+            &format!("CONNECT {name}:{port} HTTP/1.1"),
+            Some(name),
+        ));
+    }
+    let script = chore(
+        "store",
+        "green",
+        &w.touched,
+        "# network: yes\n",
+        &format!(
+            "[ \"$1\" = --dry-run ] && exit 0\nbash > {} 2>&1 <<'BASH'\n{program}BASH",
+            out.display()
+        ),
+    );
+    let path = bundle_file(
+        &w,
+        "store",
+        &acme.bundle(m, &[("chores/store.sh", &script)]),
+    );
+    let Response::SkillShown {
+        sha256,
+        needs_pin,
+        text,
+        ..
+    } = w.control(&Request::SkillCheck { path: path.clone() })
+    else {
+        panic!()
+    };
+    assert!(!needs_pin, "no host is named yet");
+    assert!(
+        text.contains(&format!(
+            "the host you set as S3_HOST, port {port} — the storage you name"
+        )),
+        "{text}"
+    );
+    let r = w.control(&Request::SkillInstall {
+        path,
+        sha256,
+        pin: None,
+    });
+    assert!(matches!(r, Response::Noted { .. }), "{r:?}");
+    let set = |value: &str, pin: Option<&str>| {
+        w.control(&Request::SkillSet {
+            name: "store".into(),
+            setting: "S3_HOST".into(),
+            value: aromba_warden_proto::SettingValue::new(value),
+            pin: pin.map(Into::into),
+        })
+    };
+    let run = || {
+        let r = w.control(&Request::ChoreRun {
+            name: "store".into(),
+            dry_run: false,
+        });
+        assert!(matches!(r, Response::Receipt { ok: true, .. }), "{r:?}");
+        std::fs::read_to_string(&out).unwrap()
+    };
+    // Without the PIN, or with a wrong one, or an address: nothing kept.
+    for (value, pin) in [
+        ("box.example.org", None),
+        ("box.example.org", Some("1111111")),
+        ("127.0.0.1", Some(PIN)),
+    ] {
+        assert!(
+            matches!(set(value, pin), Response::Refused { .. }),
+            "{value} {pin:?}"
+        );
+    }
+    assert!(!w.layout().state_dir.join("skill-store.settings").exists());
+    assert!(matches!(
+        set("box.example.org", Some(PIN)),
+        Response::Noted { .. }
+    ));
+    w.dry_run_shown("store");
+    let text = run();
+    assert!(
+        text.contains("box.example.org|HTTP/1.1 200 Connection established|UPSTREAM-SAYS-HELLO"),
+        "{text}"
+    );
+    assert!(
+        text.contains("s3.example.org|HTTP/1.1 403 Forbidden|"),
+        "{text}"
+    );
+    // Changed: the new host reached, the old one no longer.
+    assert!(matches!(
+        set("s3.example.org", Some(PIN)),
+        Response::Noted { .. }
+    ));
+    let text = run();
+    assert!(
+        text.contains("s3.example.org|HTTP/1.1 200 Connection established|UPSTREAM-SAYS-HELLO"),
+        "{text}"
+    );
+    assert!(
+        text.contains("box.example.org|HTTP/1.1 403 Forbidden|"),
+        "{text}"
+    );
+    assert_eq!(got.lock().unwrap().len(), 2);
+    let Response::Skills { skills, .. } = w.control(&Request::Skills) else {
+        panic!()
+    };
+    assert_eq!(
+        skills[0].network,
+        format!(
+            "only s3.example.org:{port}, through the Warden's proxy, each connection journaled"
+        )
+    );
 }

@@ -66,6 +66,8 @@ fn ctx(layout: &Layout, isolation: bool, days: u64) -> Context<'_> {
         timeout: Duration::from_secs(60),
         halt: None,
         egress: None,
+        settings: Vec::new(),
+        secrets: Vec::new(),
     }
 }
 

@@ -15,6 +15,7 @@ fn bounds(timeout_ms: u64, cap: usize, low: bool) -> Bounds {
         stop: None,
         tripwire: None,
         cgroup: Default::default(),
+        known_secrets: Vec::new(),
     }
 }
 

@@ -33,6 +33,7 @@ fn bounds() -> Bounds {
         stop: None,
         tripwire: None,
         cgroup: Default::default(),
+        known_secrets: Vec::new(),
     }
 }
 

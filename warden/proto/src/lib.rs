@@ -31,12 +31,12 @@ pub use frame::{FrameError, MAX_REQUEST, MAX_RESPONSE, read_frame, write_frame};
 pub use hex::{decode_hex, encode_hex};
 pub use message::{
     Button, ChoreInfo, LadderEvent, Lane, MAX_FENCES_ASKED, MAX_FINDING, MAX_FINDINGS, MAX_LISTED,
-    ProtoError, ReadResult, Request, Response, SkillInfo, Status, decode_request,
+    ProtoError, ReadResult, Request, Response, SettingInfo, SkillInfo, Status, decode_request,
     decode_request_in, decode_response, encode_request, encode_request_in, encode_response,
     printable,
 };
 pub use pin_shape::{
-    PIN_LOCK_S, PIN_MAX_CHARS, PIN_MAX_FAILURES, PIN_MIN_CHARS, Pin, could_be_pin,
+    PIN_LOCK_S, PIN_MAX_CHARS, PIN_MAX_FAILURES, PIN_MIN_CHARS, Pin, SettingValue, could_be_pin,
 };
 pub use refusals::{DECLINED, PANIC_FROM_CHAT, SLOWED, WRONG_PIN};
 

@@ -1,7 +1,7 @@
 //! Typed messages and their strict JSON form.
 
-use crate::Pin;
 use crate::hex::{decode_hex, encode_hex};
+use crate::{Pin, SettingValue};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -171,6 +171,14 @@ pub enum Request {
     },
     /// Control socket: remove skill `name` and everything of its.
     SkillRemove { name: String },
+    /// Control socket: set `setting` of the installed skill `name`; `pin`
+    /// when it is a host setting naming a host not granted before.
+    SkillSet {
+        name: String,
+        setting: String,
+        value: SettingValue,
+        pin: Option<Pin>,
+    },
     /// Either socket: the skills installed here.
     Skills,
     /// Worker socket: run tool `tool` of the installed skill `skill` for
@@ -192,6 +200,19 @@ pub struct SkillInfo {
     /// Its assistant tools: each name and what it does (the publisher's
     /// words).
     pub tools: Vec<(String, String)>,
+    /// Each setting of its manifest and what it holds.
+    pub settings: Vec<SettingInfo>,
+}
+
+/// A setting of an installed skill.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettingInfo {
+    pub name: String,
+    /// `text`, `host` or `secret`.
+    pub kind: String,
+    /// What it holds, in words: the value, or for a secret only whether it
+    /// is set.
+    pub shown: String,
 }
 
 /// One line of `aromba chores`.
@@ -696,6 +717,20 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
         Request::SkillRemove { name } => {
             object("skill_remove", vec![("name", Value::from(name.as_str()))])
         }
+        Request::SkillSet {
+            name,
+            setting,
+            value,
+            pin,
+        } => object(
+            "skill_set",
+            vec![
+                ("name", Value::from(name.as_str())),
+                ("setting", Value::from(setting.as_str())),
+                ("value", Value::from(value.expose())),
+                ("pin", opt_pin(pin)),
+            ],
+        ),
         Request::Skills => object("skills", vec![]),
         Request::SkillTool { skill, tool } => object(
             "skill_tool",
@@ -912,6 +947,12 @@ fn request_of(kind: String, mut f: Fields) -> Result<Request, ProtoError> {
         },
         "skill_remove" => Request::SkillRemove {
             name: f.string("name")?,
+        },
+        "skill_set" => Request::SkillSet {
+            name: f.string("name")?,
+            setting: f.string("setting")?,
+            value: SettingValue::new(f.string("value")?),
+            pin: f.opt_string("pin")?.map(Pin::new),
         },
         "skills" => Request::Skills,
         "skill_tool" => Request::SkillTool {
@@ -1243,6 +1284,32 @@ fn pairs(v: Value, name: &str, max: usize) -> Result<Vec<(String, String)>, Prot
         .collect()
 }
 
+fn setting_infos(v: Value) -> Result<Vec<SettingInfo>, ProtoError> {
+    let bad = || err("\"settings\" must hold triples of strings");
+    let Value::Array(items) = v else {
+        return Err(bad());
+    };
+    if items.len() > MAX_LISTED {
+        return Err(err(format!(
+            "\"settings\" has more than {MAX_LISTED} items"
+        )));
+    }
+    items
+        .into_iter()
+        .map(|item| match item {
+            Value::Array(p) => match p.as_slice() {
+                [Value::String(a), Value::String(b), Value::String(c)] => Ok(SettingInfo {
+                    name: a.clone(),
+                    kind: b.clone(),
+                    shown: c.clone(),
+                }),
+                _ => Err(bad()),
+            },
+            _ => Err(bad()),
+        })
+        .collect()
+}
+
 fn skill_value(s: &SkillInfo) -> Value {
     let mut m = Map::new();
     m.insert("name".into(), Value::from(s.name.as_str()));
@@ -1256,6 +1323,15 @@ fn skill_value(s: &SkillInfo) -> Value {
             s.tools
                 .iter()
                 .map(|(n, d)| Value::from(vec![n.as_str(), d.as_str()]))
+                .collect(),
+        ),
+    );
+    m.insert(
+        "settings".into(),
+        Value::Array(
+            s.settings
+                .iter()
+                .map(|t| Value::from(vec![t.name.as_str(), t.kind.as_str(), t.shown.as_str()]))
                 .collect(),
         ),
     );
@@ -1397,6 +1473,7 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, ProtoError> {
                         text: c.string("text")?,
                         network: c.string("network")?,
                         tools: pairs(c.take("tools")?, "tools", MAX_LISTED)?,
+                        settings: setting_infos(c.take("settings")?)?,
                     };
                     c.done("skill")?;
                     Ok(info)
@@ -1670,6 +1747,12 @@ mod tests {
             Request::SkillRemove {
                 name: "tls-certs".into(),
             },
+            Request::SkillSet {
+                name: "restic-backup".into(),
+                setting: "S3_HOST".into(),
+                value: SettingValue::new("s3.example.com"),
+                pin: Some(Pin::new("4729135")),
+            },
             Request::Skills,
             Request::SkillTool {
                 skill: "certs".into(),
@@ -1731,6 +1814,11 @@ mod tests {
                     text: "tls-certs 1.0.0".into(),
                     network: "none".into(),
                     tools: vec![("tls-expiry".into(), "When each certificate expires".into())],
+                    settings: vec![SettingInfo {
+                        name: "SITE".into(),
+                        kind: "host".into(),
+                        shown: "example.org".into(),
+                    }],
                 }],
                 refused: vec!["the installed skill x no longer verifies".into()],
             },

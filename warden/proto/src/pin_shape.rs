@@ -99,3 +99,27 @@ mod tests {
         assert!(!could_be_pin("ab\u{202E}12cd"), "an invisible character");
     }
 }
+
+/// A skill setting's value on its way to the Warden, which may be a
+/// secret: its `Debug` is `[value]`, so a request logged whole never
+/// carries it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SettingValue(String);
+
+impl SettingValue {
+    pub fn new(value: impl Into<String>) -> SettingValue {
+        SettingValue(value.into())
+    }
+
+    /// The value, for the Warden that keeps it (and the frame that
+    /// carries it).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SettingValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[value]")
+    }
+}

@@ -24,12 +24,15 @@ pub enum Class {
     AuthHeader,
     /// The value of `NAME=value` and its kin where NAME names a secret.
     SecretAssignment,
+    /// A value the caller knows is secret (a skill's secret setting),
+    /// wherever it appears.
+    SkillSecret,
     /// The unfinished last line of an output that was cut at the byte cap.
     CutLine,
 }
 
 impl Class {
-    pub const COUNT: usize = 15;
+    pub const COUNT: usize = 16;
 
     pub const ALL: [Class; Class::COUNT] = [
         Class::PrivateKey,
@@ -46,6 +49,7 @@ impl Class {
         Class::UrlPassword,
         Class::AuthHeader,
         Class::SecretAssignment,
+        Class::SkillSecret,
         Class::CutLine,
     ];
 
@@ -65,6 +69,7 @@ impl Class {
             Class::UrlPassword => "url-password",
             Class::AuthHeader => "auth-header",
             Class::SecretAssignment => "secret-assignment",
+            Class::SkillSecret => "skill-secret",
             Class::CutLine => "cut-line",
         }
     }
@@ -96,6 +101,11 @@ impl Counts {
 
     pub fn total(&self) -> u64 {
         self.0.iter().map(|&n| u64::from(n)).sum()
+    }
+
+    pub(crate) fn add_n(&mut self, class: Class, n: u32) {
+        let slot = &mut self.0[class.index()];
+        *slot = slot.saturating_add(n);
     }
 
     pub(crate) fn add(&mut self, class: Class) {

@@ -116,6 +116,41 @@ fn shared() -> &'static Redactor {
     REDACTOR.get_or_init(Redactor::new)
 }
 
+/// Takes every occurrence of each of `known` (values the caller knows are
+/// secret, such as a skill's secret settings) out of `input`, longest
+/// first, each as `[redacted:skill-secret]`, then redacts the rest as
+/// [`redact`] (or [`redact_cut`] with `cut`) does.
+pub fn redact_known(input: &[u8], known: &[String], cut: bool) -> Redacted {
+    let mut known: Vec<&[u8]> = known
+        .iter()
+        .map(String::as_bytes)
+        .filter(|k| !k.is_empty())
+        .collect();
+    known.sort_by_key(|k| std::cmp::Reverse(k.len()));
+    let mut text = Vec::with_capacity(input.len());
+    let mut taken = 0u32;
+    let mut i = 0;
+    'outer: while i < input.len() {
+        for k in &known {
+            if input[i..].starts_with(k) {
+                scan::push_marker(&mut text, Class::SkillSecret);
+                taken = taken.saturating_add(1);
+                i += k.len();
+                continue 'outer;
+            }
+        }
+        text.push(input[i]);
+        i += 1;
+    }
+    let mut out = if cut {
+        redact_cut(&text)
+    } else {
+        redact(&text)
+    };
+    out.counts.add_n(Class::SkillSecret, taken);
+    out
+}
+
 /// Redacts a complete output with the process-wide [`Redactor`].
 pub fn redact(input: &[u8]) -> Redacted {
     shared().redact(input)
@@ -124,4 +159,36 @@ pub fn redact(input: &[u8]) -> Redacted {
 /// Redacts an output cut at an arbitrary byte; see [`Redactor::redact_cut`].
 pub fn redact_cut(input: &[u8]) -> Redacted {
     shared().redact_cut(input)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_known_secret_is_taken_out_wherever_it_is_and_counted() {
+        let out = redact_known(
+            b"pw=hunter2-hunter2 and hunter2-hunter2hunter2-hunter2\n",
+            &["hunter2-hunter2".into(), String::new()],
+            false,
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.text),
+            "pw=[redacted:skill-secret] and [redacted:skill-secret][redacted:skill-secret]\n"
+        );
+        assert_eq!(out.counts.get(Class::SkillSecret), 3);
+    }
+
+    #[test]
+    fn the_longest_known_secret_is_taken_first() {
+        let out = redact_known(
+            b"abcdefgh-more",
+            &["abcdefgh".into(), "abcdefgh-more".into()],
+            false,
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.text),
+            "[redacted:skill-secret]"
+        );
+    }
 }

@@ -99,8 +99,13 @@ fn recall_is_complete_for_every_class_and_no_decoy_is_touched() {
         failures.len(),
         failures.join("\n")
     );
-    // Every class of the specification and every decoy kind is exercised.
-    for class in Class::ALL.into_iter().filter(|c| *c != Class::CutLine) {
+    // Every class of the specification and every decoy kind is exercised
+    // (a skill's secrets are values the caller names, not a shape: they
+    // are `redact_known`'s, tested with it).
+    for class in Class::ALL
+        .into_iter()
+        .filter(|c| !matches!(c, Class::CutLine | Class::SkillSecret))
+    {
         let n = planted_per_class.get(class.name()).copied().unwrap_or(0);
         assert!(n >= 5, "class {class} planted only {n} times");
     }

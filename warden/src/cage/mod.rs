@@ -780,6 +780,7 @@ fn caged_true(bwrap: &Path, host: &Host<'_>) -> Result<(), String> {
         stop: None,
         tripwire: None,
         cgroup: Default::default(),
+        known_secrets: Vec::new(),
     };
     match run_caged_on(
         bwrap,

@@ -85,6 +85,11 @@ pub struct Context<'a> {
     /// A skill's chore with `network: yes`: the hosts its proxy lets it
     /// reach. `None` (or no host): it has no network at all.
     pub egress: Option<egress::Plan<'a>>,
+    /// A skill's chore: its skill's settings, as environment variables.
+    pub settings: Vec<(String, String)>,
+    /// The values taken out of its output before anything reads it (its
+    /// skill's secrets).
+    pub secrets: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -225,6 +230,7 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
     admissible(chore, mode, ctx).map_err(RunError::Refused)?;
     let h = &chore.header;
     let mut env = h.env.clone();
+    env.extend(ctx.settings.iter().cloned());
     let mut args = vec!["-c".to_string(), chore.script.clone(), h.name.clone()];
     if mode == Mode::DryRun {
         env.push(("AROMBA_DRY_RUN".into(), "1".into()));
@@ -249,6 +255,7 @@ pub fn run(chore: &Chore, mode: Mode, ctx: &Context<'_>) -> Result<Report, RunEr
         tripwire: ctx.isolation.then(exec::Tripwire::new),
         // The cage makes its own (`cage::limits`).
         cgroup: Default::default(),
+        known_secrets: ctx.secrets.clone(),
     };
     // A dry run gets no writable path at all.
     let touches = if mode == Mode::Real {

@@ -76,6 +76,31 @@ struct Admitted<'a> {
     _changing: Option<std::sync::MutexGuard<'a, ()>>,
 }
 
+/// What a skill's chore gets of its skill's settings: each as an
+/// environment variable, and the secrets' values to take out of its
+/// output; refused while one is not set.
+fn skill_environment(shared: &Shared, chore: &Chore) -> Result<crate::skills::Environment, String> {
+    let crate::chores::run::Origin::Skill(skill) = &chore.origin else {
+        return Ok(Default::default());
+    };
+    let trust = super::chores::skill_trust(shared);
+    let installed = match crate::skills::installed(&trust, skill) {
+        Some(Ok(s)) => s,
+        Some(Err(e)) => return Err(e),
+        None => return Err(format!("no skill named {skill} is installed")),
+    };
+    let settings = crate::skills::settings(&trust, &installed);
+    let unset = installed.unset(&settings);
+    if !unset.is_empty() {
+        return Err(format!(
+            "{} needs {skill}'s settings first: {} (from a root terminal: aromba skill set {skill} NAME)",
+            chore.header.name,
+            unset.join(", ")
+        ));
+    }
+    Ok(installed.environment(&settings, true))
+}
+
 /// The hosts a skill's chore with network may reach through the proxy:
 /// those its manifest declares and the PIN granted; `None` for any other
 /// chore, which gets no proxy.
@@ -87,14 +112,18 @@ fn egress_plan<'a>(shared: &'a Shared, chore: &Chore) -> Option<crate::egress::P
         return None;
     }
     let trust = super::chores::skill_trust(shared);
-    let installed = crate::skills::installed(&trust, skill)?;
-    let manifest = installed.ok()?.manifest;
+    let installed = crate::skills::installed(&trust, skill)?.ok()?;
     let granted = crate::skills::network_granted(&trust, skill);
-    let hosts = manifest
-        .hosts
-        .iter()
-        .filter(|h| granted.contains(&h.address()))
-        .map(|h| (h.name.clone(), h.port))
+    let settings = crate::skills::settings(&trust, &installed);
+    let hosts = installed
+        .host_addresses(&settings)
+        .into_iter()
+        .flatten()
+        .filter(|a| granted.contains(a))
+        .filter_map(|a| {
+            let (name, port) = a.rsplit_once(':')?;
+            Some((name.to_string(), port.parse().ok()?))
+        })
         .collect();
     let name = chore.header.name.clone();
     Some(crate::egress::Plan {
@@ -148,11 +177,17 @@ fn admit<'a>(
             "{name}'s first real run needs a dry run of this script you saw first: `aromba chore run {name} --dry-run`"
         )));
     }
+    let (settings, secrets) = match skill_environment(shared, chore) {
+        Ok(e) => e,
+        Err(why) => return Break(refuse(why)),
+    };
     let now = shared.options.clock.now();
     let days_installed = shared
         .installed_at()
         .map_or(0, |at| now.saturating_sub(at) / 86_400);
     let ctx = run::Context {
+        settings,
+        secrets,
         layout: &shared.options.layout,
         isolation: shared.isolation.starts_with(super::watch::ISOLATED),
         days_installed,

@@ -239,6 +239,21 @@ pub(super) fn serve(
             super::skills::install(shared, &path, &sha256, pin.as_ref().map(Pin::expose))
         }
         (Socket::Control, Request::SkillRemove { name }) => super::skills::remove(shared, &name),
+        (
+            Socket::Control,
+            Request::SkillSet {
+                name,
+                setting,
+                value,
+                pin,
+            },
+        ) => super::skills::set(
+            shared,
+            &name,
+            &setting,
+            value.expose(),
+            pin.as_ref().map(Pin::expose),
+        ),
         (Socket::Worker, Request::SkillTool { skill, tool }) => {
             super::skills::tool(shared, peer, &skill, &tool)
         }

@@ -130,11 +130,12 @@ fn judge(shared: &Shared, bytes: &[u8]) -> Result<Judged, String> {
         .map(|old| skill.widening(old))
         .unwrap_or_default();
     let granted = skills::network_granted(&trusted, name);
+    let settings = skills::settings(&trusted, &skill);
     let needs_pin = skill
-        .manifest
-        .hosts
+        .host_addresses(&settings)
         .iter()
-        .any(|h| !granted.contains(&h.address()));
+        .flatten()
+        .any(|a| !granted.contains(a));
     Ok(Judged {
         skill,
         installed,
@@ -195,7 +196,15 @@ pub(super) fn install(shared: &Shared, path: &str, sha256: &str, pin: Option<&st
         .installed
         .as_ref()
         .map(|s| s.manifest.version.to_string());
-    let hosts: Vec<String> = m.hosts.iter().map(|h| h.address()).collect();
+    // The hosts it may reach: by name, and by the settings set before (an
+    // update keeps them).
+    let settings = skills::settings(&skill_trust(shared), &judged.skill);
+    let hosts: Vec<String> = judged
+        .skill
+        .host_addresses(&settings)
+        .into_iter()
+        .flatten()
+        .collect();
     let act = Event::SkillInstall {
         name: &m.name,
         version: &version,
@@ -311,7 +320,8 @@ pub(super) fn remove(shared: &Shared, name: &str) -> Response {
     };
     let changed = shared
         .change_state(&skills::bundle_record(name), None)
-        .and_then(|()| shared.change_state(&skills::network_record(name), None));
+        .and_then(|()| shared.change_state(&skills::network_record(name), None))
+        .and_then(|()| shared.change_state(&skills::settings_record(name), None));
     if changed.is_ok() {
         forget_runs(shared, &chores);
     }
@@ -324,20 +334,136 @@ fn network_words(trust: &skills::Trust<'_>, skill: &Skill) -> String {
         return "none: its manifest declares no host".into();
     }
     let granted = skills::network_granted(trust, &skill.manifest.name);
+    let settings = skills::settings(trust, skill);
     let hosts: Vec<String> = skill
-        .manifest
-        .hosts
-        .iter()
-        .map(|h| h.address())
+        .host_addresses(&settings)
+        .into_iter()
+        .flatten()
         .filter(|a| granted.contains(a))
         .collect();
     if hosts.is_empty() {
-        return "none: the PIN was not typed for its hosts".into();
+        return "none: the PIN was not typed for its hosts (or their settings are not set)".into();
     }
     format!(
         "only {}, through the Warden's proxy, each connection journaled",
         hosts.join(", ")
     )
+}
+
+/// Each setting of `skill` and what it holds, in words.
+fn setting_words(
+    trust: &skills::Trust<'_>,
+    skill: &Skill,
+) -> Vec<aromba_warden_proto::SettingInfo> {
+    let set = skills::settings(trust, skill);
+    skill
+        .manifest
+        .settings
+        .iter()
+        .map(|s| {
+            let words = match (set.0.get(&s.name), s.kind) {
+                (None, _) => format!(
+                    "not set (aromba skill set {} {})",
+                    skill.manifest.name, s.name
+                ),
+                (Some(_), skills::manifest::SettingKind::Secret) => "set (a secret)".into(),
+                (Some(v), _) => v.clone(),
+            };
+            aromba_warden_proto::SettingInfo {
+                name: s.name.clone(),
+                kind: s.kind.word().into(),
+                shown: words,
+            }
+        })
+        .collect()
+}
+
+/// `aromba skill set NAME SETTING`: the value kept for the skill's chores
+/// (a secret never shown or journaled); a host setting needs the PIN, and
+/// the host it named before is no longer granted.
+pub(super) fn set(
+    shared: &Shared,
+    name: &str,
+    setting: &str,
+    value: &str,
+    pin: Option<&str>,
+) -> Response {
+    if !skills::manifest::valid_name(name) {
+        return refuse(format!("{name:?} is not a skill's name"));
+    }
+    let _changing = match shared.one_change_at_a_time() {
+        Ok(g) => g,
+        Err(why) => return refuse(why),
+    };
+    let trusted = skill_trust(shared);
+    let skill = match skills::installed(&trusted, name) {
+        None => return refuse(format!("no skill named {name} is installed")),
+        Some(Err(e)) => return refuse(e),
+        Some(Ok(s)) => s,
+    };
+    let Some(declared) = skill.manifest.settings.iter().find(|s| s.name == setting) else {
+        return refuse(format!("{name} has no setting named {setting:?}"));
+    };
+    if let Err(why) = skills::manifest::valid_setting_value(declared.kind, value) {
+        return refuse(format!("{setting}: {why}"));
+    }
+    let mut settings = skills::settings(&trusted, &skill);
+    settings.0.insert(setting.to_string(), value.to_string());
+    let after = skill.host_addresses(&settings);
+    let granted = skills::network_granted(&trusted, name);
+    // Granted after: what was granted and is still named, and what this
+    // setting names now (with the PIN). What it named
+    // before is no longer named, so no longer granted.
+    let mut hosts: Vec<String> = Vec::new();
+    for (h, now) in skill.manifest.hosts.iter().zip(&after) {
+        let Some(now) = now else { continue };
+        if granted.contains(now) || h.setting() == Some(setting) {
+            hosts.push(now.clone());
+        }
+    }
+    hosts.sort();
+    hosts.dedup();
+    let shown = if declared.kind == skills::manifest::SettingKind::Secret {
+        "(a secret)"
+    } else {
+        value
+    };
+    let intent = match intend(
+        shared,
+        Event::SkillSet {
+            name,
+            setting,
+            shown,
+            hosts: &hosts,
+        },
+    ) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
+    // A host setting always asks for the PIN: the skill reaches what it
+    // names.
+    if declared.kind == skills::manifest::SettingKind::Host
+        && let Err(why) = check_pin(shared, None, pin)
+    {
+        let seq = intent.outcome(shared, Outcome::Refused { reason: &why });
+        return Response::Refused {
+            reason: why,
+            journal_seq: seq,
+        };
+    }
+    let network = (!hosts.is_empty()).then(|| format!("{}\n", hosts.join("\n")));
+    let changed = shared
+        .change_state(
+            &skills::network_record(name),
+            network.as_deref().map(str::as_bytes),
+        )
+        .and_then(|()| {
+            shared.change_state(
+                &skills::settings_record(name),
+                Some(&settings.to_record(&skill)),
+            )
+        });
+    noted_outcome(shared, &intent, changed, "the setting is kept")
 }
 
 /// The skills installed here.
@@ -353,6 +479,7 @@ pub(super) fn list(shared: &Shared) -> Response {
                 publisher: s.manifest.publisher.clone(),
                 text: s.render(),
                 network: network_words(&trust, s),
+                settings: setting_words(&trust, s),
                 tools: s
                     .manifest
                     .tools
@@ -394,14 +521,31 @@ pub(super) fn tool(shared: &Shared, peer: &PeerCred, skill: &str, tool: &str) ->
     if !shared.isolation.starts_with(super::watch::ISOLATED) {
         return refused(NO_ISOLATION.into());
     }
-    let script = match skills::installed(&skill_trust(shared), skill) {
+    let trust = skill_trust(shared);
+    let installed = match skills::installed(&trust, skill) {
         None => return refused(format!("no skill named {skill:?} is installed")),
         Some(Err(e)) => return refused(e),
-        Some(Ok(s)) => match s.tools.into_iter().find(|(name, _)| name == tool) {
-            Some((_, script)) => script,
-            None => return refused(format!("the skill {skill} brings no tool named {tool:?}")),
-        },
+        Some(Ok(s)) => s,
     };
+    let Some((_, script)) = installed.tools.iter().find(|(name, _)| name == tool) else {
+        return refused(format!("the skill {skill} brings no tool named {tool:?}"));
+    };
+    let script = script.clone();
+    // It reads what its manifest lets the skill read, checked as a chore's
+    // reads are; it gets the settings that are not secret.
+    let reads: Vec<std::path::PathBuf> = installed
+        .manifest
+        .writes
+        .iter()
+        .chain(&installed.manifest.reads)
+        .cloned()
+        .collect();
+    if let Err(why) = crate::cage::reads_allowed(tool, &reads, &shared.options.layout) {
+        return refused(why);
+    }
+    // Its secrets are not given, but a chore may have written one where
+    // the tool reads: taken out of its output all the same.
+    let (env, secrets) = installed.environment(&skills::settings(&trust, &installed), false);
     let bounds = Bounds {
         timeout: TOOL_TIMEOUT,
         max_output_bytes: usize::try_from(crate::policy::LIMITS.max_output_bytes)
@@ -411,8 +555,10 @@ pub(super) fn tool(shared: &Shared, peer: &PeerCred, skill: &str, tool: &str) ->
         stop: None,
         tripwire: None,
         cgroup: Default::default(),
+        known_secrets: secrets,
     };
-    let spec = crate::cage::tool_spec(&shared.options.layout, Vec::new());
+    let mut spec = crate::cage::tool_spec(&shared.options.layout, env);
+    spec.reads = reads;
     let args = vec!["-c".to_string(), script.clone(), tool.to_string()];
     let slot = shared.running.take();
     let outcome = crate::cage::run_caged(&spec, Path::new("/bin/sh"), &args, &bounds);

@@ -108,6 +108,7 @@ impl Report {
             stop: None,
             tripwire: None,
             cgroup: Default::default(),
+            known_secrets: Vec::new(),
         };
         let what = format!("{} {}", program.display(), args.join(" "));
         match run_program(program, &args, &[], &bounds) {

@@ -16,6 +16,7 @@ pub const MAX_ROOT_COMMANDS: usize = 8;
 pub const MAX_HOSTS: usize = 8;
 pub const MAX_CHORES: usize = 16;
 pub const MAX_TOOLS: usize = 8;
+pub const MAX_SETTINGS: usize = 8;
 const MAX_WHY: usize = 200;
 const MAX_DESCRIPTION: usize = 300;
 const MAX_ARGS: usize = 16;
@@ -30,15 +31,56 @@ pub struct RootCommand {
 /// A host the skill's chores talk to, by name and port.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Host {
+    /// A DNS name, or `@SETTING`: the host the owner sets as that setting
+    /// (an S3 endpoint differs from one owner to the next).
     pub name: String,
     pub port: u16,
     pub why: String,
 }
 
 impl Host {
+    /// `name:port` as the manifest writes it (`@S3_HOST:443`).
     pub fn address(&self) -> String {
         format!("{}:{}", self.name, self.port)
     }
+
+    /// The setting that names this host, for one the owner sets.
+    pub fn setting(&self) -> Option<&str> {
+        self.name.strip_prefix('@')
+    }
+}
+
+/// What kind of value a setting holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SettingKind {
+    /// Shown, given to chores and tools.
+    Text,
+    /// A DNS name a `hosts` entry names as `@SETTING`; setting it to a
+    /// host not granted before needs the PIN.
+    Host,
+    /// Never shown, never in a journal line; given to the skill's chores
+    /// only (not to its tools), in their environment, and taken out of
+    /// their output.
+    Secret,
+}
+
+impl SettingKind {
+    pub fn word(self) -> &'static str {
+        match self {
+            SettingKind::Text => "text",
+            SettingKind::Host => "host",
+            SettingKind::Secret => "secret",
+        }
+    }
+}
+
+/// A value the owner sets for the skill (`aromba skill set NAME SETTING`),
+/// given to its chores as an environment variable of the same name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setting {
+    pub name: String,
+    pub kind: SettingKind,
+    pub why: String,
 }
 
 /// A file of the bundle, named with its SHA-256.
@@ -69,6 +111,7 @@ pub struct Manifest {
     pub reads: Vec<PathBuf>,
     pub root_commands: Vec<RootCommand>,
     pub hosts: Vec<Host>,
+    pub settings: Vec<Setting>,
     pub chores: Vec<File>,
     pub tools: Vec<Tool>,
 }
@@ -121,6 +164,56 @@ pub fn valid_host(s: &str) -> bool {
         && labels
             .last()
             .is_some_and(|l| !l.bytes().all(|c| c.is_ascii_digit()))
+}
+
+/// A setting's name, which is its environment variable's:
+/// `[A-Z][A-Z0-9_]{1,31}`, none the Warden or the loader gives a meaning
+/// (`PATH`, `HOME`, `AROMBA_*`, `LD_*`, a proxy's).
+pub fn valid_setting_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    (2..=32).contains(&b.len())
+        && b[0].is_ascii_uppercase()
+        && b.iter()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_')
+        && !matches!(
+            s,
+            "PATH" | "HOME" | "SHELL" | "IFS" | "ENV" | "BASH_ENV" | "TMPDIR"
+        )
+        && !s.starts_with("AROMBA_")
+        && !s.starts_with("LD_")
+        && !s.ends_with("PROXY")
+}
+
+/// Whether `value` may be the value of a setting of `kind`.
+pub fn valid_setting_value(kind: SettingKind, value: &str) -> Result<(), String> {
+    match kind {
+        SettingKind::Host if valid_host(value) => Ok(()),
+        SettingKind::Host => Err(
+            "a host setting is a lower-case DNS name, such as s3.eu-central-1.example.com (an IP address is not one)"
+                .into(),
+        ),
+        SettingKind::Text
+            if !value.is_empty()
+                && value.len() <= 256
+                && value.bytes().all(|c| {
+                    c.is_ascii_alphanumeric() || b"_.,:/=+@-".contains(&c)
+                }) =>
+        {
+            Ok(())
+        }
+        SettingKind::Text => Err(
+            "a text setting is 1 to 256 of letters, digits and _.,:/=+@- (no spaces)".into(),
+        ),
+        SettingKind::Secret
+            if (8..=256).contains(&value.len())
+                && !value.chars().any(char::is_control) =>
+        {
+            Ok(())
+        }
+        SettingKind::Secret => Err(
+            "a secret setting is 8 to 256 bytes on one line, no control characters".into(),
+        ),
+    }
 }
 
 fn lower_hex(s: &str, n: usize) -> bool {
@@ -277,6 +370,38 @@ impl Manifest {
             }
             root_commands.push(RootCommand { command, why });
         }
+        let mut settings: Vec<Setting> = Vec::new();
+        for v in f.array("settings", MAX_SETTINGS)? {
+            let mut t = Fields::of("a setting", v)?;
+            let name = t.string("name")?;
+            let kind = t.string("kind")?;
+            let why = t.string("why")?;
+            t.done()?;
+            if !valid_setting_name(&name) {
+                return Err(format!(
+                    "the setting {name:?} must be 2 to 32 of A-Z, 0-9 and _, starting with a letter, and not one the Warden or the system gives a meaning (PATH, HOME, AROMBA_*, LD_*, *PROXY)"
+                ));
+            }
+            let kind = match kind.as_str() {
+                "text" => SettingKind::Text,
+                "host" => SettingKind::Host,
+                "secret" => SettingKind::Secret,
+                _ => {
+                    return Err(format!(
+                        "the setting {name}'s kind must be text, host or secret"
+                    ));
+                }
+            };
+            if !plain_line(&why, MAX_WHY) {
+                return Err(format!(
+                    "the setting {name} must say why, in one line of at most {MAX_WHY} bytes"
+                ));
+            }
+            if settings.iter().any(|o| o.name == name) {
+                return Err(format!("the setting {name} is listed twice"));
+            }
+            settings.push(Setting { name, kind, why });
+        }
         let mut hosts: Vec<Host> = Vec::new();
         for v in f.array("hosts", MAX_HOSTS)? {
             let mut h = Fields::of("a host", v)?;
@@ -284,10 +409,24 @@ impl Manifest {
             let port = h.take("port")?;
             let why = h.string("why")?;
             h.done()?;
-            if !valid_host(&name) {
-                return Err(format!(
-                    "the host {name:?} must be a lower-case DNS name (an IP address is not one)"
-                ));
+            let by_setting = name.strip_prefix('@').map(|set| {
+                settings
+                    .iter()
+                    .any(|o| o.name == set && o.kind == SettingKind::Host)
+            });
+            match by_setting {
+                None if valid_host(&name) => {}
+                None => {
+                    return Err(format!(
+                        "the host {name:?} must be a lower-case DNS name (an IP address is not one), or @ and the name of a host setting"
+                    ));
+                }
+                Some(true) => {}
+                Some(false) => {
+                    return Err(format!(
+                        "the host {name:?} names no host setting of the manifest"
+                    ));
+                }
             }
             let port = port
                 .as_u64()
@@ -361,6 +500,7 @@ impl Manifest {
             reads,
             root_commands,
             hosts,
+            settings,
             chores,
             tools,
         })
@@ -430,6 +570,7 @@ mod tests {
             "writes":["/etc/letsencrypt"],"reads":["/etc/nginx"],
             "root_commands":[{"command":["systemctl","reload","nginx"],"why":"serve the new certificate"}],
             "hosts":[{"name":"acme-v02.api.letsencrypt.org","port":443,"why":"issues certificates"}],
+            "settings":[],
             "chores":[{"file":"chores/tls-renew.sh","sha256":"0000000000000000000000000000000000000000000000000000000000000000"}],
             "tools":[]}"#,
         )
@@ -533,5 +674,69 @@ mod tests {
         })
         .unwrap();
         assert!(narrower.widening(&old).is_empty());
+    }
+
+    #[test]
+    fn refuses_a_setting_named_as_the_warden_or_the_loader_uses_or_a_host_naming_none() {
+        for name in [
+            "PATH",
+            "HOME",
+            "LD_PRELOAD",
+            "HTTPS_PROXY",
+            "AROMBA_DRY_RUN",
+            "lower",
+            "X",
+            "BASH_ENV",
+        ] {
+            let e = manifest(|m| {
+                m["settings"] = serde_json::json!([{"name": name, "kind": "text", "why": "w"}]);
+            })
+            .unwrap_err();
+            assert!(e.contains("the setting"), "{name}: {e}");
+        }
+        assert!(
+            manifest(|m| {
+                m["settings"] = serde_json::json!([{"name": "S3", "kind": "password", "why": "w"}]);
+            })
+            .unwrap_err()
+            .contains("text, host or secret")
+        );
+        for (settings, host) in [
+            (serde_json::json!([]), "@S3_HOST"),
+            (
+                serde_json::json!([{"name": "S3_HOST", "kind": "text", "why": "w"}]),
+                "@S3_HOST",
+            ),
+            (
+                serde_json::json!([{"name": "S3_HOST", "kind": "host", "why": "w"}]),
+                "@S3_OTHER",
+            ),
+        ] {
+            let e = manifest(|m| {
+                m["settings"] = settings.clone();
+                m["hosts"][0]["name"] = Value::from(host);
+            })
+            .unwrap_err();
+            assert!(e.contains("names no host setting"), "{host}: {e}");
+        }
+        let m = manifest(|m| {
+            m["settings"] = serde_json::json!([{"name": "S3_HOST", "kind": "host", "why": "w"}]);
+            m["hosts"][0]["name"] = Value::from("@S3_HOST");
+        })
+        .unwrap();
+        assert_eq!(m.hosts[0].setting(), Some("S3_HOST"));
+    }
+
+    #[test]
+    fn a_setting_value_must_be_of_its_kind() {
+        assert!(valid_setting_value(SettingKind::Host, "s3.example.com").is_ok());
+        for v in ["10.0.0.1", "localhost", "S3.example.com", "a b.com"] {
+            assert!(valid_setting_value(SettingKind::Host, v).is_err(), "{v}");
+        }
+        assert!(valid_setting_value(SettingKind::Text, "s3:https://h/b").is_ok());
+        assert!(valid_setting_value(SettingKind::Text, "a b").is_err());
+        assert!(valid_setting_value(SettingKind::Secret, "twelve chars").is_ok());
+        assert!(valid_setting_value(SettingKind::Secret, "short").is_err());
+        assert!(valid_setting_value(SettingKind::Secret, "tab\there-long").is_err());
     }
 }

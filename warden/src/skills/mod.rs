@@ -22,7 +22,8 @@
 //! An installed skill is its bundle, verbatim, as a state record
 //! (`skill-NAME.bundle`, under the integrity baseline), read and verified
 //! again each time its chores are listed; the hosts the PIN was typed for
-//! are a second record (`skill-NAME.network`).
+//! are a second record (`skill-NAME.network`), the values the owner set a
+//! third (`skill-NAME.settings`).
 
 #![forbid(unsafe_code)]
 
@@ -371,10 +372,35 @@ impl Skill {
                 "It talks to (only these; installing needs your PIN):",
                 m.hosts
                     .iter()
-                    .map(|h| format!("{} — {}", h.address(), h.why))
+                    .map(|h| match h.setting() {
+                        Some(set) => {
+                            format!("the host you set as {set}, port {} — {}", h.port, h.why)
+                        }
+                        None => format!("{} — {}", h.address(), h.why),
+                    })
                     .collect(),
             );
         }
+        list(
+            &mut out,
+            &format!(
+                "It needs you to set, from a root terminal (aromba skill set {} NAME):",
+                m.name
+            ),
+            m.settings
+                .iter()
+                .map(|set| {
+                    let kind = match set.kind {
+                        manifest::SettingKind::Text => "",
+                        manifest::SettingKind::Host => " (a host name; your PIN allows it)",
+                        manifest::SettingKind::Secret => {
+                            " (a secret: never shown, given to its chores only)"
+                        }
+                    };
+                    format!("{}{kind} — {}", set.name, set.why)
+                })
+                .collect(),
+        );
         list(
             &mut out,
             "Its chores:",
@@ -411,6 +437,128 @@ pub fn bundle_record(name: &str) -> String {
 /// The state record holding the hosts the PIN was typed for.
 pub fn network_record(name: &str) -> String {
     format!("skill-{name}.network")
+}
+
+/// The state record holding the values the owner set (a JSON object).
+pub fn settings_record(name: &str) -> String {
+    format!("skill-{name}.settings")
+}
+
+/// The values the owner set for `skill`, as the Warden wrote them: only
+/// the settings its manifest names, each a value of its kind (a setting an
+/// update dropped, or changed the kind of, is not set).
+pub fn settings(trust: &Trust<'_>, skill: &Skill) -> Settings {
+    let stored = match trust
+        .record(&settings_record(&skill.manifest.name))
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+    {
+        Some(Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    Settings(
+        skill
+            .manifest
+            .settings
+            .iter()
+            .filter_map(|set| {
+                let v = stored.get(&set.name)?;
+                // Set as another kind (an update turned a secret into
+                // text): not set, so a secret is never shown as text.
+                (v.get("kind")?.as_str()? == set.kind.word()).then_some(())?;
+                let value = v.get("value")?.as_str()?;
+                manifest::valid_setting_value(set.kind, value).ok()?;
+                Some((set.name.clone(), value.to_string()))
+            })
+            .collect(),
+    )
+}
+
+/// What a skill's run is given of its settings: the environment variables,
+/// and the secrets' values to take out of its output.
+pub type Environment = (Vec<(String, String)>, Vec<String>);
+
+/// A skill's settings as set, by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Settings(pub std::collections::BTreeMap<String, String>);
+
+impl Settings {
+    /// The record's bytes: each value with the kind `skill` declares it.
+    pub fn to_record(&self, skill: &Skill) -> Vec<u8> {
+        // Each with the kind it was set as: read back only as that kind.
+        let stored: serde_json::Map<String, Value> = skill
+            .manifest
+            .settings
+            .iter()
+            .filter_map(|set| {
+                let value = self.0.get(&set.name)?;
+                Some((
+                    set.name.clone(),
+                    serde_json::json!({"kind": set.kind.word(), "value": value}),
+                ))
+            })
+            .collect();
+        serde_json::to_vec(&stored).unwrap_or_default()
+    }
+}
+
+impl Skill {
+    /// The address (`name:port`) each host of the manifest stands for now:
+    /// a host by setting, the value set (`None` while it is not).
+    pub fn host_addresses(&self, settings: &Settings) -> Vec<Option<String>> {
+        self.manifest
+            .hosts
+            .iter()
+            .map(|h| match h.setting() {
+                None => Some(h.address()),
+                Some(set) => settings.0.get(set).map(|v| format!("{v}:{}", h.port)),
+            })
+            .collect()
+    }
+
+    /// The settings not set yet, by name.
+    pub fn unset<'a>(&'a self, settings: &Settings) -> Vec<&'a str> {
+        self.manifest
+            .settings
+            .iter()
+            .filter(|set| !settings.0.contains_key(&set.name))
+            .map(|set| set.name.as_str())
+            .collect()
+    }
+
+    /// What a chore of the skill gets in its environment (every setting)
+    /// and what is taken out of its output (the secrets' values); a tool
+    /// gets the settings that are not secret and no secret.
+    pub fn environment(
+        &self,
+        settings: &Settings,
+        for_chore: bool,
+    ) -> (Vec<(String, String)>, Vec<String>) {
+        let mut env = Vec::new();
+        let mut secrets = Vec::new();
+        for set in &self.manifest.settings {
+            let Some(v) = settings.0.get(&set.name) else {
+                continue;
+            };
+            let secret = set.kind == manifest::SettingKind::Secret;
+            if secret {
+                secrets.push(v.clone());
+                // As a JSON string writes it, too (a quote or a backslash
+                // escaped).
+                let json = serde_json::to_string(v).unwrap_or_default();
+                if let Some(escaped) = json.strip_prefix('"').and_then(|j| j.strip_suffix('"'))
+                    && escaped != v.as_str()
+                {
+                    secrets.push(escaped.to_string());
+                }
+            }
+            if for_chore || !secret {
+                env.push((set.name.clone(), v.clone()));
+            }
+        }
+        (env, secrets)
+    }
 }
 
 /// The names of the skills installed here, in order.

@@ -362,6 +362,14 @@ pub(super) enum Event<'a> {
     },
     /// `skill-remove` (an intent).
     SkillRemove { name: &'a str, version: &'a str },
+    /// `skill-set` (an intent): a setting of a skill, its value unless it
+    /// is a secret, and the hosts granted after it.
+    SkillSet {
+        name: &'a str,
+        setting: &'a str,
+        shown: &'a str,
+        hosts: &'a [String],
+    },
     /// `skill-tool`: an assistant tool of a skill, run for the Worker in a
     /// cage with nothing writable: refused and why, or how it ran, bound
     /// to the redacted bytes the Worker got by their hashes.
@@ -1084,6 +1092,18 @@ impl Event<'_> {
             Event::SkillRemove { name, version } => {
                 f.put("skill", *name).put("version", *version);
                 "skill-remove"
+            }
+            Event::SkillSet {
+                name,
+                setting,
+                shown,
+                hosts,
+            } => {
+                f.put("skill", *name)
+                    .put("setting", *setting)
+                    .put("value", *shown)
+                    .put("hosts", hosts.to_vec());
+                "skill-set"
             }
             Event::SkillTool {
                 peer,
