@@ -250,7 +250,7 @@ pub fn set(root: Option<PathBuf>, name: &str, setting: &str, value: Option<Strin
                 "{setting} is a secret: it is never given on the command line, where the shell's history and ps would keep it. Run `aromba skill set {name} {setting}` and type it"
             ));
         }
-        ("secret", None) => match read_hidden(&format!("{setting}: "), "the value") {
+        ("secret", None) => match read_hidden(&format!("{setting}: "), "value") {
             Ok(v) => v,
             Err(code) => return code,
         },

@@ -9,11 +9,11 @@ use std::process::ExitCode;
 /// pipe, in scripts and tests). An empty PIN is refused here: sent, it would
 /// count as a wrong one.
 pub fn read_secret_line(prompt: &str) -> Result<String, ExitCode> {
-    read_hidden(prompt, "the PIN")
+    read_hidden(prompt, "PIN")
 }
 
-/// A secret (`what`: "the PIN", "the value") typed without echo, or a line
-/// of standard input when that is not a terminal; empty is refused.
+/// A secret (`what`: "PIN", "value") typed without echo, or a line of
+/// standard input when that is not a terminal; empty is refused.
 pub fn read_hidden(prompt: &str, what: &str) -> Result<String, ExitCode> {
     use std::io::{BufRead, IsTerminal};
     let read = if std::io::stdin().is_terminal() {
@@ -28,16 +28,16 @@ pub fn read_hidden(prompt: &str, what: &str) -> Result<String, ExitCode> {
     };
     match read {
         Ok(None) => {
-            eprintln!("aromba: {what} is not on standard input");
+            eprintln!("aromba: no {what} on standard input");
             Err(ExitCode::from(2))
         }
         Ok(Some(pin)) if pin.is_empty() => {
-            eprintln!("aromba: {what} is empty; nothing was sent");
+            eprintln!("aromba: the {what} is empty; nothing was sent");
             Err(ExitCode::from(2))
         }
         Ok(Some(pin)) => Ok(pin),
         Err(e) => {
-            eprintln!("aromba: cannot read {what}: {e}");
+            eprintln!("aromba: cannot read the {what}: {e}");
             Err(ExitCode::from(2))
         }
     }

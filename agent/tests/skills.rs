@@ -219,7 +219,8 @@ async fn the_chat_lists_the_skills_and_what_each_may_reach(db: PgPool) {
     let p = paired_with(db, "skill-chat", Setup::default(), move |w| {
         let acme = Publisher::new("acme-tools");
         acme.trust_at(&w.layout().config_dir);
-        let m = manifest("certs", "1.0.0", "acme-tools", &dir, &["certs-check"]);
+        let mut m = manifest("certs", "1.0.0", "acme-tools", &dir, &["certs-check"]);
+        m["settings"] = json!([{"name": "SITE", "kind": "text", "why": "your site"}]);
         let script = chore("certs-check", "green", &dir, "", "exit 0");
         let path = w.root.join("certs.skill");
         std::fs::write(&path, acme.bundle(m, &[("chores/certs-check.sh", &script)])).unwrap();
@@ -235,7 +236,7 @@ async fn the_chat_lists_the_skills_and_what_each_may_reach(db: PgPool) {
         .await;
     assert_eq!(
         answer.text,
-        "1 skill installed:\ncerts 1.0.0, from acme-tools. Network: none: its manifest declares no host\nWhat each may write and run: the Trust page (/trust), or `aromba skill show NAME` on the server."
+        "1 skill installed:\ncerts 1.0.0, from acme-tools. Network: none: its manifest declares no host. Its chores wait for SITE to be set, as root: aromba skill set certs SITE\nWhat each may write and run: the Trust page (/trust), or `aromba skill show NAME` on the server."
     );
     // The Trust page shows the manifest as the Warden renders it.
     let trust = p.ask("/trust", |t| t.contains("\nLadder:")).await;
@@ -260,9 +261,12 @@ async fn the_chat_lists_the_skills_and_what_each_may_reach(db: PgPool) {
         lines.contains(&"  certs-check (green, manual) — A skill chore of the tests"),
         "{lines:?}"
     );
-    assert_eq!(
-        lines.last(),
-        Some(&"Network now: none: its manifest declares no host")
+    assert!(
+        lines.ends_with(&[
+            "Network now: none: its manifest declares no host",
+            "Its setting SITE: not set (aromba skill set certs SITE)"
+        ]),
+        "{lines:?}"
     );
 }
 

@@ -31,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bench;
+pub mod catalogue;
 pub mod hostile_relay;
 pub mod logs;
 pub mod model;

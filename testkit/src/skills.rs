@@ -144,3 +144,94 @@ pub fn bundle_file(w: &Warden, name: &str, bytes: &[u8]) -> String {
     std::fs::write(&path, bytes).unwrap();
     path.to_string_lossy().into_owned()
 }
+
+/// The folder of the skills the release ships (`skills/` at the
+/// repository's root).
+pub fn catalogue_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("skills")
+}
+
+/// The bundle of the catalogue's skill `name`, as a release makes it: its
+/// `skill.json` as committed, byte for byte, signed with the (test)
+/// release key, and every file it names.
+pub fn catalogue_bundle(name: &str) -> Vec<u8> {
+    let dir = catalogue_dir().join(name);
+    let manifest = std::fs::read_to_string(dir.join("skill.json")).expect("skill.json");
+    let m: Value = serde_json::from_str(&manifest).expect("skill.json is JSON");
+    let mut files: Vec<(String, String)> = Vec::new();
+    for list in ["chores", "tools"] {
+        for item in m[list].as_array().expect("a list") {
+            let file = item["file"].as_str().expect("a file").to_string();
+            let text = std::fs::read_to_string(dir.join(&file)).expect("the file");
+            files.push((file, text));
+        }
+    }
+    let signature = Publisher::release().sign(&manifest);
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    bundle_of(&manifest, &signature, &refs)
+}
+
+/// A TLS server at `addr` standing for a site: it shows a self-signed
+/// certificate for `name` that expires `days` from now, completes the
+/// handshake and closes. Runs until the test ends.
+pub fn tls_site(addr: std::net::SocketAddr, name: &str, days: u64) {
+    let key = rcgen::KeyPair::generate().expect("a key");
+    let mut params = rcgen::CertificateParams::new(vec![name.to_string()]).expect("params");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs();
+    let (y, m, d) = civil_from_days(now / 86_400 + days);
+    params.not_after = rcgen::date_time_ymd(y, m, d);
+    let cert = params.self_signed(&key).expect("a certificate");
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .expect("a server config");
+    let config = std::sync::Arc::new(config);
+    let listener = std::net::TcpListener::bind(addr).expect("the site's port");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut tcp) = stream else { continue };
+            let config = config.clone();
+            std::thread::spawn(move || {
+                let _ = tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+                let Ok(mut conn) = rustls::ServerConnection::new(config) else {
+                    return;
+                };
+                while conn.is_handshaking() {
+                    if conn.complete_io(&mut tcp).is_err() {
+                        return;
+                    }
+                }
+                conn.send_close_notify();
+                let _ = conn.complete_io(&mut tcp);
+            });
+        }
+    });
+}
+
+/// The date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: u64) -> (i32, u8, u8) {
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u8;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
+    let y = (yoe + era * 400 + i64::from(m <= 2)) as i32;
+    (y, m, d)
+}

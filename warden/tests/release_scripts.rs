@@ -2,7 +2,9 @@
 //! a release's signed trusted comment names the commit it was built from
 //! (and a weekly re-signing keeps it), read back by `aromba-release` as
 //! the Warden reads it; a signed release is not built, nor reproducibility
-//! checked, from a checkout with uncommitted changes; and the tarballs the
+//! checked, from a checkout with uncommitted changes; a release packs each
+//! skill of the catalogue, signed so the Warden takes it as `aromba`'s;
+//! and the tarballs the
 //! check compares come out byte for byte the same from two clones in
 //! different folders.
 //!
@@ -69,6 +71,26 @@ fn repo(dir: &Path) -> String {
     ] {
         std::fs::create_dir_all(dir.join(file).parent().unwrap()).unwrap();
         std::fs::copy(ws.join(file), dir.join(file)).unwrap();
+    }
+    for skill in std::fs::read_dir(ws.join("skills")).unwrap() {
+        let skill = skill.unwrap().path();
+        for sub in ["", "chores", "tools"] {
+            let from = skill.join(sub);
+            let Ok(entries) = std::fs::read_dir(&from) else {
+                continue;
+            };
+            let to = dir
+                .join("skills")
+                .join(skill.file_name().unwrap())
+                .join(sub);
+            std::fs::create_dir_all(&to).unwrap();
+            for f in entries {
+                let f = f.unwrap().path();
+                if f.is_file() {
+                    std::fs::copy(&f, to.join(f.file_name().unwrap())).unwrap();
+                }
+            }
+        }
     }
     std::fs::create_dir_all(dir.join("deploy/systemd")).unwrap();
     for unit in std::fs::read_dir(ws.join("deploy/systemd")).unwrap() {
@@ -172,6 +194,45 @@ fn a_release_names_its_commit_in_the_signed_comment_and_a_resign_keeps_it() {
     let minisig = std::fs::read_to_string(out_dir.join("manifest.json.minisig")).unwrap();
     assert!(minisig.contains("re-signed to expire"), "{minisig}");
     assert_eq!(signed_commit(&out_dir), Some(commit));
+}
+
+#[test]
+fn a_release_packs_each_skill_signed_with_its_key_and_the_warden_takes_it_as_aromba_s() {
+    let s = scratch("skills");
+    let repo_dir = s.0.join("repo");
+    repo(&repo_dir);
+    let out_dir = s.0.join("out");
+    let mut args = SIGNED.to_vec();
+    args.extend(["--binaries", "bins", "--out", out_dir.to_str().unwrap()]);
+    let made = script(&repo_dir, "release", &args);
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let mut packed: Vec<String> = std::fs::read_dir(out_dir.join("skills"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    packed.sort();
+    assert_eq!(
+        packed,
+        [
+            "certs-1.0.0.skill",
+            "nginx-1.0.0.skill",
+            "restic-backup-1.0.0.skill"
+        ]
+    );
+    let w = aromba_testkit::warden::Warden::start_with("release-skills", true, &[], |o| {
+        o.release_keys = Some(vec![releases::key_line(releases::RELEASE_PUB)]);
+    });
+    for file in &packed {
+        let path = out_dir.join("skills").join(file);
+        let r = w.control(&aromba_warden_proto::Request::SkillCheck {
+            path: path.to_string_lossy().into_owned(),
+        });
+        assert!(
+            matches!(&r, aromba_warden_proto::Response::SkillShown { text, .. }
+                if text.contains("from the publisher aromba")),
+            "{file}: {r:?}"
+        );
+    }
 }
 
 #[test]

@@ -216,7 +216,7 @@ fn a_skill_chore_with_network_sees_only_its_own_loopback_and_needs_the_pin_first
     assert!(needs_pin);
     assert!(
         text.contains(
-            "It talks to (only these; installing needs your PIN):\n  example.org:443 — the tests' host"
+            "It talks to (only these, each allowed by your PIN):\n  example.org:443 — the tests' host"
         ),
         "{text}"
     );

@@ -596,6 +596,8 @@ fn redirects_into_the_system(words: &[&str], i: usize) -> bool {
 /// How the Worker and the Warden open their messages (folded: lower
 /// case). A phrase that ends in a letter must end a word there.
 const OUR_OPENINGS: &[&str] = &[
+    // A skill's setting on the Trust page.
+    "its setting",
     // Receipts and taps.
     "done",
     "it did not go well",

@@ -533,11 +533,15 @@ async fn skills(daemon: &Daemon) -> String {
         Ok((skills, refused)) if skills.is_empty() && refused.is_empty() => words::NO_SKILLS.into(),
         Ok((skills, refused)) => {
             let mut lines = vec![words::skills_verdict(skills.len(), refused.len())];
-            lines.extend(
-                skills
+            lines.extend(skills.iter().map(|s| {
+                let unset: Vec<&str> = s
+                    .settings
                     .iter()
-                    .map(|s| words::skill_line(&s.name, &s.version, &s.publisher, &s.network)),
-            );
+                    .filter(|t| t.shown.starts_with("not set"))
+                    .map(|t| t.name.as_str())
+                    .collect();
+                words::skill_line(&s.name, &s.version, &s.publisher, &s.network, &unset)
+            }));
             lines.extend(refused.iter().map(|r| words::skill_not_loaded(r)));
             lines.push(words::SKILLS_MORE.into());
             lines.join("\n")

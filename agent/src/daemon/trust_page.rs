@@ -227,6 +227,11 @@ pub async fn page(daemon: &Daemon, launch: &str) -> AppAnswer {
                         .lines()
                         .map(str::to_string)
                         .chain([words::skill_network(&s.network)])
+                        .chain(
+                            s.settings
+                                .iter()
+                                .map(|t| words::skill_setting(&t.name, &t.shown)),
+                        )
                 })
                 .chain(r.iter().map(|r| words::skill_not_loaded(r)))
                 .collect(),

@@ -157,9 +157,24 @@ pub fn skills_verdict(loaded: usize, not_loaded: usize) -> String {
     }
 }
 
-/// A line of `/skills`: the Warden's words for its network.
-pub fn skill_line(name: &str, version: &str, publisher: &str, network: &str) -> String {
-    format!("{name} {version}, from {publisher}. Network: {network}")
+/// A line of `/skills`: the Warden's words for its network, and the
+/// settings not set yet (its chores wait for them).
+pub fn skill_line(
+    name: &str,
+    version: &str,
+    publisher: &str,
+    network: &str,
+    unset: &[&str],
+) -> String {
+    let mut line = format!("{name} {version}, from {publisher}. Network: {network}");
+    if !unset.is_empty() {
+        line.push_str(&format!(
+            ". Its chores wait for {} to be set, as root: aromba skill set {name} {}",
+            unset.join(", "),
+            if unset.len() == 1 { unset[0] } else { "NAME" }
+        ));
+    }
+    line
 }
 
 /// A skill of `/skills` that no longer verifies: the Warden's why.

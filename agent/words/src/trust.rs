@@ -119,6 +119,11 @@ pub mod page {
     pub fn skill_network(network: &str) -> String {
         format!("Network now: {network}")
     }
+    /// A skill's setting and what it holds now (a secret only as set or
+    /// not): the Warden's words.
+    pub fn skill_setting(name: &str, shown: &str) -> String {
+        format!("Its setting {name}: {shown}")
+    }
     pub const UPDATES: &str = "Updates";
     pub const ASSISTANT: &str = "Assistant";
     pub const APPROVALS: &str = "Approvals";

@@ -89,6 +89,9 @@ fn skill_environment(shared: &Shared, chore: &Chore) -> Result<crate::skills::En
         Some(Err(e)) => return Err(e),
         None => return Err(format!("no skill named {skill} is installed")),
     };
+    // Its own folders (`/var/cache/aromba-restic`), which nothing else
+    // makes: made before its first run, and again if removed since.
+    crate::skills::make_writes(&installed.manifest)?;
     let settings = crate::skills::settings(&trust, &installed);
     let unset = installed.unset(&settings);
     if !unset.is_empty() {

@@ -369,7 +369,7 @@ impl Skill {
         } else {
             list(
                 &mut out,
-                "It talks to (only these; installing needs your PIN):",
+                "It talks to (only these, each allowed by your PIN):",
                 m.hosts
                     .iter()
                     .map(|h| match h.setting() {
@@ -437,6 +437,48 @@ pub fn bundle_record(name: &str) -> String {
 /// The state record holding the hosts the PIN was typed for.
 pub fn network_record(name: &str) -> String {
     format!("skill-{name}.network")
+}
+
+/// Makes each of the manifest's `writes` that does not exist yet (a
+/// skill's own folder, such as `/var/cache/aromba-restic`): a directory of
+/// root's, `0700`, made only where every directory above it is root's and
+/// writable by nobody else, none a link, so no other account steers where
+/// it is made. One that exists is left as it is: a chore's touches are
+/// judged when it runs.
+pub fn make_writes(m: &Manifest) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    for w in &m.writes {
+        match std::fs::symlink_metadata(w) {
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot look at {}: {e}", w.display())),
+        }
+        let mut above = w.parent();
+        while let Some(dir) = above {
+            let meta = std::fs::symlink_metadata(dir).map_err(|e| {
+                format!(
+                    "{} cannot be made: {} cannot be read ({e})",
+                    w.display(),
+                    dir.display()
+                )
+            })?;
+            if !meta.is_dir() || meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+                return Err(format!(
+                    "{} cannot be made: {} is not a directory of root's that nobody else may write",
+                    w.display(),
+                    dir.display()
+                ));
+            }
+            above = dir.parent();
+        }
+        // `create`, not `create_all`: one level, and an error if something
+        // took the name meanwhile.
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(w)
+            .map_err(|e| format!("{} cannot be made: {e}", w.display()))?;
+    }
+    Ok(())
 }
 
 /// The state record holding the values the owner set (a JSON object).
