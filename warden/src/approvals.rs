@@ -89,6 +89,15 @@ pub enum Action {
         version: String,
         manifest_sha256: String,
     },
+    /// Installing the skill bundle the Worker downloaded from the
+    /// catalogue: exactly this bundle, shown in full; `pin` when it asks
+    /// for hosts this server has not granted.
+    InstallSkill {
+        name: String,
+        version: String,
+        bundle_sha256: String,
+        pin: bool,
+    },
     /// "Was that you?": the person says the ladder's move `event` to Slow
     /// or Freeze (at `step`, for `reason`) was their own doing, and it
     /// steps back to normal. Cut and Disarm are never stepped down this
@@ -102,7 +111,10 @@ pub enum Action {
 
 impl Action {
     pub fn needs_pin(&self) -> bool {
-        matches!(self, Action::ProdModeOff)
+        matches!(
+            self,
+            Action::ProdModeOff | Action::InstallSkill { pin: true, .. }
+        )
     }
 
     /// The action as the journal keeps it: its kind and its fields, the
@@ -168,6 +180,18 @@ impl Action {
                     Value::from(manifest_sha256.as_str()),
                 );
             }
+            Action::InstallSkill {
+                name,
+                version,
+                bundle_sha256,
+                pin,
+            } => {
+                m.insert("kind".into(), Value::from("install-skill"));
+                m.insert("skill".into(), Value::from(name.as_str()));
+                m.insert("version".into(), Value::from(version.as_str()));
+                m.insert("bundle_sha256".into(), Value::from(bundle_sha256.as_str()));
+                m.insert("pin".into(), Value::from(*pin));
+            }
             Action::StepDown {
                 event,
                 step,
@@ -212,6 +236,15 @@ impl Action {
             "install-release" => Ok(Action::InstallRelease {
                 version: s("version")?,
                 manifest_sha256: s("manifest_sha256")?,
+            }),
+            "install-skill" => Ok(Action::InstallSkill {
+                name: s("skill")?,
+                version: s("version")?,
+                bundle_sha256: s("bundle_sha256")?,
+                pin: v
+                    .get("pin")
+                    .and_then(Value::as_bool)
+                    .ok_or("the action record lacks pin")?,
             }),
             STEP_DOWN => Ok(Action::StepDown {
                 event: n("event")?,
@@ -430,6 +463,17 @@ pub enum Facts<'a> {
         /// The commit its signature names ([`aromba_release::Manifest::commit`]).
         commit: Option<&'a str>,
     },
+    /// The skill bundle an install is about, as verified in the download.
+    Skill(&'a SkillFacts),
+}
+
+/// A skill bundle judged for an install here: the skill, the version
+/// installed now, what it asks beyond it, and whether it needs the PIN.
+pub struct SkillFacts {
+    pub skill: crate::skills::Skill,
+    pub installed: Option<crate::skills::Skill>,
+    pub widening: Vec<String>,
+    pub needs_pin: bool,
 }
 
 fn lines_of_touches(touches: &[PathBuf]) -> String {
@@ -538,6 +582,21 @@ pub fn render(action: &Action, facts: &Facts<'_>) -> Result<String, String> {
             )
         }
         (
+            Action::InstallSkill {
+                name,
+                version,
+                bundle_sha256,
+                pin,
+            },
+            Facts::Skill(f),
+        ) if f.skill.manifest.name == *name
+            && f.skill.manifest.version.to_string() == *version
+            && f.skill.sha256 == *bundle_sha256
+            && f.needs_pin == *pin =>
+        {
+            skill_text(f)
+        }
+        (
             Action::StepDown {
                 event,
                 step,
@@ -567,6 +626,41 @@ pub fn render(action: &Action, facts: &Facts<'_>) -> Result<String, String> {
         return Err("the approval's text would hold a control character".into());
     }
     Ok(text)
+}
+
+/// A skill's install in plain words: the question, what it asks beyond
+/// the version installed (an update that widens is a new install), its
+/// whole manifest as `aromba skill install` shows it, and the PIN's why.
+fn skill_text(f: &SkillFacts) -> String {
+    let m = &f.skill.manifest;
+    let mut t = match &f.installed {
+        None => format!("Install the skill \"{}\" {}?", m.name, m.version),
+        Some(old) => format!(
+            "Update the skill \"{}\" from {} to {}?",
+            m.name, old.manifest.version, m.version
+        ),
+    };
+    if let Some(old) = &f.installed
+        && !f.widening.is_empty()
+    {
+        t.push_str(&format!(
+            "\nIt asks for more than {} has, so it waits for you like a new install. New:",
+            old.manifest.version
+        ));
+        for w in &f.widening {
+            t.push_str(&format!("\n  NEW: {w}"));
+        }
+    }
+    t.push_str("\nWhat it is and what it may do:\n");
+    t.push_str(f.skill.render().trim_end());
+    t.push_str(&format!(
+        "\nThe Warden checked the publisher's signature and every file's hash (bundle SHA-256 {}).",
+        f.skill.sha256
+    ));
+    if f.needs_pin {
+        t.push_str("\nYour PIN is needed too: it talks to hosts this server has not allowed yet.");
+    }
+    t
 }
 
 /// "Was that you?" in plain words: what was seen, what each answer does.

@@ -38,7 +38,7 @@ pub use message::{
 pub use pin_shape::{
     PIN_LOCK_S, PIN_MAX_CHARS, PIN_MAX_FAILURES, PIN_MIN_CHARS, Pin, SettingValue, could_be_pin,
 };
-pub use refusals::{DECLINED, PANIC_FROM_CHAT, SLOWED, WRONG_PIN};
+pub use refusals::{DECLINED, PANIC_FROM_CHAT, SKILL_WIDENS, SLOWED, WRONG_PIN};
 
 use std::path::{Path, PathBuf};
 

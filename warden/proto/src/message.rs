@@ -179,6 +179,17 @@ pub enum Request {
         value: SettingValue,
         pin: Option<Pin>,
     },
+    /// Worker socket: propose installing the skill bundle the Worker
+    /// downloaded from the catalogue (`skills/NAME.skill` in its home),
+    /// shown in full in the Mini App; a bundle asking for hosts not
+    /// granted here needs the PIN there too.
+    ProposeSkill { name: String },
+    /// Worker socket: apply the update of the installed skill `name` the
+    /// Worker downloaded (`skills/NAME.skill` in its home) when it asks
+    /// for nothing more than the installed version; one that asks for
+    /// more is refused with [`crate::SKILL_WIDENS`] and is proposed as a
+    /// new install.
+    SkillUpdate { name: String },
     /// Either socket: the skills installed here.
     Skills,
     /// Worker socket: run tool `tool` of the installed skill `skill` for
@@ -731,6 +742,12 @@ pub fn encode_request(r: &Request) -> Vec<u8> {
                 ("pin", opt_pin(pin)),
             ],
         ),
+        Request::ProposeSkill { name } => {
+            object("propose_skill", vec![("name", Value::from(name.as_str()))])
+        }
+        Request::SkillUpdate { name } => {
+            object("skill_update", vec![("name", Value::from(name.as_str()))])
+        }
         Request::Skills => object("skills", vec![]),
         Request::SkillTool { skill, tool } => object(
             "skill_tool",
@@ -953,6 +970,12 @@ fn request_of(kind: String, mut f: Fields) -> Result<Request, ProtoError> {
             setting: f.string("setting")?,
             value: SettingValue::new(f.string("value")?),
             pin: f.opt_string("pin")?.map(Pin::new),
+        },
+        "propose_skill" => Request::ProposeSkill {
+            name: f.string("name")?,
+        },
+        "skill_update" => Request::SkillUpdate {
+            name: f.string("name")?,
         },
         "skills" => Request::Skills,
         "skill_tool" => Request::SkillTool {
@@ -1752,6 +1775,12 @@ mod tests {
                 setting: "S3_HOST".into(),
                 value: SettingValue::new("s3.example.com"),
                 pin: Some(Pin::new("4729135")),
+            },
+            Request::ProposeSkill {
+                name: "certs".into(),
+            },
+            Request::SkillUpdate {
+                name: "nginx".into(),
             },
             Request::Skills,
             Request::SkillTool {

@@ -21,3 +21,8 @@ pub const SLOWED: &str = "I'm slowed down after unusual activity:";
 /// stop Aromba"): the chat answered it already, so its event is not said
 /// again.
 pub const PANIC_FROM_CHAT: &str = "/panic from the chat";
+
+/// How the Warden's refusal of a skill update that asks for more than the
+/// installed version begins (`Request::SkillUpdate`): it is not applied by
+/// itself, and the Worker proposes it as a new install.
+pub const SKILL_WIDENS: &str = "this update asks for more than the installed version";

@@ -254,6 +254,15 @@ pub(super) fn serve(
             value.expose(),
             pin.as_ref().map(Pin::expose),
         ),
+        (Socket::Worker, Request::ProposeSkill { name }) => {
+            // Reading and verifying a bundle takes a running slot like a read.
+            let _slot = shared.running.take();
+            propose(shared, peer, Proposal::Skill(name))
+        }
+        (Socket::Worker, Request::SkillUpdate { name }) => {
+            let _slot = shared.running.take();
+            super::skills::update(shared, &name)
+        }
         (Socket::Worker, Request::SkillTool { skill, tool }) => {
             super::skills::tool(shared, peer, &skill, &tool)
         }

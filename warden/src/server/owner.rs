@@ -192,6 +192,8 @@ pub(super) enum Proposal {
     Release,
     /// "Was that you?" about the ladder as it stands.
     StepDown,
+    /// The skill bundle the Worker downloaded from the catalogue.
+    Skill(String),
 }
 
 /// What an action is about, as the Warden finds it now.
@@ -212,6 +214,8 @@ enum Subject {
         installed: Option<aromba_release::Version>,
         commit: Option<String>,
     },
+    /// The skill bundle in the Worker's download folder, as judged now.
+    Skill(Box<approvals::SkillFacts>),
 }
 
 impl Subject {
@@ -238,6 +242,7 @@ impl Subject {
                 installed: *installed,
                 commit: commit.as_deref(),
             },
+            Subject::Skill(f) => Facts::Skill(f),
         }
     }
 }
@@ -278,6 +283,19 @@ fn subject_of(shared: &Shared, action: &Action) -> Result<Subject, String> {
                 installed,
                 commit: manifest.commit,
             })
+        }
+        Action::InstallSkill {
+            name,
+            bundle_sha256,
+            ..
+        } => {
+            let judged = super::skills::offered(shared, name)?;
+            if judged.skill.sha256 != *bundle_sha256 {
+                return Err(
+                    "the download is not the skill that was proposed; propose it again".into(),
+                );
+            }
+            Ok(Subject::Skill(Box::new(judged)))
         }
     }
 }
@@ -355,6 +373,15 @@ pub(super) fn propose(shared: &Shared, peer: &PeerCred, proposal: Proposal) -> R
                 manifest_sha256,
             },
             Err(e) => return refuse(format!("no release to propose: {e}")),
+        },
+        Proposal::Skill(name) => match super::skills::offered(shared, &name) {
+            Ok(judged) => Action::InstallSkill {
+                name,
+                version: judged.skill.manifest.version.to_string(),
+                bundle_sha256: judged.skill.sha256,
+                pin: judged.needs_pin,
+            },
+            Err(e) => return refuse(format!("the skill is not proposed: {e}")),
         },
     };
     let (text, route) = match subject_of(shared, &action).and_then(|subject| {
@@ -665,6 +692,14 @@ pub(super) fn carry_out(
         (Action::StepDown { .. }, _) => {
             super::dispatch::move_ladder(shared, crate::ladder::Ladder::step_down_by_person)
         }
+        (
+            Action::InstallSkill {
+                name,
+                bundle_sha256,
+                ..
+            },
+            _,
+        ) => super::skills::install_approved(shared, &name, &bundle_sha256, action_id),
         (Action::Run { .. }, _) => refuse("the chore to run is gone"),
     }
 }

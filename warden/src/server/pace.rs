@@ -174,6 +174,7 @@ fn pace_of(shared: &Shared, step: Step, request: &Request) -> Pace {
         | Request::RunDue { .. }
         | Request::DryRun { .. }
         | Request::ProposeRelease
+        | Request::ProposeSkill { .. }
         | Request::InstallRelease { .. }
         | Request::Approve { .. }
         | Request::ApproveInApp { .. } => Pace::Command,

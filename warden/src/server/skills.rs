@@ -1,8 +1,12 @@
 //! The skill requests: what a bundle asks for (nothing installed), its
-//! install from a root terminal (the bundle shown must be the one
-//! installed; hosts not granted before need the PIN), its removal (the
-//! bundle, the hosts granted and every record of its chores' runs), and
-//! the list. `skills/` verifies; this file decides and journals.
+//! install from a root terminal or on the person's approval in the Mini
+//! App of a bundle the Worker downloaded from the catalogue (the bundle
+//! shown must be the one installed; hosts not granted before need the
+//! PIN), an update the Worker downloaded that asks for nothing more
+//! (applied by itself; one that asks for more is proposed as a new
+//! install), its removal (the bundle, the hosts granted and every record
+//! of its chores' runs), and the list. `skills/` verifies; this file
+//! decides and journals.
 
 #![forbid(unsafe_code)]
 
@@ -11,6 +15,7 @@ use super::event::{Event, Outcome, Peer, ToolRun};
 use super::intent::intend;
 use super::owner::{check_pin, noted_outcome};
 use super::{Shared, journal};
+use crate::approvals::SkillFacts;
 use crate::chores::run::{NO_ISOLATION, Origin};
 use crate::exec::Bounds;
 use crate::skills::{self, Skill};
@@ -60,16 +65,70 @@ fn read_bundle(path: &str) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// A bundle judged for install here: the skill, the version installed
-/// now, what it asks beyond it, and whether it needs the PIN.
-struct Judged {
-    skill: Skill,
-    installed: Option<Skill>,
-    widening: Vec<String>,
-    needs_pin: bool,
+/// Where the Worker leaves a bundle it downloaded from the catalogue
+/// (`NAME.skill`): its own folder, read without following a link.
+pub(super) fn worker_downloads(shared: &Shared) -> std::path::PathBuf {
+    shared.options.layout.worker_home.join("skill-downloads")
 }
 
-fn judge(shared: &Shared, bytes: &[u8]) -> Result<Judged, String> {
+/// The bundle the Worker downloaded for skill `name`: its bytes.
+fn offered_bytes(shared: &Shared, name: &str) -> Result<Vec<u8>, String> {
+    if !skills::manifest::valid_name(name) {
+        return Err(format!("{name:?} is not a skill's name"));
+    }
+    crate::update::read_from(
+        &worker_downloads(shared),
+        &format!("{name}.skill"),
+        skills::MAX_BUNDLE,
+    )
+    .map_err(|e| format!("there is no download of the skill {name} to install: {e}"))
+}
+
+/// The bundle the Worker downloaded for skill `name`, judged for an
+/// install here; it must be that skill.
+pub(super) fn offered(shared: &Shared, name: &str) -> Result<SkillFacts, String> {
+    let judged = judge(shared, &offered_bytes(shared, name)?)?;
+    if judged.skill.manifest.name != name {
+        return Err(format!(
+            "the download for the skill {name} holds the skill {}",
+            judged.skill.manifest.name
+        ));
+    }
+    Ok(judged)
+}
+
+/// Where an install comes from, as the journal says it.
+pub(super) enum InstallOrigin {
+    /// `aromba skill install` in a root terminal.
+    RootTerminal,
+    /// The person's approval in the Mini App, of this action id.
+    Approved { action_id: String },
+    /// The Worker's daily check: an update of the skill `name` asking
+    /// for nothing more.
+    Update { name: String },
+}
+
+impl InstallOrigin {
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            InstallOrigin::RootTerminal => "root terminal",
+            InstallOrigin::Approved { .. } => "approved in the app",
+            InstallOrigin::Update { .. } => "update asking nothing more",
+        }
+    }
+}
+
+/// The PIN an install needs when its bundle asks for hosts not granted.
+enum PinGate<'a> {
+    /// Typed in a root terminal (or not).
+    Given(Option<&'a str>),
+    /// Checked already, with the approval that carries this install.
+    Checked,
+    /// None comes: an install that needs one is refused.
+    None,
+}
+
+fn judge(shared: &Shared, bytes: &[u8]) -> Result<SkillFacts, String> {
     let layout = &shared.options.layout;
     let trusted = skill_trust(shared);
     let skill = Skill::verify(bytes, &trusted)?;
@@ -136,7 +195,7 @@ fn judge(shared: &Shared, bytes: &[u8]) -> Result<Judged, String> {
         .iter()
         .flatten()
         .any(|a| !granted.contains(a));
-    Ok(Judged {
+    Ok(SkillFacts {
         skill,
         installed,
         widening,
@@ -165,31 +224,140 @@ pub(super) fn check(shared: &Shared, path: &str) -> Response {
     }
 }
 
+const FROZEN: &str = "the ladder is at Freeze or above: nothing is installed until it comes down";
+
 /// Installs the bundle at `path`, the one shown (`sha256`).
 pub(super) fn install(shared: &Shared, path: &str, sha256: &str, pin: Option<&str>) -> Response {
     if frozen(shared) {
-        return refuse(
-            "the ladder is at Freeze or above: nothing is installed until it comes down",
-        );
+        return refuse(FROZEN);
     }
     // Read before the change lock: nothing of the file's holds it.
     let bytes = match read_bundle(path) {
         Ok(b) => b,
         Err(why) => return refuse(why),
     };
+    let changed =
+        format!("{path} changed since it was shown; nothing was installed (check it again)");
+    install_bytes(
+        shared,
+        &bytes,
+        sha256,
+        &changed,
+        PinGate::Given(pin),
+        InstallOrigin::RootTerminal,
+    )
+}
+
+/// Installs the bundle the Worker downloaded for skill `name` on the
+/// person's approval of exactly that bundle (`sha256`); the approval
+/// carried the PIN, checked already, when it needed one.
+pub(super) fn install_approved(
+    shared: &Shared,
+    name: &str,
+    sha256: &str,
+    action_id: String,
+) -> Response {
+    if frozen(shared) {
+        return refuse(FROZEN);
+    }
+    let bytes = match offered_bytes(shared, name) {
+        Ok(b) => b,
+        Err(why) => return refuse(why),
+    };
+    install_bytes(
+        shared,
+        &bytes,
+        sha256,
+        "the download is not the skill that was approved; nothing was installed (propose it again)",
+        PinGate::Checked,
+        InstallOrigin::Approved { action_id },
+    )
+}
+
+/// The Worker's update of the installed skill `name` from its download:
+/// applied when it asks for nothing more than the installed version (no
+/// path, command, host, setting, chore or tool more, no host to allow);
+/// else refused with [`aromba_warden_proto::SKILL_WIDENS`], before any
+/// journal line: the Worker then proposes it, as a new install.
+pub(super) fn update(shared: &Shared, name: &str) -> Response {
+    if frozen(shared) {
+        return refuse(FROZEN);
+    }
+    let trusted = skill_trust(shared);
+    if skills::installed(&trusted, name).is_none() {
+        return refuse(format!(
+            "the skill {name} is not installed here: propose it as an install"
+        ));
+    }
+    let bytes = match offered_bytes(shared, name) {
+        Ok(b) => b,
+        Err(why) => return refuse(why),
+    };
+    let sha256 = crate::journal::sha256_hex(&bytes);
+    install_bytes(
+        shared,
+        &bytes,
+        &sha256,
+        "",
+        PinGate::None,
+        InstallOrigin::Update {
+            name: name.to_string(),
+        },
+    )
+}
+
+/// Installs `bytes`, which must be the bundle of `sha256` (else refused
+/// with `changed`), judged again under the change lock.
+fn install_bytes(
+    shared: &Shared,
+    bytes: &[u8],
+    sha256: &str,
+    changed: &str,
+    pin: PinGate<'_>,
+    origin: InstallOrigin,
+) -> Response {
     let _changing = match shared.one_change_at_a_time() {
         Ok(g) => g,
         Err(why) => return refuse(why),
     };
-    if crate::journal::sha256_hex(&bytes) != sha256 {
-        return refuse(format!(
-            "{path} changed since it was shown; nothing was installed (check it again)"
-        ));
+    if crate::journal::sha256_hex(bytes) != sha256 {
+        return refuse(changed);
     }
-    let judged = match judge(shared, &bytes) {
+    let judged = match judge(shared, bytes) {
         Ok(j) => j,
         Err(why) => return refuse(why),
     };
+    if let InstallOrigin::Update { name } = &origin {
+        if judged.skill.manifest.name != *name {
+            return refuse(format!(
+                "the download for the skill {name} holds the skill {}",
+                judged.skill.manifest.name
+            ));
+        }
+        // Only an installed skill updates by itself (checked again here:
+        // one removed meanwhile is a new install, which the person
+        // approves).
+        if judged.installed.is_none() {
+            return refuse(format!(
+                "the skill {name} is not installed here: propose it as an install"
+            ));
+        }
+    }
+    // An update applied by itself never widens: judged here, under the
+    // lock, on the very bytes installed.
+    if matches!(origin, InstallOrigin::Update { .. })
+        && (!judged.widening.is_empty() || judged.needs_pin)
+    {
+        let mut more = judged.widening.clone();
+        if judged.needs_pin {
+            more.push("hosts this server has not allowed".into());
+        }
+        return refuse(format!(
+            "{}: {}",
+            aromba_warden_proto::SKILL_WIDENS,
+            more.join("; ")
+        ));
+    }
     let m = &judged.skill.manifest;
     let version = m.version.to_string();
     let previous = judged
@@ -213,14 +381,19 @@ pub(super) fn install(shared: &Shared, path: &str, sha256: &str, pin: Option<&st
         previous: previous.as_deref(),
         hosts: &hosts,
         widening: &judged.widening,
+        origin: &origin,
     };
     let intent = match intend(shared, act) {
         Ok(i) => i,
         Err(e) => return e.into(),
     };
-    if judged.needs_pin
-        && let Err(why) = check_pin(shared, None, pin)
-    {
+    let pin_refused = match pin {
+        _ if !judged.needs_pin => None,
+        PinGate::Checked => None,
+        PinGate::Given(pin) => check_pin(shared, None, pin).err(),
+        PinGate::None => Some("installing it needs the PIN".to_string()),
+    };
+    if let Some(why) = pin_refused {
         let seq = intent.outcome(shared, Outcome::Refused { reason: &why });
         return Response::Refused {
             reason: why,
@@ -239,7 +412,7 @@ pub(super) fn install(shared: &Shared, path: &str, sha256: &str, pin: Option<&st
             &skills::network_record(&m.name),
             network.as_deref().map(str::as_bytes),
         )
-        .and_then(|()| shared.change_state(&skills::bundle_record(&m.name), Some(&bytes)));
+        .and_then(|()| shared.change_state(&skills::bundle_record(&m.name), Some(bytes)));
     if changed.is_ok()
         && let Some(old) = &judged.installed
     {

@@ -348,9 +348,10 @@ pub(super) enum Event<'a> {
     /// `uninstall` (an intent), from a root terminal.
     Uninstall { purge: bool },
 
-    // Skills, from a root terminal.
+    // Skills.
     /// `skill-install` (an intent): the skill, its bundle's SHA-256, the
-    /// hosts granted and what it asked beyond the version before.
+    /// hosts granted, what it asked beyond the version before, and where
+    /// the install comes from.
     SkillInstall {
         name: &'a str,
         version: &'a str,
@@ -359,6 +360,7 @@ pub(super) enum Event<'a> {
         previous: Option<&'a str>,
         hosts: &'a [String],
         widening: &'a [String],
+        origin: &'a super::skills::InstallOrigin,
     },
     /// `skill-remove` (an intent).
     SkillRemove { name: &'a str, version: &'a str },
@@ -1079,6 +1081,7 @@ impl Event<'_> {
                 previous,
                 hosts,
                 widening,
+                origin,
             } => {
                 f.put("skill", *name)
                     .put("version", *version)
@@ -1086,7 +1089,11 @@ impl Event<'_> {
                     .put("bundle_sha256", *sha256)
                     .put_some("previous", *previous)
                     .put("hosts", hosts.to_vec())
-                    .put("widening", widening.to_vec());
+                    .put("widening", widening.to_vec())
+                    .put("origin", origin.name());
+                if let super::skills::InstallOrigin::Approved { action_id } = origin {
+                    f.put("action_id", action_id.as_str());
+                }
                 "skill-install"
             }
             Event::SkillRemove { name, version } => {
