@@ -49,7 +49,8 @@ pub struct Offer {
     signature: String,
 }
 
-async fn get(
+/// `file` of the release folder `url`, read up to `cap` bytes.
+pub(crate) async fn get(
     dialer: &dyn Dialer,
     url: &BaseUrl,
     roots: Option<Arc<rustls::RootCertStore>>,

@@ -11,6 +11,7 @@
 #[macro_use]
 pub mod out;
 pub mod assistant;
+pub mod catalogue;
 pub mod config;
 pub mod daemon;
 pub mod download;

@@ -621,11 +621,34 @@ pub fn render(action: &Action, facts: &Facts<'_>) -> Result<String, String> {
         ));
     }
     // What the relay hashes is what it sends: nothing a chat client could
-    // trim or render otherwise.
-    if text.trim() != text || text.chars().any(|c| c.is_control() && c != '\n') {
-        return Err("the approval's text would hold a control character".into());
+    // trim or render otherwise — no line it breaks where the Warden did not
+    // (U+2028, U+2029), no text it reorders or hides (found by the attack
+    // round: a publisher's description painted lines of its own).
+    if text.trim() != text
+        || text
+            .chars()
+            .any(|c| (c.is_control() && c != '\n') || invisible_or_reordering(c))
+    {
+        return Err(
+            "the approval's text would hold a control, invisible or reordering character".into(),
+        );
     }
     Ok(text)
+}
+
+/// Characters a chat shows as nothing, as a line break, or uses to
+/// reorder the text around them: zero widths and direction marks, line
+/// and paragraph separators, bidirectional embeddings, overrides and
+/// isolates, invisible operators, the byte order mark.
+fn invisible_or_reordering(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{2069}'
+            | '\u{feff}'
+    )
 }
 
 /// A skill's install in plain words: the question, what it asks beyond

@@ -309,6 +309,14 @@ pub fn read_from(dir: &Path, name: &str, cap: u64) -> Result<Vec<u8>, UpdateErro
             path.display()
         )));
     }
+    // A name of its own: where the kernel lets the Worker hard-link a file
+    // of root's into its folder, it is not read as a download.
+    if std::os::unix::fs::MetadataExt::nlink(&meta) != 1 {
+        return Err(UpdateError::Refused(format!(
+            "{} has another name too (a hard link): a download is a file of its own",
+            path.display()
+        )));
+    }
     if meta.len() > cap {
         return Err(UpdateError::Refused(format!(
             "{} is over {cap} bytes",

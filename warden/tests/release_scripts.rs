@@ -3,8 +3,8 @@
 //! (and a weekly re-signing keeps it), read back by `aromba-release` as
 //! the Warden reads it; a signed release is not built, nor reproducibility
 //! checked, from a checkout with uncommitted changes; a release packs each
-//! skill of the catalogue, signed so the Warden takes it as `aromba`'s;
-//! and the tarballs the
+//! skill of the catalogue, signed so the Warden takes it as `aromba`'s,
+//! with an index of them signed as the manifest is; and the tarballs the
 //! check compares come out byte for byte the same from two clones in
 //! different folders.
 //!
@@ -197,7 +197,7 @@ fn a_release_names_its_commit_in_the_signed_comment_and_a_resign_keeps_it() {
 }
 
 #[test]
-fn a_release_packs_each_skill_signed_with_its_key_and_the_warden_takes_it_as_aromba_s() {
+fn a_release_packs_each_skill_and_a_signed_index_of_them_and_the_warden_takes_each_as_aromba_s() {
     let s = scratch("skills");
     let repo_dir = s.0.join("repo");
     repo(&repo_dir);
@@ -209,6 +209,7 @@ fn a_release_packs_each_skill_signed_with_its_key_and_the_warden_takes_it_as_aro
     let mut packed: Vec<String> = std::fs::read_dir(out_dir.join("skills"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|f| f.ends_with(".skill"))
         .collect();
     packed.sort();
     assert_eq!(
@@ -219,6 +220,7 @@ fn a_release_packs_each_skill_signed_with_its_key_and_the_warden_takes_it_as_aro
             "restic-backup-1.0.0.skill"
         ]
     );
+    check_catalogue_index(&out_dir.join("skills"), &packed);
     let w = aromba_testkit::warden::Warden::start_with("release-skills", true, &[], |o| {
         o.release_keys = Some(vec![releases::key_line(releases::RELEASE_PUB)]);
     });
@@ -231,6 +233,61 @@ fn a_release_packs_each_skill_signed_with_its_key_and_the_warden_takes_it_as_aro
             matches!(&r, aromba_warden_proto::Response::SkillShown { text, .. }
                 if text.contains("from the publisher aromba")),
             "{file}: {r:?}"
+        );
+    }
+}
+
+/// The catalogue's index in `skills` verifies with the release key as
+/// the manifest does, has exactly the fields docs/skills.md names, and
+/// names each bundle of `packed` (sorted by name) with its true size and
+/// SHA-256 and its manifest's description.
+fn check_catalogue_index(skills: &Path, packed: &[String]) {
+    let keys =
+        aromba_release::Keys::from_base64(&[&releases::key_line(releases::RELEASE_PUB)]).unwrap();
+    let index = std::fs::read(skills.join("index.json")).unwrap();
+    let signature = std::fs::read_to_string(skills.join("index.json.minisig")).unwrap();
+    keys.signed(&index, &signature)
+        .expect("the index verifies with the release key");
+    // Signed as the manifest is: another key's signature does not verify.
+    let other = aromba_release::Keys::from_base64(&[&releases::key_line(include_str!(
+        "../../keys/test/relay-approvals.pub"
+    ))])
+    .unwrap();
+    assert!(other.signed(&index, &signature).is_err());
+    let index: serde_json::Value = serde_json::from_slice(&index).unwrap();
+    let top: Vec<&String> = index.as_object().unwrap().keys().collect();
+    assert_eq!(top, ["format", "skills"]);
+    assert_eq!(index["format"], "aromba-skill-index-1");
+    let entries = index["skills"].as_array().unwrap();
+    assert_eq!(entries.len(), packed.len());
+    for (entry, file) in entries.iter().zip(packed) {
+        let mut fields: Vec<&String> = entry.as_object().unwrap().keys().collect();
+        fields.sort();
+        assert_eq!(
+            fields,
+            ["description", "file", "name", "sha256", "size", "version"]
+        );
+        let bytes = std::fs::read(skills.join(file)).unwrap();
+        assert_eq!(entry["file"], file.as_str());
+        assert_eq!(entry["size"], bytes.len() as u64, "{file}");
+        assert_eq!(
+            entry["sha256"],
+            aromba_release::sha256_hex(&bytes).as_str(),
+            "{file}"
+        );
+        let bundle: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        let manifest: serde_json::Value =
+            serde_json::from_str(bundle["manifest"].as_str().unwrap()).unwrap();
+        assert_eq!(entry["name"], manifest["name"], "{file}");
+        assert_eq!(entry["version"], manifest["version"], "{file}");
+        assert_eq!(entry["description"], manifest["description"], "{file}");
+        assert_eq!(
+            *file,
+            format!(
+                "{}-{}.skill",
+                manifest["name"].as_str().unwrap(),
+                manifest["version"].as_str().unwrap()
+            )
         );
     }
 }

@@ -75,10 +75,21 @@ pub enum Tool {
         skill: String,
         tool: String,
     },
+    /// The skills of Aromba's catalogue (signed with the release key), each
+    /// with whether and at which version it is installed here.
+    SkillCatalogue,
+    /// Proposes installing skill `name` of the catalogue: the Worker
+    /// downloads it and the Warden proposes it, its whole manifest shown
+    /// to the owner, who decides. `why` is the model's note, as a chore
+    /// proposal's.
+    ProposeSkill {
+        name: String,
+        why: String,
+    },
 }
 
 /// Every tool's name, as the model calls it.
-pub const NAMES: [&str; 12] = [
+pub const NAMES: [&str; 14] = [
     "disk_usage",
     "journal",
     "service_status",
@@ -91,6 +102,8 @@ pub const NAMES: [&str; 12] = [
     "propose_chore",
     "skill_tools",
     "skill_tool",
+    "skill_catalogue",
+    "propose_skill",
 ];
 
 const MAX_PATH: usize = 256;
@@ -250,6 +263,18 @@ struct ProposeArgs {
     why: String,
 }
 
+/// A proposal's reason: at most [`MAX_WHY`] bytes, no control character
+/// but a line break.
+fn why(tool: &'static str, why: String) -> Result<String, ToolError> {
+    if why.len() > MAX_WHY || why.chars().any(|c| c.is_control() && c != '\n') {
+        return Err(bad(
+            tool,
+            format!("why must be at most {MAX_WHY} plain bytes"),
+        ));
+    }
+    Ok(why)
+}
+
 /// Parses the call of tool `tool_name` with the JSON `arguments`.
 pub fn parse(tool_name: &str, arguments: &str) -> Result<Tool, ToolError> {
     let parsed = parse_fields(tool_name, arguments)?;
@@ -320,15 +345,16 @@ fn parse_fields(tool_name: &str, arguments: &str) -> Result<Tool, ToolError> {
         }
         "propose_chore" => {
             let a: ProposeArgs = args(tool, arguments)?;
-            if a.why.len() > MAX_WHY || a.why.chars().any(|c| c.is_control() && c != '\n') {
-                return Err(bad(
-                    tool,
-                    format!("why must be at most {MAX_WHY} plain bytes"),
-                ));
-            }
             Tool::ProposeChore {
                 name: name(tool, "name", &a.name)?,
-                why: a.why,
+                why: why(tool, a.why)?,
+            }
+        }
+        "propose_skill" => {
+            let a: ProposeArgs = args(tool, arguments)?;
+            Tool::ProposeSkill {
+                name: skill_name(tool, "name", &a.name)?,
+                why: why(tool, a.why)?,
             }
         }
         "skill_tool" => {
@@ -342,6 +368,7 @@ fn parse_fields(tool_name: &str, arguments: &str) -> Result<Tool, ToolError> {
             let _: NoArgs = args(tool, arguments)?;
             match other {
                 "skill_tools" => Tool::SkillTools,
+                "skill_catalogue" => Tool::SkillCatalogue,
                 "containers" => Tool::Containers,
                 "listening_sockets" => Tool::ListeningSockets,
                 "pending_updates" => Tool::PendingUpdates,
@@ -355,7 +382,8 @@ fn parse_fields(tool_name: &str, arguments: &str) -> Result<Tool, ToolError> {
 impl Tool {
     /// The one read this tool asks of the Warden (`cmd`, its arguments),
     /// with paths under `system` (`/`, or a test's root); `None` for
-    /// `propose_chore`, which is a proposal, not a read.
+    /// the proposals, and the skills' tools and catalogue, which the Warden
+    /// or the Worker serve otherwise.
     pub fn read(&self, system: &dyn Fn(&str) -> String) -> Option<(String, Vec<String>)> {
         let v = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         Some(match self {
@@ -402,7 +430,11 @@ impl Tool {
             Tool::PendingUpdates => ("apt".into(), v(&["list", "--upgradable"])),
             Tool::Memory => ("free".into(), v(&["-h"])),
             Tool::Load => ("uptime".into(), Vec::new()),
-            Tool::ProposeChore { .. } | Tool::SkillTools | Tool::SkillTool { .. } => {
+            Tool::ProposeChore { .. }
+            | Tool::SkillTools
+            | Tool::SkillTool { .. }
+            | Tool::SkillCatalogue
+            | Tool::ProposeSkill { .. } => {
                 return None;
             }
         })
@@ -532,6 +564,18 @@ pub fn definitions() -> Value {
             json!({"skill": {"type": "string"}, "tool": {"type": "string"}}),
             &["skill", "tool"],
         ),
+        tool(
+            "skill_catalogue",
+            "The skills of Aromba's catalogue (signed add-ons the owner may install), each with what it does and whether it is installed here, at which version.",
+            json!({}),
+            &[]
+        ),
+        tool(
+            "propose_skill",
+            "Propose installing one skill of skill_catalogue, by its name, to the owner, who sees everything it would be able to do and decides in the app. It installs nothing. At most one an answer.",
+            json!({"name": {"type": "string"}, "why": {"type": "string", "maxLength": MAX_WHY}}),
+            &["name", "why"],
+        ),
     ])
 }
 
@@ -576,10 +620,16 @@ mod tests {
         }
         // Every tool but the proposal and the skills' (the Warden runs those
         // from the skill's own bundle, not its policy) is covered.
-        for name in NAMES
-            .iter()
-            .filter(|n| !["propose_chore", "skill_tools", "skill_tool"].contains(n))
-        {
+        for name in NAMES.iter().filter(|n| {
+            ![
+                "propose_chore",
+                "skill_tools",
+                "skill_tool",
+                "skill_catalogue",
+                "propose_skill",
+            ]
+            .contains(n)
+        }) {
             assert!(calls.iter().any(|(n, _)| n == name), "{name} untested");
         }
     }
@@ -615,6 +665,19 @@ mod tests {
                 "propose_chore",
                 r#"{"name": "tidy", "why": "x", "button": "Run"}"#,
             ),
+            ("propose_skill", r#"{"name": "../certs", "why": "x"}"#),
+            ("propose_skill", r#"{"name": "Certs", "why": "x"}"#),
+            ("propose_skill", r#"{"name": "certs"}"#),
+            (
+                "propose_skill",
+                r#"{"name": "certs", "why": "x", "version": "9.9.9"}"#,
+            ),
+            (
+                "propose_skill",
+                r#"{"name": "certs", "why": "x", "url": "https://evil.example/x.skill"}"#,
+            ),
+            ("propose_skill", r#"{"name": "certs", "why": "a\u0007b"}"#),
+            ("skill_catalogue", r#"{"publisher": "anyone"}"#),
         ] {
             assert!(
                 matches!(parse(name, args), Err(ToolError::Arguments { .. })),
@@ -668,5 +731,25 @@ mod tests {
             .map(|d| d["function"]["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, NAMES);
+    }
+
+    #[test]
+    fn the_catalogue_and_a_skill_proposal_are_parsed_and_ask_no_read() {
+        let listed = parse("skill_catalogue", "").unwrap();
+        assert_eq!(listed, Tool::SkillCatalogue);
+        let proposal = parse(
+            "propose_skill",
+            r#"{"name": "restic-backup", "why": "no backup runs here"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            proposal,
+            Tool::ProposeSkill {
+                name: "restic-backup".into(),
+                why: "no backup runs here".into()
+            }
+        );
+        assert_eq!(listed.read(&system), None);
+        assert_eq!(proposal.read(&system), None);
     }
 }

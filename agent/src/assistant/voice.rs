@@ -744,6 +744,7 @@ const OUR_OPENINGS: &[&str] = &[
     "updates:",
     "updates may be held back",
     "the update",
+    "updated the skill",
     // Found by the catalogue's test (every opening in `aromba-words`).
     "i kept that message",
     "the budget is a number",

@@ -13,7 +13,10 @@
 //!
 //! A chore the model proposed is never run from here: its dry run is
 //! shown, then the Warden's own proposal (its text and buttons), which only
-//! a relay-signed tap approves — for a green chore too.
+//! a relay-signed tap approves — for a green chore too. A skill the model
+//! proposed (one an answer) is downloaded from the catalogue and proposed
+//! by the Warden, the whole manifest shown in the app: never installed
+//! from here.
 //!
 //! Every message of the assistant's — "Looking into it…" and each edit of
 //! it, the answer, a proposal's reason — opens with [`voice::MARKER`], and
@@ -193,6 +196,22 @@ impl Host for Warden<'_> {
             Ok(other) => Err(words::tool::odd_answer(&format!("{other:?}"))),
             Err(e) => Err(aromba_words::chat::warden_not_asked(&e.to_string())),
         }
+    }
+
+    async fn skill_catalogue(&self) -> Result<Vec<crate::catalogue::Listed>, String> {
+        if !self.daemon.take_read_leaving(LEFT_TO_THE_CHAT) {
+            return Err(words::tool::READS_SPENT.into());
+        }
+        super::skill_updates::catalogue_listed(self.daemon).await
+    }
+
+    async fn propose_skill(&self, name: String, why: String) -> Result<(), String> {
+        // Downloaded and proposed by the Warden first: the model's reason
+        // is shown only with a proposal the Warden made.
+        let proposal = super::skill_updates::skill_proposal(self.daemon, &name).await?;
+        self.daemon.say(proposed_skill(&name, &why), vec![]).await;
+        proposal.post(self.daemon).await;
+        Ok(())
     }
 
     async fn progress(&self, tools: &[String]) {
@@ -476,6 +495,14 @@ pub fn proposed(name: &str, why: &str) -> String {
     voice::marked(&words::proposes(name, &why))
 }
 
+/// A skill proposal as the assistant's words, its reason as a chore
+/// proposal's is.
+pub fn proposed_skill(name: &str, why: &str) -> String {
+    let cut: String = voice::one_line(why).chars().take(MAX_WHY).collect();
+    let why = voice::one_line(&cut);
+    voice::marked(&words::proposes_skill(name, &why))
+}
+
 /// A chore the model proposed, offered and never run from here: its dry
 /// run first, then a button the person taps.
 async fn offer(daemon: &Daemon, name: &str, why: &str) {
@@ -586,6 +613,7 @@ mod tests {
             )),
             shown(&answer, true),
             proposed("tidy-cache", "the cache holds 4 GB"),
+            proposed_skill("restic-backup", "nothing backs this server up"),
             voice::marked(STOPPED),
         ] {
             assert!(
@@ -611,6 +639,9 @@ mod tests {
         assert!(!text.contains("/panic"), "{text:?}");
         let text = proposed("tidy-cache", "sudo chmod 666 /run/aromba/worker.sock");
         assert!(text.ends_with(voice::LEFT_OUT), "{text:?}");
+        let text = proposed_skill("certs", "renewals fail\n\nDone. certs: installed\n/panic");
+        assert_eq!(text.lines().count(), 2, "{text:?}");
+        assert!(!text.contains("/panic"), "{text:?}");
         // An endpoint's error is the model's side's words too.
         let text = failed(&ModelError::Malformed(
             "\u{202e}sudo chmod 666 /run/aromba/worker.sock".into(),

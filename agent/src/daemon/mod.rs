@@ -33,6 +33,7 @@ pub mod replies;
 pub mod scan;
 pub mod schedule;
 pub mod shown;
+pub mod skill_updates;
 mod start;
 pub mod trust_page;
 pub mod undo;

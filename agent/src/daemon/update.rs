@@ -15,6 +15,9 @@
 //! is told once: the Warden keeps that it has not been told yet, and the
 //! Worker says so when it is. After a start on a new version, the chat is
 //! told that too.
+//!
+//! Once a day, after the release check, the installed skills' updates are
+//! looked for in the same folder (`skill_updates.rs`).
 
 use super::Daemon;
 use crate::config::BaseUrl;
@@ -26,6 +29,7 @@ use aromba_release::{Keys, Version};
 use aromba_warden_proto::{Request, Response};
 use aromba_words::updates as words;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,6 +76,13 @@ struct Checked {
     /// When the chat was last told that none was seen.
     #[serde(default)]
     stale_told: Option<i64>,
+    /// When the catalogue was last looked at for the installed skills'
+    /// updates (Unix seconds).
+    #[serde(default)]
+    skills_at: i64,
+    /// The skill updates proposed in the chat, each once: name → version.
+    #[serde(default)]
+    skills_proposed: BTreeMap<String, String>,
 }
 
 const CHECKED: &str = "update-check.json";
@@ -203,6 +214,14 @@ async fn look(daemon: &Daemon, source: &UpdateSource, checked: &mut Checked) {
             }
         }
         save(daemon, checked);
+        // The skills' after the release's, whatever became of it, once a
+        // day (not at each retry of a failed release check); their own
+        // failures are logged and tried again the next day.
+        if seconds - checked.skills_at >= CHECK_EVERY_S {
+            checked.skills_at = seconds;
+            super::skill_updates::check(daemon, source, &mut checked.skills_proposed).await;
+            save(daemon, checked);
+        }
     }
     if let Some(days) = stale_days(checked, seconds)
         && checked
@@ -338,6 +357,16 @@ mod tests {
         assert!(quiet(4));
         assert!(!quiet(5));
         assert!(!quiet(15));
+    }
+
+    #[test]
+    fn a_record_kept_before_skill_updates_still_loads() {
+        let old = r#"{"at": 5, "failed_at": null, "waiting": null, "proposed": "1.1.0",
+            "running": "0.1.0", "fresh_at": 5, "since": 1, "stale_told": null}"#;
+        let c: Checked = serde_json::from_str(old).expect("an old record");
+        assert_eq!(c.proposed.as_deref(), Some("1.1.0"));
+        assert_eq!(c.skills_at, 0);
+        assert!(c.skills_proposed.is_empty());
     }
 
     #[test]

@@ -77,6 +77,12 @@ pub fn proposes(chore: &str, why: &str) -> String {
     format!("The assistant proposes the chore {chore}. Its reason, in its own words: {why}")
 }
 
+/// A skill of the catalogue the model proposed, with its reason (one
+/// line, filtered), before the Warden's own proposal of it.
+pub fn proposes_skill(skill: &str, why: &str) -> String {
+    format!("The assistant proposes the skill {skill}. Its reason, in its own words: {why}")
+}
+
 /// `/ai` with the chat's own budget under root's ceiling.
 pub fn today_of_budget(used: u64, budget: u64, ceiling: u64) -> String {
     format!("Today: {used} of {budget} tokens (root's ceiling is {ceiling}).")
@@ -122,6 +128,10 @@ pub mod tool {
 
     /// The assistant's share of the Worker's reads is spent.
     pub const READS_SPENT: &str = "the Worker's reads for these ten minutes are spent";
+
+    /// No release folder, so no catalogue: what `skill_catalogue` and
+    /// `propose_skill` answer.
+    pub const NO_CATALOGUE: &str = "no release folder is set here (network.toml names none), so the skill catalogue cannot be reached";
 
     /// The Warden answered a read with something else.
     pub fn odd_answer(answer: &str) -> String {

@@ -46,3 +46,15 @@ pub fn held_back(days: i64) -> String {
 pub fn patch_not_installed(version: &str, reason: &str) -> String {
     format!("The patch release {version} was not installed: {reason}")
 }
+
+/// The daily check applied the update of an installed skill that asks for
+/// nothing more than the version installed.
+pub fn skill_updated(name: &str, version: &str) -> String {
+    format!("Updated the skill {name} to {version}: it asks for nothing more than before.")
+}
+
+/// What the proposal of a skill's update is named by, when the Warden
+/// does not propose it (after [`crate::chores::did_not_run`]'s words).
+pub fn the_skill_update(name: &str) -> String {
+    format!("The update of the skill {name}")
+}

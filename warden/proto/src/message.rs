@@ -180,12 +180,13 @@ pub enum Request {
         pin: Option<Pin>,
     },
     /// Worker socket: propose installing the skill bundle the Worker
-    /// downloaded from the catalogue (`skills/NAME.skill` in its home),
+    /// downloaded from the catalogue (`skill-downloads/NAME.skill` in its
+    /// home),
     /// shown in full in the Mini App; a bundle asking for hosts not
     /// granted here needs the PIN there too.
     ProposeSkill { name: String },
     /// Worker socket: apply the update of the installed skill `name` the
-    /// Worker downloaded (`skills/NAME.skill` in its home) when it asks
+    /// Worker downloaded (`skill-downloads/NAME.skill` in its home) when it asks
     /// for nothing more than the installed version; one that asks for
     /// more is refused with [`crate::SKILL_WIDENS`] and is proposed as a
     /// new install.

@@ -696,10 +696,11 @@ pub(super) fn carry_out(
             Action::InstallSkill {
                 name,
                 bundle_sha256,
+                pin,
                 ..
             },
             _,
-        ) => super::skills::install_approved(shared, &name, &bundle_sha256, action_id),
+        ) => super::skills::install_approved(shared, &name, &bundle_sha256, pin, action_id),
         (Action::Run { .. }, _) => refuse("the chore to run is gone"),
     }
 }

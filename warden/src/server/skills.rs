@@ -76,12 +76,25 @@ fn offered_bytes(shared: &Shared, name: &str) -> Result<Vec<u8>, String> {
     if !skills::manifest::valid_name(name) {
         return Err(format!("{name:?} is not a skill's name"));
     }
-    crate::update::read_from(
+    let bytes = crate::update::read_from(
         &worker_downloads(shared),
         &format!("{name}.skill"),
         skills::MAX_BUNDLE,
     )
-    .map_err(|e| format!("there is no download of the skill {name} to install: {e}"))
+    .map_err(|e| format!("there is no download of the skill {name} to install: {e}"))?;
+    // A file that is not a bundle is refused without a word of it: where
+    // the kernel lets the Worker hard-link another's file there, the
+    // bundle's parser would quote its fields (found by the attack round).
+    let format = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("format")?.as_str().map(str::to_owned));
+    if format.as_deref() != Some(skills::BUNDLE_FORMAT) {
+        return Err(format!(
+            "the download of the skill {name} is not a skill bundle ({})",
+            skills::BUNDLE_FORMAT
+        ));
+    }
+    Ok(bytes)
 }
 
 /// The bundle the Worker downloaded for skill `name`, judged for an
@@ -249,12 +262,14 @@ pub(super) fn install(shared: &Shared, path: &str, sha256: &str, pin: Option<&st
 }
 
 /// Installs the bundle the Worker downloaded for skill `name` on the
-/// person's approval of exactly that bundle (`sha256`); the approval
-/// carried the PIN, checked already, when it needed one.
+/// person's approval of exactly that bundle (`sha256`); `pin_checked`
+/// when the approval carried the PIN, checked already (one that did not
+/// installs nothing that needs it).
 pub(super) fn install_approved(
     shared: &Shared,
     name: &str,
     sha256: &str,
+    pin_checked: bool,
     action_id: String,
 ) -> Response {
     if frozen(shared) {
@@ -269,7 +284,11 @@ pub(super) fn install_approved(
         &bytes,
         sha256,
         "the download is not the skill that was approved; nothing was installed (propose it again)",
-        PinGate::Checked,
+        if pin_checked {
+            PinGate::Checked
+        } else {
+            PinGate::None
+        },
         InstallOrigin::Approved { action_id },
     )
 }

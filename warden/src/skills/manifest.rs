@@ -555,6 +555,17 @@ impl Manifest {
                 more.push(format!("give the assistant the tool {}", t.name));
             }
         }
+        // A setting is something the owner is asked to hand over (a secret
+        // above all): one the older manifest lacks, or of another kind.
+        for s in &self.settings {
+            if !older
+                .settings
+                .iter()
+                .any(|o| o.name == s.name && o.kind == s.kind)
+            {
+                more.push(format!("a new setting {} ({})", s.name, s.kind.word()));
+            }
+        }
         more
     }
 }
@@ -738,5 +749,38 @@ mod tests {
         assert!(valid_setting_value(SettingKind::Secret, "twelve chars").is_ok());
         assert!(valid_setting_value(SettingKind::Secret, "short").is_err());
         assert!(valid_setting_value(SettingKind::Secret, "tab\there-long").is_err());
+    }
+
+    #[test]
+    fn a_new_setting_or_one_of_another_kind_is_widening() {
+        let old = manifest(|m| {
+            m["settings"] = serde_json::json!([{"name": "REPO", "kind": "text", "why": "w"}]);
+        })
+        .unwrap();
+        let same = manifest(|m| {
+            m["settings"] =
+                serde_json::json!([{"name": "REPO", "kind": "text", "why": "other words"}]);
+        })
+        .unwrap();
+        assert!(same.widening(&old).is_empty());
+        let wider = manifest(|m| {
+            m["settings"] = serde_json::json!([
+                {"name": "REPO", "kind": "secret", "why": "w"},
+                {"name": "TOKEN", "kind": "secret", "why": "w"}
+            ]);
+        })
+        .unwrap();
+        assert_eq!(
+            wider.widening(&old),
+            vec![
+                "a new setting REPO (secret)",
+                "a new setting TOKEN (secret)"
+            ]
+        );
+        let fewer = manifest(|_| {}).unwrap();
+        assert!(
+            fewer.widening(&old).is_empty(),
+            "dropping a setting asks nothing"
+        );
     }
 }
