@@ -900,3 +900,70 @@ async fn the_trust_page_fits_a_375_pixel_phone_and_works_from_the_keyboard(db: P
     assert!(closed, "Enter on Close did not close the app");
     c.close().await.expect("the browser closes");
 }
+
+/// A skill from the catalogue, installed from the chat: the person asks
+/// the assistant, which proposes the catalogue's nginx skill (a fake model
+/// calling `propose_skill`); the Warden's text — the whole manifest —
+/// comes with Approve opening the Mini App, which shows it again (a
+/// screenshot kept as `skill-in-app.png`); Approve there installs it.
+#[sqlx::test(migrations = false)]
+async fn a_person_installs_a_catalogue_skill_from_the_chat_in_chromium(db: PgPool) {
+    use aromba_testkit::model_fake::{Canned, Script, call, say, with_model_setup};
+    let driver = Driver::start().await;
+    let files = aromba_testkit::updates::scratch("browser-skill");
+    aromba_testkit::skills::publish_catalogue(
+        &files.0.join("stable"),
+        &[aromba_testkit::skills::catalogue_bundle("nginx")],
+        aromba_testkit::release::RELEASE_KEY,
+    );
+    let served = aromba_testkit::release::serve(files.0.clone());
+    let script: Script = std::sync::Arc::new(|_, request, _| {
+        let answered = request["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+        if answered {
+            Canned::ok(say(
+                "I proposed the nginx skill: read it and decide in the app.",
+            ))
+        } else {
+            Canned::ok(call(
+                "propose_skill",
+                json!({"name": "nginx", "why": "it summarises nginx's error log for you"}),
+            ))
+        }
+    });
+    let (p, _model) = with_model_setup(
+        db,
+        "browser-skill",
+        aromba_testkit::updates::setup(&served.url),
+        script,
+        |_| {},
+    )
+    .await;
+    let c = open_page(&p, &driver).await;
+    message(&c, 0, |t| t.starts_with("Paired.")).await;
+    let before = type_and_send(&c, "can you keep an eye on nginx for me?").await;
+    let proposal = message(&c, before, |t| {
+        t.starts_with("Install the skill \"nginx\" 1.0.0?")
+    })
+    .await;
+    let text = text_of(&proposal).await;
+    assert!(
+        text.contains("What it is and what it may do:\nnginx 1.0.0, from the publisher aromba"),
+        "{text}"
+    );
+    assert!(text.contains("systemctl restart nginx"), "{text}");
+    // The proposal in the chat, from its first line.
+    c.execute(
+        "arguments[0].scrollIntoView(true)",
+        vec![serde_json::to_value(&proposal).expect("the message as an argument")],
+    )
+    .await
+    .expect("scrolled to the proposal");
+    screenshot(&c, "skill-in-chat.png").await;
+    approve_in_app(&c, &proposal, "Approve", None, Some("skill-in-app.png")).await;
+    answered(&proposal, "Approved ✓ — done.").await;
+    let list = support::text(&p.warden.aromba_as("root", &["skill", "list"]).stdout);
+    assert!(list.contains("nginx 1.0.0"), "{list}");
+    c.close().await.expect("the browser closes");
+}

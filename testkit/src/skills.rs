@@ -235,3 +235,45 @@ fn civil_from_days(days: u64) -> (i32, u8, u8) {
     let y = (yoe + era * 400 + i64::from(m <= 2)) as i32;
     (y, m, d)
 }
+
+/// Publishes `bundles` as the skill catalogue of the release folder
+/// `folder` (its `skills/`), as `scripts/release` writes it: each bundle
+/// as `NAME-VERSION.skill` and `index.json` listing them, signed with the
+/// release key `key`.
+pub fn publish_catalogue(folder: &Path, bundles: &[Vec<u8>], key: &str) {
+    let skills = folder.join("skills");
+    std::fs::create_dir_all(&skills).expect("skills/");
+    let mut entries = Vec::new();
+    for bytes in bundles {
+        let bundle: Value = serde_json::from_slice(bytes).expect("a bundle");
+        let manifest: Value =
+            serde_json::from_str(bundle["manifest"].as_str().expect("a manifest")).expect("JSON");
+        let (name, version) = (&manifest["name"], &manifest["version"]);
+        let file = format!(
+            "{}-{}.skill",
+            name.as_str().expect("a name"),
+            version.as_str().expect("a version")
+        );
+        std::fs::write(skills.join(&file), bytes).expect("the bundle");
+        entries.push(json!({
+            "name": name,
+            "version": version,
+            "file": file,
+            "sha256": sha256_hex(bytes),
+            "size": bytes.len(),
+            "description": manifest["description"],
+        }));
+    }
+    entries.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    let index = serde_json::to_vec(&json!({
+        "format": "aromba-skill-index-1",
+        "skills": entries,
+    }))
+    .expect("the index");
+    std::fs::write(skills.join("index.json"), &index).expect("index.json");
+    std::fs::write(
+        skills.join("index.json.minisig"),
+        crate::release::sign(&index, key),
+    )
+    .expect("its signature");
+}

@@ -677,7 +677,7 @@ fn skill_text(f: &SkillFacts) -> String {
     t.push_str("\nWhat it is and what it may do:\n");
     t.push_str(f.skill.render().trim_end());
     t.push_str(&format!(
-        "\nThe Warden checked the publisher's signature and every file's hash (bundle SHA-256 {}).",
+        "\n\nThe Warden checked the publisher's signature and every file's hash (bundle SHA-256 {}).",
         f.skill.sha256
     ));
     if f.needs_pin {
