@@ -28,6 +28,7 @@ use crate::chores::run::{self as run, Chore, Mode, Report, RunError};
 use crate::chores::snapshot;
 use crate::exec;
 use crate::signal::Signal;
+use crate::skills::{Settings, Skill};
 use aromba_warden_proto::Response;
 use std::collections::BTreeMap;
 use std::ops::ControlFlow::{self, Break, Continue};
@@ -76,12 +77,11 @@ struct Admitted<'a> {
     _changing: Option<std::sync::MutexGuard<'a, ()>>,
 }
 
-/// What a skill's chore gets of its skill's settings: each as an
-/// environment variable, and the secrets' values to take out of its
-/// output; refused while one is not set.
-fn skill_environment(shared: &Shared, chore: &Chore) -> Result<crate::skills::Environment, String> {
+/// A skill's chore's skill, as installed and verified now (once a run):
+/// `None` for any other chore.
+fn skill_of(shared: &Shared, chore: &Chore) -> Result<Option<(Skill, Settings)>, String> {
     let crate::chores::run::Origin::Skill(skill) = &chore.origin else {
-        return Ok(Default::default());
+        return Ok(None);
     };
     let trust = super::chores::skill_trust(shared);
     let installed = match crate::skills::installed(&trust, skill) {
@@ -89,37 +89,51 @@ fn skill_environment(shared: &Shared, chore: &Chore) -> Result<crate::skills::En
         Some(Err(e)) => return Err(e),
         None => return Err(format!("no skill named {skill} is installed")),
     };
+    let settings = crate::skills::settings(&trust, &installed);
+    Ok(Some((installed, settings)))
+}
+
+/// What a skill's chore gets of its skill's settings: each as an
+/// environment variable, and the secrets' values to take out of its
+/// output; refused while one is not set.
+fn skill_environment(
+    chore: &Chore,
+    skill: Option<&(Skill, Settings)>,
+) -> Result<crate::skills::Environment, String> {
+    let Some((installed, settings)) = skill else {
+        return Ok(Default::default());
+    };
+    let name = &installed.manifest.name;
     // Its own folders (`/var/cache/aromba-restic`), which nothing else
     // makes: made before its first run, and again if removed since.
     crate::skills::make_writes(&installed.manifest)?;
-    let settings = crate::skills::settings(&trust, &installed);
-    let unset = installed.unset(&settings);
+    let unset = installed.unset(settings);
     if !unset.is_empty() {
         return Err(format!(
-            "{} needs {skill}'s settings first: {} (from a root terminal: aromba skill set {skill} NAME)",
+            "{} needs {name}'s settings first: {} (from a root terminal: aromba skill set {name} NAME)",
             chore.header.name,
             unset.join(", ")
         ));
     }
-    Ok(installed.environment(&settings, true))
+    Ok(installed.environment(settings, true))
 }
 
 /// The hosts a skill's chore with network may reach through the proxy:
 /// those its manifest declares and the PIN granted; `None` for any other
 /// chore, which gets no proxy.
-fn egress_plan<'a>(shared: &'a Shared, chore: &Chore) -> Option<crate::egress::Plan<'a>> {
-    let crate::chores::run::Origin::Skill(skill) = &chore.origin else {
-        return None;
-    };
+fn egress_plan<'a>(
+    shared: &'a Shared,
+    chore: &Chore,
+    skill: Option<&(Skill, Settings)>,
+) -> Option<crate::egress::Plan<'a>> {
+    let (installed, settings) = skill?;
     if !chore.header.network {
         return None;
     }
     let trust = super::chores::skill_trust(shared);
-    let installed = crate::skills::installed(&trust, skill)?.ok()?;
-    let granted = crate::skills::network_granted(&trust, skill);
-    let settings = crate::skills::settings(&trust, &installed);
+    let granted = crate::skills::network_granted(&trust, &installed.manifest.name);
     let hosts = installed
-        .host_addresses(&settings)
+        .host_addresses(settings)
         .into_iter()
         .flatten()
         .filter(|a| granted.contains(a))
@@ -180,7 +194,11 @@ fn admit<'a>(
             "{name}'s first real run needs a dry run of this script you saw first: `aromba chore run {name} --dry-run`"
         )));
     }
-    let (settings, secrets) = match skill_environment(shared, chore) {
+    let skill = match skill_of(shared, chore) {
+        Ok(s) => s,
+        Err(why) => return Break(refuse(why)),
+    };
+    let (settings, secrets) = match skill_environment(chore, skill.as_ref()) {
         Ok(e) => e,
         Err(why) => return Break(refuse(why)),
     };
@@ -198,7 +216,7 @@ fn admit<'a>(
         cap_interval: Duration::from_secs(5),
         timeout: Duration::from_secs(900),
         halt: Some(shared.run_switch()),
-        egress: egress_plan(shared, chore),
+        egress: egress_plan(shared, chore, skill.as_ref()),
     };
     let changing = if mode == Mode::Real {
         match shared.one_change_at_a_time() {

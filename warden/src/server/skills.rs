@@ -521,14 +521,13 @@ pub(super) fn remove(shared: &Shared, name: &str) -> Response {
 }
 
 /// What each installed skill may do on the network now, in words.
-fn network_words(trust: &skills::Trust<'_>, skill: &Skill) -> String {
+fn network_words(trust: &skills::Trust<'_>, skill: &Skill, settings: &skills::Settings) -> String {
     if skill.manifest.hosts.is_empty() {
         return "none: its manifest declares no host".into();
     }
     let granted = skills::network_granted(trust, &skill.manifest.name);
-    let settings = skills::settings(trust, skill);
     let hosts: Vec<String> = skill
-        .host_addresses(&settings)
+        .host_addresses(settings)
         .into_iter()
         .flatten()
         .filter(|a| granted.contains(a))
@@ -543,11 +542,7 @@ fn network_words(trust: &skills::Trust<'_>, skill: &Skill) -> String {
 }
 
 /// Each setting of `skill` and what it holds, in words.
-fn setting_words(
-    trust: &skills::Trust<'_>,
-    skill: &Skill,
-) -> Vec<aromba_warden_proto::SettingInfo> {
-    let set = skills::settings(trust, skill);
+fn setting_words(skill: &Skill, set: &skills::Settings) -> Vec<aromba_warden_proto::SettingInfo> {
     skill
         .manifest
         .settings
@@ -665,13 +660,14 @@ pub(super) fn list(shared: &Shared) -> Response {
     Response::Skills {
         skills: skills
             .iter()
-            .map(|s| SkillInfo {
+            .map(|s| (s, skills::settings(&trust, s)))
+            .map(|(s, set)| SkillInfo {
                 name: s.manifest.name.clone(),
                 version: s.manifest.version.to_string(),
                 publisher: s.manifest.publisher.clone(),
                 text: s.render(),
-                network: network_words(&trust, s),
-                settings: setting_words(&trust, s),
+                network: network_words(&trust, s, &set),
+                settings: setting_words(s, &set),
                 tools: s
                     .manifest
                     .tools
