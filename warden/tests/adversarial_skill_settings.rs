@@ -389,14 +389,18 @@ fn a_setting_cannot_be_named_as_the_warden_or_the_loader_uses() {
     }
 }
 
-#[test]
-fn a_host_setting_is_a_lower_case_name_never_an_address() {
-    let w = Warden::start("adv-host-shapes", true, &[]);
+/// A Warden (PIN set, `acme-tools` trusted) with the skill `store`
+/// installed: a host setting `S3_HOST` its one host names, `more`
+/// settings beside it, and a networked chore `store-go`. Its bundle too.
+fn with_store(name: &str, more: Value) -> (Warden, Vec<u8>) {
+    let w = Warden::start(name, true, &[]);
     noted(w.control(&Request::SetPin { pin: PIN.into() }));
     let acme = Publisher::new("acme-tools");
     acme.trust(&w);
     let mut m = manifest("store", "1.0.0", "acme-tools", &w.touched, &["store-go"]);
-    m["settings"] = json!([{"name": "S3_HOST", "kind": "host", "why": "your storage"}]);
+    let mut settings = vec![json!({"name": "S3_HOST", "kind": "host", "why": "your storage"})];
+    settings.extend(more.as_array().cloned().unwrap_or_default());
+    m["settings"] = Value::Array(settings);
     m["hosts"] = json!([{"name": "@S3_HOST", "port": 443, "why": "the storage"}]);
     let script = chore(
         "store-go",
@@ -405,12 +409,14 @@ fn a_host_setting_is_a_lower_case_name_never_an_address() {
         "# network: yes\n",
         "echo hi",
     );
-    noted(install(
-        &w,
-        "store",
-        &acme.bundle(m, &[("chores/store-go.sh", &script)]),
-        None,
-    ));
+    let bytes = acme.bundle(m, &[("chores/store-go.sh", &script)]);
+    noted(install(&w, "store", &bytes, None));
+    (w, bytes)
+}
+
+#[test]
+fn a_host_setting_is_a_lower_case_name_never_an_address() {
+    let (w, _) = with_store("adv-host-shapes", json!([]));
     for value in [
         "127.0.0.1",
         "169.254.169.254",
@@ -439,29 +445,10 @@ fn a_host_setting_is_a_lower_case_name_never_an_address() {
 
 #[test]
 fn a_host_setting_always_needs_the_pin_even_the_same_host_again() {
-    let w = Warden::start("adv-host-pin", true, &[]);
-    noted(w.control(&Request::SetPin { pin: PIN.into() }));
-    let acme = Publisher::new("acme-tools");
-    acme.trust(&w);
-    let mut m = manifest("store", "1.0.0", "acme-tools", &w.touched, &["store-go"]);
-    m["settings"] = json!([
-        {"name": "S3_HOST", "kind": "host", "why": "your storage"},
-        {"name": "BUCKET", "kind": "text", "why": "the bucket"},
-    ]);
-    m["hosts"] = json!([{"name": "@S3_HOST", "port": 443, "why": "the storage"}]);
-    let script = chore(
-        "store-go",
-        "green",
-        &w.touched,
-        "# network: yes\n",
-        "echo hi",
+    let (w, _) = with_store(
+        "adv-host-pin",
+        json!([{"name": "BUCKET", "kind": "text", "why": "the bucket"}]),
     );
-    noted(install(
-        &w,
-        "store",
-        &acme.bundle(m, &[("chores/store-go.sh", &script)]),
-        None,
-    ));
     let network = w.layout().state_dir.join("skill-store.network");
     for pin in [None, Some("1111111"), Some("")] {
         let r = set_on(&w, "store", "S3_HOST", "box.example.org", pin);
@@ -500,25 +487,10 @@ fn a_host_setting_always_needs_the_pin_even_the_same_host_again() {
 
 #[test]
 fn removing_then_reinstalling_a_skill_resurrects_no_setting_or_grant() {
-    let w = Warden::start("adv-reinstall", true, &[]);
-    noted(w.control(&Request::SetPin { pin: PIN.into() }));
-    let acme = Publisher::new("acme-tools");
-    acme.trust(&w);
-    let mut m = manifest("store", "1.0.0", "acme-tools", &w.touched, &["store-go"]);
-    m["settings"] = json!([
-        {"name": "S3_HOST", "kind": "host", "why": "your storage"},
-        {"name": "KEY", "kind": "secret", "why": "the key"},
-    ]);
-    m["hosts"] = json!([{"name": "@S3_HOST", "port": 443, "why": "the storage"}]);
-    let script = chore(
-        "store-go",
-        "green",
-        &w.touched,
-        "# network: yes\n",
-        "echo hi",
+    let (w, bytes) = with_store(
+        "adv-reinstall",
+        json!([{"name": "KEY", "kind": "secret", "why": "the key"}]),
     );
-    let bytes = acme.bundle(m, &[("chores/store-go.sh", &script)]);
-    noted(install(&w, "store", &bytes, None));
     noted(set_on(&w, "store", "S3_HOST", "box.example.org", Some(PIN)));
     noted(set_on(&w, "store", "KEY", SECRET, None));
     noted(w.control(&Request::SkillRemove {
@@ -580,26 +552,7 @@ fn a_settings_record_changed_behind_the_warden_is_not_used() {
 
 #[test]
 fn a_network_record_changed_behind_the_warden_grants_nothing() {
-    let w = Warden::start("adv-tampered-network", true, &[]);
-    noted(w.control(&Request::SetPin { pin: PIN.into() }));
-    let acme = Publisher::new("acme-tools");
-    acme.trust(&w);
-    let mut m = manifest("store", "1.0.0", "acme-tools", &w.touched, &["store-go"]);
-    m["settings"] = json!([{"name": "S3_HOST", "kind": "host", "why": "your storage"}]);
-    m["hosts"] = json!([{"name": "@S3_HOST", "port": 443, "why": "the storage"}]);
-    let script = chore(
-        "store-go",
-        "green",
-        &w.touched,
-        "# network: yes\n",
-        "echo hi",
-    );
-    noted(install(
-        &w,
-        "store",
-        &acme.bundle(m, &[("chores/store-go.sh", &script)]),
-        None,
-    ));
+    let (w, _) = with_store("adv-tampered-network", json!([]));
     // Set without the PIN is refused; then a hand-written settings and
     // network record claim the host.
     let state = w.layout().state_dir;

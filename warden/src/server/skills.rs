@@ -472,17 +472,27 @@ fn forget_runs(shared: &Shared, chores: &[String]) {
 
 /// `aromba skill remove NAME`: the bundle, the hosts granted, and the
 /// records of its chores' runs. The journal keeps what it did.
-pub(super) fn remove(shared: &Shared, name: &str) -> Response {
+/// How a change to the installed skill `name` opens: its name checked,
+/// the one-change lock taken, and the skill as its record is now
+/// (verified or why not).
+fn changing_installed<'a>(
+    shared: &'a Shared,
+    name: &str,
+) -> Result<(std::sync::MutexGuard<'a, ()>, Result<Skill, String>), String> {
     if !skills::manifest::valid_name(name) {
-        return refuse(format!("{name:?} is not a skill's name"));
+        return Err(format!("{name:?} is not a skill's name"));
     }
-    let _changing = match shared.one_change_at_a_time() {
-        Ok(g) => g,
+    let changing = shared.one_change_at_a_time()?;
+    match skills::installed(&skill_trust(shared), name) {
+        None => Err(format!("no skill named {name} is installed")),
+        Some(found) => Ok((changing, found)),
+    }
+}
+
+pub(super) fn remove(shared: &Shared, name: &str) -> Response {
+    let (_changing, found) = match changing_installed(shared, name) {
+        Ok(c) => c,
         Err(why) => return refuse(why),
-    };
-    let trusted = skill_trust(shared);
-    let Some(found) = skills::installed(&trusted, name) else {
-        return refuse(format!("no skill named {name} is installed"));
     };
     // One that no longer verifies is removed all the same: its chores are
     // named by what its record still parses to, if anything.
@@ -575,19 +585,11 @@ pub(super) fn set(
     value: &str,
     pin: Option<&str>,
 ) -> Response {
-    if !skills::manifest::valid_name(name) {
-        return refuse(format!("{name:?} is not a skill's name"));
-    }
-    let _changing = match shared.one_change_at_a_time() {
-        Ok(g) => g,
-        Err(why) => return refuse(why),
+    let (_changing, skill) = match changing_installed(shared, name) {
+        Ok((changing, Ok(s))) => (changing, s),
+        Ok((_, Err(why))) | Err(why) => return refuse(why),
     };
     let trusted = skill_trust(shared);
-    let skill = match skills::installed(&trusted, name) {
-        None => return refuse(format!("no skill named {name} is installed")),
-        Some(Err(e)) => return refuse(e),
-        Some(Ok(s)) => s,
-    };
     let Some(declared) = skill.manifest.settings.iter().find(|s| s.name == setting) else {
         return refuse(format!("{name} has no setting named {setting:?}"));
     };
