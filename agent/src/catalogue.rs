@@ -47,9 +47,14 @@ pub const MAX_DESCRIPTION: usize = 300;
 /// The Worker's folder of downloaded bundles, in its home: the Warden
 /// reads `NAME.skill` there.
 pub const DOWNLOADS: &str = "skill-downloads";
-/// One fetch (the index, or one bundle of at most 1 MiB) ends within this:
-/// the assistant waits on it.
+/// One look at the catalogue (its index and signature), and one skill's
+/// fetch (those and its bundle of at most 1 MiB), each ends whole within
+/// this: the assistant waits on it. A mirror answering each file just
+/// before a deadline of its own would otherwise hold it for one deadline a
+/// file (found by the attack round).
 pub const DEADLINE: Duration = Duration::from_secs(120);
+/// The most characters of the parser's words quoted in a refusal.
+const MAX_QUOTED: usize = 200;
 
 /// Why the catalogue, or a bundle of it, is refused: one sentence each.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +75,14 @@ pub enum CatalogueError {
     Malformed(String),
     #[error("the catalogue's index is of the format {0:?}, not {FORMAT}")]
     Format(String),
+    #[error(
+        "the catalogue's index expired on {date} ({days} days ago): the release folder is serving an old catalogue, so it is stale or holding skill updates back"
+    )]
+    Expired { date: String, days: u64 },
+    #[error(
+        "the catalogue's index claims to be valid until {0}, further ahead than a release is signed for"
+    )]
+    TooFarAhead(String),
     #[error("the catalogue lists {0} skills, more than the {MAX_SKILLS} an index may")]
     TooMany(usize),
     #[error(
@@ -92,7 +105,9 @@ pub enum CatalogueError {
     Size { name: String, size: u64 },
     #[error("the catalogue's skill {0} has a description over {MAX_DESCRIPTION} bytes")]
     DescriptionTooLong(String),
-    #[error("the catalogue's skill {0} has a description holding a control character")]
+    #[error(
+        "the catalogue's skill {0} has a description holding a control, invisible or reordering character"
+    )]
     DescriptionControl(String),
     #[error("the catalogue's skills are not sorted by name, one each: {name} comes after {before}")]
     Unsorted { name: String, before: String },
@@ -126,6 +141,9 @@ pub struct Entry {
 /// The catalogue's index, verified and parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Index {
+    /// When it stops being current (Unix seconds): the release's manifest's
+    /// expiry, renewed with it.
+    pub expires: u64,
     /// Sorted by name, one per name.
     pub skills: Vec<Entry>,
 }
@@ -169,6 +187,7 @@ pub fn listed(index: &Index, installed: &[(String, String)]) -> Vec<Listed> {
 #[serde(deny_unknown_fields)]
 struct RawIndex {
     format: String,
+    expires: u64,
     skills: Vec<RawEntry>,
 }
 
@@ -192,6 +211,52 @@ pub fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
 }
 
+/// Characters a reader sees as nothing or as a line break, or that reorder
+/// the text around them, which a model reads all the same: zero widths and
+/// direction marks, line and paragraph separators, bidirectional
+/// embeddings, overrides and isolates, invisible operators, fillers, the
+/// byte order mark, interlinear annotations and tags.
+fn invisible_or_reordering(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00ad}'
+            | '\u{034f}'
+            | '\u{061c}'
+            | '\u{115f}'
+            | '\u{1160}'
+            | '\u{17b4}'
+            | '\u{17b5}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{3164}'
+            | '\u{feff}'
+            | '\u{ffa0}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0000}'..='\u{e007f}'
+    )
+}
+
+/// The parser's words about an index, on one line and bounded: they quote
+/// the index (an unknown field's name, whole), which is not ours to print
+/// as it is (found by the attack round: a line break went to the model's
+/// refusal and the log).
+fn quoted(words: &str) -> String {
+    let cut: String = words.chars().take(MAX_QUOTED).collect();
+    cut.chars()
+        .flat_map(|c| {
+            if c.is_control() || invisible_or_reordering(c) {
+                c.escape_unicode().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
 fn lower_hex_sha256(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
@@ -202,8 +267,8 @@ pub fn parse(bytes: &[u8]) -> Result<Index, CatalogueError> {
     if bytes.len() > MAX_INDEX {
         return Err(CatalogueError::TooLarge);
     }
-    let raw: RawIndex =
-        serde_json::from_slice(bytes).map_err(|e| CatalogueError::Malformed(e.to_string()))?;
+    let raw: RawIndex = serde_json::from_slice(bytes)
+        .map_err(|e| CatalogueError::Malformed(quoted(&e.to_string())))?;
     if raw.format != FORMAT {
         return Err(CatalogueError::Format(
             raw.format.chars().take(64).collect(),
@@ -243,7 +308,10 @@ pub fn parse(bytes: &[u8]) -> Result<Index, CatalogueError> {
         if e.description.len() > MAX_DESCRIPTION {
             return Err(CatalogueError::DescriptionTooLong(e.name));
         }
-        if e.description.chars().any(char::is_control) {
+        if e.description
+            .chars()
+            .any(|c| c.is_control() || invisible_or_reordering(c))
+        {
             return Err(CatalogueError::DescriptionControl(e.name));
         }
         // Strictly ascending: one entry a name, so "the catalogue's
@@ -265,7 +333,10 @@ pub fn parse(bytes: &[u8]) -> Result<Index, CatalogueError> {
             description: e.description,
         });
     }
-    Ok(Index { skills })
+    Ok(Index {
+        expires: raw.expires,
+        skills,
+    })
 }
 
 /// Verifies `bytes` with `keys` (the release keys), then parses them.
@@ -273,6 +344,35 @@ pub fn verified(bytes: &[u8], signature: &str, keys: &Keys) -> Result<Index, Cat
     keys.signed(bytes, signature)
         .map_err(CatalogueError::Signature)?;
     parse(bytes)
+}
+
+impl Index {
+    /// Whether the index is current at `now`, as a release's manifest must
+    /// be: not expired, and not valid further ahead than a release is
+    /// signed for. An old signed index replayed by a mirror (to hold a
+    /// skill's fix back, or offer an older version) is refused.
+    pub fn fresh(&self, now: u64) -> Result<(), CatalogueError> {
+        use aromba_release::manifest::{CLOCK_SLACK_S, MAX_VALIDITY_S, date};
+        if self.expires <= now {
+            return Err(CatalogueError::Expired {
+                date: date(self.expires),
+                days: (now - self.expires) / 86_400,
+            });
+        }
+        if self.expires - now > MAX_VALIDITY_S + CLOCK_SLACK_S {
+            return Err(CatalogueError::TooFarAhead(date(self.expires)));
+        }
+        Ok(())
+    }
+}
+
+/// `exchange`, given up at [`DEADLINE`]: the whole of it, not each file.
+async fn within<T>(
+    exchange: impl std::future::Future<Output = Result<T, CatalogueError>>,
+) -> Result<T, CatalogueError> {
+    tokio::time::timeout(DEADLINE, exchange)
+        .await
+        .map_err(|_| CatalogueError::Timeout)?
 }
 
 /// `file` of the release folder `url`, read up to `cap` bytes, within
@@ -291,17 +391,24 @@ async fn get(
 }
 
 /// The catalogue of the release folder `url`, its index verified with
-/// `keys` before it is read.
+/// `keys` before it is read; the index and its signature fetched within
+/// one [`DEADLINE`].
 pub async fn index(
     dialer: &dyn Dialer,
     url: &BaseUrl,
     roots: Option<Arc<rustls::RootCertStore>>,
     keys: &Keys,
 ) -> Result<Index, CatalogueError> {
-    let bytes = get(dialer, url, roots.clone(), INDEX, MAX_INDEX).await?;
-    let signature = get(dialer, url, roots, INDEX_SIGNATURE, MAX_SIGNATURE).await?;
-    let signature = String::from_utf8(signature).map_err(|_| CatalogueError::SignatureNotText)?;
-    verified(&bytes, &signature, keys)
+    within(async {
+        let bytes = get(dialer, url, roots.clone(), INDEX, MAX_INDEX).await?;
+        let signature = get(dialer, url, roots, INDEX_SIGNATURE, MAX_SIGNATURE).await?;
+        let signature =
+            String::from_utf8(signature).map_err(|_| CatalogueError::SignatureNotText)?;
+        let index = verified(&bytes, &signature, keys)?;
+        index.fresh(jiff::Timestamp::now().as_second().max(0) as u64)?;
+        Ok(index)
+    })
+    .await
 }
 
 /// Where the bundle of skill `name` is downloaded, under the Worker's
@@ -353,7 +460,8 @@ pub async fn download(
 /// The catalogue's skill `name`, from the release folder `url`: the index
 /// verified with `keys` and read, then the bundle downloaded as
 /// [`download`] does (nothing is fetched past a refused index, nothing
-/// written for a refused bundle). Its entry.
+/// written for a refused bundle), all of it within one [`DEADLINE`]. Its
+/// entry.
 pub async fn fetch_skill(
     dialer: &dyn Dialer,
     url: &BaseUrl,
@@ -362,12 +470,15 @@ pub async fn fetch_skill(
     name: &str,
     home: &Path,
 ) -> Result<Entry, CatalogueError> {
-    let index = index(dialer, url, roots.clone(), keys).await?;
-    let entry = index
-        .entry(name)
-        .ok_or_else(|| CatalogueError::NoSuchSkill(name.chars().take(64).collect()))?;
-    download(dialer, url, roots, entry, home).await?;
-    Ok(entry.clone())
+    within(async {
+        let index = index(dialer, url, roots.clone(), keys).await?;
+        let entry = index
+            .entry(name)
+            .ok_or_else(|| CatalogueError::NoSuchSkill(name.chars().take(64).collect()))?;
+        download(dialer, url, roots, entry, home).await?;
+        Ok(entry.clone())
+    })
+    .await
 }
 
 /// `dir`, made `0700` when missing; refused when it is a link or not a
@@ -432,7 +543,7 @@ mod tests {
     }
 
     fn index_of(skills: Vec<Value>) -> Value {
-        json!({"format": FORMAT, "skills": skills})
+        json!({"format": FORMAT, "expires": 2_000_000_000u64, "skills": skills})
     }
 
     fn parsed(v: &Value) -> Result<Index, CatalogueError> {
@@ -711,5 +822,34 @@ mod tests {
             assert!(!text.contains('\n'), "{text:?}");
             assert!(!text.ends_with('.'), "{text:?}");
         }
+    }
+
+    #[test]
+    fn an_index_expired_or_valid_too_far_ahead_is_not_current() {
+        let now = 1_900_000_000u64;
+        let index = |expires| Index {
+            expires,
+            skills: Vec::new(),
+        };
+        assert!(index(now + 86_400).fresh(now).is_ok());
+        assert!(matches!(
+            index(now - 3 * 86_400).fresh(now),
+            Err(CatalogueError::Expired { days: 3, .. })
+        ));
+        assert!(matches!(
+            index(now).fresh(now),
+            Err(CatalogueError::Expired { .. })
+        ));
+        assert!(matches!(
+            index(now + 60 * 86_400).fresh(now),
+            Err(CatalogueError::TooFarAhead(_))
+        ));
+    }
+
+    #[test]
+    fn an_index_without_its_expiry_is_refused() {
+        let mut v = index_of(vec![entry("certs", "1.0.0")]);
+        v.as_object_mut().unwrap().remove("expires");
+        assert!(matches!(parsed(&v), Err(CatalogueError::Malformed(_))));
     }
 }

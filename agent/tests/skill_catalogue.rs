@@ -80,6 +80,7 @@ fn publish(dir: &Path, bundles: &[Bundle], key: &str) {
     }
     let index = serde_json::to_vec(&json!({
         "format": "aromba-skill-index-1",
+        "expires": aromba_testkit::release::now() + 7 * 86_400,
         "skills": entries,
     }))
     .expect("the index");

@@ -267,6 +267,7 @@ pub fn publish_catalogue(folder: &Path, bundles: &[Vec<u8>], key: &str) {
     entries.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let index = serde_json::to_vec(&json!({
         "format": "aromba-skill-index-1",
+        "expires": crate::release::now() + 7 * 86_400,
         "skills": entries,
     }))
     .expect("the index");

@@ -188,12 +188,26 @@ fn a_release_names_its_commit_in_the_signed_comment_and_a_resign_keeps_it() {
             out_dir.to_str().unwrap(),
             "--key",
             "keys/test/release.key",
+            "--expires-days",
+            "3",
         ],
     );
     assert!(resigned.status.success(), "{}", text(&resigned.stderr));
     let minisig = std::fs::read_to_string(out_dir.join("manifest.json.minisig")).unwrap();
     assert!(minisig.contains("re-signed to expire"), "{minisig}");
     assert_eq!(signed_commit(&out_dir), Some(commit));
+    // The catalogue's index is renewed with it, and still verifies.
+    let skills = out_dir.join("skills");
+    let index = std::fs::read(skills.join("index.json")).unwrap();
+    let signature = std::fs::read_to_string(skills.join("index.json.minisig")).unwrap();
+    let keys =
+        aromba_release::Keys::from_base64(&[&releases::key_line(releases::RELEASE_PUB)]).unwrap();
+    keys.signed(&index, &signature)
+        .expect("the renewed index verifies");
+    assert_eq!(
+        expiry_of(&skills.join("index.json")),
+        expiry_of(&out_dir.join("manifest.json"))
+    );
 }
 
 #[test]
@@ -237,6 +251,12 @@ fn a_release_packs_each_skill_and_a_signed_index_of_them_and_the_warden_takes_ea
     }
 }
 
+/// The `expires` of the JSON file at `path`.
+fn expiry_of(path: &Path) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    v["expires"].clone()
+}
+
 /// The catalogue's index in `skills` verifies with the release key as
 /// the manifest does, has exactly the fields docs/skills.md names, and
 /// names each bundle of `packed` (sorted by name) with its true size and
@@ -255,9 +275,15 @@ fn check_catalogue_index(skills: &Path, packed: &[String]) {
     .unwrap();
     assert!(other.signed(&index, &signature).is_err());
     let index: serde_json::Value = serde_json::from_slice(&index).unwrap();
-    let top: Vec<&String> = index.as_object().unwrap().keys().collect();
-    assert_eq!(top, ["format", "skills"]);
+    let mut top: Vec<&String> = index.as_object().unwrap().keys().collect();
+    top.sort();
+    assert_eq!(top, ["expires", "format", "skills"]);
     assert_eq!(index["format"], "aromba-skill-index-1");
+    assert_eq!(
+        index["expires"],
+        expiry_of(&skills.join("../manifest.json")),
+        "the index expires with the manifest"
+    );
     let entries = index["skills"].as_array().unwrap();
     assert_eq!(entries.len(), packed.len());
     for (entry, file) in entries.iter().zip(packed) {

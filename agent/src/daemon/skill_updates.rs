@@ -5,9 +5,10 @@
 //! version is higher is downloaded into `skill-downloads/` and handed to
 //! the Warden: an update asking for nothing more than the installed
 //! version the Warden applies itself (the chat is told); one asking for
-//! more is proposed in the chat, once a version, the owner deciding in the
-//! app. The assistant reads the catalogue and proposes a skill through
-//! here too; nothing here installs anything.
+//! more is proposed in the chat, once a version (and no version at or
+//! below one proposed is looked at again), the owner deciding in the app.
+//! The assistant reads the catalogue and proposes a skill through here
+//! too; nothing here installs anything.
 
 use super::Daemon;
 use super::update::{UpdateSource, keys};
@@ -66,7 +67,15 @@ pub(super) async fn check(
             continue;
         };
         let version = entry.version.to_string();
-        if entry.version <= have || proposed.get(&skill.name) == Some(&version) {
+        // Not at or below the version proposed already: the owner was asked
+        // about that one, and a mirror replaying an older index (signed
+        // when it was current) would otherwise have a proposal made again
+        // each day it alternates two of them (found by the attack round).
+        let asked_already = proposed
+            .get(&skill.name)
+            .and_then(|v| Version::parse(v).ok())
+            .is_some_and(|asked| entry.version <= asked);
+        if entry.version <= have || asked_already {
             continue;
         }
         if let Err(e) = catalogue::download(
