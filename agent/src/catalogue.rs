@@ -212,32 +212,10 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 /// Characters a reader sees as nothing or as a line break, or that reorder
-/// the text around them, which a model reads all the same: zero widths and
-/// direction marks, line and paragraph separators, bidirectional
-/// embeddings, overrides and isolates, invisible operators, fillers, the
-/// byte order mark, interlinear annotations and tags.
+/// the text around them (the assistant's voice's set, and the line and
+/// paragraph separators), which a model reads all the same.
 fn invisible_or_reordering(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00ad}'
-            | '\u{034f}'
-            | '\u{061c}'
-            | '\u{115f}'
-            | '\u{1160}'
-            | '\u{17b4}'
-            | '\u{17b5}'
-            | '\u{180e}'
-            | '\u{200b}'..='\u{200f}'
-            | '\u{2028}'..='\u{202e}'
-            | '\u{2060}'..='\u{206f}'
-            | '\u{3164}'
-            | '\u{feff}'
-            | '\u{ffa0}'
-            | '\u{fff9}'..='\u{fffb}'
-            | '\u{1bca0}'..='\u{1bca3}'
-            | '\u{1d173}'..='\u{1d17a}'
-            | '\u{e0000}'..='\u{e007f}'
-    )
+    crate::assistant::voice::invisible(c) || matches!(c, '\u{2028}' | '\u{2029}')
 }
 
 /// The parser's words about an index, on one line and bounded: they quote

@@ -1636,8 +1636,6 @@ mod end_to_end {
     use super::*;
     use aromba_testkit::model_fake::{Canned, Script, call, say, tool_results, with_model_setup};
     use aromba_testkit::paired::{CHAT, Paired, Setup, paired_with, start_daemon_with};
-    use aromba_testkit::worker::TestWarden;
-    use aromba_warden_proto::{Request, Response};
     use sqlx::PgPool;
 
     /// The Approve button's label when the app approves.
@@ -1658,25 +1656,6 @@ mod end_to_end {
             .as_array()
             .map(|m| m.iter().filter(|m| m["role"] == "tool").count())
             .unwrap_or(0)
-    }
-
-    fn control(w: &TestWarden, r: &Request) -> Response {
-        use aromba_warden_proto::{
-            MAX_RESPONSE, decode_response, encode_request, read_frame, write_frame,
-        };
-        let mut s = std::os::unix::net::UnixStream::connect(w.layout().control_socket())
-            .expect("the control socket");
-        write_frame(&mut s, &encode_request(r), 1 << 16).expect("sent");
-        decode_response(&read_frame(&mut s, MAX_RESPONSE).expect("an answer")).expect("decoded")
-    }
-
-    fn installed(w: &TestWarden) -> Vec<(String, String)> {
-        match control(w, &Request::Skills) {
-            Response::Skills { skills, .. } => {
-                skills.into_iter().map(|s| (s.name, s.version)).collect()
-            }
-            other => panic!("{other:?}"),
-        }
     }
 
     /// A Worker with no release folder: the model asks for the catalogue
@@ -1774,7 +1753,7 @@ mod end_to_end {
         assert!(asked.iter().all(|a| !a.ends_with(".skill")), "{asked:?}");
         assert!(!p.warden.root.join("home/skill-downloads").exists());
         assert!(approvals(&p).is_empty());
-        assert!(installed(&p.warden).is_empty());
+        assert!(p.warden.skills_installed().is_empty());
         p.ladder_is_normal();
     }
 
@@ -1825,7 +1804,7 @@ mod end_to_end {
             assert!(second.contains("\nnot proposed: "), "{second}");
             one_line_result(second);
         }
-        assert!(installed(&p.warden).is_empty());
+        assert!(p.warden.skills_installed().is_empty());
         p.ladder_is_normal();
     }
 
@@ -1848,27 +1827,6 @@ mod end_to_end {
         m["reads"] = json!(reads);
         let script = chore("demo-tidy", "green", &writes, "", "echo tidied");
         Publisher::release().bundle(m, &[("chores/demo-tidy.sh", &script)])
-    }
-
-    /// Installs `bytes` from a root terminal, as `aromba skill install`.
-    fn install(w: &TestWarden, bytes: &[u8]) {
-        let path = w.root.join("install.skill");
-        std::fs::write(&path, bytes).expect("the bundle");
-        let path = path.to_string_lossy().into_owned();
-        let Response::SkillShown { sha256, .. } =
-            control(w, &Request::SkillCheck { path: path.clone() })
-        else {
-            panic!("not shown");
-        };
-        let r = control(
-            w,
-            &Request::SkillInstall {
-                path,
-                sha256,
-                pin: None,
-            },
-        );
-        assert!(matches!(r, Response::Noted { .. }), "{r:?}");
     }
 
     fn record(p: &Paired) -> Option<Value> {
@@ -1933,7 +1891,7 @@ mod end_to_end {
             db,
             "adv-cat-once",
             aromba_testkit::updates::setup(&served.url),
-            |w| install(w, &demo("1.0.0", &[])),
+            |w| w.install_skill(&demo("1.0.0", &[])),
         )
         .await;
         first_day(&p, "1.1.0").await;
@@ -1957,7 +1915,7 @@ mod end_to_end {
         );
         assert_eq!(approvals(&p).len(), 1, "{:?}", p.chat_texts());
         assert_eq!(
-            installed(&p.warden),
+            p.warden.skills_installed(),
             [("demo".to_string(), "1.0.0".to_string())]
         );
         p.ladder_is_normal();
@@ -1980,7 +1938,7 @@ mod end_to_end {
             db,
             "adv-cat-replay",
             aromba_testkit::updates::setup(&served.url),
-            |w| install(w, &demo("1.0.0", &[])),
+            |w| w.install_skill(&demo("1.0.0", &[])),
         )
         .await;
         first_day(&p, "1.2.0").await;

@@ -331,7 +331,6 @@ mod end_to_end {
     use super::*;
     use aromba_testkit::model_fake::{Canned, Script, call, say, tool_results, with_model_setup};
     use aromba_testkit::paired::{CHAT, Paired, Setup, paired_with};
-    use aromba_testkit::worker::TestWarden;
     use sqlx::PgPool;
     use std::sync::Arc;
     use std::time::Duration;
@@ -344,47 +343,6 @@ mod end_to_end {
     /// Warden trusting it for releases and skills of `aromba`'s.
     fn setup(url: &str) -> Setup {
         aromba_testkit::updates::setup(url)
-    }
-
-    /// `r` on the Warden's control socket (a root terminal).
-    fn control(w: &TestWarden, r: &Request) -> Response {
-        use aromba_warden_proto::{
-            MAX_RESPONSE, decode_response, encode_request, read_frame, write_frame,
-        };
-        let mut s = std::os::unix::net::UnixStream::connect(w.layout().control_socket())
-            .expect("the control socket");
-        write_frame(&mut s, &encode_request(r), 1 << 16).expect("sent");
-        decode_response(&read_frame(&mut s, MAX_RESPONSE).expect("an answer")).expect("decoded")
-    }
-
-    fn installed(w: &TestWarden) -> Vec<(String, String)> {
-        match control(w, &Request::Skills) {
-            Response::Skills { skills, .. } => {
-                skills.into_iter().map(|s| (s.name, s.version)).collect()
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    /// Installs `bytes` from a root terminal, as `aromba skill install`.
-    fn install(w: &TestWarden, bytes: &[u8]) {
-        let path = w.root.join("install.skill");
-        std::fs::write(&path, bytes).expect("the bundle");
-        let path = path.to_string_lossy().into_owned();
-        let Response::SkillShown { sha256, .. } =
-            control(w, &Request::SkillCheck { path: path.clone() })
-        else {
-            panic!("not shown");
-        };
-        let r = control(
-            w,
-            &Request::SkillInstall {
-                path,
-                sha256,
-                pin: None,
-            },
-        );
-        assert!(matches!(r, Response::Noted { .. }), "{r:?}");
     }
 
     /// A skill `demo` of `aromba`'s at `version`, writing one folder and
@@ -474,7 +432,7 @@ mod end_to_end {
                 .join("home/skill-downloads/nginx.skill")
                 .exists()
         );
-        assert!(installed(&p.warden).is_empty());
+        assert!(p.warden.skills_installed().is_empty());
         let results = tool_results(&model.asked());
         assert!(
             results
@@ -502,7 +460,7 @@ mod end_to_end {
         publish(&files.0, &[newer], RELEASE_KEY);
         let served = serve(files.0.clone());
         let p = paired_with(db, "catalogue-update", setup(&served.url), |w| {
-            install(w, &demo("1.0.0", &[], "echo tidied"));
+            w.install_skill(&demo("1.0.0", &[], "echo tidied"));
         })
         .await;
         let told = said_after_the_first_look(&p, "Updated the skill demo").await;
@@ -511,7 +469,7 @@ mod end_to_end {
             "Updated the skill demo to 1.1.0: it asks for nothing more than before."
         );
         assert_eq!(
-            installed(&p.warden),
+            p.warden.skills_installed(),
             [("demo".to_string(), "1.1.0".to_string())]
         );
         // Nothing was proposed for it.
@@ -531,13 +489,13 @@ mod end_to_end {
         publish(&files.0, &[newer], RELEASE_KEY);
         let served = serve(files.0.clone());
         let p = paired_with(db, "catalogue-widens", setup(&served.url), |w| {
-            install(w, &demo("1.0.0", &[], "echo tidied"));
+            w.install_skill(&demo("1.0.0", &[], "echo tidied"));
         })
         .await;
         let proposal = proposal_in_the_chat(&p, 0).await;
         assert!(proposal.text.contains("demo"), "{}", proposal.text);
         assert_eq!(
-            installed(&p.warden),
+            p.warden.skills_installed(),
             [("demo".to_string(), "1.0.0".to_string())]
         );
         // Kept, so the next day's check does not propose it again.

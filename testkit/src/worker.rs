@@ -194,6 +194,47 @@ impl TestWarden {
         Layout::rooted(&self.root)
     }
 
+    /// `r` on the Warden's control socket, as a root terminal asks it.
+    pub fn control(&self, r: &aromba_warden_proto::Request) -> aromba_warden_proto::Response {
+        use aromba_warden_proto::{
+            MAX_RESPONSE, decode_response, encode_request, read_frame, write_frame,
+        };
+        let mut s = std::os::unix::net::UnixStream::connect(self.layout().control_socket())
+            .expect("the control socket");
+        write_frame(&mut s, &encode_request(r), 1 << 16).expect("sent");
+        decode_response(&read_frame(&mut s, MAX_RESPONSE).expect("an answer")).expect("decoded")
+    }
+
+    /// The skills installed: each name and version.
+    pub fn skills_installed(&self) -> Vec<(String, String)> {
+        match self.control(&aromba_warden_proto::Request::Skills) {
+            aromba_warden_proto::Response::Skills { skills, .. } => {
+                skills.into_iter().map(|s| (s.name, s.version)).collect()
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Installs the skill bundle `bytes` from a root terminal, as `aromba
+    /// skill install` does (shown, then installed with no PIN).
+    pub fn install_skill(&self, bytes: &[u8]) {
+        use aromba_warden_proto::{Request, Response};
+        let path = self.root.join("install.skill");
+        std::fs::write(&path, bytes).expect("the bundle");
+        let path = path.to_string_lossy().into_owned();
+        let Response::SkillShown { sha256, .. } =
+            self.control(&Request::SkillCheck { path: path.clone() })
+        else {
+            panic!("not shown");
+        };
+        let r = self.control(&Request::SkillInstall {
+            path,
+            sha256,
+            pin: None,
+        });
+        assert!(matches!(r, Response::Noted { .. }), "{r:?}");
+    }
+
     /// `aromba status` as root, until its ladder line says `name`.
     pub fn wait_for_ladder(&self, name: &str) -> String {
         let want = format!("ladder: {name} ");

@@ -144,7 +144,19 @@ fn is_hidden(c: char) -> bool {
             | '\u{000e}'..='\u{001f}'
             | '\u{007f}'..='\u{0084}'
             | '\u{0086}'..='\u{009f}'
-            | '\u{00ad}'
+    ) || invisible(c)
+        || c == MARKER_EMOJI
+}
+
+/// Characters a reader sees as nothing, or that reorder the text around
+/// them, which a model reads all the same: zero widths and direction
+/// marks, bidirectional embeddings, overrides and isolates, invisible
+/// operators, fillers, the byte order mark, interlinear annotations and
+/// tags. (Line and paragraph separators are line breaks, not in it.)
+pub(crate) fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00ad}'
             | '\u{034f}'
             | '\u{061c}'
             | '\u{115f}'
@@ -162,7 +174,7 @@ fn is_hidden(c: char) -> bool {
             | '\u{1bca0}'..='\u{1bca3}'
             | '\u{1d173}'..='\u{1d17a}'
             | '\u{e0000}'..='\u{e007f}'
-    ) || c == MARKER_EMOJI
+    )
 }
 
 /// `text` without hidden characters, every line break a line feed.
