@@ -304,13 +304,24 @@ async fn app_screenshot(c: &Client, name: &str) {
 }
 
 /// From inside the app: its Close, as a person taps it; the panel closes.
+/// Tapped again while the page still lays itself out after Approve (a
+/// loaded machine was seen to answer "not interactable" once).
 async fn close_app(c: &Client) {
-    c.find(Locator::Id("close"))
-        .await
-        .expect("Close")
-        .click()
-        .await
-        .expect("closed");
+    let mut tapped = Err(None);
+    for _ in 0..50 {
+        let close = c.find(Locator::Id("close")).await.expect("Close");
+        match close.click().await {
+            Ok(()) => {
+                tapped = Ok(());
+                break;
+            }
+            Err(e) => tapped = Err(Some(e)),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if let Err(e) = tapped {
+        panic!("the app's Close could not be tapped: {e:?}");
+    }
     c.enter_parent_frame().await.expect("out of the app");
     for _ in 0..50 {
         let panel = c.find(Locator::Id("app-panel")).await.expect("the panel");
