@@ -3,6 +3,9 @@
 //! fuzzers kept stays a regression test without cargo-fuzz.
 
 mod oracle;
+mod fuzz_check {
+    pub mod skill_manifest;
+}
 
 use aromba_warden::chores::header::Header;
 use aromba_warden::policy::{ALLOW, CHORE_ACTIONS, Table};
@@ -93,4 +96,16 @@ fn chore_header_corpus_renders_back_to_the_same_meaning() {
             );
         }
     }
+}
+
+#[test]
+fn skill_manifest_corpus_renders_back_to_the_same_manifest() {
+    let mut parsed = 0;
+    for (path, data) in corpus("skill_manifest") {
+        if let Err(broken) = fuzz_check::skill_manifest::check(&data) {
+            panic!("{}: {broken}", path.display());
+        }
+        parsed += usize::from(aromba_warden::skills::manifest::Manifest::parse(&data).is_ok());
+    }
+    assert!(parsed >= 3, "only {parsed} corpus manifests parse");
 }

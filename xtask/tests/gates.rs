@@ -387,10 +387,11 @@ fn crate_dir_of(file: &std::path::Path) -> std::path::PathBuf {
 /// What the tests share lives in `testkit/`, a crate they depend on: no
 /// source includes another crate's file by `#[path]` (the tests once did,
 /// copying the relay's support into ten of the Worker's test binaries).
-/// The one exception is the fuzz target `policy_matcher`: `fuzz/` is built
-/// by cargo-fuzz outside the workspace and shares the policy's oracle with
-/// the Warden's property tests without linking the test kit (and the relay
-/// with it).
+/// The one exception is the fuzz targets: `fuzz/` is built by cargo-fuzz
+/// outside the workspace, and each target shares its checks with the
+/// replay of its corpus in the crate that owns the parser (a file under
+/// that crate's `tests/fuzz_check/`, or the policy's oracle for
+/// `policy_matcher`) without linking the test kit (and the relay with it).
 #[test]
 fn no_source_includes_another_crates_file_by_path() {
     let root = workspace_root();
@@ -421,7 +422,12 @@ fn no_source_includes_another_crates_file_by_path() {
             let included = std::fs::canonicalize(&included)
                 .unwrap_or_else(|e| panic!("{}: {target}: {e}", file.display()));
             let own = std::fs::canonicalize(crate_dir_of(file)).expect("the crate's folder");
-            let exempt = allowed.iter().any(|(f, t)| f == file && *t == target);
+            let shared_check = file.starts_with(root.join("fuzz/fuzz_targets"))
+                && included.components().any(|c| c.as_os_str() == "fuzz_check")
+                && included
+                    .strip_prefix(std::fs::canonicalize(crate_dir_of(&included)).expect("a crate"))
+                    .is_ok_and(|p| p.starts_with("tests/fuzz_check"));
+            let exempt = shared_check || allowed.iter().any(|(f, t)| f == file && *t == target);
             if crate_dir_of(&included) != own && !exempt {
                 across.push(format!("{}: {target}", file.display()));
             }
