@@ -23,6 +23,7 @@ use crate::download::DownloadError;
 use aromba_relay_proto::client::Dialer;
 use aromba_release::manifest::MAX_SIGNATURE;
 use aromba_release::{Keys, Version};
+use aromba_warden_proto::hidden::invisible_or_separator;
 use serde::Deserialize;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -211,13 +212,6 @@ pub fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
 }
 
-/// Characters a reader sees as nothing or as a line break, or that reorder
-/// the text around them (the assistant's voice's set, and the line and
-/// paragraph separators), which a model reads all the same.
-fn invisible_or_reordering(c: char) -> bool {
-    crate::assistant::voice::invisible(c) || matches!(c, '\u{2028}' | '\u{2029}')
-}
-
 /// The parser's words about an index, on one line and bounded: they quote
 /// the index (an unknown field's name, whole), which is not ours to print
 /// as it is (found by the attack round: a line break went to the model's
@@ -226,7 +220,7 @@ fn quoted(words: &str) -> String {
     let cut: String = words.chars().take(MAX_QUOTED).collect();
     cut.chars()
         .flat_map(|c| {
-            if c.is_control() || invisible_or_reordering(c) {
+            if c.is_control() || invisible_or_separator(c) {
                 c.escape_unicode().collect::<Vec<_>>()
             } else {
                 vec![c]
@@ -288,7 +282,7 @@ pub fn parse(bytes: &[u8]) -> Result<Index, CatalogueError> {
         }
         if e.description
             .chars()
-            .any(|c| c.is_control() || invisible_or_reordering(c))
+            .any(|c| c.is_control() || invisible_or_separator(c))
         {
             return Err(CatalogueError::DescriptionControl(e.name));
         }

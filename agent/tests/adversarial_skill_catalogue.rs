@@ -36,7 +36,10 @@ use aromba_relay_proto::client::Direct;
 use aromba_release::Keys;
 use aromba_testkit::model::{NO_LIMITS, Scripted, reply, text};
 use aromba_testkit::release::{OTHER_KEY, RELEASE_KEY, RELEASE_PUB, key_line, serve, sign};
-use aromba_testkit::skills::{Publisher, catalogue_bundle, chore, manifest};
+use aromba_testkit::skills::{
+    Publisher, catalogue_bundle, catalogue_entry, catalogue_index, chore, manifest,
+    publish_catalogue, publish_catalogue_index,
+};
 use aromba_testkit::updates::scratch;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -49,69 +52,24 @@ use std::time::{Duration, Instant};
 // The catalogue, as a release writes it.
 // ---------------------------------------------------------------------
 
-/// The manifest's description of a bundle's `bytes`.
-fn description(bytes: &[u8]) -> String {
-    let bundle: Value = serde_json::from_slice(bytes).expect("a bundle");
-    let manifest: Value =
-        serde_json::from_str(bundle["manifest"].as_str().expect("a manifest")).expect("JSON");
-    manifest["description"]
-        .as_str()
-        .expect("a description")
-        .into()
-}
-
 /// The name and version of a bundle's `bytes`.
 fn named(bytes: &[u8]) -> (String, String) {
-    let bundle: Value = serde_json::from_slice(bytes).expect("a bundle");
-    let manifest: Value =
-        serde_json::from_str(bundle["manifest"].as_str().expect("a manifest")).expect("JSON");
+    let entry = catalogue_entry(bytes);
     (
-        manifest["name"].as_str().expect("a name").into(),
-        manifest["version"].as_str().expect("a version").into(),
+        entry["name"].as_str().expect("a name").into(),
+        entry["version"].as_str().expect("a version").into(),
     )
-}
-
-/// The index entry of a bundle's `bytes`, as `scripts/release` writes it.
-fn entry_of(bytes: &[u8]) -> Value {
-    let (name, version) = named(bytes);
-    json!({
-        "name": name,
-        "version": version,
-        "file": format!("{name}-{version}.skill"),
-        "sha256": aromba_release::sha256_hex(bytes),
-        "size": bytes.len(),
-        "description": description(bytes),
-    })
-}
-
-fn index_of(entries: Vec<Value>) -> Vec<u8> {
-    serde_json::to_vec(&json!({
-        "format": catalogue::FORMAT,
-        "expires": aromba_testkit::release::now() + 7 * 86_400,
-        "skills": entries,
-    }))
-    .expect("JSON")
 }
 
 /// Writes `bundles` and an index of them signed with `key` into
 /// `dir/stable/skills/`.
 fn publish(dir: &Path, bundles: &[Vec<u8>], key: &str) {
-    let skills = dir.join("stable/skills");
-    std::fs::create_dir_all(&skills).expect("skills/");
-    for b in bundles {
-        let (name, version) = named(b);
-        std::fs::write(skills.join(format!("{name}-{version}.skill")), b).expect("the bundle");
-    }
-    let index = index_of(bundles.iter().map(|b| entry_of(b)).collect());
-    publish_index(dir, &index, &sign(&index, key));
+    publish_catalogue(&dir.join("stable"), bundles, key);
 }
 
 /// Writes `index` and `signature` as the catalogue's in `dir/stable/`.
 fn publish_index(dir: &Path, index: &[u8], signature: &str) {
-    let skills = dir.join("stable/skills");
-    std::fs::create_dir_all(&skills).expect("skills/");
-    std::fs::write(skills.join("index.json"), index).expect("index.json");
-    std::fs::write(skills.join("index.json.minisig"), signature).expect("its signature");
+    publish_catalogue_index(&dir.join("stable"), index, signature);
 }
 
 fn folder(url: &str) -> BaseUrl {
@@ -300,7 +258,7 @@ fn mirror(answers: Vec<(&str, Answer)>) -> Mirror {
 /// the release key.
 fn nginx_signed() -> (Vec<u8>, Vec<u8>, String) {
     let bundle = catalogue_bundle("nginx");
-    let index = index_of(vec![entry_of(&bundle)]);
+    let index = catalogue_index(vec![catalogue_entry(&bundle)]);
     let signature = sign(&index, RELEASE_KEY);
     (bundle, index, signature)
 }
@@ -455,7 +413,7 @@ async fn a_replayed_expired_index_or_one_valid_too_long_is_refused_and_nothing_i
         let index = serde_json::to_vec(&json!({
             "format": catalogue::FORMAT,
             "expires": expires,
-            "skills": [entry_of(&bundle)],
+            "skills": [catalogue_entry(&bundle)],
         }))
         .expect("JSON");
         publish_index(&files.0, &index, &sign(&index, RELEASE_KEY));
@@ -510,7 +468,7 @@ fn entry_with(field: &str, value: Value) -> Vec<u8> {
         "description": "Watch this server's TLS certificates",
     });
     e[field] = value;
-    index_of(vec![e])
+    catalogue_index(vec![e])
 }
 
 /// Every shape a hostile index can take, signed: deep, duplicated, names
@@ -577,19 +535,19 @@ fn a_signed_index_of_any_hostile_shape_is_refused_in_one_line_never_a_panic() {
         ),
         (
             "trailing bytes".into(),
-            [index_of(vec![]), b" x".to_vec()].concat(),
+            [catalogue_index(vec![]), b" x".to_vec()].concat(),
         ),
         (
             "two documents".into(),
-            [index_of(vec![]), index_of(vec![])].concat(),
+            [catalogue_index(vec![]), catalogue_index(vec![])].concat(),
         ),
         (
             "a NUL after".into(),
-            [index_of(vec![]), b"\0".to_vec()].concat(),
+            [catalogue_index(vec![]), b"\0".to_vec()].concat(),
         ),
         (
             "UTF-16".into(),
-            String::from_utf8(index_of(vec![]))
+            String::from_utf8(catalogue_index(vec![]))
                 .expect("UTF-8")
                 .encode_utf16()
                 .flat_map(|u| u.to_le_bytes())
@@ -616,13 +574,13 @@ fn a_signed_index_of_any_hostile_shape_is_refused_in_one_line_never_a_panic() {
             .into_bytes(),
         ),
         ("over 64 KiB".into(), {
-            let mut b = index_of(vec![]);
+            let mut b = catalogue_index(vec![]);
             b.resize(MAX_INDEX + 1, b' ');
             b
         }),
         (
             "65 skills".into(),
-            index_of(
+            catalogue_index(
                 (0..=catalogue::MAX_SKILLS)
                     .map(|i| {
                         json!({"name": format!("s-{i:03}"), "version": "1.0.0",
@@ -634,14 +592,14 @@ fn a_signed_index_of_any_hostile_shape_is_refused_in_one_line_never_a_panic() {
         ),
         (
             "unsorted".into(),
-            index_of(vec![
+            catalogue_index(vec![
                 serde_json::from_str(&entry_text("nginx", "")).expect("JSON"),
                 serde_json::from_str(&entry_text("certs", "")).expect("JSON"),
             ]),
         ),
         (
             "one name twice".into(),
-            index_of(vec![
+            catalogue_index(vec![
                 serde_json::from_str(&entry_text("certs", "")).expect("JSON"),
                 serde_json::from_str(&entry_text("certs", "")).expect("JSON"),
             ]),
@@ -670,7 +628,7 @@ fn a_signed_index_of_any_hostile_shape_is_refused_in_one_line_never_a_panic() {
         let mut e: Value = serde_json::from_str(&entry_text("certs", "")).expect("JSON");
         e["name"] = json!(name);
         e["file"] = json!(format!("{name}-1.0.0.skill"));
-        bodies.push((format!("the name {name:?}"), index_of(vec![e])));
+        bodies.push((format!("the name {name:?}"), catalogue_index(vec![e])));
     }
     for file in [
         "../../x.skill",
@@ -712,7 +670,7 @@ fn a_signed_index_of_any_hostile_shape_is_refused_in_one_line_never_a_panic() {
         let mut e: Value = serde_json::from_str(&entry_text("certs", "")).expect("JSON");
         e["version"] = json!(version);
         e["file"] = json!(format!("certs-{version}.skill"));
-        bodies.push((format!("the version {version:?}"), index_of(vec![e])));
+        bodies.push((format!("the version {version:?}"), catalogue_index(vec![e])));
     }
     bodies.push((
         "a version as a number".into(),
@@ -1036,9 +994,9 @@ async fn an_index_naming_a_file_elsewhere_is_refused_and_nothing_past_it_is_aske
     .enumerate()
     {
         let files = scratch(&format!("adv-cat-elsewhere-{i}"));
-        let mut e = entry_of(&nginx);
+        let mut e = catalogue_entry(&nginx);
         e["file"] = json!(file);
-        let index = index_of(vec![e]);
+        let index = catalogue_index(vec![e]);
         publish_index(&files.0, &index, &sign(&index, RELEASE_KEY));
         std::fs::write(files.0.join("x.skill"), &nginx).expect("a bundle up the folder");
         let served = serve(files.0.clone());

@@ -17,17 +17,18 @@ use aromba::catalogue::{self, CatalogueError};
 use aromba::config::BaseUrl;
 use aromba_relay_proto::client::Direct;
 use aromba_release::Keys;
-use aromba_testkit::release::{OTHER_KEY, RELEASE_KEY, RELEASE_PUB, key_line, serve, sign};
-use aromba_testkit::skills::{Publisher, catalogue_bundle, chore, manifest};
+use aromba_testkit::release::{OTHER_KEY, RELEASE_KEY, RELEASE_PUB, key_line, serve};
+use aromba_testkit::skills::{
+    Publisher, catalogue_bundle, catalogue_entry, chore, manifest, publish_catalogue,
+};
 use aromba_testkit::updates::scratch;
 use aromba_warden_proto::{Request, Response};
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-/// A bundle as the catalogue holds it: its name, version and bytes.
+/// A bundle as the catalogue holds it: its version and bytes.
 struct Bundle {
-    name: String,
     version: String,
     bytes: Vec<u8>,
 }
@@ -38,54 +39,19 @@ fn shipped(name: &str) -> Bundle {
 }
 
 fn of(bytes: Vec<u8>) -> Bundle {
-    let bundle: serde_json::Value = serde_json::from_slice(&bytes).expect("a bundle");
-    let manifest: serde_json::Value =
-        serde_json::from_str(bundle["manifest"].as_str().expect("a manifest")).expect("JSON");
+    let entry = catalogue_entry(&bytes);
     Bundle {
-        name: manifest["name"].as_str().expect("a name").into(),
-        version: manifest["version"].as_str().expect("a version").into(),
+        version: entry["version"].as_str().expect("a version").into(),
         bytes,
     }
-}
-
-/// The manifest's description of `bytes`.
-fn description(bytes: &[u8]) -> String {
-    let bundle: serde_json::Value = serde_json::from_slice(bytes).expect("a bundle");
-    let manifest: serde_json::Value =
-        serde_json::from_str(bundle["manifest"].as_str().expect("a manifest")).expect("JSON");
-    manifest["description"]
-        .as_str()
-        .expect("a description")
-        .into()
 }
 
 /// Publishes `bundles` as the catalogue of the release folder
 /// `dir/stable/`, as `scripts/release` writes it, its index signed with
 /// `key`.
 fn publish(dir: &Path, bundles: &[Bundle], key: &str) {
-    let skills = dir.join("stable/skills");
-    std::fs::create_dir_all(&skills).expect("skills/");
-    let mut entries = Vec::new();
-    for b in bundles {
-        let file = format!("{}-{}.skill", b.name, b.version);
-        std::fs::write(skills.join(&file), &b.bytes).expect("the bundle");
-        entries.push(json!({
-            "name": b.name,
-            "version": b.version,
-            "file": file,
-            "sha256": aromba_release::sha256_hex(&b.bytes),
-            "size": b.bytes.len(),
-            "description": description(&b.bytes),
-        }));
-    }
-    let index = serde_json::to_vec(&json!({
-        "format": "aromba-skill-index-1",
-        "expires": aromba_testkit::release::now() + 7 * 86_400,
-        "skills": entries,
-    }))
-    .expect("the index");
-    std::fs::write(skills.join("index.json"), &index).expect("index.json");
-    std::fs::write(skills.join("index.json.minisig"), sign(&index, key)).expect("its signature");
+    let bytes: Vec<Vec<u8>> = bundles.iter().map(|b| b.bytes.clone()).collect();
+    publish_catalogue(&dir.join("stable"), &bytes, key);
 }
 
 fn folder(url: &str) -> BaseUrl {

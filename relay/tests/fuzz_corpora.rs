@@ -7,24 +7,7 @@ mod fuzz_check {
     pub mod update;
 }
 
-use std::path::PathBuf;
-
-fn corpus(name: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
-        .join(name);
-    let mut inputs: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| {
-            let path = e.expect("entry").path();
-            let data = std::fs::read(&path).expect("input");
-            (path, data)
-        })
-        .collect();
-    inputs.sort();
-    assert!(inputs.len() >= 10, "{name}: only {} inputs", inputs.len());
-    inputs
-}
+use aromba_testkit::fuzz::corpus;
 
 #[test]
 fn telegram_update_corpus_round_trips() {

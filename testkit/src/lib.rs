@@ -15,7 +15,8 @@
 //! - [`model_fake`]: a model endpoint on loopback; [`model`]: in-process,
 //!   a scripted model and the hosts the assistant's loop asks.
 //! - [`redaction`]: the redactor's shape tests' key lines and checks;
-//!   [`bench`](mod@bench): what the relay's benchmarks share.
+//!   [`bench`](mod@bench): what the relay's benchmarks share; [`fuzz`]: a
+//!   fuzz target's committed corpus, for its replay.
 //!
 //! A dev-dependency only: no shipped program links it (the `xtask` gate
 //! `no_shipped_program_links_the_fake_bot_api_or_the_demo` checks).
@@ -32,6 +33,7 @@
 
 pub mod bench;
 pub mod catalogue;
+pub mod fuzz;
 pub mod hostile_relay;
 pub mod logs;
 pub mod model;

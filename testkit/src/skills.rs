@@ -236,6 +236,46 @@ fn civil_from_days(days: u64) -> (i32, u8, u8) {
     (y, m, d)
 }
 
+/// The catalogue index's entry for a bundle's `bytes`, as `scripts/release`
+/// writes it: name, version, file `NAME-VERSION.skill`, SHA-256, size and
+/// the manifest's description.
+pub fn catalogue_entry(bytes: &[u8]) -> Value {
+    let bundle: Value = serde_json::from_slice(bytes).expect("a bundle");
+    let manifest: Value =
+        serde_json::from_str(bundle["manifest"].as_str().expect("a manifest")).expect("JSON");
+    let (name, version) = (
+        manifest["name"].as_str().expect("a name"),
+        manifest["version"].as_str().expect("a version"),
+    );
+    json!({
+        "name": name,
+        "version": version,
+        "file": format!("{name}-{version}.skill"),
+        "sha256": sha256_hex(bytes),
+        "size": bytes.len(),
+        "description": manifest["description"],
+    })
+}
+
+/// A catalogue index of `entries`, unsigned, valid for a week.
+pub fn catalogue_index(entries: Vec<Value>) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "format": "aromba-skill-index-1",
+        "expires": crate::release::now() + 7 * 86_400,
+        "skills": entries,
+    }))
+    .expect("the index")
+}
+
+/// Writes `index` and its `signature` as the catalogue of the release
+/// folder `folder` (`skills/index.json` and `.minisig`).
+pub fn publish_catalogue_index(folder: &Path, index: &[u8], signature: &str) {
+    let skills = folder.join("skills");
+    std::fs::create_dir_all(&skills).expect("skills/");
+    std::fs::write(skills.join("index.json"), index).expect("index.json");
+    std::fs::write(skills.join("index.json.minisig"), signature).expect("its signature");
+}
+
 /// Publishes `bundles` as the skill catalogue of the release folder
 /// `folder` (its `skills/`), as `scripts/release` writes it: each bundle
 /// as `NAME-VERSION.skill` and `index.json` listing them, signed with the
@@ -245,36 +285,12 @@ pub fn publish_catalogue(folder: &Path, bundles: &[Vec<u8>], key: &str) {
     std::fs::create_dir_all(&skills).expect("skills/");
     let mut entries = Vec::new();
     for bytes in bundles {
-        let bundle: Value = serde_json::from_slice(bytes).expect("a bundle");
-        let manifest: Value =
-            serde_json::from_str(bundle["manifest"].as_str().expect("a manifest")).expect("JSON");
-        let (name, version) = (&manifest["name"], &manifest["version"]);
-        let file = format!(
-            "{}-{}.skill",
-            name.as_str().expect("a name"),
-            version.as_str().expect("a version")
-        );
-        std::fs::write(skills.join(&file), bytes).expect("the bundle");
-        entries.push(json!({
-            "name": name,
-            "version": version,
-            "file": file,
-            "sha256": sha256_hex(bytes),
-            "size": bytes.len(),
-            "description": manifest["description"],
-        }));
+        let entry = catalogue_entry(bytes);
+        let file = entry["file"].as_str().expect("a file");
+        std::fs::write(skills.join(file), bytes).expect("the bundle");
+        entries.push(entry);
     }
     entries.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-    let index = serde_json::to_vec(&json!({
-        "format": "aromba-skill-index-1",
-        "expires": crate::release::now() + 7 * 86_400,
-        "skills": entries,
-    }))
-    .expect("the index");
-    std::fs::write(skills.join("index.json"), &index).expect("index.json");
-    std::fs::write(
-        skills.join("index.json.minisig"),
-        crate::release::sign(&index, key),
-    )
-    .expect("its signature");
+    let index = catalogue_index(entries);
+    publish_catalogue_index(folder, &index, &crate::release::sign(&index, key));
 }

@@ -43,6 +43,7 @@
 use crate::layout::Layout;
 use crate::seal::SealKey;
 use crate::telegram::ActionParam;
+use aromba_warden_proto::hidden::invisible_or_separator;
 use minisign_verify::{PublicKey, Signature};
 use serde_json::{Map, Value};
 use std::io::Read;
@@ -627,28 +628,13 @@ pub fn render(action: &Action, facts: &Facts<'_>) -> Result<String, String> {
     if text.trim() != text
         || text
             .chars()
-            .any(|c| (c.is_control() && c != '\n') || invisible_or_reordering(c))
+            .any(|c| (c.is_control() && c != '\n') || invisible_or_separator(c))
     {
         return Err(
             "the approval's text would hold a control, invisible or reordering character".into(),
         );
     }
     Ok(text)
-}
-
-/// Characters a chat shows as nothing, as a line break, or uses to
-/// reorder the text around them: zero widths and direction marks, line
-/// and paragraph separators, bidirectional embeddings, overrides and
-/// isolates, invisible operators, the byte order mark.
-fn invisible_or_reordering(c: char) -> bool {
-    matches!(
-        c,
-        '\u{061c}'
-            | '\u{200b}'..='\u{200f}'
-            | '\u{2028}'..='\u{202e}'
-            | '\u{2060}'..='\u{2069}'
-            | '\u{feff}'
-    )
 }
 
 /// A skill's install in plain words: the question, what it asks beyond

@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 use crate::signal::Signal;
+use aromba_warden_proto::hidden::invisible_or_separator;
 use serde_json::{Map, Value};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -31,13 +32,6 @@ pub const QUIET_FOR_DECAY_S: u64 = 24 * 3600;
 /// `aromba status` shows root and the event the chat is told of.
 pub const REASON_BOUND: usize = 512;
 
-/// Characters a terminal shows as nothing or uses to reorder the text
-/// around them (zero widths, bidirectional overrides and isolates, line
-/// and paragraph separators, the byte order mark).
-fn invisible_or_reordering(c: char) -> bool {
-    matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
-}
-
 /// A reason as the ladder keeps it: every control character written out
 /// (`\u{1b}`, `\n`), so no byte of it can drive root's terminal or start
 /// a line of its own, and cut to [`REASON_BOUND`] bytes on a character
@@ -45,7 +39,7 @@ fn invisible_or_reordering(c: char) -> bool {
 pub fn shown_reason(reason: &str) -> String {
     let mut out = String::new();
     for c in reason.chars() {
-        let piece: String = if c.is_control() || invisible_or_reordering(c) {
+        let piece: String = if c.is_control() || invisible_or_separator(c) {
             c.escape_default().collect()
         } else {
             c.to_string()

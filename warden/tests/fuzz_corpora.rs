@@ -7,27 +7,10 @@ mod fuzz_check {
     pub mod skill_manifest;
 }
 
+use aromba_testkit::fuzz::corpus;
 use aromba_warden::chores::header::Header;
 use aromba_warden::policy::{ALLOW, CHORE_ACTIONS, Table};
 use aromba_warden_proto::{MAX_REQUEST, decode_request, encode_request, read_frame};
-use std::path::PathBuf;
-
-fn corpus(name: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
-        .join(name);
-    let mut inputs: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| {
-            let path = e.expect("entry").path();
-            let data = std::fs::read(&path).expect("input");
-            (path, data)
-        })
-        .collect();
-    inputs.sort();
-    assert!(inputs.len() >= 10, "{name}: only {} inputs", inputs.len());
-    inputs
-}
 
 #[test]
 fn request_decoder_corpus_round_trips_without_panic() {

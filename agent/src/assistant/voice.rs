@@ -56,6 +56,7 @@
 //! is only ever the Warden's button.
 
 use super::conversation::without_links;
+use aromba_warden_proto::hidden::invisible;
 
 /// The first line of every message of the assistant's.
 pub use aromba_words::assistant::MARKER;
@@ -146,35 +147,6 @@ fn is_hidden(c: char) -> bool {
             | '\u{0086}'..='\u{009f}'
     ) || invisible(c)
         || c == MARKER_EMOJI
-}
-
-/// Characters a reader sees as nothing, or that reorder the text around
-/// them, which a model reads all the same: zero widths and direction
-/// marks, bidirectional embeddings, overrides and isolates, invisible
-/// operators, fillers, the byte order mark, interlinear annotations and
-/// tags. (Line and paragraph separators are line breaks, not in it.)
-pub(crate) fn invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00ad}'
-            | '\u{034f}'
-            | '\u{061c}'
-            | '\u{115f}'
-            | '\u{1160}'
-            | '\u{17b4}'
-            | '\u{17b5}'
-            | '\u{180e}'
-            | '\u{200b}'..='\u{200f}'
-            | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{206f}'
-            | '\u{3164}'
-            | '\u{feff}'
-            | '\u{ffa0}'
-            | '\u{fff9}'..='\u{fffb}'
-            | '\u{1bca0}'..='\u{1bca3}'
-            | '\u{1d173}'..='\u{1d17a}'
-            | '\u{e0000}'..='\u{e007f}'
-    )
 }
 
 /// `text` without hidden characters, every line break a line feed.

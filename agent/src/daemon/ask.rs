@@ -724,6 +724,18 @@ mod tests {
     /// Every PIN the Warden takes has the shape the Worker keeps from the
     /// model and the relay deletes from the chat: the three rules are one.
     #[test]
+    fn the_relay_hides_exactly_the_characters_the_warden_hides() {
+        for c in (0..=0x10ffff_u32).filter_map(char::from_u32) {
+            assert_eq!(
+                aromba_relay_proto::frame::shows_nothing(c),
+                aromba_warden_proto::hidden::invisible_or_separator(c),
+                "{:?}",
+                c
+            );
+        }
+    }
+
+    #[test]
     fn every_pin_the_warden_accepts_has_the_shape_the_relay_and_worker_know() {
         let candidates = [
             "472913",

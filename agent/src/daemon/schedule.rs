@@ -302,25 +302,53 @@ async fn show_dry_run_read(daemon: &Daemon, name: &str, heading: &str) -> bool {
 /// tap over this exact text and the label of the button.
 pub async fn propose(daemon: &Daemon, request: &Request, name: &str) -> Option<uuid::Uuid> {
     let answer = warden_client::ask(&daemon.worker_socket(), request).await;
-    match answer {
-        Ok(Response::Proposed {
-            action_id,
-            text,
-            buttons,
-            app,
-            ..
-        }) => {
-            // A PIN, when the action needs one, is typed in the app's page
-            // and sealed for the Warden: the chat never asks for it.
-            let buttons = super::in_app::buttons(&action_id, buttons, app.as_deref());
-            let message = daemon.say(text, buttons).await;
-            super::in_app::remember(daemon, message, app);
-            Some(message)
-        }
-        other => {
-            daemon.say(receipt_text(name, other), vec![]).await;
+    match Proposal::of(answer) {
+        Ok(proposal) => Some(proposal.post(daemon).await),
+        Err(other) => {
+            daemon.say(receipt_text(name, *other), vec![]).await;
             None
         }
+    }
+}
+
+/// The Warden's proposal of an action, to post in the chat.
+pub struct Proposal {
+    action_id: String,
+    text: String,
+    buttons: Vec<aromba_warden_proto::Button>,
+    app: Option<String>,
+}
+
+impl Proposal {
+    /// The proposal the Warden answered, or its other answer.
+    pub fn of(
+        answer: Result<Response, warden_client::ClientError>,
+    ) -> Result<Proposal, Box<Result<Response, warden_client::ClientError>>> {
+        match answer {
+            Ok(Response::Proposed {
+                action_id,
+                text,
+                buttons,
+                app,
+                ..
+            }) => Ok(Proposal {
+                action_id,
+                text,
+                buttons,
+                app,
+            }),
+            other => Err(Box::new(other)),
+        }
+    }
+
+    /// Posts it: the Warden's text and buttons, Approve opening the app.
+    /// A PIN, when the action needs one, is typed in the app's page and
+    /// sealed for the Warden: the chat never asks for it.
+    pub async fn post(self, daemon: &Daemon) -> uuid::Uuid {
+        let buttons = super::in_app::buttons(&self.action_id, self.buttons, self.app.as_deref());
+        let message = daemon.say(self.text, buttons).await;
+        super::in_app::remember(daemon, message, self.app);
+        message
     }
 }
 

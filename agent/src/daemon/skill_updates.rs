@@ -11,6 +11,7 @@
 //! too; nothing here installs anything.
 
 use super::Daemon;
+use super::schedule::Proposal;
 use super::update::{UpdateSource, keys};
 use crate::catalogue::{self, CatalogueError};
 use crate::warden_client;
@@ -148,29 +149,11 @@ fn warden_said(e: crate::warden_client::WardenError) -> String {
     }
 }
 
-/// The Warden's proposal of a skill's install, to post in the chat.
-pub struct SkillProposal {
-    action_id: String,
-    text: String,
-    buttons: Vec<aromba_warden_proto::Button>,
-    app: Option<String>,
-}
-
-impl SkillProposal {
-    /// Posts it as the schedule posts a proposal (a release's among
-    /// them): the Warden's text, its buttons, Approve opening the app.
-    pub async fn post(self, daemon: &Daemon) {
-        let buttons = super::in_app::buttons(&self.action_id, self.buttons, self.app.as_deref());
-        let message = daemon.say(self.text, buttons).await;
-        super::in_app::remember(daemon, message, self.app);
-    }
-}
-
 /// Downloads skill `name` of the catalogue into the Worker's
 /// `skill-downloads/` and asks the Warden to propose its install (what the
 /// assistant's `propose_skill` does): its proposal, or why not, for the
 /// model. Nothing is said in the chat here.
-pub async fn skill_proposal(daemon: &Daemon, name: &str) -> Result<SkillProposal, String> {
+pub async fn skill_proposal(daemon: &Daemon, name: &str) -> Result<Proposal, String> {
     let Some(source) = &daemon.updates else {
         return Err(aromba_words::assistant::tool::NO_CATALOGUE.into());
     };
@@ -192,19 +175,11 @@ pub async fn skill_proposal(daemon: &Daemon, name: &str) -> Result<SkillProposal
         },
     )
     .await;
-    match answer {
-        Ok(Response::Proposed {
-            action_id,
-            text,
-            buttons,
-            app,
-            ..
-        }) => Ok(SkillProposal {
-            action_id,
-            text,
-            buttons,
-            app,
-        }),
+    let other = match Proposal::of(answer) {
+        Ok(proposal) => return Ok(proposal),
+        Err(other) => *other,
+    };
+    match other {
         Ok(Response::Refused { reason, .. }) => Err(reason),
         Ok(Response::Error { message }) => Err(message),
         Ok(other) => Err(aromba_words::assistant::tool::odd_answer(&format!(

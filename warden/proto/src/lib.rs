@@ -20,6 +20,7 @@
 
 mod frame;
 mod hex;
+pub mod hidden;
 mod message;
 pub mod package;
 mod pin_shape;

@@ -8,6 +8,8 @@
 //! question. The relay keeps the same rule in `aromba_relay_proto::frame`; a
 //! test holds the two equal.
 
+use crate::hidden::invisible_or_separator;
+
 /// The fewest characters a PIN has.
 pub const PIN_MIN_CHARS: usize = 6;
 /// The most characters a PIN has.
@@ -65,12 +67,7 @@ pub fn could_be_pin(text: &str) -> bool {
         && text.chars().any(|c| c.is_numeric())
         && !text
             .chars()
-            .any(|c| c.is_whitespace() || c.is_control() || invisible(c))
-}
-
-/// Characters that show nothing (a PIN with one would look like another).
-fn invisible(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{00AD}')
+            .any(|c| c.is_whitespace() || c.is_control() || invisible_or_separator(c))
 }
 
 #[cfg(test)]
