@@ -322,7 +322,7 @@ mod end_to_end {
     }
 
     /// The first message after `after` with the app's Approve button,
-    /// waited for past the daily check's first look (20 s after the start).
+    /// waited for past the daily check's first look.
     async fn proposal_in_the_chat(p: &Paired, after: usize) -> aromba_botfake::state::Sent {
         for _ in 0..1200 {
             if let Some(m) = p
@@ -414,7 +414,7 @@ mod end_to_end {
     }
 
     /// What the chat says with `want` in it, waited for past the daily
-    /// check's first look (20 s after the start; `next` waits a minute).
+    /// check's first look (`next` waits a minute).
     async fn said_after_the_first_look(p: &Paired, want: &str) -> aromba_botfake::state::Sent {
         p.next(0, |t| t.contains(want)).await
     }

@@ -73,11 +73,16 @@ pub fn installed_as_this_version(w: &TestWarden) {
     .expect("the link");
 }
 
-/// The pairing of a server that checks `url/stable` for releases.
+/// The pairing of a server that checks `url/stable` for releases, its
+/// first look a second after the start (the relay is up at once here; a
+/// server waits 20 s).
 pub fn setup(url: &str) -> Setup {
     Setup {
         releases: Some(format!("{url}/stable")),
-        daemon_env: vec![("AROMBA_RELEASE_KEYS", key_line(RELEASE_PUB))],
+        daemon_env: vec![
+            ("AROMBA_RELEASE_KEYS", key_line(RELEASE_PUB)),
+            ("AROMBA_FIRST_UPDATE_LOOK_S", "1".into()),
+        ],
         adjust: with_test_releases,
         ..Setup::default()
     }

@@ -42,7 +42,9 @@ pub struct UpdateSource {
 
 /// How often the task looks at the clock.
 const TICK: Duration = Duration::from_secs(5 * 60);
-/// A first look this long after the start (the relay link comes first).
+/// A first look this long after the start (the relay link comes first),
+/// or `AROMBA_FIRST_UPDATE_LOOK_S` seconds (the tests', whose relay is
+/// up at once).
 const FIRST_LOOK: Duration = Duration::from_secs(20);
 /// The release folder is looked at once a day.
 const CHECK_EVERY_S: i64 = 86_400;
@@ -147,7 +149,7 @@ pub async fn keep(daemon: Arc<Daemon>) {
     let mut checked: Checked = super::kept::load(&daemon, CHECKED);
     tell_new_version(&daemon, &mut checked).await;
     tell_rollback(&daemon).await;
-    tokio::time::sleep(FIRST_LOOK).await;
+    tokio::time::sleep(first_look()).await;
     loop {
         if let Some(source) = &daemon.updates {
             look(&daemon, source, &mut checked).await;
@@ -155,6 +157,13 @@ pub async fn keep(daemon: Arc<Daemon>) {
         tokio::time::sleep(TICK).await;
         tell_rollback(&daemon).await;
     }
+}
+
+fn first_look() -> Duration {
+    std::env::var("AROMBA_FIRST_UPDATE_LOOK_S")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map_or(FIRST_LOOK, |s| Duration::from_secs(s.min(FIRST_LOOK.as_secs())))
 }
 
 /// After a start on another version than the last one: say so.
