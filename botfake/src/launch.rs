@@ -131,9 +131,22 @@ pub fn launch(
     if let Some(p) = start_param {
         fields.push(("start_param".into(), p.to_string()));
     }
+    signed_launch(key, token, fields)
+}
+
+/// `fields` (decoded) as Telegram hands them to the page: signed with
+/// `key` for the bot `token` (`signature`), then with the token's HMAC
+/// (`hash`), every name and value encoded. Fields of any names and values
+/// are signed as they are (the fuzz targets sign what they make).
+pub fn signed_launch(key: &LaunchKey, token: &str, mut fields: Vec<(String, String)>) -> String {
     let signature = signature(key, bot_id(token).unwrap_or(0), &fields);
     fields.push(("signature".into(), signature));
-    // The bot token's HMAC covers the signature too.
+    hashed_launch(token, fields)
+}
+
+/// `fields` (decoded) with the bot `token`'s HMAC (`hash`) over them, the
+/// signature among them if they have one, every name and value encoded.
+pub fn hashed_launch(token: &str, mut fields: Vec<(String, String)>) -> String {
     let secret = hmac_sha256(b"WebAppData", token.as_bytes());
     let hash = hmac_sha256(&secret, check(&fields, &["hash"]).as_bytes());
     fields.push((
@@ -142,7 +155,7 @@ pub fn launch(
     ));
     fields
         .iter()
-        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
         .collect::<Vec<_>>()
         .join("&")
 }

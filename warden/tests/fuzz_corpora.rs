@@ -4,6 +4,8 @@
 
 mod oracle;
 mod fuzz_check {
+    pub mod launch;
+    pub mod skill_bundle;
     pub mod skill_manifest;
 }
 
@@ -91,4 +93,34 @@ fn skill_manifest_corpus_renders_back_to_the_same_manifest() {
         parsed += usize::from(aromba_warden::skills::manifest::Manifest::parse(&data).is_ok());
     }
     assert!(parsed >= 3, "only {parsed} corpus manifests parse");
+}
+
+#[test]
+fn mini_app_launch_corpus_is_taken_only_as_telegram_signed_it() {
+    let mut taken = 0;
+    for (path, data) in corpus("mini_app_launch") {
+        match fuzz_check::launch::check(&data) {
+            Ok(Some(_)) => taken += 1,
+            Ok(None) => {}
+            Err(broken) => panic!("{}: {broken}", path.display()),
+        }
+    }
+    // The seeds hold launches as Telegram makes them: if none passes, the
+    // fuzzer no longer reaches past the signature from them.
+    assert!(taken >= 3, "only {taken} launches were verified");
+}
+
+#[test]
+fn skill_bundle_corpus_verifies_or_is_refused_with_nothing_written() {
+    let mut verified = 0;
+    for (path, data) in corpus("skill_bundle") {
+        match fuzz_check::skill_bundle::check(&data) {
+            Ok(true) => verified += 1,
+            Ok(false) => {}
+            Err(broken) => panic!("{}: {broken}", path.display()),
+        }
+    }
+    // The catalogue's own bundles verify once signed: if they stop, the
+    // fuzzer no longer reaches past the signature from them.
+    assert!(verified >= 3, "only {verified} bundles verified");
 }

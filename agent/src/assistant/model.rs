@@ -173,6 +173,16 @@ pub struct OpenAi {
 
 /// How long one completion may take.
 const TIMEOUT_S: u64 = 120;
+
+/// [`TIMEOUT_S`], or less when `AROMBA_MODEL_TIMEOUT_S` asks (the tests',
+/// which watch a stream that never ends be cut).
+fn timeout_s() -> u64 {
+    std::env::var("AROMBA_MODEL_TIMEOUT_S")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .map_or(TIMEOUT_S, |s| s.min(TIMEOUT_S))
+}
 /// The largest answer read from the endpoint.
 const MAX_ANSWER: usize = 1 << 20;
 
@@ -326,8 +336,9 @@ async fn exchange<S: super::stream::Events>(
         len: 0,
         usage: Usage::default(),
     };
+    let limit = timeout_s();
     let answer = tokio::time::timeout(
-        Duration::from_secs(TIMEOUT_S),
+        Duration::from_secs(limit),
         request_streamed(dialer, &endpoint.origin, roots, ask, &mut |piece| {
             if broken.is_none() {
                 let fed = stream.feed(piece);
@@ -338,7 +349,7 @@ async fn exchange<S: super::stream::Events>(
         }),
     )
     .await
-    .map_err(|_| ModelError::Timeout(TIMEOUT_S))??;
+    .map_err(|_| ModelError::Timeout(limit))??;
     if answer.status != 200 {
         return Err(ModelError::Status {
             status: answer.status,

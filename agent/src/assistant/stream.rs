@@ -61,8 +61,12 @@ struct Lines {
 }
 
 impl Lines {
-    /// The complete `data:` lines in `bytes` (with what came before).
-    fn feed(&mut self, bytes: &[u8]) -> Result<Vec<String>, ModelError> {
+    /// The complete `data:` lines in `bytes` (with what came before), in
+    /// order, up to and with the first that is not UTF-8: the lines before
+    /// it are read as they would be in any other cutting of the stream
+    /// (found by the `sse_stream` fuzz target: a piece with good lines and
+    /// then a bad one lost its good lines).
+    fn feed(&mut self, bytes: &[u8]) -> Vec<Result<String, ModelError>> {
         self.pending.extend_from_slice(bytes);
         let mut out = Vec::new();
         while let Some(at) = self.pending[self.searched..]
@@ -72,15 +76,18 @@ impl Lines {
         {
             self.searched = 0;
             let line: Vec<u8> = self.pending.drain(..=at).collect();
-            let line = std::str::from_utf8(&line)
-                .map_err(|_| ModelError::Malformed("an event that is not UTF-8".into()))?
-                .trim_end_matches(['\r', '\n']);
-            if let Some(data) = line.strip_prefix("data:") {
-                out.push(data.trim_start().to_string());
+            let Ok(line) = std::str::from_utf8(&line) else {
+                out.push(Err(ModelError::Malformed(
+                    "an event that is not UTF-8".into(),
+                )));
+                return out;
+            };
+            if let Some(data) = line.trim_end_matches(['\r', '\n']).strip_prefix("data:") {
+                out.push(Ok(data.trim_start().to_string()));
             }
         }
         self.searched = self.pending.len();
-        Ok(out)
+        out
     }
 }
 
@@ -151,7 +158,8 @@ pub struct OpenAiStream {
 
 impl Events for OpenAiStream {
     fn feed(&mut self, bytes: &[u8]) -> Result<(), ModelError> {
-        for data in self.lines.feed(bytes)? {
+        for data in self.lines.feed(bytes) {
+            let data = data?;
             if self.done {
                 continue;
             }
@@ -228,7 +236,8 @@ pub struct AnthropicStream {
 
 impl Events for AnthropicStream {
     fn feed(&mut self, bytes: &[u8]) -> Result<(), ModelError> {
-        for data in self.lines.feed(bytes)? {
+        for data in self.lines.feed(bytes) {
+            let data = data?;
             let v = event(&data)?;
             if let Some(e) = error_event(&v) {
                 return Err(e);

@@ -163,7 +163,9 @@ fn first_look() -> Duration {
     std::env::var("AROMBA_FIRST_UPDATE_LOOK_S")
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
-        .map_or(FIRST_LOOK, |s| Duration::from_secs(s.min(FIRST_LOOK.as_secs())))
+        .map_or(FIRST_LOOK, |s| {
+            Duration::from_secs(s.min(FIRST_LOOK.as_secs()))
+        })
 }
 
 /// After a start on another version than the last one: say so.

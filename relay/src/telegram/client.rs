@@ -34,6 +34,9 @@ pub enum CallError {
     Failed(String),
 }
 
+/// The most bytes of a Bot API error's words the relay keeps.
+pub const MAX_TOLD: usize = 1024;
+
 /// Rows of inline buttons: each button's label and what it does.
 pub type Keyboard = Vec<Vec<(String, Key)>>;
 
@@ -87,16 +90,38 @@ impl Client {
         use teloxide::RequestError as E;
         match e {
             E::RetryAfter(s) => CallError::RetryAfter(s.duration()),
-            E::Api(api) => CallError::Refused(scrub(&api.to_string(), &self.token)),
+            E::Api(api) => CallError::Refused(self.told(&api.to_string())),
             E::MigrateToChatId(_) => CallError::Refused("the chat moved to a supergroup".into()),
-            E::Network(n) => CallError::Failed(scrub(&n.to_string(), &self.token)),
+            E::Network(n) => CallError::Failed(self.told(&n.to_string())),
             // The raw body could hold anything; only its length is told.
             E::InvalidJson { raw, .. } => CallError::Failed(format!(
                 "the answer ({} bytes) is not the Bot API's JSON",
                 raw.len()
             )),
-            E::Io(io) => CallError::Failed(scrub(&io.to_string(), &self.token)),
+            E::Io(io) => CallError::Failed(self.told(&io.to_string())),
         }
+    }
+
+    /// An error's words as the relay logs them: without the token, on one
+    /// line, at most [`MAX_TOLD`] bytes (an answer's description is
+    /// Telegram's to write, of any length: found by the `bot_answer` fuzz
+    /// target, a 100 KB description went whole into the log).
+    fn told(&self, words: &str) -> String {
+        let scrubbed = scrub(words, &self.token);
+        let mut out = String::new();
+        for c in scrubbed.chars() {
+            let piece: String = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                c.to_string()
+            };
+            if out.len() + piece.len() > MAX_TOLD {
+                out.push('…');
+                break;
+            }
+            out.push_str(&piece);
+        }
+        out
     }
 
     /// The bot's username (for `https://t.me/<username>` links).

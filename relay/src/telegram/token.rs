@@ -73,12 +73,18 @@ fn is_secret_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
 }
 
-/// `text` with `token` and every `<digits>:<30+ token characters>` run
-/// replaced by [`HIDDEN`]. The shape catches a token the client rewrote or
-/// cut (URL-encoded colons included: `%3A`).
+/// `text` with `token`, its secret part alone, and every `<digits>:<30+
+/// token characters>` run replaced by [`HIDDEN`]. The shape catches a token
+/// the client rewrote or cut (URL-encoded colons included: `%3A`); the
+/// secret alone is what an answer echoing part of a request could hold
+/// (found by the `bot_answer` fuzz target).
 pub fn scrub(text: &str, token: &BotToken) -> String {
     let exact = text.replace(token.expose(), HIDDEN);
     let exact = exact.replace(&token.expose().replace(':', "%3A"), HIDDEN);
+    let exact = match token.expose().split_once(':') {
+        Some((_, secret)) => exact.replace(secret, HIDDEN),
+        None => exact,
+    };
     scrub_shape(&exact)
 }
 
@@ -151,6 +157,15 @@ mod tests {
         ] {
             assert_eq!(BotToken::new(bad).err(), Some(MalformedToken), "{bad}");
         }
+    }
+
+    #[test]
+    fn scrubs_the_tokens_secret_part_alone() {
+        let token = BotToken::new(TOKEN).expect("a token");
+        let secret = TOKEN.split_once(':').expect("a colon").1;
+        let scrubbed = scrub(&format!("Bad Request: {secret} is not modified"), &token);
+        assert!(!scrubbed.contains(secret), "{scrubbed}");
+        assert!(scrubbed.contains(HIDDEN), "{scrubbed}");
     }
 
     #[test]

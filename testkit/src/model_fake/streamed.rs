@@ -162,9 +162,19 @@ pub async fn fake_model(script: Script) -> FakeModel {
 /// A server paired with [`paired_with`] whose assistant asks a streaming
 /// fake model (named `hostile`) answering from `script`.
 pub async fn with_model(db: PgPool, name: &str, script: Script) -> (Paired, FakeModel) {
+    with_model_setup(db, name, Setup::default(), script).await
+}
+
+/// [`with_model`] with the pairing's `setup`.
+pub async fn with_model_setup(
+    db: PgPool,
+    name: &str,
+    setup: Setup,
+    script: Script,
+) -> (Paired, FakeModel) {
     let model = fake_model(script).await;
     let url = model.url.clone();
-    let p = paired_with(db, name, Setup::default(), move |w| {
+    let p = paired_with(db, name, setup, move |w| {
         assistant_files(w, &url, "hostile");
     })
     .await;
