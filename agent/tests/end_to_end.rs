@@ -551,10 +551,15 @@ async fn a_failed_unit_raises_an_alert_and_its_recovery_clears_it_once(db: PgPoo
     std::fs::create_dir_all(&dir).expect("a directory of root's");
     let failed = stand_in_systemctl(&dir);
     std::fs::write(&failed, "").expect("nginx fails");
-    let p = paired(db, "e2e-units").await;
+    // The health set is read every 15 s here (a minute on a server).
+    let setup = Setup {
+        daemon_env: vec![("AROMBA_HEALTH_EVERY_S", "15".into())],
+        ..Setup::default()
+    };
+    let p = paired_with(db, "e2e-units", setup, |_| {}).await;
     let raised = |t: &str| t == "Service nginx.service has failed.";
     let cleared = |t: &str| t == "Service nginx.service is no longer failed.";
-    // The health set is read when the daemon starts, then every minute.
+    // The health set is read when the daemon starts, then every 15 s.
     p.next(0, raised).await;
     let services = p.ask("/services", |t| t.contains("nginx.service")).await;
     assert!(services.text.contains("failed"), "{}", services.text);
@@ -569,8 +574,8 @@ async fn a_failed_unit_raises_an_alert_and_its_recovery_clears_it_once(db: PgPoo
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    // One more minute: neither is said again.
-    tokio::time::sleep(Duration::from_secs(65)).await;
+    // Two more reads: neither is said again.
+    tokio::time::sleep(Duration::from_secs(32)).await;
     let sent = p.bot.fake.sent_to(CHAT);
     let count = |f: &dyn Fn(&str) -> bool| sent.iter().filter(|m| f(&m.text)).count();
     assert_eq!(count(&raised), 1, "raised once");

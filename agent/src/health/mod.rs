@@ -22,6 +22,18 @@ use std::time::Duration;
 /// One command a minute: ten of the Worker's 48 in ten minutes, the rest
 /// left to the chat, dry runs and scheduled runs.
 const EVERY: Duration = Duration::from_secs(60);
+/// The shortest period `AROMBA_HEALTH_EVERY_S` may ask (the tests', which
+/// watch an alert raised and cleared): forty commands in ten minutes.
+const EVERY_AT_LEAST: Duration = Duration::from_secs(15);
+
+fn every() -> Duration {
+    std::env::var("AROMBA_HEALTH_EVERY_S")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map_or(EVERY, |s| {
+            Duration::from_secs(s).clamp(EVERY_AT_LEAST, EVERY)
+        })
+}
 
 /// The minute's health, from the Warden's health set (one request): a
 /// read that failed leaves its part of the snapshot empty, which neither
@@ -184,7 +196,7 @@ pub fn local_day_and_minute() -> (u32, u16) {
 /// its time has come.
 pub async fn watch(daemon: Arc<Daemon>) {
     let mut alerts = Alerts::new(Thresholds::default());
-    let mut ticker = tokio::time::interval(EVERY);
+    let mut ticker = tokio::time::interval(every());
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
