@@ -7,7 +7,8 @@
 //! access-log lines, JSON logs, `df`, `docker ps`, …) with a planted secret
 //! every 400 lines, processed in 1 MiB pieces — the Warden's output cap —
 //! and as one stream, as `aromba-warden redact` does (1 MiB reads from a
-//! file into `Stream`, written out).
+//! file into `Stream`, written out). Then hostile output: a 1 MiB line of
+//! one token prefix repeated, against the realistic rate.
 //!
 //! Run: `cargo bench -p aromba-redact --bench throughput`
 //! (`AROMBA_BENCH_MIB=20` for a quicker run).
@@ -209,4 +210,22 @@ fn main() {
     println!("ratio stream / naive RegexSet = {:.2}", streamed / baseline);
     println!("ratio pieces / cat-like read  = {:.2}", ours / cat);
     println!("ratio stream / cat-like read  = {:.2}", streamed / cat);
+
+    // Hostile output: one line of a token prefix repeated over the whole
+    // cap, every repetition a candidate inside one run of the rule's
+    // alphabet. Each rule reads a run about once; before, each candidate
+    // read to the run's end (a mebibyte of `sk-` took minutes).
+    let mut slowest = f64::MAX;
+    for unit in ["sk-", "-eyJ", "ya29.", "xoxb-", "-AIza", "-GOCSPX-", "key "] {
+        let input = unit.repeat(PIECE / unit.len());
+        let (rate, removed) = measure(input.len(), || {
+            redactor.redact(input.as_bytes()).counts.total()
+        });
+        println!("hostile {unit:<10} 1 MiB line    {rate:>9.1} MiB/s   ({removed} removals)");
+        slowest = slowest.min(rate);
+    }
+    println!(
+        "ratio slowest hostile line / 1 MiB pieces = {:.2}",
+        slowest / ours
+    );
 }

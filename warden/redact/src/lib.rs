@@ -43,6 +43,7 @@ mod bytes;
 mod class;
 mod header;
 mod keys;
+mod runs;
 mod scan;
 mod stream;
 mod tokens;

@@ -13,6 +13,7 @@ use crate::Class;
 use crate::assign::assignment_at;
 use crate::bytes::MARKER_PREFIX;
 use crate::class::Counts;
+use crate::runs::Runs;
 use crate::tokens::{Found, Prefix, telegram_at_colon, telegram_at_encoded_colon, token_at};
 use crate::url::{UrlForm, url_password_at};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
@@ -173,15 +174,87 @@ struct Recorder<'h> {
     hits: Vec<Hit>,
     /// The end of the last removal: rules read nothing before it.
     copied: usize,
+    /// Token candidates since the last removal that their rule refused.
+    refused: Vec<Candidate>,
+    runs: Runs,
+}
+
+/// A token rule's candidate: where its prefix is and which rule it starts.
+/// Every token rule reads forward over one run of bytes and stops at the
+/// first byte outside it, and a marker's `[` is outside every one: so what
+/// a second pass judges, where a removal after the candidate left a marker,
+/// is exactly the candidate judged on the input cut where that removal
+/// starts. (A Telegram token's secret is exactly 35 bytes with no token
+/// byte after: no removal starts right after one, so it never needs this.)
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    at: usize,
+    prefix: Prefix,
+}
+
+/// Judges `refused` again on `hay`, cut where the removal after them
+/// starts, from `floor` on, as a second pass over the output would, and
+/// appends what it now removes to `out` in order: a key glued to the one
+/// removed after it (`AIza…-sk-…`) made one run too long for its rule, and
+/// the marker ends that run. They are judged from the last: one removed
+/// this way cuts the run of those before it in turn. Each is judged once,
+/// and reads no further than its rule's longest body.
+fn judge_again(
+    hay: &[u8],
+    refused: &[Candidate],
+    floor: usize,
+    runs: &mut Runs,
+    out: &mut Vec<(Found, usize)>,
+) {
+    let first = out.len();
+    let mut limit = hay.len();
+    for &candidate in refused.iter().rev() {
+        if candidate.at < floor || candidate.at >= limit {
+            continue;
+        }
+        let found = token_at(&hay[..limit], candidate.at, candidate.prefix, floor, runs)
+            .filter(|found| found.start >= floor && found.end > found.start);
+        if let Some(found) = found {
+            out.push((found, candidate.at));
+            limit = found.start;
+        }
+    }
+    out[first..].reverse();
 }
 
 impl Recorder<'_> {
+    fn refuse(&mut self, candidate: Candidate) {
+        self.refused.push(candidate);
+    }
+
     fn replace(&mut self, found: Found, trigger: usize) {
         // A secret overlapping one already removed: remove what is left of it.
         let start = found.start.max(self.copied);
+        let mut anchor = self.anchor(trigger, start);
+        if !self.refused.is_empty() {
+            let refused = std::mem::take(&mut self.refused);
+            let mut again = Vec::new();
+            let hay = self.hay;
+            judge_again(
+                &hay[..start],
+                &refused,
+                self.copied,
+                &mut self.runs,
+                &mut again,
+            );
+            for (earlier, trigger) in again {
+                let earlier_anchor = self.anchor(trigger, earlier.start);
+                // Their removal depends on this one: a stream window must
+                // not cut between them.
+                anchor = anchor.min(earlier_anchor);
+                self.hits.push(Hit {
+                    found: earlier,
+                    anchor: earlier_anchor,
+                });
+                self.copied = earlier.end;
+            }
+        }
         let end = found.end.max(start);
-        let line_start = memchr::memrchr(b'\n', &self.hay[..trigger]).map_or(0, |i| i + 1);
-        let anchor = line_start.max(trigger.saturating_sub(LOOKBACK)).min(start);
         self.hits.push(Hit {
             found: Found {
                 start,
@@ -191,6 +264,16 @@ impl Recorder<'_> {
             anchor,
         });
         self.copied = end;
+    }
+
+    /// The earliest byte a judgement at `trigger` may have read.
+    fn anchor(&self, trigger: usize, start: usize) -> usize {
+        // Only the last LOOKBACK bytes: a long line with many removals must
+        // not be searched back to its start for each.
+        let earliest = trigger.saturating_sub(LOOKBACK);
+        let line_start = memchr::memrchr(b'\n', &self.hay[earliest..trigger])
+            .map_or(earliest, |i| earliest + i + 1);
+        line_start.min(start)
     }
 }
 
@@ -288,6 +371,8 @@ fn find_with(triggers: &Triggers, hay: &[u8], lower: &[u8], continues: bool, cut
         hay,
         hits: Vec::new(),
         copied: 0,
+        refused: Vec::new(),
+        runs: Runs::default(),
     };
     let rares = rares(triggers, hay, lower);
     let rare = &rares.candidates;
@@ -334,7 +419,7 @@ fn tokens_between(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Reco
             continue;
         };
         if m.start() >= w.copied
-            && let Some(token) = token_at(view.hay, m.start(), prefix, w.copied)
+            && let Some(token) = token_at(view.hay, m.start(), prefix, w.copied, &mut w.runs)
         {
             w.replace(token, m.start());
         }
@@ -345,11 +430,12 @@ fn tokens_between(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Reco
 /// `view[start..end]`.
 fn first_token(triggers: &Triggers, view: View<'_>, start: usize, end: usize) -> Option<usize> {
     let input = Input::new(view.lower).span(start..end.min(view.lower.len()));
+    let mut runs = Runs::default();
     triggers.tokens.find_iter(input).find_map(|m| {
         let Trigger::Token(prefix) = TRIGGERS[m.pattern().as_usize()].1 else {
             return None;
         };
-        token_at(view.hay, m.start(), prefix, start)
+        token_at(view.hay, m.start(), prefix, start, &mut runs)
             .map(|token| token.start)
             .filter(|&t| t < end)
     })
@@ -415,6 +501,9 @@ fn scan_segment(
     w: &mut Recorder<'_>,
 ) {
     let hay = view.hay;
+    // Candidates before this segment were judged on bytes up to its start,
+    // as a second pass judges them: a kept block is in both.
+    w.refused.clear();
     let mut tokens = Matches::new(&triggers.tokens, view.lower, from);
     let mut keywords = Matches::new(&triggers.keywords, view.lower, from);
     let first = rare.partition_point(|&(c, _)| c < from);
@@ -440,9 +529,18 @@ fn scan_segment(
         let Some(first) = starts.iter().flatten().min().copied() else {
             break;
         };
-        let (found, resume, trigger) = if let Some(m) = token.filter(|m| m.start() == first) {
+        let (found, resume, trigger, candidate) = if let Some(m) =
+            token.filter(|m| m.start() == first)
+        {
+            let mut candidate = None;
             let found = match TRIGGERS[m.pattern().as_usize()].1 {
-                Trigger::Token(prefix) => token_at(hay, m.start(), prefix, w.copied),
+                Trigger::Token(prefix) => {
+                    candidate = Some(Candidate {
+                        at: m.start(),
+                        prefix,
+                    });
+                    token_at(hay, m.start(), prefix, w.copied, &mut w.runs)
+                }
                 Trigger::SchemeSeparator(form) => {
                     let found = url_password_at(hay, m.start(), w.copied, form);
                     if let Some(password) = found {
@@ -453,7 +551,7 @@ fn scan_segment(
                     found
                 }
             };
-            (found, m.end(), m.start())
+            (found, m.end(), m.start(), candidate)
         } else if let Some(m) = keyword.filter(|m| m.start() == first) {
             let floor = w.copied;
             let token_inside = |start: usize, end: usize| first_token(triggers, view, start, end);
@@ -461,12 +559,12 @@ fn scan_segment(
             if let Some(value) = found {
                 tokens_between(triggers, view.until(value.start), m.end(), w);
             }
-            (found, m.end(), m.start())
+            (found, m.end(), m.start(), None)
         } else {
             let Some((c, kind)) = next_rare else { break };
             let found = match kind {
-                Rare::TelegramColon => telegram_at_colon(hay, c, w.copied),
-                Rare::EncodedColon => telegram_at_encoded_colon(hay, c, w.copied),
+                Rare::TelegramColon => telegram_at_colon(hay, c, w.copied, &mut w.runs),
+                Rare::EncodedColon => telegram_at_encoded_colon(hay, c, w.copied, &mut w.runs),
                 Rare::Scheme(form) => {
                     let found = url_password_at(hay, c, w.copied, form);
                     if let Some(password) = found {
@@ -475,14 +573,19 @@ fn scan_segment(
                     found
                 }
             };
-            (found, c + 1, c)
+            (found, c + 1, c, None)
         };
         match found {
             Some(found) if found.end > w.copied => {
                 at = found.end;
                 w.replace(found, trigger);
             }
-            _ => at = resume,
+            _ => {
+                if let Some(candidate) = candidate {
+                    w.refuse(candidate);
+                }
+                at = resume;
+            }
         }
     }
 }

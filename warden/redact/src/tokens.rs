@@ -4,6 +4,7 @@
 
 use crate::Class;
 use crate::bytes::{is_token_byte, run_end};
+use crate::runs::{Alphabet, Runs};
 
 /// Which token family a trigger prefix starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,15 +58,18 @@ fn left_boundary_ok(hay: &[u8], start: usize, floor: usize) -> bool {
 }
 
 /// The body `[start, end)` of bytes in `alphabet`, if its length is within
-/// `min..=max` and no byte of the same alphabet follows it.
+/// `min..=max` and no byte of the same alphabet follows it. Reads at most
+/// one byte past the longest body, and `runs` remembers what it read.
 fn body(
     hay: &[u8],
     start: usize,
     min: usize,
     max: usize,
-    alphabet: impl Fn(u8) -> bool + Copy,
+    alphabet: Alphabet,
+    runs: &mut Runs,
 ) -> Option<usize> {
-    let end = run_end(hay, start, alphabet);
+    let bound = start.saturating_add(max).saturating_add(1);
+    let end = runs.end(hay, start, bound, alphabet);
     let len = end - start;
     (min..=max).contains(&len).then_some(end)
 }
@@ -74,8 +78,15 @@ fn body(
 /// Prefix literals are matched case-insensitively by the trigger automaton;
 /// the case is checked here. No rule looks before `floor`: those bytes were
 /// already replaced, and a judgement must not depend on what a second pass
-/// over the output would no longer see.
-pub(crate) fn token_at(hay: &[u8], at: usize, prefix: Prefix, floor: usize) -> Option<Found> {
+/// over the output would no longer see. `runs`: what this pass over `hay`
+/// has read already.
+pub(crate) fn token_at(
+    hay: &[u8],
+    at: usize,
+    prefix: Prefix,
+    floor: usize,
+    runs: &mut Runs,
+) -> Option<Found> {
     if !left_boundary_ok(hay, at, floor) && prefix != Prefix::SlackWebhook {
         return None;
     }
@@ -96,7 +107,7 @@ pub(crate) fn token_at(hay: &[u8], at: usize, prefix: Prefix, floor: usize) -> O
             } else {
                 return None;
             };
-            let end = body(hay, at + head, 20, 512, is_token_byte)?;
+            let end = body(hay, at + head, 20, 512, Alphabet::Token, runs)?;
             Some(found(end, class))
         }
         Prefix::StripeKey => {
@@ -109,14 +120,14 @@ pub(crate) fn token_at(hay: &[u8], at: usize, prefix: Prefix, floor: usize) -> O
             .into_iter()
             .find(|h| rest.starts_with(h))?
             .len();
-            let end = body(hay, at + head, 16, 256, is_alnum)?;
+            let end = body(hay, at + head, 16, 256, Alphabet::Alnum, runs)?;
             Some(found(end, Class::StripeKey))
         }
         Prefix::StripeWebhook => {
             if !rest.starts_with(b"whsec_") {
                 return None;
             }
-            let end = body(hay, at + 6, 24, 256, is_alnum)?;
+            let end = body(hay, at + 6, 24, 256, Alphabet::Alnum, runs)?;
             Some(found(end, Class::StripeKey))
         }
         Prefix::GitHubClassic => {
@@ -127,22 +138,21 @@ pub(crate) fn token_at(hay: &[u8], at: usize, prefix: Prefix, floor: usize) -> O
             if !ok {
                 return None;
             }
-            let end = body(hay, at + 4, 30, 255, is_alnum)?;
+            let end = body(hay, at + 4, 30, 255, Alphabet::Alnum, runs)?;
             Some(found(end, Class::GitHubToken))
         }
         Prefix::GitHubFineGrained => {
             if !rest.starts_with(b"github_pat_") {
                 return None;
             }
-            let end = body(hay, at + 11, 40, 255, |b| is_alnum(b) || b == b'_')?;
+            let end = body(hay, at + 11, 40, 255, Alphabet::AlnumUnderscore, runs)?;
             Some(found(end, Class::GitHubToken))
         }
         Prefix::AwsAccessKeyId => {
             if !(rest.starts_with(b"AKIA") || rest.starts_with(b"ASIA")) {
                 return None;
             }
-            let upper_or_digit = |b: u8| b.is_ascii_uppercase() || b.is_ascii_digit();
-            let end = run_end(hay, at + 4, upper_or_digit);
+            let end = runs.end(hay, at + 4, at + 4 + 17, Alphabet::UpperOrDigit);
             // Exactly 16 after the prefix, and not followed by more of a word.
             let exact = end - (at + 4) == 16 && hay.get(end).is_none_or(|&b| !is_alnum(b));
             exact.then(|| found(end, Class::AwsKey))
@@ -161,15 +171,14 @@ pub(crate) fn token_at(hay: &[u8], at: usize, prefix: Prefix, floor: usize) -> O
             if !ok {
                 return None;
             }
-            let alphabet = |b: u8| is_alnum(b) || b == b'-' || b == b'.';
-            let end = body(hay, at + 5, 10, 512, alphabet)?;
+            let end = body(hay, at + 5, 10, 512, Alphabet::AlnumDashDot, runs)?;
             Some(found(end, Class::SlackToken))
         }
         Prefix::SlackApp => {
             if !rest.starts_with(b"xapp-") {
                 return None;
             }
-            let end = body(hay, at + 5, 10, 512, |b| is_alnum(b) || b == b'-')?;
+            let end = body(hay, at + 5, 10, 512, Alphabet::AlnumDash, runs)?;
             Some(found(end, Class::SlackToken))
         }
         Prefix::SlackWebhook => {
@@ -179,7 +188,7 @@ pub(crate) fn token_at(hay: &[u8], at: usize, prefix: Prefix, floor: usize) -> O
             }
             // The secret is the path after /services/: T…/B…/secret.
             let start = at + HEAD.len();
-            let end = body(hay, start, 20, 256, |b| is_token_byte(b) || b == b'/')?;
+            let end = body(hay, start, 20, 256, Alphabet::TokenSlash, runs)?;
             Some(Found {
                 start,
                 end,
@@ -190,45 +199,45 @@ pub(crate) fn token_at(hay: &[u8], at: usize, prefix: Prefix, floor: usize) -> O
             if !rest.starts_with(b"AIza") {
                 return None;
             }
-            let end = body(hay, at + 4, 30, 64, is_token_byte)?;
+            let end = body(hay, at + 4, 30, 64, Alphabet::Token, runs)?;
             Some(found(end, Class::GoogleKey))
         }
         Prefix::GoogleClientSecret => {
             if !rest.starts_with(b"GOCSPX-") {
                 return None;
             }
-            let end = body(hay, at + 7, 20, 128, is_token_byte)?;
+            let end = body(hay, at + 7, 20, 128, Alphabet::Token, runs)?;
             Some(found(end, Class::GoogleKey))
         }
         Prefix::GoogleAccessToken => {
             if !rest.starts_with(b"ya29.") {
                 return None;
             }
-            let end = body(hay, at + 5, 20, 4096, |b| is_token_byte(b) || b == b'.')?;
+            let end = body(hay, at + 5, 20, 4096, Alphabet::TokenDot, runs)?;
             Some(found(end, Class::GoogleKey))
         }
         Prefix::GoogleRefreshToken => {
             if !rest.starts_with(b"1//0") {
                 return None;
             }
-            let end = body(hay, at + 4, 30, 1024, is_token_byte)?;
+            let end = body(hay, at + 4, 30, 1024, Alphabet::Token, runs)?;
             Some(found(end, Class::GoogleKey))
         }
-        Prefix::Jwt => jwt_at(hay, at),
+        Prefix::Jwt => jwt_at(hay, at, runs),
     }
 }
 
 /// `eyJ…` `.` `eyJ…`-ish `.` signature: header and payload are base64url
 /// JSON, the signature may be empty (`alg: none`).
-fn jwt_at(hay: &[u8], at: usize) -> Option<Found> {
+fn jwt_at(hay: &[u8], at: usize, runs: &mut Runs) -> Option<Found> {
     if !hay[at..].starts_with(b"eyJ") {
         return None;
     }
-    let header_end = body(hay, at, 10, 8192, is_token_byte)?;
+    let header_end = body(hay, at, 10, 8192, Alphabet::Token, runs)?;
     if hay.get(header_end) != Some(&b'.') {
         return None;
     }
-    let payload_end = body(hay, header_end + 1, 10, 65536, is_token_byte)?;
+    let payload_end = body(hay, header_end + 1, 10, 65536, Alphabet::Token, runs)?;
     if hay.get(payload_end) != Some(&b'.') {
         return None;
     }
@@ -243,17 +252,33 @@ fn jwt_at(hay: &[u8], at: usize) -> Option<Found> {
 /// A Telegram bot token `123456789:AA…` (6–12 digits, a colon, 35 base64url
 /// bytes), found from its colon. It has no literal prefix, so the scanner
 /// offers every colon; the check fails within a byte or two on timestamps.
-pub(crate) fn telegram_at_colon(hay: &[u8], colon: usize, floor: usize) -> Option<Found> {
-    telegram_at_separator(hay, colon, 1, floor)
+pub(crate) fn telegram_at_colon(
+    hay: &[u8],
+    colon: usize,
+    floor: usize,
+    runs: &mut Runs,
+) -> Option<Found> {
+    telegram_at_separator(hay, colon, 1, floor, runs)
 }
 
 /// The same token with its colon percent-encoded (`123456789%3AAA…`), as it
 /// appears in an encoded URL or form body.
-pub(crate) fn telegram_at_encoded_colon(hay: &[u8], at: usize, floor: usize) -> Option<Found> {
-    telegram_at_separator(hay, at, 3, floor)
+pub(crate) fn telegram_at_encoded_colon(
+    hay: &[u8],
+    at: usize,
+    floor: usize,
+    runs: &mut Runs,
+) -> Option<Found> {
+    telegram_at_separator(hay, at, 3, floor, runs)
 }
 
-fn telegram_at_separator(hay: &[u8], sep: usize, sep_len: usize, floor: usize) -> Option<Found> {
+fn telegram_at_separator(
+    hay: &[u8],
+    sep: usize,
+    sep_len: usize,
+    floor: usize,
+    runs: &mut Runs,
+) -> Option<Found> {
     let mut start = sep;
     while start > floor && sep - start < 13 && hay[start - 1].is_ascii_digit() {
         start -= 1;
@@ -269,7 +294,7 @@ fn telegram_at_separator(hay: &[u8], sep: usize, sep_len: usize, floor: usize) -
     if !boundary {
         return None;
     }
-    let end = body(hay, sep + sep_len, 35, 35, is_token_byte)?;
+    let end = body(hay, sep + sep_len, 35, 35, Alphabet::Token, runs)?;
     Some(Found {
         start,
         end,
@@ -298,13 +323,13 @@ pub(crate) fn class_of_value(value: &[u8]) -> Option<Class> {
     ];
     for (head, prefix) in FAMILIES {
         if value.starts_with(head)
-            && let Some(found) = token_at(value, 0, prefix, 0)
+            && let Some(found) = token_at(value, 0, prefix, 0, &mut Runs::default())
         {
             return Some(found.class);
         }
     }
     if let Some(colon) = memchr::memchr(b':', value)
-        && let Some(found) = telegram_at_colon(value, colon, 0)
+        && let Some(found) = telegram_at_colon(value, colon, 0, &mut Runs::default())
         && found.start == 0
     {
         return Some(found.class);
@@ -312,7 +337,7 @@ pub(crate) fn class_of_value(value: &[u8]) -> Option<Class> {
     if let Some(pct) = memchr::memchr(b'%', value)
         && value[pct..].len() > 3
         && value[pct + 1..pct + 3].eq_ignore_ascii_case(b"3a")
-        && let Some(found) = telegram_at_encoded_colon(value, pct, 0)
+        && let Some(found) = telegram_at_encoded_colon(value, pct, 0, &mut Runs::default())
         && found.start == 0
     {
         return Some(found.class);
@@ -327,14 +352,17 @@ mod tests {
     #[test]
     fn refuses_a_prefix_inside_a_longer_word() {
         let hay = b"desk-abcdefghijklmnopqrstuvwxyz0123";
-        assert_eq!(token_at(hay, 2, Prefix::SkDash, 0), None);
+        assert_eq!(
+            token_at(hay, 2, Prefix::SkDash, 0, &mut Runs::default()),
+            None
+        );
     }
 
     #[test]
     fn finds_a_telegram_token_in_a_bot_api_path() {
         let hay = b"GET /bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1/getMe";
         let colon = hay.iter().position(|&b| b == b':').unwrap();
-        let found = telegram_at_colon(hay, colon, 0).unwrap();
+        let found = telegram_at_colon(hay, colon, 0, &mut Runs::default()).unwrap();
         assert_eq!(&hay[found.start..found.start + 9], b"123456789");
     }
 
@@ -342,13 +370,13 @@ mod tests {
     fn finds_a_telegram_token_with_an_encoded_colon() {
         let hay = b"text=hi&token=123456789%3AAAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1&x";
         let at = hay.windows(3).position(|w| w == b"%3A").unwrap();
-        let found = telegram_at_encoded_colon(hay, at, 0).unwrap();
+        let found = telegram_at_encoded_colon(hay, at, 0, &mut Runs::default()).unwrap();
         assert_eq!(&hay[found.start..found.end], &hay[14..61]);
     }
 
     #[test]
     fn leaves_a_clock_time_alone() {
         let hay = b"Dec 02 04:14:53 host";
-        assert_eq!(telegram_at_colon(hay, 9, 0), None);
+        assert_eq!(telegram_at_colon(hay, 9, 0, &mut Runs::default()), None);
     }
 }

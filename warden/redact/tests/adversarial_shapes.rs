@@ -382,3 +382,59 @@ fn a_marker_where_an_armor_line_was_keeps_two_key_lines_apart_on_a_second_pass()
         );
     }
 }
+
+/// Asserts that one pass leaves nothing for a second pass to remove.
+fn idempotent(input: &str) {
+    let once = redact(input.as_bytes()).text;
+    let twice = redact(&once);
+    assert_eq!(
+        String::from_utf8_lossy(&twice.text),
+        String::from_utf8_lossy(&once),
+        "a second pass changed the first's output"
+    );
+    assert_eq!(twice.counts.total(), 0, "a second pass removed something");
+}
+
+const GOOGLE: &str = "AIzaSyDq3xV8bN2kLmP0rT5wYzA1cE4gH7jK9oQ";
+const OPENAI: &str = "sk-proj-Xq9Lm2Vb7Nc4Rt8Wy1Za3Kd6Hf0Jg5Ps2Eu7Io4Tb";
+
+/// Found by the redactor's fuzz campaign (kept as the corpus input
+/// `google_key_run_cut_short_by_an_openai_key_inside_it`): a Google key with
+/// an OpenAI key glued after it by a dash is one run of token bytes, too
+/// long to be a Google key, so one pass removed only the OpenAI key and
+/// left the Google key whole (a second pass, seeing the run end at the
+/// marker, removed it).
+#[test]
+fn a_google_key_glued_to_an_openai_key_is_removed_with_it_by_one_pass() {
+    let input = format!("deploy: {GOOGLE}-{OPENAI} done\n");
+    let counts = gone(&input, &[GOOGLE, &OPENAI[3..]], &["deploy: ", " done\n"]);
+    assert_eq!(counts.get(Class::GoogleKey), 1);
+    assert_eq!(counts.get(Class::OpenAiKey), 1);
+    idempotent(&input);
+    stream_agrees(&input);
+}
+
+/// The same with an AWS key id after the Google key, and more after it:
+/// the AWS rule takes its 16 bytes at the dash, so the Google key's run is
+/// cut short only in the output.
+#[test]
+fn a_google_key_glued_to_an_aws_key_id_is_removed_with_it_by_one_pass() {
+    let aws = "AKIAIOSFODNN7EXAMPLE";
+    let input = format!("{GOOGLE}-{aws}-more-of-the-same-run-of-bytes-to-make-it-long\n");
+    let counts = gone(&input, &[GOOGLE, aws], &["-more-of-the-same"]);
+    assert_eq!(counts.get(Class::GoogleKey), 1);
+    assert_eq!(counts.get(Class::AwsKey), 1);
+    idempotent(&input);
+    stream_agrees(&input);
+}
+
+/// Two Google keys and an OpenAI key in one run: removing the OpenAI key
+/// makes the second Google key one, and removing that makes the first one.
+#[test]
+fn keys_glued_three_in_a_row_are_all_removed_by_one_pass() {
+    let input = format!("{GOOGLE}-{GOOGLE}-{OPENAI}\n");
+    let counts = gone(&input, &[GOOGLE, &OPENAI[3..]], &[]);
+    assert_eq!(counts.get(Class::GoogleKey), 2);
+    idempotent(&input);
+    stream_agrees(&input);
+}
