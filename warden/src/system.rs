@@ -948,3 +948,131 @@ pub mod probe {
         verdict(libc::c_long::from(rc)).map(drop)
     }
 }
+
+/// Each wrapper against the real kernel, on the edges where a wrong size or
+/// offset would read or write memory it should not: `.ci/run` also runs
+/// these under AddressSanitizer (`scripts/test`), which checks every byte
+/// the calls and the parsing after them touch.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// A fresh directory of its own under the system's temporary one.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("aromba-system-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn peer_cred_names_this_process_at_the_other_end_of_a_socket_pair() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let cred = peer_cred(&a).unwrap();
+        assert_eq!(cred.pid, std::process::id() as i32);
+        assert_eq!(cred.uid, euid());
+    }
+
+    #[test]
+    fn inotify_reads_every_event_of_more_than_one_full_buffer_then_a_move_and_a_delete() {
+        let dir = scratch("inotify");
+        let path = dir.join("honeypot");
+        std::fs::write(&path, b"bait").unwrap();
+        let watch = Inotify::new().unwrap();
+        let wd = watch.watch_opens(&path).unwrap();
+        // An open and a read alternate, so the kernel merges none of them:
+        // 600 events of 16 bytes, more than one 4 KiB read holds.
+        for _ in 0..300 {
+            let mut f = std::fs::File::open(&path).unwrap();
+            let mut byte = [0u8; 1];
+            f.read_exact(&mut byte).unwrap();
+        }
+        let mut opened = 0;
+        while opened < 600 {
+            let events = watch.wait().unwrap();
+            assert!(
+                events.len() <= 4096 / 16,
+                "{} events from one read",
+                events.len()
+            );
+            for (got, touched) in events {
+                assert_eq!((got, touched), (wd, Touched::Opened));
+                opened += 1;
+            }
+        }
+        let moved = dir.join("moved");
+        std::fs::rename(&path, &moved).unwrap();
+        assert_eq!(watch.wait().unwrap(), vec![(wd, Touched::Moved)]);
+        std::fs::remove_file(&moved).unwrap();
+        let mut rest = watch.wait().unwrap();
+        if rest.len() < 2 {
+            rest.extend(watch.wait().unwrap());
+        }
+        assert_eq!(rest, vec![(wd, Touched::Deleted), (wd, Touched::Unwatched)]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn extended_attributes_read_back_whole_and_absent_ones_read_as_none() {
+        let dir = scratch("xattr");
+        let path = dir.join("file");
+        std::fs::write(&path, b"x").unwrap();
+        let name = c"user.aromba_test";
+        // Larger than a page, as large as ext4 keeps in one block.
+        let value: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: both strings are NUL-terminated and `value` is valid for
+        // reads of its length, all live across the call.
+        let rc = unsafe {
+            libc::lsetxattr(
+                c.as_ptr(),
+                name.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        };
+        assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+        assert_eq!(lgetxattr(&path, name).unwrap(), Some(value));
+        assert_eq!(lgetxattr(&path, c"user.aromba_absent").unwrap(), None);
+        let file = std::fs::File::open(&path).unwrap();
+        let by_fd = std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        assert!(has_xattr(&by_fd, name).unwrap());
+        removexattr(&by_fd, name).unwrap();
+        removexattr(&by_fd, name).unwrap();
+        assert!(!has_xattr(&by_fd, name).unwrap());
+        assert_eq!(lgetxattr(&path, name).unwrap(), None);
+        let nul = std::path::Path::new(std::ffi::OsStr::from_bytes(b"a\0b"));
+        assert!(lgetxattr(nul, name).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn seek_data_and_hole_find_the_one_extent_of_a_sparse_file() {
+        use std::os::unix::fs::FileExt;
+        let dir = scratch("sparse");
+        let path = dir.join("sparse");
+        let file = std::fs::File::create(&path).unwrap();
+        let at = 1u64 << 20;
+        file.write_all_at(&[7u8; 4096], at).unwrap();
+        file.set_len(4 * at).unwrap();
+        file.sync_all().unwrap();
+        let data = seek_data(&file, 0).unwrap().unwrap();
+        assert!(data <= at, "data at {data}");
+        let hole = seek_hole(&file, at).unwrap();
+        assert!(hole >= at + 4096 && hole <= 4 * at, "hole at {hole}");
+        assert_eq!(seek_data(&file, 4 * at).unwrap(), None);
+        let too_far = seek_data(&file, u64::MAX).unwrap_err();
+        assert_eq!(too_far.raw_os_error(), Some(libc::EINVAL));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn space_left_is_within_the_filesystems_size() {
+        let (avail, total) = space(&std::env::temp_dir()).unwrap();
+        assert!(total > 0 && avail <= total, "{avail} of {total}");
+    }
+}
