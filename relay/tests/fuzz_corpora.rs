@@ -7,6 +7,7 @@ mod fuzz_check {
     pub mod bot_answer;
     pub mod launch;
     pub mod update;
+    pub mod update_shape;
 }
 
 use aromba_testkit::fuzz::corpus;
@@ -22,6 +23,27 @@ fn telegram_update_corpus_round_trips() {
     }
     // Real updates among the seeds, so the round trip is exercised.
     assert!(taken >= 5, "only {taken} corpus inputs parse as updates");
+}
+
+#[test]
+fn telegram_update_shaped_corpus_is_read_as_the_json_says() {
+    use arbitrary::{Arbitrary, Unstructured};
+    use fuzz_check::update_shape::ShapedUpdate;
+    let (mut built, mut taken) = (0, 0);
+    for (path, data) in corpus("telegram_update_shaped") {
+        // As libfuzzer-sys builds the target's argument from the bytes.
+        let Ok(update) = ShapedUpdate::arbitrary_take_rest(Unstructured::new(&data)) else {
+            continue;
+        };
+        let body = update.render();
+        if let Err(broken) = fuzz_check::update::check(&body) {
+            panic!("{}: {broken}", path.display());
+        }
+        built += 1;
+        taken += usize::from(aromba_relay::telegram::inbound::parse(&body).is_some());
+    }
+    assert!(built >= 10, "the shaped corpus builds only {built} updates");
+    assert!(taken >= 5, "only {taken} shaped corpus updates parse");
 }
 
 #[test]

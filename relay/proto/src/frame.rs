@@ -103,6 +103,7 @@ pub struct Accept {
 /// it with the tap). A button with `app` opens the bot's Mini App from a
 /// direct link carrying `app` as its `start_param` (Telegram signs it in
 /// the launch): it is never tapped through the relay.
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Button {
@@ -161,6 +162,7 @@ pub fn valid_sealed_pin(sealed: &str) -> bool {
 }
 
 /// What the Mini App asks the server, with the launch Telegram signed.
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AppAsk {
@@ -199,6 +201,7 @@ pub fn valid_undo_id(id: &str) -> bool {
 /// its lines, shown as text. `verbatim` lines keep their spacing (the
 /// policy rendering); a section with `undo` carries a link that proposes
 /// undoing that run.
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AppSection {
@@ -211,6 +214,7 @@ pub struct AppSection {
 }
 
 /// The server's answer to the Mini App, shown as it is.
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AppAnswer {
@@ -261,6 +265,7 @@ impl AppAnswer {
 }
 
 /// How the app shows an answer.
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AppAnswerKind {
@@ -279,6 +284,7 @@ pub enum AppAnswerKind {
 /// (`docs/approvals.md`): the chat, when the relay received the tap, the
 /// label of the tapped button and the SHA-256 of the exact text of the
 /// message it was on.
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TapProof {
@@ -300,6 +306,7 @@ pub const MAX_SIGNATURE: usize = 1024;
 
 /// A stretch of a message's text, in UTF-16 code units as Telegram counts
 /// them.
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Span {
@@ -323,6 +330,7 @@ impl Span {
 pub const MAX_SPANS: usize = 8;
 
 /// What the relay delivers to a server.
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Delivery {
@@ -364,6 +372,7 @@ pub enum Delivery {
 }
 
 /// Every frame after the hello.
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Body {
