@@ -8,7 +8,9 @@
 //! every 400 lines, processed in 1 MiB pieces — the Warden's output cap —
 //! and as one stream, as `aromba-warden redact` does (1 MiB reads from a
 //! file into `Stream`, written out). Then hostile output: a 1 MiB line of
-//! one token prefix repeated, against the realistic rate.
+//! one candidate repeated (token prefixes, names, headers, armor lines),
+//! and the stream fed one 8 MiB line with no break, against the realistic
+//! rates.
 //!
 //! Run: `cargo bench -p aromba-redact --bench throughput`
 //! (`AROMBA_BENCH_MIB=20` for a quicker run).
@@ -211,21 +213,71 @@ fn main() {
     println!("ratio pieces / cat-like read  = {:.2}", ours / cat);
     println!("ratio stream / cat-like read  = {:.2}", streamed / cat);
 
-    // Hostile output: one line of a token prefix repeated over the whole
-    // cap, every repetition a candidate inside one run of the rule's
-    // alphabet. Each rule reads a run about once; before, each candidate
-    // read to the run's end (a mebibyte of `sk-` took minutes).
+    // Hostile output: one line of a candidate repeated over the whole cap.
+    // Each rule reads a run, a line or a header about once; before, each
+    // candidate read to the run's or the line's end (a mebibyte of `sk-`
+    // took minutes, of `key: ` 79 s, of `Authorization:` 16 s).
     let mut slowest = f64::MAX;
-    for unit in ["sk-", "-eyJ", "ya29.", "xoxb-", "-AIza", "-GOCSPX-", "key "] {
-        let input = unit.repeat(PIECE / unit.len());
+    let mut hostile: Vec<(String, String)> = [
+        "sk-",
+        "-eyJ",
+        "ya29.",
+        "xoxb-",
+        "-AIza",
+        "-GOCSPX-",
+        "key ",
+        "key: ",
+        "password: ",
+        "secret: |",
+        "key: | #",
+        "key: '",
+        "\"-tokena:",
+        "Authorization:",
+        "Proxy-Authorization: ",
+        "a://b:c@",
+        "AKIAIOSFODNN7EXAMPLE",
+        "-----BEGIN PRIVATE KEY-----",
+    ]
+    .into_iter()
+    .map(|unit| (unit.to_string(), unit.repeat(PIECE / unit.len())))
+    .collect();
+    // JWT headers in one run before a long payload: each candidate reads
+    // two runs of one alphabet.
+    let jwts = format!(
+        "{}.{}-sk-proj-Xq9Lm2Vb7Nc4Rt8Wy1Za3Kd6Hf0Jg5Ps2Eu7Io4TbQw3Er5Ty ",
+        "-eyJ".repeat(2048),
+        "A".repeat(64 << 10)
+    );
+    hostile.push(("-eyJ….A…".to_string(), jwts.repeat(PIECE / jwts.len())));
+    for (unit, input) in &hostile {
         let (rate, removed) = measure(input.len(), || {
             redactor.redact(input.as_bytes()).counts.total()
         });
-        println!("hostile {unit:<10} 1 MiB line    {rate:>9.1} MiB/s   ({removed} removals)");
+        let unit = format!("{unit:?}");
+        println!("hostile {unit:<28} 1 MiB line {rate:>9.1} MiB/s   ({removed} removals)");
         slowest = slowest.min(rate);
     }
     println!(
         "ratio slowest hostile line / 1 MiB pieces = {:.2}",
         slowest / ours
+    );
+
+    // The stream, one 8 MiB line without a break, pushed 64 KiB at a time:
+    // a window whose cut cannot move waits for another window of input
+    // (before, every push redacted the whole buffer again).
+    let line = "a".repeat(8 << 20);
+    let (rate, _) = measure(line.len(), || {
+        let mut stream = Stream::new(&redactor);
+        let mut out = Vec::new();
+        for piece in line.as_bytes().chunks(64 << 10) {
+            stream.push(piece, &mut out);
+            out.clear();
+        }
+        stream.finish(false, &mut out).total()
+    });
+    println!("stream, 8 MiB line, no break  {rate:>9.1} MiB/s");
+    println!(
+        "ratio long line stream / stream (CLI) = {:.2}",
+        rate / streamed
     );
 }

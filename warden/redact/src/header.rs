@@ -114,7 +114,10 @@ pub(crate) fn authorization_value(hay: &[u8], at: usize) -> Option<Found> {
     if start >= hay.len() || is_marker_at(hay, start) {
         return None;
     }
-    let end = header_end(hay, start, quote);
+    // The header's end is found only where the removal runs to it: a line
+    // of `Authorization:` repeated has a candidate every few bytes, and
+    // each walking to the line's end cost a square of the line.
+    let ends_at = |i: usize| header_end(hay, i, quote, i + 1) == i;
     let scheme = run_end(hay, start, |b| b.is_ascii_alphanumeric() || b == b'-');
     if is_marker_at(hay, scheme) {
         // Part of the word was removed by another rule: what it was is not
@@ -133,13 +136,19 @@ pub(crate) fn authorization_value(hay: &[u8], at: usize) -> Option<Found> {
         // Already removed: the scheme word stays what it is.
         return None;
     }
-    if scheme > start && cred > scheme && cred < end {
+    // No break before the credential (the scheme word and the blanks are
+    // none).
+    if scheme > start && cred > scheme && header_end(hay, scheme, quote, cred + 1) > cred {
         return match token68_end(hay, cred, hay.len()) {
             // A token68 credential that ends the header, or is followed by
             // something else on the line (a URL on a `curl` command line).
-            Some(t) if t >= end || !matches!(hay[t], b',' | b'=') => found(cred, t.min(end)),
+            // Its bytes hold no break, so the header goes on to its end.
+            Some(t) if ends_at(t) || !matches!(hay[t], b',' | b'=') => found(cred, t),
             // Parameters: all of them go.
-            _ => found(cred, trim_end(hay, cred, end)),
+            _ => found(
+                cred,
+                trim_end(hay, cred, header_end(hay, cred, quote, hay.len())),
+            ),
         };
     }
     // One word: a raw key as the whole value.
@@ -150,11 +159,12 @@ pub(crate) fn authorization_value(hay: &[u8], at: usize) -> Option<Found> {
         .and_then(|()| found(start, word))
 }
 
-/// Where a header value ends: its closing quote when quoted, else its line,
-/// and always at a marker.
-fn header_end(hay: &[u8], start: usize, quote: Option<u8>) -> usize {
+/// Where a header value ends, looking no further than `limit`: its closing
+/// quote when quoted, else its line, and always at a marker.
+fn header_end(hay: &[u8], start: usize, quote: Option<u8>, limit: usize) -> usize {
+    let limit = limit.min(hay.len());
     let mut i = start;
-    while i < hay.len() {
+    while i < limit {
         let b = hay[i];
         if b == b'\n' || b == b'\r' || Some(b) == quote || (b == b'[' && is_marker_at(hay, i)) {
             break;

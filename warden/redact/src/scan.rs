@@ -179,18 +179,55 @@ struct Recorder<'h> {
     runs: Runs,
 }
 
-/// A token rule's candidate: where its prefix is and which rule it starts.
-/// Every token rule reads forward over one run of bytes and stops at the
-/// first byte outside it, and a marker's `[` is outside every one: so what
-/// a second pass judges, where a removal after the candidate left a marker,
-/// is exactly the candidate judged on the input cut where that removal
-/// starts. (Telegram tokens are not judged again yet, though a secret
-/// ending in `_` or `-` can have a key glued right after it: an open find,
-/// `warden/redact/finds/glued_tokens.rs`.)
+/// A token rule's candidate: where its prefix (or a Telegram token's
+/// colon) is and which rule it starts. Every token rule reads forward over
+/// one run of bytes and stops at the first byte outside it, and a marker's
+/// `[` is outside every one: so what a second pass judges, where a removal
+/// after the candidate left a marker, is exactly the candidate judged on
+/// the input cut where that removal starts. A Telegram secret is base64url,
+/// so it may end in `_` or `-` and have a key glued right after it.
 #[derive(Clone, Copy, Debug)]
 struct Candidate {
     at: usize,
-    prefix: Prefix,
+    rule: TokenRule,
+    /// Nothing before it is read: the end of the last removal, or the
+    /// candidate's own start where a refused candidate before it would end
+    /// as a token right there (see `glued_after_refused`).
+    floor: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum TokenRule {
+    Prefix(Prefix),
+    TelegramColon,
+    TelegramEncodedColon,
+}
+
+impl Candidate {
+    /// Where the token it would remove starts: its prefix, or a Telegram
+    /// token's bot id before its colon.
+    fn start(self, hay: &[u8]) -> usize {
+        match self.rule {
+            TokenRule::Prefix(_) => self.at,
+            TokenRule::TelegramColon | TokenRule::TelegramEncodedColon => {
+                let mut start = self.at;
+                while start > self.floor && self.at - start < 12 && hay[start - 1].is_ascii_digit()
+                {
+                    start -= 1;
+                }
+                start
+            }
+        }
+    }
+
+    fn judge(self, hay: &[u8], runs: &mut Runs) -> Option<Found> {
+        let floor = self.floor;
+        match self.rule {
+            TokenRule::Prefix(prefix) => token_at(hay, self.at, prefix, floor, runs),
+            TokenRule::TelegramColon => telegram_at_colon(hay, self.at, floor, runs),
+            TokenRule::TelegramEncodedColon => telegram_at_encoded_colon(hay, self.at, floor, runs),
+        }
+    }
 }
 
 /// Judges `refused` again on `hay`, cut where the removal after them
@@ -213,7 +250,12 @@ fn judge_again(
         if candidate.at < floor || candidate.at >= limit {
             continue;
         }
-        let found = token_at(&hay[..limit], candidate.at, candidate.prefix, floor, runs)
+        let candidate = Candidate {
+            floor: candidate.floor.max(floor),
+            ..candidate
+        };
+        let found = candidate
+            .judge(&hay[..limit], runs)
             .filter(|found| found.start >= floor && found.end > found.start);
         if let Some(found) = found {
             out.push((found, candidate.at));
@@ -224,10 +266,6 @@ fn judge_again(
 }
 
 impl Recorder<'_> {
-    fn refuse(&mut self, candidate: Candidate) {
-        self.refused.push(candidate);
-    }
-
     fn replace(&mut self, found: Found, trigger: usize) {
         // A secret overlapping one already removed: remove what is left of it.
         let start = found.start.max(self.copied);
@@ -419,10 +457,18 @@ fn tokens_between(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Reco
         let Trigger::Token(prefix) = TRIGGERS[m.pattern().as_usize()].1 else {
             continue;
         };
-        if m.start() >= w.copied
-            && let Some(token) = token_at(view.hay, m.start(), prefix, w.copied, &mut w.runs)
-        {
-            w.replace(token, m.start());
+        if m.start() < w.copied {
+            continue;
+        }
+        let candidate = Candidate {
+            at: m.start(),
+            rule: TokenRule::Prefix(prefix),
+            floor: w.copied,
+        };
+        match candidate.judge(view.hay, &mut w.runs) {
+            Some(token) => w.replace(token, m.start()),
+            // A key glued before the next one (`https://AIza…-sk-…:x@h`).
+            None => w.refused.push(candidate),
         }
     }
 }
@@ -536,11 +582,13 @@ fn scan_segment(
             let mut candidate = None;
             let found = match TRIGGERS[m.pattern().as_usize()].1 {
                 Trigger::Token(prefix) => {
-                    candidate = Some(Candidate {
+                    let token = Candidate {
                         at: m.start(),
-                        prefix,
-                    });
-                    token_at(hay, m.start(), prefix, w.copied, &mut w.runs)
+                        rule: TokenRule::Prefix(prefix),
+                        floor: w.copied,
+                    };
+                    candidate = Some(token);
+                    token.judge(hay, &mut w.runs)
                 }
                 Trigger::SchemeSeparator(form) => {
                     let found = url_password_at(hay, m.start(), w.copied, form);
@@ -563,9 +611,19 @@ fn scan_segment(
             (found, m.end(), m.start(), None)
         } else {
             let Some((c, kind)) = next_rare else { break };
+            let mut candidate = None;
+            let mut telegram = |rule| {
+                let token = Candidate {
+                    at: c,
+                    rule,
+                    floor: w.copied,
+                };
+                candidate = Some(token);
+                token.judge(hay, &mut w.runs)
+            };
             let found = match kind {
-                Rare::TelegramColon => telegram_at_colon(hay, c, w.copied, &mut w.runs),
-                Rare::EncodedColon => telegram_at_encoded_colon(hay, c, w.copied, &mut w.runs),
+                Rare::TelegramColon => telegram(TokenRule::TelegramColon),
+                Rare::EncodedColon => telegram(TokenRule::TelegramEncodedColon),
                 Rare::Scheme(form) => {
                     let found = url_password_at(hay, c, w.copied, form);
                     if let Some(password) = found {
@@ -574,19 +632,91 @@ fn scan_segment(
                     found
                 }
             };
-            (found, c + 1, c, None)
+            (found, c + 1, c, candidate)
         };
         match found {
             Some(found) if found.end > w.copied => {
-                at = found.end;
                 w.replace(found, trigger);
+                if candidate.is_some() {
+                    tokens_inside(triggers, view, found.start, w);
+                }
+                at = w.copied;
             }
             _ => {
-                if let Some(candidate) = candidate {
-                    w.refuse(candidate);
-                }
                 at = resume;
+                if let Some(candidate) = candidate {
+                    let glued = glued_after_refused(hay, candidate, w);
+                    let found = if glued.floor > candidate.floor {
+                        glued.judge(hay, &mut w.runs)
+                    } else {
+                        None
+                    };
+                    match found {
+                        Some(found) if found.end > w.copied => {
+                            w.replace(found, trigger);
+                            at = w.copied;
+                        }
+                        _ => w.refused.push(glued),
+                    }
+                }
             }
+        }
+    }
+}
+
+/// A candidate refused because a letter or digit is glued before it, right
+/// where the refused candidate before it would end as a token
+/// (`AKIA…EXAMPLEAIza…`, `AIza…sk-proj-…`): a key glued to a key with
+/// nothing between. It is judged again as if that one were removed (its
+/// floor moves to its own start), and so is the next one glued after it;
+/// when one is removed, `replace` judges those before it again, and the
+/// chain goes. Each check judges one candidate, so a line of keys glued
+/// together costs no more than its length.
+fn glued_after_refused(hay: &[u8], candidate: Candidate, w: &mut Recorder<'_>) -> Candidate {
+    let start = candidate.start(hay);
+    let Some(&before) = w.refused.last() else {
+        return candidate;
+    };
+    if start <= w.copied || before.at >= start || !hay[start - 1].is_ascii_alphanumeric() {
+        return candidate;
+    }
+    match before.judge(&hay[..start], &mut w.runs) {
+        Some(earlier) if earlier.end == start && earlier.start >= w.copied => Candidate {
+            floor: start,
+            ..candidate
+        },
+        _ => candidate,
+    }
+}
+
+/// Tokens that start inside the token just removed (from `start` to where
+/// the removal ended) and go on past it: the removed key's run took their
+/// prefix or header in (`ghp_…sk-proj-…`, `sk-…-eyJhbGci….eyJ…`,
+/// `sk-…-1//0…`). What is left of them goes too; a second pass would see
+/// only its bytes after the marker, matching nothing.
+fn tokens_inside(triggers: &Triggers, view: View<'_>, start: usize, w: &mut Recorder<'_>) {
+    // A trigger may start inside the removal and end after it.
+    const LONGEST_TRIGGER: usize = 25;
+    let mut from = start + 1;
+    while from < w.copied {
+        let end = (w.copied + LONGEST_TRIGGER).min(view.lower.len());
+        let input = Input::new(view.lower).span(from..end);
+        let Some(m) = triggers.tokens.find(input).filter(|m| m.start() < w.copied) else {
+            return;
+        };
+        from = m.start() + 1;
+        let Trigger::Token(prefix) = TRIGGERS[m.pattern().as_usize()].1 else {
+            continue;
+        };
+        let candidate = Candidate {
+            at: m.start(),
+            rule: TokenRule::Prefix(prefix),
+            floor: m.start(),
+        };
+        if let Some(found) = candidate.judge(view.hay, &mut w.runs)
+            && found.end > w.copied
+        {
+            w.replace(found, m.start());
         }
     }
 }

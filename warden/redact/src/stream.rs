@@ -64,6 +64,11 @@ pub struct Stream<'r> {
     continues: bool,
     /// Bytes at the start of the buffer already written: context only.
     context: usize,
+    /// The buffer's length at which to redact again after a window whose
+    /// cut could not move: a line with no break would otherwise be
+    /// redacted whole again at every push until the largest window, a
+    /// square of its length.
+    retry_at: usize,
 }
 
 impl<'r> Stream<'r> {
@@ -85,16 +90,19 @@ impl<'r> Stream<'r> {
             counts: Counts::default(),
             continues: false,
             context: 0,
+            retry_at: 0,
         }
     }
 
     /// Takes `data` and appends to `out` whatever can already be written.
     pub fn push(&mut self, data: &[u8], out: &mut Vec<u8>) {
         self.buf.extend_from_slice(data);
-        while self.buf.len() >= self.limits.window + self.limits.margin {
+        while self.buf.len() >= (self.limits.window + self.limits.margin).max(self.retry_at) {
             if !self.window(out) {
+                self.retry_at = (self.buf.len() + self.limits.window).min(self.limits.max_window);
                 break;
             }
+            self.retry_at = 0;
         }
     }
 
@@ -168,9 +176,7 @@ impl<'r> Stream<'r> {
         // look back at.
         let in_line = line_cut == from;
         let cut = if in_line {
-            memchr::memrchr2(b' ', b'\t', &self.buf[from..limit])
-                .map_or(limit, |i| from + i + 1)
-                .max(from + 1)
+            in_line_cut(&self.buf[from..limit], &found.hits, from)
         } else {
             line_cut
         };
@@ -198,6 +204,32 @@ impl<'r> Stream<'r> {
     fn emit(&mut self, hits: &[Hit], cut: usize, out: &mut Vec<u8>) {
         scan::write(&self.buf, hits, self.context, cut, out, &mut self.counts);
     }
+}
+
+/// Where to cut a line longer than the largest window, in `region` (which
+/// starts at `from`): after its last blank, else after its last byte that
+/// ends every run a token rule reads (a key refused here because its run
+/// goes on must see where it ends), else at the region's end; and then
+/// before a removal that the cut would go through, unless it started
+/// before `from` (the next window judges it whole, with the bytes before
+/// it as context).
+fn in_line_cut(region: &[u8], hits: &[Hit], from: usize) -> usize {
+    let mut cut = memchr::memrchr2(b' ', b'\t', region)
+        .or_else(|| region.iter().rposition(|&b| ends_every_run(b)))
+        .map_or(from + region.len(), |i| from + i + 1)
+        .max(from + 1);
+    if let Some(hit) = hits
+        .iter()
+        .find(|h| h.found.start < cut && h.found.end > cut && h.found.start > from)
+    {
+        cut = hit.found.start;
+    }
+    cut
+}
+
+/// A byte outside every token alphabet (`crate::runs::Alphabet`).
+fn ends_every_run(b: u8) -> bool {
+    !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'))
 }
 
 /// Bytes before an in-line cut kept for the next window to look back at:

@@ -53,8 +53,15 @@ fn is_alnum(b: u8) -> bool {
 
 /// A token must not be the tail of a longer word: `desk-…` is not `sk-…`.
 /// Bytes before `floor` were already replaced by a marker, which ends in `]`.
+/// A percent-encoded byte (`%2F`, `%22`) ends a word as the byte it encodes
+/// does: a URL percent-encoded whole (`https%3A%2F%2FAIza…%3Ax%40host`).
 fn left_boundary_ok(hay: &[u8], start: usize, floor: usize) -> bool {
-    start <= floor || !is_alnum(hay[start - 1])
+    start <= floor
+        || !is_alnum(hay[start - 1])
+        || (start >= floor + 3
+            && hay[start - 3] == b'%'
+            && hay[start - 2].is_ascii_hexdigit()
+            && hay[start - 1].is_ascii_hexdigit())
 }
 
 /// The body `[start, end)` of bytes in `alphabet`, if its length is within
@@ -279,22 +286,35 @@ fn telegram_at_separator(
     floor: usize,
     runs: &mut Runs,
 ) -> Option<Found> {
+    // The bot id may run back into a removal: a key glued before the token
+    // (`AIza…-123456789:AA…`, `Bearer 123456789:AA…`) took the digits into
+    // its own run. Its secret goes too; the removal before it left nothing
+    // for a second pass to judge.
     let mut start = sep;
-    while start > floor && sep - start < 13 && hay[start - 1].is_ascii_digit() {
+    while start > 0 && sep - start < 13 && hay[start - 1].is_ascii_digit() {
         start -= 1;
     }
     let digits = sep - start;
     if !(6..=12).contains(&digits) {
         return None;
     }
-    // Left of the digits: a word boundary, or `bot` as in a Bot API URL path.
+    // Left of the digits: a removal, a byte that is no letter or digit, or
+    // `bot` as in a Bot API URL path.
     let boundary = start <= floor
-        || !is_token_byte(hay[start - 1])
+        || !is_alnum(hay[start - 1])
         || (start >= floor + 3 && &hay[start - 3..start] == b"bot");
     if !boundary {
         return None;
     }
-    let end = body(hay, sep + sep_len, 35, 35, Alphabet::Token, runs)?;
+    // The secret is 35 bytes; one `-` or `_` after it is a separator, as
+    // before a key glued to the token (`…:AA…-sk-…`), not more secret.
+    let secret = sep + sep_len;
+    let run = runs.end(hay, secret, secret + 37, Alphabet::Token);
+    let end = match run - secret {
+        35 => run,
+        36 if matches!(hay[run - 1], b'-' | b'_') => run - 1,
+        _ => return None,
+    };
     Some(Found {
         start,
         end,
@@ -372,6 +392,27 @@ mod tests {
         let at = hay.windows(3).position(|w| w == b"%3A").unwrap();
         let found = telegram_at_encoded_colon(hay, at, 0, &mut Runs::default()).unwrap();
         assert_eq!(&hay[found.start..found.end], &hay[14..61]);
+    }
+
+    #[test]
+    fn a_dash_or_underscore_after_the_secret_is_a_separator_not_more_secret() {
+        for sep in ["-", "_"] {
+            let hay = format!("123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1{sep} x");
+            let found = telegram_at_colon(hay.as_bytes(), 9, 0, &mut Runs::default()).unwrap();
+            assert_eq!(&hay[found.start..found.end], &hay[..45]);
+        }
+        let hay = b"123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1-- x";
+        assert_eq!(telegram_at_colon(hay, 9, 0, &mut Runs::default()), None);
+    }
+
+    #[test]
+    fn a_bot_id_may_run_back_into_a_removal() {
+        // `floor` 11: `AIzaSyDq123` was removed; the id's digits began in it.
+        let hay = b"AIzaSyDq123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1 x";
+        let found = telegram_at_colon(hay, 17, 11, &mut Runs::default()).unwrap();
+        assert_eq!((found.start, found.end), (8, 53));
+        // Glued to a letter with nothing removed, it is not a token.
+        assert_eq!(telegram_at_colon(hay, 17, 0, &mut Runs::default()), None);
     }
 
     #[test]

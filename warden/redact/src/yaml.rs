@@ -26,24 +26,8 @@ pub(crate) fn value_after(
     name_start: usize,
     value_at: usize,
 ) -> Option<(usize, usize)> {
-    let line_start = memchr::memrchr(b'\n', &hay[..name_start]).map_or(0, |i| i + 1);
-    let mut column = name_start - line_start;
-    if column > 0 && matches!(hay[name_start - 1], b'"' | b'\'') {
-        column -= 1;
-    }
-    let rest_end = memchr::memchr(b'\n', &hay[value_at..]).map_or(hay.len(), |i| value_at + i);
-    let rest = trim_comment(&hay[value_at..rest_end]);
-    let block = match rest {
-        [] => false,
-        [b'|' | b'>', indicators @ ..]
-            if indicators
-                .iter()
-                .all(|&b| matches!(b, b'-' | b'+') || b.is_ascii_digit()) =>
-        {
-            true
-        }
-        _ => return None,
-    };
+    let column = key_column(hay, name_start)?;
+    let (rest_end, block) = rest_of_key_line(hay, value_at)?;
     let mut first: Option<usize> = None;
     let mut last_end = 0;
     let mut next = rest_end + 1;
@@ -90,19 +74,55 @@ pub(crate) fn value_after(
     (end > start).then_some((start, end))
 }
 
-/// What follows `:` on the name's line, without a trailing comment and blanks.
-fn trim_comment(rest: &[u8]) -> &[u8] {
-    let cut = rest
-        .windows(2)
-        .position(|w| is_blank(w[0]) && w[1] == b'#')
-        .unwrap_or(rest.len());
-    let mut rest = &rest[..cut];
-    while let [head @ .., last] = rest
-        && (is_blank(*last) || *last == b'\r')
-    {
-        rest = head;
+/// The column of a mapping key that starts at `name_start` (at its opening
+/// quote, if quoted), if only indentation and list or key indicators
+/// (`- `, `? `) stand before it on its line, as in YAML. A name after other
+/// text is not a key whose value is on the next lines; and this keeps the
+/// rule to one candidate a line, so a line of `key: ` repeated costs no
+/// more than its length.
+fn key_column(hay: &[u8], name_start: usize) -> Option<usize> {
+    let mut key = name_start;
+    if key > 0 && matches!(hay[key - 1], b'"' | b'\'') {
+        key -= 1;
     }
-    rest
+    let mut i = key;
+    while i > 0 && matches!(hay[i - 1], b' ' | b'\t' | b'-' | b'?') {
+        i -= 1;
+    }
+    (i == 0 || hay[i - 1] == b'\n').then_some(key - i)
+}
+
+/// What follows `:` on the key's line, read from `value_at` (after the
+/// colon's blanks): nothing, or a block indicator (`|`, `>`, with chomping
+/// and indentation indicators), then blanks and perhaps a comment. Returns
+/// where the line ends and whether a block scalar starts; `None` when a
+/// value starts on the key's own line.
+fn rest_of_key_line(hay: &[u8], value_at: usize) -> Option<(usize, bool)> {
+    let mut i = value_at;
+    let block = matches!(hay.get(i), Some(b'|' | b'>'));
+    if block {
+        i += 1;
+        while hay
+            .get(i)
+            .is_some_and(|&b| matches!(b, b'-' | b'+') || b.is_ascii_digit())
+        {
+            i += 1;
+        }
+    }
+    let blanks_from = i;
+    while hay.get(i).is_some_and(|&b| is_blank(b) || b == b'\r') {
+        i += 1;
+    }
+    match hay.get(i) {
+        None => Some((i, block)),
+        Some(b'\n') => Some((i, block)),
+        // A comment needs a blank before it (`key: |#x` is no comment).
+        Some(b'#') if i > blanks_from && is_blank(hay[i - 1]) => {
+            let end = memchr::memchr(b'\n', &hay[i..]).map_or(hay.len(), |n| i + n);
+            Some((end, block))
+        }
+        _ => None,
+    }
 }
 
 /// A line that makes the name a section: a mapping entry, a list item or a
@@ -148,6 +168,22 @@ mod tests {
         assert_eq!(value(hay, "credentials"), None);
         let hay = "tokens:\n  - a\n  - b\n";
         assert_eq!(value(hay, "tokens"), None);
+    }
+
+    #[test]
+    fn a_name_after_other_text_on_its_line_heads_no_value() {
+        let hay = "note password: |\n    s3cret value\n";
+        assert_eq!(value(hay, "password"), None);
+        let hay = "- ? password: |\n      s3cret value\n";
+        assert_eq!(value(hay, "password"), Some("s3cret value"));
+    }
+
+    #[test]
+    fn a_comment_after_the_indicator_needs_a_blank_before_it() {
+        let hay = "password: | # the key\n  s3cret value\n";
+        assert_eq!(value(hay, "password"), Some("s3cret value"));
+        let hay = "password: |# the key\n  s3cret value\n";
+        assert_eq!(value(hay, "password"), None);
     }
 
     #[test]
