@@ -921,7 +921,6 @@ pub mod probe {
     /// capability set granting CAP_SETUID, effective: what `setcap
     /// cap_setuid+ep` writes. The kernel wants CAP_SETFCAP for it.
     pub fn set_file_capability(path: &std::path::Path) -> io::Result<()> {
-        let c = c_path(path)?;
         const VFS_CAP_REVISION_2: u32 = 0x0200_0000;
         const VFS_CAP_FLAGS_EFFECTIVE: u32 = 1;
         const CAP_SETUID: u32 = 7;
@@ -933,7 +932,16 @@ pub mod probe {
             0,
         ];
         let value: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let name = c"security.capability";
+        set_xattr(path, c"security.capability", &value)
+    }
+
+    /// `lsetxattr(path, name, value)`.
+    pub fn set_xattr(
+        path: &std::path::Path,
+        name: &std::ffi::CStr,
+        value: &[u8],
+    ) -> io::Result<()> {
+        let c = c_path(path)?;
         // SAFETY: both strings are NUL-terminated and `value` is valid for
         // reads of its length, all live across the call.
         let rc = unsafe {
@@ -1021,19 +1029,7 @@ mod tests {
         let name = c"user.aromba_test";
         // Larger than a page, as large as ext4 keeps in one block.
         let value: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
-        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-        // SAFETY: both strings are NUL-terminated and `value` is valid for
-        // reads of its length, all live across the call.
-        let rc = unsafe {
-            libc::lsetxattr(
-                c.as_ptr(),
-                name.as_ptr(),
-                value.as_ptr().cast(),
-                value.len(),
-                0,
-            )
-        };
-        assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+        probe::set_xattr(&path, name, &value).unwrap();
         assert_eq!(lgetxattr(&path, name).unwrap(), Some(value));
         assert_eq!(lgetxattr(&path, c"user.aromba_absent").unwrap(), None);
         let file = std::fs::File::open(&path).unwrap();

@@ -254,9 +254,15 @@ fn judge_again(
             floor: candidate.floor.max(floor),
             ..candidate
         };
+        // A Telegram bot id may start in the removal before `floor`: what
+        // is left of it goes.
         let found = candidate
             .judge(&hay[..limit], runs)
-            .filter(|found| found.start >= floor && found.end > found.start);
+            .map(|found| Found {
+                start: found.start.max(floor),
+                ..found
+            })
+            .filter(|found| found.end > found.start);
         if let Some(found) = found {
             out.push((found, candidate.at));
             limit = found.start;
@@ -465,27 +471,95 @@ fn tokens_between(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Reco
             rule: TokenRule::Prefix(prefix),
             floor: w.copied,
         };
-        match candidate.judge(view.hay, &mut w.runs) {
-            Some(token) => w.replace(token, m.start()),
-            // A key glued before the next one (`https://AIza…-sk-…:x@h`).
-            None => w.refused.push(candidate),
+        // Keys glued together are judged as in the scan
+        // (`https://AIza…-sk-…:x@h`, `https://AKIA…ghp_…:x@h`).
+        token_candidate(triggers, view, candidate, w);
+    }
+}
+
+/// Judges a token rule's candidate and removes what it finds, with what is
+/// left of a token that started inside it (`tokens_inside`); refused, it is
+/// judged again as glued to the refused candidate before it
+/// (`glued_after_refused`), and else kept among the refused, to be judged
+/// again at the next removal. Returns whether something was removed (the
+/// scan resumes at `w.copied` then).
+fn token_candidate(
+    triggers: &Triggers,
+    view: View<'_>,
+    candidate: Candidate,
+    w: &mut Recorder<'_>,
+) -> bool {
+    let hay = view.hay;
+    let past = |found: &Found, w: &Recorder<'_>| found.end > w.copied;
+    let mut candidate = candidate;
+    let mut found = candidate
+        .judge(hay, &mut w.runs)
+        .filter(|found| past(found, w));
+    if found.is_none() {
+        let glued = glued_after_refused(hay, w.refused.last().copied(), candidate, &mut w.runs);
+        if glued.floor > candidate.floor {
+            found = glued.judge(hay, &mut w.runs).filter(|found| past(found, w));
+        }
+        candidate = glued;
+    }
+    match found {
+        Some(found) => {
+            w.replace(found, candidate.at);
+            tokens_inside(triggers, view, found.start, w);
+            true
+        }
+        None => {
+            w.refused.push(candidate);
+            false
         }
     }
 }
 
 /// Where the first token that its own rule removes starts in
 /// `view[start..end]`.
+/// `view[start..end]`, as the scan would find it: with the refused
+/// candidates before it that it makes tokens (`AIza…-sk-…`), and keys glued
+/// together (`AKIA…EXAMPLEAIza…`).
 fn first_token(triggers: &Triggers, view: View<'_>, start: usize, end: usize) -> Option<usize> {
     let input = Input::new(view.lower).span(start..end.min(view.lower.len()));
     let mut runs = Runs::default();
-    triggers.tokens.find_iter(input).find_map(|m| {
+    let mut refused: Vec<Candidate> = Vec::new();
+    for m in triggers.tokens.find_iter(input) {
         let Trigger::Token(prefix) = TRIGGERS[m.pattern().as_usize()].1 else {
-            return None;
+            continue;
         };
-        token_at(view.hay, m.start(), prefix, start, &mut runs)
-            .map(|token| token.start)
-            .filter(|&t| t < end)
-    })
+        let mut candidate = Candidate {
+            at: m.start(),
+            rule: TokenRule::Prefix(prefix),
+            floor: start,
+        };
+        let mut found = candidate.judge(view.hay, &mut runs);
+        if found.is_none() {
+            let glued =
+                glued_after_refused(view.hay, refused.last().copied(), candidate, &mut runs);
+            if glued.floor > candidate.floor {
+                found = glued.judge(view.hay, &mut runs);
+            }
+            candidate = glued;
+        }
+        let Some(token) = found else {
+            refused.push(candidate);
+            continue;
+        };
+        let mut again = Vec::new();
+        judge_again(
+            &view.hay[..token.start],
+            &refused,
+            start,
+            &mut runs,
+            &mut again,
+        );
+        let first = again
+            .first()
+            .map_or(token.start, |(earlier, _)| earlier.start);
+        return (first < end).then_some(first);
+    }
+    None
 }
 
 /// Literals that are rare in output, found in one search of their own
@@ -576,19 +650,23 @@ fn scan_segment(
         let Some(first) = starts.iter().flatten().min().copied() else {
             break;
         };
-        let (found, resume, trigger, candidate) = if let Some(m) =
-            token.filter(|m| m.start() == first)
-        {
-            let mut candidate = None;
-            let found = match TRIGGERS[m.pattern().as_usize()].1 {
+        // A token rule's candidate is judged and removed in one step (with
+        // keys glued to it); the others return what they found.
+        let candidate_at = |at: usize, rule: TokenRule, w: &Recorder<'_>| Candidate {
+            at,
+            rule,
+            floor: w.copied,
+        };
+        let (found, resume, trigger) = if let Some(m) = token.filter(|m| m.start() == first) {
+            match TRIGGERS[m.pattern().as_usize()].1 {
                 Trigger::Token(prefix) => {
-                    let token = Candidate {
-                        at: m.start(),
-                        rule: TokenRule::Prefix(prefix),
-                        floor: w.copied,
+                    let candidate = candidate_at(m.start(), TokenRule::Prefix(prefix), w);
+                    at = if token_candidate(triggers, view, candidate, w) {
+                        w.copied
+                    } else {
+                        m.end()
                     };
-                    candidate = Some(token);
-                    token.judge(hay, &mut w.runs)
+                    continue;
                 }
                 Trigger::SchemeSeparator(form) => {
                     let found = url_password_at(hay, m.start(), w.copied, form);
@@ -597,10 +675,9 @@ fn scan_segment(
                         // (`https://ghp_…:x-oauth-basic@github.com`).
                         tokens_between(triggers, view.until(password.start), m.end(), w);
                     }
-                    found
+                    (found, m.end(), m.start())
                 }
-            };
-            (found, m.end(), m.start(), candidate)
+            }
         } else if let Some(m) = keyword.filter(|m| m.start() == first) {
             let floor = w.copied;
             let token_inside = |start: usize, end: usize| first_token(triggers, view, start, end);
@@ -608,58 +685,36 @@ fn scan_segment(
             if let Some(value) = found {
                 tokens_between(triggers, view.until(value.start), m.end(), w);
             }
-            (found, m.end(), m.start(), None)
+            (found, m.end(), m.start())
         } else {
             let Some((c, kind)) = next_rare else { break };
-            let mut candidate = None;
-            let mut telegram = |rule| {
-                let token = Candidate {
-                    at: c,
-                    rule,
-                    floor: w.copied,
+            let telegram = match kind {
+                Rare::TelegramColon => Some(TokenRule::TelegramColon),
+                Rare::EncodedColon => Some(TokenRule::TelegramEncodedColon),
+                Rare::Scheme(_) => None,
+            };
+            if let Some(rule) = telegram {
+                let candidate = candidate_at(c, rule, w);
+                at = if token_candidate(triggers, view, candidate, w) {
+                    w.copied
+                } else {
+                    c + 1
                 };
-                candidate = Some(token);
-                token.judge(hay, &mut w.runs)
-            };
-            let found = match kind {
-                Rare::TelegramColon => telegram(TokenRule::TelegramColon),
-                Rare::EncodedColon => telegram(TokenRule::TelegramEncodedColon),
-                Rare::Scheme(form) => {
-                    let found = url_password_at(hay, c, w.copied, form);
-                    if let Some(password) = found {
-                        tokens_between(triggers, view.until(password.start), c + 1, w);
-                    }
-                    found
-                }
-            };
-            (found, c + 1, c, candidate)
+                continue;
+            }
+            let Rare::Scheme(form) = kind else { break };
+            let found = url_password_at(hay, c, w.copied, form);
+            if let Some(password) = found {
+                tokens_between(triggers, view.until(password.start), c + 1, w);
+            }
+            (found, c + 1, c)
         };
         match found {
             Some(found) if found.end > w.copied => {
                 w.replace(found, trigger);
-                if candidate.is_some() {
-                    tokens_inside(triggers, view, found.start, w);
-                }
                 at = w.copied;
             }
-            _ => {
-                at = resume;
-                if let Some(candidate) = candidate {
-                    let glued = glued_after_refused(hay, candidate, w);
-                    let found = if glued.floor > candidate.floor {
-                        glued.judge(hay, &mut w.runs)
-                    } else {
-                        None
-                    };
-                    match found {
-                        Some(found) if found.end > w.copied => {
-                            w.replace(found, trigger);
-                            at = w.copied;
-                        }
-                        _ => w.refused.push(glued),
-                    }
-                }
-            }
+            _ => at = resume,
         }
     }
 }
@@ -672,16 +727,22 @@ fn scan_segment(
 /// when one is removed, `replace` judges those before it again, and the
 /// chain goes. Each check judges one candidate, so a line of keys glued
 /// together costs no more than its length.
-fn glued_after_refused(hay: &[u8], candidate: Candidate, w: &mut Recorder<'_>) -> Candidate {
+fn glued_after_refused(
+    hay: &[u8],
+    before: Option<Candidate>,
+    candidate: Candidate,
+    runs: &mut Runs,
+) -> Candidate {
     let start = candidate.start(hay);
-    let Some(&before) = w.refused.last() else {
+    let Some(before) = before else {
         return candidate;
     };
-    if start <= w.copied || before.at >= start || !hay[start - 1].is_ascii_alphanumeric() {
+    let floor = candidate.floor;
+    if start <= floor || before.at >= start || !hay[start - 1].is_ascii_alphanumeric() {
         return candidate;
     }
-    match before.judge(&hay[..start], &mut w.runs) {
-        Some(earlier) if earlier.end == start && earlier.start >= w.copied => Candidate {
+    match before.judge(&hay[..start], runs) {
+        Some(earlier) if earlier.end == start && earlier.start >= floor => Candidate {
             floor: start,
             ..candidate
         },

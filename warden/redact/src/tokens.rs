@@ -56,12 +56,15 @@ fn is_alnum(b: u8) -> bool {
 /// A percent-encoded byte (`%2F`, `%22`) ends a word as the byte it encodes
 /// does: a URL percent-encoded whole (`https%3A%2F%2FAIza…%3Ax%40host`).
 fn left_boundary_ok(hay: &[u8], start: usize, floor: usize) -> bool {
-    start <= floor
-        || !is_alnum(hay[start - 1])
-        || (start >= floor + 3
-            && hay[start - 3] == b'%'
-            && hay[start - 2].is_ascii_hexdigit()
-            && hay[start - 1].is_ascii_hexdigit())
+    start <= floor || !is_alnum(hay[start - 1]) || percent_encoded_before(hay, start, floor)
+}
+
+/// `%XX` ends right before `start` (and after `floor`).
+fn percent_encoded_before(hay: &[u8], start: usize, floor: usize) -> bool {
+    start >= floor + 3
+        && hay[start - 3] == b'%'
+        && hay[start - 2].is_ascii_hexdigit()
+        && hay[start - 1].is_ascii_hexdigit()
 }
 
 /// The body `[start, end)` of bytes in `alphabet`, if its length is within
@@ -294,25 +297,38 @@ fn telegram_at_separator(
     while start > 0 && sep - start < 13 && hay[start - 1].is_ascii_digit() {
         start -= 1;
     }
+    // The hex digits of a percent-encoded byte before the id are not the
+    // id's (`%22123456789:AA…`, `%F1…`).
+    let escape = (start.saturating_sub(2)..start).find(|&p| {
+        hay[p] == b'%'
+            && hay
+                .get(p + 1..p + 3)
+                .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+    });
+    if let Some(p) = escape {
+        start = start.max(p + 3);
+    }
     let digits = sep - start;
     if !(6..=12).contains(&digits) {
         return None;
     }
-    // Left of the digits: a removal, a byte that is no letter or digit, or
-    // `bot` as in a Bot API URL path.
+    // Left of the digits: a removal, a byte that is no letter or digit, a
+    // percent-encoded byte, or `bot` as in a Bot API URL path.
     let boundary = start <= floor
         || !is_alnum(hay[start - 1])
+        || escape.is_some()
+        || percent_encoded_before(hay, start, floor)
         || (start >= floor + 3 && &hay[start - 3..start] == b"bot");
     if !boundary {
         return None;
     }
-    // The secret is 35 bytes; one `-` or `_` after it is a separator, as
-    // before a key glued to the token (`…:AA…-sk-…`), not more secret.
+    // The secret is always 35 bytes; a `-` or `_` after it is a separator
+    // (`…:AA…-sk-…`, `…:AA…-prod`), not more secret.
     let secret = sep + sep_len;
-    let run = runs.end(hay, secret, secret + 37, Alphabet::Token);
+    let run = runs.end(hay, secret, secret + 36, Alphabet::Token);
     let end = match run - secret {
         35 => run,
-        36 if matches!(hay[run - 1], b'-' | b'_') => run - 1,
+        36 if matches!(hay[secret + 35], b'-' | b'_') => secret + 35,
         _ => return None,
     };
     Some(Found {
@@ -401,7 +417,7 @@ mod tests {
             let found = telegram_at_colon(hay.as_bytes(), 9, 0, &mut Runs::default()).unwrap();
             assert_eq!(&hay[found.start..found.end], &hay[..45]);
         }
-        let hay = b"123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1-- x";
+        let hay = b"123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1x x";
         assert_eq!(telegram_at_colon(hay, 9, 0, &mut Runs::default()), None);
     }
 

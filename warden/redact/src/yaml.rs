@@ -109,15 +109,16 @@ fn rest_of_key_line(hay: &[u8], value_at: usize) -> Option<(usize, bool)> {
             i += 1;
         }
     }
-    let blanks_from = i;
     while hay.get(i).is_some_and(|&b| is_blank(b) || b == b'\r') {
         i += 1;
     }
     match hay.get(i) {
         None => Some((i, block)),
         Some(b'\n') => Some((i, block)),
-        // A comment needs a blank before it (`key: |#x` is no comment).
-        Some(b'#') if i > blanks_from && is_blank(hay[i - 1]) => {
+        // A comment needs a blank before it (`key: |#x` is no comment);
+        // right after the colon, that blank is the colon's
+        // (`password: # the db's`).
+        Some(b'#') if i > 0 && is_blank(hay[i - 1]) => {
             let end = memchr::memchr(b'\n', &hay[i..]).map_or(hay.len(), |n| i + n);
             Some((end, block))
         }
