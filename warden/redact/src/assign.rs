@@ -116,11 +116,16 @@ pub(crate) fn assignment_at(
         return authorization_value(hay, op.value_at);
     }
     if op.colon
-        && let Some(value) = crate::yaml::value_after(hay, name_start, op.value_at)
+        && let Some(next) = crate::yaml::value_after(hay, name_start, op.value_at)
     {
+        let crate::yaml::NextLines::Value(start, end) = next else {
+            // A first pass judged the lines, so it did not judge the rest
+            // of this line as a value (`password: # the db's`) either.
+            return None;
+        };
         let v = Value {
-            start: value.0,
-            end: value.1,
+            start,
+            end,
             quoted: true,
         };
         return judge_value(hay, v, name, Form::Operator, token_inside);

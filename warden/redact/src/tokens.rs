@@ -325,6 +325,11 @@ fn telegram_at_separator(
     // The secret is always 35 bytes; a `-` or `_` after it is a separator
     // (`…:AA…-sk-…`, `…:AA…-prod`), not more secret.
     let secret = sep + sep_len;
+    // Every secret Telegram issues starts with `A` (base64url of bytes that
+    // start with a zero), as gitleaks' rule has it too: `:abc…` is no token.
+    if hay.get(secret) != Some(&b'A') {
+        return None;
+    }
     let run = runs.end(hay, secret, secret + 36, Alphabet::Token);
     let end = match run - secret {
         35 => run,

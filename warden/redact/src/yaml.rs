@@ -18,14 +18,20 @@ use crate::bytes::{MARKER_PREFIX, is_blank};
 /// At most this many lines of one value are read.
 const MAX_LINES: usize = 256;
 
+/// What the lines after a YAML key hold.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum NextLines {
+    /// Its value, `[start, end)`.
+    Value(usize, usize),
+    /// A marker: a first pass judged these lines (as this key's value, or
+    /// by another rule), and the rest of the key's line not as a value.
+    Judged,
+}
+
 /// For a name that starts at `name_start` and is followed by `:`, with
-/// `value_at` the first byte after the colon's blanks: the value's span when
-/// it lies on the following lines.
-pub(crate) fn value_after(
-    hay: &[u8],
-    name_start: usize,
-    value_at: usize,
-) -> Option<(usize, usize)> {
+/// `value_at` the first byte after the colon's blanks: what its following
+/// lines hold, when the name is a YAML key whose value is on them.
+pub(crate) fn value_after(hay: &[u8], name_start: usize, value_at: usize) -> Option<NextLines> {
     let column = key_column(hay, name_start)?;
     let (rest_end, block) = rest_of_key_line(hay, value_at)?;
     let mut first: Option<usize> = None;
@@ -62,16 +68,16 @@ pub(crate) fn value_after(
         next = end + 1;
     }
     let start = first?;
-    // A marker in the lines means another rule judged part of them, on a
-    // pass that saw them whole: that pass's judgement stands.
+    // A marker in the lines means a pass that saw them whole judged them:
+    // that pass's judgement stands.
     if memchr::memmem::find(&hay[start..last_end], MARKER_PREFIX).is_some() {
-        return None;
+        return Some(NextLines::Judged);
     }
     let mut end = last_end;
     while end > start && hay[end - 1].is_ascii_whitespace() {
         end -= 1;
     }
-    (end > start).then_some((start, end))
+    (end > start).then_some(NextLines::Value(start, end))
 }
 
 /// The column of a mapping key that starts at `name_start` (at its opening
@@ -147,8 +153,10 @@ mod tests {
         while hay.as_bytes().get(at) == Some(&b' ') {
             at += 1;
         }
-        let (s, e) = value_after(hay.as_bytes(), name_start, at)?;
-        Some(&hay[s..e])
+        match value_after(hay.as_bytes(), name_start, at)? {
+            NextLines::Value(s, e) => Some(&hay[s..e]),
+            NextLines::Judged => None,
+        }
     }
 
     #[test]
