@@ -25,3 +25,38 @@ pub fn gone(input: &str, secrets: &[&str], kept: &[&str]) -> Counts {
     }
     counts
 }
+
+/// Well-formed keys of each family (test keys: made up, never issued),
+/// for the redactor's tests of keys glued together.
+pub mod keys {
+    pub const GOOGLE: &str = "AIzaSyDq3xV8bN2kLmP0rT5wYzA1cE4gH7jK9oQ";
+    pub const OPENAI: &str = "sk-proj-Xq9Lm2Vb7Nc4Rt8Wy1Za3Kd6Hf0Jg5Ps2Eu7Io4TbQw3Er5Ty";
+    pub const ANTHROPIC: &str =
+        "sk-ant-api03-Zx8Cv7Bn6Mm5Kk4Jj3Hh2Gg1Ff0Dd9Ss8Aa7Qq6Ww5Ee4Rr3Tt2Yy1Uu0IiOoPp-AbCdEfAA";
+    pub const GITHUB: &str = "ghp_R4nd0mG1tHubT0k3nW1thThirtySixChars";
+    pub const AWS: &str = "AKIAIOSFODNN7EXAMPLE";
+    pub const AWS2: &str = "AKIAIOSFODNN7EXAMPLF";
+    pub const SLACK: &str = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx";
+    pub const JWT: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+    pub const TELEGRAM: &str = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1";
+    pub const TELEGRAM_SECRET: &str = "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1";
+    pub const YA29: &str = "ya29.a0AfH6SMBx7Yk2Qw3Er4Ty5Ui6Op7As8Df9Gh0Jk1Lz2Xc3Vb4Nm";
+    pub const GOCSPX: &str = "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t";
+    pub const REFRESH: &str = "1//09gKx7Yz2Qw3Er4Ty5Ui6Op7As8Df9Gh0Jk1Lz2Xc3";
+}
+
+/// A deterministic generator (xorshift), so that a failure replays.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+
+    pub fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[self.below(from.len())]
+    }
+}

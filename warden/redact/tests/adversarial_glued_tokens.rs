@@ -8,22 +8,12 @@
 //! each and SECURITY.md, "Redaction").
 
 use aromba_redact::{Class, Limits, Redactor, Stream, redact, redact_cut};
+use aromba_testkit::redaction::Rng;
+use aromba_testkit::redaction::keys::{
+    ANTHROPIC, AWS, GITHUB, GOCSPX, GOOGLE, JWT, OPENAI, REFRESH, SLACK, TELEGRAM, YA29,
+};
 
 use aromba_testkit::redaction::{L1, L2, L3, gone};
-
-const GOOGLE: &str = "AIzaSyDq3xV8bN2kLmP0rT5wYzA1cE4gH7jK9oQ";
-const OPENAI: &str = "sk-proj-Xq9Lm2Vb7Nc4Rt8Wy1Za3Kd6Hf0Jg5Ps2Eu7Io4TbQw3Er5Ty";
-const ANTHROPIC: &str =
-    "sk-ant-api03-Zx8Cv7Bn6Mm5Kk4Jj3Hh2Gg1Ff0Dd9Ss8Aa7Qq6Ww5Ee4Rr3Tt2Yy1Uu0IiOoPp-AbCdEfAA";
-const GITHUB: &str = "ghp_R4nd0mG1tHubT0k3nW1thThirtySixChars";
-const AWS: &str = "AKIAIOSFODNN7EXAMPLE";
-const SLACK: &str = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx";
-const JWT: &str =
-    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
-const TELEGRAM: &str = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1";
-const YA29: &str = "ya29.a0AfH6SMBx7Yk2Qw3Er4Ty5Ui6Op7As8Df9Gh0Jk1Lz2Xc3Vb4Nm";
-const GOCSPX: &str = "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t";
-const REFRESH: &str = "1//09gKx7Yz2Qw3Er4Ty5Ui6Op7As8Df9Gh0Jk1Lz2Xc3";
 
 /// Every planted token, with the part of it that must never be printed
 /// (what follows its public prefix).
@@ -130,22 +120,6 @@ fn assert_no_survivors(input: &str) {
     let text = String::from_utf8(redact(input.as_bytes()).text).expect("UTF-8");
     let left = survivors(input, &text);
     assert!(left.is_empty(), "{left:?} survived in {text:?}");
-}
-
-/// A deterministic generator (xorshift), so that a failure replays.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[self.below(from.len())]
-    }
 }
 
 // ---------------------------------------------------------------------------

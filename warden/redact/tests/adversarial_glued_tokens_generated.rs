@@ -7,17 +7,12 @@
 //! a guard.
 
 use aromba_redact::{Limits, Redactor, Stream, redact, redact_cut};
+use aromba_testkit::redaction::Rng;
+use aromba_testkit::redaction::keys::{AWS, GITHUB, GOCSPX, GOOGLE, OPENAI, SLACK, TELEGRAM};
 
-const GOOGLE: &str = "AIzaSyDq3xV8bN2kLmP0rT5wYzA1cE4gH7jK9oQ";
-const OPENAI: &str = "sk-proj-Xq9Lm2Vb7Nc4Rt8Wy1Za3Kd6Hf0Jg5Ps2Eu7Io4TbQw3Er5Ty";
-const GITHUB: &str = "ghp_R4nd0mG1tHubT0k3nW1thThirtySixChars";
-const AWS: &str = "AKIAIOSFODNN7EXAMPLE";
-const SLACK: &str = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx";
-const TELEGRAM: &str = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1";
 const TG6: &str = "123456:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1";
 const TG12: &str = "123456789012:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1";
 const TGENC: &str = "123456789%3AAAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1";
-const GOCSPX: &str = "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t";
 
 fn markers(text: &[u8]) -> usize {
     let s = String::from_utf8_lossy(text);
@@ -81,19 +76,6 @@ fn check(input: &str, stream: bool) -> Option<String> {
         }
     }
     None
-}
-
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
 }
 
 const PIECES: &[&str] = &[

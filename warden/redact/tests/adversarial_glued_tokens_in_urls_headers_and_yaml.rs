@@ -9,18 +9,9 @@
 //! follow the colon's blank).
 
 use aromba_redact::{Limits, Redactor, Stream, redact, redact_cut};
-
-const GOOGLE: &str = "AIzaSyDq3xV8bN2kLmP0rT5wYzA1cE4gH7jK9oQ";
-const OPENAI: &str = "sk-proj-Xq9Lm2Vb7Nc4Rt8Wy1Za3Kd6Hf0Jg5Ps2Eu7Io4TbQw3Er5Ty";
-const GITHUB: &str = "ghp_R4nd0mG1tHubT0k3nW1thThirtySixChars";
-const AWS: &str = "AKIAIOSFODNN7EXAMPLE";
-const AWS2: &str = "AKIAIOSFODNN7EXAMPLF";
-const SLACK: &str = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx";
-const JWT: &str =
-    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
-const TELEGRAM: &str = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1";
-const TELEGRAM_SECRET: &str = "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1";
-const REFRESH: &str = "1//09gKx7Yz2Qw3Er4Ty5Ui6Op7As8Df9Gh0Jk1Lz2Xc3";
+use aromba_testkit::redaction::keys::{
+    AWS, AWS2, GITHUB, GOOGLE, JWT, OPENAI, REFRESH, SLACK, TELEGRAM, TELEGRAM_SECRET,
+};
 
 fn text(input: &str) -> String {
     String::from_utf8(redact(input.as_bytes()).text).expect("UTF-8")
