@@ -7,11 +7,13 @@ use std::path::Path;
 
 fn main() {
     let keys = Path::new(env!("CARGO_MANIFEST_DIR")).join("../keys");
+    // The folder, scanned whole by cargo: a key added, changed or removed
+    // reruns this. (A path that does not exist would rerun it on every
+    // build, and rebuild every crate above this one each time.)
     println!("cargo:rerun-if-changed={}", keys.display());
     let mut found = Vec::new();
     for name in ["release.pub", "release-standby.pub"] {
         let path = keys.join(name);
-        println!("cargo:rerun-if-changed={}", path.display());
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
