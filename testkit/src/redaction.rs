@@ -1,7 +1,7 @@
 //! What the shape tests share: key lines of a key's width, and checks of
 //! what a redaction removed and kept.
 
-use aromba_redact::{Counts, redact};
+use aromba_redact::{Counts, redact, redact_cut};
 
 pub const L1: &str = "MIIEpAIBAAKCAQEAu7x8Qd2Vh5cZ3mFq9nYk0wPzL1sJt4RbXe6gHa2KdUoNcMvW";
 pub const L2: &str = "Yp0qSx3Tz7AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefghijklmnopqr";
@@ -58,5 +58,37 @@ impl Rng {
 
     pub fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
         from[self.below(from.len())]
+    }
+}
+
+/// A short excerpt for a failure message: never a whole long input.
+pub fn short(s: &str) -> String {
+    if s.len() <= 160 {
+        s.to_owned()
+    } else {
+        format!("{}…({} bytes)", &s[..s.floor_char_boundary(160)], s.len())
+    }
+}
+
+/// One pass leaves nothing for a second, for `redact` and for what
+/// `redact_cut` writes: the same text, nothing counted.
+pub fn once_is_enough(input: &str) {
+    for (what, first) in [
+        ("output", redact(input.as_bytes())),
+        ("cut output", redact_cut(input.as_bytes())),
+    ] {
+        let second = redact(&first.text);
+        assert_eq!(
+            String::from_utf8_lossy(&second.text),
+            String::from_utf8_lossy(&first.text),
+            "a second pass changed the {what} of {}",
+            short(input)
+        );
+        assert_eq!(
+            second.counts.total(),
+            0,
+            "a second pass removed something from the {what} of {}",
+            short(input)
+        );
     }
 }

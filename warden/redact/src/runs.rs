@@ -35,6 +35,17 @@ pub(crate) enum Alphabet {
 const ALPHABETS: usize = 8;
 
 impl Alphabet {
+    pub(crate) const ALL: [Alphabet; ALPHABETS] = [
+        Alphabet::Token,
+        Alphabet::Alnum,
+        Alphabet::AlnumUnderscore,
+        Alphabet::UpperOrDigit,
+        Alphabet::AlnumDashDot,
+        Alphabet::AlnumDash,
+        Alphabet::TokenSlash,
+        Alphabet::TokenDot,
+    ];
+
     pub(crate) fn contains(self, b: u8) -> bool {
         let alnum = b.is_ascii_alphanumeric();
         match self {
@@ -167,16 +178,6 @@ mod tests {
     #[test]
     fn remembered_runs_end_where_a_plain_walk_ends() {
         let hay = b"ab-cd.ef_gh/ij kl-mn--op.QR9\nst-uv";
-        let alphabets = [
-            Alphabet::Token,
-            Alphabet::Alnum,
-            Alphabet::AlnumUnderscore,
-            Alphabet::UpperOrDigit,
-            Alphabet::AlnumDashDot,
-            Alphabet::AlnumDash,
-            Alphabet::TokenSlash,
-            Alphabet::TokenDot,
-        ];
         let mut state = 7u64;
         let mut next = |n: usize| {
             state = state
@@ -184,7 +185,7 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (state >> 33) as usize % n
         };
-        for alphabet in alphabets {
+        for alphabet in Alphabet::ALL {
             let mut runs = Runs::default();
             for _ in 0..5000 {
                 let len = next(hay.len() + 1);
@@ -219,16 +220,6 @@ mod tests {
     #[test]
     fn remembered_runs_end_where_a_plain_walk_ends_on_any_bytes_in_any_order() {
         let bytes = b"aZ09-_./ \n[:=";
-        let alphabets = [
-            Alphabet::Token,
-            Alphabet::Alnum,
-            Alphabet::AlnumUnderscore,
-            Alphabet::UpperOrDigit,
-            Alphabet::AlnumDashDot,
-            Alphabet::AlnumDash,
-            Alphabet::TokenSlash,
-            Alphabet::TokenDot,
-        ];
         let mut rng = Rng(0x5eed_0003);
         for case in 0..3000 {
             let len = rng.below(if case % 2 == 0 { 24 } else { 120 });
@@ -243,7 +234,7 @@ mod tests {
                     }
                 })
                 .collect();
-            for alphabet in alphabets {
+            for alphabet in Alphabet::ALL {
                 let mut runs = Runs::default();
                 let mut prefix = len;
                 let mut start = 0;

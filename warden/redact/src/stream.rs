@@ -17,6 +17,7 @@
 //! keeps the 256 bytes before it as read-only context of the next window,
 //! more than any rule looks back.
 
+use crate::runs::Alphabet;
 use crate::scan::{self, Hit, Triggers};
 use crate::{Class, Counts};
 
@@ -227,9 +228,9 @@ fn in_line_cut(region: &[u8], hits: &[Hit], from: usize) -> usize {
     cut
 }
 
-/// A byte outside every token alphabet (`crate::runs::Alphabet`).
+/// A byte outside every token alphabet.
 fn ends_every_run(b: u8) -> bool {
-    !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'))
+    !Alphabet::ALL.iter().any(|alphabet| alphabet.contains(b))
 }
 
 /// Bytes before an in-line cut kept for the next window to look back at:

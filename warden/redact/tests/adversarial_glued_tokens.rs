@@ -7,13 +7,13 @@
 //! broken" below; each failed then and is fixed now (see the comment on
 //! each and SECURITY.md, "Redaction").
 
-use aromba_redact::{Class, Limits, Redactor, Stream, redact, redact_cut};
+use aromba_redact::{Class, Limits, Redactor, Stream, redact};
 use aromba_testkit::redaction::Rng;
 use aromba_testkit::redaction::keys::{
     ANTHROPIC, AWS, GITHUB, GOCSPX, GOOGLE, JWT, OPENAI, REFRESH, SLACK, TELEGRAM, YA29,
 };
 
-use aromba_testkit::redaction::{L1, L2, L3, gone};
+use aromba_testkit::redaction::{L1, L2, L3, gone, once_is_enough};
 
 /// Every planted token, with the part of it that must never be printed
 /// (what follows its public prefix).
@@ -32,35 +32,6 @@ const TOKENS: &[(&str, &str, usize)] = &[
 ];
 
 const SEPARATORS: &[&str] = &["-", "_", ".", "/", ""];
-
-/// One pass leaves nothing for a second: for `redact`, and for what
-/// `redact_cut` writes.
-fn once_is_enough(input: &str) {
-    let once = redact(input.as_bytes());
-    let twice = redact(&once.text);
-    assert_eq!(
-        String::from_utf8_lossy(&twice.text),
-        String::from_utf8_lossy(&once.text),
-        "a second pass changed the first's output of {input:?}"
-    );
-    assert_eq!(
-        twice.counts.total(),
-        0,
-        "a second pass removed something from {input:?}"
-    );
-    let cut = redact_cut(input.as_bytes());
-    let again = redact(&cut.text);
-    assert_eq!(
-        String::from_utf8_lossy(&again.text),
-        String::from_utf8_lossy(&cut.text),
-        "a second pass changed the cut output of {input:?}"
-    );
-    assert_eq!(
-        again.counts.total(),
-        0,
-        "a second pass removed something from the cut output of {input:?}"
-    );
-}
 
 /// The stream, with windows small enough to cut the input everywhere and
 /// fed in pieces of each size, writes what the whole-buffer redaction

@@ -8,48 +8,14 @@
 //! bytes and takes 35 bytes before any `-`/`_`, and a YAML comment may
 //! follow the colon's blank).
 
-use aromba_redact::{Limits, Redactor, Stream, redact, redact_cut};
+use aromba_redact::{Limits, Redactor, Stream, redact};
 use aromba_testkit::redaction::keys::{
     AWS, AWS2, GITHUB, GOOGLE, JWT, OPENAI, REFRESH, SLACK, TELEGRAM, TELEGRAM_SECRET,
 };
+use aromba_testkit::redaction::{once_is_enough, short};
 
 fn text(input: &str) -> String {
     String::from_utf8(redact(input.as_bytes()).text).expect("UTF-8")
-}
-
-/// A short excerpt for messages: never a whole long input.
-fn short(s: &str) -> String {
-    if s.len() <= 160 {
-        s.to_owned()
-    } else {
-        format!("{}…({} bytes)", &s[..s.floor_char_boundary(160)], s.len())
-    }
-}
-
-/// One pass leaves nothing for a second, for `redact` and `redact_cut`.
-fn once_is_enough(input: &str) {
-    let once = redact(input.as_bytes());
-    let twice = redact(&once.text);
-    assert_eq!(
-        String::from_utf8_lossy(&twice.text),
-        String::from_utf8_lossy(&once.text),
-        "a second pass changed the output of {}",
-        short(input)
-    );
-    assert_eq!(
-        twice.counts.total(),
-        0,
-        "second pass counted, {}",
-        short(input)
-    );
-    let cut = redact_cut(input.as_bytes());
-    let again = redact(&cut.text);
-    assert_eq!(
-        String::from_utf8_lossy(&again.text),
-        String::from_utf8_lossy(&cut.text),
-        "a second pass changed the cut output of {}",
-        short(input)
-    );
 }
 
 /// The middle 12 bytes of `secret` (no prefix) must not be in `out`.
