@@ -123,17 +123,10 @@ pub async fn enqueue(
     now: DateTime<Utc>,
     max_pending: i64,
 ) -> Result<(i64, u64), OutboxError> {
-    let one = [Enqueue {
-        server,
-        delivery: delivery.clone(),
-        now,
-    }];
-    let done = enqueue_batch(db, &one, max_pending).await?;
-    match done.each.first() {
-        Some(Enqueued::Queued(id)) => Ok((*id, done.dropped)),
-        Some(Enqueued::Refused(e)) => Err(OutboxError::Content(*e)),
-        _ => Err(OutboxError::UnknownServer(server)),
-    }
+    let mut tx = db.begin().await?;
+    let queued = enqueue_in(&mut tx, server, delivery, now, max_pending).await?;
+    tx.commit().await?;
+    Ok(queued)
 }
 
 /// Queues a batch in one transaction (one commit, one wait for the disk,
@@ -157,6 +150,43 @@ pub async fn enqueue_batch(
             dropped: 0,
         });
     }
+    let mut tx = db.begin().await?;
+    let done = enqueue_batch_in(&mut tx, batch, max_pending).await?;
+    tx.commit().await?;
+    Ok(done)
+}
+
+/// Queues `delivery` for `server` in the caller's transaction, so that it
+/// commits with what the caller wrote there, or not at all (an update from
+/// Telegram and its claim: see `telegram/inbound.rs`). The row's id and
+/// how many older rows were dropped.
+pub(crate) async fn enqueue_in(
+    conn: &mut sqlx::PgConnection,
+    server: Uuid,
+    delivery: &Delivery,
+    now: DateTime<Utc>,
+    max_pending: i64,
+) -> Result<(i64, u64), OutboxError> {
+    let one = [Enqueue {
+        server,
+        delivery: delivery.clone(),
+        now,
+    }];
+    let done = enqueue_batch_in(conn, &one, max_pending).await?;
+    match done.each.first() {
+        Some(Enqueued::Queued(id)) => Ok((*id, done.dropped)),
+        Some(Enqueued::Refused(e)) => Err(OutboxError::Content(*e)),
+        _ => Err(OutboxError::UnknownServer(server)),
+    }
+}
+
+/// [`enqueue_batch`] in the caller's transaction (nothing is written when
+/// nothing of the batch is wanted).
+async fn enqueue_batch_in(
+    tx: &mut sqlx::PgConnection,
+    batch: &[Enqueue],
+    max_pending: i64,
+) -> Result<BatchEnqueued, OutboxError> {
     let mut servers: Vec<Uuid> = batch.iter().map(|e| e.server).collect();
     servers.sort_unstable();
     servers.dedup();
@@ -164,9 +194,8 @@ pub async fn enqueue_batch(
     for e in batch {
         bodies.push(serde_json::to_value(&e.delivery)?);
     }
-    let mut tx = db.begin().await?;
-    store::bound_lock_waits(&mut tx, LOCK_WAIT).await?;
-    let known = store::servers::lock_in_id_order(&mut tx, &servers).await?;
+    store::bound_lock_waits(tx, LOCK_WAIT).await?;
+    let known = store::servers::lock_in_id_order(tx, &servers).await?;
     let known: std::collections::HashSet<Uuid> = known.into_iter().collect();
     // What is refused is left out on its own; the batch goes on.
     let fate = |e: &Enqueue| match e.delivery.check() {
@@ -176,14 +205,12 @@ pub async fn enqueue_batch(
     };
     let wanted = batch.iter().filter(|e| fate(e).is_none()).count();
     if wanted == 0 {
-        tx.rollback().await?;
         return Ok(BatchEnqueued {
             each: batch.iter().filter_map(fate).collect(),
             dropped: 0,
         });
     }
-    let mut ids =
-        store::outbox::take_ids(&mut tx, i32::try_from(wanted).unwrap_or(i32::MAX)).await?;
+    let mut ids = store::outbox::take_ids(tx, i32::try_from(wanted).unwrap_or(i32::MAX)).await?;
     ids.sort_unstable();
     let mut each = Vec::with_capacity(batch.len());
     let (mut row_ids, mut row_servers, mut row_bodies, mut row_times) =
@@ -210,7 +237,7 @@ pub async fn enqueue_batch(
     // The rows and their notifications (ids only) in one statement; the
     // notifications go out when the transaction commits.
     store::outbox::insert_and_notify(
-        &mut tx,
+        tx,
         store::outbox::Rows {
             ids: &row_ids,
             servers: &row_servers,
@@ -223,9 +250,7 @@ pub async fn enqueue_batch(
     )
     .await?;
     // The bound, now that the new rows are there to count.
-    let dropped =
-        store::outbox::drop_past_bound(&mut tx, &notify_servers, max_pending.max(1)).await?;
-    tx.commit().await?;
+    let dropped = store::outbox::drop_past_bound(tx, &notify_servers, max_pending.max(1)).await?;
     Ok(BatchEnqueued {
         each,
         dropped: u64::try_from(dropped).unwrap_or(0),

@@ -1,5 +1,5 @@
 //! PostgreSQL restarted under load: a private cluster of the test's own
-//! (initdb in a temporary directory, run as the postgres user), restarted
+//! (`aromba_testkit::postgres`), restarted
 //! while deliveries are being queued; every delivery whose enqueue
 //! committed still reaches its server, once.
 
@@ -7,103 +7,12 @@ use aromba_testkit::relay as support;
 
 use aromba_relay_proto::client::{Outgoing, run};
 use aromba_relay_proto::frame::Delivery;
+use aromba_testkit::postgres::PrivatePostgres;
 use sqlx::postgres::PgPoolOptions;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::{Server, config, free_port, post_json, start};
-
-/// A PostgreSQL cluster in a temporary directory, on its own port.
-struct PrivatePostgres {
-    _dir: tempfile::TempDir,
-    data: PathBuf,
-    bin: PathBuf,
-    port: u16,
-}
-
-fn as_postgres(program: &std::path::Path) -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::new("runuser");
-    cmd.args(["-u", "postgres", "--"]).arg(program);
-    cmd
-}
-
-impl PrivatePostgres {
-    fn start() -> PrivatePostgres {
-        let versions = std::fs::read_dir("/usr/lib/postgresql").expect("PostgreSQL is installed");
-        let bin = versions
-            .filter_map(Result::ok)
-            .map(|e| e.path().join("bin"))
-            .filter(|p| p.join("initdb").is_file())
-            .max()
-            .expect("an initdb under /usr/lib/postgresql");
-        let dir = tempfile::Builder::new()
-            .prefix("aromba-pg-")
-            .tempdir_in("/tmp")
-            .expect("tempdir");
-        let postgres = nix::unistd::User::from_name("postgres")
-            .expect("users")
-            .expect("a postgres user");
-        nix::unistd::chown(dir.path(), Some(postgres.uid), Some(postgres.gid)).expect("chown");
-        let data = dir.path().join("data");
-        as_postgres(&bin.join("initdb"))
-            .args(["-A", "trust", "-U", "aromba", "--no-sync", "-D"])
-            .arg(&data)
-            .timeout(Duration::from_secs(120))
-            .assert()
-            .success();
-        let port = free_port();
-        let pg = PrivatePostgres {
-            data,
-            bin,
-            port,
-            _dir: dir,
-        };
-        pg.pg_ctl(&format!(
-            "-o '-p {port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off' -l {data}/log -w start",
-            data = pg.data.display()
-        ));
-        pg
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://aromba@127.0.0.1:{}/postgres", self.port)
-    }
-
-    fn restart(&self) {
-        self.pg_ctl("-m fast -w restart");
-    }
-
-    /// `pg_ctl` through a shell whose output goes nowhere: the server it
-    /// starts inherits its descriptors, and a pipe it held would never
-    /// close.
-    fn pg_ctl(&self, args: &str) {
-        let line = format!(
-            "{} -D {} {args} >/dev/null 2>&1",
-            self.bin.join("pg_ctl").display(),
-            self.data.display()
-        );
-        assert_cmd::Command::new("runuser")
-            .args(["-u", "postgres", "--", "sh", "-c", &line])
-            .timeout(Duration::from_secs(60))
-            .assert()
-            .success();
-    }
-}
-
-impl Drop for PrivatePostgres {
-    fn drop(&mut self) {
-        let line = format!(
-            "{} -D {} -m immediate stop >/dev/null 2>&1",
-            self.bin.join("pg_ctl").display(),
-            self.data.display()
-        );
-        let _ = assert_cmd::Command::new("runuser")
-            .args(["-u", "postgres", "--", "sh", "-c", &line])
-            .timeout(Duration::from_secs(30))
-            .output();
-    }
-}
+use support::{Server, config, post_json, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_restarted_under_load_loses_no_committed_delivery() {

@@ -494,3 +494,45 @@ async fn another_bots_update_ids_are_not_taken_for_repeats(db: PgPool) {
     }
     assert_eq!(answered.len(), 2);
 }
+
+/// An update is answered 200 only once it is settled: one whose claim
+/// could not be written (here: held up past the lock bound by another
+/// transaction holding the same update id, as a replica killed mid-claim
+/// or a slow copy would) is answered 503, so Telegram sends it again; sent
+/// again, it reaches the server once (found by the chaos test,
+/// `testkit/tests/relay_replicas_killed.rs`: answered at queueing, an
+/// update in a killed replica's queue was lost).
+#[sqlx::test(migrations = false)]
+async fn an_update_not_settled_is_answered_503_and_delivered_once_when_sent_again(db: PgPool) {
+    let bot = start_bot(db.clone(), false).await;
+    let (_server, mut ws, mut session, _) = paired(&bot, 7005).await;
+    let webhook = bot.relay.url("/v1/telegram/webhook");
+    let update = message_update(900_101, 7005, "is the backup done?");
+    let bot_id: i64 = support::bot::BOT_TOKEN
+        .split_once(':')
+        .and_then(|(id, _)| id.parse().ok())
+        .expect("the bot's id");
+    let mut holder = db.begin().await.expect("a transaction");
+    sqlx::query("INSERT INTO telegram_updates (bot_id, update_id, seen_at) VALUES ($1, $2, now())")
+        .bind(bot_id)
+        .bind(900_101_i64)
+        .execute(&mut *holder)
+        .await
+        .expect("the same claim, held open");
+    let r = post_update(&webhook, Some(WEBHOOK_SECRET), &update).await;
+    assert_eq!(r.status(), 503, "answered before the update was settled");
+    no_delivery(&mut ws, &mut session, Duration::from_millis(300)).await;
+    holder.rollback().await.expect("rolled back");
+    let r = post_update(&webhook, Some(WEBHOOK_SECRET), &update).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        next_delivery(&mut ws, &mut session).await,
+        Delivery::Message {
+            text: "is the backup done?".into()
+        }
+    );
+    let r = post_update(&webhook, Some(WEBHOOK_SECRET), &update).await;
+    assert_eq!(r.status(), 200, "a copy of a settled update is settled");
+    no_delivery(&mut ws, &mut session, Duration::from_millis(500)).await;
+    bot.relay.stop().await;
+}

@@ -70,6 +70,51 @@ async fn a_servers_text_is_shown_as_text_and_its_body_leaves_the_relay(db: PgPoo
     bot.relay.stop().await;
 }
 
+/// A server whose acknowledgement was lost (its relay replica killed)
+/// sends the message again after it has left the outbox: it is
+/// acknowledged as known, and the chat does not get it twice (found by the
+/// chaos test, `testkit/tests/relay_replicas_killed.rs`).
+#[sqlx::test(migrations = false)]
+async fn a_message_sent_again_after_its_delivery_is_acknowledged_and_not_shown_twice(db: PgPool) {
+    let bot = start_bot(db.clone(), false).await;
+    let (_server, mut ws, mut session, _) = paired(&bot, 8002).await;
+    let id = send(&mut ws, &mut session, "the disk is 91% full", vec![]).await;
+    bot.wait_metric("message_delivered", 1).await;
+    let again = Body::Send {
+        id,
+        text: "the disk is 91% full".into(),
+        buttons: vec![],
+        monospace: Vec::new(),
+    };
+    session.send(&mut ws, &again).await.expect("send");
+    loop {
+        if let Body::AckMessage { id: acked } =
+            support::bot::next_frame(&mut ws, &mut session).await
+        {
+            assert_eq!(acked, id);
+            break;
+        }
+    }
+    // A later message arrives, and nothing came in between.
+    send(&mut ws, &mut session, "all is well", vec![]).await;
+    let second = sent(&bot, 8002, 2).await;
+    assert_eq!(second.text, "all is well");
+    let shown: Vec<String> = bot
+        .fake
+        .sent_to(8002)
+        .into_iter()
+        .map(|m| m.text)
+        .filter(|t| t.contains("91%"))
+        .collect();
+    assert_eq!(
+        shown.len(),
+        1,
+        "the message was shown {} times",
+        shown.len()
+    );
+    bot.relay.stop().await;
+}
+
 #[sqlx::test(migrations = false)]
 async fn a_text_too_long_for_telegram_is_split_on_lines_with_the_buttons_on_the_last_part(
     db: PgPool,

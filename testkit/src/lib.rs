@@ -39,6 +39,7 @@ pub mod logs;
 pub mod model;
 pub mod model_fake;
 pub mod paired;
+pub mod postgres;
 pub mod redaction;
 pub mod relay;
 pub mod release;

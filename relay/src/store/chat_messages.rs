@@ -20,6 +20,9 @@ pub(crate) struct Delivered<'a> {
     pub(crate) telegram_id: i64,
     pub(crate) text_sha256: &'a [u8],
     pub(crate) sent_at: DateTime<Utc>,
+    /// How many sends of it were begun (more than 1: it may have reached
+    /// the chat more than once).
+    pub(crate) attempts: i32,
 }
 
 /// Records a delivered message, only while its server is still paired with
@@ -29,17 +32,18 @@ pub(crate) async fn record(
     d: Delivered<'_>,
 ) -> Result<u64, sqlx::Error> {
     Ok(sqlx::query!(
-        r#"INSERT INTO chat_messages (server_id, message, chat_id, telegram_id, text_sha256, sent_at)
-           SELECT $1, $2, $3, $4, $5, $6
+        r#"INSERT INTO chat_messages (server_id, message, chat_id, telegram_id, text_sha256, sent_at, attempts)
+           SELECT $1, $2, $3, $4, $5, $6, $7
            WHERE EXISTS (SELECT 1 FROM pairings WHERE server_id = $1 AND chat_id = $3)
            ON CONFLICT (server_id, message) DO UPDATE
-           SET chat_id = $3, telegram_id = $4, text_sha256 = $5, sent_at = $6"#,
+           SET chat_id = $3, telegram_id = $4, text_sha256 = $5, sent_at = $6, attempts = $7"#,
         d.server,
         d.message,
         d.chat,
         d.telegram_id,
         d.text_sha256,
         d.sent_at,
+        d.attempts,
     )
     .execute(db)
     .await?

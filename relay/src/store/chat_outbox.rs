@@ -29,11 +29,16 @@ pub(crate) struct Kept {
     pub(crate) stored: bool,
 }
 
-/// Keeps the message once by its id, while its server has room.
+/// Keeps the message once by its id, while its server has room. A message
+/// the sender delivered already is known too (found by the chaos test: a
+/// server whose acknowledgement was lost with a killed replica sent the
+/// message again after it had left the outbox, and the chat got it twice).
 pub(crate) async fn keep(db: impl sqlx::PgExecutor<'_>, m: Message) -> Result<Kept, sqlx::Error> {
     let row = sqlx::query!(
         r#"WITH existing AS (
-                       SELECT 1 AS one FROM chat_outbox WHERE server_id = $1 AND id = $2),
+                       SELECT 1 AS one FROM chat_outbox WHERE server_id = $1 AND id = $2
+                       UNION ALL
+                       SELECT 1 AS one FROM chat_messages WHERE server_id = $1 AND message = $2),
                    room AS (
                        SELECT count(*) < CASE
                                   WHEN EXISTS (SELECT 1 FROM pairings WHERE server_id = $1)
@@ -99,6 +104,25 @@ pub(crate) async fn heads(
             chat_id: r.chat_id,
         })
         .collect())
+}
+
+/// Counts a send of the message begun; how many have been, this one
+/// included (more than 1: an earlier one may have reached the chat).
+pub(crate) async fn attempt(
+    db: impl sqlx::PgExecutor<'_>,
+    server: Uuid,
+    id: Uuid,
+) -> Result<i32, sqlx::Error> {
+    let attempts = sqlx::query_scalar!(
+        "UPDATE chat_outbox SET attempts = attempts + 1 WHERE server_id = $1 AND id = $2
+         RETURNING attempts",
+        server,
+        id
+    )
+    .fetch_optional(db)
+    .await?;
+    // Gone meanwhile (the sweep, an unpairing): this send is the first.
+    Ok(attempts.unwrap_or(1))
 }
 
 /// Deletes a message's body: it was delivered, or it never will be.

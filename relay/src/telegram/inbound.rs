@@ -22,15 +22,30 @@ use crate::store;
 use aromba_relay_proto::frame::{Delivery, TapProof};
 use std::sync::Arc;
 use teloxide::types::{CallbackQuery, MaybeInaccessibleMessage, Message, Update, UpdateKind};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
+
+/// What became of an update: settled (handled, or a copy of one handled
+/// already), so Telegram may forget it; or to be sent again, because
+/// nothing of it was kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settled {
+    Done,
+    Again,
+}
+
+/// An update waiting in a shard, and who waits to hear it settled.
+pub struct Work {
+    update: Update,
+    settled: oneshot::Sender<Settled>,
+}
 
 /// The queues updates wait in, one per shard.
 pub struct Queue {
-    shards: Vec<mpsc::Sender<Update>>,
+    shards: Vec<mpsc::Sender<Work>>,
 }
 
 /// The other ends, taken by [`spawn_shards`].
-pub struct Receivers(Vec<mpsc::Receiver<Update>>);
+pub struct Receivers(Vec<mpsc::Receiver<Work>>);
 
 impl Queue {
     pub fn new(shards: usize, per_shard: usize) -> (Queue, Receivers) {
@@ -40,7 +55,7 @@ impl Queue {
         (Queue { shards: senders }, Receivers(receivers))
     }
 
-    fn shard(&self, update: &Update) -> &mpsc::Sender<Update> {
+    fn shard(&self, update: &Update) -> &mpsc::Sender<Work> {
         let key = update
             .chat()
             .map(|c| c.id.0.unsigned_abs())
@@ -50,23 +65,44 @@ impl Queue {
         &self.shards[(key % self.shards.len() as u64) as usize]
     }
 
-    /// Queues, waiting up to `wait` for room; `false` when the shard stayed
-    /// full (the webhook then answers so that Telegram sends the update
-    /// again, rather than losing it).
-    pub async fn offer_within(&self, update: Update, wait: std::time::Duration) -> bool {
-        self.shard(&update).send_timeout(update, wait).await.is_ok()
+    /// Queues, waiting up to `wait` for room; what hears the update
+    /// settled, or `None` when the shard stayed full (the webhook then
+    /// answers so that Telegram sends the update again, rather than losing
+    /// it).
+    pub async fn offer_within(
+        &self,
+        update: Update,
+        wait: std::time::Duration,
+    ) -> Option<oneshot::Receiver<Settled>> {
+        let (settled, heard) = oneshot::channel();
+        let shard = self.shard(&update);
+        shard
+            .send_timeout(Work { update, settled }, wait)
+            .await
+            .ok()
+            .map(|()| heard)
     }
 
     /// Queues, waiting for room (the poller can wait: Telegram keeps what
-    /// it has not confirmed). `false` once the relay is stopping.
-    pub async fn feed(&self, update: Update) -> bool {
-        self.shard(&update).send(update).await.is_ok()
+    /// it has not confirmed); what hears the update settled, or `None` once
+    /// the relay is stopping.
+    pub async fn feed(&self, update: Update) -> Option<oneshot::Receiver<Settled>> {
+        let (settled, heard) = oneshot::channel();
+        let shard = self.shard(&update);
+        shard
+            .send(Work { update, settled })
+            .await
+            .ok()
+            .map(|()| heard)
     }
 }
 
 /// An update from its JSON, or `None` when it is not one (counted by the
 /// caller; its content goes nowhere).
 pub fn parse(bytes: &[u8]) -> Option<Update> {
+    if !super::one_reading::has_one_reading(bytes) {
+        return None;
+    }
     let update: Update = serde_json::from_slice(bytes).ok()?;
     if matches!(update.kind, UpdateKind::Error(_)) {
         return None;
@@ -79,41 +115,57 @@ pub fn spawn_shards(app: App, receivers: Receivers, tasks: &mut tokio::task::Joi
     for mut rx in receivers.0 {
         let app = app.clone();
         tasks.spawn(async move {
-            while let Some(update) = rx.recv().await {
-                handle(&app, update).await;
+            while let Some(Work { update, settled }) = rx.recv().await {
+                let _ = settled.send(handle(&app, update).await);
             }
         });
     }
 }
 
-/// Handles one update, at most once across replicas.
-pub async fn handle(app: &App, update: Update) {
+/// Handles one update, once across replicas.
+///
+/// The update is claimed by its id in a transaction. What it queues for a
+/// server — a paired chat's message, a tap on a server's button — is
+/// written in that same transaction, so that the claim commits with it or
+/// not at all: a replica killed on the way leaves the update unclaimed,
+/// Telegram (not told it settled) sends it again, and it is handled then
+/// (found by the chaos test: claimed first, such an update was lost).
+/// Anything else commits the claim first and is handled at most once.
+pub async fn handle(app: &App, update: Update) -> Settled {
     let Some(telegram) = app.telegram.clone() else {
-        return;
+        return Settled::Done;
     };
     let id = i64::from(update.id.0);
     let bot = telegram.config.token.bot_id_number();
     // Claimed, and the chat's server looked up, in one round trip.
     let chat = update.chat().map(|c| c.id.0);
     let permit = telegram.claims.acquire().await;
-    let claimed =
-        store::telegram_updates::claim(&app.db, bot, id, app.config.clock.now(), chat).await;
-    drop(permit);
-    let server = match claimed {
-        Ok(row) if row.claimed => row.server,
-        Ok(_) => {
+    let (mut claim, server) = match Claim::take(app, permit, bot, id, chat).await {
+        Ok(Some(taken)) => taken,
+        Ok(None) => {
             app.metrics.telegram("update_duplicate");
-            return;
+            return Settled::Done;
+        }
+        Err(e) if !database_may_pass(&e) => {
+            tracing::warn!(error = %e, "update's claim refused; dropped");
+            app.metrics.telegram("update_refused");
+            return Settled::Done;
         }
         Err(e) => {
-            tracing::warn!(error = %e, "update could not be claimed; dropped");
+            tracing::warn!(error = %e, "update could not be claimed; Telegram sends it again");
             app.metrics.telegram("update_failed");
-            return;
+            return Settled::Again;
         }
     };
     let outcome = match update.kind {
-        UpdateKind::Message(message) => on_message(app, &telegram, &message, server).await,
-        UpdateKind::CallbackQuery(query) => on_tap(app, &telegram, &query).await,
+        UpdateKind::Message(message) => match forwardable(&message, server) {
+            Some((server, delivery)) => forward(app, &mut claim, server, &delivery).await,
+            None => match claim.commit().await {
+                Ok(()) => on_message(app, &telegram, &message, server).await,
+                Err(e) => Err(e.into()),
+            },
+        },
+        UpdateKind::CallbackQuery(query) => on_tap(app, &telegram, &query, &mut claim).await,
         UpdateKind::EditedMessage(message) => {
             on_edit(app, &telegram, &message, server);
             Ok(())
@@ -127,12 +179,193 @@ pub async fn handle(app: &App, update: Update) {
             Ok(())
         }
     };
-    if let Err(e) = outcome {
-        tracing::warn!(error = %e, "update failed");
-        app.metrics.telegram("update_failed");
-        // Released, so that a poller that gets it again can try again.
-        let _ = store::telegram_updates::release(&app.db, bot, id).await;
+    let outcome = match outcome {
+        Ok(()) => claim.commit().await.map_err(HandleError::from),
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(()) => Settled::Done,
+        // Refused for what it holds (a NUL in a text, which PostgreSQL's
+        // JSON cannot keep): sent again it would fail again, and hold up
+        // every update behind it, so it is dropped and counted.
+        Err(e) if !e.may_pass() => {
+            tracing::warn!(error = %e, "update refused; dropped");
+            app.metrics.telegram("update_refused");
+            Settled::Done
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "update failed; Telegram sends it again");
+            app.metrics.telegram("update_failed");
+            // A claim that committed before the failure is released, so
+            // that the update, sent again, is handled again.
+            if claim.state == ClaimState::Committed {
+                let _ = store::telegram_updates::release(&app.db, bot, id).await;
+            }
+            Settled::Again
+        }
     }
+}
+
+/// Where an update's claim stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClaimState {
+    Open,
+    Committed,
+    /// Its commit failed: whether it reached the disk is not known (taken
+    /// for not: the update is sent again, and a copy of one kept is
+    /// dropped by its id).
+    Unknown,
+}
+
+/// The transaction that claimed an update, and its place among the claims
+/// at the database at once (given back when it commits).
+struct Claim<'a> {
+    tx: Option<sqlx::Transaction<'static, sqlx::Postgres>>,
+    permit: Option<tokio::sync::SemaphorePermit<'a>>,
+    state: ClaimState,
+}
+
+impl<'a> Claim<'a> {
+    /// Claims bot `bot`'s update `id` in a new transaction, and looks up
+    /// the server `chat` is paired with; `None` when the update was claimed
+    /// before.
+    async fn take(
+        app: &App,
+        permit: Result<tokio::sync::SemaphorePermit<'a>, tokio::sync::AcquireError>,
+        bot: i64,
+        id: i64,
+        chat: Option<i64>,
+    ) -> Result<Option<(Claim<'a>, Option<uuid::Uuid>)>, sqlx::Error> {
+        let mut tx = app.db.begin().await?;
+        // A copy of the update being handled elsewhere waits for that
+        // transaction, but not without end.
+        store::bound_lock_waits(&mut tx, crate::outbox::LOCK_WAIT).await?;
+        let row =
+            store::telegram_updates::claim(&mut *tx, bot, id, app.config.clock.now(), chat).await?;
+        if !row.claimed {
+            return Ok(None);
+        }
+        let claim = Claim {
+            tx: Some(tx),
+            permit: permit.ok(),
+            state: ClaimState::Open,
+        };
+        Ok(Some((claim, row.server)))
+    }
+
+    /// The claim's transaction, while it is open.
+    fn conn(&mut self) -> Result<&mut sqlx::PgConnection, HandleError> {
+        match self.tx.as_mut() {
+            Some(tx) => Ok(&mut **tx),
+            None => Err(HandleError::ClaimClosed),
+        }
+    }
+
+    /// Commits the claim and what was written with it (once; later calls
+    /// do nothing).
+    async fn commit(&mut self) -> Result<(), sqlx::Error> {
+        let Some(tx) = self.tx.take() else {
+            return Ok(());
+        };
+        let committed = tx.commit().await;
+        self.permit = None;
+        match committed {
+            Ok(()) => {
+                self.state = ClaimState::Committed;
+                Ok(())
+            }
+            Err(e) => {
+                self.state = ClaimState::Unknown;
+                Err(e)
+            }
+        }
+    }
+}
+
+impl HandleError {
+    /// Whether the same update may be handled another time: the database
+    /// was out of reach, busy or shutting down, or a write was given up for
+    /// a lock. A refusal of what the update holds, or anything not known
+    /// to pass, is not (an update sent again for ever would hold up every
+    /// update behind it: the poller does not move past it).
+    fn may_pass(&self) -> bool {
+        match self {
+            HandleError::Database(e) => database_may_pass(e),
+            HandleError::Queue(crate::outbox::OutboxError::Db(e)) => database_may_pass(e),
+            HandleError::Outbox(crate::writer::WriterError::Outbox(
+                crate::outbox::OutboxError::Db(e),
+            )) => database_may_pass(e),
+            HandleError::Outbox(
+                crate::writer::WriterError::Timeout | crate::writer::WriterError::Closed,
+            ) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Whether a database error may pass: the database out of reach, a
+/// connection lost, a transaction rolled back for a conflict (class 40), a
+/// lock not had in time (55P03), resources short (53), the server shutting
+/// down or starting (57), a system error (58), a connection failure (08).
+fn database_may_pass(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::Tls(_) => true,
+        sqlx::Error::Database(d) => d.code().is_some_and(|code| {
+            code == "55P03"
+                || ["08", "40", "53", "57", "58"]
+                    .iter()
+                    .any(|c| code.starts_with(c))
+        }),
+        _ => false,
+    }
+}
+
+/// A paired chat's message that goes to its server as it is: text, not a
+/// command the relay answers, not in the PIN's shape, within the bounds of
+/// a delivery. Everything else is [`on_message`]'s.
+fn forwardable(message: &Message, server: Option<uuid::Uuid>) -> Option<(uuid::Uuid, Delivery)> {
+    let server = server?;
+    let text = message.text()?;
+    if command_of(text).is_some()
+        || message
+            .caption()
+            .into_iter()
+            .chain([text])
+            .any(aromba_relay_proto::frame::holds_a_pin)
+    {
+        return None;
+    }
+    let delivery = Delivery::Message {
+        text: text.to_string(),
+    };
+    delivery.check().ok()?;
+    Some((server, delivery))
+}
+
+/// Queues `delivery` for `server` with the update's claim, and commits both.
+async fn forward(
+    app: &App,
+    claim: &mut Claim<'_>,
+    server: uuid::Uuid,
+    delivery: &Delivery,
+) -> Result<(), HandleError> {
+    let now = app.config.clock.now();
+    crate::outbox::enqueue_in(
+        claim.conn()?,
+        server,
+        delivery,
+        now,
+        app.config.limits.max_pending,
+    )
+    .await?;
+    claim.commit().await?;
+    app.metrics.telegram("message_forwarded");
+    Ok(())
 }
 
 /// Why an update could not be handled (never its content).
@@ -142,6 +375,10 @@ pub enum HandleError {
     Database(#[from] sqlx::Error),
     #[error("the outbox refused: {0}")]
     Outbox(#[from] crate::writer::WriterError),
+    #[error("the outbox refused: {0}")]
+    Queue(#[from] crate::outbox::OutboxError),
+    #[error("the update's claim was used after it closed")]
+    ClaimClosed,
     #[error("{0}")]
     Sign(#[from] super::signing::KeyError),
 }
@@ -172,24 +409,18 @@ async fn on_message(
             super::choices::ask_unpair(app, telegram, chat, server).await
         }
         (_, None) => foreign(app, telegram, chat, None).await,
-        (_, Some(server)) => {
+        // What `forwardable` did not take: the PIN's shape, not text, or
+        // past a delivery's bounds.
+        (_, Some(_)) => {
             if pin_taken(app, telegram, message) {
                 return Ok(());
             }
-            let Some(text) = text else {
+            if text.is_none() {
                 app.metrics.telegram("message_not_text");
                 say(app, telegram, chat, words::TEXT_ONLY);
                 return Ok(());
-            };
-            let delivery = Delivery::Message {
-                text: text.to_string(),
-            };
-            if delivery.check().is_err() {
-                app.metrics.telegram("message_refused");
-                return Ok(());
             }
-            app.enqueue(server, &delivery).await?;
-            app.metrics.telegram("message_forwarded");
+            app.metrics.telegram("message_refused");
             Ok(())
         }
     }
@@ -457,55 +688,72 @@ fn tapped_message(query: &CallbackQuery) -> Option<(i64, i64)> {
     }
 }
 
+/// A tap, in its update's claim. A tap on a live button of a server's
+/// message is forwarded in the claim's transaction with the query's own
+/// claim, so that both commit with the delivery or not at all (found by the
+/// chaos test: a replica killed between the claims and the delivery lost
+/// the tap and left it unanswered); it is answered once that committed.
+/// Anything else (the relay's own buttons, a button gone) commits the
+/// claims first and is answered at most once.
 async fn on_tap(
     app: &App,
     telegram: &Arc<Telegram>,
     query: &CallbackQuery,
+    claim: &mut Claim<'_>,
 ) -> Result<(), HandleError> {
     let bot = telegram.config.token.bot_id_number();
+    let now = app.config.clock.now();
     // A query id is answered once, whatever update carries it again.
-    let first =
-        store::telegram_callbacks::claim(&app.db, bot, &query.id.0, app.config.clock.now()).await;
-    let outcome = match first {
-        Ok(true) => forward_tap(app, telegram, query).await,
-        Ok(false) => {
-            app.metrics.telegram("tap_repeated");
-            return Ok(());
-        }
-        Err(e) => Err(e.into()),
-    };
-    // Answered even when forwarding failed: the person's spinner must stop.
+    if !store::telegram_callbacks::claim(claim.conn()?, bot, &query.id.0, now).await? {
+        claim.commit().await?;
+        app.metrics.telegram("tap_repeated");
+        return Ok(());
+    }
+    if let Some((server, delivery)) = signed_tap(app, telegram, query, claim).await? {
+        crate::outbox::enqueue_in(
+            claim.conn()?,
+            server,
+            &delivery,
+            now,
+            app.config.limits.max_pending,
+        )
+        .await?;
+        claim.commit().await?;
+        app.metrics.telegram("tap_forwarded");
+        answer_in_background(app, telegram, query.id.0.clone(), Some(words::TAP_SENT));
+        return Ok(());
+    }
+    claim.commit().await?;
+    let outcome = not_forwarded(app, telegram, query).await;
+    // Answered even when it failed: the person's spinner must stop.
     let notice = match &outcome {
         Ok(notice) => *notice,
         Err(_) => Some(words::EXPIRED),
     };
     answer_in_background(app, telegram, query.id.0.clone(), notice);
     if outcome.is_err() {
-        // Released with the update, so that a poll bringing it again is
+        // Released with the update, so that the update, sent again, is
         // handled again.
         let _ = store::telegram_callbacks::release(&app.db, bot, &query.id.0).await;
     }
     outcome.map(drop)
 }
 
-/// Forwards the tap if it is good; returns the answer's notice.
-async fn forward_tap(
+/// The tap as its server gets it, signed, when it names a live button of a
+/// message the relay delivered to that very chat (read in the claim's
+/// transaction).
+async fn signed_tap(
     app: &App,
     telegram: &Arc<Telegram>,
     query: &CallbackQuery,
-) -> Result<Option<&'static str>, HandleError> {
+    claim: &mut Claim<'_>,
+) -> Result<Option<(uuid::Uuid, Delivery)>, HandleError> {
     let (Some((chat, message_id)), Some(data)) = (tapped_message(query), query.data.as_deref())
     else {
-        app.metrics.telegram("tap_expired");
-        return Ok(Some(words::EXPIRED));
+        return Ok(None);
     };
-    if let Some(answer) =
-        super::choices::on_relay_button(app, telegram, chat, message_id, data).await?
-    {
-        return Ok(Some(answer));
-    }
     let button = store::chat_buttons::live(
-        &app.db,
+        claim.conn()?,
         data,
         chat,
         message_id,
@@ -515,15 +763,7 @@ async fn forward_tap(
     )
     .await?;
     let Some(button) = button else {
-        // A button the server took off its message (it edits a proposal
-        // as soon as it is answered): a second tap, which is no fault.
-        let answered = store::chat_messages::answered(&app.db, chat, message_id).await?;
-        if answered {
-            app.metrics.telegram("tap_answered_already");
-            return Ok(Some(words::TAP_ANSWERED));
-        }
-        app.metrics.telegram("tap_expired");
-        return Ok(Some(words::EXPIRED));
+        return Ok(None);
     };
     let time = u64::try_from(app.config.clock.now().timestamp()).unwrap_or(0);
     let text_sha256 = super::signing::hex(&button.text_sha256);
@@ -549,9 +789,35 @@ async fn forward_tap(
             signature,
         },
     };
-    app.enqueue(button.server_id, &delivery).await?;
-    app.metrics.telegram("tap_forwarded");
-    Ok(Some(words::TAP_SENT))
+    Ok(Some((button.server_id, delivery)))
+}
+
+/// A tap that names no live button of a server's message: one of the
+/// relay's own buttons, or a button gone; the answer's notice.
+async fn not_forwarded(
+    app: &App,
+    telegram: &Arc<Telegram>,
+    query: &CallbackQuery,
+) -> Result<Option<&'static str>, HandleError> {
+    let (Some((chat, message_id)), Some(data)) = (tapped_message(query), query.data.as_deref())
+    else {
+        app.metrics.telegram("tap_expired");
+        return Ok(Some(words::EXPIRED));
+    };
+    if let Some(answer) =
+        super::choices::on_relay_button(app, telegram, chat, message_id, data).await?
+    {
+        return Ok(Some(answer));
+    }
+    // A button the server took off its message (it edits a proposal as
+    // soon as it is answered): a second tap, which is no fault.
+    let answered = store::chat_messages::answered(&app.db, chat, message_id).await?;
+    if answered {
+        app.metrics.telegram("tap_answered_already");
+        return Ok(Some(words::TAP_ANSWERED));
+    }
+    app.metrics.telegram("tap_expired");
+    Ok(Some(words::EXPIRED))
 }
 
 /// The longest a tap's answer waits for a 429.

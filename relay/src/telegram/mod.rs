@@ -24,6 +24,7 @@
 pub mod choices;
 pub mod client;
 pub mod inbound;
+pub mod one_reading;
 pub mod outbound;
 pub mod pace;
 pub mod pairing;

@@ -249,6 +249,13 @@ async fn send(
     let Some((keyboard, tapped, ids)) = keyboard(telegram, buttons) else {
         return Ok(Outcome::Later);
     };
+    // Counted before Telegram is asked: a replica killed between Telegram's
+    // answer and the record below leaves the message queued, and the next
+    // send of it may show it twice (the Bot API cannot send once only).
+    let attempts = store::chat_outbox::attempt(&app.db, server, id).await?;
+    if attempts > 1 {
+        app.metrics.telegram("message_sent_again");
+    }
     let mut last = None;
     for (i, (part, turn)) in parts.iter().zip(turns).enumerate() {
         let is_last = i + 1 == parts.len();
@@ -280,6 +287,7 @@ async fn send(
             telegram_id,
             text_sha256: &text_sha256(shown)[..],
             sent_at: now,
+            attempts,
         },
     )
     .await?;

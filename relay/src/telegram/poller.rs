@@ -2,8 +2,8 @@
 //! public HTTPS: one replica at a time (the one holding a PostgreSQL
 //! advisory lock) asks `getUpdates` and feeds what comes into the same
 //! queues as the webhook. The offset moves past an update once it is
-//! queued; an update that reaches two replicas (the lock changed hands) is
-//! still handled once, by its `update_id`.
+//! settled (handled and committed); an update that reaches two replicas
+//! (the lock changed hands) is still handled once, by its `update_id`.
 
 use crate::state::App;
 use sqlx::{Connection, PgConnection, PgPool};
@@ -50,6 +50,10 @@ pub async fn run(app: App) {
     }
 }
 
+/// How long the poller waits for a fed update to settle before it asks
+/// Telegram for it again.
+const SETTLE_WAIT: Duration = Duration::from_secs(15);
+
 /// Polls while the lock holds.
 async fn poll(app: &App, telegram: &Arc<super::Telegram>, lock: &mut PgConnection) {
     let mut offset: i32 = 0;
@@ -62,19 +66,42 @@ async fn poll(app: &App, telegram: &Arc<super::Telegram>, lock: &mut PgConnectio
         {
             Ok(updates) => {
                 wait = Duration::from_millis(250);
+                // The offset moves past an update only once it is settled
+                // (handled and committed, or a copy of one that was): a
+                // replica killed with updates in its queues leaves them to
+                // the next poll (found by the chaos test: moved at
+                // queueing, they were lost). Updates after one that is not
+                // settled come again, and are dropped as copies.
+                let mut settling = Vec::with_capacity(updates.len());
                 for update in updates {
                     app.metrics.telegram("update_received");
                     let next = i32::try_from(update.id.0)
                         .unwrap_or(i32::MAX)
                         .saturating_add(1);
-                    offset = offset.max(next);
                     if matches!(update.kind, teloxide::types::UpdateKind::Error(_)) {
                         app.metrics.telegram("update_malformed");
+                        settling.push((next, None));
                         continue;
                     }
-                    if !telegram.inbound.feed(update).await {
+                    let Some(settled) = telegram.inbound.feed(update).await else {
                         return;
+                    };
+                    settling.push((next, Some(settled)));
+                }
+                for (next, settled) in settling {
+                    let done = match settled {
+                        None => true,
+                        Some(settled) => matches!(
+                            tokio::time::timeout(SETTLE_WAIT, settled).await,
+                            Ok(Ok(super::inbound::Settled::Done))
+                        ),
+                    };
+                    if !done {
+                        app.metrics.telegram("update_deferred_unsettled");
+                        tokio::time::sleep(wait).await;
+                        break;
                     }
+                    offset = offset.max(next);
                 }
             }
             Err(super::client::CallError::RetryAfter(d)) => {

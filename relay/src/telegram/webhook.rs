@@ -3,13 +3,15 @@
 //! Without the `X-Telegram-Bot-Api-Secret-Token` header equal to the
 //! webhook secret (compared in constant time) the answer is exactly the
 //! 404 of an unknown path, for any method, before the body is read. With
-//! it, the answer is 200 as soon as the update is queued, whatever happens
-//! next: Telegram retries anything else and slows a failing webhook down.
-//! The update is read up to a cap, parsed, and queued for its chat's shard;
-//! an update too large or one that is not an update is counted and dropped
-//! (200), and its content is never logged. One whose queue stays full for
-//! [`QUEUE_WAIT`] is answered 503, so Telegram sends it again: late, never
-//! lost.
+//! it, the update is read up to a cap, parsed, queued for its chat's shard,
+//! and answered 200 once it is settled — handled and committed, or a copy
+//! of one that was — and 503 otherwise, so that Telegram, which retries
+//! anything but a 2xx, sends it again (a relay killed with updates in its
+//! queues lost them when the 200 came at queueing: found by the chaos
+//! test). An update too large or one that is not an update is counted and
+//! dropped (200), and its content is never logged. One whose queue stays
+//! full for [`QUEUE_WAIT`], or that is not settled within [`SETTLE_WAIT`],
+//! is answered 503: late, never lost.
 
 use crate::error::ApiError;
 use crate::state::App;
@@ -28,6 +30,9 @@ pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
 /// to send it again. Telegram holds at most its webhook connections (40 by
 /// default) open, so this is back-pressure, not a queue of its own.
 pub const QUEUE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long a queued update may take to settle before Telegram is told to
+/// send it again (within the answer's deadline, `serve::ANSWER_DEADLINE`).
+pub const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// Telegram's rule for a webhook secret: 1–256 of `A-Z a-z 0-9 _ -`.
 pub fn valid_secret(secret: &str) -> bool {
@@ -126,12 +131,17 @@ pub async fn receive(
     app.metrics.telegram("update_received");
     match super::inbound::parse(&bytes) {
         Some(update) => {
-            if !telegram.inbound.offer_within(update, QUEUE_WAIT).await {
+            let Some(settled) = telegram.inbound.offer_within(update, QUEUE_WAIT).await else {
                 // Telegram keeps what it was not answered 2xx for and sends
                 // it again (slowing down meanwhile): a paired chat's PIN or
                 // tap behind a flood is late, never lost (found by the
                 // attack round: a full queue dropped it after a 200).
                 app.metrics.telegram("update_deferred_queue_full");
+                return StatusCode::SERVICE_UNAVAILABLE.into_response();
+            };
+            let settled = tokio::time::timeout(SETTLE_WAIT, settled).await;
+            if !matches!(settled, Ok(Ok(super::inbound::Settled::Done))) {
+                app.metrics.telegram("update_deferred_unsettled");
                 return StatusCode::SERVICE_UNAVAILABLE.into_response();
             }
         }
