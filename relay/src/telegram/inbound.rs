@@ -114,11 +114,92 @@ pub fn parse(bytes: &[u8]) -> Option<Update> {
 pub fn spawn_shards(app: App, receivers: Receivers, tasks: &mut tokio::task::JoinSet<()>) {
     for mut rx in receivers.0 {
         let app = app.clone();
+        let hold = app
+            .telegram
+            .as_ref()
+            .map_or(HOLD, |t| t.config.limits.give_up_after / 2);
         tasks.spawn(async move {
+            let mut held = Held::new(hold);
             while let Some(Work { update, settled }) = rx.recv().await {
-                let _ = settled.send(handle(&app, update).await);
+                let chat = update.chat().map(|c| c.id.0);
+                let id = i64::from(update.id.0);
+                if held.holds(chat, id) {
+                    app.metrics.telegram("update_held_for_order");
+                    let _ = settled.send(Settled::Again);
+                    continue;
+                }
+                let outcome = handle(&app, update).await;
+                held.note(chat, id, outcome);
+                let _ = settled.send(outcome);
             }
         });
+    }
+}
+
+/// How long a chat's later updates wait behind one that must be sent
+/// again, at most, without a bot: half of `TelegramLimits::give_up_after`
+/// otherwise (after which the poller may go past the one that does not
+/// settle, and Telegram may give up on it).
+const HOLD: std::time::Duration = std::time::Duration::from_secs(30);
+/// Chats held at once in one shard, at most (past it the oldest holds go).
+const MAX_HELD: usize = 4_096;
+
+/// The chats of one shard whose update must be sent again, by that
+/// update's id: their later updates are sent again too, unhandled, until
+/// it settles, so that a chat's messages keep their order (found by the
+/// attack round: a message that failed on the database was overtaken by
+/// the next one, handled at once).
+struct Held {
+    chats: std::collections::HashMap<i64, (i64, std::time::Instant)>,
+    hold: std::time::Duration,
+}
+
+impl Held {
+    fn new(hold: std::time::Duration) -> Held {
+        Held {
+            chats: std::collections::HashMap::new(),
+            hold,
+        }
+    }
+
+    /// Whether update `id` of `chat` waits behind an earlier one.
+    fn holds(&mut self, chat: Option<i64>, id: i64) -> bool {
+        let Some(chat) = chat else {
+            return false;
+        };
+        match self.chats.get(&chat) {
+            Some(&(first, since)) if since.elapsed() < self.hold => id > first,
+            Some(_) => {
+                self.chats.remove(&chat);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// What became of update `id` of `chat`.
+    fn note(&mut self, chat: Option<i64>, id: i64, outcome: Settled) {
+        let Some(chat) = chat else {
+            return;
+        };
+        match outcome {
+            Settled::Again => {
+                if self.chats.len() >= MAX_HELD {
+                    let hold = self.hold;
+                    self.chats.retain(|_, (_, since)| since.elapsed() < hold);
+                }
+                if self.chats.len() < MAX_HELD {
+                    self.chats
+                        .entry(chat)
+                        .or_insert((id, std::time::Instant::now()));
+                }
+            }
+            Settled::Done => {
+                if self.chats.get(&chat).is_some_and(|&(first, _)| first == id) {
+                    self.chats.remove(&chat);
+                }
+            }
+        }
     }
 }
 
@@ -295,8 +376,12 @@ impl HandleError {
             HandleError::Outbox(crate::writer::WriterError::Outbox(
                 crate::outbox::OutboxError::Db(e),
             )) => database_may_pass(e),
+            // The writer reports what the database did to a batch as
+            // `Failed` (found by the attack round: taken for a refusal).
             HandleError::Outbox(
-                crate::writer::WriterError::Timeout | crate::writer::WriterError::Closed,
+                crate::writer::WriterError::Timeout
+                | crate::writer::WriterError::Closed
+                | crate::writer::WriterError::Outbox(crate::outbox::OutboxError::Failed(_)),
             ) => true,
             _ => false,
         }

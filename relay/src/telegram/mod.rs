@@ -162,6 +162,11 @@ pub struct TelegramLimits {
     /// A chat that is not paired is given each reply (a wrong code, pairing
     /// busy, a lockout) at most once per this long, however often it asks.
     pub stranger_window: Duration,
+    /// How long the poller asks again for one update that does not settle
+    /// while later ones do, before it goes past it (counted,
+    /// `update_given_up`); a chat's later updates wait behind such an
+    /// update for half as long, to keep its order.
+    pub give_up_after: Duration,
 }
 
 impl Default for TelegramLimits {
@@ -182,6 +187,7 @@ impl Default for TelegramLimits {
             lock_retry: Duration::from_secs(5),
             buttons_live: Duration::from_secs(7 * 24 * 3600),
             stranger_window: Duration::from_secs(10),
+            give_up_after: Duration::from_secs(60),
         }
     }
 }

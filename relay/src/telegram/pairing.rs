@@ -127,8 +127,14 @@ pub async fn consume(
         return Ok(());
     }
     let code = code.to_ascii_uppercase();
+    let confirm = format!("pair_{code}");
     let server = if looks_like_code(&code) {
-        take_code(app, chat, &code).await?
+        let paired = Delivery::Paired {
+            approval_key: telegram.key.public_base64().to_string(),
+            bot_id: u64::try_from(telegram.config.token.bot_id_number()).unwrap_or(0),
+            confirm: confirm.clone(),
+        };
+        take_code(app, chat, &code, &paired).await?
     } else {
         None
     };
@@ -155,16 +161,6 @@ pub async fn consume(
     };
     app.metrics.telegram("paired");
     tracing::info!(server = %server, "paired");
-    let confirm = format!("pair_{code}");
-    app.enqueue(
-        server,
-        &Delivery::Paired {
-            approval_key: telegram.key.public_base64().to_string(),
-            bot_id: u64::try_from(telegram.config.token.bot_id_number()).unwrap_or(0),
-            confirm: confirm.clone(),
-        },
-    )
-    .await?;
     // With one more step: the person opens the app from the button, and
     // `aromba pair` pins their account from Telegram's signature over that
     // launch. (The bot's name is known: the code's link was made with it.)
@@ -210,7 +206,17 @@ async fn reply(
 /// Consumes a live code and pairs its server with `chat`, in one
 /// transaction; `None` when no live code has this hash (or the chat was
 /// paired by a racing code meanwhile).
-async fn take_code(app: &App, chat: i64, code: &str) -> Result<Option<Uuid>, sqlx::Error> {
+/// Takes the code and pairs its server with `chat`, and queues `notice`
+/// (the server's `Paired`) in the same transaction: a pairing never commits
+/// without its notice (found by the attack round: queued after the
+/// pairing's commit, a database hiccup lost the notice, and the update,
+/// sent again, found the chat paired already).
+async fn take_code(
+    app: &App,
+    chat: i64,
+    code: &str,
+    notice: &Delivery,
+) -> Result<Option<Uuid>, HandleError> {
     let now = app.config.clock.now();
     let hash = hashing::pairing_code_hash(&app.config.pepper, code);
     let mut tx = app.db.begin().await?;
@@ -226,7 +232,7 @@ async fn take_code(app: &App, chat: i64, code: &str) -> Result<Option<Uuid>, sql
     match paired {
         Ok(_) => {}
         Err(e) if is_unique_violation(&e) => return Ok(None),
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     }
     store::servers::mark_paired(&mut *tx, server, now, now.date_naive()).await?;
     // Nothing delivered before this pairing can be tapped in it.
@@ -234,6 +240,7 @@ async fn take_code(app: &App, chat: i64, code: &str) -> Result<Option<Uuid>, sql
     // A chat that is paired is no longer a stranger.
     let chat_hash = hashing::chat_hash(&app.config.pepper, chat);
     store::foreign_chats::forget(&mut *tx, &chat_hash[..]).await?;
+    crate::outbox::enqueue_in(&mut tx, server, notice, now, app.config.limits.max_pending).await?;
     tx.commit().await?;
     Ok(Some(server))
 }

@@ -58,6 +58,9 @@ const SETTLE_WAIT: Duration = Duration::from_secs(15);
 async fn poll(app: &App, telegram: &Arc<super::Telegram>, lock: &mut PgConnection) {
     let mut offset: i32 = 0;
     let mut wait = Duration::from_millis(250);
+    // Since when each update not yet settled has been asked for.
+    let mut unsettled: std::collections::HashMap<i64, tokio::time::Instant> =
+        std::collections::HashMap::new();
     while still_held(lock).await {
         match telegram
             .client
@@ -75,34 +78,56 @@ async fn poll(app: &App, telegram: &Arc<super::Telegram>, lock: &mut PgConnectio
                 let mut settling = Vec::with_capacity(updates.len());
                 for update in updates {
                     app.metrics.telegram("update_received");
+                    let id = i64::from(update.id.0);
                     let next = i32::try_from(update.id.0)
                         .unwrap_or(i32::MAX)
                         .saturating_add(1);
                     if matches!(update.kind, teloxide::types::UpdateKind::Error(_)) {
                         app.metrics.telegram("update_malformed");
-                        settling.push((next, None));
+                        settling.push((id, next, None));
                         continue;
                     }
                     let Some(settled) = telegram.inbound.feed(update).await else {
                         return;
                     };
-                    settling.push((next, Some(settled)));
+                    settling.push((id, next, Some(settled)));
                 }
-                for (next, settled) in settling {
+                let deadline = tokio::time::Instant::now() + SETTLE_WAIT;
+                let mut outcomes = Vec::with_capacity(settling.len());
+                for (id, next, settled) in settling {
                     let done = match settled {
                         None => true,
                         Some(settled) => matches!(
-                            tokio::time::timeout(SETTLE_WAIT, settled).await,
+                            tokio::time::timeout_at(deadline, settled).await,
                             Ok(Ok(super::inbound::Settled::Done))
                         ),
                     };
+                    outcomes.push((id, next, done));
+                }
+                let give_up = telegram.config.limits.give_up_after;
+                for (i, &(id, next, done)) in outcomes.iter().enumerate() {
                     if !done {
-                        app.metrics.telegram("update_deferred_unsettled");
-                        tokio::time::sleep(wait).await;
-                        break;
+                        // One update that does not settle while later ones
+                        // do (so the database works) is not waited for
+                        // past `give_up_after`: the poller asks from the
+                        // offset, and it would hold up every chat (found
+                        // by the attack round: a frozen replica's claim
+                        // stalled polling for good).
+                        let since = *unsettled
+                            .entry(id)
+                            .or_insert_with(tokio::time::Instant::now);
+                        let later_settled = outcomes[i + 1..].iter().any(|o| o.2);
+                        if since.elapsed() < give_up || !later_settled {
+                            app.metrics.telegram("update_deferred_unsettled");
+                            tokio::time::sleep(wait).await;
+                            break;
+                        }
+                        tracing::warn!("an update did not settle in time; the poller goes past it");
+                        app.metrics.telegram("update_given_up");
                     }
                     offset = offset.max(next);
                 }
+                unsettled.retain(|&id, _| id >= i64::from(offset));
             }
             Err(super::client::CallError::RetryAfter(d)) => {
                 tokio::time::sleep(d.min(super::pace::MAX_BOT_PAUSE)).await

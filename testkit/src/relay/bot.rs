@@ -37,6 +37,7 @@ pub fn test_limits() -> TelegramLimits {
         poll_wait: Duration::from_secs(1),
         send_every: Duration::from_millis(50),
         lock_retry: Duration::from_millis(100),
+        give_up_after: Duration::from_secs(20),
         ..TelegramLimits::default()
     }
 }
