@@ -15,7 +15,8 @@ use serde_json::json;
 use sqlx::PgPool;
 use std::time::Duration;
 use support::bot::{
-    BOT_TOKEN, Bot, WEBHOOK_SECRET, ask_code, next_delivery, no_delivery, paired, start_bot,
+    BOT_TOKEN, WEBHOOK_SECRET, ask_code, message_update, next_delivery, no_delivery, paired,
+    post_update, start_bot,
 };
 use support::{Server, connect, post_json};
 
@@ -26,32 +27,6 @@ fn bot_id() -> i64 {
         .split_once(':')
         .and_then(|(id, _)| id.parse().ok())
         .expect("the bot's id")
-}
-
-/// A message update as Telegram sends it, from a private chat.
-fn message_update(update_id: i64, chat: i64, text: &str) -> serde_json::Value {
-    json!({
-        "update_id": update_id,
-        "message": {
-            "message_id": 1,
-            "from": {"id": chat, "is_bot": false, "first_name": "P"},
-            "chat": {"id": chat, "type": "private", "first_name": "P"},
-            "date": 1_700_000_000,
-            "text": text,
-        }
-    })
-}
-
-async fn post_update(bot: &Bot, body: &serde_json::Value) -> u16 {
-    reqwest::Client::new()
-        .post(bot.relay.url("/v1/telegram/webhook"))
-        .header(SECRET_HEADER, WEBHOOK_SECRET)
-        .json(body)
-        .send()
-        .await
-        .expect("an answer")
-        .status()
-        .as_u16()
 }
 
 /// Holds update `id`'s claim row in an open transaction, as a replica

@@ -13,27 +13,13 @@ use serde_json::json;
 use sqlx::PgPool;
 use std::time::Duration;
 use support::bot::{
-    BOT_NAME, Bot, WEBHOOK_SECRET, approval_buttons, ask_code, eventually, fake, next_delivery,
-    no_delivery, paired, send, sent, start_bot, telegram_config,
+    BOT_NAME, Bot, WEBHOOK_SECRET, approval_buttons, ask_code, eventually, fake, message_update,
+    next_delivery, no_delivery, paired, post_update, send, sent, start_bot, telegram_config,
 };
 use support::{Server, config, connect, post_json};
 use uuid::Uuid;
 
 const SECRET_HEADER: &str = "X-Telegram-Bot-Api-Secret-Token";
-
-/// A message update as Telegram sends it, from a private chat.
-fn message_update(update_id: i64, chat: i64, text: &str) -> serde_json::Value {
-    json!({
-        "update_id": update_id,
-        "message": {
-            "message_id": 1,
-            "from": {"id": chat, "is_bot": false, "first_name": "P"},
-            "chat": {"id": chat, "type": "private", "first_name": "P"},
-            "date": 1_700_000_000,
-            "text": text,
-        }
-    })
-}
 
 /// A callback query as Telegram sends it, on bot message `message_id` of
 /// private chat `chat`.
@@ -60,18 +46,6 @@ fn tap_update(
             "data": data,
         }
     })
-}
-
-async fn post_update(bot: &Bot, body: &serde_json::Value) -> u16 {
-    reqwest::Client::new()
-        .post(bot.relay.url("/v1/telegram/webhook"))
-        .header(SECRET_HEADER, WEBHOOK_SECRET)
-        .json(body)
-        .send()
-        .await
-        .expect("an answer")
-        .status()
-        .as_u16()
 }
 
 /// Status, every header but the date, and the body: an answer whole.

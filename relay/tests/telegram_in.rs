@@ -10,24 +10,10 @@ use sqlx::PgPool;
 use std::sync::Arc;
 use std::time::Duration;
 use support::bot::{
-    BOT_NAME, WEBHOOK_SECRET, ask_code, eventually, next_delivery, no_delivery, paired, start_bot,
-    start_bot_with,
+    BOT_NAME, WEBHOOK_SECRET, ask_code, eventually, message_update, next_delivery, no_delivery,
+    paired, start_bot, start_bot_with,
 };
 use support::{Server, config, connect, post_json};
-
-/// A message update as Telegram sends it.
-fn message_update(update_id: i64, chat: i64, text: &str) -> serde_json::Value {
-    json!({
-        "update_id": update_id,
-        "message": {
-            "message_id": 1,
-            "from": {"id": chat, "is_bot": false, "first_name": "P"},
-            "chat": {"id": chat, "type": "private", "first_name": "P"},
-            "date": 1_700_000_000,
-            "text": text,
-        }
-    })
-}
 
 async fn post_update(
     url: &str,

@@ -496,3 +496,33 @@ pub async fn rows_holding(db: &PgPool, needle: &str) -> Vec<String> {
     }
     found
 }
+
+/// A private chat's text message as Telegram posts it to the webhook.
+pub fn message_update(update_id: i64, chat: i64, text: &str) -> serde_json::Value {
+    serde_json::json!({
+        "update_id": update_id,
+        "message": {
+            "message_id": 1,
+            "from": {"id": chat, "is_bot": false, "first_name": "P"},
+            "chat": {"id": chat, "type": "private", "first_name": "P"},
+            "date": 1_700_000_000,
+            "text": text,
+        }
+    })
+}
+
+/// POSTs `body` to the bot's webhook with its secret; the status.
+pub async fn post_update(bot: &Bot, body: &serde_json::Value) -> u16 {
+    reqwest::Client::new()
+        .post(bot.relay.url(aromba_relay::telegram::webhook::PATH))
+        .header(
+            aromba_relay::telegram::webhook::SECRET_HEADER,
+            WEBHOOK_SECRET,
+        )
+        .json(body)
+        .send()
+        .await
+        .expect("an answer")
+        .status()
+        .as_u16()
+}
