@@ -31,6 +31,8 @@ use common::{Process, R, env_usize, free_port, on_scratch_database, percentile, 
 const PEPPER: &str = "bench-pepper-0123456789abcdef-0123456789";
 const BOT_TOKEN: &str = "123456789:BENCH-token-not-a-secret-0123456789abcdef";
 const SECRET: &str = "bench-webhook-secret";
+/// Telegram's webhook requests at once (its `max_connections` default).
+const TELEGRAM_CONNECTIONS: usize = 40;
 const FIRST_CHAT: i64 = 5_000_000;
 
 fn main() -> R<()> {
@@ -77,6 +79,8 @@ async fn bench_on(url: &str, chats: usize, messages: usize) -> R<()> {
         .env("AROMBA_TOKEN_PEPPER", PEPPER)
         .env("AROMBA_RELAY_HELLOS_PER_ADDRESS", "100000")
         .env("TELEGRAM_BOT_TOKEN", BOT_TOKEN)
+        // A relay with a bot names its Mini App.
+        .env("AROMBA_TELEGRAM_APP", "aromba")
         .env("AROMBA_BOT_API_URL", format!("http://{fake_addr}"))
         // Telegram is not asked to call this; the benchmark posts itself.
         .env("AROMBA_PUBLIC_URL", "https://relay.invalid/")
@@ -218,9 +222,14 @@ async fn bench_on(url: &str, chats: usize, messages: usize) -> R<()> {
 
     // 2. The same through Telegram's side: a POST of a message update to
     // the webhook, each chat waiting for its server to have the last one.
+    // As Telegram posts: at most `max_connections` requests at once (40 by
+    // default), each answered once its update is settled; more at once
+    // from one address than its share of the relay's connections would
+    // be refused.
     let latencies = Arc::new(Mutex::new(Vec::with_capacity(total)));
+    let telegram_connections = Arc::new(tokio::sync::Semaphore::new(TELEGRAM_CONNECTIONS));
     let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(chats)
+        .pool_max_idle_per_host(TELEGRAM_CONNECTIONS)
         .build()?;
     let webhook = format!("http://127.0.0.1:{port}/v1/telegram/webhook");
     let next_update = Arc::new(AtomicUsize::new(1));
@@ -229,6 +238,7 @@ async fn bench_on(url: &str, chats: usize, messages: usize) -> R<()> {
     for (i, mut wait) in waits.into_iter().enumerate() {
         let (http, webhook, chat) = (http.clone(), webhook.clone(), chat_ids[i]);
         let (next_update, lat) = (next_update.clone(), latencies.clone());
+        let telegram_connections = telegram_connections.clone();
         loops.push(tokio::spawn(async move {
             for n in 0..per_chat {
                 let sent = unix_nanos();
@@ -242,12 +252,14 @@ async fn bench_on(url: &str, chats: usize, messages: usize) -> R<()> {
                         "text": format!("webhook {n} {sent}"),
                     }
                 });
+                let connection = telegram_connections.acquire().await?;
                 let r = http
                     .post(&webhook)
                     .header("X-Telegram-Bot-Api-Secret-Token", SECRET)
                     .json(&update)
                     .send()
                     .await?;
+                drop(connection);
                 if r.status() != 200 {
                     return Err(format!("the webhook answered {}", r.status()).into());
                 }
