@@ -367,8 +367,8 @@ impl HandleError {
     /// Whether the same update may be handled another time: the database
     /// was out of reach, busy or shutting down, or a write was given up for
     /// a lock. A refusal of what the update holds, or anything not known
-    /// to pass, is not (an update sent again for ever would hold up every
-    /// update behind it: the poller does not move past it).
+    /// to pass, is not (an update sent again for ever would hold up the
+    /// updates behind it until the poller gives up on it).
     fn may_pass(&self) -> bool {
         match self {
             HandleError::Database(e) => database_may_pass(e),
