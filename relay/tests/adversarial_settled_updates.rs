@@ -23,9 +23,8 @@ use support::{Server, connect, post_json};
 const SECRET_HEADER: &str = "X-Telegram-Bot-Api-Secret-Token";
 
 fn bot_id() -> i64 {
-    BOT_TOKEN
-        .split_once(':')
-        .and_then(|(id, _)| id.parse().ok())
+    aromba_botfake::launch::bot_id(BOT_TOKEN)
+        .and_then(|id| i64::try_from(id).ok())
         .expect("the bot's id")
 }
 

@@ -494,9 +494,8 @@ async fn an_update_not_settled_is_answered_503_and_delivered_once_when_sent_agai
     let (_server, mut ws, mut session, _) = paired(&bot, 7005).await;
     let webhook = bot.relay.url("/v1/telegram/webhook");
     let update = message_update(900_101, 7005, "is the backup done?");
-    let bot_id: i64 = support::bot::BOT_TOKEN
-        .split_once(':')
-        .and_then(|(id, _)| id.parse().ok())
+    let bot_id: i64 = aromba_botfake::launch::bot_id(support::bot::BOT_TOKEN)
+        .and_then(|id| i64::try_from(id).ok())
         .expect("the bot's id");
     let mut holder = db.begin().await.expect("a transaction");
     sqlx::query("INSERT INTO telegram_updates (bot_id, update_id, seen_at) VALUES ($1, $2, now())")
