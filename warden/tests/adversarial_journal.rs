@@ -628,7 +628,6 @@ const SHAPES_BEFORE_TYPING: &[&str] = &[
     "approval intent -: action_id,button,chat,kind,peer_pid,peer_uid,phase,socket,tap_time",
     "approval outcome refused: intent_seq,kind,phase,reason,verdict",
     "approval outcome verified: action,intent_seq,kind,phase,verdict",
-    "chore-run intent -: action_id,approval,chore,color,kind,mode,phase,script_sha256",
     "chore-run intent -: approval,chore,color,kind,mode,phase,script_sha256",
     "chore-run outcome clean: bytes_changed,chore,exit_code,files_changed,intent_seq,kind,outside_touches,over_cap,phase,undo_id,verdict",
     "chore-run outcome clean: bytes_changed,chore,exit_code,files_changed,intent_seq,kind,outside_touches,over_cap,phase,verdict",
@@ -643,7 +642,12 @@ const SHAPES_BEFORE_TYPING: &[&str] = &[
     "prod-mode outcome done: intent_seq,kind,phase,verdict",
     "read - allowed: args,bin,bytes_out,cmd,cut,duration_ms,exit_code,kind,peer_pid,peer_uid,redactions,rule,run_args,signal,socket,stderr_sha256,stdout_sha256,timed_out,verdict",
     "read - refused: args,cmd,kind,peer_pid,peer_uid,reason,socket,verdict",
-    "receipt - -: chore,kind,receipt",
+    // Since the chaos test (after typing): a receipt names the intent it
+    // closes, and a red run's intent the undo id of its snapshot (the
+    // script's root-terminal run is green, its approved one red), so a
+    // Warden killed during a run closes it when it starts again.
+    "receipt - -: chore,intent_seq,kind,receipt",
+    "chore-run intent -: action_id,approval,chore,color,kind,mode,phase,script_sha256,undo_id",
     "red-action - refused: action,approval,kind,peer_pid,peer_uid,socket,verdict",
     "release-install - refused: dir,kind,peer_pid,peer_uid,socket,verdict",
     "resume intent -: kind,peer_pid,peer_uid,phase,socket",

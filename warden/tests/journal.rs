@@ -2,7 +2,8 @@
 //! named; HMAC lines need the key; rotation keeps the chain.
 
 use aromba_warden::journal::{
-    AuditKey, FILE_NAME, Journal, JournalConfig, read_journal_file, rotated, verify,
+    AuditKey, FILE_NAME, Journal, JournalConfig, TORN_TAIL_EVENT, read_journal_file, rotated,
+    sha256_hex, torn_file, verify,
 };
 use assert_cmd::Command;
 use serde_json::{Map, Value};
@@ -171,13 +172,41 @@ fn a_deleted_first_line_breaks_the_chain() {
 }
 
 #[test]
-fn a_cut_last_line_is_reported_and_refused_on_open() {
+fn a_cut_last_line_is_reported_then_moved_aside_on_open_and_the_chain_goes_on() {
     let d = Dir::new("cut");
     let path = write(&d.0, 3, None, 1 << 20);
     let text = std::fs::read(&path).unwrap();
-    std::fs::write(&path, &text[..text.len() - 5]).unwrap();
+    let cut = &text[..text.len() - 5];
+    std::fs::write(&path, cut).unwrap();
     assert!(verify(&path, None).unwrap_err().what.contains("incomplete"));
+    let torn_start = cut.iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    let torn = &cut[torn_start..];
+
+    let mut j = Journal::open(JournalConfig::new(d.0.clone())).unwrap();
+    j.append(entry(9)).unwrap();
+    drop(j);
+    let report = verify(&path, None).unwrap();
+    assert_eq!(report.lines, 4, "two whole lines, the repair, the next");
+    let all = lines(&path);
+    let repair: Value = serde_json::from_str(&all[2]).unwrap();
+    assert_eq!(repair["event"], TORN_TAIL_EVENT);
+    assert_eq!(repair["bytes"], torn.len());
+    assert_eq!(repair["sha256"], sha256_hex(torn));
+    let kept = torn_file(&path, 2);
+    assert_eq!(repair["kept"], kept.display().to_string());
+    assert_eq!(std::fs::read(&kept).unwrap(), torn);
+    assert!(all[3].contains("-h9"));
+}
+
+#[test]
+fn a_tail_longer_than_any_line_the_warden_writes_is_refused_on_open() {
+    let d = Dir::new("long-tail");
+    let path = write(&d.0, 1, None, 64 << 20);
+    let mut text = std::fs::read(&path).unwrap();
+    text.extend(std::iter::repeat_n(b'x', 5 << 20));
+    std::fs::write(&path, &text).unwrap();
     assert!(Journal::open(JournalConfig::new(d.0.clone())).is_err());
+    assert_eq!(std::fs::read(&path).unwrap(), text, "left as it was");
 }
 
 #[test]

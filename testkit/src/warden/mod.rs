@@ -4,6 +4,7 @@
 //! `keys/test/`.
 
 pub mod anchor;
+pub mod process;
 
 use crate::serving::Serving;
 use aromba_warden::approvals::{Approval, message, relay_key_file, text_sha256};
@@ -14,6 +15,7 @@ use aromba_warden::server::ServeOptions;
 use aromba_warden_proto::{
     MAX_RESPONSE, Request, Response, decode_response, encode_request, read_frame, write_frame,
 };
+use process::Host;
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
@@ -25,7 +27,7 @@ pub const TEST_KEY: &str = include_str!("../../../keys/test/relay-approvals.key"
 
 pub struct Warden {
     pub root: PathBuf,
-    serving: Serving,
+    serving: Host,
     pub clock: Arc<ManualClock>,
     /// A directory the chores may write (outside /tmp, which the cage
     /// replaces).
@@ -266,39 +268,50 @@ impl Warden {
         adjust: fn(&mut ServeOptions),
         between: fn(&Layout),
     ) -> Warden {
-        let _ = std::fs::remove_dir_all(&root);
-        let touched = PathBuf::from(format!("/var/tmp/aromba-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&touched);
-        std::fs::create_dir_all(&touched).unwrap();
-        let layout = Layout::rooted(&root);
-        std::fs::create_dir_all(&layout.state_dir).unwrap();
-        if pairing != Pairing::None {
-            std::fs::write(relay_key_file(&layout), TEST_PUB).unwrap();
-        }
-        let mine = layout.config_dir.join("mine");
-        std::fs::create_dir_all(&mine).unwrap();
-        std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).unwrap();
-        for (name, script) in chores {
-            let path = mine.join(format!("{name}.sh"));
-            std::fs::write(&path, script.replace("TOUCHED", &touched.to_string_lossy())).unwrap();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        }
-        std::fs::create_dir_all(root.join("bin")).unwrap();
-        std::fs::copy("/bin/true", root.join("bin/aromba")).unwrap();
-        install(&InstallOptions {
-            layout: &layout,
-            warden_bin: Path::new("/proc/self/exe"),
-            worker_bin: &root.join("bin/aromba"),
-            worker_gid: 0,
-            clock: Arc::new(aromba_warden::ladder::SystemClock),
-            telegram_key: Some(
-                aromba_warden::init_data::TelegramKey::from_hex(crate::telegram::test_pub())
-                    .unwrap(),
-            ),
-        })
-        .unwrap();
+        let (layout, touched) = prepare_root(&root, name, pairing, chores);
+        install_here(&root);
         let clock = ManualClock::new(now() + 8 * 86_400);
-        let serving = serve(layout, clock.clone(), adjust, between);
+        let serving = Host::InProcess(serve(layout, clock.clone(), adjust, between));
+        Warden::around(root, serving, clock, touched, adjust, pairing)
+    }
+
+    /// As [`Warden::start`], with the Warden a process of its own
+    /// (`aromba-test-warden`, which installs itself, so its integrity
+    /// baseline is its own binary), for the tests that kill it: see
+    /// [`Warden::kill`] and [`Warden::restart`].
+    pub fn start_process(name: &str, chores: &[(String, String)]) -> Warden {
+        let root = std::env::temp_dir().join(format!("aromba-{name}-{}", std::process::id()));
+        let (_, touched) = prepare_root(&root, name, Pairing::Bound, chores);
+        let clock = ManualClock::new(now() + PROCESS_AHEAD);
+        let serving = Host::process(&root, PROCESS_AHEAD);
+        Warden::around(root, serving, clock, touched, |_| {}, Pairing::Bound)
+    }
+
+    /// A process Warden's clock runs with the system's, [`PROCESS_AHEAD`]
+    /// ahead: the test's, which signs launches and taps, is brought up to
+    /// it.
+    pub fn keep_time(&self) {
+        let target = now() + PROCESS_AHEAD;
+        let at = self.clock.now();
+        if target > at {
+            self.clock.advance(target - at);
+        }
+    }
+
+    /// Kills a process Warden with SIGKILL, as the out-of-memory killer or
+    /// a power cut would stop it, whatever it was doing.
+    pub fn kill(&mut self) {
+        self.serving.kill();
+    }
+
+    fn around(
+        root: PathBuf,
+        serving: Host,
+        clock: Arc<ManualClock>,
+        touched: PathBuf,
+        adjust: fn(&mut ServeOptions),
+        pairing: Pairing,
+    ) -> Warden {
         let w = Warden {
             root,
             serving,
@@ -324,10 +337,18 @@ impl Warden {
 
     /// Stops this Warden and starts a new one on the same root, with the
     /// same options and clock: what survives is what the Warden keeps on
-    /// disk.
+    /// disk. (A process Warden killed before is started again.)
     pub fn restart(&mut self) {
         self.stop();
-        self.serving = serve(self.layout(), self.clock.clone(), self.adjust, |_| {});
+        self.serving = match &self.serving {
+            Host::InProcess(_) => Host::InProcess(serve(
+                self.layout(),
+                self.clock.clone(),
+                self.adjust,
+                |_| {},
+            )),
+            Host::Process(_) => Host::process(&self.root, PROCESS_AHEAD),
+        };
     }
 
     /// Stops this Warden, rewrites its confirmed damage caps with `edit`
@@ -627,13 +648,61 @@ impl Warden {
     }
 }
 
-fn serve(
-    layout: Layout,
-    clock: Arc<ManualClock>,
-    adjust: fn(&mut ServeOptions),
-    between: fn(&Layout),
-) -> Serving {
-    let mut o = crate::serving::options(layout.clone(), 0, 0);
+/// How far ahead of the system a process Warden's clock is: eight days,
+/// past the first week.
+pub const PROCESS_AHEAD: u64 = 8 * 86_400;
+
+/// A Warden's root made as `install` finds it: its state directory, the
+/// relay's key when paired, the owner's chores in `mine/` (`TOUCHED` in
+/// them the test's writable directory, returned), a Worker binary.
+fn prepare_root(
+    root: &Path,
+    name: &str,
+    pairing: Pairing,
+    chores: &[(String, String)],
+) -> (Layout, PathBuf) {
+    let _ = std::fs::remove_dir_all(root);
+    let touched = PathBuf::from(format!("/var/tmp/aromba-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&touched);
+    std::fs::create_dir_all(&touched).unwrap();
+    let layout = Layout::rooted(root);
+    std::fs::create_dir_all(&layout.state_dir).unwrap();
+    if pairing != Pairing::None {
+        std::fs::write(relay_key_file(&layout), TEST_PUB).unwrap();
+    }
+    let mine = layout.config_dir.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (name, script) in chores {
+        let path = mine.join(format!("{name}.sh"));
+        std::fs::write(&path, script.replace("TOUCHED", &touched.to_string_lossy())).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    std::fs::copy("/bin/true", root.join("bin/aromba")).unwrap();
+    (layout, touched)
+}
+
+/// Installs the Warden rooted at `root` (prepared as `prepare_root`
+/// prepares it) as this process: its binary, the one running, is the
+/// baseline's.
+pub fn install_here(root: &Path) {
+    install(&InstallOptions {
+        layout: &Layout::rooted(root),
+        warden_bin: Path::new("/proc/self/exe"),
+        worker_bin: &root.join("bin/aromba"),
+        worker_gid: 0,
+        clock: Arc::new(aromba_warden::ladder::SystemClock),
+        telegram_key: Some(
+            aromba_warden::init_data::TelegramKey::from_hex(crate::telegram::test_pub()).unwrap(),
+        ),
+    })
+    .unwrap();
+}
+
+/// The options of every test Warden on `layout`, with `clock`.
+pub fn test_options(layout: Layout, clock: Arc<dyn Clock>) -> ServeOptions {
+    let mut o = crate::serving::options(layout, 0, 0);
     o.watch_network = false;
     o.clock = clock;
     // Root stands in for the Worker on the socket; the path check judges
@@ -643,6 +712,16 @@ fn serve(
         uid: 4_242_000,
         gids: vec![4_242_000],
     });
+    o
+}
+
+fn serve(
+    layout: Layout,
+    clock: Arc<ManualClock>,
+    adjust: fn(&mut ServeOptions),
+    between: fn(&Layout),
+) -> Serving {
+    let mut o = test_options(layout.clone(), clock);
     adjust(&mut o);
     Serving::start(o, || between(&layout))
 }

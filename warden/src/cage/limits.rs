@@ -411,7 +411,11 @@ fn own_memory_ceiling() -> Option<u64> {
     }
 }
 
-/// Groups a Warden that stopped mid-run left behind, removed when empty.
+/// Groups a Warden that stopped mid-run left behind: what still runs in
+/// them is killed (a cage dies with its Warden, `--die-with-parent`, but
+/// not at once), then they are removed. A group is a dead Warden's when
+/// the process its name carries is gone; another Warden's, alive, is left
+/// alone (tests run several at once).
 fn sweep(home: &Home) {
     let dirs = match home {
         Home::V2(d) => vec![d.clone()],
@@ -429,9 +433,40 @@ fn sweep(home: &Home) {
             continue;
         };
         for e in entries.flatten() {
-            if e.file_name().to_string_lossy().starts_with("aromba-cage-") {
-                let _ = std::fs::remove_dir(e.path());
+            let name = e.file_name();
+            let Some(owner) = cage_owner(&name.to_string_lossy()) else {
+                continue;
+            };
+            if owner != std::process::id() && !Path::new(&format!("/proc/{owner}")).exists() {
+                stop_leftover(&e.path());
             }
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
+/// The Warden's pid in a cage group's name, `aromba-cage-PID-N`.
+fn cage_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("aromba-cage-")?;
+    let (pid, n) = rest.split_once('-')?;
+    n.parse::<u64>().ok()?;
+    pid.parse().ok()
+}
+
+/// Kills every process of a leftover group and waits (a few seconds at
+/// most) for them to be gone.
+fn stop_leftover(dir: &Path) {
+    if write(dir, "cgroup.kill", "1").is_err() {
+        kill_all(dir);
+    }
+    for _ in 0..250 {
+        match std::fs::read_to_string(dir.join("cgroup.procs")) {
+            Ok(t) if t.trim().is_empty() => return,
+            Ok(_) => {
+                kill_all(dir);
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(_) => return,
         }
     }
 }
@@ -597,6 +632,15 @@ mod tests {
         let l = host.within(Some(400 << 20));
         assert_eq!((l.memory_bytes, l.tmp_bytes), (200 << 20, 100 << 20));
         assert_eq!(host.within(Some(8 << 30)), host);
+    }
+
+    #[test]
+    fn a_cage_groups_owner_is_the_pid_in_its_name() {
+        assert_eq!(cage_owner("aromba-cage-4242-7"), Some(4242));
+        assert_eq!(cage_owner("aromba-cage-4242"), None);
+        assert_eq!(cage_owner("aromba-cage-x-7"), None);
+        assert_eq!(cage_owner("aromba-cages"), None);
+        assert_eq!(cage_owner("warden"), None);
     }
 
     #[test]

@@ -433,6 +433,32 @@ fn last_line(path: &Path, text: &[u8]) -> Result<Option<(Vec<u8>, u64)>, Journal
     Ok(Some((line.to_vec(), seq)))
 }
 
+/// Splits off what follows the last line break of `text`, when the file
+/// does not end in one: the line a write left cut.
+fn cut_torn_tail(path: &Path, text: &mut Vec<u8>) -> Result<Option<Vec<u8>>, JournalError> {
+    if text.is_empty() || text.ends_with(b"\n") {
+        return Ok(None);
+    }
+    let keep = memchr_last_newline(text).map_or(0, |i| i + 1);
+    let torn = text.split_off(keep);
+    // A cut line holds no line break; anything else is not a cut write.
+    if torn.len() > MAX_TORN_BYTES {
+        return Err(JournalError::IncompleteLastLine(path.to_path_buf()));
+    }
+    Ok(Some(torn))
+}
+
+/// Where the bytes of a cut line after `seq` are kept.
+pub fn torn_file(path: &Path, seq: u64) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(format!(".torn-{seq}"));
+    PathBuf::from(s)
+}
+
+/// The longest line the Warden writes (its fields are bounded) with room
+/// to spare: a longer unterminated tail is not one of its writes.
+const MAX_TORN_BYTES: usize = 4 << 20;
+
 fn memchr_last_newline(b: &[u8]) -> Option<usize> {
     b.iter().rposition(|&c| c == b'\n')
 }
@@ -445,10 +471,19 @@ impl Journal {
     /// Opens (or starts) the journal in `config.dir` and finds the head of
     /// its chain: the last line of the current file, or of `.1.gz` when the
     /// current file is empty (just rotated).
+    ///
+    /// A current file whose last line was cut short (the Warden killed in
+    /// the middle of a write that spans pages, a power cut) is repaired:
+    /// the cut bytes are moved to `journal.jsonl.torn-SEQ` beside it and
+    /// the file truncated after the last whole line, and the chain's next
+    /// line says so (`journal-torn-tail`: how many bytes, their SHA-256,
+    /// where they are). No act was done on such a line: the Warden acts
+    /// only once its intent is written whole.
     pub fn open(config: JournalConfig) -> Result<Journal, JournalError> {
         std::fs::create_dir_all(&config.dir).map_err(io_err(&config.dir))?;
         let path = config.dir.join(FILE_NAME);
-        let text = read_all(&path)?;
+        let mut text = read_all(&path)?;
+        let torn = cut_torn_tail(&path, &mut text)?;
         let mut last = last_line(&path, &text)?;
         if last.is_none() {
             let older = rotated(&path, 1);
@@ -465,7 +500,7 @@ impl Journal {
             },
         };
         let file = open_append(&path, config.reader_gid)?;
-        Ok(Journal {
+        let mut journal = Journal {
             size: text.len() as u64,
             config,
             path,
@@ -474,7 +509,38 @@ impl Journal {
             drops: VecDeque::new(),
             last_alarm: None,
             alarm: None,
-        })
+        };
+        if let Some(torn) = torn {
+            journal.record_torn_tail(torn)?;
+        }
+        Ok(journal)
+    }
+
+    /// Moves the cut bytes aside and journals that it did.
+    fn record_torn_tail(&mut self, torn: Vec<u8>) -> Result<(), JournalError> {
+        let kept = torn_file(&self.path, self.head.seq);
+        // Written again whole when a Warden died before its truncation.
+        let mut out = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&kept)
+            .map_err(io_err(&kept))?;
+        out.write_all(&torn).map_err(io_err(&kept))?;
+        out.sync_all().map_err(io_err(&kept))?;
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&self.path)
+            .map_err(io_err(&self.path))?;
+        file.set_len(self.size).map_err(io_err(&self.path))?;
+        file.sync_all().map_err(io_err(&self.path))?;
+        let mut line = Map::new();
+        line.insert("event".into(), Value::from(TORN_TAIL_EVENT));
+        line.insert("bytes".into(), Value::from(torn.len()));
+        line.insert("sha256".into(), Value::from(sha256_hex(&torn)));
+        line.insert("kept".into(), Value::from(kept.display().to_string()));
+        self.append(line).map(|_| ())
     }
 
     /// Whether rotation dropped files faster than the configured rate since
@@ -660,6 +726,10 @@ impl Journal {
         }
     }
 }
+
+/// The event line the journal writes when it opened a file whose last line
+/// was cut.
+pub const TORN_TAIL_EVENT: &str = "journal-torn-tail";
 
 /// The event line rotation writes when it drops the oldest file.
 pub const DROPPED_EVENT: &str = "journal-dropped";

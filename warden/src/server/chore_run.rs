@@ -74,6 +74,8 @@ struct Admitted<'a> {
     /// The record that its dry run was seen.
     seen: PathBuf,
     intent: Intent,
+    /// A red run's snapshot's id, named in its intent.
+    undo_id: Option<String>,
     _changing: Option<std::sync::MutexGuard<'a, ()>>,
 }
 
@@ -227,12 +229,26 @@ fn admit<'a>(
         None
     };
     let script_sha256 = crate::journal::sha256_hex(chore.script.as_bytes());
+    // Named before the intent, so a Warden that dies during the run finds
+    // the snapshot from the journal when it starts again (`recover.rs`).
+    let undo_id = if mode == Mode::Real
+        && chore.header.color == Color::Red
+        && !snapshot_roots(shared, chore).is_empty()
+    {
+        match crate::approvals::new_id(16) {
+            Ok(id) => Some(id),
+            Err(e) => return Break(refuse(format!("cannot make an undo id: {e}"))),
+        }
+    } else {
+        None
+    };
     let act = Event::ChoreRun {
         chore: name,
         mode,
         color: chore.header.color,
         script_sha256: &script_sha256,
         source: &source,
+        undo_id: undo_id.as_deref(),
     };
     let intent = match intend(shared, act) {
         Ok(i) => i,
@@ -247,6 +263,7 @@ fn admit<'a>(
         runs,
         seen,
         intent,
+        undo_id,
         _changing: changing,
     })
 }
@@ -272,9 +289,9 @@ fn prepare(
     admitted: &Admitted<'_>,
 ) -> ControlFlow<Response, Prepared> {
     let red_real = admitted.mode == Mode::Real && chore.header.color == Color::Red;
-    let snap = if red_real && !snapshot_roots(shared, chore).is_empty() {
+    let snap = if let Some(undo_id) = &admitted.undo_id {
         match run::admissible(chore, admitted.mode, &admitted.ctx)
-            .and_then(|()| take_snapshot(shared, chore, admitted.now))
+            .and_then(|()| take_snapshot(shared, chore, undo_id, admitted.now))
         {
             Ok(s) => Some(s),
             Err(why) => {
@@ -600,6 +617,7 @@ fn deliver(shared: &Shared, chore: &Chore, admitted: &Admitted<'_>, s: Settled) 
     let line = Event::Receipt {
         chore: name,
         receipt: &receipt,
+        intent_seq: admitted.intent.seq,
     };
     if journal(shared, line).is_none() || !s.ran_journaled {
         return outcome_not_journaled(&admitted.intent, &receipt);

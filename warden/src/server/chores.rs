@@ -533,6 +533,7 @@ pub(super) fn dry_run_shown(shared: &Shared, peer: &PeerCred, chore: &str) -> Re
 pub(super) fn take_snapshot(
     shared: &Shared,
     chore: &Chore,
+    id: &str,
     now: u64,
 ) -> Result<snapshot::Snapshot, String> {
     let store = shared.options.layout.snapshots_dir();
@@ -549,10 +550,9 @@ pub(super) fn take_snapshot(
             chore.header.name, chore.header.max_files
         ));
     }
-    let id = crate::approvals::new_id(16).map_err(|e| format!("cannot make an undo id: {e}"))?;
     snapshot::take(
         &store,
-        &id,
+        id,
         &chore.header.name,
         &snapshot_roots(shared, chore),
         &snapshot_exclusions(shared),

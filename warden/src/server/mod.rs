@@ -50,6 +50,7 @@ mod ladder_moves;
 mod owner;
 mod pace;
 mod read;
+mod recover;
 mod scan;
 mod skills;
 mod trust;
@@ -563,6 +564,7 @@ impl Server {
             control,
         };
         let _ = journal(&server.shared, Event::WardenStarted);
+        recover::close_interrupted(&server.shared);
         honeypots::report_armed(&server.shared, &armed);
         if let Err(e) = baseline {
             raise(&server.shared, None, Signal::IntegrityMismatch { what: e });

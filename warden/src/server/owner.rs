@@ -861,6 +861,7 @@ pub(super) fn undo(shared: &Shared, undo_id: &str, source: RunSource) -> Respons
             let line = Event::Receipt {
                 chore: &snap.chore,
                 receipt: &receipt,
+                intent_seq: intent.seq,
             };
             journal(shared, line);
             Response::Receipt {

@@ -237,13 +237,16 @@ pub(super) enum Event<'a> {
     HoneypotEventsLost,
 
     // Chores.
-    /// `chore-run` (an intent): what runs, how, on whose approval.
+    /// `chore-run` (an intent): what runs, how, on whose approval, and
+    /// the undo id its snapshot will take (a red run that may change files),
+    /// so a run cut short can be sealed and undone after a restart.
     ChoreRun {
         chore: &'a str,
         mode: Mode,
         color: Color,
         script_sha256: &'a str,
         source: &'a RunSource,
+        undo_id: Option<&'a str>,
     },
     /// `chore-run`, refused before its intent.
     ChoreRunRefused {
@@ -252,8 +255,12 @@ pub(super) enum Event<'a> {
         source: &'a RunSource,
         reason: &'a str,
     },
-    /// `receipt`: a run's or an undo's.
-    Receipt { chore: &'a str, receipt: &'a str },
+    /// `receipt`: a run's or an undo's, naming the intent it closes.
+    Receipt {
+        chore: &'a str,
+        receipt: &'a str,
+        intent_seq: u64,
+    },
     /// `chore-action` (an intent): the action as the chore asked it, and
     /// as it runs.
     ChoreAction {
@@ -410,6 +417,13 @@ pub(super) enum Outcome<'a> {
     Refused { reason: &'a str },
     /// `failed`, and why.
     Failed { reason: &'a str },
+    /// `interrupted`: the Warden stopped (killed, the machine lost power)
+    /// while the act was under way; found and closed when it started again.
+    /// A red run's snapshot, sealed then: its undo id and what changed.
+    Interrupted {
+        undo_id: Option<&'a str>,
+        changed: Option<&'a str>,
+    },
 
     /// `chore-run`'s: the chore, and what it came to.
     ChoreRun { chore: &'a str, end: RunEnd<'a> },
@@ -529,6 +543,13 @@ impl Rendered {
     /// The fields, for `Journal::append`.
     pub(super) fn into_fields(self) -> Map<String, Value> {
         self.fields
+    }
+
+    /// The line as one of `kind`, a kind read back from the journal (an
+    /// intent closed after a restart).
+    pub(super) fn with_kind(mut self, kind: &str) -> Rendered {
+        self.fields.insert("kind".into(), kind.into());
+        self
     }
 
     /// The line as an intent: `"phase":"intent"`.
@@ -914,12 +935,14 @@ impl Event<'_> {
                 color,
                 script_sha256,
                 source,
+                undo_id,
             } => {
                 f.put("chore", *chore)
                     .put("mode", mode_name(*mode))
                     .put("color", color.name())
                     .put("script_sha256", *script_sha256)
-                    .source(source);
+                    .source(source)
+                    .put_some("undo_id", *undo_id);
                 "chore-run"
             }
             Event::ChoreRunRefused {
@@ -934,8 +957,14 @@ impl Event<'_> {
                     .refused(reason);
                 "chore-run"
             }
-            Event::Receipt { chore, receipt } => {
-                f.put("chore", *chore).put("receipt", *receipt);
+            Event::Receipt {
+                chore,
+                receipt,
+                intent_seq,
+            } => {
+                f.put("chore", *chore)
+                    .put("receipt", *receipt)
+                    .put("intent_seq", *intent_seq);
                 "receipt"
             }
             Event::ChoreAction {
@@ -1185,7 +1214,10 @@ impl Outcome<'_> {
     /// `None` for the verdicts any act may end in.
     pub(super) fn of_kind(&self) -> Option<&'static str> {
         Some(match self {
-            Outcome::Done | Outcome::Refused { .. } | Outcome::Failed { .. } => return None,
+            Outcome::Done
+            | Outcome::Refused { .. }
+            | Outcome::Failed { .. }
+            | Outcome::Interrupted { .. } => return None,
             Outcome::ChoreRun { .. } => "chore-run",
             Outcome::ChoreAction { .. } => "chore-action",
             Outcome::Undone { .. } | Outcome::UndoStopped { .. } => "undo",
@@ -1212,6 +1244,15 @@ impl Outcome<'_> {
             }
             Outcome::Failed { reason } => {
                 f.verdict("failed").put("reason", *reason);
+            }
+            Outcome::Interrupted { undo_id, changed } => {
+                f.verdict("interrupted")
+                    .put(
+                        "reason",
+                        "the Warden stopped while this was under way; found when it started again",
+                    )
+                    .put_some("undo_id", *undo_id)
+                    .put_some("changed", *changed);
             }
             Outcome::ChoreRun { chore, end } => {
                 f.put("chore", *chore);
