@@ -36,7 +36,8 @@ pub(crate) async fn record(
            SELECT $1, $2, $3, $4, $5, $6, $7
            WHERE EXISTS (SELECT 1 FROM pairings WHERE server_id = $1 AND chat_id = $3)
            ON CONFLICT (server_id, message) DO UPDATE
-           SET chat_id = $3, telegram_id = $4, text_sha256 = $5, sent_at = $6, attempts = $7"#,
+           SET chat_id = $3, telegram_id = $4, text_sha256 = $5, sent_at = $6,
+               attempts = GREATEST(chat_messages.attempts, $7)"#,
         d.server,
         d.message,
         d.chat,

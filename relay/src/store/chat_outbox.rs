@@ -108,11 +108,14 @@ pub(crate) async fn heads(
 
 /// Counts a send of the message begun; how many have been, this one
 /// included (more than 1: an earlier one may have reached the chat).
+/// `None` when the message is no longer queued: delivered by another
+/// replica meanwhile (two can send for a moment after PostgreSQL restarts
+/// and the sender's lock with it), expired or unpaired — it is not sent.
 pub(crate) async fn attempt(
     db: impl sqlx::PgExecutor<'_>,
     server: Uuid,
     id: Uuid,
-) -> Result<i32, sqlx::Error> {
+) -> Result<Option<i32>, sqlx::Error> {
     let attempts = sqlx::query_scalar!(
         "UPDATE chat_outbox SET attempts = attempts + 1 WHERE server_id = $1 AND id = $2
          RETURNING attempts",
@@ -121,8 +124,7 @@ pub(crate) async fn attempt(
     )
     .fetch_optional(db)
     .await?;
-    // Gone meanwhile (the sweep, an unpairing): this send is the first.
-    Ok(attempts.unwrap_or(1))
+    Ok(attempts)
 }
 
 /// Deletes a message's body: it was delivered, or it never will be.

@@ -252,7 +252,10 @@ async fn send(
     // Counted before Telegram is asked: a replica killed between Telegram's
     // answer and the record below leaves the message queued, and the next
     // send of it may show it twice (the Bot API cannot send once only).
-    let attempts = store::chat_outbox::attempt(&app.db, server, id).await?;
+    let Some(attempts) = store::chat_outbox::attempt(&app.db, server, id).await? else {
+        // Delivered by another replica since this round read it, or gone.
+        return Ok(Outcome::Later);
+    };
     if attempts > 1 {
         app.metrics.telegram("message_sent_again");
     }
