@@ -5,8 +5,9 @@
 //! only in the chat and on the message it was sent with.
 
 use super::Telegram;
+use super::claim::HandleError;
 use super::client::Key;
-use super::inbound::{HandleError, say_then};
+use super::inbound::say_then;
 use super::words;
 use crate::state::App;
 use crate::store;

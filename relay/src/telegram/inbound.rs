@@ -1,9 +1,9 @@
-//! One update from Telegram, whichever way it came (webhook or poll).
+//! One update from Telegram, whichever way it came (webhook or poll),
+//! taken from its shard's queue (`queue.rs`).
 //!
-//! Updates are spread over a few bounded queues by chat, so a chat's
-//! messages stay in order while chats go on side by side. Each update is
-//! first claimed by its `update_id` in PostgreSQL (a second delivery, to
-//! this replica or another, is dropped), then:
+//! Each update is first claimed by its `update_id` in PostgreSQL
+//! (`claim.rs`: a second delivery, to this replica or another, is
+//! dropped), then:
 //!
 //! - a message from the paired chat goes to its server; `/start <code>`
 //!   pairs; `/unpair` asks before it unpairs; any other chat gets one reply
@@ -14,7 +14,9 @@
 //!   answered exactly once.
 
 use super::Telegram;
+use super::claim::{Claim, ClaimState, HandleError, database_may_pass};
 use super::client::CallError;
+use super::queue::Settled;
 use super::words;
 use crate::hashing;
 use crate::state::App;
@@ -22,80 +24,6 @@ use crate::store;
 use aromba_relay_proto::frame::{Delivery, TapProof};
 use std::sync::Arc;
 use teloxide::types::{CallbackQuery, MaybeInaccessibleMessage, Message, Update, UpdateKind};
-use tokio::sync::{mpsc, oneshot};
-
-/// What became of an update: settled (handled, or a copy of one handled
-/// already), so Telegram may forget it; or to be sent again, because
-/// nothing of it was kept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Settled {
-    Done,
-    Again,
-}
-
-/// An update waiting in a shard, and who waits to hear it settled.
-pub struct Work {
-    update: Update,
-    settled: oneshot::Sender<Settled>,
-}
-
-/// The queues updates wait in, one per shard.
-pub struct Queue {
-    shards: Vec<mpsc::Sender<Work>>,
-}
-
-/// The other ends, taken by [`spawn_shards`].
-pub struct Receivers(Vec<mpsc::Receiver<Work>>);
-
-impl Queue {
-    pub fn new(shards: usize, per_shard: usize) -> (Queue, Receivers) {
-        let (senders, receivers) = (0..shards.max(1))
-            .map(|_| mpsc::channel(per_shard.max(1)))
-            .unzip();
-        (Queue { shards: senders }, Receivers(receivers))
-    }
-
-    fn shard(&self, update: &Update) -> &mpsc::Sender<Work> {
-        let key = update
-            .chat()
-            .map(|c| c.id.0.unsigned_abs())
-            .or_else(|| update.from().map(|u| u.id.0))
-            .unwrap_or(0);
-        // Chat ids are spread well enough by their low bits.
-        &self.shards[(key % self.shards.len() as u64) as usize]
-    }
-
-    /// Queues, waiting up to `wait` for room; what hears the update
-    /// settled, or `None` when the shard stayed full (the webhook then
-    /// answers so that Telegram sends the update again, rather than losing
-    /// it).
-    pub async fn offer_within(
-        &self,
-        update: Update,
-        wait: std::time::Duration,
-    ) -> Option<oneshot::Receiver<Settled>> {
-        let (settled, heard) = oneshot::channel();
-        let shard = self.shard(&update);
-        shard
-            .send_timeout(Work { update, settled }, wait)
-            .await
-            .ok()
-            .map(|()| heard)
-    }
-
-    /// Queues, waiting for room (the poller can wait: Telegram keeps what
-    /// it has not confirmed); what hears the update settled, or `None` once
-    /// the relay is stopping.
-    pub async fn feed(&self, update: Update) -> Option<oneshot::Receiver<Settled>> {
-        let (settled, heard) = oneshot::channel();
-        let shard = self.shard(&update);
-        shard
-            .send(Work { update, settled })
-            .await
-            .ok()
-            .map(|()| heard)
-    }
-}
 
 /// An update from its JSON, or `None` when it is not one (counted by the
 /// caller; its content goes nowhere).
@@ -108,99 +36,6 @@ pub fn parse(bytes: &[u8]) -> Option<Update> {
         return None;
     }
     Some(update)
-}
-
-/// One task per shard, each taking its updates in order.
-pub fn spawn_shards(app: App, receivers: Receivers, tasks: &mut tokio::task::JoinSet<()>) {
-    for mut rx in receivers.0 {
-        let app = app.clone();
-        let hold = app
-            .telegram
-            .as_ref()
-            .map_or(HOLD, |t| t.config.limits.give_up_after / 2);
-        tasks.spawn(async move {
-            let mut held = Held::new(hold);
-            while let Some(Work { update, settled }) = rx.recv().await {
-                let chat = update.chat().map(|c| c.id.0);
-                let id = i64::from(update.id.0);
-                if held.holds(chat, id) {
-                    app.metrics.telegram("update_held_for_order");
-                    let _ = settled.send(Settled::Again);
-                    continue;
-                }
-                let outcome = handle(&app, update).await;
-                held.note(chat, id, outcome);
-                let _ = settled.send(outcome);
-            }
-        });
-    }
-}
-
-/// How long a chat's later updates wait behind one that must be sent
-/// again, at most, without a bot: half of `TelegramLimits::give_up_after`
-/// otherwise (after which the poller may go past the one that does not
-/// settle, and Telegram may give up on it).
-const HOLD: std::time::Duration = std::time::Duration::from_secs(30);
-/// Chats held at once in one shard, at most (past it the oldest holds go).
-const MAX_HELD: usize = 4_096;
-
-/// The chats of one shard whose update must be sent again, by that
-/// update's id: their later updates are sent again too, unhandled, until
-/// it settles, so that a chat's messages keep their order (found by the
-/// attack round: a message that failed on the database was overtaken by
-/// the next one, handled at once).
-struct Held {
-    chats: std::collections::HashMap<i64, (i64, std::time::Instant)>,
-    hold: std::time::Duration,
-}
-
-impl Held {
-    fn new(hold: std::time::Duration) -> Held {
-        Held {
-            chats: std::collections::HashMap::new(),
-            hold,
-        }
-    }
-
-    /// Whether update `id` of `chat` waits behind an earlier one.
-    fn holds(&mut self, chat: Option<i64>, id: i64) -> bool {
-        let Some(chat) = chat else {
-            return false;
-        };
-        match self.chats.get(&chat) {
-            Some(&(first, since)) if since.elapsed() < self.hold => id > first,
-            Some(_) => {
-                self.chats.remove(&chat);
-                false
-            }
-            None => false,
-        }
-    }
-
-    /// What became of update `id` of `chat`.
-    fn note(&mut self, chat: Option<i64>, id: i64, outcome: Settled) {
-        let Some(chat) = chat else {
-            return;
-        };
-        match outcome {
-            Settled::Again => {
-                if self.chats.len() >= MAX_HELD {
-                    let hold = self.hold;
-                    self.chats.retain(|_, (_, since)| since.elapsed() < hold);
-                }
-                if self.chats.len() < MAX_HELD {
-                    self.chats
-                        .entry(chat)
-                        .or_insert((id, std::time::Instant::now()));
-                }
-            }
-            Settled::Done => {
-                if self.chats.get(&chat).is_some_and(|&(first, _)| first == id) {
-                    self.chats.remove(&chat);
-                }
-            }
-        }
-    }
 }
 
 /// Handles one update, once across replicas.
@@ -287,129 +122,6 @@ pub async fn handle(app: &App, update: Update) -> Settled {
     }
 }
 
-/// Where an update's claim stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ClaimState {
-    Open,
-    Committed,
-    /// Its commit failed: whether it reached the disk is not known (taken
-    /// for not: the update is sent again, and a copy of one kept is
-    /// dropped by its id).
-    Unknown,
-}
-
-/// The transaction that claimed an update, and its place among the claims
-/// at the database at once (given back when it commits).
-struct Claim<'a> {
-    tx: Option<sqlx::Transaction<'static, sqlx::Postgres>>,
-    permit: Option<tokio::sync::SemaphorePermit<'a>>,
-    state: ClaimState,
-}
-
-impl<'a> Claim<'a> {
-    /// Claims bot `bot`'s update `id` in a new transaction, and looks up
-    /// the server `chat` is paired with; `None` when the update was claimed
-    /// before.
-    async fn take(
-        app: &App,
-        permit: Result<tokio::sync::SemaphorePermit<'a>, tokio::sync::AcquireError>,
-        bot: i64,
-        id: i64,
-        chat: Option<i64>,
-    ) -> Result<Option<(Claim<'a>, Option<uuid::Uuid>)>, sqlx::Error> {
-        let mut tx = app.db.begin().await?;
-        // A copy of the update being handled elsewhere waits for that
-        // transaction, but not without end.
-        store::bound_lock_waits(&mut tx, crate::outbox::LOCK_WAIT).await?;
-        let row =
-            store::telegram_updates::claim(&mut *tx, bot, id, app.config.clock.now(), chat).await?;
-        if !row.claimed {
-            return Ok(None);
-        }
-        let claim = Claim {
-            tx: Some(tx),
-            permit: permit.ok(),
-            state: ClaimState::Open,
-        };
-        Ok(Some((claim, row.server)))
-    }
-
-    /// The claim's transaction, while it is open.
-    fn conn(&mut self) -> Result<&mut sqlx::PgConnection, HandleError> {
-        match self.tx.as_mut() {
-            Some(tx) => Ok(&mut **tx),
-            None => Err(HandleError::ClaimClosed),
-        }
-    }
-
-    /// Commits the claim and what was written with it (once; later calls
-    /// do nothing).
-    async fn commit(&mut self) -> Result<(), sqlx::Error> {
-        let Some(tx) = self.tx.take() else {
-            return Ok(());
-        };
-        let committed = tx.commit().await;
-        self.permit = None;
-        match committed {
-            Ok(()) => {
-                self.state = ClaimState::Committed;
-                Ok(())
-            }
-            Err(e) => {
-                self.state = ClaimState::Unknown;
-                Err(e)
-            }
-        }
-    }
-}
-
-impl HandleError {
-    /// Whether the same update may be handled another time: the database
-    /// was out of reach, busy or shutting down, or a write was given up for
-    /// a lock. A refusal of what the update holds, or anything not known
-    /// to pass, is not (an update sent again for ever would hold up the
-    /// updates behind it until the poller gives up on it).
-    fn may_pass(&self) -> bool {
-        match self {
-            HandleError::Database(e) => database_may_pass(e),
-            HandleError::Queue(crate::outbox::OutboxError::Db(e)) => database_may_pass(e),
-            HandleError::Outbox(crate::writer::WriterError::Outbox(
-                crate::outbox::OutboxError::Db(e),
-            )) => database_may_pass(e),
-            // The writer reports what the database did to a batch as
-            // `Failed` (found by the attack round: taken for a refusal).
-            HandleError::Outbox(
-                crate::writer::WriterError::Timeout
-                | crate::writer::WriterError::Closed
-                | crate::writer::WriterError::Outbox(crate::outbox::OutboxError::Failed(_)),
-            ) => true,
-            _ => false,
-        }
-    }
-}
-
-/// Whether a database error may pass: the database out of reach, a
-/// connection lost, a transaction rolled back for a conflict (class 40), a
-/// lock not had in time (55P03), resources short (53), the server shutting
-/// down or starting (57), a system error (58), a connection failure (08).
-fn database_may_pass(e: &sqlx::Error) -> bool {
-    match e {
-        sqlx::Error::Io(_)
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed
-        | sqlx::Error::Protocol(_)
-        | sqlx::Error::Tls(_) => true,
-        sqlx::Error::Database(d) => d.code().is_some_and(|code| {
-            code == "55P03"
-                || ["08", "40", "53", "57", "58"]
-                    .iter()
-                    .any(|c| code.starts_with(c))
-        }),
-        _ => false,
-    }
-}
-
 /// A paired chat's message that goes to its server as it is: text, not a
 /// command the relay answers, not in the PIN's shape, within the bounds of
 /// a delivery. Everything else is [`on_message`]'s.
@@ -451,21 +163,6 @@ async fn forward(
     claim.commit().await?;
     app.metrics.telegram("message_forwarded");
     Ok(())
-}
-
-/// Why an update could not be handled (never its content).
-#[derive(Debug, thiserror::Error)]
-pub enum HandleError {
-    #[error("the database refused: {0}")]
-    Database(#[from] sqlx::Error),
-    #[error("the outbox refused: {0}")]
-    Outbox(#[from] crate::writer::WriterError),
-    #[error("the outbox refused: {0}")]
-    Queue(#[from] crate::outbox::OutboxError),
-    #[error("the update's claim was used after it closed")]
-    ClaimClosed,
-    #[error("{0}")]
-    Sign(#[from] super::signing::KeyError),
 }
 
 /// A message; `server` is the one its chat is paired with.

@@ -22,6 +22,7 @@
 //! server ids, kinds and counts.
 
 pub mod choices;
+mod claim;
 pub mod client;
 pub mod inbound;
 pub mod one_reading;
@@ -29,6 +30,7 @@ pub mod outbound;
 pub mod pace;
 pub mod pairing;
 pub mod poller;
+pub mod queue;
 pub mod signing;
 pub mod split;
 pub mod token;
@@ -213,7 +215,7 @@ pub struct Telegram {
     pub client: Client,
     pub key: ApprovalKey,
     pub pace: Pace,
-    pub inbound: inbound::Queue,
+    pub inbound: queue::Queue,
     /// The bot's username once `getMe` answered.
     pub username: tokio::sync::watch::Receiver<Option<String>>,
     username_tx: tokio::sync::watch::Sender<Option<String>>,
@@ -240,14 +242,14 @@ impl Telegram {
     pub async fn prepare(
         config: TelegramConfig,
         db: &sqlx::PgPool,
-    ) -> Result<(Arc<Telegram>, inbound::Receivers), signing::KeyError> {
+    ) -> Result<(Arc<Telegram>, queue::Receivers), signing::KeyError> {
         let key = match &config.approval_key_file {
             Some(path) => ApprovalKey::from_file(path)?,
             None => ApprovalKey::from_database(db).await?,
         };
         let client = Client::new(config.token.clone(), config.api_url.clone());
         let (queue, receivers) =
-            inbound::Queue::new(config.limits.shards, config.limits.queue_per_shard);
+            queue::Queue::new(config.limits.shards, config.limits.queue_per_shard);
         let (username_tx, username) = tokio::sync::watch::channel(None);
         let pace = Pace::new(config.limits.pace.clone());
         Ok((
@@ -317,7 +319,7 @@ impl Telegram {
 pub fn start(
     app: crate::App,
     telegram: Arc<Telegram>,
-    receivers: inbound::Receivers,
+    receivers: queue::Receivers,
     tasks: &mut tokio::task::JoinSet<()>,
 ) {
     tasks.spawn(learn_username(telegram.clone()));
@@ -329,7 +331,7 @@ pub fn start(
             tasks.spawn(poller::run(app.clone()));
         }
     }
-    inbound::spawn_shards(app.clone(), receivers, tasks);
+    queue::spawn_shards(app.clone(), receivers, tasks);
     tasks.spawn(outbound::run(app));
 }
 

@@ -13,7 +13,8 @@
 //! guess waits for the next window.
 
 use super::Telegram;
-use super::inbound::{HandleError, say, say_to_stranger};
+use super::claim::HandleError;
+use super::inbound::{say, say_to_stranger};
 use super::words;
 use crate::hashing;
 use crate::state::App;

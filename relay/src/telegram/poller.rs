@@ -99,7 +99,7 @@ async fn poll(app: &App, telegram: &Arc<super::Telegram>, lock: &mut PgConnectio
                         None => true,
                         Some(settled) => matches!(
                             tokio::time::timeout_at(deadline, settled).await,
-                            Ok(Ok(super::inbound::Settled::Done))
+                            Ok(Ok(super::queue::Settled::Done))
                         ),
                     };
                     outcomes.push((id, next, done));

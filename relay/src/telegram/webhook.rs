@@ -140,7 +140,7 @@ pub async fn receive(
                 return StatusCode::SERVICE_UNAVAILABLE.into_response();
             };
             let settled = tokio::time::timeout(SETTLE_WAIT, settled).await;
-            if !matches!(settled, Ok(Ok(super::inbound::Settled::Done))) {
+            if !matches!(settled, Ok(Ok(super::queue::Settled::Done))) {
                 app.metrics.telegram("update_deferred_unsettled");
                 return StatusCode::SERVICE_UNAVAILABLE.into_response();
             }
