@@ -13,9 +13,9 @@ use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc};
 
 use aromba_words::approvals::{
-    ALREADY_ANSWERED, ANSWERED_BEFORE, APPROVED_DONE, APPROVED_INSTALLING, APPROVED_NOT_DONE,
-    APPROVED_RUNNING, APPROVED_WENT_BADLY, CANCELLED, IT_WAS_ME, IT_WAS_NOT_ME, NOT_DONE_WRONG_PIN,
-    STEPPING_BACK, UNDONE, YES_NOT_DONE,
+    ALREADY_ANSWERED, ANSWERED_BEFORE, APPROVED_CUT_SHORT, APPROVED_DONE, APPROVED_INSTALLING,
+    APPROVED_NOT_DONE, APPROVED_RUNNING, APPROVED_WENT_BADLY, CANCELLED, IT_WAS_ME, IT_WAS_NOT_ME,
+    NOT_DONE_WRONG_PIN, STEPPING_BACK, UNDONE, YES_NOT_DONE,
 };
 use aromba_words::{assistant as ai_words, chat as words, trust as trust_words};
 
@@ -732,11 +732,23 @@ pub(super) async fn carry(
         }
         None => {}
     }
-    let answer = ask(daemon, request).await;
+    let asked = warden_client::ask(&daemon.worker_socket(), request).await;
+    // The approval went to the Warden and no answer came back: it may have
+    // run (a Warden killed mid-run closes the run when it starts again).
+    let cut_short = approving
+        && !was_that_you
+        && matches!(
+            asked,
+            Err(warden_client::ClientError::Closed
+                | warden_client::ClientError::Io(_)
+                | warden_client::ClientError::TimedOut)
+        );
+    let answer = asked.map_err(|e| words::could_not_ask_the_warden(&e));
     let under = match &answer {
         Ok(Response::AlreadyAnswered { .. }) => Some(ANSWERED_BEFORE),
         // Said when it was tapped.
         _ if !approving => None,
+        _ if cut_short => Some(APPROVED_CUT_SHORT),
         Ok(Response::Ladder { .. }) => Some(IT_WAS_ME),
         _ if was_that_you => Some(YES_NOT_DONE),
         Ok(Response::Receipt { ok: false, .. }) => Some(APPROVED_WENT_BADLY),
@@ -804,6 +816,8 @@ pub(super) async fn carry(
         Ok(other) => {
             daemon.say(odd(&other), vec![]).await;
         }
+        // Said under the proposal: a second sentence would only repeat it.
+        Err(_) if cut_short => {}
         Err(e) => {
             daemon.say(e, vec![]).await;
         }

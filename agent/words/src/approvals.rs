@@ -35,6 +35,11 @@ pub const UNDONE: &str = "Undone ✓ (see below).";
 /// Under a proposal approved whose run the Worker's restart interrupted
 /// (its receipt went nowhere).
 pub const INTERRUPTED: &str = "Approved ✓ — I restarted while it ran, so its receipt did not reach this chat. Run `sudo aromba chores` on the server to see how it went.";
+/// Under a proposal approved whose answer never came: the Warden's
+/// connection ended after the approval went to it (the Warden stopped
+/// mid-run, say). Whether it ran is not known here; the Warden closes such
+/// a run when it starts again, with its receipt and undo.
+pub const APPROVED_CUT_SHORT: &str = "Approved ✓ — but the Warden stopped before it answered, so I can't tell how it went. Run `sudo aromba chores` on the server: it shows the run's receipt, and an undo id if it changed files.";
 
 /// An approval the Warden carried out that has no receipt (prod mode
 /// turned off).
