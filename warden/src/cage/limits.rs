@@ -437,10 +437,12 @@ fn sweep(home: &Home) {
             let Some(owner) = cage_owner(&name.to_string_lossy()) else {
                 continue;
             };
+            // A live Warden's group may be empty only because its run has
+            // not joined it yet (found by the attack round): left alone.
             if owner != std::process::id() && !Path::new(&format!("/proc/{owner}")).exists() {
                 stop_leftover(&e.path());
+                let _ = std::fs::remove_dir(e.path());
             }
-            let _ = std::fs::remove_dir(e.path());
         }
     }
 }

@@ -33,7 +33,7 @@ pub(super) fn rotating(path: &Path) -> PathBuf {
 }
 
 /// How many rotated files there are: `.1.gz` up to the first gap.
-pub(super) fn rotated_count(path: &Path) -> usize {
+pub fn rotated_count(path: &Path) -> usize {
     let mut n = 0;
     while rotated(path, n + 1).exists() {
         n += 1;

@@ -26,12 +26,12 @@ pub mod time;
 mod verify;
 
 pub use bound::{LIST_BOUND, STRING_BOUND};
-pub use files::{MAX_FILE_BYTES, read_journal_file, rotated};
+pub use files::{MAX_FILE_BYTES, read_journal_file, rotated, rotated_count};
 pub use hmac::hmac_sha256;
 pub use verify::{VerifyError, VerifyReport, verify};
 
 use aromba_warden_proto::encode_hex as hex;
-use files::{compress, rotated_count, rotating};
+use files::{compress, rotating};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::VecDeque;
@@ -489,10 +489,10 @@ impl Journal {
             let older = rotated(&path, 1);
             last = last_line(&older, &read_all(&older)?)?;
         }
-        let head = match last {
+        let head = match &last {
             Some((line, seq)) => Head {
-                seq,
-                hash: sha256_hex(&line),
+                seq: *seq,
+                hash: sha256_hex(line),
             },
             None => Head {
                 seq: 0,
@@ -510,37 +510,80 @@ impl Journal {
             last_alarm: None,
             alarm: None,
         };
-        if let Some(torn) = torn {
-            journal.record_torn_tail(torn)?;
+        match torn {
+            Some(torn) => journal.record_torn_tail(torn)?,
+            None => journal.journal_unrecorded_tail(last.as_ref().map(|(l, _)| l.as_slice()))?,
         }
         Ok(journal)
     }
 
     /// Moves the cut bytes aside and journals that it did.
     fn record_torn_tail(&mut self, torn: Vec<u8>) -> Result<(), JournalError> {
-        let kept = torn_file(&self.path, self.head.seq);
-        // Written again whole when a Warden died before its truncation.
-        let mut out = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&kept)
-            .map_err(io_err(&kept))?;
-        out.write_all(&torn).map_err(io_err(&kept))?;
-        out.sync_all().map_err(io_err(&kept))?;
+        let kept = self.keep_torn(&torn)?;
         let file = OpenOptions::new()
             .write(true)
             .open(&self.path)
             .map_err(io_err(&self.path))?;
         file.set_len(self.size).map_err(io_err(&self.path))?;
         file.sync_all().map_err(io_err(&self.path))?;
+        self.journal_torn(&torn, &kept)
+    }
+
+    /// Writes `torn` beside the journal: `journal.jsonl.torn-SEQ` (SEQ the
+    /// head's), or, when that holds other bytes (an earlier cut at the same
+    /// head, whose repair line was itself cut), a name with their SHA-256,
+    /// so no cut bytes kept before are overwritten (found by the attack
+    /// round). The same bytes again (a repair killed before its truncation)
+    /// are kept once.
+    fn keep_torn(&self, torn: &[u8]) -> Result<PathBuf, JournalError> {
+        let first = torn_file(&self.path, self.head.seq);
+        let mut named = first.clone().into_os_string();
+        named.push(format!("-{}", &sha256_hex(torn)[..16]));
+        for kept in [first, PathBuf::from(named)] {
+            match std::fs::read(&kept) {
+                Ok(held) if held == torn => return Ok(kept),
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err(&kept)(e)),
+            }
+            let mut out = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&kept)
+                .map_err(io_err(&kept))?;
+            out.write_all(torn).map_err(io_err(&kept))?;
+            out.sync_all().map_err(io_err(&kept))?;
+            return Ok(kept);
+        }
+        Err(JournalError::IncompleteLastLine(self.path.clone()))
+    }
+
+    /// The chain's line saying `torn` was cut off and kept at `kept`.
+    fn journal_torn(&mut self, torn: &[u8], kept: &Path) -> Result<(), JournalError> {
         let mut line = Map::new();
         line.insert("event".into(), Value::from(TORN_TAIL_EVENT));
         line.insert("bytes".into(), Value::from(torn.len()));
-        line.insert("sha256".into(), Value::from(sha256_hex(&torn)));
+        line.insert("sha256".into(), Value::from(sha256_hex(torn)));
         line.insert("kept".into(), Value::from(kept.display().to_string()));
         self.append(line).map(|_| ())
+    }
+
+    /// A repair killed after its truncation and before its line: the cut
+    /// bytes are kept at the head's name, and no line says so yet (found
+    /// by the attack round). Journaled now.
+    fn journal_unrecorded_tail(&mut self, last_line: Option<&[u8]>) -> Result<(), JournalError> {
+        let kept = torn_file(&self.path, self.head.seq);
+        let Ok(torn) = std::fs::read(&kept) else {
+            return Ok(());
+        };
+        let recorded = last_line
+            .and_then(|l| serde_json::from_slice::<Value>(l).ok())
+            .is_some_and(|v| v.get("event").and_then(Value::as_str) == Some(TORN_TAIL_EVENT));
+        if recorded {
+            return Ok(());
+        }
+        self.journal_torn(&torn, &kept)
     }
 
     /// Whether rotation dropped files faster than the configured rate since

@@ -242,6 +242,7 @@ fn admit<'a>(
     } else {
         None
     };
+    let red_real = mode == Mode::Real && chore.header.color == Color::Red;
     let act = Event::ChoreRun {
         chore: name,
         mode,
@@ -249,6 +250,11 @@ fn admit<'a>(
         script_sha256: &script_sha256,
         source: &source,
         undo_id: undo_id.as_deref(),
+        touches_quarantine: red_real
+            && chore
+                .header
+                .touches
+                .contains(&shared.options.layout.quarantine_dir),
     };
     let intent = match intend(shared, act) {
         Ok(i) => i,
@@ -610,10 +616,7 @@ fn deliver(shared: &Shared, chore: &Chore, admitted: &Admitted<'_>, s: Settled) 
             super::chores::dry_run_record(&chore.script, &receipt).as_bytes(),
         );
     }
-    let _ = std::fs::write(
-        admitted.runs.join(format!("{name}.last")),
-        receipt.as_bytes(),
-    );
+    super::chores::keep_last(&admitted.runs, name, !dry, &receipt);
     let line = Event::Receipt {
         chore: name,
         receipt: &receipt,

@@ -79,6 +79,36 @@ pub(super) fn frozen(shared: &Shared) -> bool {
     shared.step() >= Step::Freeze
 }
 
+/// Keeps `receipt` as `chore`'s last run, and, for a real run, as its last
+/// real run too: a dry run, which the Worker may ask at will, then does not
+/// hide the receipt of a real run (its undo id) that the chat never got, a
+/// run the Warden closed when it started again (found by the attack round).
+pub(super) fn keep_last(runs: &std::path::Path, chore: &str, real: bool, receipt: &str) {
+    let _ = std::fs::write(runs.join(format!("{chore}.last")), receipt.as_bytes());
+    if real {
+        let _ = std::fs::write(runs.join(format!("{chore}.last-real")), receipt.as_bytes());
+    }
+}
+
+/// What `aromba chores` and the Trust page show of `chore`'s runs: its last
+/// run, and its last real run after it when the last was a dry run.
+fn last_receipt(runs: &std::path::Path, chore: &str) -> String {
+    let read = |suffix: &str| {
+        std::fs::read_to_string(runs.join(format!("{chore}.{suffix}")))
+            .map(|s| s.trim().to_string())
+            .ok()
+    };
+    match (read("last"), read("last-real")) {
+        (None, _) => "never run".into(),
+        (Some(last), Some(real))
+            if last != real && last.starts_with(&format!("{chore}: dry run")) =>
+        {
+            format!("{last}; last real run: {real}")
+        }
+        (Some(last), _) => last,
+    }
+}
+
 pub(super) fn chores_list(shared: &Shared) -> Response {
     let chores = chores_here(shared);
     let runs = runs_dir(shared);
@@ -90,9 +120,7 @@ pub(super) fn chores_list(shared: &Shared) -> Response {
                 color: c.header.color.name().into(),
                 schedule: c.header.schedule.to_string(),
                 origin: c.origin.short(),
-                last_receipt: std::fs::read_to_string(runs.join(format!("{}.last", c.header.name)))
-                    .map(|s| s.trim().to_string())
-                    .unwrap_or_else(|_| "never run".into()),
+                last_receipt: last_receipt(&runs, &c.header.name),
                 dry_run_seen: dry_run_seen(shared, c),
                 cap_unconfirmed: super::owner::above_default(c)
                     && !super::owner::cap_confirmed(shared, c),

@@ -464,7 +464,7 @@ fn forget_runs(shared: &Shared, chores: &[String]) {
         if now.iter().any(|c| &c.header.name == chore) {
             continue;
         }
-        for suffix in ["last", "dry-run-seen", "dry-ran", "scheduled"] {
+        for suffix in ["last", "last-real", "dry-run-seen", "dry-ran", "scheduled"] {
             let _ = std::fs::remove_file(runs.join(format!("{chore}.{suffix}")));
         }
     }

@@ -247,6 +247,9 @@ pub(super) enum Event<'a> {
         script_sha256: &'a str,
         source: &'a RunSource,
         undo_id: Option<&'a str>,
+        /// A red run that may write the quarantine, which undo never
+        /// restores (named only when so).
+        touches_quarantine: bool,
     },
     /// `chore-run`, refused before its intent.
     ChoreRunRefused {
@@ -936,13 +939,15 @@ impl Event<'_> {
                 script_sha256,
                 source,
                 undo_id,
+                touches_quarantine,
             } => {
                 f.put("chore", *chore)
                     .put("mode", mode_name(*mode))
                     .put("color", color.name())
                     .put("script_sha256", *script_sha256)
                     .source(source)
-                    .put_some("undo_id", *undo_id);
+                    .put_some("undo_id", *undo_id)
+                    .put_some("touches_quarantine", touches_quarantine.then_some(true));
                 "chore-run"
             }
             Event::ChoreRunRefused {

@@ -212,10 +212,11 @@ fn a_chore_runs_intent_names_its_approval_and_a_refusal_its_reason() {
         script_sha256: "cc",
         source: &source,
         undo_id: Some("0123456789abcdef0123456789abcdef"),
+        touches_quarantine: true,
     };
     assert_eq!(
         line(intent.render().intent()),
-        r#"{"action_id":"a1b2","approval":"relay-signed tap","chore":"old-logs","color":"red","kind":"chore-run","mode":"real","phase":"intent","script_sha256":"cc","undo_id":"0123456789abcdef0123456789abcdef"}"#
+        r#"{"action_id":"a1b2","approval":"relay-signed tap","chore":"old-logs","color":"red","kind":"chore-run","mode":"real","phase":"intent","script_sha256":"cc","touches_quarantine":true,"undo_id":"0123456789abcdef0123456789abcdef"}"#
     );
     let refused = Event::ChoreRunRefused {
         chore: "old-logs",
@@ -742,6 +743,7 @@ fn each_outcome_of_one_kind_names_the_kind_its_intent_renders_to() {
                 script_sha256: "",
                 source: &source,
                 undo_id: None,
+                touches_quarantine: false,
             },
             Outcome::ChoreRun {
                 chore: "c",
