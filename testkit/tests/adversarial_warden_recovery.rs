@@ -13,16 +13,14 @@
 //! was found; the fix is in `recover.rs`, `journal/mod.rs` or
 //! `cage/limits.rs`.
 
+use aromba_testkit::warden::process::{answer, send};
 use aromba_testkit::warden::{PROCESS_AHEAD, Warden, owner_chore};
 use aromba_warden::journal::{AuditKey, Journal, JournalConfig, verify};
 use aromba_warden::layout::Layout;
-use aromba_warden_proto::{
-    MAX_RESPONSE, Request, Response, decode_response, encode_request, read_frame, write_frame,
-};
+use aromba_warden_proto::{Request, Response};
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -157,18 +155,6 @@ fn cut_chore() -> (String, String) {
         "",
         "[ \"$1\" = --dry-run ] && exit 0\nrm TOUCHED/f1 TOUCHED/f2 TOUCHED/f3\necho new > TOUCHED/new",
     )
-}
-
-/// `r` sent on `socket`, the answer not waited for.
-fn send(socket: &Path, r: &Request) -> UnixStream {
-    let mut s = UnixStream::connect(socket).expect("the Warden serves");
-    write_frame(&mut s, &encode_request(r), 1 << 16).expect("the request is written");
-    s
-}
-
-fn answer(mut s: UnixStream) -> Option<Response> {
-    let frame = read_frame(&mut s, MAX_RESPONSE).ok()?;
-    decode_response(&frame).ok()
 }
 
 fn wait_for(path: &Path, secs: u64) {

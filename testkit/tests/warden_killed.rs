@@ -21,18 +21,15 @@
 //! The seed is printed; `AROMBA_CHAOS_SEED=N` runs that schedule again.
 
 use aromba_testkit::telegram::PERSON;
+use aromba_testkit::warden::process::{answer, send};
 use aromba_testkit::warden::{PROCESS_AHEAD, Warden, now, owner_chore};
 use aromba_warden::journal::{AuditKey, verify};
 use aromba_warden::ladder::Clock;
-use aromba_warden_proto::{
-    MAX_RESPONSE, Request, Response, decode_response, encode_request, read_frame, write_frame,
-};
+use aromba_warden_proto::{Request, Response};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::net::UnixStream;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 14;
@@ -65,17 +62,6 @@ enum Chaos {
     KillWarden(u64),
     /// The tap's connection dropped this long after it was sent.
     DropConnection(u64),
-}
-
-fn send(socket: &Path, r: &Request) -> UnixStream {
-    let mut s = UnixStream::connect(socket).expect("the Warden serves");
-    write_frame(&mut s, &encode_request(r), 1 << 16).expect("the tap is written");
-    s
-}
-
-fn answer(mut s: UnixStream) -> Option<Response> {
-    let frame = read_frame(&mut s, MAX_RESPONSE).ok()?;
-    decode_response(&frame).ok()
 }
 
 fn journal_lines(w: &Warden) -> Vec<Value> {

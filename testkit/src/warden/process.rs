@@ -3,8 +3,12 @@
 //! that kill it with SIGKILL mid-act and start it again.
 
 use crate::serving::Serving;
+use aromba_warden_proto::{
+    MAX_RESPONSE, Request, Response, decode_response, encode_request, read_frame, write_frame,
+};
 use assert_cmd::cargo::CommandCargoExt;
 use std::io::{BufRead, BufReader};
+use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Child, Stdio};
 
@@ -70,4 +74,19 @@ impl Drop for Host {
             self.kill();
         }
     }
+}
+
+/// `r` sent on the Warden socket `socket`, its answer not waited for: the
+/// tests that kill the Warden or drop the connection while it works.
+pub fn send(socket: &Path, r: &Request) -> UnixStream {
+    let mut s = UnixStream::connect(socket).expect("the Warden serves");
+    write_frame(&mut s, &encode_request(r), 1 << 16).expect("the request is written");
+    s
+}
+
+/// The answer on a connection [`send`] opened; `None` when none came (the
+/// Warden was killed first).
+pub fn answer(mut s: UnixStream) -> Option<Response> {
+    let frame = read_frame(&mut s, MAX_RESPONSE).ok()?;
+    decode_response(&frame).ok()
 }

@@ -231,10 +231,8 @@ fn admit<'a>(
     let script_sha256 = crate::journal::sha256_hex(chore.script.as_bytes());
     // Named before the intent, so a Warden that dies during the run finds
     // the snapshot from the journal when it starts again (`recover.rs`).
-    let undo_id = if mode == Mode::Real
-        && chore.header.color == Color::Red
-        && !snapshot_roots(shared, chore).is_empty()
-    {
+    let red_real = mode == Mode::Real && chore.header.color == Color::Red;
+    let undo_id = if red_real && !snapshot_roots(shared, chore).is_empty() {
         match crate::approvals::new_id(16) {
             Ok(id) => Some(id),
             Err(e) => return Break(refuse(format!("cannot make an undo id: {e}"))),
@@ -242,7 +240,6 @@ fn admit<'a>(
     } else {
         None
     };
-    let red_real = mode == Mode::Real && chore.header.color == Color::Red;
     let act = Event::ChoreRun {
         chore: name,
         mode,
