@@ -76,10 +76,10 @@ async fn the_commands_table_drives_the_menu_help_and_the_answers(db: PgPool) {
 #[sqlx::test(migrations = false)]
 async fn digest_now_is_a_monospace_table_and_a_time_past_today_starts_tomorrow(db: PgPool) {
     let p = paired(db, "words-digest").await;
+    // Only the digest: a health alert about the real disk the test runs on
+    // may come meanwhile.
     let now = p
-        .ask("/digest now", |t| {
-            t.starts_with("Daily digest") || t.contains("Disk")
-        })
+        .ask("/digest now", |t| t.starts_with("Daily digest"))
         .await;
     assert!(
         !now.monospace.is_empty(),
