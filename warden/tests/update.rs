@@ -541,3 +541,60 @@ fn the_proposal_and_the_journal_name_the_commit_the_release_key_signed() {
         "{journal}"
     );
 }
+
+/// systemd's restart stops the Warden that asked for it, at once and maybe
+/// before the asking returns: the install's outcome must already be in the
+/// journal when `systemctl` runs, or the next start would close the
+/// install as interrupted though it is in place. The stand-in keeps the
+/// journal as it was when it ran.
+#[test]
+fn the_installs_outcome_is_journaled_before_systemd_is_asked_to_restart() {
+    let w = start("update-outcome-first");
+    let systemctl = w.root.join("systemctl");
+    std::fs::write(
+        &systemctl,
+        format!(
+            "#!/bin/sh\ncp {} {}\n",
+            w.layout().journal_file().display(),
+            w.root.join("journal-when-asked").display()
+        ),
+    )
+    .unwrap();
+    Release::new("1.0.0").write(&downloads(&w));
+    assert!(matches!(install(&w), Response::ReleaseInstalled { .. }));
+    let seen =
+        std::fs::read_to_string(w.root.join("journal-when-asked")).expect("systemctl was asked");
+    let outcome = seen
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|l| l["kind"] == "release-install" && l["phase"] == "outcome")
+        .expect("the install's outcome was journaled before systemctl ran");
+    assert_eq!(outcome["verdict"], "installed", "{outcome}");
+    assert_eq!(outcome["restart"], "asked next", "{outcome}");
+    assert!(!w.journal().contains("release-restart-failed"));
+}
+
+/// A restart systemd refused is journaled after the outcome, with its
+/// error: the release is in place, the services still run the old one.
+#[test]
+fn a_restart_systemd_refuses_is_journaled_after_the_install() {
+    let w = start("update-restart-refused");
+    let systemctl = w.root.join("systemctl");
+    std::fs::write(&systemctl, "#!/bin/sh\necho 'no bus here' >&2\nexit 1\n").unwrap();
+    Release::new("1.0.0").write(&downloads(&w));
+    assert!(matches!(install(&w), Response::ReleaseInstalled { .. }));
+    assert_eq!(current(&w).as_deref(), Some("releases/1.0.0"));
+    let journal = w.journal();
+    let failed = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|l| l["kind"] == "release-restart-failed")
+        .expect("the refused restart is journaled");
+    assert_eq!(failed["version"], "1.0.0");
+    assert!(
+        failed["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no bus here")),
+        "{failed}"
+    );
+}

@@ -246,19 +246,22 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: Origin) -> Re
         return refused(read, e.to_string());
     }
     let prune_error = update::prune(releases).err().map(|e| e.to_string());
-    let restart = match &shared.options.host {
-        Some(_) => update::restart_services(&shared.options.systemctl)
-            .err()
-            .unwrap_or_else(|| "asked".into()),
-        None => "not under --root".into(),
-    };
+    let restarts = shared.options.host.is_some();
     let end = InstallEnd::Installed {
         prune_error: prune_error.as_deref(),
         previous,
         worker_sha256: &aromba_release::sha256_hex(&binaries[0]),
         warden_sha256: &aromba_release::sha256_hex(&binaries[1]),
-        restart: &restart,
+        restart: if restarts {
+            "asked next"
+        } else {
+            "not under --root"
+        },
     };
+    // The outcome is written before systemd is asked: the restart stops
+    // this Warden, at once and maybe before a line after the asking, and
+    // the next start would then close the install as interrupted though
+    // it is in place.
     intent.outcome(
         shared,
         Outcome::ReleaseInstall {
@@ -267,6 +270,15 @@ pub(super) fn install_release(shared: &Shared, dir: &Path, origin: Origin) -> Re
             end,
         },
     );
+    if restarts && let Err(error) = update::restart_services(&shared.options.systemctl) {
+        super::journal(
+            shared,
+            Event::ReleaseRestartFailed {
+                version: &version.to_string(),
+                error: &error,
+            },
+        );
+    }
     Response::ReleaseInstalled {
         version: version.to_string(),
         previous: previous.map(|v| v.to_string()),

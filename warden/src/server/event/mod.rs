@@ -196,6 +196,9 @@ pub(super) enum Event<'a> {
     /// `release-rolled-back`: `aromba-warden rollback` put the release
     /// before back, the Warden stopped meanwhile.
     ReleaseRolledBack { failed: &'a str, restored: &'a str },
+    /// `release-restart-failed`: the install's outcome was written, then
+    /// systemd could not be asked to restart the services onto it.
+    ReleaseRestartFailed { version: &'a str, error: &'a str },
 
     // The ladder.
     /// `ladder-signal`.
@@ -531,7 +534,8 @@ pub(super) enum InstallEnd<'a> {
         previous: Option<Version>,
         worker_sha256: &'a str,
         warden_sha256: &'a str,
-        /// "asked", why not, or the restart's error.
+        /// "asked next" (the line is written first: the restart ends this
+        /// process, maybe before a line after it), or why not.
         restart: &'a str,
     },
 }
@@ -867,6 +871,10 @@ impl Event<'_> {
             Event::ReleaseRolledBack { failed, restored } => {
                 f.put("failed", *failed).put("restored", *restored);
                 "release-rolled-back"
+            }
+            Event::ReleaseRestartFailed { version, error } => {
+                f.put("version", *version).put("error", *error);
+                "release-restart-failed"
             }
             Event::LadderSignal { peer, signal } => {
                 if let Some(peer) = peer {

@@ -574,12 +574,12 @@ fn an_install_repeats_its_origin_and_names_each_binarys_hash_by_file_name() {
             previous: None,
             worker_sha256: "11",
             warden_sha256: "22",
-            restart: "asked",
+            restart: "asked next",
         },
     };
     assert_eq!(
         line(installed.render("release-install", 12)),
-        r#"{"aromba-warden_sha256":"22","aromba_sha256":"11","commit":null,"intent_seq":12,"kind":"release-install","manifest_sha256":"ff","origin":"root terminal","phase":"outcome","previous":null,"prune_error":"busy","restart":"asked","verdict":"installed","version":"0.2.1"}"#
+        r#"{"aromba-warden_sha256":"22","aromba_sha256":"11","commit":null,"intent_seq":12,"kind":"release-install","manifest_sha256":"ff","origin":"root terminal","phase":"outcome","previous":null,"prune_error":"busy","restart":"asked next","verdict":"installed","version":"0.2.1"}"#
     );
     let started = Event::ReleaseStarted {
         version: Version::parse("0.2.1").unwrap(),
@@ -700,6 +700,16 @@ fn uninstall_and_rollback_told_keep_their_words() {
         }
         .render()
         .into_fields()
+    );
+    assert_eq!(
+        line(
+            Event::ReleaseRestartFailed {
+                version: "1.1.0",
+                error: "systemctl failed (Some(1)): no bus"
+            }
+            .render()
+        ),
+        r#"{"error":"systemctl failed (Some(1)): no bus","kind":"release-restart-failed","version":"1.1.0"}"#
     );
     let shown = Event::DryRunShown {
         peer: Peer::worker(&PEER),
