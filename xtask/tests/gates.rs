@@ -440,3 +440,52 @@ fn no_source_includes_another_crates_file_by_path() {
         across.join("\n")
     );
 }
+
+/// The versions a `Cargo.lock` resolves, by crate name.
+fn locked_versions(lock: &std::path::Path) -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let text = std::fs::read_to_string(lock).unwrap_or_else(|e| panic!("{}: {e}", lock.display()));
+    let mut versions = std::collections::BTreeMap::<String, BTreeSet<String>>::new();
+    for package in text.split("[[package]]").skip(1) {
+        let field = |key: &str| {
+            package
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{key} = \"")))
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or_else(|| panic!("{}: a package without {key}", lock.display()))
+                .to_owned()
+        };
+        versions
+            .entry(field("name"))
+            .or_default()
+            .insert(field("version"));
+    }
+    versions
+}
+
+/// The fuzz targets (their own workspace, with its own lock) parse with the
+/// crates that ship: a newer `url`, `http` or `serde_json` in the fuzz
+/// build alone would fuzz a parser no release has. Every crate both locks
+/// hold is at a version the workspace's lock has.
+#[test]
+fn the_fuzz_build_locks_the_versions_the_workspace_ships() {
+    let root = workspace_root();
+    let shipped = locked_versions(&root.join("Cargo.lock"));
+    let fuzzed = locked_versions(&root.join("fuzz/Cargo.lock"));
+    let drift: Vec<String> = fuzzed
+        .iter()
+        .filter_map(|(name, versions)| {
+            let ship = shipped.get(name)?;
+            (!versions.is_subset(ship))
+                .then(|| format!("{name}: fuzz {versions:?}, shipped {ship:?}"))
+        })
+        .collect();
+    assert!(
+        fuzzed.contains_key("serde_json"),
+        "is fuzz/Cargo.lock read?"
+    );
+    assert!(
+        drift.is_empty(),
+        "fuzz/Cargo.lock differs from Cargo.lock (copy Cargo.lock to fuzz/ and run `cargo metadata` there):\n{}",
+        drift.join("\n")
+    );
+}

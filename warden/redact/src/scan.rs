@@ -11,7 +11,7 @@
 
 use crate::Class;
 use crate::assign::assignment_at;
-use crate::bytes::MARKER_PREFIX;
+use crate::bytes::{MARKER_PREFIX, is_name_byte, run_end};
 use crate::class::Counts;
 use crate::runs::Runs;
 use crate::tokens::{Found, Prefix, telegram_at_colon, telegram_at_encoded_colon, token_at};
@@ -454,9 +454,37 @@ fn find_with(triggers: &Triggers, hay: &[u8], lower: &[u8], continues: bool, cut
     }
 }
 
-/// Removes tokens that sit in an assignment's name after its keyword
-/// (`api_key-ghp_…=value`): the scan resumes after the value, so it would
-/// never come back to them. `view` ends where the value starts.
+/// Judges the bytes between an assignment's keyword and its value with
+/// every rule, as a second pass does: the scan resumes after the value, so
+/// it would never come back to them, and a second pass, whose keyword meets
+/// the value's marker, reads them all. Most of the time they are the rest
+/// of the name and the operator, where only a token can hide
+/// (`api_key-ghp_…=value`); but a YAML key's value on the next lines leaves
+/// the rest of the key's line between them, a comment that may hold
+/// anything (`key: # pass x1234567890y` then `  value`). The view ends where
+/// the value starts, as the value's marker ends every rule's reach on a
+/// second pass; the name's other keywords are passed over, as on a second
+/// pass they name the same name and meet the same marker.
+fn between_name_and_value(
+    triggers: &Triggers,
+    view: View<'_>,
+    rare: &[(usize, Rare)],
+    keyword_end: usize,
+    value_start: usize,
+    w: &mut Recorder<'_>,
+) {
+    if value_start <= keyword_end {
+        return;
+    }
+    let view = view.until(value_start);
+    let name_end = run_end(view.hay, keyword_end, is_name_byte);
+    scan_span(triggers, view, rare, keyword_end, name_end, w);
+}
+
+/// Removes tokens that sit in a URL's user name before its password
+/// (`https://ghp_…:x-oauth-basic@github.com`): the scan resumes after the
+/// password, so it would never come back to them. `view` ends where the
+/// password starts.
 fn tokens_between(triggers: &Triggers, view: View<'_>, from: usize, w: &mut Recorder<'_>) {
     let input = Input::new(view.lower).span(from..view.lower.len());
     for m in triggers.tokens.find_iter(input) {
@@ -621,15 +649,28 @@ fn scan_segment(
     from: usize,
     w: &mut Recorder<'_>,
 ) {
-    let hay = view.hay;
     // Candidates before this segment were judged on bytes up to its start,
     // as a second pass judges them: a kept block is in both.
     w.refused.clear();
+    scan_span(triggers, view, rare, from, from, w);
+}
+
+/// Runs the rules over `view[from..]`, passing over the keywords that start
+/// before `keywords_from` (see `between_name_and_value`).
+fn scan_span(
+    triggers: &Triggers,
+    view: View<'_>,
+    all_rare: &[(usize, Rare)],
+    from: usize,
+    keywords_from: usize,
+    w: &mut Recorder<'_>,
+) {
+    let hay = view.hay;
     let mut tokens = Matches::new(&triggers.tokens, view.lower, from);
-    let mut keywords = Matches::new(&triggers.keywords, view.lower, from);
-    let first = rare.partition_point(|&(c, _)| c < from);
-    let end = rare.partition_point(|&(c, _)| c < hay.len());
-    let rare = &rare[first..end.max(first)];
+    let mut keywords = Matches::new(&triggers.keywords, view.lower, keywords_from);
+    let first = all_rare.partition_point(|&(c, _)| c < from);
+    let end = all_rare.partition_point(|&(c, _)| c < hay.len());
+    let rare = &all_rare[first..end.max(first)];
     let mut rare_index = 0;
 
     let mut at = from;
@@ -640,7 +681,7 @@ fn scan_segment(
         // The leftmost candidate of the three; on a tie a token prefix
         // before a keyword, as one automaton listing them first would.
         let token = tokens.peek_from(at);
-        let keyword = keywords.peek_from(at);
+        let keyword = keywords.peek_from(at.max(keywords_from));
         let next_rare = rare.get(rare_index).copied();
         let starts = [
             token.map(|m| m.start()),
@@ -683,7 +724,7 @@ fn scan_segment(
             let token_inside = |start: usize, end: usize| first_token(triggers, view, start, end);
             let found = assignment_at(hay, m.start(), m.end(), floor, &token_inside);
             if let Some(value) = found {
-                tokens_between(triggers, view.until(value.start), m.end(), w);
+                between_name_and_value(triggers, view, all_rare, m.end(), value.start, w);
             }
             (found, m.end(), m.start())
         } else {
