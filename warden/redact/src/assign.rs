@@ -23,8 +23,8 @@
 
 use crate::Class;
 use crate::bytes::{
-    MARKER_PREFIX, contains_ignore_case, is_blank, is_marker_at, is_name_byte, skip_blanks,
-    starts_with_ignore_case,
+    MARKER_PREFIX, contains_ignore_case, is_blank, is_marker_at, is_name_byte, run_end,
+    skip_blanks, starts_with_ignore_case,
 };
 use crate::header::{authorization_value, credential_after_scheme, scheme_len};
 use crate::tokens::{Found, class_of_value};
@@ -72,12 +72,19 @@ pub(crate) type TokenInside<'a> = &'a dyn Fn(usize, usize) -> Option<usize>;
 
 /// At a keyword match `[kw_start, kw_end)`.
 /// Nothing before `floor` is read: it was already replaced.
+/// `hole`: a private key's block that starts in the comment of this name's
+/// YAML key line and is removed (see `crate::scan`): only the YAML rule is
+/// judged, reading the key's line on after the block, as a second pass reads
+/// it after the block's marker. `removed`: where a removal of this pass that
+/// ends at a byte starts (a YAML key's name may start right after one).
 pub(crate) fn assignment_at(
     hay: &[u8],
     kw_start: usize,
     kw_end: usize,
     floor: usize,
     token_inside: TokenInside<'_>,
+    hole: Option<(usize, usize)>,
+    removed: crate::yaml::Removed<'_>,
 ) -> Option<Found> {
     let mut name_start = kw_start;
     while name_start > floor && is_name_byte(hay[name_start - 1]) {
@@ -101,24 +108,32 @@ pub(crate) fn assignment_at(
     let bare_name = &name[dashes..];
 
     if dashes == 0
+        && hole.is_none()
         && (bare_name.eq_ignore_ascii_case(b"bearer") || bare_name.eq_ignore_ascii_case(b"basic"))
     {
         return credential_after_scheme(hay, name_end, false, token_inside);
     }
 
     if dashes == 0
+        && hole.is_none()
         && let Some(value) = pair_value(hay, name_start, name_end, floor)
     {
         return judge_value(hay, value, name, Form::Operator, token_inside);
     }
-    let op = operator_after_name(hay, name_end, dashes > 0)?;
+    let mut op = operator_after_name(hay, name_end, dashes > 0)?;
+    if hole.is_some() && (!op.colon || is_authorization(bare_name)) {
+        return None;
+    }
     if op.form == Form::Operator && is_authorization(bare_name) {
         return authorization_value(hay, op.value_at);
     }
+    if op.colon {
+        op.value_at = after_yaml_properties(hay, op.value_at);
+    }
     if op.colon
-        && let Some(next) = crate::yaml::value_after(hay, name_start, op.value_at)
+        && let Some(next) = crate::yaml::value_after(hay, name_start, op.value_at, hole, removed)
     {
-        let crate::yaml::NextLines::Value(start, end) = next else {
+        let crate::yaml::NextLines::Value { start, end, more } = next else {
             // A first pass judged the lines, so it did not judge the rest
             // of this line as a value (`password: # the db's`) either.
             return None;
@@ -128,7 +143,19 @@ pub(crate) fn assignment_at(
             end,
             quoted: true,
         };
-        return judge_value(hay, v, name, Form::Operator, token_inside);
+        let mut found = judge_value(hay, v, name, Form::Operator, token_inside)?;
+        if let Some(more) = more
+            && found.start == start
+            && found.end == end
+        {
+            // Removed whole, and its lines go on past the window: they go
+            // too (a second pass sees the marker and judges no further).
+            found.end = crate::yaml::value_end_past_window(hay, end, more);
+        }
+        return Some(found);
+    }
+    if hole.is_some() {
+        return None;
     }
     let mut value = value_span(hay, op.value_at, op.form, op.escape)?;
     if op.equals
@@ -153,6 +180,37 @@ pub(crate) fn assignment_at(
         }
     }
     judge_value(hay, value, name, op.form, token_inside)
+}
+
+/// YAML node properties before a value: an anchor (`&pw`) or a tag
+/// (`!!str`, `!vault`), each followed by a blank (`POSTGRES_PASSWORD: &pw
+/// s3cr3t…`). Returns where the value starts after them; `at` when there
+/// are none. A property followed by the line's end leaves the value to the
+/// next lines (`password: &pw` then an indented value).
+fn after_yaml_properties(hay: &[u8], at: usize) -> usize {
+    let mut i = at;
+    for _ in 0..2 {
+        if !matches!(hay.get(i), Some(b'&' | b'!')) {
+            break;
+        }
+        let end = run_end(hay, i + 1, |b| is_name_byte(b) || b == b'!');
+        if is_marker_at(hay, end) {
+            // A first pass removed what was there (a token in the name, or
+            // a block that starts right after it): its judgement stands,
+            // and the value starts at the marker.
+            return end;
+        }
+        let bare = hay[i] == b'&' && end == i + 1;
+        match hay.get(end) {
+            Some(&b) if !bare && (is_blank(b) || b == b'\r' || b == b'\n') => {
+                i = skip_blanks(hay, end, 16);
+            }
+            // The input's end may be a removed block's start: a second pass
+            // reads a marker there (above), not a blank.
+            _ => break,
+        }
+    }
+    i
 }
 
 /// `Authorization`, `Proxy-Authorization`, `X-Authorization`.
@@ -241,12 +299,16 @@ fn operator_after_name(hay: &[u8], name_end: usize, is_option: bool) -> Option<O
         _ => (0, false, false),
     };
     if op_len > 0 {
+        let value_at = skip_blanks(hay, j + op_len, 16);
+        // A quoted key's value is on its own line (JSON), but a block
+        // indicator after it (`"password": |`) is YAML's, and JSON has none.
+        let block = matches!(hay.get(value_at), Some(b'|' | b'>'));
         return Some(Operator {
             form: Form::Operator,
-            value_at: skip_blanks(hay, j + op_len, 16),
+            value_at,
             escape,
             equals: equals && escape == Escape::Plain,
-            colon: colon && escape == Escape::Plain && !quoted_name,
+            colon: colon && escape == Escape::Plain && (!quoted_name || block),
         });
     }
     if quoted_name || j == i || j >= hay.len() {
@@ -432,16 +494,13 @@ fn pair_value(hay: &[u8], name_start: usize, name_end: usize, floor: usize) -> O
         }
         j + 1
     } else {
-        // YAML: the next line, its key in the column of `name`.
-        let rest = skip_blanks(hay, j, 16);
-        let nl = match hay.get(rest) {
-            Some(b'\n') => rest,
-            Some(b'\r') if hay.get(rest + 1) == Some(&b'\n') => rest + 1,
-            _ => return None,
-        };
+        // YAML: the next line, its key in the column of `name`; a comment
+        // may follow the name (`- name: API_KEY  # from vault`), and
+        // comment and blank lines may stand between the two.
+        let nl = yaml_comment_end(hay, j)?;
         let line_start = memchr::memrchr(b'\n', &hay[..key_start]).map_or(0, |p| p + 1);
         let column = key_start - line_start;
-        let next = nl + 1;
+        let next = comment_lines_end(hay, nl + 1)?;
         let indent = hay[next..]
             .iter()
             .take(column + 1)
@@ -480,6 +539,52 @@ fn pair_value(hay: &[u8], name_start: usize, name_end: usize, floor: usize) -> O
         end -= 1;
     }
     Some(Value { end, ..value })
+}
+
+/// The line break that ends the rest of a YAML line from `at`: blanks, then
+/// perhaps a comment (after a blank). `None` when anything else follows.
+fn yaml_comment_end(hay: &[u8], at: usize) -> Option<usize> {
+    let rest = skip_blanks(hay, at, 16);
+    let rest = match hay.get(rest) {
+        Some(b'#') if rest > at => rest + comment_len(hay, rest)?,
+        _ => rest,
+    };
+    match hay.get(rest) {
+        Some(b'\n') => Some(rest),
+        Some(b'\r') if hay.get(rest + 1) == Some(&b'\n') => Some(rest + 1),
+        _ => None,
+    }
+}
+
+/// The longest comment a `name`/`value` pair passes over, and how many
+/// comment lines (a look-ahead well inside the stream's margin).
+const COMMENT_CAP: usize = 256;
+const COMMENT_LINES: usize = 4;
+
+/// The start of the first line from `from` that is no comment or blank
+/// line, passing over at most `COMMENT_LINES` of them.
+fn comment_lines_end(hay: &[u8], from: usize) -> Option<usize> {
+    let mut next = from;
+    for _ in 0..=COMMENT_LINES {
+        let text = skip_blanks(hay, next, COMMENT_CAP);
+        if !matches!(hay.get(text), Some(b'#' | b'\r' | b'\n')) {
+            return Some(next);
+        }
+        next = text + comment_len(hay, text)? + 1;
+    }
+    None
+}
+
+/// The length of a comment (or blank line's rest) from `at` to its line
+/// break, if it has one within `COMMENT_CAP` bytes and no marker: a marker
+/// means a first pass cut the line there (a key block's start) or judged
+/// it, so the pair is left as that pass left it.
+fn comment_len(hay: &[u8], at: usize) -> Option<usize> {
+    let line = &hay[at..hay.len().min(at + COMMENT_CAP)];
+    let len = memchr::memchr(b'\n', line)?;
+    memchr::memmem::find(&line[..len], MARKER_PREFIX)
+        .is_none()
+        .then_some(len)
 }
 
 /// Skips blanks and line breaks, at most `cap` bytes.
@@ -765,7 +870,15 @@ mod tests {
 
     fn value_of(s: &str, keyword: &str) -> Option<(String, Class)> {
         let start = s.find(keyword)?;
-        let found = assignment_at(s.as_bytes(), start, start + keyword.len(), 0, &|_, _| None)?;
+        let found = assignment_at(
+            s.as_bytes(),
+            start,
+            start + keyword.len(),
+            0,
+            &|_, _| None,
+            None,
+            &|_| None,
+        )?;
         Some((s[found.start..found.end].to_string(), found.class))
     }
 

@@ -424,6 +424,7 @@ fn find_with(triggers: &Triggers, hay: &[u8], lower: &[u8], continues: bool, cut
     let mut segment_start = 0;
     let keys = crate::keys::key_regions(hay, &rares.dashes, continues, cut);
     let mut kept = keys.kept.iter().peekable();
+    let removed_starts: Vec<usize> = keys.removed.iter().map(|(b, _)| b.start).collect();
     for (block, anchor) in keys.removed {
         while let Some(&(start, end)) = kept.next_if(|k| k.0 < block.start) {
             if start >= segment_start {
@@ -438,8 +439,26 @@ fn find_with(triggers: &Triggers, hay: &[u8], lower: &[u8], continues: bool, cut
             segment_start,
             &mut w,
         );
+        let before_block = w.hits.len();
         w.replace(block, anchor);
         segment_start = block.end;
+        // The segment after the block ends where the next block starts.
+        let next_block = removed_starts
+            .get(removed_starts.partition_point(|&s| s <= block.start))
+            .copied()
+            .unwrap_or(hay.len());
+        let next_kept = kept.peek().map_or(hay.len(), |k| k.0.max(block.end));
+        let stop = next_block.min(next_kept).max(block.end);
+        if let Some(end) = value_past_block(
+            triggers,
+            whole.until(stop),
+            rare,
+            block,
+            before_block,
+            &mut w,
+        ) {
+            segment_start = end;
+        }
     }
     for &(start, end) in kept {
         if start >= segment_start {
@@ -452,6 +471,97 @@ fn find_with(triggers: &Triggers, hay: &[u8], lower: &[u8], continues: bool, cut
         hits: w.hits,
         public: keys.public,
     }
+}
+
+/// Where the removal among `hits` (in order) that ends at `end` starts.
+fn removal_ending_at(hits: &[Hit], end: usize) -> Option<usize> {
+    let i = hits.partition_point(|h| h.found.end < end);
+    hits.get(i)
+        .filter(|h| h.found.end == end)
+        .map(|h| h.found.start)
+}
+
+/// A private key's block that starts in the comment on a YAML key's line
+/// (`password: # -----BEGIN PRIVATE KEY-----` then the value on the next
+/// line): the segment before the block ends inside the key's line, so the
+/// key's rule did not see its value; a second pass, where the block is a
+/// marker, reads the line on after it and then the value. Judge the key that
+/// way now: the bytes from the block's end to the value go through every
+/// rule first, then the value. `view` ends where the segment after the
+/// block does; `hits_before` is how many hits there were before the block's.
+/// Returns where the value's removal ends.
+fn value_past_block(
+    triggers: &Triggers,
+    view: View<'_>,
+    rare: &[(usize, Rare)],
+    block: Found,
+    hits_before: usize,
+    w: &mut Recorder<'_>,
+) -> Option<usize> {
+    let hay = view.hay;
+    // Within LOOKBACK bytes only: armor lines glued on one long line must
+    // not each search back to its start.
+    let earliest = block.start.saturating_sub(LOOKBACK);
+    let line_start = match memchr::memrchr(b'\n', &hay[earliest..block.start]) {
+        Some(i) => earliest + i + 1,
+        None if earliest == 0 => 0,
+        None => return None,
+    };
+    let hash = line_start + memchr::memchr(b'#', &hay[line_start..block.start])?;
+    // The key at the line's start, its name up to the colon.
+    let key = run_end(hay, line_start, |b| matches!(b, b' ' | b'\t' | b'-' | b'?'));
+    let name = if matches!(hay.get(key), Some(b'"' | b'\'')) {
+        key + 1
+    } else {
+        key
+    };
+    let name_end = run_end(&hay[..hash], name, is_name_byte);
+    let before = &w.hits[..hits_before];
+    // Nothing removed from the name's end to the comment: a second pass
+    // reads the colon and the comment's start as they were.
+    if before
+        .iter()
+        .rev()
+        .take_while(|h| h.found.end > name_end)
+        .any(|h| h.found.start <= hash)
+    {
+        return None;
+    }
+    // A token removed inside the name leaves its rest after the marker to
+    // a second pass: the first keyword there names the key (see
+    // `yaml::name_start_past_markers`).
+    let floor = before
+        .iter()
+        .rev()
+        .find(|h| h.found.end <= name_end)
+        .map_or(0, |h| h.found.end);
+    let input = Input::new(view.lower).span(name.max(floor)..name_end.max(floor));
+    let m = triggers.keywords.find(input)?;
+    let token_inside = |start: usize, end: usize| first_token(triggers, view, start, end);
+    let hole = Some((block.start, block.end));
+    let removed = |end: usize| removal_ending_at(before, end);
+    let found = assignment_at(
+        hay,
+        m.start(),
+        m.end(),
+        floor,
+        &token_inside,
+        hole,
+        &removed,
+    )
+    .filter(|found| found.start >= block.end)?;
+    // As `between_name_and_value`: the rest of the line after the block and
+    // the lines before the value, with every rule.
+    scan_span(
+        triggers,
+        view.until(found.start),
+        rare,
+        block.end,
+        block.end,
+        w,
+    );
+    w.replace(found, m.start());
+    Some(w.copied)
 }
 
 /// Judges the bytes between an assignment's keyword and its value with
@@ -722,7 +832,17 @@ fn scan_span(
         } else if let Some(m) = keyword.filter(|m| m.start() == first) {
             let floor = w.copied;
             let token_inside = |start: usize, end: usize| first_token(triggers, view, start, end);
-            let found = assignment_at(hay, m.start(), m.end(), floor, &token_inside);
+            let hits = &w.hits;
+            let removed = |end: usize| removal_ending_at(hits, end);
+            let found = assignment_at(
+                hay,
+                m.start(),
+                m.end(),
+                floor,
+                &token_inside,
+                None,
+                &removed,
+            );
             if let Some(value) = found {
                 between_name_and_value(triggers, view, all_rare, m.end(), value.start, w);
             }

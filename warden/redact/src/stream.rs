@@ -148,7 +148,7 @@ impl<'r> Stream<'r> {
             memchr::memrchr(b'\n', &self.buf[from..limit]).map_or(from, |i| from + i + 1);
         // Settle the cut, always at a line start: the next window must see
         // whole lines (a key's lines are judged with their prefix).
-        let mut cut = line_cut;
+        let mut cut = line_cut.min(open_tail(&self.buf, from));
         loop {
             let settled = settle(cut, from, &found.hits, &found.public);
             let line_start =
@@ -231,6 +231,32 @@ fn in_line_cut(region: &[u8], hits: &[Hit], from: usize) -> usize {
 /// A byte outside every token alphabet.
 fn ends_every_run(b: u8) -> bool {
     !Alphabet::ALL.iter().any(|alphabet| alphabet.contains(b))
+}
+
+/// The start of the line before the run of blank and comment lines that
+/// ends the buffer (its unfinished last line counted in the run, whatever it
+/// holds), never before `floor`. A YAML key there reads past that run
+/// for its value (`password:`, blank lines, then the value, up to 256 lines
+/// of any length), so the key and every line of the run are judged again
+/// with the next window, which sees where the run ends.
+fn open_tail(buf: &[u8], floor: usize) -> usize {
+    // The unfinished last line: what it will hold is not known yet.
+    let Some(mut end) = memchr::memrchr(b'\n', &buf[floor..]).map(|i| floor + i) else {
+        return floor;
+    };
+    loop {
+        let start = memchr::memrchr(b'\n', &buf[floor..end]).map_or(floor, |i| floor + i + 1);
+        let line = &buf[start..end];
+        let text = line
+            .iter()
+            .position(|&b| !matches!(b, b' ' | b'\t' | b'\r'))
+            .map(|i| &line[i..]);
+        match text {
+            Some(text) if text[0] != b'#' => return start,
+            _ if start == floor => return floor,
+            _ => end = start - 1,
+        }
+    }
 }
 
 /// Bytes before an in-line cut kept for the next window to look back at:
