@@ -278,7 +278,15 @@ fn deleting_a_honeypot_in_a_loop_does_not_flood_the_journal() {
         "{deletes} deletes of a honeypot wrote {grew} journal lines: a Worker looping rm fills the disk"
     );
     assert_eq!(lines_with(&journal, "ladder-signal"), 1, "{journal}");
-    assert!(journal.contains("planted again at the next integrity check"));
+    // Past its plantings the honeypot waits for the next integrity tick,
+    // and the journal says why: tampered with too often, or (the Worker
+    // deleted a planting before its watch was set, as it can on a loaded
+    // machine) it could not be watched.
+    assert!(
+        journal.contains("planted again at the next integrity check")
+            || journal.contains("it cannot be watched"),
+        "{journal}"
+    );
 }
 
 /// A file of the Worker's renamed over the honeypot (no delete of the
