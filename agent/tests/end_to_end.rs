@@ -559,7 +559,7 @@ async fn a_failed_unit_raises_an_alert_and_its_recovery_clears_it_once(db: PgPoo
     let p = paired_with(db, "e2e-units", setup, |_| {}).await;
     let raised = |t: &str| t == "Service nginx.service has failed.";
     let cleared = |t: &str| t == "Service nginx.service is no longer failed.";
-    // The health set is read when the daemon starts, then every 15 s.
+    // The health set is read 15 s after the daemon starts, then every 15 s.
     p.next(0, raised).await;
     let services = p.ask("/services", |t| t.contains("nginx.service")).await;
     assert!(services.text.contains("failed"), "{}", services.text);

@@ -19,6 +19,7 @@ use aromba_warden::layout::Layout;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use support::{Warden, lines_with};
 
@@ -279,12 +280,71 @@ fn deleting_a_honeypot_in_a_loop_does_not_flood_the_journal() {
     );
     assert_eq!(lines_with(&journal, "ladder-signal"), 1, "{journal}");
     // Past its plantings the honeypot waits for the next integrity tick,
-    // and the journal says why: tampered with too often, or (the Worker
-    // deleted a planting before its watch was set, as it can on a loaded
-    // machine) it could not be watched.
+    // and the journal says why (a planting deleted before its watch was
+    // set counts as tampering too).
     assert!(
-        journal.contains("planted again at the next integrity check")
-            || journal.contains("it cannot be watched"),
+        journal.contains("planted again at the next integrity check"),
+        "{journal}"
+    );
+}
+
+/// The Worker deletes each planting before the Warden's watch on it is set
+/// (a tight loop of deletes, or its own inotify watch on the directory it
+/// owns): each planting it takes so is tampering. One signal every window
+/// for as long as it goes on, never a honeypot left unwatched and silent
+/// while the ladder decays.
+#[test]
+fn deleting_each_planting_before_its_watch_is_set_is_a_signal_every_window() {
+    const WINDOW_S: u64 = 600;
+    let w = Warden::start_with("r35-pots-watch-race", false, &[], |o| {
+        o.integrity_interval = Duration::from_millis(200);
+        o.flood_window_s = WINDOW_S;
+    });
+    let pot = aws(&w.layout());
+    let stop = Arc::new(AtomicBool::new(false));
+    let deleter = {
+        let (pot, stop) = (pot.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut deleted = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                if std::fs::remove_file(&pot).is_ok() {
+                    deleted += 1;
+                }
+            }
+            deleted
+        })
+    };
+    let before = w.journal().lines().count();
+    let signals = |j: &str| lines_with(j, "ladder-signal");
+    // Three windows: the first delete's signal, then one in each later
+    // window, raised by the plantings the loop takes at the integrity ticks.
+    for want in 1..=3 {
+        let mut journal = w.journal();
+        for _ in 0..300 {
+            if signals(&journal) >= want {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            journal = w.journal();
+        }
+        assert!(
+            signals(&journal) >= want,
+            "window {want}: {} signals while the Worker deleted every planting before its watch\n{journal}",
+            signals(&journal)
+        );
+        w.clock.advance(WINDOW_S + 1);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let deleted = deleter.join().unwrap();
+    let journal = w.journal();
+    let grew = journal.lines().count() - before;
+    assert!(deleted >= 3, "the loop deleted {deleted} plantings");
+    assert!(
+        grew < 40,
+        "{deleted} plantings deleted in three windows wrote {grew} journal lines\n{journal}"
+    );
+    assert!(
+        journal.contains("planted again at the next integrity check"),
         "{journal}"
     );
 }

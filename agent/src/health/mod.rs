@@ -192,11 +192,15 @@ pub fn local_day_and_minute() -> (u32, u16) {
     (today, now.hour() as u16 * 60 + now.minute() as u16)
 }
 
-/// Every minute: a snapshot, its alerts to the chat, and the digest when
-/// its time has come.
+/// Every minute, from a minute after start: a snapshot, its alerts to the
+/// chat, and the digest when its time has come. Not at start: a Worker
+/// restarted again and again (a crash loop, an update) would run the whole
+/// health set each time, `apt list` alone over a second of CPU; `/status`
+/// reads it whenever the person asks.
 pub async fn watch(daemon: Arc<Daemon>) {
     let mut alerts = Alerts::new(Thresholds::default());
-    let mut ticker = tokio::time::interval(every());
+    let period = every();
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;

@@ -69,6 +69,10 @@ pub(crate) enum Armed {
     Watched,
     /// Missing, or not as install left it: planted again, then watched.
     Planted,
+    /// Planted, and gone or replaced before its watch was set: the Worker
+    /// (its own inotify watch on the directory shows it each planting) took
+    /// it. Tampering like a delete the watch saw, not a reason to wait.
+    Vanished,
     /// Not watched, and why.
     Unwatched(String),
 }
@@ -129,6 +133,9 @@ impl Honeypots {
                 .as_ref()
                 .is_some_and(|m| crate::worker_dirs::planted_as(m, self.gid, HONEYPOT_MODE));
             let (Some(dir), Some(meta), true) = (dir, found, as_planted) else {
+                if planted {
+                    return Armed::Vanished;
+                }
                 if !self.plant {
                     return Armed::Unwatched("it is not planted (not installed)".into());
                 }
@@ -153,6 +160,9 @@ impl Honeypots {
                 .and_then(|through| self.inotify.watch_opens(&through))
             {
                 Ok(wd) => wd,
+                // Gone since it was looked at: the next look plants it, or
+                // says it vanished if it was just planted.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Armed::Unwatched(format!("it cannot be watched: {e}")),
             };
             // The watch took whatever the name held when it was made.
@@ -289,7 +299,7 @@ pub(crate) fn report_armed(shared: &Shared, armed: &[(PathBuf, Armed)]) {
     };
     for (path, a) in armed {
         note(shared, path, a);
-        if let Armed::Unwatched(_) = a {
+        if let Armed::Unwatched(_) | Armed::Vanished = a {
             pots.lock_unwatched().push(path.clone());
         }
         if !pots.plant {
@@ -303,6 +313,10 @@ pub(crate) fn report_armed(shared: &Shared, armed: &[(PathBuf, Armed)]) {
             ),
             Armed::Unwatched(why) => format!(
                 "the honeypot {} cannot be planted ({why}); it is not watched",
+                path.display()
+            ),
+            Armed::Vanished => format!(
+                "the honeypot {} was gone when the Warden started, and deleted again as soon as it was planted; it is planted again at the next integrity check",
                 path.display()
             ),
         };
@@ -319,6 +333,15 @@ fn note(shared: &Shared, path: &Path, armed: &Armed) {
         Armed::Unwatched(why) => {
             journal(shared, Event::HoneypotUnwatched { path, why });
         }
+        Armed::Vanished => {
+            journal(
+                shared,
+                Event::HoneypotUnwatched {
+                    path,
+                    why: "deleted as soon as it was planted: planted again at the next integrity check",
+                },
+            );
+        }
     }
 }
 
@@ -329,12 +352,26 @@ fn note(shared: &Shared, path: &Path, armed: &Armed) {
 /// One signal per honeypot a flood window, and at most [`MAX_REPLANTS`]
 /// plantings (a Worker deleting one in a loop would otherwise have root
 /// write journal lines and files as fast as it deletes); past that it waits
-/// for the next integrity tick, said once. Nothing is planted once the
-/// Warden stops serving ([`Honeypots::stop`]).
+/// for the next integrity tick, said once. A planting deleted before its
+/// watch is set counts as one more tampering, so a Worker racing the watch
+/// is bounded and signalled the same. Nothing is planted once the Warden
+/// stops serving ([`Honeypots::stop`]).
 fn tampered(shared: &Shared, pots: &Honeypots, path: &Path, how: &str) {
-    if shared.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
-        return;
+    let mut how = how;
+    loop {
+        if shared.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        if !tampered_once(shared, pots, path, how) {
+            return;
+        }
+        how = "deleted as soon as it was planted again";
     }
+}
+
+/// One tampering counted, signalled and answered: whether the planting it
+/// made vanished before its watch (one more tampering).
+fn tampered_once(shared: &Shared, pots: &Honeypots, path: &Path, how: &str) -> bool {
     let now = shared.options.clock.now();
     let (signal, plant) = pots.tampered_with(path, now, shared.options.flood_window_s);
     if signal {
@@ -360,16 +397,25 @@ fn tampered(shared: &Shared, pots: &Honeypots, path: &Path, how: &str) {
             );
             journal(shared, Event::HoneypotUnwatched { path, why: &why });
         }
-        return;
+        return false;
     }
     let armed = pots.arm(path);
-    if let Armed::Unwatched(_) = armed {
-        let mut unwatched = pots.lock_unwatched();
-        if !unwatched.iter().any(|p| p == path) {
-            unwatched.push(path.to_path_buf());
+    match armed {
+        Armed::Vanished => true,
+        Armed::Unwatched(_) => {
+            let mut unwatched = pots.lock_unwatched();
+            if !unwatched.iter().any(|p| p == path) {
+                unwatched.push(path.to_path_buf());
+            }
+            drop(unwatched);
+            note(shared, path, &armed);
+            false
+        }
+        Armed::Watched | Armed::Planted => {
+            note(shared, path, &armed);
+            false
         }
     }
-    note(shared, path, &armed);
 }
 
 /// Waits for events on the honeypots: an open or a read is a honeypot
@@ -430,7 +476,8 @@ pub(super) fn watch_honeypots(shared: &Shared) {
 
 /// On each integrity tick: a honeypot no longer under its name (its
 /// directory renamed aside makes no event on the file) is tampering too;
-/// and each one not watched is tried again.
+/// and each one not watched is tried again (a planting deleted before its
+/// watch is set is tampering again).
 pub(super) fn check_honeypots(shared: &Shared) {
     let Some(pots) = shared.honeypots.as_ref() else {
         return;
@@ -443,9 +490,10 @@ pub(super) fn check_honeypots(shared: &Shared) {
         if shared.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
             return;
         }
-        let armed = pots.arm(&path);
-        if !matches!(armed, Armed::Unwatched(_)) {
-            note(shared, &path, &armed);
+        match pots.arm(&path) {
+            Armed::Vanished => tampered(shared, pots, &path, "deleted as soon as it was planted"),
+            Armed::Unwatched(_) => {}
+            armed => note(shared, &path, &armed),
         }
     }
 }
