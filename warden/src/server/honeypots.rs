@@ -155,6 +155,11 @@ impl Honeypots {
                 planted = true;
                 continue;
             };
+            // Held from before the watch is made until it is listed: an
+            // event of the new watch (the Worker deleting the file at once)
+            // waits for the list instead of finding no watch and being
+            // dropped, the honeypot then silent.
+            let mut watched = self.watched();
             let wd = match dir
                 .at(name)
                 .and_then(|through| self.inotify.watch_opens(&through))
@@ -167,11 +172,10 @@ impl Honeypots {
             };
             // The watch took whatever the name held when it was made.
             if dir.lstat(name).ok().flatten().map(|m| ids(&m)) != Some(ids(&meta)) {
-                self.forget(wd);
+                watched.retain(|w| w.wd != wd);
                 let _ = self.inotify.unwatch(wd);
                 continue;
             }
-            let mut watched = self.watched();
             watched.retain(|w| w.wd != wd);
             self.lock_unwatched().retain(|p| p != path);
             watched.push(Watched {
@@ -185,6 +189,9 @@ impl Honeypots {
             } else {
                 Armed::Watched
             };
+        }
+        if planted {
+            return Armed::Vanished;
         }
         Armed::Unwatched("it changed each time it was planted or watched".into())
     }
