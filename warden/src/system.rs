@@ -404,6 +404,8 @@ pub enum Touched {
     Deleted,
     /// The kernel dropped the watch (after a delete, or an unmount).
     Unwatched,
+    /// A name in a watched directory was removed, or renamed from or to.
+    Entry,
     /// The queue overflowed: events were lost.
     Overflow,
     /// Nothing this watch asked for.
@@ -422,10 +424,20 @@ impl Touched {
             Touched::Moved
         } else if mask & libc::IN_IGNORED != 0 {
             Touched::Unwatched
+        } else if mask & (libc::IN_DELETE | libc::IN_MOVED_FROM | libc::IN_MOVED_TO) != 0 {
+            Touched::Entry
         } else {
             Touched::Other
         }
     }
+}
+
+/// What a honeypot's watch asks for: opens and reads, its removal, its
+/// move.
+const OPENS: u32 = libc::IN_OPEN | libc::IN_ACCESS | libc::IN_DELETE_SELF | libc::IN_MOVE_SELF;
+
+fn proc_fd(file: &std::fs::File) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
 }
 
 /// An inotify instance watching files for opens (honeypots).
@@ -452,14 +464,34 @@ impl Inotify {
     /// itself, never followed (the honeypots lie in directories the Worker
     /// can write).
     pub fn watch_opens(&self, path: &std::path::Path) -> io::Result<i32> {
+        self.add_watch(path, OPENS | libc::IN_DONT_FOLLOW)
+    }
+
+    /// Watches the file open as `file` for opens and reads, and for its
+    /// removal or move: the inode itself, whatever name it has (through
+    /// `/proc/self/fd/N`, which the kernel resolves to the open file).
+    pub fn watch_opens_of(&self, file: &std::fs::File) -> io::Result<i32> {
+        self.add_watch(&proc_fd(file), OPENS)
+    }
+
+    /// Watches the directory open as `dir` for names removed from it or
+    /// renamed from or to it ([`Touched::Entry`]), and for its own removal
+    /// or move: a delete shows here even while a descriptor keeps the
+    /// file's inode alive (which holds back the file's own delete event).
+    pub fn watch_entries_of(&self, dir: &std::fs::File) -> io::Result<i32> {
+        let mask = libc::IN_DELETE
+            | libc::IN_MOVED_FROM
+            | libc::IN_MOVED_TO
+            | libc::IN_DELETE_SELF
+            | libc::IN_MOVE_SELF
+            | libc::IN_ONLYDIR;
+        self.add_watch(&proc_fd(dir), mask)
+    }
+
+    fn add_watch(&self, path: &std::path::Path, mask: u32) -> io::Result<i32> {
         use std::os::unix::ffi::OsStrExt;
         let c = std::ffi::CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::other("a path with a NUL byte"))?;
-        let mask = libc::IN_OPEN
-            | libc::IN_ACCESS
-            | libc::IN_DELETE_SELF
-            | libc::IN_MOVE_SELF
-            | libc::IN_DONT_FOLLOW;
         // SAFETY: `c` is a valid NUL-terminated string for the call's
         // duration; the descriptor is ours.
         let wd = unsafe { libc::inotify_add_watch(self.file.as_raw_fd(), c.as_ptr(), mask) };
@@ -1018,6 +1050,55 @@ mod tests {
             rest.extend(watch.wait().unwrap());
         }
         assert_eq!(rest, vec![(wd, Touched::Deleted), (wd, Touched::Unwatched)]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_watch_through_a_descriptor_follows_the_inode_under_any_name() {
+        let dir = scratch("inotify-fd");
+        let tmp = dir.join(".tmp");
+        let file = std::fs::File::create(&tmp).unwrap();
+        let watch = Inotify::new().unwrap();
+        let wd = watch.watch_opens_of(&file).unwrap();
+        let named = dir.join("honeypot");
+        std::fs::rename(&tmp, &named).unwrap();
+        assert_eq!(watch.wait().unwrap(), vec![(wd, Touched::Moved)]);
+        std::fs::read(&named).unwrap();
+        assert!(
+            watch.wait().unwrap().contains(&(wd, Touched::Opened)),
+            "a read under the new name was not seen"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_directory_watch_sees_a_name_removed_while_a_descriptor_keeps_its_inode() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = scratch("inotify-entries");
+        let path = dir.join("honeypot");
+        std::fs::write(&path, b"decoy").unwrap();
+        let opened_dir = std::fs::File::open(&dir).unwrap();
+        let watch = Inotify::new().unwrap();
+        let file_wd = watch.watch_opens(&path).unwrap();
+        let dir_wd = watch.watch_entries_of(&opened_dir).unwrap();
+        assert_ne!(file_wd, dir_wd);
+        let held = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH)
+            .open(&path)
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        // Only the directory's event: the file's own waits for `held`.
+        assert_eq!(watch.wait().unwrap(), vec![(dir_wd, Touched::Entry)]);
+        drop(held);
+        let mut rest = watch.wait().unwrap();
+        if rest.len() < 2 {
+            rest.extend(watch.wait().unwrap());
+        }
+        assert_eq!(
+            rest,
+            vec![(file_wd, Touched::Deleted), (file_wd, Touched::Unwatched)]
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

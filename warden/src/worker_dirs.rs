@@ -156,6 +156,24 @@ pub fn write_file(
     mode: u32,
     dir_mode: u32,
 ) -> Result<(), WorkerDirError> {
+    write_file_watched(path, contents, gid, mode, dir_mode, |_, _| Ok(()), |()| {})
+}
+
+/// [`write_file`], calling `watch` with the directory and the new file
+/// once its bytes are written and before its group and mode let anyone
+/// else open it, and `unwatch` with what `watch` gave when the file is not
+/// put in place after all. A honeypot's watch is set there, so no open of
+/// it goes unseen: not of the temporary name (which the Worker sees made in
+/// its own directory), nor of the name between its rename and its watch.
+pub(crate) fn write_file_watched<W>(
+    path: &Path,
+    contents: &[u8],
+    gid: u32,
+    mode: u32,
+    dir_mode: u32,
+    watch: impl FnOnce(&Dir, &std::fs::File) -> io::Result<W>,
+    unwatch: impl FnOnce(W),
+) -> Result<W, WorkerDirError> {
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(WorkerDirError::Refused {
             path: path.to_path_buf(),
@@ -174,9 +192,18 @@ pub fn write_file(
         }
     };
     let shown = dir.shown(&tmp);
-    let written = file
+    let watched = file
         .write_all(contents)
-        .and_then(|()| fchown(&file, Some(0), Some(gid)))
+        .and_then(|()| watch(&dir, &file))
+        .map_err(io_at("write", shown.clone()));
+    let watched = match watched {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = dir.unlink(&tmp);
+            return Err(e);
+        }
+    };
+    let written = fchown(&file, Some(0), Some(gid))
         .and_then(|()| file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode)))
         .and_then(|()| file.sync_all())
         .map_err(io_at("write", shown.clone()))
@@ -184,11 +211,16 @@ pub fn write_file(
             dir.rename_to(&tmp, &dir, name)
                 .map_err(io_at("rename into place", path.to_path_buf()))
         });
-    if written.is_err() {
+    if let Err(e) = written {
+        unwatch(watched);
         let _ = dir.unlink(&tmp);
+        return Err(e);
     }
-    written?;
-    dir.sync().map_err(|e| snap(e, parent))
+    if let Err(e) = dir.sync() {
+        unwatch(watched);
+        return Err(snap(e, parent));
+    }
+    Ok(watched)
 }
 
 /// Whether `path` is a honeypot as install plants it: root's regular file

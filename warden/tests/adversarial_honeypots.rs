@@ -21,6 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use support::honeypots::{inotify_watched_inodes, is_planted, planted_within, replanted};
 use support::{Warden, lines_with};
 
 fn aws(layout: &Layout) -> std::path::PathBuf {
@@ -40,61 +41,6 @@ fn planted_again(path: &Path) {
         std::thread::sleep(Duration::from_millis(20));
     }
     panic!("{} was not planted again", path.display());
-}
-
-fn is_planted(path: &Path) -> Option<std::fs::Metadata> {
-    std::fs::symlink_metadata(path)
-        .ok()
-        .filter(|m| m.is_file() && m.uid() == 0 && m.mode() & 0o7777 == 0o640)
-}
-
-fn planted_within(path: &Path, not: Option<u64>) -> Option<std::fs::Metadata> {
-    for _ in 0..500 {
-        if let Some(m) = is_planted(path)
-            && Some(m.ino()) != not
-        {
-            return Some(m);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    None
-}
-
-/// Waits (up to 5 s) for `path` to be a honeypot as install plants it,
-/// other than the inode `not`: its metadata.
-fn replanted(path: &Path, not: Option<u64>) -> std::fs::Metadata {
-    for _ in 0..500 {
-        if let Some(m) = is_planted(path)
-            && Some(m.ino()) != not
-        {
-            return m;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("{} was not planted again", path.display());
-}
-
-/// Inodes watched by any inotify descriptor of this process.
-fn inotify_watched_inodes() -> Vec<u64> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/proc/self/fdinfo") else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let Ok(text) = std::fs::read_to_string(e.path()) else {
-            continue;
-        };
-        for l in text.lines().filter(|l| l.starts_with("inotify wd:")) {
-            if let Some(ino) = l
-                .split_whitespace()
-                .find_map(|f| f.strip_prefix("ino:"))
-                .and_then(|h| u64::from_str_radix(h, 16).ok())
-            {
-                out.push(ino);
-            }
-        }
-    }
-    out
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! real bubblewrap, each deleting files and then trying to make its run
 //! impossible to undo. Before, 200 001 new directories in the touch made
 //! the seal mark the whole touch unknown (its listing was over the limit)
-//! and undo put back nothing; more changes than the seal's list made the
+//! and undo put back nothing; more changes than the seal's list (tested at
+//! full size once, then at a list of 2 000 configured) made the
 //! seal fail, the receipt say "no undo", and the snapshot (the only copy of
 //! the deleted files) be removed; and a 3 GB sparse file became a 3 GB
 //! snapshot. And its receipt must say what it did to the disk: a tree of
@@ -61,13 +62,14 @@ fn confirm_cap(w: &Warden, name: &str) {
     assert!(matches!(r, Response::Noted { .. }), "{r:?}");
 }
 
-/// A red chore with the highest damage cap a red run may have (what its
-/// seal can list), deleting the five files and then running `then`.
-fn flood_chore(name: &str, then: &str) -> (String, String) {
+/// A red chore with the highest damage cap a red run may have under a
+/// seal that lists `listed` new entries, deleting the five files and then
+/// running `then`.
+fn flood_chore(name: &str, listed: usize, then: &str) -> (String, String) {
     owner_chore(
         name,
         "red",
-        "# max_changes: 200000 files, 20 GB\n",
+        &format!("# max_changes: {listed} files, 20 GB\n"),
         &format!(
             "[ \"$1\" = --dry-run ] && exit 0\nrm TOUCHED/f1 TOUCHED/f2 TOUCHED/f3 TOUCHED/f4 TOUCHED/f5\n{then}"
         ),
@@ -80,7 +82,11 @@ fn five_files_deleted_then_200001_directories_in_the_touch_are_undone_and_the_re
     let w = Warden::start(
         "adv-undo-flood-root",
         false,
-        &[flood_chore(name, "cd TOUCHED && seq 200001 | xargs mkdir")],
+        &[flood_chore(
+            name,
+            SealLimits::default().max_listed,
+            "cd TOUCHED && seq 200001 | xargs mkdir",
+        )],
     );
     five_files(&w.touched);
     confirm_cap(&w, name);
@@ -99,27 +105,36 @@ fn five_files_deleted_then_200001_directories_in_the_touch_are_undone_and_the_re
     }
 }
 
+/// At a hundredth of the real list's size (the test above floods it at
+/// full size): the logic past the list is the same.
 #[test]
 fn five_files_deleted_then_more_changes_than_the_seal_lists_keep_the_snapshot_and_undo() {
     let name = "flood-deep";
-    let w = Warden::start(
+    let w = Warden::start_with(
         "adv-undo-flood-deep",
         false,
         &[flood_chore(
             name,
-            "for d in a b; do mkdir TOUCHED/$d && (cd TOUCHED/$d && seq 99999 | xargs mkdir); done
+            2_000,
+            "for d in a b; do mkdir TOUCHED/$d && (cd TOUCHED/$d && seq 999 | xargs mkdir); done
 mkdir TOUCHED/z && (cd TOUCHED/z && seq 10 | xargs touch)",
         )],
+        |o| {
+            o.seal_limits = SealLimits {
+                max_listed: 2_000,
+                ..SealLimits::default()
+            };
+        },
     );
     five_files(&w.touched);
     confirm_cap(&w, name);
-    // 200 016 changes, 200 011 of them new entries.
+    // 2 016 changes, 2 011 of them new entries.
     let receipt = w.red_run(name);
     assert!(!receipt.contains("no undo"), "{receipt}");
     let undone = undo(&w, &receipt);
     assert_five_files_back(&w.touched, &undone);
     if !receipt.contains("killed at the damage cap") {
-        // The seal lists 200 000 new entries (a and b with all in them) and
+        // The seal lists 2 000 new entries (a and b with all in them) and
         // names z, which it did not go into; undo leaves z.
         let named = format!(
             "1 new entries under {} were not removed: the run made more than the seal can list",
@@ -254,7 +269,11 @@ fn a_red_run_that_made_a_tree_of_directories_says_how_many_in_its_receipt() {
     let w = Warden::start(
         "adv-receipt-dirs",
         false,
-        &[flood_chore(name, "cd TOUCHED && seq 1500 | xargs mkdir")],
+        &[flood_chore(
+            name,
+            SealLimits::default().max_listed,
+            "cd TOUCHED && seq 1500 | xargs mkdir",
+        )],
     );
     five_files(&w.touched);
     confirm_cap(&w, name);

@@ -4,6 +4,7 @@
 //! `keys/test/`.
 
 pub mod anchor;
+pub mod honeypots;
 pub mod process;
 
 use crate::serving::Serving;

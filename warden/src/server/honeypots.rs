@@ -6,11 +6,20 @@
 //! moved (the Worker owns the directories they are in, so it can) is an
 //! integrity failure of its own kind, said so, and the honeypot is planted
 //! again and watched again at once; one that was moved stays watched where
-//! it went. Each is watched through its directory's descriptor
+//! it went. A found one is watched through its directory's descriptor
 //! (`/proc/self/fd/N/name`, the last name not followed), so a link planted
 //! on its way never makes the Warden watch a file of root's, whose owner's
-//! own reads would then pass for the Worker's. One that cannot be planted
-//! safely is left unwatched and journaled, never a reason to stop.
+//! own reads would then pass for the Worker's; a new planting is watched
+//! through its own descriptor while it is still root's alone, before its
+//! mode lets the Worker open it. Each honeypot's directory is watched for
+//! its names too: a delete shows there even while a descriptor of the
+//! Worker's holds the file (which holds back the file's own event).
+//! Something in a honeypot's way (a link, a file, a directory) is
+//! tampering for as long as it lasts; one that cannot be planted for the
+//! system's reasons (a full disk) is left unwatched and journaled, never a
+//! reason to stop. Signals are bounded (once a window for each honeypot,
+//! or whenever the ladder is below Cut), so a loop of the Worker's never
+//! has root write a journal line for each of its turns.
 
 #![forbid(unsafe_code)]
 
@@ -40,6 +49,14 @@ struct Tampering {
     count: u32,
 }
 
+/// The directory a honeypot is in, watched for its names
+/// ([`Inotify::watch_entries_of`]).
+struct WatchedDir {
+    wd: i32,
+    /// The honeypot's directory as the layout names it.
+    path: PathBuf,
+}
+
 pub(crate) struct Honeypots {
     inotify: Inotify,
     watched: Mutex<Vec<Watched>>,
@@ -47,6 +64,9 @@ pub(crate) struct Honeypots {
     /// the re-plant bound): tried again on each integrity tick.
     unwatched: Mutex<Vec<PathBuf>>,
     tampering: Mutex<std::collections::HashMap<PathBuf, Tampering>>,
+    /// When each honeypot's last read was signalled.
+    reads: Mutex<std::collections::HashMap<PathBuf, u64>>,
+    dirs: Mutex<Vec<WatchedDir>>,
     /// The Worker's group.
     gid: u32,
     /// Whether a missing one is planted (only once installed).
@@ -62,6 +82,9 @@ struct Watched {
     ids: Ids,
     /// Moved away from `path`: still a honeypot wherever it is.
     moved: bool,
+    /// The watch was set before the Warden's own rename into place, whose
+    /// move event is the first this watch reports: not the Worker's.
+    own_move: bool,
 }
 
 /// What arming one honeypot came to.
@@ -69,11 +92,17 @@ pub(crate) enum Armed {
     Watched,
     /// Missing, or not as install left it: planted again, then watched.
     Planted,
-    /// Planted, and gone or replaced before its watch was set: the Worker
-    /// (its own inotify watch on the directory shows it each planting) took
-    /// it. Tampering like a delete the watch saw, not a reason to wait.
+    /// Planted, and gone before it was in place: the Worker (its own
+    /// inotify watch on the directory shows it each planting) took it.
+    /// Tampering like a delete the watch saw, not a reason to wait.
     Vanished,
-    /// Not watched, and why.
+    /// Not planted: something in its way that only the Worker's account
+    /// (or root) could put there — a link or a file on its path, a
+    /// directory at its name, its name changing each time it was looked
+    /// at. Tampering, and why.
+    Blocked(String),
+    /// Not watched, and why (an error of the system's, not the Worker's
+    /// doing: a full disk, say).
     Unwatched(String),
 }
 
@@ -85,6 +114,8 @@ impl Honeypots {
             watched: Mutex::default(),
             unwatched: Mutex::default(),
             tampering: Mutex::default(),
+            reads: Mutex::default(),
+            dirs: Mutex::default(),
             stopped: Mutex::default(),
             gid,
             plant,
@@ -111,89 +142,172 @@ impl Honeypots {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return Armed::Unwatched("it names no file".into());
         };
-        let mut planted = false;
         // A few tries: the Worker may swap the name while it is looked at.
         for _ in 0..3 {
             let dir = match Dir::open_path(parent) {
                 Ok(Sub::Dir(d)) => Some(d),
                 Ok(Sub::Missing) => None,
                 Ok(Sub::Symlink) => {
-                    return Armed::Unwatched(format!(
+                    return Armed::Blocked(format!(
                         "{} has a symbolic link on its way, so nothing is planted or watched there",
                         parent.display()
                     ));
                 }
                 Ok(Sub::NotDir | Sub::Elsewhere) => {
-                    return Armed::Unwatched(format!("{} is not a directory", parent.display()));
+                    return Armed::Blocked(format!("{} is not a directory", parent.display()));
                 }
                 Err(e) => return Armed::Unwatched(e.to_string()),
             };
             let found = dir.as_ref().and_then(|d| d.lstat(name).ok().flatten());
-            let as_planted = found
-                .as_ref()
-                .is_some_and(|m| crate::worker_dirs::planted_as(m, self.gid, HONEYPOT_MODE));
-            let (Some(dir), Some(meta), true) = (dir, found, as_planted) else {
-                if planted {
-                    return Armed::Vanished;
-                }
-                if !self.plant {
-                    return Armed::Unwatched("it is not planted (not installed)".into());
-                }
-                let decoy = match crate::install::decoy(path) {
-                    Ok(d) => d,
-                    Err(e) => return Armed::Unwatched(format!("no decoy could be made: {e}")),
-                };
-                if let Err(e) = crate::worker_dirs::write_file(
-                    path,
-                    decoy.as_bytes(),
-                    self.gid,
-                    HONEYPOT_MODE,
-                    0o755,
-                ) {
-                    return Armed::Unwatched(e.to_string());
-                }
-                planted = true;
-                continue;
-            };
-            // Held from before the watch is made until it is listed: an
-            // event of the new watch (the Worker deleting the file at once)
-            // waits for the list instead of finding no watch and being
-            // dropped, the honeypot then silent.
-            let mut watched = self.watched();
-            let wd = match dir
-                .at(name)
-                .and_then(|through| self.inotify.watch_opens(&through))
+            if let (Some(dir), Some(meta)) = (&dir, &found)
+                && crate::worker_dirs::planted_as(meta, self.gid, HONEYPOT_MODE)
             {
-                Ok(wd) => wd,
-                // Gone since it was looked at: the next look plants it, or
-                // says it vanished if it was just planted.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Armed::Unwatched(format!("it cannot be watched: {e}")),
-            };
-            // The watch took whatever the name held when it was made.
-            if dir.lstat(name).ok().flatten().map(|m| ids(&m)) != Some(ids(&meta)) {
-                watched.retain(|w| w.wd != wd);
-                let _ = self.inotify.unwatch(wd);
-                continue;
+                match self.watch_planted(path, dir, name, meta) {
+                    Some(armed) => return armed,
+                    None => continue,
+                }
             }
+            if !self.plant {
+                return Armed::Unwatched("it is not planted (not installed)".into());
+            }
+            if found.as_ref().is_some_and(|m| m.is_dir()) {
+                return Armed::Blocked(format!("a directory is at {}", path.display()));
+            }
+            return self.plant_watched(path);
+        }
+        Armed::Blocked("it changed each time it was looked at or watched".into())
+    }
+
+    /// Watches a planting found at `path` (through its directory's
+    /// descriptor, the last name not followed). `None` when the name
+    /// changed while it was watched: look again.
+    fn watch_planted(
+        &self,
+        path: &Path,
+        dir: &Dir,
+        name: &std::ffi::OsStr,
+        meta: &std::fs::Metadata,
+    ) -> Option<Armed> {
+        // Held from before the watch is made until it is listed: an event
+        // of the new watch (the Worker deleting the file at once) waits for
+        // the list instead of finding no watch and being dropped, the
+        // honeypot then silent.
+        let mut watched = self.watched();
+        let wd = match dir
+            .at(name)
+            .and_then(|through| self.inotify.watch_opens(&through))
+        {
+            Ok(wd) => wd,
+            // Gone since it was looked at: the next look plants it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => return Some(Armed::Unwatched(format!("it cannot be watched: {e}"))),
+        };
+        // The watch took whatever the name held when it was made.
+        if dir.lstat(name).ok().flatten().map(|m| ids(&m)) != Some(ids(meta)) {
             watched.retain(|w| w.wd != wd);
-            self.lock_unwatched().retain(|p| p != path);
-            watched.push(Watched {
-                wd,
-                path: path.to_path_buf(),
-                ids: ids(&meta),
-                moved: false,
-            });
-            return if planted {
+            let _ = self.inotify.unwatch(wd);
+            return None;
+        }
+        self.list(&mut watched, wd, path, ids(meta), false);
+        if let Some(parent) = path.parent() {
+            self.watch_dir(parent, dir);
+        }
+        Some(Armed::Watched)
+    }
+
+    /// Plants the honeypot at `path`, watched before anyone but root can
+    /// open it: the watch is set on the new file while it is still root's
+    /// alone (mode 0600, under a temporary name), and listed before any of
+    /// its events is read (the list is held until it is in place).
+    fn plant_watched(&self, path: &Path) -> Armed {
+        let decoy = match crate::install::decoy(path) {
+            Ok(d) => d,
+            Err(e) => return Armed::Unwatched(format!("no decoy could be made: {e}")),
+        };
+        let mut watched = self.watched();
+        let planted = crate::worker_dirs::write_file_watched(
+            path,
+            decoy.as_bytes(),
+            self.gid,
+            HONEYPOT_MODE,
+            0o755,
+            |dir, file| {
+                let at = ids(&file.metadata()?);
+                let wd = self.inotify.watch_opens_of(file)?;
+                if let Some(parent) = path.parent() {
+                    self.watch_dir(parent, dir);
+                }
+                Ok((wd, at))
+            },
+            |(wd, _)| {
+                let _ = self.inotify.unwatch(wd);
+            },
+        );
+        match planted {
+            Ok((wd, at)) => {
+                self.list(&mut watched, wd, path, at, true);
                 Armed::Planted
-            } else {
-                Armed::Watched
-            };
+            }
+            Err(e) => planting_failed(e),
         }
-        if planted {
-            return Armed::Vanished;
+    }
+
+    /// Lists the watch `wd` of the honeypot at `path`; a watch listed for
+    /// that name before is of a file no longer there (moved, or deleted
+    /// while a descriptor holds it) and is marked moved.
+    fn list(&self, watched: &mut Vec<Watched>, wd: i32, path: &Path, at: Ids, own_move: bool) {
+        watched.retain(|w| w.wd != wd);
+        for w in watched.iter_mut().filter(|w| w.path == path) {
+            w.moved = true;
         }
-        Armed::Unwatched("it changed each time it was planted or watched".into())
+        watched.push(Watched {
+            wd,
+            path: path.to_path_buf(),
+            ids: at,
+            moved: false,
+            own_move,
+        });
+        self.cap_moved(watched);
+        self.lock_unwatched().retain(|p| p != path);
+    }
+
+    /// Watches the honeypot's directory `parent`, open as `dir`, for its
+    /// names; a watch of an earlier directory at that path is let go.
+    fn watch_dir(&self, parent: &Path, dir: &Dir) {
+        let Ok(wd) = self.inotify.watch_entries_of(dir.file()) else {
+            return;
+        };
+        let mut dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
+        let old: Vec<i32> = dirs
+            .iter()
+            .filter(|d| d.path == parent && d.wd != wd)
+            .map(|d| d.wd)
+            .collect();
+        dirs.retain(|d| d.path != parent);
+        for old in old {
+            if !dirs.iter().any(|d| d.wd == old) {
+                let _ = self.inotify.unwatch(old);
+            }
+        }
+        dirs.push(WatchedDir {
+            wd,
+            path: parent.to_path_buf(),
+        });
+    }
+
+    fn is_dir_watch(&self, wd: i32) -> bool {
+        self.dirs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|d| d.wd == wd)
+    }
+
+    fn forget_dir(&self, wd: i32) {
+        self.dirs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|d| d.wd != wd);
     }
 
     /// Marks the watch `wd` moved; the oldest moved ones past
@@ -202,6 +316,9 @@ impl Honeypots {
     fn mark_moved(&self, wd: i32) -> Option<PathBuf> {
         let mut watched = self.watched();
         let path = watched.iter_mut().find(|w| w.wd == wd).and_then(|w| {
+            if std::mem::take(&mut w.own_move) {
+                return None;
+            }
             (!w.moved).then(|| {
                 w.moved = true;
                 w.path.clone()
@@ -226,9 +343,10 @@ impl Honeypots {
     }
 
     /// Counts one tampering with `path` at `now` in a window of
-    /// `window_s`: whether to raise a signal (the first of the window) and
+    /// `window_s`: whether to raise a signal (the first of the window, or
+    /// any while the ladder is below Cut, where a signal moves it) and
     /// whether to plant it again (the first [`MAX_REPLANTS`]).
-    fn tampered_with(&self, path: &Path, now: u64, window_s: u64) -> (bool, bool) {
+    fn tampered_with(&self, path: &Path, now: u64, window_s: u64, below_cut: bool) -> (bool, bool) {
         let mut all = self.tampering.lock().unwrap_or_else(|p| p.into_inner());
         let t = all.entry(path.to_path_buf()).or_default();
         if t.count == 0 || now.saturating_sub(t.since) >= window_s {
@@ -238,7 +356,23 @@ impl Honeypots {
             };
         }
         t.count = t.count.saturating_add(1);
-        (t.count == 1, t.count <= MAX_REPLANTS)
+        (t.count == 1 || below_cut, t.count <= MAX_REPLANTS)
+    }
+
+    /// Whether a read of `path` at `now` is signalled: the first of a
+    /// window, or any while the ladder is below Cut (after the owner's
+    /// resume, a read cuts again). A Worker reading in a loop would
+    /// otherwise have root write a journal line for each read.
+    fn read_signal_due(&self, path: &Path, now: u64, window_s: u64, below_cut: bool) -> bool {
+        let mut all = self.reads.lock().unwrap_or_else(|p| p.into_inner());
+        let due = below_cut
+            || all
+                .get(path)
+                .is_none_or(|&t| now.saturating_sub(t) >= window_s);
+        if due {
+            all.insert(path.to_path_buf(), now);
+        }
+        due
     }
 
     fn forget(&self, wd: i32) -> Option<Watched> {
@@ -269,6 +403,41 @@ impl Honeypots {
         self.cap_moved(&mut watched);
         stale
     }
+}
+
+/// What a planting that failed comes to: its temporary file gone before
+/// it was renamed into place is the Worker's doing (it sees each one made
+/// in its directory), and so is a link, a file or a directory in its way;
+/// anything else is the system's (a full disk).
+fn planting_failed(e: crate::worker_dirs::WorkerDirError) -> Armed {
+    use crate::worker_dirs::WorkerDirError;
+    match &e {
+        WorkerDirError::Refused { .. } => Armed::Blocked(e.to_string()),
+        WorkerDirError::Io {
+            what: "rename into place",
+            source,
+            ..
+        } if source.kind() == std::io::ErrorKind::NotFound => Armed::Vanished,
+        WorkerDirError::Io { source, .. }
+            if matches!(
+                source.raw_os_error(),
+                Some(libc::EISDIR | libc::ENOTDIR | libc::ENOTEMPTY | libc::ELOOP)
+            ) =>
+        {
+            Armed::Blocked(e.to_string())
+        }
+        WorkerDirError::Io { .. } => Armed::Unwatched(e.to_string()),
+    }
+}
+
+/// Whether the ladder is below Cut, where a honeypot's signal moves it.
+fn below_cut(shared: &Shared) -> bool {
+    shared
+        .ladder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .step()
+        < crate::ladder::Step::Cut
 }
 
 /// Arms every honeypot of the layout, before the sockets are bound; what
@@ -306,7 +475,7 @@ pub(crate) fn report_armed(shared: &Shared, armed: &[(PathBuf, Armed)]) {
     };
     for (path, a) in armed {
         note(shared, path, a);
-        if let Armed::Unwatched(_) | Armed::Vanished = a {
+        if let Armed::Unwatched(_) | Armed::Blocked(_) | Armed::Vanished = a {
             pots.lock_unwatched().push(path.clone());
         }
         if !pots.plant {
@@ -318,7 +487,7 @@ pub(crate) fn report_armed(shared: &Shared, armed: &[(PathBuf, Armed)]) {
                 "the honeypot {} was gone or replaced when the Warden started; it is planted again",
                 path.display()
             ),
-            Armed::Unwatched(why) => format!(
+            Armed::Unwatched(why) | Armed::Blocked(why) => format!(
                 "the honeypot {} cannot be planted ({why}); it is not watched",
                 path.display()
             ),
@@ -337,7 +506,7 @@ fn note(shared: &Shared, path: &Path, armed: &Armed) {
         Armed::Planted => {
             journal(shared, Event::HoneypotPlanted { path });
         }
-        Armed::Unwatched(why) => {
+        Armed::Unwatched(why) | Armed::Blocked(why) => {
             journal(shared, Event::HoneypotUnwatched { path, why });
         }
         Armed::Vanished => {
@@ -379,20 +548,12 @@ fn tampered(shared: &Shared, pots: &Honeypots, path: &Path, how: &str) {
 /// One tampering counted, signalled and answered: whether the planting it
 /// made vanished before its watch (one more tampering).
 fn tampered_once(shared: &Shared, pots: &Honeypots, path: &Path, how: &str) -> bool {
-    let now = shared.options.clock.now();
-    let (signal, plant) = pots.tampered_with(path, now, shared.options.flood_window_s);
-    if signal {
-        raise(
-            shared,
-            None,
-            Signal::IntegrityMismatch {
-                what: format!(
-                    "the honeypot {} was {how} (only the Worker's account or root can); it is planted again",
-                    path.display()
-                ),
-            },
-        );
-    }
+    let plant = count_tampering(shared, pots, path, || {
+        format!(
+            "the honeypot {} was {how} (only the Worker's account or root can); it is planted again",
+            path.display()
+        )
+    });
     if !plant {
         let mut unwatched = pots.lock_unwatched();
         if !unwatched.iter().any(|p| p == path) {
@@ -409,7 +570,7 @@ fn tampered_once(shared: &Shared, pots: &Honeypots, path: &Path, how: &str) -> b
     let armed = pots.arm(path);
     match armed {
         Armed::Vanished => true,
-        Armed::Unwatched(_) => {
+        Armed::Unwatched(_) | Armed::Blocked(_) => {
             let mut unwatched = pots.lock_unwatched();
             if !unwatched.iter().any(|p| p == path) {
                 unwatched.push(path.to_path_buf());
@@ -425,8 +586,9 @@ fn tampered_once(shared: &Shared, pots: &Honeypots, path: &Path, how: &str) -> b
     }
 }
 
-/// Waits for events on the honeypots: an open or a read is a honeypot
-/// read; a delete or a move is tampering.
+/// Waits for events on the honeypots and their directories: an open or a
+/// read is a honeypot read (signalled once a window, or whenever the
+/// ladder is below Cut); a delete or a move is tampering.
 pub(super) fn watch_honeypots(shared: &Shared) {
     let Some(pots) = shared.honeypots.as_ref() else {
         return;
@@ -436,11 +598,28 @@ pub(super) fn watch_honeypots(shared: &Shared) {
             journal(shared, Event::HoneypotsUnwatched);
             return;
         };
+        // A name changed in a honeypot's directory: each honeypot is looked
+        // up once the batch is read (a delete there shows even while a
+        // descriptor of the Worker's holds the file, which holds back the
+        // file's own event).
+        let mut sweep = false;
         for (wd, touched) in events {
             // Uninstall stops serving, then removes the honeypots: none
             // is planted again behind it.
             if shared.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
                 return;
+            }
+            if touched == Touched::Overflow {
+                journal(shared, Event::HoneypotEventsLost);
+                continue;
+            }
+            if pots.is_dir_watch(wd) {
+                match touched {
+                    Touched::Entry | Touched::Moved | Touched::Deleted => sweep = true,
+                    Touched::Unwatched => pots.forget_dir(wd),
+                    _ => {}
+                }
+                continue;
             }
             match touched {
                 Touched::Opened => {
@@ -450,6 +629,11 @@ pub(super) fn watch_honeypots(shared: &Shared) {
                         .find(|w| w.wd == wd)
                         .map(|w| (w.path.clone(), w.moved));
                     if let Some((path, moved)) = seen {
+                        let now = shared.options.clock.now();
+                        let window_s = shared.options.flood_window_s;
+                        if !pots.read_signal_due(&path, now, window_s, below_cut(shared)) {
+                            continue;
+                        }
                         let mut path = path.to_string_lossy().into_owned();
                         if moved {
                             path.push_str(" (moved away from there)");
@@ -472,25 +656,28 @@ pub(super) fn watch_honeypots(shared: &Shared) {
                 Touched::Unwatched => {
                     pots.forget(wd);
                 }
-                Touched::Overflow => {
-                    journal(shared, Event::HoneypotEventsLost);
-                }
-                Touched::Other => {}
+                Touched::Overflow | Touched::Entry | Touched::Other => {}
+            }
+        }
+        if sweep {
+            for path in pots.stale() {
+                tampered(shared, pots, &path, "deleted, moved away or replaced");
             }
         }
     }
 }
 
-/// On each integrity tick: a honeypot no longer under its name (its
-/// directory renamed aside makes no event on the file) is tampering too;
-/// and each one not watched is tried again (a planting deleted before its
-/// watch is set is tampering again).
+/// On each integrity tick: a honeypot no longer under its name is
+/// tampering too (its directories' watches see most of that at once; this
+/// is the backstop); and each one not watched is tried again (a planting
+/// gone before it was in place, or something in its way, is tampering
+/// again).
 pub(super) fn check_honeypots(shared: &Shared) {
     let Some(pots) = shared.honeypots.as_ref() else {
         return;
     };
     for path in pots.stale() {
-        tampered(shared, pots, &path, "moved away or replaced");
+        tampered(shared, pots, &path, "deleted, moved away or replaced");
     }
     let waiting: Vec<PathBuf> = pots.lock_unwatched().clone();
     for path in waiting {
@@ -499,8 +686,41 @@ pub(super) fn check_honeypots(shared: &Shared) {
         }
         match pots.arm(&path) {
             Armed::Vanished => tampered(shared, pots, &path, "deleted as soon as it was planted"),
+            Armed::Blocked(why) => blocked(shared, pots, &path, &why),
             Armed::Unwatched(_) => {}
             armed => note(shared, &path, &armed),
         }
     }
+}
+
+/// A honeypot something keeps from being planted again, found on an
+/// integrity tick: tampering for as long as it lasts (a signal once a
+/// window), not a silence until a restart.
+fn blocked(shared: &Shared, pots: &Honeypots, path: &Path, why: &str) {
+    if !pots.plant {
+        return;
+    }
+    count_tampering(shared, pots, path, || {
+        format!(
+            "the honeypot {} cannot be planted again: {why} (only the Worker's account or root can put that in its way)",
+            path.display()
+        )
+    });
+}
+
+/// Counts one tampering with `path` and raises `what` when a signal is due
+/// ([`Honeypots::tampered_with`]); whether to plant it again.
+fn count_tampering(
+    shared: &Shared,
+    pots: &Honeypots,
+    path: &Path,
+    what: impl FnOnce() -> String,
+) -> bool {
+    let now = shared.options.clock.now();
+    let (signal, plant) =
+        pots.tampered_with(path, now, shared.options.flood_window_s, below_cut(shared));
+    if signal {
+        raise(shared, None, Signal::IntegrityMismatch { what: what() });
+    }
+    plant
 }
