@@ -11,7 +11,7 @@
 
 use crate::Class;
 use crate::assign::assignment_at;
-use crate::bytes::{MARKER_PREFIX, is_name_byte, run_end};
+use crate::bytes::{MARKER_PREFIX, is_blank, is_name_byte, run_end};
 use crate::class::Counts;
 use crate::runs::Runs;
 use crate::tokens::{Found, Prefix, telegram_at_colon, telegram_at_encoded_colon, token_at};
@@ -473,6 +473,38 @@ fn find_with(triggers: &Triggers, hay: &[u8], lower: &[u8], continues: bool, cut
     }
 }
 
+/// The start of the line above the line at `line_start` that is neither
+/// blank nor a comment, if it starts at or after `earliest`.
+fn key_line_above(hay: &[u8], mut line_start: usize, earliest: usize) -> Option<usize> {
+    while line_start > earliest {
+        let end = line_start - 1;
+        let start =
+            memchr::memrchr(b'\n', &hay[earliest..end]).map_or(earliest, |i| earliest + i + 1);
+        if start == earliest && earliest > 0 && hay[earliest - 1] != b'\n' {
+            return None;
+        }
+        let text = &hay[start..end];
+        let indent = text
+            .iter()
+            .take_while(|&&b| is_blank(b) || b == b'\r')
+            .count();
+        match text.get(indent) {
+            None | Some(b'#') => line_start = start,
+            Some(_) => return Some(start),
+        }
+    }
+    None
+}
+
+/// Whether `found` lies in one comment line, after its `#`.
+fn within_a_comment(hay: &[u8], found: Found) -> bool {
+    let line_start = memchr::memrchr(b'\n', &hay[..found.start]).map_or(0, |i| i + 1);
+    let first = run_end(hay, line_start, is_blank);
+    first < found.start
+        && hay[first] == b'#'
+        && memchr::memchr(b'\n', &hay[found.start..found.end]).is_none()
+}
+
 /// Where the removal among `hits` (in order) that ends at `end` starts.
 fn removal_ending_at(hits: &[Hit], end: usize) -> Option<usize> {
     let i = hits.partition_point(|h| h.found.end < end);
@@ -483,11 +515,13 @@ fn removal_ending_at(hits: &[Hit], end: usize) -> Option<usize> {
 
 /// A private key's block that starts in the comment on a YAML key's line
 /// (`password: # -----BEGIN PRIVATE KEY-----` then the value on the next
-/// line): the segment before the block ends inside the key's line, so the
-/// key's rule did not see its value; a second pass, where the block is a
-/// marker, reads the line on after it and then the value. Judge the key that
-/// way now: the bytes from the block's end to the value go through every
-/// rule first, then the value. `view` ends where the segment after the
+/// line), or on a comment line between the key's line and its value
+/// (`password:`, `# -----END RSA PRIVATE KEY-----`, `  hunter2`): the
+/// segment before the block ends before the value, so the key's rule did
+/// not see it; a second pass, where the block is a marker, reads past it
+/// (a comment) and then the value. Judge the key that way now: the bytes
+/// from the block's end to the value go through every rule first, then the
+/// value. `view` ends where the segment after the
 /// block does; `hits_before` is how many hits there were before the block's.
 /// Returns where the value's removal ends.
 fn value_past_block(
@@ -508,6 +542,25 @@ fn value_past_block(
         None => return None,
     };
     let hash = line_start + memchr::memchr(b'#', &hay[line_start..block.start])?;
+    // A comment line of its own: the key is on a line above, with only
+    // blank and comment lines between (their bytes within LOOKBACK too).
+    let (line_start, hash) = if hay[line_start..hash].iter().all(|&b| is_blank(b)) {
+        let key_line = key_line_above(hay, line_start, earliest)?;
+        let key_line_end = key_line + memchr::memchr(b'\n', &hay[key_line..line_start])?;
+        // Nothing removed on the key's line, and only within comment lines
+        // below it: a second pass reads those lines as comments still.
+        if w.hits[..hits_before]
+            .iter()
+            .rev()
+            .take_while(|h| h.found.end > key_line)
+            .any(|h| h.found.start <= key_line_end || !within_a_comment(hay, h.found))
+        {
+            return None;
+        }
+        (key_line, key_line_end)
+    } else {
+        (line_start, hash)
+    };
     // The key at the line's start, its name up to the colon.
     let key = run_end(hay, line_start, |b| matches!(b, b' ' | b'\t' | b'-' | b'?'));
     let name = if matches!(hay.get(key), Some(b'"' | b'\'')) {

@@ -71,7 +71,10 @@ struct Walk {
 /// a key in `column`: blank lines (the value's only if it goes on after
 /// them), comment lines (passed over before a plain value, ending it after
 /// its first line), and lines indented deeper than the key.
-/// `started`: the value's first line was read before `next`.
+/// `started`: the value's first line was read before `next`. `hole`: a
+/// removed block (a private key's) that starts on a line read here; that
+/// line goes on to the end of the block's last line, as its marker's line
+/// does on a second pass.
 fn walk(
     hay: &[u8],
     mut next: usize,
@@ -79,6 +82,7 @@ fn walk(
     block: bool,
     max_lines: usize,
     started: bool,
+    hole: Option<(usize, usize)>,
 ) -> Walk {
     let mut first: Option<usize> = None;
     let mut last_end = 0;
@@ -91,7 +95,16 @@ fn walk(
             break Stop::Full;
         }
         lines += 1;
-        let end = memchr::memchr(b'\n', &hay[next..]).map_or(hay.len(), |i| next + i);
+        let line_end =
+            |from: usize| memchr::memchr(b'\n', &hay[from..]).map_or(hay.len(), |i| from + i);
+        let mut end = line_end(next);
+        if let Some((start, hole_end)) = hole
+            && next <= start
+            && start <= end
+            && hole_end <= hay.len()
+        {
+            end = line_end(hole_end.max(end));
+        }
         let mut content_end = end;
         if content_end > next && hay[content_end - 1] == b'\r' {
             content_end -= 1;
@@ -145,7 +158,7 @@ pub(crate) fn value_after(
 ) -> Option<NextLines> {
     let column = key_column(hay, name_start, removed)?;
     let (rest_end, block) = rest_of_key_line(hay, value_at, hole)?;
-    let w = walk(hay, rest_end + 1, column, block, MAX_LINES, false);
+    let w = walk(hay, rest_end + 1, column, block, MAX_LINES, false, hole);
     let more = match w.stop {
         Stop::Marker => return Some(NextLines::Judged),
         Stop::Section => return None,
@@ -174,7 +187,15 @@ fn trim_end(hay: &[u8], start: usize, mut end: usize) -> usize {
 /// the value or make the key a section's head (one the window did not
 /// see), or a marker, ends it there.
 pub(crate) fn value_end_past_window(hay: &[u8], end: usize, more: More) -> usize {
-    let w = walk(hay, more.next, more.column, more.block, usize::MAX, true);
+    let w = walk(
+        hay,
+        more.next,
+        more.column,
+        more.block,
+        usize::MAX,
+        true,
+        None,
+    );
     match w.first {
         Some(start) => trim_end(hay, start, w.last_end).max(end),
         None => end,

@@ -714,6 +714,60 @@ fn an_armor_line_on_the_key_line_does_not_hide_the_value_on_the_next_line() {
     stream_agrees(input);
 }
 
+/// Found by the redactor's fuzz campaign (kept as the corpus input
+/// `armor_end_on_a_comment_line_between_a_key_and_its_value`): finding 4's
+/// shape with the armor on a comment line of its own between the key and
+/// its value. The key block cut the segment before the value, and the
+/// block's segment starts after the key, so the first pass printed the
+/// value and a second removed it. The value goes on the first pass now,
+/// the key read as a second pass reads it (`value_past_block` looks up
+/// from a block on a comment line, over blank and comment lines, for the
+/// key; the YAML walk reads the block's lines as its comment line).
+#[test]
+fn an_armor_line_on_a_comment_line_before_the_value_does_not_hide_the_value() {
+    for input in [
+        "KEY:\n#-----END PRIVATE-----\n ..xapp-rRouR",
+        "password:\n# -----END RSA PRIVATE KEY-----\n  hunter2hunter2\n",
+        "password:\n\n  # rotated\n  # -----END RSA PRIVATE KEY-----\n\n  hunter2hunter2\n",
+        &format!("token:\n  # old {GITHUB}\n  # -----END PRIVATE KEY-----\n  hunter2hunter2\n"),
+    ] {
+        let out = text(input);
+        assert!(
+            !out.contains("hunter2hunter2") && !out.contains("xapp-rRouR"),
+            "{out:?}"
+        );
+        check(input.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        stream_agrees(input);
+    }
+    holds(
+        "password:\n# -----END RSA PRIVATE KEY-----\n  hunter2hunter2\n",
+        &format!("password:\n# [redacted:private-key]\n  {S}\n"),
+    );
+    // A section stays one; a key with its value on its own line keeps
+    // judging that value alone.
+    holds(
+        "password:\n# -----END RSA PRIVATE KEY-----\n  user: bob\n",
+        "password:\n# [redacted:private-key]\n  user: bob\n",
+    );
+    holds(
+        "name: bob\n# -----END RSA PRIVATE KEY-----\n  hunter2hunter2\n",
+        "name: bob\n# [redacted:private-key]\n  hunter2hunter2\n",
+    );
+    // In a block scalar a comment line is content: the block is in the
+    // value, whose marker is a pass's judgement, on both passes.
+    holds(
+        "db:\n  password: |\n    # -----END PRIVATE KEY-----\n    hunter2hunter2\n  user: bob\n",
+        "db:\n  password: |\n    # [redacted:private-key]\n    hunter2hunter2\n  user: bob\n",
+    );
+    // A key's lines under a BEGIN in a comment are a block of their own,
+    // whose marker ends the reading on both passes (a marker is a pass's
+    // judgement): the line after them is judged alone.
+    holds(
+        "password:\n  # -----BEGIN RSA PRIVATE KEY-----\n  MIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n  -----END RSA PRIVATE KEY-----\n  hunter2hunter2\n",
+        "password:\n  # [redacted:private-key]\n  [redacted:private-key]\n  hunter2hunter2\n",
+    );
+}
+
 /// Finding 5 (under-redaction; pre-existing, yaml.rs `heads_a_section`).
 /// The change's shape on a line of its own: a comment line between a key
 /// and its indented value makes the key a section's head, so the value is
