@@ -544,22 +544,15 @@ fn value_past_block(
     let hash = line_start + memchr::memchr(b'#', &hay[line_start..block.start])?;
     // A comment line of its own: the key is on a line above, with only
     // blank and comment lines between (their bytes within LOOKBACK too).
-    let (line_start, hash) = if hay[line_start..hash].iter().all(|&b| is_blank(b)) {
+    // A comment line of its own: the key is on a line above, with only
+    // blank and comment lines between (their bytes within LOOKBACK too).
+    let own_line = !hay[line_start..hash].iter().all(|&b| is_blank(b));
+    let (line_start, hash) = if own_line {
+        (line_start, hash)
+    } else {
         let key_line = key_line_above(hay, line_start, earliest)?;
         let key_line_end = key_line + memchr::memchr(b'\n', &hay[key_line..line_start])?;
-        // Nothing removed on the key's line, and only within comment lines
-        // below it: a second pass reads those lines as comments still.
-        if w.hits[..hits_before]
-            .iter()
-            .rev()
-            .take_while(|h| h.found.end > key_line)
-            .any(|h| h.found.start <= key_line_end || !within_a_comment(hay, h.found))
-        {
-            return None;
-        }
         (key_line, key_line_end)
-    } else {
-        (line_start, hash)
     };
     // The key at the line's start, its name up to the colon.
     let key = run_end(hay, line_start, |b| matches!(b, b' ' | b'\t' | b'-' | b'?'));
@@ -570,15 +563,28 @@ fn value_past_block(
     };
     let name_end = run_end(&hay[..hash], name, is_name_byte);
     let before = &w.hits[..hits_before];
-    // Nothing removed from the name's end to the comment: a second pass
-    // reads the colon and the comment's start as they were.
-    if before
-        .iter()
-        .rev()
-        .take_while(|h| h.found.end > name_end)
-        .any(|h| h.found.start <= hash)
-    {
-        return None;
+    let after_name = || before.iter().rev().take_while(|h| h.found.end > name_end);
+    if own_line {
+        // Nothing removed from the name's end to the comment: a second pass
+        // reads the colon and the comment's start as they were.
+        if after_name().any(|h| h.found.start <= hash) {
+            return None;
+        }
+    } else {
+        // Removed since the name only within a comment, one line each (in
+        // the key line's comment, or on comment lines): a second pass reads
+        // those lines as comments still.
+        let comment = (name_end..hash).find(|&i| i > 0 && hay[i] == b'#' && is_blank(hay[i - 1]));
+        if after_name().any(|h| {
+            memchr::memchr(b'\n', &hay[h.found.start..h.found.end]).is_some()
+                || if h.found.start <= hash {
+                    comment.is_none_or(|c| h.found.start <= c)
+                } else {
+                    !within_a_comment(hay, h.found)
+                }
+        }) {
+            return None;
+        }
     }
     // A token removed inside the name leaves its rest after the marker to
     // a second pass: the first keyword there names the key (see

@@ -730,10 +730,14 @@ fn an_armor_line_on_a_comment_line_before_the_value_does_not_hide_the_value() {
         "password:\n# -----END RSA PRIVATE KEY-----\n  hunter2hunter2\n",
         "password:\n\n  # rotated\n  # -----END RSA PRIVATE KEY-----\n\n  hunter2hunter2\n",
         &format!("token:\n  # old {GITHUB}\n  # -----END PRIVATE KEY-----\n  hunter2hunter2\n"),
+        // And one in the key line's comment as well (the campaign's second
+        // input, `armor_end_on_the_key_line_and_on_a_comment_line_before_the_value`).
+        "KEY: #-----END PRIVATE-----\n#-----END PRIVATE-----\n \u{de}i--\u{de}I--hi--",
+        &format!("password: # {GITHUB}\n  # -----END PRIVATE KEY-----\n  hunter2hunter2\n"),
     ] {
         let out = text(input);
         assert!(
-            !out.contains("hunter2hunter2") && !out.contains("xapp-rRouR"),
+            !out.contains("hunter2hunter2") && !out.contains("xapp-rRouR") && !out.contains("hi--"),
             "{out:?}"
         );
         check(input.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
