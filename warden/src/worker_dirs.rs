@@ -194,8 +194,8 @@ pub(crate) fn write_file_watched<W>(
     let shown = dir.shown(&tmp);
     let watched = file
         .write_all(contents)
-        .and_then(|()| watch(&dir, &file))
-        .map_err(io_at("write", shown.clone()));
+        .map_err(io_at("write", shown.clone()))
+        .and_then(|()| watch(&dir, &file).map_err(io_at("watch", shown.clone())));
     let watched = match watched {
         Ok(w) => w,
         Err(e) => {

@@ -50,6 +50,16 @@ fn wait_until(w: &Warden, done: &dyn Fn(&str) -> bool, ms: u64) -> String {
     journal
 }
 
+/// Waits for the ladder to reach Cut for a honeypot.
+fn cut_for_a_honeypot(w: &Warden) {
+    let st = w.reaches("cut");
+    assert!(
+        st.ladder_reason.contains("honeypot"),
+        "{}",
+        st.ladder_reason
+    );
+}
+
 /// A Warden whose integrity tick runs every 100 ms.
 fn ticking(name: &str) -> Warden {
     Warden::start_with(name, false, &[], |o| {
@@ -65,12 +75,7 @@ const WINDOW_S: u64 = 600;
 /// the owner's resume, then one signal in each of three windows, and only
 /// one (the ticks between are many).
 fn signalled_every_window(w: &Warden, pot: &Path) {
-    let st = w.reaches("cut");
-    assert!(
-        st.ladder_reason.contains("honeypot"),
-        "{}",
-        st.ladder_reason
-    );
+    cut_for_a_honeypot(w);
     // Not `w.resume()`, which expects the ladder to stay at normal.
     let resumed = w.control(&aromba_warden_proto::Request::Resume);
     assert!(
@@ -198,12 +203,7 @@ fn a_honeypot_unlinked_while_an_o_path_descriptor_holds_it_is_a_signal_at_once()
     std::fs::remove_file(&pot).unwrap();
     // The descriptor is still held: no event of the file's can have come,
     // and the integrity tick is an hour away.
-    let st = w.reaches("cut");
-    assert!(
-        st.ladder_reason.contains("honeypot"),
-        "{}",
-        st.ladder_reason
-    );
+    cut_for_a_honeypot(&w);
     replanted(&pot, None);
     drop(held);
 }
@@ -214,20 +214,16 @@ fn a_honeypot_unlinked_while_an_o_path_descriptor_holds_it_is_a_signal_at_once()
 /// inode, is caught when read.
 #[test]
 fn a_hard_linked_then_unlinked_honeypot_is_found_and_its_link_stays_watched() {
+    // No integrity tick to find it: the directory's watch must.
     let w = Warden::start_with("atk-pots-hardlink", false, &[], |o| {
-        o.integrity_interval = Duration::from_millis(100);
+        o.integrity_interval = Duration::from_secs(3600);
     });
     let pot = aws(&w);
     let m = replanted(&pot, None);
     let link = w.layout().worker_home.join("kept-link");
     std::fs::hard_link(&pot, &link).unwrap();
     std::fs::remove_file(&pot).unwrap();
-    let st = w.reaches("cut");
-    assert!(
-        st.ladder_reason.contains("honeypot"),
-        "{}",
-        st.ladder_reason
-    );
+    cut_for_a_honeypot(&w);
     replanted(&pot, Some(m.ino()));
     w.resume();
     std::fs::read(&link).unwrap();

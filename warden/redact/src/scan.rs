@@ -544,8 +544,6 @@ fn value_past_block(
     let hash = line_start + memchr::memchr(b'#', &hay[line_start..block.start])?;
     // A comment line of its own: the key is on a line above, with only
     // blank and comment lines between (their bytes within LOOKBACK too).
-    // A comment line of its own: the key is on a line above, with only
-    // blank and comment lines between (their bytes within LOOKBACK too).
     let own_line = !hay[line_start..hash].iter().all(|&b| is_blank(b));
     let (line_start, hash) = if own_line {
         (line_start, hash)

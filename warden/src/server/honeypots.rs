@@ -170,6 +170,8 @@ impl Honeypots {
             if !self.plant {
                 return Armed::Unwatched("it is not planted (not installed)".into());
             }
+            // Said before a temporary file is written and synced in vain,
+            // as it would be on every tick while the directory stays.
             if found.as_ref().is_some_and(|m| m.is_dir()) {
                 return Armed::Blocked(format!("a directory is at {}", path.display()));
             }
